@@ -1,0 +1,151 @@
+"""The collective cost model (tpu_notes.collectives) against hand derivations, a hop-by-hop simulation and the
+collectives JAX runs on 8 simulated devices."""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tpu_notes import collectives as C
+from tpu_notes.hardware import get_chip
+
+W = 1e11  # a round bidirectional link bandwidth for hand arithmetic
+
+
+@pytest.mark.parametrize("n", [2, 4, 6, 8, 16])
+def test_even_ring_all_gather_is_V_over_W(n):
+    # N/2 hops, each moving V/N bytes per direction at W/2: (N/2)(V/N)/(W/2) = V/W
+    t = C.all_gather_time(1e9, n, W, hop_latency=0)
+    assert t.bandwidth_time == pytest.approx(1e9 / W)
+    assert t.bound == "bandwidth"
+
+
+@pytest.mark.parametrize("n", [3, 5, 7])
+def test_odd_ring_all_gather(n):
+    # (N-1)/2 hops of V/N at W/2 = (N-1)/N * V/W
+    assert C.all_gather_time(1e9, n, W).bandwidth_time == pytest.approx((n - 1) / n * 1e9 / W)
+
+
+def test_no_wraparound_matches_the_v5e_worked_example():
+    # 34 MB over 4 chips without wraparound: 3 hops of 8.5 MB at 45 GB/s one way = 567 µs (book: ~560 µs)
+    t = C.all_gather_time(34e6, 4, get_chip("v5e").ici_bw_bidi, wraparound=False)
+    assert t.total == pytest.approx(3 * 8.5e6 / 4.5e10)
+    assert 540e-6 < t.total < 580e-6
+
+
+def test_latency_bound_small_gather():
+    # 4 shards of 32 kB, no wraparound: 3 hops of 1 µs vs 3 * 32 kB / 45 GB/s = 2.13 µs
+    t = C.all_gather_time(4 * 32e3, 4, get_chip("v5e").ici_bw_bidi, wraparound=False)
+    assert t.latency_time == pytest.approx(3e-6)
+    assert t.bandwidth_time == pytest.approx(3 * 32e3 / 4.5e10)
+    assert t.bound == "latency" and t.total == t.latency_time
+
+
+def test_kinds_relate_as_the_model_says():
+    for wrap in (True, False):
+        ag = C.all_gather_time(5e8, 8, W, wraparound=wrap)
+        assert C.reduce_scatter_time(5e8, 8, W, wraparound=wrap) == ag
+        ar = C.all_reduce_time(5e8, 8, W, wraparound=wrap)
+        assert ar.bandwidth_time == pytest.approx(2 * ag.bandwidth_time)
+        assert ar.latency_time == pytest.approx(2 * ag.latency_time)
+        a2a = C.all_to_all_time(5e8, 8, W, wraparound=wrap)
+        assert a2a.bandwidth_time == pytest.approx(ag.bandwidth_time / (4 if wrap else 2))
+
+
+def test_several_axes():
+    one = C.all_gather_time(1e9, 4, W)
+    two = C.all_gather_time(1e9, (4, 4), W)
+    assert two.bandwidth_time == pytest.approx(1e9 / W / 2)      # even total 16: V/W over 2 sets of links
+    assert two.latency_time == pytest.approx(2 * one.latency_time)
+    assert C.all_gather_time(1e9, 4, W, n_axes=2) == two          # int size with n_axes = same sizes per axis
+    # torus AllToAll: V * max(X_i) / (4 N W)
+    assert C.all_to_all_time(1e9, (4, 4, 4), W, hop_latency=0).bandwidth_time == pytest.approx(1e9 * 4 / (4 * 64 * W))
+
+
+def test_single_device_costs_nothing():
+    assert C.all_gather_time(1e9, 1, W).total == 0.0
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="nbytes"):
+        C.all_gather_time(-1, 4, W)
+    with pytest.raises(ValueError, match="axis_size"):
+        C.all_gather_time(1e6, 0, W)
+    with pytest.raises(TypeError, match="axis_size"):
+        C.all_gather_time(1e6, "4", W)
+    with pytest.raises(ValueError, match="link_bw_bidi"):
+        C.all_reduce_time(1e6, 4, 0)
+    with pytest.raises(TypeError, match="wraparound"):
+        C.all_gather_time(1e6, 4, W, wraparound="yes")
+    with pytest.raises(ValueError, match="n_axes"):
+        C.all_gather_time(1e6, (4, 4), W, n_axes=3)
+    with pytest.raises(ValueError, match="kind"):
+        C.collective_time("broadcast", 1e6, 4, W)
+
+
+def _simulated_time(n, wrap, v, w):
+    """Independent check: run the hop-by-hop schedule, and charge each hop the largest bytes any directed link
+    carries in it (one shard, V/N) at the one-way bandwidth w/2."""
+    states = C.ring_all_gather_schedule(n, wrap)
+    for before, after in zip(states, states[1:]):
+        for d in range(n):
+            gained = len(after[d]) - len(before[d])
+            assert gained <= 2                       # at most one shard per incoming link per hop
+    assert all(len(s) == n for s in states[-1])
+    return (len(states) - 1) * (v / n) / (w / 2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 24), wrap=st.booleans(), v=st.floats(1e3, 1e10))
+def test_formula_matches_simulation_and_bounds(n, wrap, v):
+    t = C.all_gather_time(v, n, W, wraparound=wrap, hop_latency=0)
+    assert t.bandwidth_time == pytest.approx(_simulated_time(n, wrap, v, W))
+    # never faster than receiving (N-1)/N of V over two incoming links of W/2 each
+    assert t.bandwidth_time >= (n - 1) / n * v / W * (1 - 1e-12)
+    assert len(C.ring_all_gather_schedule(n, wrap)) - 1 == C.gather_hops(n, wrap)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 32), v=st.floats(1e3, 1e10), lat=st.floats(0, 1e-5))
+def test_total_is_max_and_monotone(n, v, lat):
+    a = C.all_gather_time(v, n, W, hop_latency=lat)
+    b = C.all_gather_time(2 * v, n, W, hop_latency=lat)
+    assert a.total == max(a.bandwidth_time, a.latency_time)
+    assert b.total >= a.total
+    assert C.all_gather_time(v, n, W, wraparound=False, hop_latency=lat).total >= a.total
+
+
+def test_latency_bound_bytes_is_the_crossover():
+    v_star = C.latency_bound_bytes(8, get_chip("v5e").ici_bw_bidi)
+    assert v_star == pytest.approx(8 * 45e3)           # 45 kB per shard on v5e, 360 kB for 8-way
+    t = C.all_gather_time(v_star, 8, get_chip("v5e").ici_bw_bidi)
+    assert t.bandwidth_time == pytest.approx(t.latency_time)
+
+
+# ---- the collectives run for real (8 simulated devices) match the unsharded computation
+@pytest.fixture(scope="module")
+def mesh():
+    from tpu_notes.compat import make_mesh
+
+    return make_mesh((8,), ("X",))
+
+
+def test_run_collectives_numerically(mesh):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((16, 3)).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(C.run_collective("all-gather", x, mesh, "X")), x)
+    y = rng.standard_normal((64, 3)).astype(np.float32)
+    total = y.reshape(8, 8, 3).sum(0)        # device d holds rows 8d..8d+7: the sum of the 8 addends
+    np.testing.assert_allclose(np.asarray(C.run_collective("all-reduce", y, mesh, "X")), total, rtol=1e-5, atol=1e-5)
+    rs = C.run_collective("reduce-scatter", y, mesh, "X")
+    np.testing.assert_allclose(np.asarray(rs), total, rtol=1e-5, atol=1e-5)
+    assert rs.sharding.spec[0] == "X"
+    z = np.arange(16 * 8, dtype=np.float32).reshape(16, 8)
+    a2a = C.run_collective("all-to-all", z, mesh, "X")
+    np.testing.assert_array_equal(np.asarray(a2a), z)
+    assert tuple(a2a.sharding.spec) == (None, "X")
+
+
+def test_hand_written_ring_matches_all_gather(mesh):
+    x = np.arange(8 * 5, dtype=np.float32).reshape(8, 5)
+    np.testing.assert_array_equal(np.asarray(C.ring_all_gather(x, mesh, "X")), x)

@@ -1,0 +1,127 @@
+"""The generated cells of every chapter (Colab badge, setup cell, footer) are current, and the check can tell.
+
+``tools/nbcells.py --check`` is what fails here when a notebook's generated cells are stale; the other tests show
+that it does catch a stale, missing or moved cell (on copies, never on the committed notebooks), and that the
+status page (tools/status.py) matches book/status.json.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import nbcells  # noqa: E402
+import status  # noqa: E402
+
+NOTEBOOKS = sorted(nbcells.NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def _src(cell) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def test_generated_cells_are_current():
+    run = subprocess.run([sys.executable, str(ROOT / "tools" / "nbcells.py"), "--check"], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def _sample_notebook(stem: str = "01_rooflines") -> dict:
+    """A committed chapter if there is one, else a minimal chapter; with its generated cells refreshed."""
+    path = nbcells.NOTEBOOKS / f"{stem}.ipynb"
+    if path.exists():
+        nb = json.loads(path.read_text())
+    else:
+        nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "# Chapter 1 · Rooflines"},
+                        {"cell_type": "code", "metadata": {}, "source": "x = 1", "outputs": [],
+                         "execution_count": None}],
+              "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    return nbcells.refresh(nb, stem)
+
+
+@pytest.mark.parametrize("damage", ["edit setup", "edit badge", "edit footer", "drop setup", "untag setup",
+                                    "move footer", "old repository"])
+def test_check_catches_stale_cells(damage):
+    stem = "01_rooflines"
+    fresh = _sample_notebook(stem)
+    assert nbcells.stale(fresh, stem) == [], "a refreshed notebook must pass the check"
+    nb = copy.deepcopy(fresh)
+    cells = nb["cells"]
+    gen = {c["metadata"].get("tpu_notes", {}).get("generated"): c for c in cells}
+    if damage == "edit setup":
+        gen["setup"]["source"] = _src(gen["setup"]).replace("--no-deps", "--upgrade")
+    elif damage == "edit badge":
+        gen["badge"]["source"] = _src(gen["badge"]).replace("/blob/", "/tree/")
+    elif damage == "edit footer":
+        gen["footer"]["source"] = _src(gen["footer"]) + " extra"
+    elif damage == "drop setup":
+        cells.remove(gen["setup"])
+    elif damage == "untag setup":
+        gen["setup"]["metadata"]["tags"] = []
+    elif damage == "move footer":
+        cells.insert(3, cells.pop())
+    elif damage == "old repository":
+        gen["setup"]["source"] = _src(gen["setup"]).replace("https://github.com/", "https://example.org/")
+    assert nbcells.stale(nb, stem), f"{damage}: not detected"
+    assert nbcells.stale(nbcells.refresh(nb, stem), stem) == [], f"{damage}: refresh does not repair it"
+
+
+def test_check_command_fails_on_a_stale_copy(tmp_path, monkeypatch):
+    """The command-line check (what CI runs) exits 1 on a stale notebook and 0 once it is refreshed."""
+    stem = "01_rooflines"
+    nb = _sample_notebook(stem)
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "_config.yml").write_text((ROOT / "_config.yml").read_text())  # repository settings
+    monkeypatch.setattr(nbcells, "ROOT", tmp_path)
+    monkeypatch.setattr(nbcells, "NOTEBOOKS", tmp_path / "notebooks")
+    path = tmp_path / "notebooks" / f"{stem}.ipynb"
+    nb = nbcells.refresh(nb, stem)  # footer as seen from tmp_path (no next chapter there)
+    path.write_text(json.dumps(nb))
+    assert nbcells.main(["--check"]) == 0
+    nb["cells"][2]["source"] = "print('hand-edited setup cell')"
+    path.write_text(json.dumps(nb))
+    assert nbcells.main(["--check"]) == 1
+    assert nbcells.main([]) == 0  # rewrites it
+    assert nbcells.main(["--check"]) == 0
+    assert "TPU_NOTES_REPO" in _src(json.loads(path.read_text())["cells"][2])
+
+
+def test_setup_cell_installs_from_the_pinned_ref_without_touching_jax():
+    """The install ref comes from one place (_config.yml repository.branch), shared with the Colab badge."""
+    repo, branch, ref = nbcells.repo_settings()
+    assert ref == branch
+    setup = nbcells.setup_source()
+    assert f'"https://github.com/{repo}"' in setup and f"@{ref}" in setup and "TPU_NOTES_REPO" in setup
+    colab_branch = re.sub(r"#.*", "", setup.split("from tpu_notes")[0])  # code only, not the comments
+    assert "--no-deps" in colab_branch and "jax" not in colab_branch.lower()
+    assert f"/blob/{branch}/notebooks/01_rooflines.ipynb" in nbcells.badge_source("01_rooflines")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_setup_cell_runs_first_and_is_hidden(path):
+    cells = json.loads(path.read_text())["cells"]
+    code = [c for c in cells if c["cell_type"] == "code"]
+    assert code and code[0]["metadata"].get("tpu_notes", {}).get("generated") == "setup"
+    assert "hide-input" in code[0]["metadata"].get("tags", [])
+
+
+def test_status_page_is_current():
+    assert status.STATUS_MD.read_text() == status.expected(), "book/status.md is stale: run python tools/status.py"
+
+
+def test_status_page_lists_every_chapter():
+    text = status.render({"01_rooflines": {"seconds": 12.34, "jax": "9.9.9", "device": "8 x test (cpu)"}},
+                         linked={"01_rooflines"})
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "·" in line]
+    assert len(rows) == len(nbcells.CHAPTERS)
+    assert "12.3 s" in rows[0] and "9.9.9" in rows[0] and "8 x test (cpu)" in rows[0]
+    assert "](../notebooks/01_rooflines.ipynb)" in rows[0]
+    assert all("](" not in row and "coming" in row for row in rows[1:]), "unlisted chapters must not be linked"

@@ -1,0 +1,96 @@
+"""Rooflines: worked numbers, invariants and input checks."""
+import math
+
+import pytest
+from hypothesis import assume, given, strategies as st
+
+from tpu_notes import roofline as rl
+from tpu_notes.hardware import get_chip
+
+pos = st.floats(min_value=1.0, max_value=1e18, allow_nan=False, allow_infinity=False)
+dims = st.integers(min_value=1, max_value=2**16)
+
+
+def test_roofline_fields():
+    r = rl.roofline(flops=2e12, nbytes=1e9, peak_flops=1e14, bandwidth=1e12)
+    assert (r.t_math, r.t_comms) == (0.02, 0.001)
+    assert r.lower == 0.02 and r.upper == pytest.approx(0.021)
+    assert r.intensity == 2000 and r.bound == "compute"
+    assert "µs" in repr(r) or "ms" in repr(r)
+
+
+@given(pos, pos, pos, pos)
+def test_bounds_ordering(flops, nbytes, peak, bw):
+    r = rl.roofline(flops, nbytes, peak, bw)
+    assert max(r.t_math, r.t_comms) == r.lower <= r.upper <= 2 * r.lower * (1 + 1e-12)
+    assert (r.bound == "compute") == (r.intensity >= peak / bw * (1 - 1e-12)) or math.isclose(
+        r.intensity, peak / bw, rel_tol=1e-9)
+
+
+@given(pos, pos, pos, pos, st.floats(min_value=1.01, max_value=100))
+def test_more_bandwidth_never_slower(flops, nbytes, peak, bw, factor):
+    slow, fast = rl.roofline(flops, nbytes, peak, bw), rl.roofline(flops, nbytes, peak, bw * factor)
+    assert fast.lower <= slow.lower and fast.upper <= slow.upper
+
+
+@given(dims, dims, dims, st.integers(min_value=2, max_value=8))
+def test_bigger_matmul_never_faster(B, D, F, k):
+    small = rl.matmul_time(B, D, F, "v5e")
+    big = rl.matmul_time(B * k, D, F, "v5e")
+    assert big.lower >= small.lower and big.flops == k * small.flops
+
+
+def test_matmul_counts():
+    assert rl.matmul_flops(2, 3, 4) == 48
+    assert rl.matmul_bytes(2, 3, 4) == 2 * (6 + 12 + 8)
+    assert rl.matmul_bytes(2, 3, 4, "int8", "int8", "int8") == 26
+    # B << D, F: the intensity tends to B in bf16 (weights dominate the bytes).
+    assert rl.matmul_intensity(64, 2**15, 2**15) == pytest.approx(64, rel=0.01)
+
+
+def test_critical_batch_sizes():
+    assert rl.critical_batch_size("v5e") == pytest.approx(1.97e14 / 8.2e11)
+    assert rl.critical_batch_size("v5e", weight_dtype="int8") == pytest.approx(1.97e14 / 8.2e11 / 2)
+    assert rl.critical_batch_size("v5e", "int8") == pytest.approx(rl.critical_batch_size("v5e"))
+    assert round(rl.critical_batch_size("h100")) == 295
+
+
+def test_critical_batch_is_where_the_matmul_turns_compute_bound():
+    # Independent check through matmul_time: just below / above B*, with D, F huge so weights dominate.
+    for chip, dtype, w in [("v5e", "bf16", None), ("v5e", "bf16", "int8"), ("v6e", "int8", None)]:
+        b_star = rl.critical_batch_size(chip, dtype, w)
+        D = F = 2**17
+        assert rl.matmul_time(int(b_star * 0.9), D, F, chip, dtype, w).bound == "bandwidth"
+        assert rl.matmul_time(int(b_star * 1.1) + 1, D, F, chip, dtype, w).bound == "compute"
+
+
+def test_sharded_contraction_threshold_depends_on_D_not_B():
+    chip = get_chip("v5e")
+    alpha = chip.critical_intensity(bandwidth="ici")
+    D_star = 2 * alpha
+    for B in (16, 4096):
+        assert rl.sharded_contraction_time(B, int(D_star * 0.8) // 2 * 2, 8192, chip).bound == "bandwidth"
+        assert rl.sharded_contraction_time(B, int(D_star * 1.2) // 2 * 2, 8192, chip).bound == "compute"
+
+
+def test_attainable_flops_is_the_roofline():
+    assert rl.attainable_flops(10, 1e14, 1e12) == 1e13
+    assert rl.attainable_flops(1e4, 1e14, 1e12) == 1e14
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: rl.roofline(-1, 1, 1, 1), "flops"),
+    (lambda: rl.roofline(1, 1, 0, 1), "peak_flops"),
+    (lambda: rl.roofline(0, 0, 1, 1), "both be zero"),
+    (lambda: rl.matmul_flops(0, 1, 1), "B"),
+    (lambda: rl.matmul_bytes(1, 2.5, 1), "D"),
+    (lambda: rl.matmul_time(1, 1, 1, "v99"), "unknown chip"),
+    (lambda: rl.matmul_time(1, 1, 1, "v5e", dtype="fp8"), "fp8"),
+    (lambda: rl.matmul_time(1, 1, 1, "v5e", w_dtype="int2"), "w_dtype"),
+    (lambda: rl.critical_batch_size("v5e", weight_dtype="q4"), "weight_dtype"),
+    (lambda: rl.sharded_contraction_time(1, 3, 1, "v5e"), "divisible"),
+    (lambda: rl.sharded_contraction_time(1, 4, 1, "v5e", n_chips=1), "n_chips"),
+])
+def test_bad_input_raises_clearly(call, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        call()

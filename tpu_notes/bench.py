@@ -1,0 +1,542 @@
+"""Measure the machine the notebook runs on, and hold it against the model (Chapter 1).
+
+One place times JAX code (:func:`time_fn`): the function is compiled first and the compile time is kept apart,
+it is run a few times to warm up, every run ends with ``block_until_ready`` (JAX dispatches asynchronously, so a
+timer without it measures only the dispatch), and the median of several runs is reported.
+
+On top of it: a sweep of matmuls (:func:`matmul_sweep`), memory-bandwidth probes that stream arrays of growing
+size through ``sum(x)`` (reads only) and ``x + 1`` (reads and writes) (:func:`copy_sweep`), a fit of the peak FLOP/s and the memory bandwidth from those
+measurements (:func:`fit_roofline`), and :func:`measure_roofline`, which does all three on JAX's default device.
+On a laptop or CI runner that device is the CPU, and the numbers describe the CPU; on a TPU or GPU runtime the same
+calls measure the accelerator, and :func:`compare` prints the measurement beside the chip model of
+:mod:`tpu_notes.hardware`.
+
+    python -m tpu_notes.bench        # a short suite on whatever devices are present
+
+JAX is imported inside the functions, so ``import tpu_notes`` stays JAX-free.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+from .units import canonical_dtype, check_choice, check_positive, dtype_bytes, fmt
+
+#: Dtypes the measurements can run in (JAX dtypes for the tpu_notes names).
+BENCH_DTYPES = ("bf16", "fp32")
+
+#: Bytes touched by one call of a bandwidth probe at and above which the data cannot all sit in a cache: twice the
+#: 32 MB last-level cache of this book's CI CPU, and above the 50 MB L2 of an H100/H200.
+DEFAULT_MIN_COPY_BYTES = 6.4e7
+
+#: The bandwidth probes: "sum" reads an array once (``jnp.sum(x)``); "add" reads it and writes a new one (``x + 1``).
+COPY_OPS = ("sum", "add")
+
+
+# ----------------------------------------------------------------------------------------------------- timing
+@dataclass(frozen=True)
+class Timing:
+    """How long one call of a function takes, in seconds, from several timed runs after a warm-up."""
+
+    compile_s: float               # lowering + compiling (or the first call, for a function that is not jitted)
+    median_s: float                # median seconds per call: the number to quote
+    min_s: float                   # fastest sample, seconds per call
+    max_s: float                   # slowest sample, seconds per call
+    samples: tuple[float, ...]     # every sample, seconds per call (each the mean of `number` back-to-back calls)
+    number: int                    # calls per sample (more than 1 for calls too short to time alone)
+    warmup: int                    # untimed calls made before the samples
+
+    @property
+    def repeats(self) -> int:
+        """How many samples the statistics come from."""
+        return len(self.samples)
+
+    def __repr__(self) -> str:
+        return (f"Timing(median={fmt(self.median_s, 's')}, min={fmt(self.min_s, 's')}, "
+                f"max={fmt(self.max_s, 's')}, compile={fmt(self.compile_s, 's')}, "
+                f"repeats={self.repeats}, number={self.number})")
+
+
+def _check_int(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an integer >= {minimum}; got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return value
+
+
+def _block(out: Any) -> Any:
+    """Wait until every JAX array in ``out`` is computed (leaves that are not arrays pass through)."""
+    import jax
+
+    return jax.block_until_ready(out)
+
+
+def time_fn(fn: Callable, *args, repeats: int = 5, warmup: int = 1, number: Optional[int] = None,
+            target_s: float = 2e-3, max_number: int = 1000) -> Timing:
+    """Time ``fn(*args)`` and return a :class:`Timing` (seconds per call).
+
+    - A jitted function (one with ``.lower``) is lowered and compiled first, and that time is ``compile_s``;
+      the compiled executable is what gets timed. Any other callable's first call is timed as ``compile_s``
+      (it includes whatever compiling it triggers) and counts as a warm-up.
+    - ``warmup`` more calls run untimed; then ``repeats`` samples are taken, each of ``number`` back-to-back calls
+      ending in ``block_until_ready``. ``number=None`` picks enough calls for a sample to last about ``target_s``
+      seconds (at most ``max_number``), so that microsecond-scale calls are not lost in timer noise.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable; got {type(fn).__name__}")
+    repeats = _check_int("repeats", repeats, 1)
+    warmup = _check_int("warmup", warmup, 0)
+    if number is not None:
+        number = _check_int("number", number, 1)
+    target_s = check_positive("target_s", target_s)
+    max_number = _check_int("max_number", max_number, 1)
+
+    start = time.perf_counter()
+    if hasattr(fn, "lower"):
+        call = fn.lower(*args).compile()
+        compile_s = time.perf_counter() - start
+    else:
+        call = fn
+        _block(call(*args))
+        compile_s = time.perf_counter() - start
+    one = None
+    for _ in range(warmup):
+        t0 = time.perf_counter()
+        _block(call(*args))
+        one = time.perf_counter() - t0
+    if number is None:
+        if one is None:  # no warm-up asked for: one extra untimed call to size the samples
+            t0 = time.perf_counter()
+            _block(call(*args))
+            one = time.perf_counter() - t0
+        number = int(min(max_number, max(1, math.ceil(target_s / max(one, 1e-9)))))
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = None
+        for _ in range(number):
+            out = call(*args)
+        _block(out)
+        samples.append((time.perf_counter() - t0) / number)
+    return Timing(compile_s=compile_s, median_s=statistics.median(samples), min_s=min(samples),
+                  max_s=max(samples), samples=tuple(samples), number=number, warmup=warmup)
+
+
+# ------------------------------------------------------------------------------------------------ measurements
+@dataclass(frozen=True)
+class Measurement:
+    """One timed operation with its FLOP and byte counts (from the formulas of Chapter 1)."""
+
+    kind: str            # "matmul" or "copy" (a bandwidth probe: sum(x) or x + 1)
+    label: str           # e.g. "matmul [64, 4096] x [4096, 4096] fp32"
+    flops: float         # FLOPs of one call
+    nbytes: float        # bytes one call must read and write at least once
+    seconds: float       # median seconds per call
+    dtype: str           # tpu_notes dtype name of the operands
+    timing: Optional[Timing] = None  # the full timing (None for synthetic measurements)
+    shape: tuple[int, ...] = ()      # (B, D, F) of a matmul, (elements,) of a copy
+    op: str = ""                     # the bandwidth probe of a copy, "sum" or "add"; "" for a matmul
+
+    @property
+    def flops_per_s(self) -> float:
+        """Achieved FLOP/s."""
+        return self.flops / self.seconds
+
+    @property
+    def bytes_per_s(self) -> float:
+        """Achieved bytes/s (counting each operand once)."""
+        return self.nbytes / self.seconds
+
+    @property
+    def intensity(self) -> float:
+        """Arithmetic intensity, FLOPs per byte."""
+        return self.flops / self.nbytes
+
+    def __repr__(self) -> str:
+        return (f"Measurement({self.label!r}: {fmt(self.seconds, 's')}, {fmt(self.flops_per_s, 'FLOP/s')}, "
+                f"{fmt(self.bytes_per_s, 'B/s')}, intensity {self.intensity:.3g} FLOPs/B)")
+
+
+def _platform() -> str:
+    import jax
+
+    return jax.default_backend()
+
+
+def default_dtype(platform: Optional[str] = None) -> str:
+    """The dtype to measure in: ``"bf16"`` on TPUs and GPUs (what their peaks are quoted for), ``"fp32"`` on CPUs."""
+    platform = _platform() if platform is None else platform
+    return "fp32" if platform == "cpu" else "bf16"
+
+
+def _jnp_dtype(dtype: str):
+    import jax.numpy as jnp
+
+    dtype = canonical_dtype(dtype)
+    if dtype not in BENCH_DTYPES:
+        raise ValueError(f"dtype must be one of {list(BENCH_DTYPES)} for a measurement; got {dtype!r}")
+    return {"bf16": jnp.bfloat16, "fp32": jnp.float32}[dtype]
+
+
+def default_matmul_shapes(platform: Optional[str] = None) -> tuple[tuple[int, int, int], ...]:
+    """``(B, D, F)`` shapes swept by default: weights larger than the caches, ``B`` from 1 up past the ridge.
+
+    CPU: ``[B, 4096] @ [4096, 4096]`` in fp32 (64 MB of weights, twice a 32 MB L3), ``B`` = 1 ... 512, about a
+    second in all on two cores. TPU/GPU: ``[B, 8192] @ [8192, 8192]`` in bf16 (128 MB), ``B`` = 1 ... 8192.
+    """
+    platform = _platform() if platform is None else platform
+    if platform == "cpu":
+        return tuple((b, 4096, 4096) for b in (1, 2, 8, 32, 128, 512))
+    return tuple((b, 8192, 8192) for b in (1, 8, 64, 256, 1024, 4096, 8192))
+
+
+def default_copy_sizes(platform: Optional[str] = None) -> tuple[int, ...]:
+    """Array sizes in bytes for the bandwidth probes: from cache-sized (1 MiB) to well past any cache."""
+    platform = _platform() if platform is None else platform
+    sizes = [2**20, 2**22, 2**24, 2**26, 2**27]
+    if platform != "cpu":
+        sizes += [2**28, 2**29]
+    return tuple(sizes)
+
+
+def measure_matmul(B: int, D: int, F: int, dtype: str = "fp32", repeats: int = 3, seed: int = 0) -> Measurement:
+    """Time ``x[B, D] @ w[D, F]`` on JAX's default device (random normal operands from ``seed``)."""
+    import jax
+
+    from .roofline import matmul_bytes, matmul_flops
+
+    B, D, F = (check_positive(n, v, integer=True) for n, v in (("B", B), ("D", D), ("F", F)))
+    jdt = _jnp_dtype(dtype)
+    dtype = canonical_dtype(dtype)
+    kx, kw = jax.random.split(jax.random.key(seed))
+    x = jax.random.normal(kx, (B, D), jdt)
+    w = jax.random.normal(kw, (D, F), jdt)
+    timing = time_fn(jax.jit(lambda a, b: a @ b), x, w, repeats=repeats)
+    del x, w
+    return Measurement(kind="matmul", label=f"matmul [{B}, {D}] x [{D}, {F}] {dtype}",
+                       flops=matmul_flops(B, D, F), nbytes=matmul_bytes(B, D, F, dtype, dtype, dtype),
+                       seconds=timing.median_s, dtype=dtype, timing=timing, shape=(B, D, F))
+
+
+def measure_copy(nbytes: int, dtype: str = "fp32", repeats: int = 3, op: str = "add") -> Measurement:
+    """Time a bandwidth probe over an array of about ``nbytes`` bytes.
+
+    - ``op="add"``: ``x = x + 1`` reads the array and writes it back: ``2 * nbytes`` bytes, one FLOP per element.
+      The input buffer is donated, so the output reuses it in place (as an optimizer updates weights); without
+      donation a CPU spends most of the time obtaining fresh pages from the operating system, not moving data.
+    - ``op="sum"``: ``jnp.sum(x)`` reads the array once: ``nbytes`` bytes (plus one element written), one FLOP per
+      element. Reads alone are what streaming weights through a matmul costs.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    nbytes = check_positive("nbytes", nbytes)
+    op = check_choice("op", op, COPY_OPS)
+    jdt = _jnp_dtype(dtype)
+    dtype = canonical_dtype(dtype)
+    n = max(1, int(nbytes // dtype_bytes(dtype)))
+    x = jnp.ones((n,), jdt)
+    if op == "sum":
+        timing = time_fn(jax.jit(lambda a: jnp.sum(a)), x, repeats=repeats)
+    else:
+        step = jax.jit(lambda a: a + 1, donate_argnums=0)
+        state = [x]
+
+        def add_in_place():
+            state[0] = step(state[0])
+            return state[0]
+
+        timing = time_fn(add_in_place, repeats=repeats)  # first call (compile + run) is reported as compile_s
+        del state
+    del x
+    size = n * dtype_bytes(dtype)
+    moved = 2.0 * size if op == "add" else size + dtype_bytes(dtype)
+    what = "x + 1" if op == "add" else "sum(x)"
+    return Measurement(kind="copy", label=f"{what} over {fmt(size, 'B')} {dtype}", flops=float(n),
+                       nbytes=moved, seconds=timing.median_s, dtype=dtype, timing=timing, shape=(n,), op=op)
+
+
+def matmul_sweep(shapes: Optional[Sequence[tuple[int, int, int]]] = None, dtype: Optional[str] = None,
+                 repeats: int = 3) -> tuple[Measurement, ...]:
+    """Time a matmul for each ``(B, D, F)`` of ``shapes`` (default :func:`default_matmul_shapes`)."""
+    shapes = default_matmul_shapes() if shapes is None else tuple(shapes)
+    if not shapes:
+        raise ValueError("shapes must name at least one (B, D, F) matmul")
+    dtype = default_dtype() if dtype is None else dtype
+    out = []
+    for shape in shapes:
+        if len(shape) != 3:
+            raise ValueError(f"each entry of shapes must be (B, D, F); got {shape!r}")
+        out.append(measure_matmul(*shape, dtype=dtype, repeats=repeats))
+    return tuple(out)
+
+
+def copy_sweep(sizes: Optional[Sequence[int]] = None, dtype: Optional[str] = None, repeats: int = 3,
+               ops: Sequence[str] = COPY_OPS) -> tuple[Measurement, ...]:
+    """Run each bandwidth probe of ``ops`` ("sum", "add") over arrays of each size in ``sizes`` bytes
+    (default :func:`default_copy_sizes`)."""
+    sizes = default_copy_sizes() if sizes is None else tuple(sizes)
+    if not sizes:
+        raise ValueError("sizes must list at least one array size in bytes")
+    ops = (ops,) if isinstance(ops, str) else tuple(ops)
+    if not ops:
+        raise ValueError(f"ops must list at least one of {list(COPY_OPS)}")
+    dtype = default_dtype() if dtype is None else dtype
+    return tuple(measure_copy(s, dtype=dtype, repeats=repeats, op=op) for op in ops for s in sizes)
+
+
+# ------------------------------------------------------------------------------------------------------- fit
+@dataclass(frozen=True)
+class FittedRoofline:
+    """The roofline of a machine, read off measurements."""
+
+    peak_flops: float            # FLOP/s: the fastest matmul's achieved FLOP/s
+    bandwidth: float             # bytes/s: the fastest bandwidth probe among those too large for a cache
+    critical_intensity: float    # peak_flops / bandwidth, FLOPs per byte
+    peak_from: str               # label of the measurement that set the peak
+    bandwidth_from: str          # label of the measurement that set the bandwidth
+    min_copy_bytes: float = DEFAULT_MIN_COPY_BYTES  # probes touching fewer bytes per call were left out (cache)
+
+    def attainable(self, intensity: float) -> float:
+        """FLOP/s this roofline allows at ``intensity`` FLOPs/byte: ``min(peak, intensity * bandwidth)``."""
+        return min(self.peak_flops, check_positive("intensity", intensity) * self.bandwidth)
+
+    def __repr__(self) -> str:
+        return (f"FittedRoofline(peak={fmt(self.peak_flops, 'FLOP/s')}, bandwidth={fmt(self.bandwidth, 'B/s')}, "
+                f"critical intensity={self.critical_intensity:.3g} FLOPs/B)")
+
+
+def fit_roofline(measurements: Sequence[Measurement],
+                 min_copy_bytes: float = DEFAULT_MIN_COPY_BYTES) -> FittedRoofline:
+    """Fit a roofline to measurements: peak = max achieved FLOP/s over the matmuls; bandwidth = max achieved
+    bytes/s over the ``"copy"`` (bandwidth probe) measurements that touch at least ``min_copy_bytes`` bytes per
+    call.
+
+    Why maxima: no operation beats the roof, so every achieved rate is a lower bound on it, and the best one is
+    the tightest (a large matmul is compute-bound, a large copy is bandwidth-bound). Small copies are left out
+    because they run from cache, faster than main memory allows.
+    """
+    measurements = tuple(measurements)
+    for m in measurements:
+        if not isinstance(m, Measurement):
+            raise TypeError(f"measurements must be Measurement objects; got {type(m).__name__}")
+    min_copy_bytes = check_positive("min_copy_bytes", min_copy_bytes, allow_zero=True)
+    matmuls = [m for m in measurements if m.kind == "matmul"]
+    copies = [m for m in measurements if m.kind == "copy" and m.nbytes >= min_copy_bytes]
+    if not matmuls:
+        raise ValueError("measurements must include at least one kind='matmul' measurement to fit the peak")
+    if not copies:
+        raise ValueError(f"measurements must include a kind='copy' measurement moving >= min_copy_bytes="
+                         f"{min_copy_bytes:.3g} bytes to fit the bandwidth")
+    best_m = max(matmuls, key=lambda m: m.flops_per_s)
+    best_c = max(copies, key=lambda m: m.bytes_per_s)
+    return FittedRoofline(peak_flops=best_m.flops_per_s, bandwidth=best_c.bytes_per_s,
+                          critical_intensity=best_m.flops_per_s / best_c.bytes_per_s,
+                          peak_from=best_m.label, bandwidth_from=best_c.label, min_copy_bytes=min_copy_bytes)
+
+
+# ------------------------------------------------------------------------------------------ the whole experiment
+@dataclass(frozen=True)
+class RooflineMeasurement:
+    """Everything :func:`measure_roofline` measured on one device."""
+
+    platform: str                        # "cpu", "tpu" or "gpu"
+    device_kind: str                     # JAX's device_kind, e.g. "cpu" or "TPU v5 lite"
+    chip: Optional[str]                  # tpu_notes chip name of the device, None for a CPU or an unknown device
+    dtype: str                           # dtype of the matmuls and the probe
+    matmuls: tuple[Measurement, ...]     # the matmul sweep
+    copies: tuple[Measurement, ...]      # the bandwidth probes
+    fit: FittedRoofline                  # roofline fitted to both
+    wall_s: float                        # seconds the whole measurement took, compiles included
+
+    @property
+    def measurements(self) -> tuple[Measurement, ...]:
+        """Matmuls then copies."""
+        return self.matmuls + self.copies
+
+
+def measure_roofline(matmul_shapes: Optional[Sequence[tuple[int, int, int]]] = None,
+                     copy_sizes: Optional[Sequence[int]] = None, dtype: Optional[str] = None,
+                     repeats: int = 5, min_copy_bytes: float = DEFAULT_MIN_COPY_BYTES,
+                     copy_ops: Sequence[str] = COPY_OPS) -> RooflineMeasurement:
+    """Measure the default device's roofline: a matmul sweep, the bandwidth probes and their fit.
+
+    With the defaults this takes a few seconds on a 2-core CPU and well under that on an accelerator.
+    """
+    from .devices import describe
+
+    start = time.perf_counter()
+    info = describe()
+    dtype = canonical_dtype(dtype if dtype is not None else default_dtype(info.platform))
+    matmuls = matmul_sweep(matmul_shapes if matmul_shapes is not None else default_matmul_shapes(info.platform),
+                           dtype=dtype, repeats=repeats)
+    copies = copy_sweep(copy_sizes if copy_sizes is not None else default_copy_sizes(info.platform),
+                        dtype=dtype, repeats=repeats, ops=copy_ops)
+    fit = fit_roofline(matmuls + copies, min_copy_bytes=min_copy_bytes)
+    return RooflineMeasurement(platform=info.platform, device_kind=info.device_kind, chip=info.chip, dtype=dtype,
+                               matmuls=matmuls, copies=copies, fit=fit, wall_s=time.perf_counter() - start)
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    """One line of the suite: a measured quantity beside the chip model's prediction."""
+
+    name: str                    # e.g. "matmul peak"
+    unit: str                    # "FLOP/s" or "B/s"
+    measured: float              # what this machine achieved
+    predicted: Optional[float]   # the chip model's figure (None when there is no model for the device)
+    ratio: Optional[float]       # measured / predicted (None without a prediction)
+
+
+def compare(result: RooflineMeasurement, chip=None) -> tuple[BenchRow, ...]:
+    """Rows of measured peak FLOP/s and bandwidth beside ``chip``'s datasheet figures (default: the detected
+    chip; none for a CPU). A ratio near 1 means the model describes this machine; well below 1 is the usual
+    gap between a datasheet peak and what one un-tuned program reaches."""
+    from .hardware import get_chip
+
+    if not isinstance(result, RooflineMeasurement):
+        raise TypeError(f"result must be a RooflineMeasurement; got {type(result).__name__}")
+    name = chip if chip is not None else result.chip
+    model = get_chip(name) if name is not None else None
+    peak = bw = None
+    if model is not None:
+        try:
+            peak = model.peak_flops(result.dtype)
+        except ValueError:  # e.g. fp32: no published matmul peak in the table
+            peak = None
+        bw = model.hbm_bw
+    rows = []
+    for label, unit, measured, predicted in (("matmul peak", "FLOP/s", result.fit.peak_flops, peak),
+                                             ("memory bandwidth", "B/s", result.fit.bandwidth, bw)):
+        rows.append(BenchRow(name=label, unit=unit, measured=measured, predicted=predicted,
+                             ratio=None if predicted is None else measured / predicted))
+    return tuple(rows)
+
+
+def format_rows(rows: Sequence[BenchRow]) -> str:
+    """The rows of :func:`compare` as an aligned plain-text table."""
+    lines = [f"{'quantity':<18}{'measured':>18}{'model':>18}{'ratio':>8}"]
+    for r in rows:
+        model = "—" if r.predicted is None else fmt(r.predicted, r.unit)
+        ratio = "—" if r.ratio is None else f"{r.ratio:.2f}"
+        lines.append(f"{r.name:<18}{fmt(r.measured, r.unit):>18}{model:>18}{ratio:>8}")
+    return "\n".join(lines)
+
+
+def report(result: RooflineMeasurement, chip=None) -> str:
+    """A short text report of ``result``: device, fitted roofline, and the comparison with the chip model."""
+    name = chip if chip is not None else result.chip
+    lines = [f"device: {result.device_kind} ({result.platform}), dtype {result.dtype}, "
+             f"measured in {fmt(result.wall_s, 's')}"]
+    if name is None:
+        lines.append("no tpu_notes chip model for this device (a CPU has no entry in tpu_notes.hardware): "
+                     "measured numbers only")
+    else:
+        lines.append(f"chip model: {name}")
+    lines.append(f"peak from {result.fit.peak_from}; bandwidth from {result.fit.bandwidth_from}")
+    lines.append(format_rows(compare(result, chip)))
+    lines.append(f"critical intensity (measured): {result.fit.critical_intensity:.3g} FLOPs/byte")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of ``python -m tpu_notes.bench``: measure the default device and print the report."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tpu_notes.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--chip", default=None, help="compare with this tpu_notes chip instead of the detected one")
+    parser.add_argument("--dtype", default=None, choices=BENCH_DTYPES, help="measure in this dtype")
+    parser.add_argument("--repeats", type=int, default=5, help="timed samples per operation (median reported)")
+    args = parser.parse_args(argv)
+    result = measure_roofline(dtype=args.dtype, repeats=args.repeats)
+    print(report(result, chip=args.chip))
+    return 0
+
+
+# ------------------------------------------------------------------------------------------ collectives (Ch. 3)
+@dataclass(frozen=True)
+class CollectiveMeasurement:
+    """One timed collective on the current devices (Chapter 3)."""
+
+    kind: str          # "all-gather", "reduce-scatter", "all-reduce" or "all-to-all"
+    nbytes: float      # V: the whole (gathered / unreduced) array, bytes
+    n_devices: int     # devices on the axis
+    seconds: float     # median seconds per call
+    timing: Optional[Timing] = None
+
+    def __repr__(self) -> str:
+        return f"CollectiveMeasurement({self.kind}, V={fmt(self.nbytes, 'B')}, {fmt(self.seconds, 's')})"
+
+
+def measure_collective(kind: str, nbytes: float, n_devices: int = 8, dtype: str = "fp32",
+                       repeats: int = 3) -> CollectiveMeasurement:
+    """Time one collective over a 1D mesh of ``n_devices`` devices (``tpu_notes.devices.demo_devices``) on an
+    array of ``nbytes`` bytes (the whole array ``V`` of the cost model). Uses ``jax.shard_map`` collectives."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    from . import collectives
+    from .compat import make_mesh, shard_map
+    from .devices import demo_devices
+
+    kind = collectives.canonical_kind(kind)
+    n = _check_int("n_devices", n_devices, 1)
+    dtype = canonical_dtype(dtype)
+    nbytes = check_positive("nbytes", nbytes)
+    reduction = kind in ("reduce-scatter", "all-reduce")
+    target = nbytes * (n if reduction else 1)          # the whole global array to place on the mesh
+    step = n * n                                       # rows divisible by n (split) and n again (scatter)
+    rows = max(step, int(round(target / dtype_bytes(dtype) / (8 * n) / step)) * step)
+    mesh = make_mesh((n,), ("x",), devices=demo_devices(n))
+    spec = P("x")
+    x = jax.device_put(jnp.ones((rows, 8 * n), _jnp_dtype(dtype)), NamedSharding(mesh, spec))
+    if kind == "all-gather":
+        body, out, vma = (lambda b: jax.lax.all_gather(b, "x", tiled=True)), P(), False
+    elif kind == "all-reduce":
+        body, out, vma = (lambda b: jax.lax.psum(b, "x")), P(), True
+    elif kind == "reduce-scatter":
+        body, out, vma = (lambda b: jax.lax.psum_scatter(b, "x", scatter_dimension=0, tiled=True)), spec, True
+    else:
+        body, out, vma = (lambda b: jax.lax.all_to_all(b, "x", 1, 0, tiled=True)), P(None, "x"), True
+    f = jax.jit(shard_map()(body, mesh=mesh, in_specs=spec, out_specs=out, check_vma=vma))
+    t = time_fn(f, x, repeats=repeats)
+    whole = rows * 8 * n * dtype_bytes(dtype)
+    # the per-device unreduced array of a reduction is the local block (rows/n x 8n); V is the array each device
+    # ends with (gather) or starts with (reductions), so use the local block for reductions
+    v = whole if kind in ("all-gather", "all-to-all") else whole / n
+    return CollectiveMeasurement(kind, v, n, t.median_s, t)
+
+
+def collective_sweep(kinds: Sequence[str] = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all"),
+                     sizes: Sequence[float] = (1e4, 1e5, 1e6, 4e6), n_devices: int = 8,
+                     repeats: int = 3) -> tuple[CollectiveMeasurement, ...]:
+    """Time each collective in ``kinds`` at each array size in ``sizes`` (bytes, the model's ``V``)."""
+    return tuple(measure_collective(k, v, n_devices, repeats=repeats) for k in kinds for v in sizes)
+
+
+def fit_collective_bandwidth(measurements: Sequence[CollectiveMeasurement]) -> tuple[float, float]:
+    """``(W, t0)``: the effective bidirectional link bandwidth (bytes/s) and fixed cost (seconds) that best fit
+    the AllGather measurements to ``t = t0 + V / W`` (least squares on the AllGathers; the other kinds are then
+    predicted from the same W by the cost model's ratios)."""
+    import numpy as np
+
+    ag = [m for m in measurements if m.kind == "all-gather"]
+    if len(ag) < 2:
+        raise ValueError("measurements must include at least two all-gather sizes")
+    v = np.array([m.nbytes for m in ag])
+    t = np.array([m.seconds for m in ag])
+    slope, t0 = np.polyfit(v, t, 1)
+    if slope <= 0:
+        slope = float(np.median(t / v))
+    return float(1.0 / slope), float(max(t0, 0.0))
+
+
+# Keep this guard at the end of the file (append new functions above it), so that
+# `python -m tpu_notes.bench` sees every definition.
+if __name__ == "__main__":
+    raise SystemExit(main())

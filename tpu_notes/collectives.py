@@ -1,0 +1,312 @@
+"""How long a collective takes on a TPU ring or torus: AllGather, ReduceScatter, AllReduce, AllToAll (Chapter 3).
+
+The model, derived in Chapter 3 and restated here:
+
+* ``N`` devices sit on one mesh axis, each holding ``V / N`` bytes of a ``V``-byte array (``nbytes`` is always the
+  size of the *whole* array: the gathered result of an AllGather, the unreduced input of a ReduceScatter).
+* **With wraparound** the axis is a ring and every link carries traffic both ways. In each hop, every device
+  passes one shard of ``V / N`` bytes to each neighbour, at the one-way link bandwidth ``W_bidi / 2``. After
+  ``h`` hops a device holds ``2h + 1`` shards, so an AllGather needs ``h = ⌈(N − 1) / 2⌉`` hops and takes
+  ``⌈(N − 1) / 2⌉ · 2V / (N · W_bidi)``: exactly ``V / W_bidi`` for even ``N`` (independent of ``N``) and
+  ``(N − 1)/N · V / W_bidi`` for odd ``N``.
+* **Without wraparound** the axis is a line; following the scaling book's worked example we let the shards flow
+  one way: ``N − 1`` hops of ``V / N`` bytes at ``W_bidi / 2``, ``2 (N − 1) V / (N W_bidi)``, about twice as slow.
+* **Several axes** (an AllGather over ``X`` and ``Y`` at once) use ``n_axes`` times as many links, so the bandwidth
+  term is divided by ``n_axes``; the hops of the axes add up.
+* **Latency**: every hop costs at least ``hop_latency`` (about 1 µs on TPU ICI), so the latency term is
+  ``hops × hop_latency`` and the collective takes ``max(bandwidth term, latency term)``.
+* ReduceScatter is the transpose (the derivative) of AllGather and costs the same; AllReduce = ReduceScatter +
+  AllGather (twice the cost); AllToAll moves each shard only to its destination: 1/4 of an AllGather on a
+  bidirectional ring and 1/2 on a line. On several axes the AllToAll bandwidth term is
+  ``V · max(X_i) / (4 · N · W_bidi)`` (the scaling book's torus form; it equals ``V / (4 W_bidi)`` for one axis).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from numbers import Integral
+from typing import Sequence, Union
+
+from .units import check_positive, fmt
+
+AxisSizes = Union[int, Sequence[int]]
+Wraparound = Union[bool, Sequence[bool]]
+
+#: The collectives this module prices, by the names the book uses.
+KINDS = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all")
+
+
+@dataclass(frozen=True)
+class CollectiveTime:
+    """Time of one collective, in seconds."""
+
+    bandwidth_time: float   # bytes over links: the bandwidth-bound estimate, seconds
+    latency_time: float     # hops x per-hop latency: the latency-bound estimate, seconds
+    total: float            # max(bandwidth_time, latency_time), seconds
+    bound: str              # "bandwidth" or "latency": which term sets the total (ties count as bandwidth)
+
+    def __repr__(self) -> str:
+        return (f"CollectiveTime(bandwidth_time={fmt(self.bandwidth_time, 's')}, "
+                f"latency_time={fmt(self.latency_time, 's')}, total={fmt(self.total, 's')}, bound={self.bound!r})")
+
+
+def _axes(axis_size: AxisSizes, n_axes: int, wraparound: Wraparound) -> tuple[list[int], list[bool]]:
+    """Per-axis sizes and wraparound flags from the flexible arguments."""
+    n_axes = check_positive("n_axes", n_axes, integer=True)
+    if isinstance(axis_size, (Integral, float)) and not isinstance(axis_size, bool):
+        sizes = [check_positive("axis_size", axis_size, integer=True)] * n_axes
+    elif isinstance(axis_size, (list, tuple)):
+        if not axis_size:
+            raise ValueError("axis_size must be a positive integer or a non-empty sequence of them")
+        sizes = [check_positive("axis_size", s, integer=True) for s in axis_size]
+        if n_axes not in (1, len(sizes)):
+            raise ValueError(f"n_axes={n_axes} does not match the {len(sizes)} axis sizes {tuple(axis_size)}")
+    else:
+        raise TypeError(f"axis_size must be a positive integer or a sequence of them; got {type(axis_size).__name__}")
+    if isinstance(wraparound, bool):
+        wraps = [wraparound] * len(sizes)
+    elif isinstance(wraparound, (list, tuple)) and all(isinstance(w, bool) for w in wraparound):
+        if len(wraparound) != len(sizes):
+            raise ValueError(f"wraparound has {len(wraparound)} flags for {len(sizes)} axes")
+        wraps = list(wraparound)
+    else:
+        raise TypeError(f"wraparound must be True/False or a sequence of them; got {wraparound!r}")
+    return sizes, wraps
+
+
+def gather_hops(axis_size: int, wraparound: bool = True) -> int:
+    """Hops an AllGather (or ReduceScatter) needs on one axis of ``axis_size`` devices.
+
+    ``⌈(N − 1) / 2⌉`` on a bidirectional ring (with wraparound), ``N − 1`` on a line (without).
+    """
+    n = check_positive("axis_size", axis_size, integer=True)
+    if not isinstance(wraparound, bool):
+        raise TypeError(f"wraparound must be True or False; got {wraparound!r}")
+    return math.ceil((n - 1) / 2) if wraparound else n - 1
+
+
+def _result(bandwidth_time: float, latency_time: float) -> CollectiveTime:
+    total = max(bandwidth_time, latency_time)
+    return CollectiveTime(bandwidth_time=bandwidth_time, latency_time=latency_time, total=total,
+                          bound="bandwidth" if bandwidth_time >= latency_time else "latency")
+
+
+def _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency) -> tuple[float, float, list, list]:
+    v = check_positive("nbytes", nbytes, allow_zero=True)
+    w = check_positive("link_bw_bidi", link_bw_bidi)
+    lat = check_positive("hop_latency", hop_latency, allow_zero=True)
+    sizes, wraps = _axes(axis_size, n_axes, wraparound)
+    n = math.prod(sizes)
+    if n == 1:
+        return 0.0, 0.0, sizes, wraps
+    if all(wraps):   # bidirectional ring: ⌈(N−1)/2⌉ hops of V/N bytes at W_bidi/2 each way
+        bw = math.ceil((n - 1) / 2) * (v / n) / (w / 2)
+    else:            # a line: N−1 hops of V/N bytes at the one-way bandwidth W_bidi/2
+        bw = (n - 1) * (v / n) / (w / 2)
+    bw /= len(sizes)
+    hops = sum(gather_hops(s, wr) for s, wr in zip(sizes, wraps))
+    return bw, hops * lat, sizes, wraps
+
+
+def all_gather_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *, wraparound: Wraparound = True,
+                    n_axes: int = 1, hop_latency: float = 1e-6) -> CollectiveTime:
+    """Time to AllGather a ``nbytes``-byte array (the *gathered* size) over ``axis_size`` devices.
+
+    ``link_bw_bidi`` is the bidirectional bandwidth of one link in bytes/s (``Chip.ici_bw_bidi``). With
+    ``wraparound`` the bandwidth term is ``⌈(N−1)/2⌉ · 2V / (N · W_bidi)`` (``V / W_bidi`` for even ``N``); without it
+    ``2 (N−1) V / (N · W_bidi)``. ``n_axes`` axes at once (``axis_size`` an int per axis, or a sequence of sizes)
+    divide the bandwidth term by ``n_axes``. The latency term is hops × ``hop_latency`` (seconds).
+    """
+    bw, lat, _, _ = _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency)
+    return _result(bw, lat)
+
+
+def reduce_scatter_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *,
+                        wraparound: Wraparound = True, n_axes: int = 1,
+                        hop_latency: float = 1e-6) -> CollectiveTime:
+    """Time to ReduceScatter a ``nbytes``-byte array (the *unreduced* size on each device) over ``axis_size``
+    devices: the transpose of an AllGather, with the same hops and bytes (see :func:`all_gather_time`)."""
+    bw, lat, _, _ = _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency)
+    return _result(bw, lat)
+
+
+def all_reduce_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *, wraparound: Wraparound = True,
+                    n_axes: int = 1, hop_latency: float = 1e-6) -> CollectiveTime:
+    """Time to AllReduce a ``nbytes``-byte array: a ReduceScatter then an AllGather (twice the time of either)."""
+    bw, lat, _, _ = _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency)
+    return _result(2 * bw, 2 * lat)
+
+
+def all_to_all_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *, wraparound: Wraparound = True,
+                    n_axes: int = 1, hop_latency: float = 1e-6) -> CollectiveTime:
+    """Time to AllToAll a ``nbytes``-byte array (the whole array; each device holds ``nbytes / N``).
+
+    On one axis: 1/4 of an AllGather's bandwidth term with wraparound, 1/2 without. On several axes
+    ``V · max(X_i) / (4 · N · W_bidi)`` (doubled without wraparound). Same hops as an AllGather.
+    """
+    v = check_positive("nbytes", nbytes, allow_zero=True)
+    w = check_positive("link_bw_bidi", link_bw_bidi)
+    _, lat, sizes, wraps = _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency)
+    n = math.prod(sizes)
+    if n == 1:
+        return _result(0.0, 0.0)
+    if len(sizes) == 1:
+        ag = _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency)[0]
+        bw = ag / 4 if all(wraps) else ag / 2
+    else:
+        bw = v * max(sizes) / (4 * n * w) * (1 if all(wraps) else 2)
+    return _result(bw, lat)
+
+
+_FUNCS = {"all-gather": all_gather_time, "reduce-scatter": reduce_scatter_time,
+          "all-reduce": all_reduce_time, "all-to-all": all_to_all_time}
+
+
+def collective_time(kind: str, nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, **kwargs) -> CollectiveTime:
+    """Dispatch on ``kind`` (one of :data:`KINDS`; ``"allgather"``, ``"AllGather"``... also accepted)."""
+    return _FUNCS[canonical_kind(kind)](nbytes, axis_size, link_bw_bidi, **kwargs)
+
+
+_KIND_ALIASES = {k.replace("-", ""): k for k in KINDS}
+
+
+def canonical_kind(kind: str) -> str:
+    """``"AllGather"``, ``"all_gather"``, ``"all-gather"`` -> ``"all-gather"``; raises ValueError otherwise."""
+    if not isinstance(kind, str):
+        raise TypeError(f"kind must be a string, one of {KINDS}; got {type(kind).__name__}")
+    key = kind.strip().lower().replace("_", "").replace("-", "").replace(" ", "")
+    if key not in _KIND_ALIASES:
+        raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
+    return _KIND_ALIASES[key]
+
+
+def latency_bound_bytes(axis_size: int, link_bw_bidi: float, hop_latency: float = 1e-6,
+                        wraparound: bool = True) -> float:
+    """The whole-array size (bytes) below which an AllGather over ``axis_size`` devices is latency-bound.
+
+    Setting the bandwidth term equal to the latency term: each hop moves ``V / N`` bytes in ``hop_latency``
+    at the one-way bandwidth, so ``V* = N · hop_latency · W_bidi / 2`` (45 kB per shard on v5e).
+    """
+    n = check_positive("axis_size", axis_size, integer=True)
+    w = check_positive("link_bw_bidi", link_bw_bidi)
+    lat = check_positive("hop_latency", hop_latency)
+    gather_hops(n, wraparound)  # validates wraparound
+    return n * lat * w / 2
+
+
+# --------------------------------------------------------------------------------------------------------------
+# A ring AllGather hop by hop (for the figure and the tests), and the collectives run for real with shard_map
+# --------------------------------------------------------------------------------------------------------------
+def ring_all_gather_schedule(axis_size: int, wraparound: bool = True) -> list[list[frozenset]]:
+    """Which shards each device holds after each hop of a ring AllGather (a pure simulation, no JAX).
+
+    Returns ``states`` with ``states[h][d]`` = the set of shard indices device ``d`` holds after ``h`` hops
+    (``states[0][d] == {d}``). With wraparound every device forwards, in each hop, the shard it received last
+    from the left to the right and the one from the right to the left: ``⌈(N−1)/2⌉`` hops. Without wraparound
+    the shards also move one per hop per direction, but along a line, so the end devices wait ``N − 1`` hops for
+    the shard of the far end. Either way each link carries one ``V / N`` shard per direction per hop.
+    """
+    n = check_positive("axis_size", axis_size, integer=True)
+    if not isinstance(wraparound, bool):
+        raise TypeError(f"wraparound must be True or False; got {wraparound!r}")
+    states = [[frozenset({d}) for d in range(n)]]
+    if wraparound:
+        right = {d: d for d in range(n)}   # shard moving rightwards that device d will forward next
+        left = {d: d for d in range(n)}
+        while any(len(s) < n for s in states[-1]):
+            cur = [set(s) for s in states[-1]]
+            new_right, new_left = {}, {}
+            for d in range(n):
+                new_right[(d + 1) % n] = right[d]
+                new_left[(d - 1) % n] = left[d]
+            for d in range(n):
+                cur[d].add(new_right[d])
+                cur[d].add(new_left[d])
+            right, left = new_right, new_left
+            states.append([frozenset(s) for s in cur])
+        return states
+    # line: one shard per hop per direction; a device forwards the shards in arrival order
+    queue_r = {d: [d] for d in range(n)}   # shards waiting to go right from d
+    queue_l = {d: [d] for d in range(n)}
+    while any(len(s) < n for s in states[-1]):
+        cur = [set(s) for s in states[-1]]
+        moves = []
+        for d in range(n):
+            if d + 1 < n and queue_r[d]:
+                moves.append((d + 1, queue_r[d].pop(0), "r"))
+            if d - 1 >= 0 and queue_l[d]:
+                moves.append((d - 1, queue_l[d].pop(0), "l"))
+        for dest, shard, way in moves:
+            cur[dest].add(shard)
+            (queue_r if way == "r" else queue_l)[dest].append(shard)
+        states.append([frozenset(s) for s in cur])
+    return states
+
+
+def run_collective(kind: str, x, mesh, axis: str, *, dim: int = 0):
+    """Run collective ``kind`` for real with ``jax.shard_map`` on ``x`` split along ``dim`` over mesh ``axis``.
+
+    Returns the global result as JAX sees it:
+
+    * ``"all-gather"``: every device ends with the whole of ``x`` (the result is ``x`` itself, replicated);
+    * ``"reduce-scatter"``: ``x`` holds one addend per device stacked along ``dim`` (shape ``(N·m, ...)``); the
+      result is their sum, split over ``axis``;
+    * ``"all-reduce"``: same input; the result is the sum, replicated;
+    * ``"all-to-all"``: ``x`` split along ``dim`` becomes split along ``dim + 1``: the values are unchanged, only
+      which device holds which block moves.
+    """
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    from .compat import shard_map
+
+    kind = canonical_kind(kind)
+    nd = x.ndim
+    spec_in = P(*[axis if i == dim else None for i in range(nd)])
+    x = jax.device_put(x, NamedSharding(mesh, spec_in))
+    sm = shard_map()
+    if kind == "all-gather":
+        body = lambda b: jax.lax.all_gather(b, axis, axis=dim, tiled=True)  # noqa: E731
+        out_spec, vma = P(), False
+    elif kind == "all-reduce":
+        body = lambda b: jax.lax.psum(b, axis)  # noqa: E731
+        out_spec, vma = P(), True
+    elif kind == "reduce-scatter":
+        body = lambda b: jax.lax.psum_scatter(b, axis, scatter_dimension=dim, tiled=True)  # noqa: E731
+        out_spec, vma = spec_in, True
+    else:
+        body = lambda b: jax.lax.all_to_all(b, axis, split_axis=dim + 1, concat_axis=dim, tiled=True)  # noqa: E731
+        out_spec, vma = P(*[axis if i == dim + 1 else None for i in range(nd)]), True
+    f = jax.jit(sm(body, mesh=mesh, in_specs=spec_in, out_specs=out_spec, check_vma=vma))
+    return f(x)
+
+
+def ring_all_gather(x, mesh, axis: str):
+    """An AllGather written by hand as a bidirectional ring of ``jax.lax.ppermute`` hops (Chapter 3).
+
+    ``x`` (split along dimension 0 over ``axis``) comes back whole on every device, as ``lax.all_gather`` would
+    give; each of the ``⌈(N−1)/2⌉`` hops sends one block to each neighbour.
+    """
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    from .compat import shard_map
+
+    n = mesh.shape[axis]
+    x = jax.device_put(x, NamedSharding(mesh, P(axis)))
+    to_right = [(i, (i + 1) % n) for i in range(n)]
+    to_left = [(i, (i - 1) % n) for i in range(n)]
+
+    def body(block):
+        me = jax.lax.axis_index(axis)
+        out = jnp.zeros((n,) + block.shape, block.dtype).at[me].set(block)
+        r, l_ = block, block
+        for hop in range(1, math.ceil((n - 1) / 2) + 1):
+            r = jax.lax.ppermute(r, axis, to_right)       # now holds block me - hop
+            l_ = jax.lax.ppermute(l_, axis, to_left)      # now holds block me + hop
+            out = out.at[(me - hop) % n].set(r).at[(me + hop) % n].set(l_)
+        return out.reshape((n * block.shape[0],) + block.shape[1:])
+
+    f = jax.jit(shard_map()(body, mesh=mesh, in_specs=P(axis), out_specs=P(), check_vma=False))
+    return f(x)

@@ -1,0 +1,114 @@
+"""Exercises of Chapter 1 (ids ch01.*), registered with their reference solutions.
+
+Every reference is computed with :mod:`tpu_notes.roofline` and :mod:`tpu_notes.hardware`; the sizes used in the
+statements are the module constants below, so the notebook and the checker cannot drift apart.
+"""
+from __future__ import annotations
+
+from ..hardware import get_chip
+from ..roofline import matmul_bytes, matmul_flops, matmul_time, roofline, critical_batch_size
+from ..units import dtype_bytes
+from . import Exercise, register
+
+#: Exercise 1: an int8 matmul x[B, D] @ w[D, F] -> out[B, F] (all int8) on a TPU v5e.
+Q1_CHIP, Q1_B, Q1_D, Q1_F = "v5e", 512, 4096, 16384
+#: Exercise 3: square weights D = F, bf16 on a TPU v5e.
+Q3_CHIP, Q3_DIMS = "v5e", (512, 1024, 4096, 16384)
+#: Exercise 4: per-example weights x[B, D] @ w[B, D, F] in int8 on a TPU v5e.
+Q4_CHIP, Q4_B, Q4_D, Q4_F = "v5e", 256, 4096, 16384
+Q4_BIG_B = 4096
+#: Exercise 6: adding two bf16[N] vectors on a TPU v5e.
+Q6_CHIP, Q6_N = "v5e", 2**30
+#: Exercise 7: x[B, D] @ w[D, F] split over two v5e chips along D, partial sums exchanged over ICI.
+Q7_CHIP = "v5e"
+
+
+def _q1():
+    return matmul_time(Q1_B, Q1_D, Q1_F, Q1_CHIP, dtype="int8")
+
+
+def smallest_compute_bound_batch(D: int, F: int, chip="v5e", dtype: str = "bf16", limit: int = 2**24) -> int:
+    """Smallest token batch ``B`` for which ``x[B, D] @ w[D, F]`` is compute-bound on ``chip`` (exact byte
+    count, activations and output included). Raises ``ValueError`` if none up to ``limit`` is."""
+    def compute_bound(b: int) -> bool:
+        return matmul_time(b, D, F, chip, dtype=dtype).bound == "compute"
+
+    if not compute_bound(limit):
+        raise ValueError(f"no batch up to limit={limit} makes [B, {D}] x [{D}, {F}] compute-bound on {chip}")
+    lo, hi = 0, limit  # invariant: lo is bandwidth-bound (or 0), hi is compute-bound
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if compute_bound(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def per_example_weights_time(B: int, D: int, F: int, chip="v5e", dtype: str = "int8"):
+    """Roofline of ``x[B, D] @ w[B, D, F]`` (every example has its own weights): ``2·B·D·F`` FLOPs over
+    ``B·D + B·D·F + B·F`` elements."""
+    nbytes = (B * D + B * D * F + B * F) * dtype_bytes(dtype)
+    c = get_chip(chip)
+    return roofline(matmul_flops(B, D, F), nbytes, c.peak_flops(dtype), c.hbm_bw)
+
+
+def elementwise_add_time(N: int, chip="v5e", dtype: str = "bf16"):
+    """Roofline of ``z = x + y`` on ``[N]`` vectors: ``N`` FLOPs; reads two vectors and writes one."""
+    c = get_chip(chip)
+    return roofline(float(N), 3 * N * dtype_bytes(dtype), c.peak_flops(dtype), c.hbm_bw)
+
+
+register(Exercise(
+    id="ch01.q1a", title="int8 matmul: bytes moved",
+    solve=lambda: matmul_bytes(Q1_B, Q1_D, Q1_F, "int8", "int8", "int8"),
+    hint="Read x and w once and write the output once; int8 is one byte per element.", unit="bytes"))
+register(Exercise(
+    id="ch01.q1b", title="int8 matmul: operations",
+    solve=lambda: matmul_flops(Q1_B, Q1_D, Q1_F),
+    hint="One multiply and one add for every (b, d, f) triple.", unit="OPs"))
+register(Exercise(
+    id="ch01.q1c", title="int8 matmul: arithmetic intensity",
+    solve=lambda: _q1().intensity,
+    hint="Divide the operations by the bytes.", unit="OPs/byte"))
+register(Exercise(
+    id="ch01.q1d", title="int8 matmul: time bounds on v5e",
+    solve=lambda: {"lower": _q1().lower, "upper": _q1().upper},
+    hint="T_math uses the int8 OP/s of a v5e, T_comms its HBM bandwidth; lower = max, upper = sum.", unit="s"))
+register(Exercise(
+    id="ch01.q1e", title="int8 matmul: which bound",
+    solve=lambda: _q1().bound,
+    hint="Compare the intensity with the v5e's int8 OP/s divided by its HBM bandwidth."))
+register(Exercise(
+    id="ch01.q2", title="int8 weights, bf16 compute: critical batch",
+    solve=lambda: critical_batch_size("v5e", compute_dtype="bf16", weight_dtype="int8"),
+    hint="The weights now cost one byte each while the FLOP rate is still the bf16 one.", unit="tokens"))
+register(Exercise(
+    id="ch01.q3", title="smallest compute-bound batch for square weights",
+    solve=lambda: [smallest_compute_bound_batch(d, d, Q3_CHIP) for d in Q3_DIMS],
+    hint="Keep the activation and output bytes: solve B*D*F / (B*D + D*F + B*F) > C / W_hbm for B.",
+    unit="tokens"))
+register(Exercise(
+    id="ch01.q4a", title="per-example weights: intensity",
+    solve=lambda: per_example_weights_time(Q4_B, Q4_D, Q4_F, Q4_CHIP).intensity,
+    hint="Each weight element is now used by one example only: count B*D*F weight bytes.", unit="OPs/byte"))
+register(Exercise(
+    id="ch01.q4b", title="per-example weights at a large batch",
+    solve=lambda: per_example_weights_time(Q4_BIG_B, Q4_D, Q4_F, Q4_CHIP).bound,
+    hint="Does the intensity grow with B here?"))
+register(Exercise(
+    id="ch01.q5", title="H100 critical batch",
+    solve=lambda: critical_batch_size("h100"),
+    hint="Dense bf16 FLOP/s over HBM bandwidth (not the sparse FLOP figure).", unit="tokens"))
+register(Exercise(
+    id="ch01.q6a", title="elementwise add: intensity",
+    solve=lambda: elementwise_add_time(Q6_N, Q6_CHIP).intensity,
+    hint="One add per element; two bf16 reads and one bf16 write per element.", unit="FLOPs/byte"))
+register(Exercise(
+    id="ch01.q6b", title="elementwise add: time on v5e",
+    solve=lambda: elementwise_add_time(Q6_N, Q6_CHIP).lower,
+    hint="It is bandwidth-bound: bytes over HBM bandwidth.", unit="s"))
+register(Exercise(
+    id="ch01.q7", title="two-chip contraction: threshold on D",
+    solve=lambda: 2 * get_chip(Q7_CHIP).critical_intensity("bf16", bandwidth="ici"),
+    hint="T_math = B*D*F/C per chip, T_comms = 2*B*F/W_ici; B and F cancel.", unit="elements"))

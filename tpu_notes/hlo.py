@@ -1,0 +1,565 @@
+"""Read what XLA compiled: the collectives in an HLO module and XLA's own cost analysis (Chapters 3 and 9).
+
+``collectives(compiled)`` parses the text of a compiled (partitioned, per-device) HLO module and returns every
+collective with its operand and result shapes, bytes per device and replica groups. It understands the
+synchronous ops (``all-gather``), the asynchronous pairs (``all-gather-start`` / ``-done``; the ``-done`` is
+skipped), tuple-shaped results, and the three spellings of replica groups: explicit ``{{0,1},{2,3}}``, iota
+``[2,4]<=[8]`` (optionally with a transpose, ``[4,2]<=[2,4]T(1,0)``), and the mesh form
+``mesh['axis_0'=2,'axis_1'=4] {'axis_1'}``. ``mesh_axes(groups, mesh)`` maps groups back to mesh axis names.
+
+On CPU, XLA's SPMD partitioner spells a reduce-scatter as an ``all-reduce`` followed by a ``dynamic-slice``
+(there is no reduce-scatter-creating pass in the CPU pipeline); :func:`normalize_cpu_collectives` folds that
+back (Chapter 3 explains it).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import dataclass
+from typing import Mapping, Optional, Sequence
+
+#: Collective opcodes recognised (the ``-start`` forms map to these).
+KINDS = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute",
+         "collective-broadcast", "ragged-all-to-all")
+
+#: Bytes per element of HLO element types.
+HLO_DTYPE_BYTES = {
+    "pred": 1, "s4": 0.5, "u4": 0.5, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "s32": 4, "u32": 4, "s64": 8, "u64": 8,
+    "f16": 2, "bf16": 2, "f32": 4, "f64": 8, "c64": 8, "c128": 16,
+    "f8e4m3fn": 1, "f8e5m2": 1, "f8e4m3": 1, "f8e4m3b11fnuz": 1, "f8e5m2fnuz": 1, "f8e4m3fnuz": 1, "f4e2m1fn": 0.5,
+}
+
+
+@dataclass(frozen=True)
+class HloShape:
+    """One array shape in HLO text, e.g. ``f32[64,128]``."""
+
+    dtype: str                # HLO element type, e.g. "f32", "bf16"
+    dims: tuple[int, ...]     # dimension sizes
+
+    @property
+    def nbytes(self) -> float:
+        return math.prod(self.dims) * HLO_DTYPE_BYTES.get(self.dtype, 0)
+
+    def __str__(self) -> str:
+        return f"{self.dtype}[{','.join(map(str, self.dims))}]"
+
+
+@dataclass(frozen=True)
+class HloCollective:
+    """One collective op of a compiled (per-device) HLO module."""
+
+    kind: str                                   # "all-gather", "all-reduce", ... (without -start)
+    name: str                                   # the instruction name, e.g. "all-gather.3"
+    operand_shapes: tuple[HloShape, ...]        # per-device inputs
+    result_shapes: tuple[HloShape, ...]         # per-device outputs (a tuple result gives several)
+    replica_groups: tuple[tuple[int, ...], ...]  # device ids of each group; () for collective-permute
+    source_target_pairs: tuple[tuple[int, int], ...] = ()  # collective-permute only
+    dimensions: tuple[int, ...] = ()            # all-gather / all-to-all / reduce-scatter dimension(s)
+    asynchronous: bool = False                  # True for the -start form
+
+    @property
+    def dtype(self) -> str:
+        """Element type of the (first) result."""
+        return self.result_shapes[0].dtype if self.result_shapes else ""
+
+    @property
+    def operand_bytes(self) -> float:
+        """Bytes per device going in."""
+        return sum(s.nbytes for s in self.operand_shapes)
+
+    @property
+    def result_bytes(self) -> float:
+        """Bytes per device coming out."""
+        return sum(s.nbytes for s in self.result_shapes)
+
+    @property
+    def bytes(self) -> float:
+        """The larger of operand and result bytes per device (the gathered or the unreduced size)."""
+        return max(self.operand_bytes, self.result_bytes)
+
+    @property
+    def group_size(self) -> int:
+        return len(self.replica_groups[0]) if self.replica_groups else 0
+
+    def __str__(self) -> str:
+        ops = ", ".join(map(str, self.operand_shapes))
+        res = ", ".join(map(str, self.result_shapes))
+        return f"{self.kind}({ops}) -> {res} groups={[list(g) for g in self.replica_groups]}"
+
+
+_SHAPE_RE = re.compile(r"\b([a-z][a-z0-9]*)\[([0-9,\s]*)\]")
+_INSTR_RE = re.compile(
+    r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?P<shape>\([^=]*?\)|[a-z][a-z0-9]*\[[0-9,\s]*\](?:\{[^}]*\})?)"
+    r"\s+(?P<op>[a-z][\w\-]*)\((?P<rest>.*)$")
+
+
+def _shapes(text: str) -> tuple[HloShape, ...]:
+    out = []
+    for dt, dims in _SHAPE_RE.findall(text):
+        if dt in HLO_DTYPE_BYTES:
+            out.append(HloShape(dt, tuple(int(x) for x in dims.replace(" ", "").split(",") if x)))
+    return tuple(out)
+
+
+def _split_call(rest: str) -> tuple[str, str]:
+    """Split ``a, b), attr=...`` into (operands, attributes) at the parenthesis closing the call."""
+    depth = 1
+    for i, ch in enumerate(rest):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return rest[:i], rest[i + 1:]
+    return rest, ""
+
+
+def _text_of(compiled_or_text) -> str:
+    if isinstance(compiled_or_text, str):
+        return compiled_or_text
+    if hasattr(compiled_or_text, "as_text"):
+        text = compiled_or_text.as_text()
+        if isinstance(text, str):
+            return text
+    raise TypeError(f"expected HLO text or a compiled JAX object with .as_text(); got {type(compiled_or_text).__name__}")
+
+
+def _attr(attrs: str, key: str) -> Optional[str]:
+    """The raw value of ``key=`` in an attribute string (balanced braces/brackets)."""
+    m = re.search(r"\b" + re.escape(key) + r"=", attrs)
+    if not m:
+        return None
+    i, depth, start = m.end(), 0, m.end()
+    while i < len(attrs):
+        ch = attrs[i]
+        if ch in "{[(":
+            depth += 1
+        elif ch in "}])":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            # the mesh form continues after a space with {'axis'}: keep it
+            if not attrs[start:i].startswith("mesh["):
+                break
+            if attrs[start:i].rstrip().endswith("}"):
+                break
+        i += 1
+    return attrs[start:i].strip()
+
+
+def parse_replica_groups(text: Optional[str], num_devices: Optional[int] = None) -> tuple[tuple[int, ...], ...]:
+    """Expand any spelling of ``replica_groups`` into explicit groups of device ids.
+
+    ``{{0,1},{2,3}}`` (explicit), ``[2,4]<=[8]`` and ``[4,2]<=[2,4]T(1,0)`` (iota), ``mesh['a'=2,'b'=4] {'b'}``
+    (mesh axes). ``{}`` (or nothing) means one group of all ``num_devices`` devices.
+    """
+    import numpy as np
+
+    if text is None or text.strip() in ("", "{}"):
+        if num_devices is None:
+            return ()
+        return (tuple(range(num_devices)),)
+    t = text.strip()
+    if t.startswith("mesh["):
+        m = re.match(r"mesh\[(.*?)\]\s*\{(.*?)\}", t)
+        if not m:
+            raise ValueError(f"cannot parse mesh replica groups {text!r}")
+        body = m.group(1)
+        dev_ids = None
+        dm = re.search(r"device_ids=\[([0-9,\s]*)\]", body)
+        if dm:
+            dev_ids = [int(x) for x in dm.group(1).split(",") if x.strip()]
+            body = body[:dm.start()]
+        axes = re.findall(r"'([^']+)'\s*=\s*(\d+)", body)
+        names = [a for a, _ in axes]
+        shape = [int(s) for _, s in axes]
+        chosen = re.findall(r"'([^']+)'", m.group(2))
+        for c in chosen:
+            if c not in names:
+                raise ValueError(f"replica group axis {c!r} is not in the mesh {names} of {text!r}")
+        n = math.prod(shape)
+        ids = np.asarray(dev_ids if dev_ids is not None else range(n)).reshape(shape)
+        keep = [names.index(c) for c in chosen]
+        other = [i for i in range(len(names)) if i not in keep]
+        arr = ids.transpose(other + keep).reshape(-1, math.prod(shape[i] for i in keep) if keep else 1)
+        return tuple(tuple(int(x) for x in row) for row in arr)
+    if t.startswith("["):
+        m = re.match(r"\[([0-9,\s]*)\]\s*<=\s*\[([0-9,\s]*)\](?:\s*T\(([0-9,\s]*)\))?", t)
+        if not m:
+            raise ValueError(f"cannot parse iota replica groups {text!r}")
+        out_shape = [int(x) for x in m.group(1).split(",") if x.strip()]
+        src = [int(x) for x in m.group(2).split(",") if x.strip()]
+        arr = np.arange(math.prod(src)).reshape(src)
+        if m.group(3):
+            arr = arr.transpose([int(x) for x in m.group(3).split(",") if x.strip()])
+        arr = arr.reshape(out_shape)
+        return tuple(tuple(int(x) for x in row) for row in arr.reshape(out_shape[0], -1))
+    if t.startswith("{"):
+        groups = re.findall(r"\{([0-9,\s]*)\}", t[1:-1])
+        return tuple(tuple(int(x) for x in g.split(",") if x.strip()) for g in groups)
+    raise ValueError(f"cannot parse replica groups {text!r}")
+
+
+def collectives(compiled_or_hlo_text) -> list[HloCollective]:
+    """Every collective in a compiled module (or its HLO text), in program order, with per-device shapes.
+
+    ``compiled_or_hlo_text`` is ``jax.jit(f).lower(...).compile()`` or the string of ``.as_text()``.
+    """
+    text = _text_of(compiled_or_hlo_text)
+    num = None
+    m = re.search(r"num_partitions=(\d+)", text)
+    if m:
+        num = int(m.group(1))
+    shapes_of: dict[str, tuple[HloShape, ...]] = {}
+    found = []
+    for line in text.splitlines():
+        im = _INSTR_RE.match(line)
+        if not im:
+            continue
+        name, shape_text, op, rest = im.group("name"), im.group("shape"), im.group("op"), im.group("rest")
+        result = _shapes(shape_text)
+        shapes_of[name] = result
+        base = op[:-6] if op.endswith("-start") else op
+        if op.endswith("-done") or base not in KINDS:
+            continue
+        operands_text, attrs = _split_call(rest)
+        operand_shapes = _shapes(operands_text)
+        if not operand_shapes:
+            names = re.findall(r"%([\w.\-]+)", operands_text)
+            operand_shapes = tuple(s for n in names for s in shapes_of.get(n, ()))
+        if op.endswith("-start") and shape_text.startswith("(") and base in ("all-gather", "collective-permute",
+                                                                                "all-to-all"):
+            # async start ops return (operands..., results...[, context]): keep the results part
+            n_in = len(operand_shapes)
+            result = result[n_in:2 * n_in] if len(result) >= 2 * n_in else result[-1:]
+        pairs = ()
+        pt = _attr(attrs, "source_target_pairs")
+        if pt:
+            pairs = tuple((int(a), int(b)) for a, b in re.findall(r"\{\s*(\d+)\s*,\s*(\d+)\s*\}", pt))
+        groups = () if base == "collective-permute" else parse_replica_groups(_attr(attrs, "replica_groups"), num)
+        dims_text = _attr(attrs, "dimensions")
+        dims = tuple(int(x) for x in re.findall(r"\d+", dims_text)) if dims_text else ()
+        found.append(HloCollective(kind=base, name=name, operand_shapes=operand_shapes, result_shapes=result,
+                                   replica_groups=groups, source_target_pairs=pairs, dimensions=dims,
+                                   asynchronous=op.endswith("-start")))
+    return found
+
+
+def _mesh_ids(mesh) -> tuple[list[str], "object"]:
+    import numpy as np
+
+    if isinstance(mesh, Mapping):
+        names = list(mesh)
+        shape = [int(mesh[n]) for n in names]
+        return names, np.arange(math.prod(shape)).reshape(shape)
+    if hasattr(mesh, "devices") and hasattr(mesh, "axis_names"):
+        ids = np.vectorize(lambda d: d.id)(mesh.devices)
+        return list(mesh.axis_names), ids
+    raise TypeError(f"mesh must be a dict of axis sizes or a jax.sharding.Mesh; got {type(mesh).__name__}")
+
+
+def axis_groups(mesh, axes: Sequence[str]) -> frozenset:
+    """The replica groups a collective over mesh ``axes`` uses: a frozenset of frozensets of device ids."""
+    names, ids = _mesh_ids(mesh)
+    for a in axes:
+        if a not in names:
+            raise ValueError(f"axis {a!r} is not in the mesh; mesh axes are {names}")
+    keep = [names.index(a) for a in axes]
+    other = [i for i in range(len(names)) if i not in keep]
+    arr = ids.transpose(other + keep).reshape(-1, math.prod(ids.shape[i] for i in keep) if keep else 1)
+    return frozenset(frozenset(int(x) for x in row) for row in arr)
+
+
+def mesh_axes(groups: Sequence[Sequence[int]], mesh) -> Optional[tuple[str, ...]]:
+    """Which mesh axes a set of replica groups spans, e.g. ``(("X",))`` or ``("X", "Y")``; None if no subset of
+    axes produces exactly these groups. ``mesh`` is a ``jax.sharding.Mesh`` or a dict of axis sizes (devices
+    numbered in row-major order)."""
+    names, _ = _mesh_ids(mesh)
+    target = frozenset(frozenset(g) for g in groups)
+    for r in range(len(names) + 1):
+        for combo in itertools.combinations(names, r):
+            if axis_groups(mesh, combo) == target:
+                return combo
+    return None
+
+
+def normalize_cpu_collectives(found: Sequence[HloCollective], hlo_text=None) -> list[HloCollective]:
+    """Rewrite CPU's spelling of a reduce-scatter (``all-reduce`` whose result is only ``dynamic-slice``d) into a
+    ``reduce-scatter`` with the sliced result shape.
+
+    With ``hlo_text`` (or a compiled object) the dataflow is checked: an all-reduce is folded only when a
+    ``dynamic-slice`` (possibly inside a fusion that takes the all-reduce as an operand) reads it and produces a
+    smaller array. Without it, the list is returned unchanged.
+    """
+    if hlo_text is None:
+        return list(found)
+    text = _text_of(hlo_text)
+    users: dict[str, list[tuple[str, str, tuple[HloShape, ...]]]] = {}
+    fused_has_slice: dict[str, bool] = {}
+    comp = None
+    for line in text.splitlines():
+        hm = re.match(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$", line)
+        if hm and "=" not in line.split("(")[0]:
+            comp = hm.group(1)
+            fused_has_slice.setdefault(comp, False)
+            continue
+        im = _INSTR_RE.match(line)
+        if not im:
+            continue
+        if comp is not None and im.group("op") == "dynamic-slice":
+            fused_has_slice[comp] = True
+        ops_text, attrs = _split_call(im.group("rest"))
+        for n in re.findall(r"%([\w.\-]+)", ops_text):
+            users.setdefault(n, []).append((im.group("op"), attrs, _shapes(im.group("shape"))))
+    out = []
+    for c in found:
+        if c.kind == "all-reduce":
+            sliced = None
+            for op, attrs, shp in users.get(c.name, []):
+                called = re.search(r"calls=%?([\w.\-]+)", attrs)
+                is_slice = op == "dynamic-slice" or (op == "fusion" and called
+                                                    and fused_has_slice.get(called.group(1), False))
+                if is_slice and shp and sum(s.nbytes for s in shp) < c.result_bytes:
+                    sliced = shp
+            if sliced is not None:
+                c = HloCollective(kind="reduce-scatter", name=c.name, operand_shapes=c.operand_shapes,
+                                  result_shapes=sliced, replica_groups=c.replica_groups,
+                                  source_target_pairs=(), dimensions=c.dimensions, asynchronous=c.asynchronous)
+        out.append(c)
+    return out
+
+
+def cost(compiled, keys: Optional[Sequence[str]] = ("flops", "bytes accessed", "transcendentals")) -> dict:
+    """XLA's own cost analysis of a compiled (per-device) or lowered (global) computation, keys sorted.
+
+    ``keys=None`` keeps every numeric entry. Missing keys are left out.
+    """
+    if not hasattr(compiled, "cost_analysis"):
+        raise TypeError(f"compiled must be a jax Compiled or Lowered object; got {type(compiled).__name__}")
+    ca = compiled.cost_analysis()
+    if isinstance(ca, (list, tuple)):
+        ca = ca[0] if ca else {}
+    ca = dict(ca or {})
+    wanted = sorted(ca) if keys is None else sorted(k for k in keys if k in ca)
+    return {k: float(ca[k]) for k in wanted if isinstance(ca[k], (int, float))}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The oracle: the collectives matmul_plan predicts vs the ones XLA's SPMD partitioner inserts (Chapter 3)
+# --------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OracleCase:
+    """A sharded computation to compile: one matmul, or a chain of two (a Megatron-style MLP)."""
+
+    id: str                                # short name, e.g. "case3-rs-1d"
+    mesh: tuple[tuple[str, int], ...]      # mesh axes and sizes, e.g. (("X", 2), ("Y", 4))
+    matmuls: tuple[str, ...]               # "A[I, J_X] · B[J_X, K] -> C[I, K_X]"; a chain reuses the previous output
+    sizes: tuple[tuple[str, int], ...]     # dimension sizes
+    note: str = ""                         # what XLA does differently from the plan, if it does
+
+    @property
+    def mesh_dict(self) -> dict[str, int]:
+        return dict(self.mesh)
+
+    @property
+    def label(self) -> str:
+        return " ; ".join(self.matmuls)
+
+
+def _split_matmul(text: str):
+    from .sharding import parse
+
+    m = re.match(r"^(.*?)\s*(?:·|\*|@)\s*(.*?)\s*->\s*(.*)$", text)
+    if not m:
+        raise ValueError(f"matmul must read 'LHS · RHS -> OUT'; got {text!r}")
+    return tuple(parse(x) for x in m.groups())
+
+
+def predict(case: OracleCase, dtype: str = "fp32") -> list:
+    """The plan's collectives for ``case`` (a list of ``sharding.Step``), chained matmuls in order."""
+    from .sharding import matmul_plan
+
+    steps = []
+    for text in case.matmuls:
+        lhs, rhs, out = _split_matmul(text)
+        plan = matmul_plan(lhs, rhs, out, mesh=case.mesh_dict, sizes=dict(case.sizes), dtype=dtype)
+        steps += list(plan.collectives)
+    return steps
+
+
+def compile_case(case: OracleCase, devices=None, dtype: str = "fp32", *, return_inputs: bool = False):
+    """Compile ``case`` with ``jax.jit`` on a mesh with Auto axes (inputs placed with ``device_put``, the final
+    output's sharding given as ``out_shardings``); returns ``(compiled, jax_mesh)``, plus the list of placed
+    input arrays when ``return_inputs`` (call ``compiled(*inputs)`` to run it)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import NamedSharding
+
+    from .compat import make_mesh
+
+    names = [a for a, _ in case.mesh]
+    shape = [s for _, s in case.mesh]
+    if devices is None:
+        devices = jax.devices("cpu")[: math.prod(shape)]
+    mesh = make_mesh(shape, names, devices=devices)
+    sizes = dict(case.sizes)
+    jdtype = {"fp32": jnp.float32, "bf16": jnp.bfloat16}[dtype]
+    chain = [_split_matmul(t) for t in case.matmuls]
+    produced = {out.name for _, _, out in chain}
+    inputs, order = {}, []
+    rng = np.random.default_rng(0)
+    for lhs, rhs, _ in chain:
+        for arr in (lhs, rhs):
+            if arr.name not in produced and arr.name not in inputs:
+                data = rng.standard_normal([sizes[n] for n in arr.dim_names]).astype(np.float32)
+                inputs[arr.name] = jax.device_put(jnp.asarray(data, jdtype),
+                                                  NamedSharding(mesh, arr.partition_spec()))
+                order.append(arr.name)
+
+    def f(*args):
+        env = dict(zip(order, args))
+        for i, (lhs, rhs, out) in enumerate(chain):
+            spec = f"{''.join(_letters(lhs))},{''.join(_letters(rhs))}->{''.join(_letters(out))}"
+            y = jnp.einsum(spec, env[lhs.name], env[rhs.name])
+            env[out.name] = jnp.maximum(y, 0) if i + 1 < len(chain) else y
+        return env[chain[-1][2].name]
+
+    out_sharding = NamedSharding(mesh, chain[-1][2].partition_spec())
+    args = [inputs[n] for n in order]
+    compiled = jax.jit(f, out_shardings=out_sharding).lower(*args).compile()
+    return (compiled, mesh, args) if return_inputs else (compiled, mesh)
+
+
+def _letters(arr) -> list[str]:
+    # einsum needs one letter per dimension: the (one-letter) dimension names, lower-cased
+    out = []
+    for n in arr.dim_names:
+        if len(n) != 1:
+            raise ValueError(f"oracle cases use one-letter dimension names; got {n!r}")
+        out.append(n.lower())
+    return out
+
+
+@dataclass(frozen=True)
+class CollectiveSig:
+    """A collective reduced to what the plan and XLA can be compared on."""
+
+    kind: str                 # "all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute"
+    axes: str                 # mesh axes joined, e.g. "XY"; "?" when the groups match no axes; "" for a permute
+    bytes_in: int             # bytes per device going in
+    bytes_out: int            # bytes per device coming out
+
+    def __str__(self) -> str:
+        from .units import fmt
+
+        over = f"[{self.axes}]" if self.axes else ""
+        return f"{self.kind}{over} {fmt(self.bytes_in, 'B')}->{fmt(self.bytes_out, 'B')}"
+
+
+def signatures_from_xla(found: Sequence[HloCollective], mesh) -> tuple[CollectiveSig, ...]:
+    """Signatures of XLA's (normalised) collectives, with replica groups mapped to mesh axis names."""
+    out = []
+    for c in found:
+        axes = "" if c.kind == "collective-permute" else "".join(mesh_axes(c.replica_groups, mesh) or ("?",))
+        out.append(CollectiveSig(c.kind, axes, int(c.operand_bytes), int(c.result_bytes)))
+    return tuple(out)
+
+
+def signatures_from_plan(steps) -> tuple[CollectiveSig, ...]:
+    """Signatures of a plan's collective steps."""
+    return tuple(CollectiveSig(s.kind, "".join(s.axes), int(s.bytes_in), int(s.bytes_out)) for s in steps)
+
+
+@dataclass(frozen=True)
+class OracleRow:
+    """One line of the oracle table."""
+
+    case: OracleCase                           # what was compiled
+    predicted: tuple[CollectiveSig, ...]       # matmul_plan's collectives
+    xla: tuple[CollectiveSig, ...]             # XLA's, after folding CPU's reduce-scatter spelling
+    xla_raw_kinds: tuple[str, ...]             # XLA's kinds before folding (shows the all-reduce spelling)
+
+    @property
+    def agree(self) -> bool:
+        return self.predicted == self.xla
+
+
+def run_case(case: OracleCase, devices=None, dtype: str = "fp32") -> OracleRow:
+    """Compile ``case``, parse and normalise its collectives, and pair them with the plan's prediction."""
+    compiled, mesh = compile_case(case, devices, dtype)
+    raw = collectives(compiled)
+    found = normalize_cpu_collectives(raw, compiled)
+    return OracleRow(case, signatures_from_plan(predict(case, dtype)), signatures_from_xla(found, mesh),
+                     tuple(c.kind for c in raw))
+
+
+_Z = (("I", 64), ("J", 128), ("K", 256))
+_M1 = (("X", 8),)
+_M2 = (("X", 2), ("Y", 4))
+_MLP = (("B", 64), ("D", 128), ("F", 256))
+
+#: The sharding combinations the oracle compiles (tests/test_hlo_oracle.py and Chapter 3's table).
+ORACLE_CASES: tuple[OracleCase, ...] = (
+    OracleCase("c1-replicated", _M1, ("A[I, J] · B[J, K] -> C[I, K]",), _Z),
+    OracleCase("c1-rows", _M1, ("A[I_X, J] · B[J, K] -> C[I_X, K]",), _Z),
+    OracleCase("c1-rows-then-gather", _M1, ("A[I_X, J] · B[J, K] -> C[I, K]",), _Z),
+    OracleCase("c1-move-to-cols", _M1, ("A[I_X, J] · B[J, K] -> C[I, K_X]",), _Z,
+               note="XLA gathers A (32.8 kB per device) and slices B instead of an AllToAll of the output, which "
+                    "the model rates cheaper (an AllToAll of 65.5 kB costs a quarter of an AllGather of it)"),
+    OracleCase("c2-gather-lhs", _M1, ("A[I, J_X] · B[J, K] -> C[I, K]",), _Z),
+    OracleCase("c2-reduce-instead", _M1, ("A[I, J_X] · B[J, K] -> C[I, K]",), (("I", 256), ("J", 256), ("K", 64))),
+    OracleCase("c2-rhs-split", _M1, ("A[I, J] · B[J_X, K] -> C[I, K]",), _Z),
+    OracleCase("c2-fsdp", _M1, ("A[I_X, J] · B[J_X, K] -> C[I_X, K]",), _Z),
+    OracleCase("c3-allreduce", _M1, ("A[I, J_X] · B[J_X, K] -> C[I, K]",), _Z),
+    OracleCase("c3-rs-cols", _M1, ("A[I, J_X] · B[J_X, K] -> C[I, K_X]",), _Z),
+    OracleCase("c3-rs-rows", _M1, ("A[I, J_X] · B[J_X, K] -> C[I_X, K]",), _Z),
+    OracleCase("c4-keep-rows", _M1, ("A[I_X, J] · B[J, K_X] -> C[I_X, K]",), _Z),
+    OracleCase("c4-keep-cols", _M1, ("A[I_X, J] · B[J, K_X] -> C[I, K_X]",), _Z),
+    OracleCase("2d-c1", _M2, ("A[I_X, J] · B[J, K_Y] -> C[I_X, K_Y]",), _Z),
+    OracleCase("2d-c1-XY", _M2, ("A[I_XY, J] · B[J, K] -> C[I_XY, K]",), _Z),
+    OracleCase("2d-c2", _M2, ("A[I_X, J_Y] · B[J, K] -> C[I_X, K]",), _Z),
+    OracleCase("2d-c2-fsdp-tp", _M2, ("A[I_X, J] · B[J_X, K_Y] -> C[I_X, K_Y]",), _Z),
+    OracleCase("2d-c3-ar", _M2, ("A[I_X, J_Y] · B[J_Y, K] -> C[I_X, K]",), _Z),
+    OracleCase("2d-c3-rs", _M2, ("A[I_X, J_Y] · B[J_Y, K] -> C[I_X, K_Y]",), _Z),
+    OracleCase("2d-c3-XY", _M2, ("A[I, J_XY] · B[J_XY, K] -> C[I, K]",), _Z),
+    OracleCase("2d-c3-rs-spare-Y", _M2, ("A[I, J_X] · B[J_X, K] -> C[I, K_X]",), _Z,
+               note="with Y idle, XLA AllReduces only the half of C that each Y-group needs (32.8 kB) and then "
+                    "permutes the halves into place: the same bytes per link as the predicted ReduceScatter"),
+    OracleCase("2d-c4-spare-Y", _M2, ("A[I_X, J] · B[J, K_X] -> C[I_X, K]",), _Z,
+               note="with Y idle, XLA re-splits B over Y with a permute and gathers over the 4 devices of Y "
+                    "instead of the 2 of X: the same gathered bytes, one extra permute"),
+    OracleCase("mlp-megatron-1d", _M1, ("X[B, D] · W[D, F_X] -> H[B, F_X]", "H[B, F_X] · V[F_X, D] -> O[B, D]"),
+               _MLP),
+    OracleCase("mlp-dp-tp-2d", _M2, ("X[B_X, D] · W[D, F_Y] -> H[B_X, F_Y]",
+                                     "H[B_X, F_Y] · V[F_Y, D] -> O[B_X, D]"), _MLP),
+    OracleCase("mlp-megatron-rs-1d", _M1, ("X[B, D] · W[D, F_X] -> H[B, F_X]",
+                                           "H[B, F_X] · V[F_X, D] -> O[B_X, D]"), _MLP),
+)
+
+
+def oracle_cases(ids: Optional[Sequence[str]] = None) -> tuple[OracleCase, ...]:
+    """The oracle's cases, all or those named by ``ids``."""
+    if ids is None:
+        return ORACLE_CASES
+    by_id = {c.id: c for c in ORACLE_CASES}
+    unknown = [i for i in ids if i not in by_id]
+    if unknown:
+        raise ValueError(f"unknown oracle case id(s) {unknown}; known: {sorted(by_id)}")
+    return tuple(by_id[i] for i in ids)
+
+
+def format_oracle_table(rows: Sequence[OracleRow]) -> str:
+    """The oracle's rows as a plain-text table: case, predicted collectives, XLA's, agreement."""
+    def show(sigs):
+        return " + ".join(map(str, sigs)) or "none"
+
+    lines = []
+    for r in rows:
+        flag = "agree" if r.agree else "DIFFER"
+        lines.append(f"{r.case.id:20s} {flag:6s}  {r.case.label}")
+        lines.append(f"{'':27s} plan: {show(r.predicted)}")
+        raw = "" if list(r.xla_raw_kinds) == [s.kind for s in r.xla] else f"   (HLO ops: {', '.join(r.xla_raw_kinds)})"
+        lines.append(f"{'':27s} XLA:  {show(r.xla)}{raw}")
+    return "\n".join(lines)

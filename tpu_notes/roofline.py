@@ -1,0 +1,123 @@
+"""Rooflines: is an operation limited by compute or by moving bytes? (Chapter 1.)
+
+``T_math = FLOPs / peak FLOP/s`` and ``T_comms = bytes / bandwidth``. With perfect overlap the op takes
+``max(T_math, T_comms)`` (the lower bound); with none it takes ``T_math + T_comms`` (the upper bound). The
+arithmetic intensity ``FLOPs / bytes`` against the chip's critical intensity ``peak / bandwidth`` says which wins.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .hardware import Chip, get_chip
+from .units import canonical_dtype, check_positive, dtype_bytes, fmt
+
+
+@dataclass(frozen=True)
+class RooflineTime:
+    """Time bounds of one operation, in seconds."""
+
+    flops: float        # FLOPs performed
+    nbytes: float       # bytes moved over the limiting link or memory
+    t_math: float       # flops / peak FLOP/s, seconds
+    t_comms: float      # nbytes / bandwidth, seconds
+    lower: float        # max(t_math, t_comms): perfect overlap, seconds
+    upper: float        # t_math + t_comms: no overlap, seconds
+    intensity: float    # flops / nbytes, FLOPs per byte
+    bound: str          # "compute" or "bandwidth" (which term is larger; ties count as compute)
+
+    def __repr__(self) -> str:
+        return (f"RooflineTime(t_math={fmt(self.t_math, 's')}, t_comms={fmt(self.t_comms, 's')}, "
+                f"lower={fmt(self.lower, 's')}, upper={fmt(self.upper, 's')}, "
+                f"intensity={self.intensity:.4g} FLOPs/B, bound={self.bound!r})")
+
+
+def roofline(flops: float, nbytes: float, peak_flops: float, bandwidth: float) -> RooflineTime:
+    """Bound an operation of ``flops`` FLOPs that moves ``nbytes`` bytes on hardware with ``peak_flops`` FLOP/s
+    and ``bandwidth`` bytes/s."""
+    flops = check_positive("flops", flops, allow_zero=True)
+    nbytes = check_positive("nbytes", nbytes, allow_zero=True)
+    peak_flops = check_positive("peak_flops", peak_flops)
+    bandwidth = check_positive("bandwidth", bandwidth)
+    if flops == 0 and nbytes == 0:
+        raise ValueError("flops and nbytes cannot both be zero: there is nothing to bound")
+    t_math = flops / peak_flops
+    t_comms = nbytes / bandwidth
+    intensity = flops / nbytes if nbytes > 0 else float("inf")
+    return RooflineTime(flops=flops, nbytes=nbytes, t_math=t_math, t_comms=t_comms,
+                        lower=max(t_math, t_comms), upper=t_math + t_comms, intensity=intensity,
+                        bound="compute" if t_math >= t_comms else "bandwidth")
+
+
+def attainable_flops(intensity: float, peak_flops: float, bandwidth: float) -> float:
+    """The roofline itself: FLOP/s attainable at ``intensity`` FLOPs/byte, ``min(peak, intensity * bandwidth)``."""
+    intensity = check_positive("intensity", intensity)
+    return min(check_positive("peak_flops", peak_flops), intensity * check_positive("bandwidth", bandwidth))
+
+
+def matmul_flops(B: int, D: int, F: int) -> float:
+    """FLOPs of ``[B, D] @ [D, F]``: one multiply and one add per (b, d, f), ``2·B·D·F``."""
+    B, D, F = (check_positive(n, v, integer=True) for n, v in (("B", B), ("D", D), ("F", F)))
+    return 2.0 * B * D * F
+
+
+def matmul_bytes(B: int, D: int, F: int, x_dtype: str = "bf16", w_dtype: str = "bf16",
+                 out_dtype: str = "bf16") -> float:
+    """Bytes to read ``x[B, D]`` and ``w[D, F]`` and write ``out[B, F]`` once each."""
+    B, D, F = (check_positive(n, v, integer=True) for n, v in (("B", B), ("D", D), ("F", F)))
+    return (B * D * dtype_bytes(x_dtype) + D * F * dtype_bytes(w_dtype) + B * F * dtype_bytes(out_dtype))
+
+
+def matmul_intensity(B: int, D: int, F: int, x_dtype: str = "bf16", w_dtype: str = "bf16",
+                     out_dtype: str = "bf16") -> float:
+    """Arithmetic intensity of ``[B, D] @ [D, F]`` in FLOPs/byte (tends to ``B`` in bf16 when ``B ≪ D, F``)."""
+    return matmul_flops(B, D, F) / matmul_bytes(B, D, F, x_dtype, w_dtype, out_dtype)
+
+
+def matmul_time(B: int, D: int, F: int, chip, dtype: str = "bf16", w_dtype: str | None = None,
+                out_dtype: str | None = None) -> RooflineTime:
+    """Roofline of ``x[B, D] @ w[D, F]`` on ``chip`` against HBM.
+
+    ``dtype`` is the compute dtype (it picks the peak FLOP/s) and the dtype of ``x``; ``w_dtype`` (default ``dtype``)
+    is the stored weight dtype; ``out_dtype`` defaults to ``dtype``. int8 weights with bf16 compute:
+    ``matmul_time(B, D, F, "v5e", dtype="bf16", w_dtype="int8")``.
+    """
+    c = get_chip(chip)
+    dtype = canonical_dtype(dtype)
+    w_dtype = canonical_dtype(w_dtype, "w_dtype") if w_dtype is not None else dtype
+    out_dtype = canonical_dtype(out_dtype, "out_dtype") if out_dtype is not None else dtype
+    return roofline(matmul_flops(B, D, F), matmul_bytes(B, D, F, dtype, w_dtype, out_dtype),
+                    c.peak_flops(dtype), c.hbm_bw)
+
+
+def critical_batch_size(chip, compute_dtype: str = "bf16", weight_dtype: str | None = None) -> float:
+    """Token batch above which a weight-streaming matmul (``B ≪ D, F``) is compute-bound on ``chip``.
+
+    With ``B ≪ D, F`` the bytes are dominated by the weights, ``D·F·w_bytes``, and the FLOPs are ``2·B·D·F``, so
+    the intensity is ``2B / w_bytes``; setting it equal to ``peak(compute_dtype) / W_hbm`` gives
+    ``B* = peak · w_bytes / (2 · W_hbm)``: 240 on v5e in bf16, 120 with int8 weights and bf16 compute,
+    and 240 again for int8 throughout (twice the OP/s, half the bytes).
+    """
+    c = get_chip(chip)
+    compute_dtype = canonical_dtype(compute_dtype, "compute_dtype")
+    weight_dtype = canonical_dtype(weight_dtype, "weight_dtype") if weight_dtype is not None else compute_dtype
+    return c.peak_flops(compute_dtype) * dtype_bytes(weight_dtype) / (2.0 * c.hbm_bw)
+
+
+def sharded_contraction_time(B: int, D: int, F: int, chip, n_chips: int = 2, dtype: str = "bf16",
+                             link: str = "ici") -> RooflineTime:
+    """Network roofline of ``x[B, D] @ w[D, F]`` with ``D`` split over ``n_chips`` chips (Chapter 1).
+
+    Each chip multiplies its ``D / n`` slice (``2·B·D·F / n`` FLOPs) and then sends its ``B × F`` partial sum to
+    be added (``B·F·bytes`` over ``link``). For two chips over bidirectional ICI the ratio is
+    ``T_math / T_comms = (D / 2) / (C / W)``: the threshold depends on the model dimension ``D``, not the batch.
+    """
+    c = get_chip(chip)
+    n = check_positive("n_chips", n_chips, integer=True)
+    if n < 2:
+        raise ValueError(f"n_chips must be >= 2 for a sharded contraction; got {n_chips}")
+    if D % n:
+        raise ValueError(f"D={D} must be divisible by n_chips={n}")
+    dtype = canonical_dtype(dtype)
+    flops = matmul_flops(B, D, F) / n
+    nbytes = B * F * dtype_bytes(dtype)
+    return roofline(flops, nbytes, c.peak_flops(dtype), c.bandwidth(link))

@@ -1,0 +1,229 @@
+"""A cycle-level model of a TPU MXU: a weight-stationary systolic array in numpy (Chapter 2).
+
+The array is an ``S × S`` grid of processing elements (PEs). PE ``(i, j)`` holds one weight ``w[i, j]`` (row ``i``
+of the contraction dimension, column ``j`` of the output) and does one multiply-add per cycle:
+
+* **Weight-stationary.** A ``S × S`` tile of the right-hand matrix is shifted into the array from the top, one row per
+  cycle (``S`` cycles), and stays there while rows of the left-hand matrix stream past. A shadow copy of the weights
+  lets the next tile load while the current one is in use (double buffering).
+* **Inputs flow right.** Element ``x[m, i]`` enters row ``i`` at the left edge on cycle ``start + m + i`` (the input
+  is *skewed*: row ``i`` is delayed by ``i`` cycles) and moves one PE to the right per cycle.
+* **Partial sums flow down.** PE ``(i, j)`` adds ``x · w[i, j]`` to the partial sum arriving from above and passes it
+  down; the finished dot product for output row ``m`` and column ``j`` leaves the bottom of column ``j`` on cycle
+  ``start + m + (S - 1) + j``.
+
+Every datum carries a tag (which tile, which row), so a PE always multiplies by the weights of the tile its datum
+belongs to. Outputs of the tiles that split the contraction dimension are summed in an accumulator below the array,
+as the MXU's result buffers do.
+
+Closed form (derived in the chapter): with ``T`` weight tiles, ``M`` streamed rows per tile and ``S`` the array edge,
+tile ``τ`` starts streaming at ``S + τ·max(M, S)`` and the last result leaves ``M + 2S - 2`` cycles after the last
+tile starts, so ``cycles = S + (T - 1)·max(M, S) + M + 2S - 2``. In steady state (``M ≥ S``) each PE does one
+multiply-add per cycle: an ``[8, 128] @ [128, 128]`` step keeps a ``128 × 128`` array busy for 8 cycles.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .units import check_positive
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """State of the array at the end of one cycle (for pictures). Empty PEs hold NaN."""
+
+    cycle: int              # clock cycle, counted from 0 (the first weight-load cycle)
+    x: np.ndarray           # [S, S] input value sitting in each PE this cycle (NaN where idle)
+    psum: np.ndarray        # [S, S] partial sum leaving each PE downwards this cycle (NaN where idle)
+    row: np.ndarray         # [S, S] int: which streamed row (m) each PE works on, -1 where idle
+    tile: np.ndarray        # [S, S] int: which weight tile each PE uses, -1 where idle
+
+
+@dataclass(frozen=True)
+class SystolicResult:
+    """What a simulated matmul produced and how long it took."""
+
+    output: np.ndarray           # [M, N] product, float64
+    cycles: int                  # clock cycles from the first weight load to the last result leaving the array
+    array_size: int              # S, the array edge (PEs per side)
+    n_tiles: int                 # weight tiles streamed: ceil(K / S) · ceil(N / S)
+    macs: int                    # useful multiply-adds, M · K · N
+    pe_cycles: int               # multiply-add slots offered, S² · cycles
+    utilization: float           # macs / pe_cycles (1.0 would be a perfectly fed, never-draining array)
+    tile_starts: tuple           # cycle at which each tile's first row enters the array
+    snapshots: tuple             # Snapshot per recorded cycle (empty unless record_cycles > 0)
+
+    def __repr__(self) -> str:
+        return (f"SystolicResult(shape={self.output.shape}, cycles={self.cycles}, array_size={self.array_size}, "
+                f"n_tiles={self.n_tiles}, utilization={self.utilization:.3f})")
+
+
+def tile_schedule(n_tiles: int, rows: int, array_size: int) -> tuple[int, ...]:
+    """Cycle at which each weight tile starts streaming, with one weight loader and a shadow weight buffer.
+
+    Loading a tile takes ``array_size`` cycles (one row per cycle). Tile ``τ + 1`` may load while tile ``τ`` streams,
+    and streams once it is loaded and tile ``τ``'s ``rows`` rows have entered: ``start_τ = S + τ · max(rows, S)``.
+    """
+    n_tiles = check_positive("n_tiles", n_tiles, integer=True)
+    rows = check_positive("rows", rows, integer=True)
+    s = check_positive("array_size", array_size, integer=True)
+    starts = []
+    load_end = s                        # tile 0 loads on cycles 0 .. S-1
+    start = s
+    for tau in range(n_tiles):
+        if tau > 0:
+            load_begin = max(load_end, starts[-1])   # the shadow buffer frees when the previous tile goes live
+            load_end = load_begin + s
+            start = max(starts[-1] + rows, load_end)
+        starts.append(start)
+    return tuple(starts)
+
+
+def predicted_cycles(M: int, K: int, N: int, array_size: int = 128) -> int:
+    """Closed-form cycle count of :func:`simulate_matmul` for ``[M, K] @ [K, N]`` on an ``S × S`` array.
+
+    ``T = ceil(K/S)·ceil(N/S)`` tiles; ``cycles = S + (T - 1)·max(M, S) + M + 2S - 2``.
+    """
+    M, K, N = (check_positive(n, v, integer=True) for n, v in (("M", M), ("K", K), ("N", N)))
+    s = check_positive("array_size", array_size, integer=True)
+    T = math.ceil(K / s) * math.ceil(N / s)
+    return s + (T - 1) * max(M, s) + M + 2 * s - 2
+
+
+def padded_dim(n: int, mxu_size: int = 128) -> int:
+    """``n`` rounded up to a multiple of the MXU edge: what the hardware actually multiplies."""
+    n = check_positive("n", n, integer=True)
+    s = check_positive("mxu_size", mxu_size, integer=True)
+    return math.ceil(n / s) * s
+
+
+def padding_efficiency(K: int, N: int, mxu_size: int = 128) -> float:
+    """Fraction of the MXU's multiply-adds that are useful for a ``[·, K] @ [K, N]`` matmul whose weight dimensions
+    are padded to multiples of ``mxu_size``: ``K·N / (padded K · padded N)``."""
+    return (K * N) / (padded_dim(K, mxu_size) * padded_dim(N, mxu_size))
+
+
+def simulate_matmul(a, b, array_size: int = 128, record_cycles: int = 0) -> SystolicResult:
+    """Multiply ``a[M, K] @ b[K, N]`` the way a weight-stationary MXU does, one clock cycle at a time.
+
+    ``b`` is cut into ``S × S`` weight tiles (zero-padded to multiples of ``S = array_size``), ordered by output column
+    block then contraction block; all ``M`` rows of ``a`` stream past each tile. ``record_cycles`` keeps a
+    :class:`Snapshot` of the first that many cycles (for :func:`tpu_notes.plots.systolic_steps`). Arithmetic is done in
+    float64, so the output matches ``a @ b`` to rounding.
+    """
+    s = check_positive("array_size", array_size, integer=True)
+    record_cycles = check_positive("record_cycles", record_cycles, integer=True, allow_zero=True)
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"a and b must be 2-D matrices; got shapes {a.shape} and {b.shape}")
+    M, K = a.shape
+    K2, N = b.shape
+    if K != K2:
+        raise ValueError(f"inner dimensions must match: a is {a.shape}, b is {b.shape}")
+    if min(M, K, N) == 0:
+        raise ValueError(f"a and b must be non-empty; got shapes {a.shape} and {b.shape}")
+
+    kt, nt = math.ceil(K / s), math.ceil(N / s)
+    Kp, Np = kt * s, nt * s
+    a_pad = np.zeros((M, Kp))
+    a_pad[:, :K] = a
+    b_pad = np.zeros((Kp, Np))
+    b_pad[:K, :N] = b
+    # Tiles in streaming order: for each output column block, every contraction block.
+    order = [(nb, kb) for nb in range(nt) for kb in range(kt)]
+    T = len(order)
+    w_tiles = np.stack([b_pad[kb * s:(kb + 1) * s, nb * s:(nb + 1) * s] for nb, kb in order])  # [T, S, S]
+    tile_k = np.array([kb for _, kb in order])
+    tile_n = np.array([nb for nb, _ in order])
+
+    starts = tile_schedule(T, M, s)
+    # Feed schedule at the left edge: entry_cycle[τ, m] is when row m of tile τ enters row 0 of the array.
+    entry = {}
+    for tau, st in enumerate(starts):
+        for m in range(M):
+            entry[st + m] = (tau, m)
+    last_entry = max(entry)
+
+    x_reg = np.zeros((s, s))
+    row_reg = np.full((s, s), -1, dtype=np.int64)    # tag: streamed row index, -1 = empty
+    tile_reg = np.full((s, s), -1, dtype=np.int64)   # tag: weight tile index
+    psum = np.zeros((s, s))
+    acc = np.zeros((M, Np))
+    snapshots = []
+    ii, jj = np.meshgrid(np.arange(s), np.arange(s), indexing="ij")
+
+    t, last_busy = 0, -1
+    while t <= last_entry or last_busy == t - 1:   # run until every row has entered and the array has drained
+        # 1. inputs move one PE to the right; new (skewed) inputs enter the left column.
+        x_reg[:, 1:] = x_reg[:, :-1]
+        row_reg[:, 1:] = row_reg[:, :-1]
+        tile_reg[:, 1:] = tile_reg[:, :-1]
+        x_reg[:, 0] = 0.0
+        row_reg[:, 0] = -1
+        tile_reg[:, 0] = -1
+        for i in range(s):
+            job = entry.get(t - i)        # row i sees the job that entered row 0 i cycles earlier
+            if job is not None:
+                tau, m = job
+                x_reg[i, 0] = a_pad[m, tile_k[tau] * s + i]
+                row_reg[i, 0] = m
+                tile_reg[i, 0] = tau
+        # 2. every busy PE multiplies by the weight of its datum's tile and adds the sum arriving from above.
+        busy = row_reg >= 0
+        w = np.where(busy, w_tiles[np.where(busy, tile_reg, 0), ii, jj], 0.0)
+        above = np.vstack([np.zeros((1, s)), psum[:-1, :]])
+        psum = np.where(busy, above + x_reg * w, 0.0)
+        # 3. the bottom row's sums are finished dot products: accumulate them into the output buffer.
+        for j in np.nonzero(busy[s - 1])[0]:
+            tau, m = tile_reg[s - 1, j], row_reg[s - 1, j]
+            acc[m, tile_n[tau] * s + j] += psum[s - 1, j]
+        if t < record_cycles:
+            snapshots.append(Snapshot(cycle=t, x=np.where(busy, x_reg, np.nan),
+                                      psum=np.where(busy, psum, np.nan), row=row_reg.copy(),
+                                      tile=tile_reg.copy()))
+        if busy.any():
+            last_busy = t
+        t += 1
+
+    cycles = last_busy + 1   # observed: the cycle after the last result left the array
+    macs = M * K * N
+    return SystolicResult(output=acc[:, :N], cycles=cycles, array_size=s, n_tiles=T, macs=macs,
+                          pe_cycles=s * s * cycles, utilization=macs / (s * s * cycles), tile_starts=starts,
+                          snapshots=tuple(snapshots))
+
+
+def mxu_flops_per_cycle(mxu_size: int = 128, rows: int = 8) -> float:
+    """FLOPs per cycle of one MXU: a ``[rows, S] @ [S, S]`` step (``2·rows·S²`` FLOPs) takes ``rows`` cycles in
+    steady state, so ``2·S²`` FLOPs per cycle (32 768 for a 128 × 128 array, 4× that for 256 × 256)."""
+    s = check_positive("mxu_size", mxu_size, integer=True)
+    rows = check_positive("rows", rows, integer=True)
+    return 2.0 * rows * s * s / rows
+
+
+def derived_peak_flops(chip) -> float:
+    """Peak bf16 FLOP/s of a TPU from its parts: cores × MXUs per core × FLOPs per cycle per MXU × clock (Hz)."""
+    from .hardware import get_chip
+
+    c = get_chip(chip)
+    missing = [f for f in ("cores_per_chip", "mxus_per_core", "clock_hz", "mxu_size") if getattr(c, f) is None]
+    if missing:
+        raise ValueError(f"chip {c.name!r} lacks {missing} in tpu_notes.hardware; pick a chip with all of them "
+                         "(e.g. 'v5e' or 'v5p')")
+    return c.cores_per_chip * c.mxus_per_core * mxu_flops_per_cycle(c.mxu_size) * c.clock_hz
+
+
+def vpu_flops(chip, sublanes: int = 8, lanes: int = 128, alus_per_lane: int = 4) -> float:
+    """VPU throughput of one TensorCore in FLOP/s: ``sublanes × lanes × ALUs per lane × clock`` (one op per ALU per
+    cycle; 4 ALUs per lane on v5p, 2 on v4). Elementwise work runs here, in fp32."""
+    from .hardware import get_chip
+
+    c = get_chip(chip)
+    if c.clock_hz is None:
+        raise ValueError(f"chip {c.name!r} has no clock_hz in tpu_notes.hardware; use e.g. 'v5e' or 'v5p'")
+    for n, v in (("sublanes", sublanes), ("lanes", lanes), ("alus_per_lane", alus_per_lane)):
+        check_positive(n, v, integer=True)
+    return float(sublanes * lanes * alus_per_lane) * c.clock_hz

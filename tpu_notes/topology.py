@@ -1,0 +1,341 @@
+"""TPU slices: chips on a 2D or 3D torus, how far apart they are, and how long bytes take to move (Chapter 2).
+
+A *slice* is a set of TPU chips joined by ICI (inter-chip interconnect) links to their nearest neighbours: 4 on a 2D
+torus (v3, v5e, v6e), 6 on a 3D torus (v4p, v5p, TPU7x). The largest slice is a *pod*; slices talk to each other, and
+hosts to hosts, over the much slower data-centre network (DCN), and each chip talks to its host CPU over PCIe.
+
+Wraparound links (the edges that close each ring into a torus) follow each generation's rule, as the scaling book's
+``tpus.md`` describes them:
+
+* 2D pods (v3, v5e, v6e): an axis wraps only when it spans the full pod axis (16 on v5e/v6e; an 8 × 16 v5e slice wraps
+  on its long axis only).
+* 3D pods (v4p, v5p; assumed for TPU7x, whose torus the book does not detail): wraparounds come from the optical
+  switches that join whole 4 × 4 × 4 cubes, so a slice with any axis shorter than 4 (2 × 2 × 1, 2 × 2 × 4...) has none
+  at all; in a slice of whole cubes, an axis wraps when its length is a multiple of 4 (4 × 4 × 8 wraps everywhere).
+
+The point-to-point transfer model is the book's: ``T = bytes / (ports · W_link_oneway) + hops · T_hop`` with
+``T_hop ≈ 1 µs``; latency and bandwidth add.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from .hardware import Chip, get_chip
+from .units import check_choice, check_positive, fmt
+
+#: Default per-hop ICI latency in seconds (scaling book, sharding.md: "about 1 µs per hop").
+HOP_LATENCY = 1e-6
+
+#: Axis names accepted by :meth:`Slice.collective_time` besides integer indices.
+AXIS_NAMES = ("x", "y", "z")
+
+#: Collectives :meth:`Slice.collective_time` knows, mapped to their functions in ``tpu_notes.collectives``.
+COLLECTIVE_KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
+
+
+@dataclass(frozen=True)
+class TransferTime:
+    """How long a transfer takes, in seconds: bandwidth and latency terms add."""
+
+    nbytes: float           # bytes moved
+    bandwidth_time: float   # nbytes / (links · bandwidth per link), seconds
+    latency_time: float     # hops · per-hop latency (or a fixed link latency), seconds
+    total: float            # bandwidth_time + latency_time, seconds
+    hops: int               # ICI hops between the endpoints (0 for PCIe and DCN transfers)
+    bandwidth: float        # aggregate bandwidth used, bytes/s
+
+    def __repr__(self) -> str:
+        return (f"TransferTime(nbytes={fmt(self.nbytes, 'B')}, bandwidth_time={fmt(self.bandwidth_time, 's')}, "
+                f"latency_time={fmt(self.latency_time, 's')}, total={fmt(self.total, 's')}, hops={self.hops})")
+
+
+def _check_tpu(chip) -> Chip:
+    c = get_chip(chip)
+    if c.kind != "tpu" or c.ici_dims is None or c.pod_shape is None:
+        tpus = [n for n, ch in _tpu_chips()]
+        raise ValueError(f"chip must be a TPU with an ICI torus, one of {tpus}; got {c.name!r}")
+    return c
+
+
+def _tpu_chips():
+    from .hardware import CHIPS
+
+    return [(n, c) for n, c in CHIPS.items() if c.kind == "tpu" and c.ici_dims is not None]
+
+
+def _as_shape(shape, dims: int, chip_name: str) -> tuple[int, ...]:
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
+        raise TypeError(f"shape must be a tuple of {dims} chip counts, e.g. {(4,) * dims}; got {shape!r}")
+    if len(shape) != dims:
+        raise ValueError(f"shape must have {dims} axes on {chip_name} (a {dims}D torus); got {tuple(shape)}")
+    out = []
+    for i, n in enumerate(shape):
+        if isinstance(n, bool) or not isinstance(n, int) and not (hasattr(n, "__index__")):
+            raise TypeError(f"shape[{i}] must be an integer number of chips; got {n!r}")
+        n = int(n)
+        if n < 1:
+            raise ValueError(f"shape[{i}] must be >= 1 chip; got {n}")
+        out.append(n)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Slice:
+    """A TPU slice: ``Slice("v5e", (4, 4))`` or ``Slice("v5p", (4, 4, 8))``.
+
+    ``chip`` is a chip name or :class:`~tpu_notes.hardware.Chip` (stored as the ``Chip``); ``shape`` gives chips per
+    axis and must have as many axes as the generation's torus (2 or 3) and fit inside its pod (axes may be listed
+    in any order).
+    """
+
+    chip: Chip              # the TPU generation
+    shape: tuple            # chips along each torus axis
+
+    def __post_init__(self):
+        c = _check_tpu(self.chip)
+        shape = _as_shape(self.shape, c.ici_dims, c.name)
+        pod = c.pod_shape
+        if any(s > p for s, p in zip(sorted(shape), sorted(pod))):
+            raise ValueError(f"shape {shape} does not fit in a {c.name} pod of shape {pod}; each axis (in some order) "
+                             f"must be at most the pod's, e.g. {pod} itself")
+        object.__setattr__(self, "chip", c)
+        object.__setattr__(self, "shape", shape)
+
+    def __repr__(self) -> str:
+        return f"Slice({self.chip.name!r}, {self.shape})"
+
+    # ---- sizes -------------------------------------------------------------------------------------------------
+    @property
+    def n_chips(self) -> int:
+        """Chips in the slice (product of the shape)."""
+        return math.prod(self.shape)
+
+    @property
+    def chips_per_host(self) -> int:
+        """Chips attached to one host CPU (product of the chip's host shape: 8 on v5e, 4 on v5p)."""
+        return math.prod(self.chip.host_shape)
+
+    @property
+    def n_hosts(self) -> int:
+        """Host CPUs serving the slice: ``ceil(n_chips / chips_per_host)`` (a slice smaller than a host still needs one)."""
+        return math.ceil(self.n_chips / self.chips_per_host)
+
+    @property
+    def n_cores(self) -> int:
+        """TensorCores in the slice (``n_chips × cores_per_chip``)."""
+        if self.chip.cores_per_chip is None:
+            raise ValueError(f"tpu_notes.hardware has no cores_per_chip for {self.chip.name!r}")
+        return self.n_chips * self.chip.cores_per_chip
+
+    @property
+    def links_per_chip(self) -> int:
+        """ICI ports on each chip: 2 per torus axis (4 on a 2D torus, 6 on a 3D torus)."""
+        return 2 * self.chip.ici_dims
+
+    def total_flops(self, dtype: str = "bf16") -> float:
+        """Peak matmul throughput of the whole slice, FLOP/s (OP/s for int8)."""
+        return self.n_chips * self.chip.peak_flops(dtype)
+
+    @property
+    def total_hbm_bytes(self) -> float:
+        """HBM capacity of the whole slice, bytes."""
+        return self.n_chips * self.chip.hbm_bytes
+
+    @property
+    def total_hbm_bw(self) -> float:
+        """Aggregate HBM bandwidth of the whole slice, bytes/s."""
+        return self.n_chips * self.chip.hbm_bw
+
+    # ---- the torus ---------------------------------------------------------------------------------------------
+    @property
+    def wraparound(self) -> tuple[bool, ...]:
+        """Per axis: does this axis close into a ring? (See the module docstring for each generation's rule.)"""
+        if self.chip.ici_dims == 2:
+            full = max(self.chip.pod_shape)
+            return tuple(n == full for n in self.shape)
+        if min(self.shape) < 4:          # smaller than a full 4x4x4 cube: no optical switches, no wraparound
+            return (False,) * len(self.shape)
+        return tuple(n % 4 == 0 for n in self.shape)
+
+    def _check_coord(self, name: str, coord) -> tuple[int, ...]:
+        if isinstance(coord, (str, bytes)) or not isinstance(coord, Sequence) or len(coord) != len(self.shape):
+            raise TypeError(f"{name} must be a tuple of {len(self.shape)} integer coordinates; got {coord!r}")
+        out = []
+        for i, (c, n) in enumerate(zip(coord, self.shape)):
+            if isinstance(c, bool) or not hasattr(c, "__index__"):
+                raise TypeError(f"{name}[{i}] must be an integer; got {c!r}")
+            if not 0 <= int(c) < n:
+                raise ValueError(f"{name}[{i}] must be in 0..{n - 1} for shape {self.shape}; got {c}")
+            out.append(int(c))
+        return tuple(out)
+
+    def axis_hops(self, a, b) -> tuple[int, ...]:
+        """Hops along each axis between chips ``a`` and ``b``: ``|d|``, or ``min(|d|, n - |d|)`` on a wrapped axis."""
+        a = self._check_coord("a", a)
+        b = self._check_coord("b", b)
+        out = []
+        for x, y, n, wrap in zip(a, b, self.shape, self.wraparound):
+            d = abs(x - y)
+            out.append(min(d, n - d) if wrap else d)
+        return tuple(out)
+
+    def hops(self, a, b) -> int:
+        """ICI hops on a shortest path between chips ``a`` and ``b`` (coordinate tuples)."""
+        return sum(self.axis_hops(a, b))
+
+    @property
+    def diameter(self) -> int:
+        """Largest hop count between two chips: ``n // 2`` per wrapped axis, ``n - 1`` per open one."""
+        return sum(n // 2 if wrap else n - 1 for n, wrap in zip(self.shape, self.wraparound))
+
+    def coords(self):
+        """Every chip coordinate, in row-major order."""
+        return list(itertools.product(*(range(n) for n in self.shape)))
+
+    def hop_grid(self, origin=None):
+        """numpy array of the slice's shape holding the hops from ``origin`` (default chip 0) to every chip."""
+        origin = self._check_coord("origin", origin if origin is not None else (0,) * len(self.shape))
+        return hop_grid(self.shape, self.wraparound, origin)
+
+    # ---- moving bytes ------------------------------------------------------------------------------------------
+    def transfer_time(self, nbytes: float, src, dst, *, ports: int | None = None,
+                      hop_latency: float = HOP_LATENCY) -> TransferTime:
+        """Point-to-point ICI transfer of ``nbytes`` bytes from chip ``src`` to chip ``dst``.
+
+        ``T = nbytes / (ports · W_link_oneway) + hops · hop_latency``. ``ports`` (the links used in parallel)
+        defaults to the number of axes along which ``src`` and ``dst`` differ (data can leave along each of them),
+        at least 1, and at most ``links_per_chip``.
+        """
+        nbytes = check_positive("nbytes", nbytes, allow_zero=True)
+        hop_latency = check_positive("hop_latency", hop_latency, allow_zero=True)
+        per_axis = self.axis_hops(src, dst)
+        if ports is None:
+            ports = max(1, sum(h > 0 for h in per_axis))
+        ports = check_positive("ports", ports, integer=True)
+        if ports > self.links_per_chip:
+            raise ValueError(f"ports must be at most links_per_chip={self.links_per_chip}; got {ports}")
+        hops = sum(per_axis)
+        bw = ports * self.chip.bandwidth("ici_oneway")
+        bw_t = nbytes / bw
+        lat_t = hops * hop_latency
+        return TransferTime(nbytes=nbytes, bandwidth_time=bw_t, latency_time=lat_t, total=bw_t + lat_t, hops=hops,
+                            bandwidth=bw)
+
+    def collective_time(self, kind: str, nbytes: float, axes=None, *, hop_latency: float = HOP_LATENCY):
+        """Time of a collective over ``axes`` of this slice, from :mod:`tpu_notes.collectives`.
+
+        ``kind``: "all_gather", "reduce_scatter", "all_reduce" or "all_to_all". ``nbytes`` is the size of the whole
+        (gathered / unreduced) array. ``axes``: an axis index or name ("x", "y", "z"), a sequence of them, or ``None``
+        for every axis. Each chosen axis is passed with its own size and wraparound flag; the collective uses the
+        bidirectional per-link bandwidth (``Chip.ici_bw_bidi``) and ``n_axes = len(axes)`` sets of links.
+        Returns a ``tpu_notes.collectives.CollectiveTime``.
+        """
+        from . import collectives
+
+        kind = check_choice("kind", kind, COLLECTIVE_KINDS)
+        idx = self._axis_indices(axes)
+        sizes = tuple(self.shape[i] for i in idx)
+        wraps = tuple(self.wraparound[i] for i in idx)
+        fn = getattr(collectives, f"{kind}_time")
+        if len(idx) == 1:
+            sizes, wraps = sizes[0], wraps[0]
+        return fn(nbytes, sizes, self.chip.bandwidth("ici"), wraparound=wraps, n_axes=len(idx),
+                  hop_latency=hop_latency)
+
+    def _axis_indices(self, axes) -> tuple[int, ...]:
+        dims = len(self.shape)
+        allowed = list(range(dims)) + list(AXIS_NAMES[:dims])
+        if axes is None:
+            return tuple(range(dims))
+        if isinstance(axes, (int, str)) and not isinstance(axes, bool):
+            axes = (axes,)
+        idx = []
+        for ax in axes:
+            if isinstance(ax, str) and ax.lower() in AXIS_NAMES[:dims]:
+                idx.append(AXIS_NAMES.index(ax.lower()))
+            elif isinstance(ax, int) and not isinstance(ax, bool) and 0 <= ax < dims:
+                idx.append(ax)
+            else:
+                raise ValueError(f"axes must name axes of shape {self.shape}, from {allowed}; got {ax!r}")
+        if len(set(idx)) != len(idx) or not idx:
+            raise ValueError(f"axes must be distinct and non-empty, from {allowed}; got {axes!r}")
+        return tuple(idx)
+
+
+def hop_grid(shape, wraparound, origin=None):
+    """Hops from ``origin`` (default all zeros) to every chip of a mesh of ``shape`` whose axes wrap where
+    ``wraparound`` (one bool per axis) says: pure geometry, for drawing tori a generation would not build."""
+    import numpy as np
+
+    shape = tuple(int(check_positive(f"shape[{i}]", n, integer=True)) for i, n in enumerate(shape))
+    if len(wraparound) != len(shape) or not all(isinstance(w, bool) for w in wraparound):
+        raise ValueError(f"wraparound must be {len(shape)} booleans, one per axis; got {wraparound!r}")
+    origin = (0,) * len(shape) if origin is None else tuple(origin)
+    if len(origin) != len(shape) or not all(0 <= o < n for o, n in zip(origin, shape)):
+        raise ValueError(f"origin must be a coordinate inside {shape}; got {origin!r}")
+    total = np.zeros(shape, dtype=int)
+    for ax, (n, wrap, o) in enumerate(zip(shape, wraparound, origin)):
+        d = np.abs(np.arange(n) - o)
+        if wrap:
+            d = np.minimum(d, n - d)
+        total += d.reshape([n if k == ax else 1 for k in range(len(shape))])
+    return total
+
+
+def transfer_time(nbytes: float, src, dst, topology: Slice, *, ports: int | None = None,
+                  hop_latency: float = HOP_LATENCY) -> TransferTime:
+    """Point-to-point ICI transfer time on ``topology`` (a :class:`Slice`); see :meth:`Slice.transfer_time`."""
+    if not isinstance(topology, Slice):
+        raise TypeError(f"topology must be a tpu_notes.topology.Slice; got {type(topology).__name__}")
+    return topology.transfer_time(nbytes, src, dst, ports=ports, hop_latency=hop_latency)
+
+
+def host_transfer_time(nbytes: float, chip, n_chips: int = 1, *, latency: float = 0.0) -> TransferTime:
+    """Host ↔ device copy of ``nbytes`` bytes spread over ``n_chips`` chips, each with its own PCIe link.
+
+    ``T = nbytes / (n_chips · W_pcie) + latency`` (``latency`` in seconds, default 0).
+    """
+    c = get_chip(chip)
+    nbytes = check_positive("nbytes", nbytes, allow_zero=True)
+    n = check_positive("n_chips", n_chips, integer=True)
+    latency = check_positive("latency", latency, allow_zero=True)
+    bw = n * c.bandwidth("pcie")
+    return TransferTime(nbytes=nbytes, bandwidth_time=nbytes / bw, latency_time=latency,
+                        total=nbytes / bw + latency, hops=0, bandwidth=bw)
+
+
+def dcn_transfer_time(nbytes: float, n_chips: int, chip, *, latency: float = 0.0) -> TransferTime:
+    """Slice ↔ slice transfer of ``nbytes`` bytes over DCN, spread over ``n_chips`` chips' share of their hosts' NICs.
+
+    ``T = nbytes / (n_chips · W_dcn_per_chip) + latency`` (``latency`` in seconds, default 0).
+    """
+    c = get_chip(chip)
+    nbytes = check_positive("nbytes", nbytes, allow_zero=True)
+    n = check_positive("n_chips", n_chips, integer=True)
+    latency = check_positive("latency", latency, allow_zero=True)
+    bw = n * c.bandwidth("dcn")
+    return TransferTime(nbytes=nbytes, bandwidth_time=nbytes / bw, latency_time=latency,
+                        total=nbytes / bw + latency, hops=0, bandwidth=bw)
+
+
+def pod(chip) -> Slice:
+    """The largest slice of ``chip``: its full pod (``Slice(chip, chip.pod_shape)``)."""
+    c = _check_tpu(chip)
+    return Slice(c, c.pod_shape)
+
+
+def bandwidth_ladder(chip) -> dict:
+    """The bandwidths a chip's bytes can use, bytes/s: HBM, ICI (one link, one way), PCIe and DCN (the chip's share
+    of its host's NIC). Missing figures are left out."""
+    c = _check_tpu(chip)
+    out = {"HBM": c.hbm_bw}
+    if c.ici_bw_oneway is not None:
+        out["ICI"] = c.ici_bw_oneway
+    if c.pcie_bw is not None:
+        out["PCIe"] = c.pcie_bw
+    if c.dcn_bw is not None:
+        out["DCN"] = c.dcn_bw
+    return out
