@@ -156,3 +156,14 @@ def test_unsupported_configs_raise():
     with pytest.raises(ValueError, match="tokens"):
         M.forward(M.init_params(get_model("tiny-mha"), jax.random.PRNGKey(0)), jnp.zeros((4,), jnp.int32),
                   get_model("tiny-mha"))
+
+
+def test_router_learns_with_one_expert_per_token_and_init_is_reproducible():
+    c = get_model("tiny-moe").with_(experts_per_token=1, n_shared_experts=0)
+    p = M.init_params(c, jax.random.PRNGKey(5))["layers"][-1]["mlp"]
+    x = jax.random.normal(jax.random.PRNGKey(6), (32, c.d_model))
+    g = jax.grad(lambda p: jnp.sum(M.moe_mlp(x, p, c, capacity_factor=4.0) ** 2))(p)
+    assert float(jnp.abs(g["router"]).sum()) > 0            # k = 1 keeps the raw router score as the weight
+    a, b = M.init_params(c, jax.random.PRNGKey(5)), M.init_params(c, jax.random.PRNGKey(5))
+    assert all(np.array_equal(u, v) for u, v in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
+    assert not np.array_equal(M.init_params(c, 1)["embed"], M.init_params(c, 2)["embed"])

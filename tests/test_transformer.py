@@ -271,3 +271,22 @@ def test_invariants(D, F, L, K, G, H, V, E, tied, gated, T):
         assert c.checkpoint_bytes(T, policy) == pytest.approx(2 * T * L * D * c.checkpoints_per_layer(policy))
     assert c.checkpoints_per_layer("full_block") <= c.checkpoints_per_layer("save_matmul_outputs") \
         <= c.checkpoints_per_layer("none")
+
+
+def test_chapter4_figures_draw_the_library_numbers():
+    import matplotlib.pyplot as plt
+
+    from tpu_notes import plots
+
+    fig = plots.attention_share_chart(("llama3-8b", "llama3-70b"), seq_lens=[256, 4096, 65536])
+    ys = fig.axes[0].lines[0].get_ydata()
+    assert list(ys) == pytest.approx([get_model("llama3-8b").attention_fraction(T, causal=False)
+                                      for T in (256, 4096, 65536)])
+    fig2 = plots.param_breakdown_chart(("llama3-8b", "deepseek-v3"))
+    widths = [p.get_width() for p in fig2.axes[0].patches]
+    assert sum(widths) == pytest.approx(2.0)            # each model's bar adds up to 1
+    fig3 = plots.kv_cache_chart(("llama3-70b",), seq_lens=[1024, 2048], hbm_bytes=1e11)
+    assert list(fig3.axes[0].lines[0].get_ydata()) == [get_model("llama3-70b").kv_cache_bytes(1, T)
+                                                        for T in (1024, 2048)]
+    for f in (fig, fig2, fig3):
+        plt.close(f)
