@@ -46,9 +46,27 @@ def execute(path: Path, timeout: int = 300) -> float:
     elapsed = time.perf_counter() - start
     for cell in nb.cells:  # nothing machine-specific in metadata
         cell.metadata.pop("execution", None)
+        if cell.cell_type == "code":
+            cell.outputs = coalesce_streams(cell.outputs)
     nb.metadata.pop("widgets", None)  # widget state left by an earlier execution
     nbformat.write(nb, path)
     return elapsed
+
+
+def coalesce_streams(outputs: list) -> list:
+    """Merge consecutive stdout (or stderr) chunks into one output.
+
+    How a kernel splits a cell's printed text into chunks depends on timing; merging them keeps a re-executed
+    notebook's diff down to the outputs that really changed.
+    """
+    merged = []
+    for out in outputs:
+        if (merged and out.get("output_type") == "stream" and merged[-1].get("output_type") == "stream"
+                and merged[-1].get("name") == out.get("name")):
+            merged[-1]["text"] = "".join(merged[-1]["text"]) + "".join(out["text"])
+        else:
+            merged.append(out)
+    return merged
 
 
 def device_summary() -> dict:
