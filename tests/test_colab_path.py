@@ -17,7 +17,6 @@ import os
 import subprocess
 import sys
 import sysconfig
-import time
 from pathlib import Path
 
 import pytest
@@ -61,7 +60,6 @@ def test_setup_cell_installs_tpu_notes_from_the_repository(tmp_path):
     if _tracked_build_products():
         pytest.skip("the repository tracks build products (see test_repository_tracks_no_build_products); "
                     "cloning it would check out ~1 GB")
-    start = time.perf_counter()
     clone = tmp_path / "clone"
     _git("clone", "--quiet", str(ROOT), str(clone))
     if not (clone / CHAPTER).exists():
@@ -113,5 +111,3 @@ def test_setup_cell_installs_tpu_notes_from_the_repository(tmp_path):
     origin = json.loads(where[1])
     assert origin["url"] == f"file://{clone}" and origin["vcs_info"]["requested_revision"] == ref, origin
     assert origin["vcs_info"]["commit_id"] == _git("rev-parse", "HEAD", cwd=clone).strip()
-    elapsed = time.perf_counter() - start
-    assert elapsed < 90, f"the Colab-path check took {elapsed:.0f} s (budget 90 s)"
