@@ -129,6 +129,10 @@ def test_measure_roofline_end_to_end_on_cpu():
     assert "no tpu_notes chip model" in text and "matmul peak" in text
     rows = bench.compare(r)
     assert all(row.predicted is None and row.ratio is None for row in rows)
+    preds = bench.predict(r)
+    assert [p.label for p in preds] == [m.label for m in r.measurements]
+    assert all(p.model_s is None and p.fitted_s > 0 and p.measured_s == m.seconds
+               for p, m in zip(preds, r.measurements))
 
 
 def test_main_help_exits_cleanly(capsys):
@@ -223,6 +227,46 @@ def test_compare_against_a_chip_model():
     assert "0.50" in bench.format_rows(bench.compare(result)) and "chip model: v5e" in bench.report(result)
     with pytest.raises(TypeError, match="RooflineMeasurement"):
         bench.compare(fit)
+
+
+def test_predict_puts_each_measurement_beside_the_fit_and_the_chip_model():
+    # A synthetic v5e that reaches half its datasheet peak and a quarter of its HBM bandwidth, without noise.
+    rng = np.random.default_rng(0)
+    chip = hardware.get_chip("v5e")
+    ms = synthetic(chip.bf16_flops / 2, chip.hbm_bw / 4, [(1, 8192, 8192), (8192, 8192, 8192)], [2**29],
+                   noise=0.0, rng=rng)
+    result = bench.RooflineMeasurement(platform="tpu", device_kind="TPU v5 lite", chip="v5e", dtype="bf16",
+                                       matmuls=tuple(m for m in ms if m.kind == "matmul"),
+                                       copies=tuple(m for m in ms if m.kind == "copy"),
+                                       fit=bench.fit_roofline(ms), wall_s=1.0)
+    rows = {r.label: r for r in bench.predict(result)}
+    assert list(rows) == [m.label for m in result.measurements]
+    big, vector, copy = rows["mm8192"], rows["mm1"], rows[f"cp{2**29}"]
+    for r in rows.values():
+        assert r.ratio_fit == pytest.approx(1.0)   # noise-free: the fitted roofline explains every time
+    # Hand derivation: the big matmul (intensity 8192/3 >> 240) runs at half the datasheet peak, so it takes 2x the
+    # model's time; the copy and the B=1 matmul are bandwidth-bound at a quarter of the bandwidth: 4x.
+    B = D = F = 8192
+    assert big.model_s == pytest.approx(2.0 * B * D * F / chip.bf16_flops)
+    assert big.ratio_model == pytest.approx(2.0) and big.bound == "compute"
+    assert copy.ratio_model == pytest.approx(4.0) and copy.bound == "bandwidth"
+    assert vector.ratio_model == pytest.approx(4.0) and vector.bound == "bandwidth"
+    text = bench.format_predictions(bench.predict(result))
+    assert "2.00" in text and "4.00" in text and "chip model" in text
+    # No chip model for a CPU (or no datasheet peak for fp32): a dash, never a made-up number.
+    cpu = bench.RooflineMeasurement(platform="cpu", device_kind="cpu", chip=None, dtype="bf16",
+                                    matmuls=result.matmuls, copies=result.copies, fit=result.fit, wall_s=1.0)
+    assert all(r.model_s is None and r.ratio_model is None for r in bench.predict(cpu))
+    assert "—" in bench.format_predictions(bench.predict(cpu))
+    fp32 = bench.RooflineMeasurement(platform="tpu", device_kind="TPU v5 lite", chip="v5e", dtype="fp32",
+                                     matmuls=result.matmuls, copies=result.copies, fit=result.fit, wall_s=1.0)
+    assert all(r.model_s is None for r in bench.predict(fp32))
+    # An explicit chip overrides the detected one.
+    assert bench.predict(cpu, chip="v5e")[0].model_s == pytest.approx(vector.model_s)
+    with pytest.raises(TypeError, match="RooflineMeasurement"):
+        bench.predict(result.fit)
+    with pytest.raises(ValueError, match="unknown chip"):
+        bench.predict(result, chip="tpu9000")
 
 
 def test_import_tpu_notes_bench_does_not_import_jax():

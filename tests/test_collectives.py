@@ -27,10 +27,26 @@ def test_odd_ring_all_gather(n):
 
 
 def test_no_wraparound_matches_the_v5e_worked_example():
-    # 34 MB over 4 chips without wraparound: 3 hops of 8.5 MB at 45 GB/s one way = 567 µs (book: ~560 µs)
-    t = C.all_gather_time(34e6, 4, get_chip("v5e").ici_bw_bidi, wraparound=False)
-    assert t.total == pytest.approx(3 * 8.5e6 / 4.5e10)
-    assert 540e-6 < t.total < 580e-6
+    # bf16[2048, 8192] (33.6 MB) gathered over a 4-chip v5e axis without wraparound: the end chip receives 3
+    # shards of 8.39 MB through one link at 45 GB/s one way -> the book's ~560 µs
+    v = 2048 * 8192 * 2
+    t = C.all_gather_time(v, 4, get_chip("v5e").ici_bw_bidi, wraparound=False)
+    assert t.total == pytest.approx(3 * (v / 4) / 4.5e10)
+    assert t.total == pytest.approx(560e-6, rel=0.005)
+    # with wraparound it would be V / W_bidi: the book's 377 µs uses a rounded 34 MB
+    assert C.all_gather_time(v, 4, 9e10).total == pytest.approx(v / 9e10)
+    assert C.all_gather_time(34e6, 4, 9e10).total == pytest.approx(377e-6, rel=0.005)
+
+
+def test_v4p_cube_worked_answers():
+    # the scaling book's v4p 4x4x4 problem, B=1024, D=4096 bf16, 9e10 B/s bidirectional per link
+    w, bd = get_chip("v4p").ici_bw_bidi, 2 * 1024 * 4096
+    assert C.all_gather_time(bd / 4, 4, w).total == pytest.approx(23.3e-6, rel=0.01)      # AllGather_X [B_X, D_Y]
+    t = C.all_gather_time(bd, (4, 4), w)                                                 # AllGather_XY
+    assert t.total == pytest.approx(46.6e-6, rel=0.01) and t.latency_time == pytest.approx(4e-6)
+    assert C.all_gather_time(256, 4, w).total == pytest.approx(2e-6)                     # bf16[128]: 2 hops
+    # AllReduce of [B_X, D_Y]{U_Z}: two passes over the 524 kB local array (the book prints one pass, 5.8 µs)
+    assert C.all_reduce_time(bd / 16, 4, w).total == pytest.approx(2 * 5.83e-6, rel=0.01)
 
 
 def test_latency_bound_small_gather():
@@ -49,7 +65,43 @@ def test_kinds_relate_as_the_model_says():
         assert ar.bandwidth_time == pytest.approx(2 * ag.bandwidth_time)
         assert ar.latency_time == pytest.approx(2 * ag.latency_time)
         a2a = C.all_to_all_time(5e8, 8, W, wraparound=wrap)
-        assert a2a.bandwidth_time == pytest.approx(ag.bandwidth_time / (4 if wrap else 2))
+        # ring: a quarter of the AllGather; line of 8: N/(4(N-1)) = 2/7 of the line's AllGather
+        assert a2a.bandwidth_time == pytest.approx(ag.bandwidth_time * (1 / 4 if wrap else 8 / (4 * 7)))
+
+
+def _a2a_link_time(n, wrap, v, w):
+    """Independent check of the AllToAll model: route every block i -> j (V/N^2 bytes) along the shortest path
+    (on a ring, a block exactly half-way round is split half each way), add up the bytes on each directed link,
+    and charge the busiest link at the one-way bandwidth w/2."""
+    load = {}
+    block = v / n**2
+    for i in range(n):
+        for j in range(n):
+            if i == j:
+                continue
+            if wrap:
+                right = (j - i) % n
+                ways = [(+1, right, 1.0)] if right < n - right else [(-1, n - right, 1.0)] if right > n - right \
+                    else [(+1, right, 0.5), (-1, right, 0.5)]
+            else:
+                ways = [(+1 if j > i else -1, abs(j - i), 1.0)]
+            for step, hops, share in ways:
+                d = i
+                for _ in range(hops):
+                    link = (d, (d + step) % n)
+                    load[link] = load.get(link, 0.0) + share * block
+                    d = (d + step) % n
+    return max(load.values()) / (w / 2)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 16])
+@pytest.mark.parametrize("wrap", [True, False])
+def test_all_to_all_matches_busiest_link(n, wrap):
+    t = C.all_to_all_time(1e9, n, W, wraparound=wrap, hop_latency=0).bandwidth_time
+    oracle = _a2a_link_time(n, wrap, 1e9, W)
+    assert t == pytest.approx(oracle)
+    if wrap and n % 2 == 0 and n > 2:
+        assert t == pytest.approx(1e9 / (4 * W))       # the book's V / (4 W_ici) on an even ring
 
 
 def test_several_axes():

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import assume, given, strategies as st
 
 from tpu_notes import roofline as rl
-from tpu_notes.hardware import get_chip
+from tpu_notes.hardware import CHIPS, get_chip
 
 pos = st.floats(min_value=1.0, max_value=1e18, allow_nan=False, allow_infinity=False)
 dims = st.integers(min_value=1, max_value=2**16)
@@ -64,13 +64,47 @@ def test_critical_batch_is_where_the_matmul_turns_compute_bound():
         assert rl.matmul_time(int(b_star * 1.1) + 1, D, F, chip, dtype, w).bound == "compute"
 
 
+@pytest.mark.parametrize("chip", sorted(n for n, c in CHIPS.items() if c.int8_flops and c.bf16_flops))
+def test_critical_batch_scales_with_weight_bytes_and_peak(chip):
+    # B* = peak(compute) * bytes_per_weight / (2 W_hbm), from the chip's own fields.
+    c = get_chip(chip)
+    assert rl.critical_batch_size(chip) == pytest.approx(c.bf16_flops / c.hbm_bw)
+    assert rl.critical_batch_size(chip, "bf16", "int8") == pytest.approx(c.bf16_flops / c.hbm_bw / 2)
+    assert rl.critical_batch_size(chip, "int8", "int8") == pytest.approx(c.int8_flops / c.hbm_bw / 2)
+
+
 def test_sharded_contraction_threshold_depends_on_D_not_B():
-    chip = get_chip("v5e")
-    alpha = chip.critical_intensity(bandwidth="ici")
-    D_star = 2 * alpha
+    # The scaling book's worked example (roofline.md): 4.5e10 bytes/s each way, 1.97e14 FLOP/s per chip, so the
+    # two-chip contraction is compute-bound for D / 2 > 1.97e14 / 4.5e10, i.e. D > 8755 (8755.6).
+    D_star = 2 * 1.97e14 / 4.5e10
+    assert 8755 < D_star < 8756
     for B in (16, 4096):
-        assert rl.sharded_contraction_time(B, int(D_star * 0.8) // 2 * 2, 8192, chip).bound == "bandwidth"
-        assert rl.sharded_contraction_time(B, int(D_star * 1.2) // 2 * 2, 8192, chip).bound == "compute"
+        assert rl.sharded_contraction_time(B, int(D_star * 0.9) // 2 * 2, 8192, "v5e").bound == "bandwidth"
+        assert rl.sharded_contraction_time(B, int(D_star * 1.1) // 2 * 2, 8192, "v5e").bound == "compute"
+        # 8754 and 8756 straddle the threshold exactly
+        assert rl.sharded_contraction_time(B, 8754, 4096, "v5e").bound == "bandwidth"
+        assert rl.sharded_contraction_time(B, 8756, 4096, "v5e").bound == "compute"
+
+
+def test_sharded_contraction_times_by_hand():
+    # Two v5e chips, bf16: T_math = 2BDF / (2 C); T_comms = the [B, F] bf16 partial sum (2BF bytes) at 45 GB/s.
+    B, D, F = 512, 8192, 4096
+    r = rl.sharded_contraction_time(B, D, F, "v5e")
+    assert r.t_math == pytest.approx(B * D * F / 1.97e14)
+    assert r.t_comms == pytest.approx(2 * B * F / 4.5e10)
+    # The one-way figure is half the bidirectional one: asking for "ici" (bidirectional) halves T_comms.
+    assert rl.sharded_contraction_time(B, D, F, "v5e", link="ici").t_comms == pytest.approx(r.t_comms / 2)
+    # n chips: the FLOPs split n ways, the partial sum stays B*F elements.
+    r4 = rl.sharded_contraction_time(B, D, F, "v5e", n_chips=4)
+    assert r4.t_math == pytest.approx(r.t_math / 2) and r4.t_comms == pytest.approx(r.t_comms)
+
+
+@given(st.integers(1, 2**14), st.integers(1, 2**12).map(lambda d: 2 * d), st.integers(1, 2**14))
+def test_sharded_contraction_bound_ignores_the_batch(B, D, F):
+    # T_math / T_comms = (D / 2) / (C / W): neither B nor F enters the verdict.
+    a = rl.sharded_contraction_time(B, D, F, "v5e")
+    b = rl.sharded_contraction_time(1, D, 1, "v5e")
+    assert a.t_math / a.t_comms == pytest.approx(b.t_math / b.t_comms)
 
 
 def test_attainable_flops_is_the_roofline():
@@ -90,6 +124,7 @@ def test_attainable_flops_is_the_roofline():
     (lambda: rl.critical_batch_size("v5e", weight_dtype="q4"), "weight_dtype"),
     (lambda: rl.sharded_contraction_time(1, 3, 1, "v5e"), "divisible"),
     (lambda: rl.sharded_contraction_time(1, 4, 1, "v5e", n_chips=1), "n_chips"),
+    (lambda: rl.sharded_contraction_time(1, 4, 1, "v5e", link="wifi"), "wifi"),
 ])
 def test_bad_input_raises_clearly(call, match):
     with pytest.raises((ValueError, TypeError), match=match):

@@ -35,6 +35,25 @@ def test_single_tile_by_hand():
     assert r.cycles == 13 and r.tile_starts == (4,)
 
 
+def test_several_tiles_by_hand():
+    # [2, 4] @ [4, 4] on a 2x2 array: 2 x 2 = 4 weight tiles. M = 2 <= S = 2, so a tile starts every S = 2 cycles
+    # (the loader is the bottleneck): starts 2, 4, 6, 8. The last tile's row 1 enters at 9, reaches the bottom row
+    # at 10 and the last column at 11: 12 cycles.
+    r = systolic.simulate_matmul(np.ones((2, 4)), np.ones((4, 4)), array_size=2)
+    assert r.tile_starts == (2, 4, 6, 8) and r.cycles == 12
+    # [5, 2] @ [2, 4] on a 2x2 array: 2 tiles, M = 5 > S, so tile 1 waits for tile 0's 5 rows: starts 2 and 7.
+    # Its row 4 enters at 11 and leaves the bottom-right PE at 11 + 1 + 1 = 13: 14 cycles.
+    r = systolic.simulate_matmul(np.arange(10.0).reshape(5, 2), np.ones((2, 4)), array_size=2)
+    assert r.tile_starts == (2, 7) and r.cycles == 14
+    np.testing.assert_array_equal(r.output, np.arange(10.0).reshape(5, 2) @ np.ones((2, 4)))
+
+
+def test_integer_inputs_are_exact():
+    rng = np.random.default_rng(7)
+    a, b = rng.integers(-50, 50, size=(9, 11)), rng.integers(-50, 50, size=(11, 6))
+    np.testing.assert_array_equal(systolic.simulate_matmul(a, b, array_size=4).output, a @ b)
+
+
 def test_mxu_step_is_eight_cycles_in_steady_state():
     # Streaming 8 more rows past a loaded 128x128 array costs exactly 8 more cycles: one [8,128] @ [128,128]
     # step per 8 cycles, i.e. every PE does one multiply-add per cycle.
@@ -122,3 +141,27 @@ def test_systolic_steps_figure():
         plots.systolic_steps(systolic.simulate_matmul(np.ones((1, 1)), np.ones((1, 1)), array_size=1))
     with pytest.raises(ValueError, match="cycles"):
         plots.systolic_steps(r, cycles=[50])
+
+
+def test_padding_sweep_figure():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tpu_notes import plots
+
+    sizes = [120, 128, 136, 256, 264]
+    seconds = [1e-5, 1e-5, 2e-5, 2e-5, 3e-5]
+    fig = plots.padding_sweep(sizes, seconds, mxu_size=128)
+    left, right = fig.axes
+    # dotted lines at the multiples of 128 inside [120, 264]: 128 and 256, on both panels
+    assert sorted(line.get_xdata()[0] for line in left.lines[1:]) == [128, 256]
+    # the right panel plots achieved FLOP/s = 2 N^3 / seconds
+    np.testing.assert_allclose(right.lines[0].get_ydata(), 2 * np.array(sizes, float) ** 3 / np.array(seconds))
+    plt.close(fig)
+    with pytest.raises(ValueError, match="equally long"):
+        plots.padding_sweep([128, 256], [1e-5])
+    with pytest.raises(ValueError, match="positive"):
+        plots.padding_sweep([128], [0.0])
+    with pytest.raises(ValueError, match="mxu_size"):
+        plots.padding_sweep([128], [1e-5], mxu_size=0)

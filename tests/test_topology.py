@@ -31,7 +31,10 @@ def bfs_hops(shape, wrap, origin):
 
 
 shapes_2d = st.tuples(st.integers(1, 16), st.integers(1, 16))
-shapes_3d = st.tuples(st.integers(1, 12), st.integers(1, 12), st.integers(1, 12))
+# Buildable 3D shapes: smaller than a 4x4x4 cube, or whole cubes (every axis a multiple of 4).
+sub_cube = st.tuples(st.integers(1, 4), st.integers(1, 4), st.integers(1, 4))
+whole_cubes = st.tuples(*(st.sampled_from([4, 8, 12]) for _ in range(3)))
+shapes_3d = st.one_of(sub_cube, whole_cubes)
 any_slice = st.one_of(shapes_2d.map(lambda s: tp.Slice("v5e", s)), shapes_3d.map(lambda s: tp.Slice("v5p", s)))
 
 
@@ -46,6 +49,8 @@ def coord(sl, data):
     ("v5e", (4, 4), (False, False)),       # small 2D slices have no wraparound
     ("v6e", (16, 4), (True, False)),
     ("v5p", (4, 4, 4), (True, True, True)),   # a full cube wraps on every axis
+    ("v5p", (2, 4, 4), (False, False, False)),   # half a cube: no optical links
+    ("v5p", (4, 4, 2), (False, False, False)),
     ("v5p", (4, 4, 8), (True, True, True)),
     ("v5p", (2, 2, 4), (False, False, False)),   # smaller than a cube: no optical wraparound at all
     ("v5p", (4, 8, 12), (True, True, True)),
@@ -120,7 +125,7 @@ def test_hosts_round_up(chip, shape, hosts):
 
 
 @settings(max_examples=40, deadline=None)
-@given(shapes_3d, st.integers(1, 2))
+@given(whole_cubes, st.integers(1, 2))
 def test_totals_scale_with_chip_count(shape, k):
     small = tp.Slice("v5p", shape)
     big_shape = (shape[0] * k, shape[1], shape[2])
@@ -143,6 +148,10 @@ def test_links_per_chip():
     ("v5p", (4, 4), "3 axes"),
     ("v5e", (32, 8), "does not fit"),        # bigger than the pod
     ("v5p", (16, 20, 32), "does not fit"),
+    ("v5p", (4, 4, 6), "whole cubes"),       # bigger than a cube but not made of whole 4x4x4 cubes
+    ("v5p", (2, 2, 8), "whole cubes"),
+    ("v4p", (5, 5, 5), "whole cubes"),
+    ("tpu7x", (4, 4, 570), "whole cubes"),
     ("v5e", (0, 4), ">= 1"),
     ("v5e", (-2, 4), ">= 1"),
     ("h100", (2, 2), "TPU"),
@@ -195,12 +204,45 @@ def test_transfer_monotone_in_bytes_and_hops(nbytes, factor, data):
         assert sl.transfer_time(nbytes, a, (b[0], 1), ports=1).total >= sl.transfer_time(nbytes, a, b, ports=1).total
 
 
+def test_host_and_dcn_bad_input():
+    with pytest.raises(ValueError, match="n_chips"):
+        tp.host_transfer_time(1e6, "v5e", 0)
+    with pytest.raises(ValueError, match="nbytes"):
+        tp.dcn_transfer_time(-5, "v5e", 4)
+    with pytest.raises(ValueError, match="dcn"):
+        tp.dcn_transfer_time(1e6, "v4p", 4)      # no DCN figure for v4p in the table
+    with pytest.raises(ValueError, match="latency"):
+        tp.host_transfer_time(1e6, "v5e", latency=-1e-6)
+    with pytest.raises(ValueError, match="TPU"):
+        tp.pod("h100")
+
+
+def test_point_to_point_ports_by_hand():
+    # A v5p 4x4x4 cube wraps: (0,0,0) -> (2,1,3) is 2 + 1 + 1 = 4 hops and differs on 3 axes, so 3 ports leave.
+    sl = tp.Slice("v5p", (4, 4, 4))
+    t = sl.transfer_time(9e9, (0, 0, 0), (2, 1, 3))
+    assert t.hops == 4 and t.bandwidth == pytest.approx(3 * 9e10)
+    assert t.total == pytest.approx(9e9 / 2.7e11 + 4e-6)
+    # Asking for one port triples the bandwidth term; a zero-byte message pays only the latency.
+    assert sl.transfer_time(9e9, (0, 0, 0), (2, 1, 3), ports=1).bandwidth_time == pytest.approx(0.1)
+    assert sl.transfer_time(0, (0, 0, 0), (2, 1, 3)).total == pytest.approx(4e-6)
+
+
+def test_slice_to_slice_over_dcn_by_hand():
+    # v5p: 25 GB/s of DCN per host (training.md), 4 chips per host. A 4x4x4 slice has 16 hosts, so all of its
+    # chips sending at once move 16 x 25e9 = 4e11 B/s: 10 GB takes 25 ms. One chip alone gets a quarter of a NIC.
+    sl = tp.Slice("v5p", (4, 4, 4))
+    t = tp.dcn_transfer_time(10e9, "v5p", sl.n_chips)
+    assert t.bandwidth == pytest.approx(sl.n_hosts * 25e9) and t.total == pytest.approx(0.025)
+    assert tp.dcn_transfer_time(10e9, "v5p").total == pytest.approx(10e9 / (25e9 / 4))
+
+
 @given(st.floats(1, 1e12), st.integers(1, 256))
 def test_host_and_dcn_transfers(nbytes, n):
     c = get_chip("v5e")
     h = tp.host_transfer_time(nbytes, "v5e", n)
     assert h.total == pytest.approx(nbytes / (n * c.pcie_bw))
-    d = tp.dcn_transfer_time(nbytes, n, "v5e")
+    d = tp.dcn_transfer_time(nbytes, "v5e", n)
     assert d.total == pytest.approx(nbytes / (n * c.dcn_bw))
     assert d.total > h.total   # DCN per chip is slower than PCIe on v5e
 

@@ -168,3 +168,32 @@ def test_matmul_point_bound_agrees_with_critical_intensity(B, D, F, chip):
         abs(p.time.intensity / p.critical_intensity - 1) < 1e-9
     assert p.time.lower <= p.time.upper <= 2 * p.time.lower
     assert f"[{B}, {D}]" in p.summary()
+
+
+def test_matmul_flops_vs_batch_reaches_the_roof_at_the_exact_critical_batch():
+    # The book's problem: int8 weights, bf16 activations and FLOPs, D = F in {4096, 1024}, exact bytes.
+    c = hardware.get_chip("v5e")
+    fig = plots.matmul_flops_vs_batch((4096, 1024), chip="v5e", w_dtype="int8", batch_range=(1, 512))
+    ax = fig.axes[0]
+    crit = c.bf16_flops / c.hbm_bw
+    for D in (4096, 1024):
+        b, y = (np.asarray(v, float) for v in _line(ax, f"D = F = {D}").get_data())
+        # Independent restatement: FLOPs 2BD^2 over max(FLOPs / C, (2BD + D^2 + 2BD) / W).
+        flops, nbytes = 2.0 * b * D * D, 2.0 * b * D + D * D + 2.0 * b * D
+        np.testing.assert_allclose(y, flops / np.maximum(flops / c.bf16_flops, nbytes / c.hbm_bw), rtol=1e-12)
+        # Hand solution of 2BD / (4B + D) >= C/W: B >= (C/W) D / (2D - 4 C/W).
+        b_star = int(np.ceil(crit * D / (2 * D - 4 * crit)))
+        assert f"from B = {b_star}" in _line(ax, f"D = F = {D}").get_label()
+        assert y.max() == pytest.approx(c.bf16_flops)
+    # A model dimension too small to ever reach the roof (2D <= 4 C/W) says so.
+    fig = plots.matmul_flops_vs_batch(256, chip="v5e", w_dtype="int8", batch_range=(1, 64))
+    assert "bandwidth-bound throughout" in _line(fig.axes[0], "D = F = 256").get_label()
+
+
+@pytest.mark.parametrize("kwargs, exc", [
+    ({"dims": ()}, ValueError), ({"batch_range": (0, 8)}, ValueError), ({"chip": "v99"}, ValueError),
+    ({"w_dtype": "int3"}, ValueError), ({"dims": (0,)}, ValueError),
+])
+def test_matmul_flops_vs_batch_rejects_bad_input(kwargs, exc):
+    with pytest.raises(exc):
+        plots.matmul_flops_vs_batch(**{"batch_range": (1, 8), **kwargs})

@@ -536,6 +536,66 @@ def fit_collective_bandwidth(measurements: Sequence[CollectiveMeasurement]) -> t
     return float(1.0 / slope), float(max(t0, 0.0))
 
 
+# ------------------------------------------------------------------- each measurement against the models (Ch. 1)
+@dataclass(frozen=True)
+class Prediction:
+    """One measurement beside two roofline predictions of its time: the fitted roofline and the chip model."""
+
+    label: str                      # the measurement's label
+    measured_s: float               # median seconds per call, measured
+    fitted_s: float                 # max(FLOPs / fitted peak, bytes / fitted bandwidth), seconds
+    model_s: Optional[float]        # the same bound from the chip's datasheet (peak for the dtype, HBM), seconds;
+    #                                 None without a chip model (a CPU) or without a datasheet peak for the dtype
+    bound: str                      # "compute" or "bandwidth": the larger term of the fitted roofline
+
+    @property
+    def ratio_fit(self) -> float:
+        """measured / fitted prediction (1 = the fitted roofline explains the time; > 1 = slower than it)."""
+        return self.measured_s / self.fitted_s
+
+    @property
+    def ratio_model(self) -> Optional[float]:
+        """measured / chip-model prediction, None without a model."""
+        return None if self.model_s is None else self.measured_s / self.model_s
+
+
+def predict(result: RooflineMeasurement, chip=None) -> tuple[Prediction, ...]:
+    """Every measurement of ``result`` beside the time the fitted roofline and ``chip``'s datasheet roofline
+    (default: the detected chip; none for a CPU) predict for it, with perfect overlap (the lower bound)."""
+    from .hardware import get_chip
+    from .roofline import roofline
+
+    if not isinstance(result, RooflineMeasurement):
+        raise TypeError(f"result must be a RooflineMeasurement; got {type(result).__name__}")
+    name = chip if chip is not None else result.chip
+    model = get_chip(name) if name is not None else None
+    peak = None
+    if model is not None:
+        try:
+            peak = model.peak_flops(result.dtype)
+        except ValueError:  # e.g. fp32: no published matmul peak in the table
+            peak = None
+    rows = []
+    for m in result.measurements:
+        fitted = roofline(m.flops, m.nbytes, result.fit.peak_flops, result.fit.bandwidth)
+        model_s = None if peak is None else roofline(m.flops, m.nbytes, peak, model.hbm_bw).lower
+        rows.append(Prediction(label=m.label, measured_s=m.seconds, fitted_s=fitted.lower, model_s=model_s,
+                               bound=fitted.bound))
+    return tuple(rows)
+
+
+def format_predictions(rows: Sequence[Prediction]) -> str:
+    """The rows of :func:`predict` as an aligned plain-text table (a dash where there is no chip model)."""
+    lines = [f"{'measurement':<40}{'measured':>10}{'fit':>10}{'ratio':>7}{'chip model':>12}{'ratio':>7}"
+             f"  bound (fit)"]
+    for r in rows:
+        model = "—" if r.model_s is None else fmt(r.model_s, "s")
+        ratio = "—" if r.ratio_model is None else f"{r.ratio_model:.2f}"
+        lines.append(f"{r.label:<40}{fmt(r.measured_s, 's'):>10}{fmt(r.fitted_s, 's'):>10}{r.ratio_fit:>7.2f}"
+                     f"{model:>12}{ratio:>7}  {r.bound}")
+    return "\n".join(lines)
+
+
 # Keep this guard at the end of the file (append new functions above it), so that
 # `python -m tpu_notes.bench` sees every definition.
 if __name__ == "__main__":

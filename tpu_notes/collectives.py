@@ -9,15 +9,18 @@ The model, derived in Chapter 3 and restated here:
   ``h`` hops a device holds ``2h + 1`` shards, so an AllGather needs ``h = ⌈(N − 1) / 2⌉`` hops and takes
   ``⌈(N − 1) / 2⌉ · 2V / (N · W_bidi)``: exactly ``V / W_bidi`` for even ``N`` (independent of ``N``) and
   ``(N − 1)/N · V / W_bidi`` for odd ``N``.
-* **Without wraparound** the axis is a line; following the scaling book's worked example we let the shards flow
-  one way: ``N − 1`` hops of ``V / N`` bytes at ``W_bidi / 2``, ``2 (N − 1) V / (N W_bidi)``, about twice as slow.
+* **Without wraparound** the axis is a line. An end device has a single link, so it must receive the other
+  ``N − 1`` shards through it at the one-way bandwidth ``W_bidi / 2``: ``N − 1`` hops of ``V / N`` bytes,
+  ``2 (N − 1) V / (N W_bidi)`` (the scaling book's worked v5e example), 1.5x the ring on 4 chips, about 2x on long axes.
 * **Several axes** (an AllGather over ``X`` and ``Y`` at once) use ``n_axes`` times as many links, so the bandwidth
   term is divided by ``n_axes``; the hops of the axes add up.
 * **Latency**: every hop costs at least ``hop_latency`` (about 1 µs on TPU ICI), so the latency term is
   ``hops × hop_latency`` and the collective takes ``max(bandwidth term, latency term)``.
 * ReduceScatter is the transpose (the derivative) of AllGather and costs the same; AllReduce = ReduceScatter +
-  AllGather (twice the cost); AllToAll moves each shard only to its destination: 1/4 of an AllGather on a
-  bidirectional ring and 1/2 on a line. On several axes the AllToAll bandwidth term is
+  AllGather (twice the cost); AllToAll moves each block only to its destination: 1/4 of an AllGather on a
+  bidirectional ring; on a line it is limited by the middle link, ``V / (2 W_bidi)`` for even ``N`` (twice the
+  ring's AllToAll; the "half an AllGather" of the scaling book is for a one-way ring). On several axes the
+  AllToAll bandwidth term is
   ``V · max(X_i) / (4 · N · W_bidi)`` (the scaling book's torus form; it equals ``V / (4 W_bidi)`` for one axis).
 """
 from __future__ import annotations
@@ -141,8 +144,13 @@ def all_to_all_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *,
                     n_axes: int = 1, hop_latency: float = 1e-6) -> CollectiveTime:
     """Time to AllToAll a ``nbytes``-byte array (the whole array; each device holds ``nbytes / N``).
 
-    On one axis: 1/4 of an AllGather's bandwidth term with wraparound, 1/2 without. On several axes
-    ``V · max(X_i) / (4 · N · W_bidi)`` (doubled without wraparound). Same hops as an AllGather.
+    On one axis with wraparound: 1/4 of an AllGather's bandwidth term (``V / (4 W_bidi)`` for even ``N``; for odd
+    ``N`` the exact ``(N² − 1) V / (4 N² W_bidi)``, which the book's quarter rule undershoots by ``N / (N + 1)``). On one
+    axis without wraparound (a line) the middle link is the bottleneck: ``⌊N/2⌋·⌈N/2⌉`` blocks of ``V/N²`` cross it
+    in each direction at ``W_bidi / 2``, i.e. ``V / (2 W_bidi)`` for even ``N``: twice the ring's AllToAll, and
+    ``N / (4 (N − 1))`` of the line's own AllGather (1/3 on 4 chips). The scaling book's "half an AllGather" is
+    for a *one-way* ring, a different network. On several axes ``V · max(X_i) / (4 · N · W_bidi)`` (doubled
+    without wraparound, as on one axis). Same hops as an AllGather.
     """
     v = check_positive("nbytes", nbytes, allow_zero=True)
     w = check_positive("link_bw_bidi", link_bw_bidi)
@@ -151,8 +159,11 @@ def all_to_all_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *,
     if n == 1:
         return _result(0.0, 0.0)
     if len(sizes) == 1:
-        ag = _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency)[0]
-        bw = ag / 4 if all(wraps) else ag / 2
+        # ⌊N/2⌋·⌈N/2⌉ blocks of V/N² must cross the middle of the axis in each direction. A ring (N > 2; a ring
+        # of 2 is a single link) is cut at two links, so they cross at 2 · W_bidi/2 = W_bidi: V / (4 W_bidi) for
+        # even N, a quarter of the AllGather. A line is cut at one link: W_bidi / 2, twice as long.
+        cut_bw = w if (wraps[0] and n > 2) else w / 2
+        bw = (n // 2) * ((n + 1) // 2) * (v / n**2) / cut_bw
     else:
         bw = v * max(sizes) / (4 * n * w) * (1 if all(wraps) else 2)
     return _result(bw, lat)

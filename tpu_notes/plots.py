@@ -370,6 +370,13 @@ def padding_sweep(sizes, seconds, mxu_size: int = 128, title: str = ""):
 
     sizes = np.asarray(sizes, dtype=float)
     seconds = np.asarray(seconds, dtype=float)
+    if sizes.ndim != 1 or sizes.shape != seconds.shape or not sizes.size:
+        raise ValueError(f"sizes and seconds must be equally long, non-empty 1-D sequences; got shapes "
+                         f"{sizes.shape} and {seconds.shape}")
+    if not (seconds > 0).all() or not (sizes > 0).all():
+        raise ValueError("sizes and seconds must all be positive")
+    if isinstance(mxu_size, bool) or not isinstance(mxu_size, int) or mxu_size < 1:
+        raise ValueError(f"mxu_size must be a positive integer (128 or 256 on TPUs); got {mxu_size!r}")
     fig, axes = new_figure(ncols=2, width=8.0, height=3.2)
     left, right = axes.flat
     left.plot(sizes, seconds * 1e6, "o-", ms=4)
@@ -534,4 +541,51 @@ def kv_cache_chart(models=("llama2-13b", "llama3-70b", "deepseek-v3"), seq_lens=
     ax.set_ylabel(f"KV cache bytes ({dtype}, batch {batch})")
     ax.set_title("KV cache per sequence: grouped and latent attention shrink it")
     ax.legend()
+    return fig
+
+
+def matmul_flops_vs_batch(dims=(4096, 1024), chip="v5e", dtype: str = "bf16", w_dtype: str | None = None,
+                          batch_range=(1, 1024), ax=None):
+    """Chapter 1: the roofline as a function of the token batch. For each ``D`` in ``dims`` (square weights
+    ``D = F``), the FLOP/s that ``x[B, D] @ w[D, D]`` can attain on ``chip`` (its FLOPs over the perfect-overlap
+    time, exact byte count), against ``B``; ``dtype`` is the activation and compute dtype, ``w_dtype`` the
+    weights'. A dot marks the smallest compute-bound ``B`` of each curve; the dashed line is the peak.
+
+    Returns the matplotlib Figure.
+    """
+    import numpy as np
+
+    from .hardware import get_chip
+    from .roofline import matmul_time
+
+    c = get_chip(chip)
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    if not dims:
+        raise ValueError("dims must list at least one model dimension D")
+    lo, hi = (int(v) for v in batch_range)
+    if not 1 <= lo < hi:
+        raise ValueError(f"batch_range must be (low, high) with 1 <= low < high; got {batch_range!r}")
+    if ax is None:
+        fig, ax = new_figure()
+    else:
+        fig = ax.figure
+    use_book_style()
+    peak = c.peak_flops(dtype)
+    bs = np.arange(lo, hi + 1)
+    for i, D in enumerate(dims):
+        times = [matmul_time(int(b), D, D, c, dtype=dtype, w_dtype=w_dtype) for b in bs]
+        attained = np.array([t.flops / t.lower for t in times])
+        bound = np.array([t.bound == "compute" for t in times])
+        first = int(np.argmax(bound)) if bound.any() else None
+        where = f": compute-bound from B = {bs[first]}" if first is not None else ": bandwidth-bound throughout"
+        ax.plot(bs, attained, color=f"C{i}", label=f"D = F = {D}{where}")
+        if first is not None:
+            ax.plot([bs[first]], [attained[first]], "o", color=f"C{i}", ms=5)
+    ax.axhline(peak, color="0.3", ls="--", lw=1, label=f"{c.name} {dtype} peak")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(0, peak * 1.1)
+    ax.set_xlabel("token batch B")
+    ax.set_ylabel(f"attainable {dtype} FLOP/s")
+    ax.set_title(f"[B, D] x [D, D] on {c.name}: {dtype} activations, {w_dtype or dtype} weights", fontsize=10)
+    ax.legend(loc="lower right", fontsize=8)
     return fig

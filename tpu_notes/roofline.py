@@ -104,12 +104,16 @@ def critical_batch_size(chip, compute_dtype: str = "bf16", weight_dtype: str | N
 
 
 def sharded_contraction_time(B: int, D: int, F: int, chip, n_chips: int = 2, dtype: str = "bf16",
-                             link: str = "ici") -> RooflineTime:
+                             link: str = "ici_oneway") -> RooflineTime:
     """Network roofline of ``x[B, D] @ w[D, F]`` with ``D`` split over ``n_chips`` chips (Chapter 1).
 
-    Each chip multiplies its ``D / n`` slice (``2·B·D·F / n`` FLOPs) and then sends its ``B × F`` partial sum to
-    be added (``B·F·bytes`` over ``link``). For two chips over bidirectional ICI the ratio is
-    ``T_math / T_comms = (D / 2) / (C / W)``: the threshold depends on the model dimension ``D``, not the batch.
+    Each chip multiplies its ``D / n`` slice (``2·B·D·F / n`` FLOPs) and then its ``B × F`` partial sum
+    (``B·F·bytes``) must be exchanged and added. Links are full duplex: with two chips, each sends its partial sum
+    while receiving the other's, so each direction of the link carries ``B·F·bytes`` at the **one-way** per-link
+    bandwidth (``link="ici_oneway"``, the default). That is also the ring AllReduce cost of Chapter 3,
+    ``2V / W_bidi = V / W_oneway`` for ``V = B·F·bytes``, which for ``n > 2`` chips this function assumes.
+    The ratio is ``T_math / T_comms = (D / n) / (C / W_oneway)`` (``D / 2 > C / W_oneway``, i.e. ``D > 8755.6`` on
+    a v5e, for two chips): the threshold depends on the model dimension ``D``, not the batch.
     """
     c = get_chip(chip)
     n = check_positive("n_chips", n_chips, integer=True)

@@ -10,8 +10,10 @@ Wraparound links (the edges that close each ring into a torus) follow each gener
 * 2D pods (v3, v5e, v6e): an axis wraps only when it spans the full pod axis (16 on v5e/v6e; an 8 × 16 v5e slice wraps
   on its long axis only).
 * 3D pods (v4p, v5p; assumed for TPU7x, whose torus the book does not detail): wraparounds come from the optical
-  switches that join whole 4 × 4 × 4 cubes, so a slice with any axis shorter than 4 (2 × 2 × 1, 2 × 2 × 4...) has none
-  at all; in a slice of whole cubes, an axis wraps when its length is a multiple of 4 (4 × 4 × 8 wraps everywhere).
+  switches that join whole 4 × 4 × 4 cubes. A slice smaller than a cube (every axis at most 4, at least one below 4:
+  2 × 2 × 1, 2 × 2 × 4, 2 × 4 × 4...) has no wraparound at all; a slice of one or more whole cubes (every axis a
+  multiple of 4: 4 × 4 × 4, 4 × 4 × 8...) wraps on every axis. Any other 3D shape (4 × 4 × 6, 2 × 2 × 8, 5 × 5 × 5)
+  is neither, cannot be built, and :class:`Slice` rejects it.
 
 The point-to-point transfer model is the book's: ``T = bytes / (ports · W_link_oneway) + hops · T_hop`` with
 ``T_hop ≈ 1 µs``; latency and bandwidth add.
@@ -28,6 +30,9 @@ from .units import check_choice, check_positive, fmt
 
 #: Default per-hop ICI latency in seconds (scaling book, sharding.md: "about 1 µs per hop").
 HOP_LATENCY = 1e-6
+
+#: Edge of the optically switched cube that 3D pods (v4p, v5p) are built from, in chips (scaling book, tpus.md).
+CUBE = 4
 
 #: Axis names accepted by :meth:`Slice.collective_time` besides integer indices.
 AXIS_NAMES = ("x", "y", "z")
@@ -88,7 +93,8 @@ class Slice:
 
     ``chip`` is a chip name or :class:`~tpu_notes.hardware.Chip` (stored as the ``Chip``); ``shape`` gives chips per
     axis and must have as many axes as the generation's torus (2 or 3) and fit inside its pod (axes may be listed
-    in any order).
+    in any order); a 3D shape must also be buildable: smaller than one 4 × 4 × 4 cube, or whole cubes. Anything else
+    raises ``ValueError`` (``TypeError`` for a shape that is not a tuple of integers).
     """
 
     chip: Chip              # the TPU generation
@@ -101,6 +107,10 @@ class Slice:
         if any(s > p for s, p in zip(sorted(shape), sorted(pod))):
             raise ValueError(f"shape {shape} does not fit in a {c.name} pod of shape {pod}; each axis (in some order) "
                              f"must be at most the pod's, e.g. {pod} itself")
+        if c.ici_dims == 3 and max(shape) > CUBE and any(n % CUBE for n in shape):
+            raise ValueError(f"shape {shape} cannot be built on {c.name}: a 3D slice is either smaller than a "
+                             f"{CUBE}x{CUBE}x{CUBE} cube (every axis <= {CUBE}, e.g. (2, 2, 4)) or made of whole cubes "
+                             f"(every axis a multiple of {CUBE}, e.g. (4, 4, 8))")
         object.__setattr__(self, "chip", c)
         object.__setattr__(self, "shape", shape)
 
@@ -156,9 +166,10 @@ class Slice:
         if self.chip.ici_dims == 2:
             full = max(self.chip.pod_shape)
             return tuple(n == full for n in self.shape)
-        if min(self.shape) < 4:          # smaller than a full 4x4x4 cube: no optical switches, no wraparound
-            return (False,) * len(self.shape)
-        return tuple(n % 4 == 0 for n in self.shape)
+        # 3D: __post_init__ admits only sub-cube slices and slices of whole cubes. Wraparound links come from the
+        # optical switches, which only whole cubes use: all axes wrap, or none does.
+        whole_cubes = all(n % CUBE == 0 for n in self.shape)
+        return (whole_cubes,) * len(self.shape)
 
     def _check_coord(self, name: str, coord) -> tuple[int, ...]:
         if isinstance(coord, (str, bytes)) or not isinstance(coord, Sequence) or len(coord) != len(self.shape):
@@ -307,10 +318,12 @@ def host_transfer_time(nbytes: float, chip, n_chips: int = 1, *, latency: float 
                         total=nbytes / bw + latency, hops=0, bandwidth=bw)
 
 
-def dcn_transfer_time(nbytes: float, n_chips: int, chip, *, latency: float = 0.0) -> TransferTime:
-    """Slice ↔ slice transfer of ``nbytes`` bytes over DCN, spread over ``n_chips`` chips' share of their hosts' NICs.
+def dcn_transfer_time(nbytes: float, chip, n_chips: int = 1, *, latency: float = 0.0) -> TransferTime:
+    """Slice ↔ slice transfer of ``nbytes`` bytes over DCN, spread over ``n_chips`` chips' share of their hosts' NICs
+    (same argument order as :func:`host_transfer_time`).
 
-    ``T = nbytes / (n_chips · W_dcn_per_chip) + latency`` (``latency`` in seconds, default 0).
+    ``T = nbytes / (n_chips · W_dcn_per_chip) + latency`` (``latency`` in seconds, default 0). ``Chip.dcn_bw`` is per
+    chip (a host's NIC bandwidth divided among its chips), so a whole slice sending at once uses ``n_chips`` shares.
     """
     c = get_chip(chip)
     nbytes = check_positive("nbytes", nbytes, allow_zero=True)

@@ -12,8 +12,8 @@ from . import Exercise, register
 
 #: Exercise 1: an int8 matmul x[B, D] @ w[D, F] -> out[B, F] (all int8) on a TPU v5e.
 Q1_CHIP, Q1_B, Q1_D, Q1_F = "v5e", 512, 4096, 16384
-#: Exercise 3: square weights D = F, bf16 on a TPU v5e.
-Q3_CHIP, Q3_DIMS = "v5e", (512, 1024, 4096, 16384)
+#: Exercise 3 (the book's roofline-plot problem): square int8 weights D = F, bf16 activations and FLOPs, on a v5e.
+Q3_CHIP, Q3_DIMS, Q3_DTYPE, Q3_W_DTYPE = "v5e", (4096, 1024), "bf16", "int8"
 #: Exercise 4: per-example weights x[B, D] @ w[B, D, F] in int8 on a TPU v5e.
 Q4_CHIP, Q4_B, Q4_D, Q4_F = "v5e", 256, 4096, 16384
 Q4_BIG_B = 4096
@@ -21,17 +21,21 @@ Q4_BIG_B = 4096
 Q6_CHIP, Q6_N = "v5e", 2**30
 #: Exercise 7: x[B, D] @ w[D, F] split over two v5e chips along D, partial sums exchanged over ICI.
 Q7_CHIP = "v5e"
+#: Exercise 8: square bf16 weights D = F on a TPU v5e, every byte counted.
+Q8_CHIP, Q8_DIMS = "v5e", (512, 1024, 4096, 16384)
 
 
 def _q1():
     return matmul_time(Q1_B, Q1_D, Q1_F, Q1_CHIP, dtype="int8")
 
 
-def smallest_compute_bound_batch(D: int, F: int, chip="v5e", dtype: str = "bf16", limit: int = 2**24) -> int:
+def smallest_compute_bound_batch(D: int, F: int, chip="v5e", dtype: str = "bf16", limit: int = 2**24,
+                                 w_dtype: str | None = None) -> int:
     """Smallest token batch ``B`` for which ``x[B, D] @ w[D, F]`` is compute-bound on ``chip`` (exact byte
-    count, activations and output included). Raises ``ValueError`` if none up to ``limit`` is."""
+    count, activations and output included); ``dtype`` is the activation and compute dtype, ``w_dtype`` (default
+    ``dtype``) the stored weights'. Raises ``ValueError`` if none up to ``limit`` is."""
     def compute_bound(b: int) -> bool:
-        return matmul_time(b, D, F, chip, dtype=dtype).bound == "compute"
+        return matmul_time(b, D, F, chip, dtype=dtype, w_dtype=w_dtype).bound == "compute"
 
     if not compute_bound(limit):
         raise ValueError(f"no batch up to limit={limit} makes [B, {D}] x [{D}, {F}] compute-bound on {chip}")
@@ -84,9 +88,10 @@ register(Exercise(
     solve=lambda: critical_batch_size("v5e", compute_dtype="bf16", weight_dtype="int8"),
     hint="The weights now cost one byte each while the FLOP rate is still the bf16 one.", unit="tokens"))
 register(Exercise(
-    id="ch01.q3", title="smallest compute-bound batch for square weights",
-    solve=lambda: [smallest_compute_bound_batch(d, d, Q3_CHIP) for d in Q3_DIMS],
-    hint="Keep the activation and output bytes: solve B*D*F / (B*D + D*F + B*F) > C / W_hbm for B.",
+    id="ch01.q3", title="int8 weights, bf16 activations: where the roofline plot reaches the roof",
+    solve=lambda: [smallest_compute_bound_batch(d, d, Q3_CHIP, Q3_DTYPE, w_dtype=Q3_W_DTYPE) for d in Q3_DIMS],
+    hint="Exact bytes: 2*B*D (bf16 x) + D*F (int8 w) + 2*B*F (bf16 out); FLOPs 2*B*D*F at the bf16 rate. "
+         "Solve 2*B*D*F / bytes >= C_bf16 / W_hbm for B.",
     unit="tokens"))
 register(Exercise(
     id="ch01.q4a", title="per-example weights: intensity",
@@ -110,5 +115,11 @@ register(Exercise(
     hint="It is bandwidth-bound: bytes over HBM bandwidth.", unit="s"))
 register(Exercise(
     id="ch01.q7", title="two-chip contraction: threshold on D",
-    solve=lambda: 2 * get_chip(Q7_CHIP).critical_intensity("bf16", bandwidth="ici"),
-    hint="T_math = B*D*F/C per chip, T_comms = 2*B*F/W_ici; B and F cancel.", unit="elements"))
+    solve=lambda: 2 * get_chip(Q7_CHIP).critical_intensity("bf16", bandwidth="ici_oneway"),
+    hint="T_math = B*D*F/C per chip; the 2*B*F bytes of each partial sum cross the link in each direction at "
+         "once, so T_comms = 2*B*F/W_oneway; B and F cancel.", unit="elements"))
+register(Exercise(
+    id="ch01.q8", title="smallest compute-bound batch for square bf16 weights",
+    solve=lambda: [smallest_compute_bound_batch(d, d, Q8_CHIP) for d in Q8_DIMS],
+    hint="Keep the activation and output bytes: solve B*D*F / (B*D + D*F + B*F) >= C / W_hbm for B.",
+    unit="tokens"))

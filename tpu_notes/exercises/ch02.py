@@ -2,6 +2,10 @@
 
 Every worked problem of the scaling book's TPU chapter (restated in our own words, with this book's hardware
 table), its appendix quizzes, and a few of our own. References are computed with tpu_notes, never typed in.
+Where a book problem uses a figure other than the book's own spec table (v4p HBM 1.23e12 in its Q1, v5e HBM 8.1e11
+in its Q4, PCIe 1.5e10 for v6e in its Q3), the reference uses ``tpu_notes.hardware`` and the chapter says so. The
+"pulling it all together" problem (q15, q16) halves the book's int8[131072, 131072] matrix, which would not fit in
+the HBM of the one v5e chip that must hold it.
 """
 from __future__ import annotations
 
@@ -41,7 +45,7 @@ def _q3():
 
 
 register(Exercise(
-    id="ch02.q3", title="cycles of one MXU step", solve=_q3, unit="cycles",
+    id="ch02.q3", title="cycles of one MXU step", solve=_q3, unit="cycles", rtol=0.0,   # cycle counts are exact
     hint="In steady state one row of 128 inputs enters per cycle. Alone, the step also pays S cycles of weight "
          "loading and 2S − 2 cycles for the skewed wavefront to cross and leave the array: S + M + 2S − 2."))
 
@@ -108,9 +112,9 @@ def _q9():
 
 
 register(Exercise(
-    id="ch02.q9", title="diameters with and without wraparound (ours)", solve=_q9, unit="hops",
-    hint="Per axis: n // 2 if it wraps, n − 1 if not. v5e wraps only full 16-chip axes; v5p wraps only slices made "
-         "of whole 4×4×4 cubes (on axes that are multiples of 4)."))
+    id="ch02.q9", title="diameters with and without wraparound (ours)", solve=_q9, unit="hops", rtol=0.0,  # exact
+    hint="Per axis: n // 2 if it wraps, n − 1 if not. v5e wraps only full 16-chip axes; v5p wraps every axis of a "
+         "slice made of whole 4×4×4 cubes and no axis of a smaller slice."))
 
 
 def _q10():
@@ -160,7 +164,7 @@ register(Exercise(
     id="ch02.q14", title="how much slower each link is (ours)", solve=_q14, unit="ratios",
     hint="Divide the v5e figures: HBM by PCIe, and one ICI link (one way) by the chip's DCN share."))
 
-# ---- pulling it together (our own version of the book's hard problem) ---------------------------------------
+# ---- pulling it together (the book's hard problem with A halved to fit one chip's HBM; plan 2 is ours) -------
 Q15_N = 64 * 1024          # A is int8[Q15_N, Q15_N]
 Q15_BATCH = 8              # x is bf16[Q15_BATCH, Q15_N]
 Q15_SLICE = ("v5e", (4, 4))
@@ -179,12 +183,12 @@ def _q15() -> dict:
 
 
 register(Exercise(
-    id="ch02.q15", title="gather then multiply (ours)", solve=_q15, unit="s",
+    id="ch02.q15", title="gather then multiply (the book's problem, halved)", solve=_q15, unit="s",
     hint="Four stages that pipeline: each chip's PCIe load of its 1/16, the ICI trip of the other 15/16 into chip "
          "(0, 0) over 2 links, one HBM read of A on chip (0, 0), and 2·8·N² FLOPs. The slowest stage sets the total."))
 
 
-def _q16() -> float:
+def _q16() -> dict:
     sl = topology.Slice(*Q15_SLICE)
     c = sl.chip
     V = Q15_N * Q15_N * dtype_bytes("int8")
@@ -193,11 +197,13 @@ def _q16() -> float:
     hbm = V / n / c.hbm_bw
     flops = roofline.matmul_flops(Q15_BATCH, Q15_N // n, Q15_N) / c.peak_flops("bf16")
     out_bytes = Q15_BATCH * Q15_N * dtype_bytes("bf16")          # each chip's partial sum of the output
-    reduce = sl.collective_time("all_reduce", out_bytes).total
-    return max(pcie, hbm, flops, reduce)
+    allreduce = sl.collective_time("all_reduce", out_bytes).total
+    parts = {"pcie": pcie, "hbm": hbm, "flops": flops, "allreduce": allreduce}
+    return {**parts, "total": max(parts.values())}
 
 
 register(Exercise(
     id="ch02.q16", title="multiply where the shards live (ours)", solve=_q16, unit="s",
-    hint="Shard A's contraction dimension: each chip loads and multiplies its own 1/16, then the 16 partial "
-         "bf16[8, N] outputs are AllReduced over both axes of the 4×4 (no wraparound). Take the slowest stage."))
+    hint="Shard A's contraction dimension: each chip loads its own 1/16 over PCIe, reads it from HBM and multiplies "
+         "it, then the 16 partial bf16[8, N] outputs are AllReduced over both axes of the 4×4 (no wraparound: "
+         "Slice.collective_time). The slowest stage sets the total."))

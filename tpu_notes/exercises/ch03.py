@@ -18,40 +18,45 @@ register(Exercise(id="ch03.q1", title="replication of A[I_X, J, K]", solve=_q1, 
                   hint="count the devices along the mesh axes that the array does not use"))
 
 
-def _v4p_array():
-    from tpu_notes.units import dtype_bytes
-
-    return 8192 * 4096 * dtype_bytes("bf16")   # bf16[D=8192, F=4096]
+_Q2 = dict(sizes={"B": 1024, "D": 4096}, mesh={"X": 4, "Y": 4, "Z": 4})
 
 
 def _q2():
-    from tpu_notes import collectives as c
-    from tpu_notes.hardware import get_chip
+    from tpu_notes import sharding
+    from tpu_notes.topology import Slice
 
-    w = get_chip("v4p").ici_bw_bidi
-    v = _v4p_array()
-    ag_x = c.all_gather_time(v, 4, w).total              # A[D_X, F] -> A[D, F], one axis of 4 with wraparound
-    ag_xy = c.all_gather_time(v, (4, 4), w).total        # A[D_XY, F] -> A[D, F], two axes at once
-    ar_x = c.all_reduce_time(v, 4, w).total              # A[D, F]{U_X} -> A[D, F]
-    return [ag_x, ag_xy, ar_x]
+    sizes, mesh = _Q2["sizes"], _Q2["mesh"]
+    sl = Slice("v4p", (4, 4, 4))      # every axis of 4 wraps around on a v4p cube
+
+    def nbytes(text):                 # V: the whole array over the collective's group, bytes per device
+        return sharding.parse(text).bytes_per_device(sizes, mesh)
+
+    ag_x = sl.collective_time("all_gather", nbytes("A[B, D_Y]"), "x").total     # [B_X, D_Y] -> [B, D_Y]
+    ag_y = sl.collective_time("all_gather", nbytes("A[B_X, D]"), "y").total     # [B_X, D_Y] -> [B_X, D]
+    ag_xy = sl.collective_time("all_gather", nbytes("A[B, D]"), ("x", "y")).total
+    ar_z = sl.collective_time("all_reduce", nbytes("A[B_X, D_Y]"), "z").total   # [B_X, D_Y]{U_Z} -> [B_X, D_Y]
+    return [ag_x, ag_y, ag_xy, ar_z]
 
 
 register(Exercise(id="ch03.q2", title="AllGather and AllReduce on a v4p 4x4x4", solve=_q2, unit="s",
-                  hint="with wraparound a bidirectional ring gathers V bytes in V / W_ici whatever its size; "
-                       "two axes double the links; an AllReduce is a ReduceScatter plus an AllGather"))
+                  hint="V is the array each device holds after the gather; with wraparound a ring moves it in "
+                       "V / W_ici whatever its size; two axes double the links; an AllReduce costs two passes"))
 
 
 def _q3():
-    from tpu_notes import collectives as c
-    from tpu_notes.hardware import get_chip
-    from tpu_notes.units import dtype_bytes
+    from tpu_notes import sharding
+    from tpu_notes.topology import Slice
 
-    v = 128 * 128 * dtype_bytes("bf16")                   # A[I_XYZ, J], bf16[128, 128] over all 64 chips
-    return c.all_gather_time(v, (4, 4, 4), get_chip("v4p").ici_bw_bidi).total
+    sl = Slice("v4p", (4, 4, 4))
+    mesh = {"X": 4, "Y": 4, "Z": 4}
+    tiny = sharding.parse("A[B]").bytes_per_device({"B": 128}, mesh)              # bf16[128], gathered over X
+    small = sharding.parse("A[I, J]").bytes_per_device({"I": 128, "J": 128}, mesh)  # A[I_XYZ, J] -> A[I, J]
+    return [sl.collective_time("all_gather", tiny, "x").total,
+            sl.collective_time("all_gather", small, ("x", "y", "z")).total]
 
 
-register(Exercise(id="ch03.q3", title="a latency-bound AllGather", solve=_q3, unit="s",
-                  hint="each axis of 4 with wraparound needs ⌈3/2⌉ hops of about 1 µs; compare with V / (3 W_ici)"))
+register(Exercise(id="ch03.q3", title="latency-bound AllGathers", solve=_q3, unit="s",
+                  hint="each axis of 4 with wraparound needs ⌈3/2⌉ = 2 hops of about 1 µs; the bytes are negligible"))
 
 
 _Q4 = dict(sizes={"B": 512, "D": 8192, "F": 32768}, mesh={"X": 4})
@@ -79,51 +84,64 @@ register(Exercise(id="ch03.q4", title="two strategies for In[B, D] · W[D_X, F]"
                        "strategy 2 moves the output twice (B·F·2 bytes, AllReduce) and splits the FLOPs four ways"))
 
 
-def _q5():
-    from tpu_notes import collectives as c
-    from tpu_notes.hardware import get_chip
+_Q5 = dict(mesh={"X": 8, "Y": 4})
 
-    w = get_chip("v5e").ici_bw_bidi
-    return [c.all_gather_time(34e6, 4, w, wraparound=True).total,
-            c.all_gather_time(34e6, 4, w, wraparound=False).total]
+
+def _q5_time(E, F, wraparound):
+    from tpu_notes import collectives as c, sharding
+    from tpu_notes.hardware import get_chip
+    from tpu_notes.topology import Slice
+
+    v = sharding.parse("A[E, F]").bytes_per_device({"E": E, "F": F}, _Q5["mesh"])   # gathered bf16[E, F]
+    if wraparound:   # as if the 4-long axis closed into a ring
+        return c.all_gather_time(v, 4, get_chip("v5e").ici_bw_bidi).total
+    return Slice("v5e", (8, 4)).collective_time("all_gather", v, "y").total       # the real slice: no wraparound
+
+
+def _q5():
+    return [_q5_time(2048, 8192, True), _q5_time(2048, 8192, False)]
 
 
 register(Exercise(id="ch03.q5", title="v5e AllGather with and without wraparound", solve=_q5, unit="s",
-                  hint="without wraparound the shards go N−1 hops of V/N bytes at the one-way bandwidth"))
+                  hint="with a ring V / W_ici; without, the end chip receives N−1 shards of V/N through its one "
+                       "link at the one-way bandwidth"))
 
 
 def _q6():
-    from tpu_notes import collectives as c
-    from tpu_notes.hardware import get_chip
-
-    return c.all_gather_time(4 * 32e3, 4, get_chip("v5e").ici_bw_bidi, wraparound=False).total
+    return _q5_time(256, 256, False)
 
 
-register(Exercise(id="ch03.q6", title="a small AllGather on a v5e 4x4", solve=_q6, unit="s",
-                  hint="3 hops of 32 kB at 45 GB/s each way against 3 hops of about 1 µs: which is larger?"))
+register(Exercise(id="ch03.q6", title="a small AllGather on a v5e 8x4", solve=_q6, unit="s",
+                  hint="3 hops of a 32 kB shard at 45 GB/s each way against 3 hops of about 1 µs: which is larger?"))
 
 
-_Q7 = dict(sizes={"B": 8192, "D": 8192, "F": 32768}, mesh={"Y": 8})
+_Q7 = dict(sizes={"B": 128, "D": 8192, "F": 32768}, mesh={"X": 2, "Y": 2})
 
 
 def _q7_plans():
     from tpu_notes import sharding
 
-    up = sharding.matmul_plan("In[B, D_Y]", "Win[D, F_Y]", "H[B, F_Y]", **_Q7)
-    down = sharding.matmul_plan("H[B, F_Y]", "Wout[F_Y, D]", "Out[B, D_Y]", **_Q7)
+    up = sharding.matmul_plan("x[B, D]", "Win[D, F_XY]", "h[B, F_XY]", **_Q7)
+    down = sharding.matmul_plan("h[B, F_XY]", "Wout[F_XY, D]", "out[B, D]", **_Q7)
     return up, down
 
 
 def _q7():
-    up, down = _q7_plans()
-    comms = sum(t.time for p in (up, down) for t in p.times("v5p") if t.step.is_collective)
-    compute = sum(t.time for p in (up, down) for t in p.times("v5p") if t.step.kind == "matmul")
-    return {"comms": comms, "compute": compute}
+    from tpu_notes import sharding
+    from tpu_notes.topology import Slice
+
+    sl = Slice("v5e", (2, 2))
+    weights = sum(sharding.parse(w).bytes_per_device(_Q7["sizes"], _Q7["mesh"])
+                  for w in ("Win[D, F_XY]", "Wout[F_XY, D]"))
+    times = [t for p in _q7_plans() for t in p.times(sl)]
+    return {"weight_bytes": weights,
+            "comms": sum(t.time for t in times if t.step.is_collective),
+            "compute": sum(t.time for t in times if t.step.kind == "matmul")}
 
 
-register(Exercise(id="ch03.q7", title="per-layer communication of a Megatron MLP", solve=_q7, unit="s",
-                  hint="an AllGather of In[B, D_Y] before the first matmul and a ReduceScatter of Out after the "
-                       "second, each of B·D·2 bytes; the matmuls are 4·B·D·F FLOPs split 8 ways"))
+register(Exercise(id="ch03.q7", title="a Transformer block on a v5e 2x2 with 300 MB per chip", solve=_q7, unit="B, s",
+                  hint="the two weights are 2·D·F·2 bytes: only a 4-way split fits; split F over XY so the first "
+                       "matmul needs nothing and the second leaves partial sums to AllReduce (B·D·2 bytes)"))
 
 
 def _q8():
@@ -132,12 +150,15 @@ def _q8():
 
     w = get_chip("v5p").ici_bw_bidi
     v = 64e6
-    return [c.all_to_all_time(v, 4, w).total, c.all_to_all_time(v, 4, w, wraparound=False).total,
-            c.all_to_all_time(v, (4, 4, 4), w).total]
+    ring = c.all_to_all_time(v, 4, w).total
+    return [ring, c.all_to_all_time(v, 4, w, wraparound=False).total,
+            c.all_to_all_time(v, (4, 4, 4), w).total,
+            c.all_gather_time(v, 4, w).bandwidth_time / c.all_to_all_time(v, 4, w).bandwidth_time]
 
 
-register(Exercise(id="ch03.q8", title="AllToAll costs", solve=_q8, unit="s",
-                  hint="a quarter of an AllGather on a ring, half on a line; on a torus V·max(axis)/(4·N·W)"))
+register(Exercise(id="ch03.q8", title="AllToAll costs", solve=_q8, unit="s, s, s, ratio",
+                  hint="on a ring V/4 bytes cross a cut of two links each way; a line is cut at one link; "
+                       "on a torus V·max(axis)/(4·N·W); mind the latency of 2 hops per axis"))
 
 
 def _q9():
@@ -176,3 +197,21 @@ def _q11():
 
 register(Exercise(id="ch03.q11", title="an FSDP weight gather (our own)", solve=_q11, unit="s, B",
                   hint="the gathered weight is D·F·2 bytes whatever the axis size; each device stores 1/16 of it"))
+
+
+_Q12 = dict(sizes={"B": 8192, "D": 8192, "F": 32768}, mesh={"Y": 8})
+
+
+def _q12():
+    from tpu_notes import sharding
+
+    up = sharding.matmul_plan("In[B, D_Y]", "Win[D, F_Y]", "H[B, F_Y]", **_Q12)
+    down = sharding.matmul_plan("H[B, F_Y]", "Wout[F_Y, D]", "Out[B, D_Y]", **_Q12)
+    times = [t for p in (up, down) for t in p.times("v5p")]
+    return {"comms": sum(t.time for t in times if t.step.is_collective),
+            "compute": sum(t.time for t in times if t.step.kind == "matmul")}
+
+
+register(Exercise(id="ch03.q12", title="a Megatron MLP layer on 8 v5p chips (our own)", solve=_q12, unit="s",
+                  hint="an AllGather of In[B, D_Y] before the first matmul and a ReduceScatter of Out after the "
+                       "second, each of B·D·2 bytes; the matmuls are 4·B·D·F FLOPs split 8 ways"))

@@ -3,9 +3,12 @@ from __future__ import annotations
 
 from . import Exercise, register  # noqa: F401
 
-#: NVIDIA H800 dense fp8 tensor-core peak, FLOP/s: 3,026 TFLOP/s with 2:4 sparsity halved (the H800 keeps the
-#: H100 SXM's compute; facts/hardware.json "H800", from the scaling book's transformers.md, question 7).
-H800_FP8_DENSE_FLOPS = 1.513e15
+#: The fp8 peak the scaling book's transformers.md (question 7) uses for an H800: 3,026 TFLOP/s with 2:4 sparsity,
+#: halved (facts/hardware.json "H800"). 3,026 TFLOP/s is the spec of the *PCIe* H800 (and H100) card. DeepSeek-V3 ran
+#: on SXM boards (8 GPUs per node joined by NVLink and NVSwitch, arXiv 2412.19437 §3.1), and the H800 SXM is the
+#: H100 SXM die with slower NVLink and FP64, so its dense fp8 peak is the H100 SXM's, ``get_chip("h100").peak_flops("fp8")``
+#: (1,979 TFLOP/s). Exercise 4.7 uses the SXM figure; the chapter prints both.
+BOOK_H800_PCIE_FP8_DENSE_FLOPS = 1.513e15
 #: DeepSeek-V3 training run (arXiv 2412.19437, Table 1 and §3): tokens and H800 GPU-hours (whole run: pre-training,
 #: context extension and post-training), and the pre-training sequence length.
 DEEPSEEK_V3_TOKENS = 14.8e12
@@ -24,15 +27,26 @@ def _q1_model():
 def _q1():
     m = _q1_model()
     b = m.param_breakdown()
-    return {"params": b.total, "attention_fraction": b.attention / b.total}
+    return {"params": b.total, "attention_fraction": b.attention / b.total,
+            "kv_bytes_per_token_int8": m.kv_bytes_per_token("int8")}
 
 
 def _q2():
     from ..transformer import einsum_flops
 
     total = einsum_flops("bd,df->bf", b=4096, d=8192, f=32768)
-    # In[B_X, D] · W[D, F_Y]: both mesh axes split the work (16 ways); In[B_X, D] · W[D, F]: only X does.
-    return [total / 16, total / 4]
+    X = Y = 4
+    return {
+        # In[B_X, D_Y] · W[D_Y, F]: each device multiplies a [B/X, D/Y] block by a [D/Y, F] block (partial sums,
+        # reduced over Y afterwards): both axes split the work.
+        "contracting_sharded": total / (X * Y),
+        # In[B_X, D] · W[D, F_Y]: each device computes a [B/X, F/Y] block of the output.
+        "output_sharded": total / (X * Y),
+        # In[B_X, D] · W[D, F]: only X splits the work; the Y devices of a row all compute the same block.
+        "replicated_over_y": total / X,
+        # ... so the mesh as a whole does Y times the matmul's FLOPs.
+        "replicated_mesh_total": total / X * (X * Y),
+    }
 
 
 def _q3():
@@ -44,8 +58,12 @@ def _q3():
 def _q4():
     from ..transformer import get_model
 
+    from ..hardware import get_chip
+
     m = get_model("llama3-70b")
-    return [m.attention_intensity(8192, 8192), m.attention_intensity(1, 8192)]
+    # prefill intensity is T·G/(G+1): linear in T, so the compute-bound length is critical intensity / (G/(G+1))
+    min_prefill = get_chip("v5e").critical_intensity("bf16") / m.attention_intensity(1, 1)
+    return [m.attention_intensity(8192, 8192), m.attention_intensity(1, 8192), min_prefill]
 
 
 def _q5():
@@ -67,11 +85,12 @@ def _q6():
 
 
 def _q7():
+    from ..hardware import get_chip
     from ..transformer import get_model
 
     m = get_model("deepseek-v3")
     useful = m.flops_per_token(DEEPSEEK_V3_SEQ_LEN, training=True) * DEEPSEEK_V3_TOKENS
-    available = DEEPSEEK_V3_GPU_HOURS * 3600.0 * H800_FP8_DENSE_FLOPS
+    available = DEEPSEEK_V3_GPU_HOURS * 3600.0 * get_chip("h100").peak_flops("fp8")   # H800 SXM = H100 SXM compute
     return useful / available
 
 
@@ -120,15 +139,18 @@ def _q12():
 
 register(Exercise(
     id="ch04.q1", title="parameters of a 64-layer MHA model",
-    solve=_q1, unit="params, fraction",
+    solve=_q1, unit="params, fraction, bytes",
     hint="Per layer: 4·D² attention (MHA, N·H = D) + 3·D·F gated MLP + 2·D norm gains; add 2·D·V for the "
-         "untied embeddings and D for the final norm. Answer a dict {'params': ..., 'attention_fraction': ...}."))
+         "untied embeddings and D for the final norm. KV cache: 2·L·K·H values per token, 1 byte each in int8. "
+         "Answer {'params': ..., 'attention_fraction': ..., 'kv_bytes_per_token_int8': ...}."))
 
 register(Exercise(
-    id="ch04.q2", title="per-device FLOPs of a sharded matmul on a 4×4 mesh",
-    solve=_q2, unit="FLOPs per device",
-    hint="2·B·D·F in total, divided by the product of the mesh axes that split the computation; an axis that "
-         "shards neither operand repeats the work. Answer [In[B_X,D]·W[D,F_Y], In[B_X,D]·W[D,F]]."))
+    id="ch04.q2", title="FLOPs of a sharded matmul on a 4×4 mesh",
+    solve=_q2, unit="FLOPs",
+    hint="2·B·D·F in total, divided by the product of the mesh axes that split the computation (a sharded "
+         "contracting dim splits it too: each device makes partial sums); an axis that shards neither operand "
+         "repeats the work on each of its devices. Answer {'contracting_sharded', 'output_sharded', "
+         "'replicated_over_y' (per device), 'replicated_mesh_total' (all 16 devices)}."))
 
 register(Exercise(
     id="ch04.q3", title="FLOPs of a general einsum",
@@ -139,7 +161,8 @@ register(Exercise(
     id="ch04.q4", title="arithmetic intensity of attention, prefill and decode",
     solve=_q4, unit="FLOPs/byte",
     hint="FLOPs 4·T·S·N·H; bytes 2·(2·T·N·H + 2·S·K·H) in bf16. Prefill gives T·G/(G+1), decode S·G/(S+G) with "
-         "G = N/K. Answer [prefill, decode]."))
+         "G = N/K; prefill is compute-bound once T·G/(G+1) exceeds v5e's C/W_hbm. "
+         "Answer [prefill intensity, decode intensity, shortest compute-bound prompt in tokens]."))
 
 register(Exercise(
     id="ch04.q5", title="context length where attention equals the projections",
@@ -156,7 +179,8 @@ register(Exercise(
     id="ch04.q7", title="DeepSeek-V3's MFU on H800s",
     solve=_q7, unit="fraction",
     hint="6 × active matmul weights + causal attention at 4096 tokens, times 14.8T tokens, over "
-         "2.788M GPU-hours × 3600 s × 1.513e15 FLOP/s (fp8 dense)."))
+         "2.788M GPU-hours × 3600 s × the dense fp8 peak of an H800 SXM (the H100 SXM's, "
+         "hardware.get_chip('h100').peak_flops('fp8'))."))
 
 register(Exercise(
     id="ch04.q8", title="DeepSeek-V3: active share and critical batch",
