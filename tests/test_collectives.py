@@ -133,6 +133,10 @@ def test_bad_input():
         C.all_gather_time(1e6, (4, 4), W, n_axes=3)
     with pytest.raises(ValueError, match="kind"):
         C.collective_time("broadcast", 1e6, 4, W)
+    with pytest.raises(ValueError, match="wraparound"):
+        C.all_to_all_time(1e6, (4, 4), W, wraparound=(True,))
+    with pytest.raises(ValueError, match="nbytes"):
+        C.all_to_all_time(-5, 4, W)
 
 
 def _simulated_time(n, wrap, v, w):
@@ -201,3 +205,17 @@ def test_run_collectives_numerically(mesh):
 def test_hand_written_ring_matches_all_gather(mesh):
     x = np.arange(8 * 5, dtype=np.float32).reshape(8, 5)
     np.testing.assert_array_equal(np.asarray(C.ring_all_gather(x, mesh, "X")), x)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 40), v=st.floats(1e3, 1e10))
+def test_all_to_all_is_cheaper_than_all_gather(n, v):
+    for wrap in (True, False):
+        a2a = C.all_to_all_time(v, n, W, wraparound=wrap, hop_latency=0).bandwidth_time
+        ag = C.all_gather_time(v, n, W, wraparound=wrap, hop_latency=0).bandwidth_time
+        assert a2a <= ag * (1 + 1e-12)
+        # and never faster than pushing V/4 (the blocks that must cross the middle) through the whole cut:
+        # at most two links, W/2 each way
+        assert a2a >= (n // 2) * ((n + 1) // 2) / n**2 * v / W * (1 - 1e-12)
+    assert C.all_to_all_time(v, n, W, wraparound=False).bandwidth_time >= \
+        C.all_to_all_time(v, n, W, wraparound=True).bandwidth_time * (1 - 1e-12)

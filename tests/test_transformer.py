@@ -343,3 +343,23 @@ def test_mla_only_counts_what_it_models():
         ds.saved_activations("none")
     with pytest.raises(NotImplementedError, match="MLA"):
         ds.layer_shapes()
+
+
+def test_remat_chart_draws_the_library_numbers():
+    import matplotlib.pyplot as plt
+
+    from tpu_notes import plots
+
+    fig = plots.remat_tradeoff_chart(("llama3-8b",), seq_len=4096)
+    m = get_model("llama3-8b")
+    left, right = fig.axes
+    kept = [p.get_height() for p in left.patches]
+    extra = [p.get_height() for p in right.patches]
+    # bytes per token: 2 bytes x D-vectors x d_model x layers, hand-counted for Llama 3 8B (GQA, F = 3.5 D):
+    # none 17, save_matmul_outputs 10.5, full_block 1 D-vectors per token and layer
+    assert kept == pytest.approx([2 * c * 4096 * 32 for c in (17, 10.5, 1)])
+    assert extra[0] == 0 and extra[1] < extra[2] < 0.34        # full remat: under a third more FLOPs
+    assert extra[1] == pytest.approx(m.attention_flops(4096) / m.flops_per_token(4096, training=True))
+    with pytest.raises(ValueError, match="models"):
+        plots.remat_tradeoff_chart(())
+    plt.close(fig)

@@ -589,3 +589,35 @@ def matmul_flops_vs_batch(dims=(4096, 1024), chip="v5e", dtype: str = "bf16", w_
     ax.set_title(f"[B, D] x [D, D] on {c.name}: {dtype} activations, {w_dtype or dtype} weights", fontsize=10)
     ax.legend(loc="lower right", fontsize=8)
     return fig
+
+
+def remat_tradeoff_chart(models=("llama3-8b", "llama3-70b"), seq_len: int = 8192, dtype: str = "bf16"):
+    """Chapter 4: what each remat policy keeps and what it costs. Left: activation bytes kept per token (all
+    layers); right: the FLOPs recomputation adds, as a fraction of a training step. One bar per policy and model.
+    """
+    import numpy as np
+
+    from .transformer import REMAT_POLICIES, as_config
+
+    configs = [as_config(m) for m in models]
+    if not configs:
+        raise ValueError("models must name at least one model")
+    fig, axes = new_figure(ncols=2, width=8.0, height=3.6)
+    left, right = axes[0]
+    width = 0.8 / len(configs)
+    x = np.arange(len(REMAT_POLICIES))
+    for i, m in enumerate(configs):
+        kept = [m.checkpoint_bytes(1, p, dtype) for p in REMAT_POLICIES]
+        train = m.flops_per_token(seq_len, training=True)
+        extra = [m.recompute_flops(seq_len, p) / train for p in REMAT_POLICIES]
+        left.bar(x + i * width, kept, width, color=f"C{i}", label=m.name)
+        right.bar(x + i * width, extra, width, color=f"C{i}", label=m.name)
+    for ax in (left, right):
+        ax.set_xticks(x + width * (len(configs) - 1) / 2, [p.replace("_", " ") for p in REMAT_POLICIES], fontsize=8)
+    left.set_yscale("log")
+    left.set_ylabel(f"activation bytes kept per token ({dtype})")
+    right.set_ylabel(f"recompute FLOPs / training FLOPs (T = {seq_len})")
+    left.legend(fontsize=8)
+    fig.suptitle("Remat trades activation memory for recomputation", fontsize=11)
+    fig.tight_layout()
+    return fig

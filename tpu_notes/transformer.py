@@ -459,6 +459,9 @@ PUBLISHED_PARAMS = {
     "llama3-405b": 405_853_388_800,
     "deepseek-v3": 671e9,
 }
+#: Component by component (Chapter 4, tests/test_transformer.py), DeepSeek-V3's ``active_param_count()`` is 37.55B with
+#: both embedding tables and 36.63B without the input embedding: the published "37B" (two digits, convention not
+#: stated) matches the second reading, not the first, which is 1.5% above it. We keep the honest count.
 PUBLISHED_ACTIVE_PARAMS = {"deepseek-v3": 37e9}
 
 #: Names accepted by :func:`get_model`.
