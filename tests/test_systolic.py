@@ -101,6 +101,7 @@ def test_peaks_from_parts_match_the_hardware_table():
         systolic.derived_peak_flops("v6e")
 
 
+@settings(deadline=None)   # the CPU is shared: no per-example time limit
 @given(st.integers(1, 2000), st.integers(1, 2000), st.sampled_from([128, 256]))
 def test_padding(K, N, s):
     pk = systolic.padded_dim(K, s)

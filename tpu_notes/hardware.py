@@ -98,6 +98,7 @@ _CHIP_LIST = [
          hbm_bytes=32e9, hbm_bw=9e11, ici_bw_oneway=1e11, ici_bw_bidi=2e11, ici_dims=2,
          pod_shape=(32, 32), host_shape=(4, 2), mxu_size=128, cores_per_chip=2, mxus_per_core=2,
          sources={"*": _TABLE, "mxus_per_core": "scaling book, tpus.md Appendix B",
+                  "host_shape": _TABLE + " (4x2; a Cloud TPU v3-8 host has 4 chips, so the table may count cores)",
                   "cores_per_chip": "scaling book, tpus.md (two cores with separate memory)"}),
     _tpu(name="v4p", long_name="TPU v4p", bf16_flops=2.75e14, int8_flops=2.75e14, fp8_flops=None,
          hbm_bytes=32e9, hbm_bw=1.2e12, ici_bw_oneway=4.5e10, ici_bw_bidi=9e10, ici_dims=3,

@@ -616,7 +616,7 @@ def remat_tradeoff_chart(models=("llama3-8b", "llama3-70b"), seq_len: int = 8192
         ax.set_xticks(x + width * (len(configs) - 1) / 2, [p.replace("_", " ") for p in REMAT_POLICIES], fontsize=8)
     left.set_yscale("log")
     left.set_ylabel(f"activation bytes kept per token ({dtype})")
-    right.set_ylabel(f"recompute FLOPs / training FLOPs (T = {seq_len})")
+    right.set_ylabel(f"extra FLOPs / training step (T = {seq_len})")
     left.legend(fontsize=8)
     fig.suptitle("Remat trades activation memory for recomputation", fontsize=11)
     fig.tight_layout()
