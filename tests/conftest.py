@@ -36,3 +36,11 @@ def built_book():
     if result.returncode != 0:
         pytest.fail(f"book build failed:\n{result.stdout[-4000:]}\n{result.stderr[-2000:]}")
     return html
+
+
+# Hypothesis: no per-example deadline. On a shared 2-core machine a slow example is load, not a bug, and a
+# deadline would make the suite flaky; correctness is what the property tests check.
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("book", deadline=None, derandomize=False)
+settings.load_profile("book")

@@ -335,7 +335,11 @@ def dcn_transfer_time(nbytes: float, chip, n_chips: int = 1, *, latency: float =
 
 
 def pod(chip) -> Slice:
-    """The largest slice of ``chip``: its full pod (``Slice(chip, chip.pod_shape)``)."""
+    """The largest slice of ``chip``: its full pod (``Slice(chip, chip.pod_shape)``).
+
+    For TPU7x the public figures give only the pod's 4x4x576 extent; the real machine joins 4x4x4 cubes through
+    optical switches, so hop counts and the diameter of this torus are bookkeeping, not documented routes.
+    """
     c = _check_tpu(chip)
     return Slice(c, c.pod_shape)
 

@@ -103,7 +103,7 @@ def fmt(value: float, unit: str = "", digits: int = 3) -> str:
             if a >= scale:
                 return f"{sign}{_sig(a / scale, digits)} {prefix}{suffix}"
         return f"{sign}{_sig(a, digits)} {suffix}"
-    if unit in ("FLOPs", "FLOP/s", "OP/s"):
+    if unit in ("FLOPs", "FLOP/s", "OPs", "OP/s"):
         if a == 0:
             return f"0 {unit}"
         exponent = int(math.floor(math.log10(a)))
