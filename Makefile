@@ -53,7 +53,7 @@ execute: $(STAMP)
 
 lab: $(STAMP)
 	@$(PY) -m pip install -q jupyterlab >> $(VENV)/install.log 2>&1
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root,) notebooks/
 
 bench: $(STAMP)
 	$(PY) -m tpu_notes.bench
