@@ -40,6 +40,22 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float = 7.0, height: float
     return plt.subplots(nrows, ncols, figsize=(width, height), squeeze=nrows * ncols == 1)
 
 
+def figure_and_axes(ax=None, width: float = 7.0, height: float = 4.2):
+    """``(fig, ax)``: a new book-style figure, or the figure that owns the given ``ax`` (to draw into a panel)."""
+    if ax is None:
+        return new_figure(width=width, height=height)
+    use_book_style()
+    return ax.figure, ax
+
+
+def _batch_range(batch_range) -> tuple[int, int]:
+    """Validate a ``(low, high)`` token-batch range and return it as integers."""
+    lo, hi = (int(v) for v in batch_range)
+    if not 1 <= lo < hi:
+        raise ValueError(f"batch_range must be (low, high) with 1 <= low < high; got {batch_range!r}")
+    return lo, hi
+
+
 # ---------------------------------------------------------------------------------------- Chapter 1: rooflines
 def _as_ops(ops) -> list[tuple[str, float]]:
     """``ops`` as (label, intensity) pairs, from a mapping or a sequence of pairs."""
@@ -84,10 +100,7 @@ def roofline_chart(chips=("v5e", "v5p", "v6e", "h100"), ops=None, dtype: str = "
     if not 0 < lo < hi:
         raise ValueError(f"intensity_range must be (low, high) with 0 < low < high; got {intensity_range!r}")
     op_list = _as_ops(ops)
-    if ax is None:
-        fig, ax = new_figure()
-    else:
-        fig = ax.figure
+    fig, ax = figure_and_axes(ax)
     use_book_style()
     x = np.geomspace(lo, hi, 400)
     for c in chip_objs:
@@ -127,13 +140,8 @@ def matmul_intensity_chart(D: int = 8192, F: int = 8192, chips=("v5e", "v5p", "v
     from .roofline import matmul_intensity
 
     chip_objs = [get_chip(c) for c in ([chips] if isinstance(chips, str) else chips)]
-    lo, hi = (int(v) for v in batch_range)
-    if not 1 <= lo < hi:
-        raise ValueError(f"batch_range must be (low, high) with 1 <= low < high; got {batch_range!r}")
-    if ax is None:
-        fig, ax = new_figure()
-    else:
-        fig = ax.figure
+    lo, hi = _batch_range(batch_range)
+    fig, ax = figure_and_axes(ax)
     use_book_style()
     w = w_dtype or dtype
     bs = np.unique(np.geomspace(lo, hi, 200).astype(int))
@@ -167,10 +175,7 @@ def matmul_on_roofline(B: int, D: int, F: int, chip="v5e", dtype: str = "bf16", 
     c = get_chip(chip)
     r = matmul_time(B, D, F, c, dtype=dtype, w_dtype=w_dtype)
     peak, bw = c.peak_flops(dtype), c.hbm_bw
-    if ax is None:
-        fig, ax = new_figure(width=width, height=height)
-    else:
-        fig = ax.figure
+    fig, ax = figure_and_axes(ax, width, height)
     use_book_style()
     ridge = peak / bw
     lo = min(0.1, r.intensity / 10)
@@ -562,13 +567,8 @@ def matmul_flops_vs_batch(dims=(4096, 1024), chip="v5e", dtype: str = "bf16", w_
     dims = [dims] if isinstance(dims, int) else list(dims)
     if not dims:
         raise ValueError("dims must list at least one model dimension D")
-    lo, hi = (int(v) for v in batch_range)
-    if not 1 <= lo < hi:
-        raise ValueError(f"batch_range must be (low, high) with 1 <= low < high; got {batch_range!r}")
-    if ax is None:
-        fig, ax = new_figure()
-    else:
-        fig = ax.figure
+    lo, hi = _batch_range(batch_range)
+    fig, ax = figure_and_axes(ax)
     use_book_style()
     peak = c.peak_flops(dtype)
     bs = np.arange(lo, hi + 1)
