@@ -1,0 +1,115 @@
+"""Start a new chapter from the template in CONTRIBUTING.md.
+
+    python tools/new_chapter.py 05_training_parallelism
+
+Creates ``notebooks/<stem>.ipynb`` (title, hardware note, learning goals, one section in the
+prose → compute → figure → exercise rhythm, summary, key numbers, exercises, further reading) and
+``tpu_notes/exercises/chNN.py``, adds the chapter to ``_toc.yml`` and ``CHAPTER_MODULES``, and refreshes the
+generated cells. The stem must be one of ``tools/nbcells.py``'s CHAPTERS. Every placeholder says TODO, and the
+hygiene tests keep failing on the new chapter until it is written and executed.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import nbcells  # noqa: E402
+
+
+def _md(text: str) -> dict:
+    return {"cell_type": "markdown", "id": None, "metadata": {}, "source": text}
+
+
+def _code(text: str, tags: list[str] | None = None) -> dict:
+    return {"cell_type": "code", "id": None, "metadata": {"tags": tags or []}, "execution_count": None,
+            "outputs": [], "source": text}
+
+
+def skeleton(number: int, title: str, chapter: str) -> dict:
+    """The template notebook of chapter ``number`` (ids ``chNN.*``)."""
+    ex = f"{chapter}.q1"
+    cells = [
+        _md(f"# Chapter {number} · {title}\n\n*TODO: a one-line promise.*\n\n"
+            "> **Hardware.** TODO: what runs where (laptop CPU with 8 simulated devices; what a TPU/GPU changes).\n\n"
+            "## What you will learn\n\n- TODO\n- TODO\n- TODO\n\nIt builds on TODO (link the chapters)."),
+        _code("import matplotlib.pyplot as plt\n\nfrom tpu_notes import exercises, hardware, plots\n"
+              "from tpu_notes.units import fmt\n\nplots.use_book_style()"),
+        _md(f"## {number}.1 TODO: the first idea\n\nTODO: prose that explains; the cell below computes it."),
+        _code("# TODO: a few lines that compute with tpu_notes and print through fmt"),
+        _md(f"### Exercise {number}.1 · TODO\n\nTODO: the statement, in our own words."),
+        _code(f"answer = None  # TODO: unit\nexercises.check(\"{ex}\", answer)"),
+        _code(f"# Solution\nanswer = None  # TODO: computed with tpu_notes\nexercises.check(\"{ex}\", answer)",
+              ["solution", "hide-cell"]),
+        _md("## Summary\n\n- TODO"),
+        _md("## Key numbers"),
+        _code("# TODO: print the constants worth memorising, from tpu_notes.hardware"),
+        _md("## Exercises\n\nTODO: the chapter's remaining exercises, or a pointer to those in the flow."),
+        _md("## Further reading\n\n- TODO"),
+    ]
+    for i, cell in enumerate(cells):
+        cell["id"] = f"cell-{i:02d}"
+    return {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                        "language": "python"},
+                                         "language_info": {"name": "python"}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+EXERCISE_MODULE = '''"""Exercises of Chapter {number} (ids {chapter}.*), registered with their reference solutions."""
+from __future__ import annotations
+
+from . import Exercise, register  # noqa: F401
+
+# register(Exercise(id="{chapter}.q1", title="...", solve=lambda: ..., hint="...", unit="..."))
+'''
+
+
+def create(stem: str, root: Path = ROOT) -> list[Path]:
+    """Create chapter ``stem`` under ``root``; return the files written or changed."""
+    stems = [s for s, _ in nbcells.CHAPTERS]
+    if stem not in stems:
+        raise SystemExit(f"unknown chapter {stem!r}; tools/nbcells.py knows: {', '.join(stems)}")
+    number, title = stems.index(stem) + 1, dict(nbcells.CHAPTERS)[stem]
+    chapter = f"ch{number:02d}"
+    notebook = root / "notebooks" / f"{stem}.ipynb"
+    module = root / "tpu_notes" / "exercises" / f"{chapter}.py"
+    if notebook.exists():
+        raise SystemExit(f"{notebook.relative_to(root)} already exists")
+    notebook.write_text(json.dumps(skeleton(number, title, chapter), indent=1, ensure_ascii=False) + "\n")
+    if not module.exists():
+        module.write_text(EXERCISE_MODULE.format(number=number, chapter=chapter))
+    init = root / "tpu_notes" / "exercises" / "__init__.py"
+    text = init.read_text()
+    listed = re.search(r"CHAPTER_MODULES = \(([^)]*)\)", text)
+    names = re.findall(r'"(ch\d\d)"', listed.group(1))
+    if chapter not in names:
+        names = sorted(names + [chapter])
+        init.write_text(text.replace(listed.group(0),
+                                     "CHAPTER_MODULES = (" + ", ".join(f'"{n}"' for n in names) + ")"))
+    toc = root / "_toc.yml"
+    lines = toc.read_text().splitlines()
+    entries = [i for i, line in enumerate(lines) if re.match(r"\s*- file: notebooks/\d\d_", line)]
+    if f"notebooks/{stem}" not in toc.read_text():
+        last = entries[-1]
+        indent = lines[last][: len(lines[last]) - len(lines[last].lstrip())]
+        lines.insert(last + 1, f"{indent}- file: notebooks/{stem}")
+        toc.write_text("\n".join(lines) + "\n")
+    return [notebook, module, init, toc]
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print(__doc__)
+        return 2
+    for path in create(argv[0]):
+        print(f"wrote {path.relative_to(ROOT)}")
+    nbcells.main([])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
