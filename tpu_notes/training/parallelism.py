@@ -1,0 +1,76 @@
+"""How one training step is split over chips: the degrees of each kind of parallelism (Chapter 5).
+
+A :class:`Parallelism` names how many ways each kind of parallelism splits the work. Its degrees multiply to the
+chips of one ICI slice (``data × fsdp × tensor × pipeline × expert``), and ``dcn`` copies of that slice train as
+pure data parallelism over the data-centre network. The JAX layouts of :mod:`tpu_notes.parallel` name their mesh
+axes after the fields (:data:`MESH_AXES`), so XLA's collectives can be compared with the model's axis by axis.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from ..units import check_positive
+
+#: Mesh axis names of the parallelism kinds, in the order a mesh lists them (outermost first).
+MESH_AXES = ("data", "fsdp", "pipeline", "expert", "tensor")
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """Degrees of parallelism of one training step (each ≥ 1; 1 means "not used").
+
+    ``data``: pure data parallelism (weights replicated, gradients AllReduced). ``fsdp``: data parallelism with
+    weights, gradients and optimizer state sharded (ZeRO-3: weights AllGathered before use, gradients
+    ReduceScattered). ``tensor``: Megatron tensor parallelism of the MLP and attention (activations AllGathered
+    and ReduceScattered). ``pipeline``: stages of consecutive layers, ``microbatches`` per step. ``expert``:
+    experts of a MoE layer spread over chips (AllToAll dispatch). ``dcn``: slices joined by pure data parallelism
+    over DCN (the other degrees are per slice).
+    """
+
+    data: int = 1            # pure data-parallel degree (within a slice)
+    fsdp: int = 1            # fully-sharded data-parallel degree (ZeRO-3)
+    tensor: int = 1          # tensor (Megatron) parallel degree
+    pipeline: int = 1        # pipeline stages
+    expert: int = 1          # expert-parallel degree (MoE)
+    microbatches: int = 1    # microbatches per step (pipeline schedule, gradient accumulation)
+    dcn: int = 1             # slices in data parallelism over DCN
+
+    def __post_init__(self):
+        for f in fields(self):
+            check_positive(f.name, getattr(self, f.name), integer=True)
+            object.__setattr__(self, f.name, int(getattr(self, f.name)))
+        if self.pipeline > 1 and self.microbatches < self.pipeline:
+            raise ValueError(f"microbatches ({self.microbatches}) must be >= pipeline ({self.pipeline}) so every "
+                             "stage has work; use at least as many microbatches as stages")
+
+    @property
+    def chips_per_slice(self) -> int:
+        """Chips of one ICI slice: ``data × fsdp × tensor × pipeline × expert``."""
+        return self.data * self.fsdp * self.tensor * self.pipeline * self.expert
+
+    @property
+    def n_chips(self) -> int:
+        """All chips: ``chips_per_slice × dcn``."""
+        return self.chips_per_slice * self.dcn
+
+    @property
+    def batch_shards(self) -> int:
+        """Ways the global batch is split: ``data × fsdp × expert × dcn`` (tensor and pipeline ranks share it)."""
+        return self.data * self.fsdp * self.expert * self.dcn
+
+    def mesh_shape(self, drop_ones: bool = True) -> dict[str, int]:
+        """The mesh of one slice as ``{axis name: size}`` in :data:`MESH_AXES` order (size-1 axes dropped)."""
+        shape = {a: getattr(self, a) for a in MESH_AXES}
+        return {a: n for a, n in shape.items() if n > 1 or not drop_ones}
+
+    def label(self) -> str:
+        """A short name, e.g. ``"fsdp=64 x tensor=4"`` (``"single chip"`` when nothing is split)."""
+        parts = [f"{a}={n}" for a, n in self.mesh_shape().items()]
+        if self.dcn > 1:
+            parts.append(f"dcn={self.dcn}")
+        if self.pipeline > 1:
+            parts.append(f"mb={self.microbatches}")
+        return " x ".join(parts) or "single chip"
+
+    def __str__(self) -> str:
+        return self.label()
