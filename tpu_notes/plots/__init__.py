@@ -1,0 +1,26 @@
+"""Figures of the book, drawn with matplotlib from the library's own numbers.
+
+One module per topic, as ``tpu_notes.exercises`` is split by chapter: :mod:`.style` (the book's rcParams,
+``new_figure``, ``figure_and_axes`` and shared helpers), :mod:`.roofline` (Chapter 1), :mod:`.tpu` (Chapter 2),
+:mod:`.collectives` (Chapter 3), :mod:`.transformer` (Chapter 4). Every public name is re-exported here, so
+``from tpu_notes import plots; plots.roofline_chart(...)`` works whichever module defines it.
+
+A new chapter adds one module (e.g. ``training.py``, importing its helpers from ``.style``) and one
+``from .training import ...`` line below.
+"""
+from __future__ import annotations
+
+from .collectives import collective_timing_chart, ring_all_gather_figure
+from .roofline import (matmul_flops_vs_batch, matmul_intensity_chart, matmul_on_roofline, measured_roofline,
+                       roofline_chart)
+from .style import BOOK_RC, CHIP_COLORS, figure_and_axes, new_figure, use_book_style
+from .tpu import bandwidth_ladder_chart, padding_sweep, systolic_steps, torus_hops
+from .transformer import attention_share_chart, kv_cache_chart, param_breakdown_chart, remat_tradeoff_chart
+
+__all__ = [
+    "BOOK_RC", "CHIP_COLORS", "use_book_style", "new_figure", "figure_and_axes",
+    "roofline_chart", "matmul_intensity_chart", "matmul_on_roofline", "measured_roofline", "matmul_flops_vs_batch",
+    "systolic_steps", "torus_hops", "bandwidth_ladder_chart", "padding_sweep",
+    "ring_all_gather_figure", "collective_timing_chart",
+    "attention_share_chart", "param_breakdown_chart", "kv_cache_chart", "remat_tradeoff_chart",
+]

@@ -1,0 +1,254 @@
+"""Chapter 1 figures: rooflines, matmul intensity against the batch, and the measured roofline."""
+from __future__ import annotations
+
+from .style import CHIP_COLORS, _batch_range, figure_and_axes, new_figure, use_book_style
+
+
+def _as_ops(ops) -> list[tuple[str, float]]:
+    """``ops`` as (label, intensity) pairs, from a mapping or a sequence of pairs."""
+    if ops is None:
+        return []
+    items = list(ops.items()) if hasattr(ops, "items") else list(ops)
+    out = []
+    for item in items:
+        if len(item) != 2:
+            raise ValueError(f"ops must map labels to intensities (FLOPs/byte); got entry {item!r}")
+        label, intensity = item
+        if not isinstance(label, str):
+            raise TypeError(f"op labels must be strings; got {type(label).__name__}")
+        from ..units import check_positive
+
+        out.append((label, check_positive(f"intensity of op {label!r}", intensity)))
+    return out
+
+
+def _roof(ax, intensities, peak: float, bandwidth: float, **kw):
+    import numpy as np
+
+    ax.plot(intensities, np.minimum(peak, intensities * bandwidth), **kw)
+
+
+def roofline_chart(chips=("v5e", "v5p", "v6e", "h100"), ops=None, dtype: str = "bf16", bandwidth: str = "hbm",
+                   intensity_range=(0.05, 3e4), ax=None, title: str | None = None):
+    """Log-log rooflines (attainable FLOP/s against arithmetic intensity) of ``chips`` for ``dtype`` against
+    ``bandwidth`` ("hbm", "ici", ...), with each chip's ridge point (its critical intensity) marked and the
+    operations of ``ops`` ({label: FLOPs per byte}) drawn as vertical lines, with a dot where each meets each roof.
+
+    Returns the matplotlib Figure.
+    """
+    import numpy as np
+
+    from ..hardware import get_chip
+
+    chip_objs = [get_chip(c) for c in ([chips] if isinstance(chips, str) else chips)]
+    if not chip_objs:
+        raise ValueError("chips must name at least one chip")
+    lo, hi = (float(v) for v in intensity_range)
+    if not 0 < lo < hi:
+        raise ValueError(f"intensity_range must be (low, high) with 0 < low < high; got {intensity_range!r}")
+    op_list = _as_ops(ops)
+    fig, ax = figure_and_axes(ax)
+    use_book_style()
+    x = np.geomspace(lo, hi, 400)
+    for c in chip_objs:
+        peak, bw = c.peak_flops(dtype), c.bandwidth(bandwidth)
+        color = CHIP_COLORS.get(c.name, None)
+        _roof(ax, x, peak, bw, color=color, label=f"{c.name}: ridge at {peak / bw:.0f} FLOPs/B")
+        ax.plot([peak / bw], [peak], "o", color=color, ms=5)
+        for _, intensity in op_list:
+            ax.plot([intensity], [min(peak, intensity * bw)], ".", color=color, ms=6)
+    ymin = min(min(c.peak_flops(dtype), lo * c.bandwidth(bandwidth)) for c in chip_objs) / 2
+    ymax = max(c.peak_flops(dtype) for c in chip_objs) * 3
+    for label, intensity in op_list:
+        ax.axvline(intensity, color="0.45", ls=":", lw=1)
+        ax.text(intensity * 1.1, ymax / 1.5, label, rotation=90, fontsize=8, color="0.2", va="top",
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(ymin, ymax)
+    ax.set_xlabel("arithmetic intensity (FLOPs per byte)")
+    ax.set_ylabel(f"attainable {dtype} FLOP/s")
+    ax.set_title(title or f"Rooflines against {bandwidth.upper()} bandwidth")
+    ax.legend(loc="lower right", fontsize=8)
+    return fig
+
+
+def matmul_intensity_chart(D: int = 8192, F: int = 8192, chips=("v5e", "v5p", "v6e", "h100"),
+                           dtype: str = "bf16", w_dtype: str | None = None, batch_range=(1, 65536), ax=None):
+    """Exact arithmetic intensity of ``x[B, D] @ w[D, F]`` against the token batch ``B`` (log-log), with each
+    chip's critical intensity as a horizontal line: where the curve crosses a line is that chip's critical batch.
+
+    Returns the matplotlib Figure.
+    """
+    import numpy as np
+
+    from ..hardware import get_chip
+    from ..roofline import matmul_intensity
+
+    chip_objs = [get_chip(c) for c in ([chips] if isinstance(chips, str) else chips)]
+    lo, hi = _batch_range(batch_range)
+    fig, ax = figure_and_axes(ax)
+    use_book_style()
+    w = w_dtype or dtype
+    bs = np.unique(np.geomspace(lo, hi, 200).astype(int))
+    ax.plot(bs, [matmul_intensity(int(b), D, F, dtype, w, dtype) for b in bs], color="black",
+            label=f"[B, {D}] x [{D}, {F}], {dtype} x {w}")
+    for c in chip_objs:
+        ax.axhline(c.critical_intensity(dtype), color=CHIP_COLORS.get(c.name), ls="--", lw=1.2,
+                   label=f"{c.name} critical intensity ({c.critical_intensity(dtype):.0f})")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("token batch B")
+    ax.set_ylabel("FLOPs per byte")
+    ax.set_title("Matmul intensity against the token batch")
+    ax.legend(loc="lower right", fontsize=8)
+    return fig
+
+
+def matmul_on_roofline(B: int, D: int, F: int, chip="v5e", dtype: str = "bf16", w_dtype: str | None = None,
+                       ax=None, width: float = 6.0, height: float = 3.6):
+    """One chip's roofline with the matmul ``x[B, D] @ w[D, F]`` placed on it: its intensity, the FLOP/s it can
+    attain (FLOPs over the perfect-overlap time), and its time bounds in the title. Used by the explorer widget.
+
+    Returns the matplotlib Figure.
+    """
+    import numpy as np
+
+    from ..hardware import get_chip
+    from ..roofline import matmul_time
+    from ..units import fmt
+
+    c = get_chip(chip)
+    r = matmul_time(B, D, F, c, dtype=dtype, w_dtype=w_dtype)
+    peak, bw = c.peak_flops(dtype), c.hbm_bw
+    fig, ax = figure_and_axes(ax, width, height)
+    use_book_style()
+    ridge = peak / bw
+    lo = min(0.1, r.intensity / 10)
+    hi = max(1e4, r.intensity * 10)
+    x = np.geomspace(lo, hi, 300)
+    color = CHIP_COLORS.get(c.name, "tab:blue")
+    _roof(ax, x, peak, bw, color=color, label=f"{c.name} {dtype} roofline")
+    ax.axvline(ridge, color=color, ls=":", lw=1, label=f"critical intensity {ridge:.0f} FLOPs/B")
+    ax.plot([r.intensity], [r.flops / r.lower], "o", color="black", ms=7,
+            label=f"B={B}, D={D}, F={F}: {r.bound}-bound")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_xlabel("arithmetic intensity (FLOPs per byte)")
+    ax.set_ylabel("attainable FLOP/s")
+    ax.set_title(f"T_math {fmt(r.t_math, 's')}, T_comms {fmt(r.t_comms, 's')}: "
+                 f"between {fmt(r.lower, 's')} and {fmt(r.upper, 's')}", fontsize=9)
+    ax.legend(loc="lower right", fontsize=8)
+    return fig
+
+
+def measured_roofline(result, chip=None, ax=None):
+    """Two panels from a :class:`tpu_notes.bench.RooflineMeasurement`: left, every measurement at its intensity
+    and achieved FLOP/s under the fitted roofline (and ``chip``'s datasheet roofline, if given); right, the
+    bandwidth probes' bytes/s against the bytes each call touches, with the fitted bandwidth and the size below
+    which probes were left out of the fit (they run from cache).
+
+    Returns the matplotlib Figure.
+    """
+    import numpy as np
+
+    from ..bench import RooflineMeasurement
+    from ..hardware import get_chip
+
+    if not isinstance(result, RooflineMeasurement):
+        raise TypeError(f"result must be a tpu_notes.bench.RooflineMeasurement; got {type(result).__name__}")
+    fit = result.fit
+    if ax is None:
+        fig, axes = new_figure(ncols=2, width=10.0, height=4.0)
+        left, right = axes[0]
+    else:
+        fig, left, right = ax[0].figure, ax[0], ax[1]
+    use_book_style()
+    every = result.measurements
+    lo = min(m.intensity for m in every) / 3
+    hi = max(max(m.intensity for m in every), fit.critical_intensity) * 3
+    x = np.geomspace(lo, hi, 300)
+    _roof(left, x, fit.peak_flops, fit.bandwidth, color="black",
+          label=f"fitted: {fit.peak_flops:.3g} FLOP/s, {fit.bandwidth:.3g} B/s")
+    if chip is not None:
+        c = get_chip(chip)
+        try:
+            _roof(left, x, c.peak_flops(result.dtype), c.hbm_bw, color=CHIP_COLORS.get(c.name), ls="--",
+                  label=f"{c.name} datasheet")
+        except ValueError:
+            pass
+    mm = result.matmuls
+    left.plot([m.intensity for m in mm], [m.flops_per_s for m in mm], "o", color="tab:blue",
+              label="matmuls [B, D] x [D, F]")
+    for m in mm:
+        left.annotate(f"B={m.shape[0]}" if m.shape else m.label, (m.intensity, m.flops_per_s), fontsize=7,
+                      xytext=(4, -10), textcoords="offset points")
+    cp = result.copies
+    probe_style = {"sum": ("^", "tab:green", "sum(x): reads"), "add": ("s", "tab:orange", "x + 1: reads + writes")}
+    for op in sorted({m.op for m in cp}):
+        marker, color, name = probe_style.get(op, ("s", "tab:gray", op or "probe"))
+        ms = [m for m in cp if m.op == op]
+        left.plot([m.intensity for m in ms], [m.flops_per_s for m in ms], marker, color=color, ms=5, ls="none",
+                  label=f"{name} (all sizes)")
+        right.plot([m.nbytes for m in ms], [m.bytes_per_s for m in ms], marker + "-", color=color, ms=5, label=name)
+    left.set_xscale("log")
+    left.set_yscale("log")
+    left.set_xlabel("arithmetic intensity (FLOPs per byte)")
+    left.set_ylabel(f"achieved {result.dtype} FLOP/s")
+    left.set_title(f"Measured on {result.device_kind} ({result.platform})", fontsize=10)
+    left.legend(loc="lower right", fontsize=7)
+    right.axhline(fit.bandwidth, color="black", lw=1, label="fitted bandwidth")
+    if fit.min_copy_bytes > 0:
+        right.axvline(fit.min_copy_bytes, color="0.4", ls=":", lw=1, label="fit uses probes right of this")
+    right.set_xscale("log")
+    right.set_xlabel("bytes touched per call")
+    right.set_ylabel("bytes/s moved")
+    right.set_yscale("log")
+    right.set_title("Small arrays stay in cache", fontsize=10)
+    right.legend(loc="best", fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def matmul_flops_vs_batch(dims=(4096, 1024), chip="v5e", dtype: str = "bf16", w_dtype: str | None = None,
+                          batch_range=(1, 1024), ax=None):
+    """Chapter 1: the roofline as a function of the token batch. For each ``D`` in ``dims`` (square weights
+    ``D = F``), the FLOP/s that ``x[B, D] @ w[D, D]`` can attain on ``chip`` (its FLOPs over the perfect-overlap
+    time, exact byte count), against ``B``; ``dtype`` is the activation and compute dtype, ``w_dtype`` the
+    weights'. A dot marks the smallest compute-bound ``B`` of each curve; the dashed line is the peak.
+
+    Returns the matplotlib Figure.
+    """
+    import numpy as np
+
+    from ..hardware import get_chip
+    from ..roofline import matmul_time
+
+    c = get_chip(chip)
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    if not dims:
+        raise ValueError("dims must list at least one model dimension D")
+    lo, hi = _batch_range(batch_range)
+    fig, ax = figure_and_axes(ax)
+    use_book_style()
+    peak = c.peak_flops(dtype)
+    bs = np.arange(lo, hi + 1)
+    for i, D in enumerate(dims):
+        times = [matmul_time(int(b), D, D, c, dtype=dtype, w_dtype=w_dtype) for b in bs]
+        attained = np.array([t.flops / t.lower for t in times])
+        bound = np.array([t.bound == "compute" for t in times])
+        first = int(np.argmax(bound)) if bound.any() else None
+        where = f": compute-bound from B = {bs[first]}" if first is not None else ": bandwidth-bound throughout"
+        ax.plot(bs, attained, color=f"C{i}", label=f"D = F = {D}{where}")
+        if first is not None:
+            ax.plot([bs[first]], [attained[first]], "o", color=f"C{i}", ms=5)
+    ax.axhline(peak, color="0.3", ls="--", lw=1, label=f"{c.name} {dtype} peak")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(0, peak * 1.1)
+    ax.set_xlabel("token batch B")
+    ax.set_ylabel(f"attainable {dtype} FLOP/s")
+    ax.set_title(f"[B, D] x [D, D] on {c.name}: {dtype} activations, {w_dtype or dtype} weights", fontsize=10)
+    ax.legend(loc="lower right", fontsize=8)
+    return fig
