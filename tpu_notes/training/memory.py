@@ -1,0 +1,201 @@
+"""Memory of a training step per chip, and how a batch splits over chips (Chapter 5).
+
+Four things live in HBM during training: the **parameters**, their **gradients**, the **optimizer state** (Adam
+keeps two moments per parameter, usually in fp32, and sometimes an fp32 master copy of bf16 weights), and the
+**activations** saved for the backward pass (the remat policy decides which). Sharding divides each by the
+degrees that split it:
+
+- parameters, gradients and optimizer state by ``fsdp × tensor × pipeline`` (expert weights also by ``expert``);
+  the pure ``data`` axis replicates them unless a ZeRO stage shards them over it too (``zero=1``: optimizer
+  state; ``2``: and gradients; ``3``: and parameters, i.e. FSDP);
+- activations by the chips that split the batch (``data × fsdp × expert``) and by ``tensor`` (the activations
+  between blocks are sharded over the tensor axis, ``In[B, D_Y]``); a pipeline stage holds only its layers, but
+  for every microbatch in flight; gradient accumulation (``microbatches > 1`` without a pipeline) holds one
+  microbatch at a time.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from numbers import Real
+from typing import Optional, Union
+
+from ..hardware import get_chip
+from ..transformer import REMAT_POLICIES, as_config
+from ..units import check_choice, check_positive, dtype_bytes, fmt
+from .parallelism import Parallelism
+
+#: Optimizer moments kept per parameter.
+OPTIMIZERS = {"adam": 2, "adamw": 2, "momentum": 1, "sgd": 0}
+#: Remat policies by name: Chapter 4's three, and ``"mlp_outputs"`` (save the outputs of the three big MLP
+#: matmuls, ``D + 2F`` values per token and layer). A number ``k`` instead means ``k`` D-sized checkpoints per layer.
+REMAT = REMAT_POLICIES + ("mlp_outputs",)
+#: Pipeline schedules: GPipe keeps every microbatch's activations until its backward; 1F1B at most ``stages``.
+SCHEDULES = ("1f1b", "gpipe")
+
+Remat = Union[str, float]
+
+
+def check_remat(remat) -> Remat:
+    """A remat policy name from :data:`REMAT` or a positive number of D-sized checkpoints per layer."""
+    if isinstance(remat, str):
+        return check_choice("remat", remat, REMAT)
+    if isinstance(remat, bool) or not isinstance(remat, Real):
+        raise TypeError(f"remat must be one of {list(REMAT)} or a number of D-sized checkpoints per layer; "
+                        f"got {remat!r}")
+    return check_positive("remat", remat)
+
+
+def activation_values_per_token_layer(model, remat: Remat = "full_block") -> float:
+    """Values saved per token and layer for the backward pass under ``remat`` (elements, not bytes)."""
+    m = as_config(model)
+    remat = check_remat(remat)
+    if not isinstance(remat, str):
+        return remat * m.d_model
+    if remat == "mlp_outputs":
+        F = m._avg_active_ff()
+        return m.d_model + (2 if m.gated_mlp else 1) * F
+    return float(sum(m.saved_activations(remat).values()))
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """HBM used by one chip during a training step, in bytes."""
+
+    params: float        # weights held by this chip
+    grads: float         # gradients held by this chip
+    optimizer: float     # optimizer moments (and fp32 master weights) held in HBM by this chip
+    activations: float   # activations saved for the backward pass
+    total: float         # sum of the above
+
+    def fits(self, chip, fraction: float = 1.0) -> bool:
+        """True when ``total`` is at most ``fraction`` of the chip's HBM."""
+        return self.total <= check_positive("fraction", fraction) * get_chip(chip).hbm_bytes
+
+    def __repr__(self) -> str:
+        return "MemoryBreakdown(" + ", ".join(f"{f.name}={fmt(getattr(self, f.name), 'B')}" for f in fields(self)) + ")"
+
+
+def _param_counts(m) -> tuple[float, float]:
+    """(non-expert parameters, routed-expert parameters) of a model."""
+    expert = m.n_moe_layers * m.n_experts * m.expert_params() if m.is_moe else 0
+    return float(m.param_count() - expert), float(expert)
+
+
+def optimizer_bytes_per_param(optimizer: str = "adam", moment_dtype: str = "fp32",
+                              master_weights: bool = False) -> float:
+    """Bytes of optimizer state per parameter: moments × bytes (Adam in fp32: 8), +4 with an fp32 master copy."""
+    n = OPTIMIZERS[check_choice("optimizer", optimizer, OPTIMIZERS)]
+    if not isinstance(master_weights, bool):
+        raise TypeError(f"master_weights must be True or False; got {master_weights!r}")
+    return n * dtype_bytes(moment_dtype) + (4.0 if master_weights else 0.0)
+
+
+def training_memory(model, parallelism: Optional[Parallelism] = None, batch_tokens: int = 1, seq_len: int = 1, *,
+                    optimizer: str = "adam", param_dtype: str = "bf16", grad_dtype: Optional[str] = None,
+                    moment_dtype: str = "fp32", master_weights: bool = False, remat: Remat = "full_block",
+                    activation_dtype: str = "bf16", zero: int = 0, offload_optimizer: bool = False,
+                    schedule: str = "1f1b") -> MemoryBreakdown:
+    """Bytes per chip of a training step of ``model`` laid out as ``parallelism`` (default: one chip).
+
+    ``batch_tokens`` is the global batch in tokens (all slices), ``seq_len`` the sequence length. Adam with bf16
+    parameters and fp32 moments costs ``2 + 8 = 10`` bytes per parameter before gradients (``grad_dtype`` defaults to
+    ``param_dtype``); ``master_weights=True`` adds an fp32 copy (16 bytes with bf16 gradients). ``zero`` (0–3) is the
+    ZeRO stage applied over the pure ``data`` axis. ``offload_optimizer`` keeps the optimizer state in host memory
+    (it then costs PCIe time, not HBM). ``schedule`` is the pipeline schedule (:data:`SCHEDULES`).
+    """
+    m = as_config(model)
+    p = Parallelism() if parallelism is None else parallelism
+    if not isinstance(p, Parallelism):
+        raise TypeError(f"parallelism must be a Parallelism; got {type(p).__name__}")
+    batch_tokens = check_positive("batch_tokens", batch_tokens, integer=True)
+    seq_len = check_positive("seq_len", seq_len, integer=True)
+    zero = check_positive("zero", zero, integer=True, allow_zero=True)
+    if zero > 3:
+        raise ValueError(f"zero must be a ZeRO stage 0, 1, 2 or 3; got {zero}")
+    schedule = check_choice("schedule", schedule, SCHEDULES)
+    if not isinstance(offload_optimizer, bool):
+        raise TypeError(f"offload_optimizer must be True or False; got {offload_optimizer!r}")
+    if p.expert > 1 and not m.is_moe:
+        raise ValueError(f"expert={p.expert} needs a mixture-of-experts model; {m.name or 'this model'} is dense")
+    if p.pipeline > 1 and m.n_layers % p.pipeline:
+        raise ValueError(f"pipeline={p.pipeline} must divide n_layers={m.n_layers}")
+    pb, gb = dtype_bytes(param_dtype), dtype_bytes(grad_dtype or param_dtype)
+    ob = optimizer_bytes_per_param(optimizer, moment_dtype, master_weights)
+
+    dense, expert = _param_counts(m)
+    model_shards = p.fsdp * p.tensor * p.pipeline
+    per_chip = dense / model_shards + expert / (model_shards * p.expert)
+    params = per_chip * pb / (p.data if zero >= 3 else 1)
+    grads = per_chip * gb / (p.data if zero >= 2 else 1)
+    optim = 0.0 if offload_optimizer else per_chip * ob / (p.data if zero >= 1 else 1)
+
+    per_token_layer = activation_values_per_token_layer(m, remat)
+    tokens_per_mb = batch_tokens / (p.batch_shards * p.microbatches)
+    in_flight = 1 if p.pipeline == 1 else (p.microbatches if schedule == "gpipe" else min(p.pipeline, p.microbatches))
+    layers = m.n_layers / p.pipeline
+    acts = dtype_bytes(activation_dtype) * per_token_layer * layers * tokens_per_mb * in_flight / p.tensor
+    return MemoryBreakdown(params=params, grads=grads, optimizer=optim, activations=acts,
+                           total=params + grads + optim + acts)
+
+
+def min_chips_for_memory(model, chip, batch_tokens: int, seq_len: int, *, include_grads: bool = True,
+                         fraction: float = 1.0, **kwargs) -> int:
+    """Fewest chips whose HBM holds a training step of ``model`` if everything is sharded evenly (memory alone).
+
+    ``ceil(total bytes / (fraction × HBM per chip))`` where the total is :func:`training_memory` on one chip (same
+    keyword arguments). ``include_grads=False`` follows the scaling book's worked answers, which count
+    parameters, optimizer state and checkpoints only.
+    """
+    c = get_chip(chip)
+    f = check_positive("fraction", fraction)
+    mem = training_memory(model, None, batch_tokens, seq_len, **kwargs)
+    total = mem.total - (0.0 if include_grads else mem.grads)
+    return max(1, math.ceil(total / (f * c.hbm_bytes)))
+
+
+@dataclass(frozen=True)
+class BatchSplit:
+    """How a global batch of ``tokens`` splits over the chips of a layout (uneven splits allowed and reported)."""
+
+    tokens: int                     # global batch, tokens
+    seq_len: int                    # tokens per sequence
+    sequences: int                  # global batch, sequences
+    batch_shards: int               # chips (groups) the batch is split over: data x fsdp x expert x dcn
+    sequences_per_shard: float      # may be fractional: then a sequence is split over several shards
+    tokens_per_shard: float         # tokens each batch shard processes
+    tokens_per_chip: float          # tokens / all chips (the "B / N" of the mixed FSDP + TP roofline)
+    sequence_split: int             # shards that share one sequence (1: whole sequences per shard)
+    even: bool                      # every shard gets the same number of whole sequences (or equal pieces)
+
+    def __str__(self) -> str:
+        how = ("each shard holds whole sequences" if self.sequence_split == 1
+               else f"each sequence is split over {self.sequence_split} shards (needs sequence sharding)")
+        return (f"{self.tokens:,} tokens = {self.sequences:,} sequences of {self.seq_len:,} over {self.batch_shards:,} "
+                f"batch shards: {self.sequences_per_shard:g} sequences ({self.tokens_per_shard:,.0f} tokens) per "
+                f"shard; {how}{'' if self.even else '; UNEVEN: some shards get one sequence more'}")
+
+
+def batch_split(batch_tokens: int, seq_len: int, parallelism: Parallelism) -> BatchSplit:
+    """Split ``batch_tokens`` (whole sequences of ``seq_len``) over the batch shards of ``parallelism``.
+
+    Unlike the sharding notation of Chapter 3, this accepts splits that do not divide: 4M tokens of 4096-token
+    sequences (1024 sequences) over 4096 chips is a quarter sequence per chip, which works only with sequence
+    (context) sharding; 1000 sequences over 64 shards is uneven (some get 16, some 15).
+    """
+    batch_tokens = check_positive("batch_tokens", batch_tokens, integer=True)
+    seq_len = check_positive("seq_len", seq_len, integer=True)
+    if not isinstance(parallelism, Parallelism):
+        raise TypeError(f"parallelism must be a Parallelism; got {type(parallelism).__name__}")
+    if batch_tokens % seq_len:
+        raise ValueError(f"batch_tokens ({batch_tokens:,}) must be a whole number of sequences of seq_len "
+                         f"({seq_len:,})")
+    seqs = batch_tokens // seq_len
+    shards = parallelism.batch_shards
+    if seqs >= shards:
+        split, even = 1, seqs % shards == 0
+    else:
+        split, even = math.ceil(shards / seqs), shards % seqs == 0
+    return BatchSplit(tokens=batch_tokens, seq_len=seq_len, sequences=seqs, batch_shards=shards,
+                      sequences_per_shard=seqs / shards, tokens_per_shard=batch_tokens / shards,
+                      tokens_per_chip=batch_tokens / parallelism.n_chips, sequence_split=split, even=even)

@@ -1,0 +1,196 @@
+"""Search every layout of a training step and rank them by predicted step time (Chapter 5).
+
+:func:`plan` enumerates the degrees of tensor, pipeline, expert, FSDP and data parallelism whose product is the
+slice's chip count, places each on the torus (:func:`~tpu_notes.training.step.map_to_slice`), tries each remat
+policy (and, with a pipeline, several microbatch counts; without one, the fewest gradient-accumulation steps that
+fit), checks memory against HBM, and prices the survivors with :func:`~tpu_notes.training.step.step_time`.
+Candidates that cannot run are kept with the reason: the degrees do not divide the model or the batch, they cannot
+be placed on the axes, or the step does not fit in HBM. When nothing fits the ranking is empty and the reasons say
+why; the planner never raises for a layout, only for bad arguments.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from ..topology import Slice
+from ..transformer import as_config
+from ..units import check_positive, fmt
+from .memory import MemoryBreakdown, check_remat, training_memory
+from .parallelism import Parallelism
+from .step import Layout, StepTime, map_to_slice, step_time
+
+#: Remat policies the planner tries by default (cheapest recompute first).
+DEFAULT_REMAT = ("none", "save_matmul_outputs", "full_block")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One candidate layout with its predicted memory and time (``reason`` is empty when it can run)."""
+
+    parallelism: Parallelism
+    remat: object                        # remat policy name, or D-sized checkpoints per layer
+    layout: Optional[Layout]             # placement on the torus (None if it could not be placed)
+    memory: Optional[MemoryBreakdown]    # bytes per chip (None if not computed)
+    step: Optional[StepTime]             # seconds (None when rejected)
+    reason: str = ""                     # why it was rejected; "" for a runnable layout
+
+    @property
+    def ok(self) -> bool:
+        return not self.reason
+
+    @property
+    def mfu(self) -> float:
+        return self.step.mfu if self.step else 0.0
+
+    def row(self) -> dict:
+        """The plan as a flat dict (for tables and JSON)."""
+        return {"layout": self.parallelism.label(), "remat": self.remat,
+                "placement": self.layout.describe() if self.layout else "",
+                "memory_per_chip_bytes": self.memory.total if self.memory else None,
+                "step_s": self.step.total if self.step else None,
+                "compute_s": self.step.compute if self.step else None,
+                "comms_s": self.step.comms if self.step else None,
+                "bubble_s": self.step.bubble if self.step else None,
+                "comms_over_compute": self.step.comms_ratio if self.step else None,
+                "bound": self.step.bound if self.step else None,
+                "mfu": self.step.mfu if self.step else None, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """The ranking (best first) and the rejected candidates of one :func:`plan` call. Iterates over the ranking."""
+
+    ranked: tuple[Plan, ...]       # runnable layouts by increasing step time
+    rejected: tuple[Plan, ...]     # layouts that cannot run, each with its reason
+    searched: int                  # candidates considered
+
+    def __iter__(self):
+        return iter(self.ranked)
+
+    def __len__(self) -> int:
+        return len(self.ranked)
+
+    def __getitem__(self, i):
+        return self.ranked[i]
+
+    def reasons(self) -> dict[str, int]:
+        """How many candidates were rejected for each kind of reason (the text before the first colon)."""
+        out: dict[str, int] = {}
+        for p in self.rejected:
+            key = p.reason.split(":")[0]
+            out[key] = out.get(key, 0) + 1
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+    def table(self, top: int = 10) -> str:
+        """The ``top`` layouts as a fixed-width table (≤ 88 columns), or the rejection reasons if none can run."""
+        if not self.ranked:
+            lines = [f"No layout fits ({self.searched} candidates). Rejected because:"]
+            lines += [f"  {n:6d} x {r}" for r, n in self.reasons().items()]
+            return "\n".join(lines)
+        head = f"{'#':>2} {'layout':<30} {'remat':<12} {'HBM/chip':>9} {'step':>8} {'comms/cmp':>9} {'MFU':>6} bound"
+        lines = [head]
+        for i, p in enumerate(self.ranked[:top], 1):
+            lines.append(f"{i:>2} {p.parallelism.label():<30.30} {str(p.remat):<12.12} {fmt(p.memory.total, 'B'):>9} "
+                         f"{fmt(p.step.total, 's'):>8} {p.step.comms_ratio:>9.2f} {p.step.mfu:>6.1%} {p.step.bound}")
+        return "\n".join(lines)
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def plan(model, slice: Slice, batch_tokens: int, seq_len: int, *, n_slices: int = 1,
+         remat: Sequence = DEFAULT_REMAT, sequence_sharding: bool = False, max_pipeline: int = 16,
+         optimizer: str = "adam", dtype: str = "bf16", hbm_fraction: float = 1.0, overlap: bool = True,
+         max_microbatches: int = 64) -> PlanResult:
+    """Rank every layout of a training step of ``model`` on ``n_slices`` copies of ``slice`` (joined over DCN).
+
+    ``batch_tokens`` is the global batch, ``seq_len`` the sequence length. Without ``sequence_sharding`` a batch
+    shard must hold whole sequences (at most ``batch_tokens / seq_len`` shards). Tensor parallelism must divide
+    the query heads and ``d_ff``; pipeline stages must divide the layers (at most ``max_pipeline``); expert
+    parallelism must divide the experts of a MoE model. A layout fits when its :func:`training_memory` is at most
+    ``hbm_fraction`` of HBM. Returns a :class:`PlanResult`.
+    """
+    m = as_config(model)
+    if not isinstance(slice, Slice):
+        raise TypeError(f"slice must be a tpu_notes.topology.Slice, e.g. Slice('v5p', (16, 16, 16)); "
+                        f"got {type(slice).__name__}")
+    B = check_positive("batch_tokens", batch_tokens, integer=True)
+    S = check_positive("seq_len", seq_len, integer=True)
+    n_slices = check_positive("n_slices", n_slices, integer=True)
+    max_pipeline = check_positive("max_pipeline", max_pipeline, integer=True)
+    max_mb = check_positive("max_microbatches", max_microbatches, integer=True)
+    frac = check_positive("hbm_fraction", hbm_fraction)
+    if isinstance(remat, (str, int, float)):
+        remat = (remat,)
+    policies = tuple(check_remat(r) for r in remat)
+    if not policies:
+        raise ValueError("remat must name at least one policy")
+    if not isinstance(sequence_sharding, bool):
+        raise TypeError(f"sequence_sharding must be True or False; got {sequence_sharding!r}")
+    if B % S:
+        raise ValueError(f"batch_tokens ({B:,}) must be a whole number of sequences of seq_len ({S:,})")
+    hbm = frac * slice.chip.hbm_bytes
+    seqs = B // S
+    N = slice.n_chips
+    divs = _divisors(N)
+    tensors = [t for t in divs if m.n_heads % t == 0 and m.d_ff % t == 0]
+    pipes = [p for p in divs if m.n_layers % p == 0 and p <= max_pipeline]
+    experts = [e for e in divs if m.n_experts % e == 0] if m.is_moe else [1]
+
+    ranked: list[Plan] = []
+    rejected: list[Plan] = []
+    searched = 0
+    for t in tensors:
+        for pp in pipes:
+            for e in experts:
+                if N % (t * pp * e):
+                    continue
+                rest = N // (t * pp * e)
+                for f in _divisors(rest):
+                    base = Parallelism(data=rest // f, fsdp=f, tensor=t, pipeline=pp, expert=e, microbatches=pp,
+                                       dcn=n_slices)
+                    shards = base.batch_shards
+                    try:
+                        lay = map_to_slice(base, slice)
+                    except ValueError as err:
+                        searched += len(policies)
+                        rejected.append(Plan(base, policies[0], None, None, None, f"cannot place: {err}"))
+                        continue
+                    if not sequence_sharding and seqs < shards:
+                        searched += len(policies)
+                        rejected.append(Plan(base, policies[0], lay, None, None,
+                                             f"too few sequences: {seqs} sequences for {shards} batch shards "
+                                             "(allow sequence sharding)"))
+                        continue
+                    mbs = [pp * k for k in (1, 2, 4, 8) if pp * k <= max_mb] if pp > 1 else \
+                        [2**i for i in range(int(math.log2(max_mb)) + 1)]
+                    for r in policies:
+                        searched += 1
+                        best = None
+                        for mb in mbs:
+                            if not sequence_sharding and seqs < shards * mb:
+                                break
+                            cand = Parallelism(data=base.data, fsdp=f, tensor=t, pipeline=pp, expert=e,
+                                               microbatches=mb, dcn=n_slices)
+                            mem = training_memory(m, cand, B, S, optimizer=optimizer, remat=r, param_dtype=dtype)
+                            if mem.total > hbm:
+                                best = best or Plan(cand, r, lay, mem, None,
+                                                    f"does not fit: {fmt(mem.total, 'B')} per chip > "
+                                                    f"{fmt(hbm, 'B')} HBM")
+                                continue
+                            st = step_time(m, cand, slice, B, S, remat=r, dtype=dtype, overlap=overlap, layout=lay)
+                            plan_ = Plan(cand, r, lay, mem, st)
+                            if best is None or not best.ok or st.total < best.step.total:
+                                best = plan_
+                            if pp == 1:
+                                break          # more accumulation steps only repeat the FSDP gathers
+                        if best is None:
+                            best = Plan(base, r, lay, None, None,
+                                        f"too few sequences: {seqs} sequences for {shards} shards x microbatches")
+                        (ranked if best.ok else rejected).append(best)
+    ranked.sort(key=lambda p: (round(p.step.total, 12), p.step.comms_ratio, p.memory.total))
+    return PlanResult(ranked=tuple(ranked), rejected=tuple(rejected), searched=searched)

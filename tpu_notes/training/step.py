@@ -1,0 +1,215 @@
+"""The time of one training step for a layout on a TPU slice: compute, each collective, the pipeline bubble (Ch. 5).
+
+Two steps, each a small function:
+
+1. :func:`map_to_slice` places each parallelism degree on the slice's physical torus axes. A kind takes whole axes
+   when their sizes multiply to its degree (a whole axis keeps its wraparound); otherwise it also takes a
+   contiguous part of one axis, which is priced as a line (no wraparound). Kinds are placed in order of how much
+   bandwidth they need (tensor, expert, FSDP, data, pipeline), so tensor parallelism gets whole rings first.
+2. :func:`step_time` prices one step of a Transformer with :mod:`tpu_notes.collectives`:
+
+   - **compute**: training FLOPs per chip (causal attention included, plus what ``remat`` recomputes) / peak;
+   - **FSDP**: per microbatch, AllGather of this chip's weight shard in the forward and again in the backward,
+     ReduceScatter of the gradients;
+   - **data**: one AllReduce of the gradient shard per step; **DCN**: the slice's gradients AllReduced over
+     DCN at ``slice chips × W_dcn`` (the large-ring form ``2V / W``, as in the chapter's critical batch);
+   - **tensor**: per layer and microbatch, AllGather + ReduceScatter of the ``[tokens, D]`` activations around
+     attention and around the MLP, their transposes in the backward, and again in the recomputed forward under
+     ``remat="full_block"``;
+   - **expert**: two AllToAlls (dispatch, combine) per MoE layer, forward and backward;
+   - **pipeline**: one activation and one gradient send per microbatch (one hop, one link), and the bubble
+     ``compute × (P − 1) / M``.
+
+   With ``overlap=True`` communication hides under compute (``max``, the chapter's lower bound); otherwise they
+   add. The bubble always adds.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+from .. import collectives as coll
+from ..topology import Slice
+from ..transformer import as_config
+from ..units import check_choice, check_positive, dtype_bytes, fmt
+from .cost import flops_per_token
+from .memory import SCHEDULES, _param_counts, check_remat
+from .parallelism import Parallelism
+
+#: Placement order of the kinds on the torus: the most bandwidth-hungry first.
+PLACEMENT_ORDER = ("tensor", "expert", "fsdp", "data", "pipeline")
+
+
+@dataclass(frozen=True)
+class AxisPart:
+    """Part of one physical torus axis given to one kind of parallelism."""
+
+    axis: int           # index of the slice axis
+    size: int           # chips along it
+    wraparound: bool    # True only for a whole axis that closes into a ring
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A :class:`Parallelism` placed on the axes of a :class:`~tpu_notes.topology.Slice`."""
+
+    parallelism: Parallelism
+    slice: Slice
+    parts: Mapping[str, tuple[AxisPart, ...]]   # kind -> the axis parts it uses (empty for a degree of 1)
+
+    def sizes(self, kind: str) -> tuple[int, ...]:
+        return tuple(p.size for p in self.parts[kind])
+
+    def wraps(self, kind: str) -> tuple[bool, ...]:
+        return tuple(p.wraparound for p in self.parts[kind])
+
+    def describe(self) -> str:
+        """E.g. ``"fsdp: x16(ring) y16(ring) z4(line); tensor: z4(line)"``."""
+        names = "xyzw"
+        out = []
+        for kind in PLACEMENT_ORDER:
+            if self.parts[kind]:
+                out.append(f"{kind}: " + " ".join(f"{names[p.axis]}{p.size}({'ring' if p.wraparound else 'line'})"
+                                                  for p in self.parts[kind]))
+        return "; ".join(out) or "one chip"
+
+
+def map_to_slice(parallelism: Parallelism, slc: Slice) -> Layout:
+    """Place ``parallelism`` on ``slc`` (see the module docstring); ``ValueError`` when the degrees do not fit."""
+    if not isinstance(parallelism, Parallelism):
+        raise TypeError(f"parallelism must be a Parallelism; got {type(parallelism).__name__}")
+    if not isinstance(slc, Slice):
+        raise TypeError(f"slice must be a tpu_notes.topology.Slice; got {type(slc).__name__}")
+    if parallelism.chips_per_slice != slc.n_chips:
+        raise ValueError(f"the degrees of {parallelism} multiply to {parallelism.chips_per_slice} chips, but the slice "
+                         f"{slc.shape} has {slc.n_chips}; they must be equal (dcn counts slices, not chips)")
+    left = list(slc.shape)                 # chips of each axis not yet given away
+    whole = [True] * len(left)             # axis untouched so far
+    parts: dict[str, tuple[AxisPart, ...]] = {}
+    for kind in PLACEMENT_ORDER:
+        d = getattr(parallelism, kind)
+        if d == 1:
+            parts[kind] = ()
+            continue
+        best = None
+        free = [i for i in range(len(left)) if whole[i]]
+        for r in range(len(free), -1, -1):
+            for combo in itertools.combinations(free, r):
+                prod = math.prod(left[i] for i in combo)
+                if d % prod:
+                    continue
+                rest = d // prod
+                if rest == 1:
+                    best = (combo, None)
+                    break
+                for j in range(len(left)):
+                    if j not in combo and left[j] % rest == 0 and left[j] > 1:
+                        best = (combo, j)
+                        break
+                if best:
+                    break
+            if best:
+                break
+        if best is None:
+            raise ValueError(f"{kind}={d} cannot be placed on the axes left of slice {slc.shape} ({left}); choose "
+                             "degrees that are products of whole axes and parts of axes")
+        combo, j = best
+        got = [AxisPart(i, left[i], slc.wraparound[i]) for i in combo]
+        for i in combo:
+            left[i], whole[i] = 1, False
+        if j is not None:
+            rest = d // math.prod(p.size for p in got)
+            got.append(AxisPart(j, rest, False))
+            left[j] //= rest
+            whole[j] = False
+        parts[kind] = tuple(got)
+    return Layout(parallelism=parallelism, slice=slc, parts=parts)
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One training step on one chip, in seconds (and the utilisation it implies)."""
+
+    compute: float                          # training FLOPs (remat included) / peak, seconds
+    collectives: Mapping[str, float]        # seconds of each kind's communication ("fsdp", "tensor", ...)
+    bubble: float                           # pipeline idle time, seconds
+    comms: float                            # sum of the collectives, seconds
+    total: float                            # the step, seconds
+    bound: str                              # "compute", or the kind whose communication sets the step
+    mfu: float                              # model FLOPs (no remat) / (total × peak)
+    hfu: float                              # hardware FLOPs (with remat) / (total × peak)
+
+    @property
+    def comms_ratio(self) -> float:
+        """Communication over compute time (> 1: communication-bound)."""
+        return self.comms / self.compute if self.compute else math.inf
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{k}={fmt(v, 's')}" for k, v in self.collectives.items() if v)
+        return (f"StepTime(total={fmt(self.total, 's')}, compute={fmt(self.compute, 's')}, comms={fmt(self.comms, 's')}"
+                f"{' [' + parts + ']' if parts else ''}, bubble={fmt(self.bubble, 's')}, bound={self.bound!r}, "
+                f"mfu={self.mfu:.1%})")
+
+
+def step_time(model, parallelism: Parallelism, slice: Slice, batch_tokens: int, seq_len: int, *,
+              remat="full_block", dtype: str = "bf16", overlap: bool = True, hop_latency: float = 1e-6,
+              layout: Layout | None = None) -> StepTime:
+    """Seconds of one training step of ``model`` with ``parallelism`` on ``slice`` (``parallelism.dcn`` copies of
+    it over DCN), for a global batch of ``batch_tokens`` tokens in sequences of ``seq_len``. See the module
+    docstring for what is priced; ``layout`` reuses a placement from :func:`map_to_slice`."""
+    m = as_config(model)
+    p = parallelism
+    lay = layout if layout is not None else map_to_slice(p, slice)
+    c = lay.slice.chip
+    B = check_positive("batch_tokens", batch_tokens, integer=True)
+    S = check_positive("seq_len", seq_len, integer=True)
+    remat = check_remat(remat)
+    if not isinstance(overlap, bool):
+        raise TypeError(f"overlap must be True or False; got {overlap!r}")
+    flops_remat = remat if isinstance(remat, str) and remat in ("none", "save_matmul_outputs", "full_block") \
+        else "save_matmul_outputs"
+    peak = c.peak_flops(dtype)
+    b = dtype_bytes(dtype)
+    W = c.bandwidth("ici")
+    n = p.n_chips
+
+    model_flops = B * flops_per_token(m, include_attention=True, seq_len=S) / n
+    hw_flops = B * flops_per_token(m, include_attention=True, seq_len=S, remat=flops_remat) / n
+    compute = hw_flops / peak
+
+    def ici(kind: str, fn, nbytes: float) -> float:
+        return fn(nbytes, list(lay.sizes(kind)), W, wraparound=list(lay.wraps(kind)),
+                  hop_latency=hop_latency).total
+
+    dense, expert = _param_counts(m)
+    shard_w = (dense / (p.tensor * p.pipeline) + expert / (p.tensor * p.pipeline * p.expert)) * b
+    M = p.microbatches
+    tokens_mb = B / (p.batch_shards * M)            # tokens per batch shard per microbatch
+    layers = m.n_layers / p.pipeline
+    times = {"fsdp": 0.0, "data": 0.0, "tensor": 0.0, "expert": 0.0, "pipeline": 0.0, "dcn": 0.0}
+    if p.fsdp > 1:
+        ag = ici("fsdp", coll.all_gather_time, shard_w)
+        times["fsdp"] = M * 3 * ag                  # AG forward, AG backward, RS gradients (same cost)
+    if p.data > 1:
+        times["data"] = ici("data", coll.all_reduce_time, shard_w / p.fsdp)
+    if p.dcn > 1:
+        times["dcn"] = 2 * (dense + expert) * b / (p.chips_per_slice * c.bandwidth("dcn"))
+    if p.tensor > 1:
+        per = ici("tensor", coll.all_gather_time, tokens_mb * m.d_model * b)
+        per_layer = 2 * 4 + (2 * 2 if remat == "full_block" else 0)   # 2 blocks x (AG+RS fwd, RS+AG bwd) [+ remat]
+        times["tensor"] = M * layers * per_layer * per
+    if p.expert > 1 and m.is_moe:
+        moe_layers = m.n_moe_layers / p.pipeline
+        v = p.expert * tokens_mb * m.experts_per_token * m.d_model * b / p.tensor
+        times["expert"] = M * moe_layers * 4 * ici("expert", coll.all_to_all_time, v)
+    if p.pipeline > 1:
+        send = tokens_mb * m.d_model * b / p.tensor / c.bandwidth("ici_oneway") + hop_latency
+        times["pipeline"] = 2 * M * send
+    comms = sum(times.values())
+    bubble = compute * (p.pipeline - 1) / M
+    total = (max(compute, comms) if overlap else compute + comms) + bubble
+    bound = "compute" if compute >= comms else max(times, key=times.get)
+    return StepTime(compute=compute, collectives={k: v for k, v in times.items() if v}, bubble=bubble, comms=comms,
+                    total=total, bound=bound, mfu=model_flops / (total * peak), hfu=hw_flops / (total * peak))
