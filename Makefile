@@ -9,7 +9,7 @@ export JAX_PLATFORMS ?= cpu
 export PYTHONHASHSEED := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: book test execute lab bench venv clean browser node screenshots
+.PHONY: book test execute lab bench bench-planner venv clean browser node screenshots
 
 venv: $(STAMP)
 
@@ -55,8 +55,11 @@ lab: $(STAMP)
 	@$(PY) -m pip install -q jupyterlab >> $(VENV)/install.log 2>&1
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root,) notebooks/
 
-bench: $(STAMP)
-	$(PY) -m tpu_notes.bench
+bench: $(STAMP) bench-planner
+	$(PY) -m tpu_notes bench
+
+bench-planner: $(STAMP)
+	$(PY) benchmarks/planner.py
 
 clean:
 	rm -rf _build _vendor

@@ -1,0 +1,113 @@
+"""``python -m tpu_notes``: the book's command-line entry, one subcommand per job.
+
+- ``plan``: rank training layouts of a model on a TPU slice (Chapter 5, :func:`tpu_notes.training.plan`);
+- ``bench``: measure this machine's roofline and compare with the model (Chapter 1, :mod:`tpu_notes.bench`).
+
+Bad input prints one line to stderr and exits with status 2; ``--help`` explains every flag.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from typing import Optional, Sequence
+
+_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "ki": 2**10, "mi": 2**20, "gi": 2**30}
+
+
+def parse_count(text: str, name: str = "value") -> int:
+    """``"4M"`` → 4,000,000; ``"4Mi"`` → 4,194,304; ``"3e6"`` and ``"1024"`` as written. Must be a whole number."""
+    if not isinstance(text, str):
+        raise TypeError(f"{name} must be a string such as '4M'; got {type(text).__name__}")
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmgt]i?)?\s*", text.lower())
+    if not m:
+        raise ValueError(f"{name} must be a number with an optional suffix k, M, G, T (powers of 1000) or Ki, Mi, "
+                         f"Gi (powers of 1024), e.g. 4M or 4Mi; got {text!r}")
+    value = float(m.group(1)) * _SUFFIX[m.group(2) or ""]
+    if value != int(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive whole number; {text!r} is {value:g}")
+    return int(value)
+
+
+def parse_slice(text: str):
+    """``"v5p:16x16x16"`` → ``Slice("v5p", (16, 16, 16))``; ``"v5p"`` alone → the full pod."""
+    from .topology import Slice, pod
+
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("slice must look like CHIP:AxBxC, e.g. v5p:16x16x16 or v5e:16x16 (or a chip name for a "
+                         f"full pod); got {text!r}")
+    chip, _, shape = text.strip().partition(":")
+    if not shape:
+        return pod(chip)
+    if not re.fullmatch(r"\d+(x\d+)*", shape.lower()):
+        raise ValueError(f"slice shape must be axis sizes joined by 'x', e.g. 16x16x16; got {shape!r}")
+    return Slice(chip, tuple(int(s) for s in shape.lower().split("x")))
+
+
+def _plan(args) -> int:
+    from .training import plan
+
+    slc = parse_slice(args.slice)
+    result = plan(args.model, slc, parse_count(args.batch_tokens, "--batch-tokens"), args.seq_len,
+                  n_slices=args.slices, sequence_sharding=args.sequence_sharding,
+                  remat=tuple(args.remat) if args.remat else ("none", "save_matmul_outputs", "full_block"))
+    if args.json:
+        json.dump({"model": args.model, "slice": repr(slc), "slices": args.slices, "searched": result.searched,
+                   "ranked": [p.row() for p in result.ranked[:args.top]], "rejected_reasons": result.reasons()},
+                  sys.stdout, indent=1)
+        print()
+    else:
+        print(f"{args.model} on {args.slices} x {slc!r}, batch {parse_count(args.batch_tokens):,} tokens, "
+              f"sequences of {args.seq_len:,}: {len(result)} runnable of {result.searched} candidates")
+        print(result.table(args.top))
+        if result.ranked:
+            print(f"best placement: {result.ranked[0].layout.describe()}")
+    return 0
+
+
+def _bench(args) -> int:
+    from .bench import main as bench_main
+
+    return bench_main(args.rest)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m tpu_notes", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{plan,bench}")
+    p = sub.add_parser("plan", help="rank training layouts of a model on a TPU slice (Chapter 5)",
+                       description="Rank every data/FSDP/tensor/pipeline layout of one training step by predicted "
+                                   "step time, with memory per chip, the comms/compute ratio and MFU.")
+    p.add_argument("--model", required=True, help="a preset model name (e.g. llama3-70b, llama3-405b, llama2-13b)")
+    p.add_argument("--slice", required=True,
+                   help="the TPU slice as CHIP:AxBxC (e.g. v5p:16x16x16, v5e:16x16), or a chip name for a full pod")
+    p.add_argument("--batch-tokens", required=True,
+                   help="global batch in tokens; suffixes k/M/G are powers of 1000, Ki/Mi of 1024 (4M or 4Mi)")
+    p.add_argument("--seq-len", required=True, type=int, help="tokens per sequence (the batch holds whole sequences)")
+    p.add_argument("--slices", type=int, default=1, help="copies of the slice joined by data parallelism over DCN")
+    p.add_argument("--sequence-sharding", action="store_true",
+                   help="allow splitting one sequence over several batch shards (context parallelism)")
+    p.add_argument("--remat", action="append", metavar="POLICY",
+                   help="remat policy to try (repeatable): none, save_matmul_outputs, full_block, mlp_outputs")
+    p.add_argument("--top", type=int, default=10, help="how many layouts to print (default 10)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_plan)
+    b = sub.add_parser("bench", help="measure this machine's roofline (Chapter 1); flags after it go to the bench",
+                       add_help=False)
+    b.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of python -m tpu_notes.bench")
+    b.set_defaults(func=_bench)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, TypeError) as err:
+        print(f"python -m tpu_notes {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
