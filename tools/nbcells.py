@@ -16,22 +16,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
+sys.path.insert(0, str(ROOT / "tools"))
 
-#: The whole book, in order: (file stem, chapter title). A stem whose notebook does not exist yet is "coming".
-CHAPTERS = [
-    ("01_rooflines", "Rooflines"),
-    ("02_tpus", "How TPUs compute and talk"),
-    ("03_sharded_matmuls", "Sharded matmuls and collectives"),
-    ("04_transformer_math", "Transformer math"),
-    ("05_training_parallelism", "Training parallelism"),
-    ("06_training_llama3", "Training Llama 3"),
-    ("07_inference", "Inference"),
-    ("08_serving_llama3", "Serving Llama 3"),
-    ("09_profiling", "Profiling"),
-    ("10_jax_programming", "Programming TPUs in JAX"),
-    ("11_gpus", "GPUs"),
-    ("12_conclusion", "Conclusion"),
-]
+import chapters  # noqa: E402  (the list of chapters)
+import status  # noqa: E402  (tools/status.py: imports chapters, never this module)
+
+CHAPTERS = chapters.CHAPTERS
 
 
 def repo_settings() -> tuple[str, str, str]:
@@ -67,7 +57,8 @@ def setup_source() -> str:
 # (real accelerators when there are 8, simulated CPU devices otherwise).
 import os, subprocess, sys
 if "google.colab" in sys.modules or os.environ.get("TPU_NOTES_FORCE_COLAB"):
-    repo = os.environ.get("TPU_NOTES_REPO", "https://github.com/{repo}")
+    repo = "https://github.com/{repo}"
+    repo = os.environ.get("TPU_NOTES_REPO", repo)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                     f"git+{{repo}}@{ref}"], check=True)
 
@@ -78,11 +69,7 @@ print(devices.describe())'''
 
 def _toc_stems() -> set[str]:
     """Stems of the chapter notebooks listed in _toc.yml (only those become pages of the book)."""
-    import re
-
-    toc = ROOT / "_toc.yml"
-    text = toc.read_text() if toc.exists() else ""
-    return set(re.findall(r"^\s*-\s*file:\s*notebooks/(\w+)\s*$", text, re.M))
+    return chapters.toc_stems(ROOT)
 
 
 def footer_source(stem: str) -> str:
@@ -173,10 +160,7 @@ def main(argv=None) -> int:
             path.write_text(json.dumps(refresh(nb, stem), indent=1, ensure_ascii=False) + "\n")
             print(f"refreshed {path.relative_to(ROOT)}: {problems}")
     if not args.check and NOTEBOOKS == Path(__file__).resolve().parent.parent / "notebooks":  # not under tests
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import status  # tools/status.py: the status page lists the chapters of _toc.yml
-
-        status.write()
+        status.write()  # the status page lists the chapters of _toc.yml
     return 1 if bad else 0
 
 

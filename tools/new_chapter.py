@@ -25,8 +25,13 @@ def _md(text: str) -> dict:
     return {"cell_type": "markdown", "id": None, "metadata": {}, "source": text}
 
 
-def _code(text: str, tags: list[str] | None = None) -> dict:
-    return {"cell_type": "code", "id": None, "metadata": {"tags": tags or []}, "execution_count": None,
+def _code(text: str, tags: list[str] | None = None, nbval_reason: str | None = None) -> dict:
+    """A code cell; ``nbval_reason`` tags it ``nbval-ignore-output`` with that reason in its metadata."""
+    metadata = {"tags": list(tags or [])}
+    if nbval_reason is not None:
+        metadata["tags"].append("nbval-ignore-output")
+        metadata["tpu_notes"] = {"nbval_reason": nbval_reason}
+    return {"cell_type": "code", "id": None, "metadata": metadata, "execution_count": None,
             "outputs": [], "source": text}
 
 
@@ -41,6 +46,8 @@ def skeleton(number: int, title: str, chapter: str) -> dict:
               "from tpu_notes.units import fmt\n\nplots.use_book_style()"),
         _md(f"## {number}.1 TODO: the first idea\n\nTODO: prose that explains; the cell below computes it."),
         _code("# TODO: a few lines that compute with tpu_notes and print through fmt"),
+        _code("# TODO: a measurement with tpu_notes.bench beside the prediction (or delete this cell)",
+              nbval_reason="measured timings differ from run to run and from machine to machine"),
         _md(f"### Exercise {number}.1 · TODO\n\nTODO: the statement, in our own words."),
         _code(f"answer = None  # TODO: unit\nexercises.check(\"{ex}\", answer)"),
         _code(f"# Solution\nanswer = None  # TODO: computed with tpu_notes\nexercises.check(\"{ex}\", answer)",

@@ -5,7 +5,7 @@
 
 ``book/status.json`` is written by ``tools/execute.py`` each time it executes a chapter: the wall time, the JAX
 version and the devices of that run. This page turns it into a table, one row per chapter of the book (in the order
-of ``tools/nbcells.py``'s ``CHAPTERS``), including chapters that are not written yet. ``tools/execute.py`` rewrites the
+of ``tools/chapters.py``'s ``CHAPTERS``), including chapters that are not written yet. ``tools/execute.py`` rewrites the
 page after each run and ``tools/build_book.py`` before every build, so the page matches book/status.json; the page
 is committed (the table of contents lists it) and a test fails when it is stale.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
-import nbcells  # noqa: E402
+import chapters  # noqa: E402  (not nbcells: nbcells imports this module)
 
 STATUS_JSON = ROOT / "book" / "status.json"
 STATUS_MD = ROOT / "book" / "status.md"
@@ -31,7 +31,7 @@ def render(status: dict, linked: set[str] | None = None) -> str:
     ``linked``: the chapters that get a link (default: those in _toc.yml). The page depends on nothing else, so
     it changes only when book/status.json or _toc.yml does.
     """
-    linked = nbcells._toc_stems() if linked is None else linked
+    linked = chapters.toc_stems() if linked is None else linked
     lines = [
         "# Status of the chapters",
         "",
@@ -42,7 +42,7 @@ def render(status: dict, linked: set[str] | None = None) -> str:
         "| chapter | status | executed in | JAX | devices |",
         "|---|---|---|---|---|",
     ]
-    for number, (stem, title) in enumerate(nbcells.CHAPTERS, start=1):
+    for number, (stem, title) in enumerate(chapters.CHAPTERS, start=1):
         name = f"[{number} · {title}](../notebooks/{stem}.ipynb)" if stem in linked else f"{number} · {title}"
         run = status.get(stem)
         if run is not None:
