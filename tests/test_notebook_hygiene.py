@@ -158,3 +158,15 @@ def test_tools_import_without_a_cycle():
     code = ("import sys; sys.path.insert(0, 'tools'); import status; "
             "assert 'nbcells' not in sys.modules, 'status imports nbcells'; import nbcells")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+def test_exercise_hints_sit_on_their_own_lines():
+    """A hint is printed under the verdict, indented and wrapped, so the page never clips it."""
+    from tpu_notes import exercises
+
+    for exercise_id in ("ch01.q2", "ch01.q7"):
+        for answer in (None, 3 * exercises.solution(exercise_id)):
+            verdict, *hint = exercises.grade(exercise_id, answer).message.splitlines()
+            assert "Hint" not in verdict and hint and hint[0].startswith("  Hint: ")
+            assert all(line.startswith("        ") for line in hint[1:])
+            assert all(len(line) <= MAX_CODE_COLUMNS for line in hint)

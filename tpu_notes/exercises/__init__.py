@@ -127,13 +127,24 @@ def _matches(answer: Any, ref: Any, ex: Exercise) -> tuple[bool, str]:
     return not wrong, (f" (entries {wrong} are off)" if wrong else "")
 
 
+HINT_WIDTH = 88  # columns: the book's content column shows this much without wrapping
+
+
+def _hint_lines(hint: str) -> str:
+    """The hint on its own lines under the verdict, indented and wrapped to ``HINT_WIDTH`` columns."""
+    import textwrap
+
+    return textwrap.fill(" ".join(hint.split()), width=HINT_WIDTH, initial_indent="  Hint: ",
+                         subsequent_indent="        ", break_on_hyphens=False)
+
+
 def grade(exercise_id: str, answer: Any) -> Grade:
     """Grade ``answer`` for ``exercise_id`` without printing. ``None`` is "not attempted yet"."""
     ex = get(exercise_id)
     unit = f" {ex.unit}" if ex.unit else ""
     if answer is None:
         return Grade(exercise_id, False, False,
-                     f"· {ex.id} ({ex.title}): not attempted yet. Hint: {ex.hint}")
+                     f"· {ex.id} ({ex.title}): not attempted yet.\n{_hint_lines(ex.hint)}")
     try:
         correct, detail = _matches(answer, ex.solve(), ex)
     except TypeError as err:
@@ -143,7 +154,7 @@ def grade(exercise_id: str, answer: Any) -> Grade:
     if correct:
         return Grade(exercise_id, True, True, f"✓ {ex.id} ({ex.title}): correct ({tol}{unit}).")
     return Grade(exercise_id, True, False,
-                 f"✗ {ex.id} ({ex.title}): not {tol} of the reference{detail}. Hint: {ex.hint}")
+                 f"✗ {ex.id} ({ex.title}): not {tol} of the reference{detail}.\n{_hint_lines(ex.hint)}")
 
 
 def check(exercise_id: str, answer: Any) -> None:
