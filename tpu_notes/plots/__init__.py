@@ -15,6 +15,8 @@ from .roofline import (matmul_flops_vs_batch, matmul_intensity_chart, matmul_on_
                        roofline_chart)
 from .style import BOOK_RC, CHIP_COLORS, figure_and_axes, new_figure, use_book_style
 from .tpu import bandwidth_ladder_chart, padding_sweep, systolic_steps, torus_hops
+from .training import (loss_curves_chart, memory_breakdown_chart, pipeline_schedule_chart, planner_chart,
+                       training_roofline_chart)
 from .transformer import attention_share_chart, kv_cache_chart, param_breakdown_chart, remat_tradeoff_chart
 
 __all__ = [
@@ -23,4 +25,6 @@ __all__ = [
     "systolic_steps", "torus_hops", "bandwidth_ladder_chart", "padding_sweep",
     "ring_all_gather_figure", "collective_timing_chart",
     "attention_share_chart", "param_breakdown_chart", "kv_cache_chart", "remat_tradeoff_chart",
+    "training_roofline_chart", "pipeline_schedule_chart", "planner_chart", "loss_curves_chart",
+    "memory_breakdown_chart",
 ]

@@ -1,0 +1,105 @@
+"""Pipeline schedules, simulated: who computes what when, and where the bubble is (Chapter 5).
+
+A pipeline of ``P`` stages (each a run of consecutive layers on its own chips) processes ``M`` microbatches. A
+forward task ``F(s, m)`` of stage ``s`` needs ``F(s − 1, m)``; a backward task ``B(s, m)`` needs ``B(s + 1, m)`` and
+``F(s, m)``. Each stage runs its tasks in a fixed order and starts one as soon as the stage is free and its inputs
+exist:
+
+- **GPipe**: every forward, then every backward (it keeps all ``M`` microbatches' activations);
+- **1F1B**: ``P − s − 1`` warm-up forwards, then one forward and one backward alternately, then the remaining
+  backwards (at most ``P − s`` microbatches in flight on stage ``s``).
+
+Both leave the same idle time, ``(P − 1)(t_F + t_B)`` per stage, i.e. the bubble fraction ``(P − 1)/(M + P − 1)`` of
+:func:`~tpu_notes.training.rooflines.pipeline_bubble_fraction`; 1F1B only needs less memory.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..units import check_choice, check_positive
+
+SCHEDULE_NAMES = ("gpipe", "1f1b")
+#: Largest stages × microbatches simulated (each task is a Python object).
+MAX_TASKS = 100_000
+
+
+@dataclass(frozen=True)
+class Task:
+    """One forward or backward pass of one microbatch on one stage, in units of time."""
+
+    stage: int      # 0 = first stage
+    kind: str       # "F" or "B"
+    microbatch: int
+    start: float
+    end: float
+
+
+def _order(stage: int, stages: int, microbatches: int, schedule: str) -> list[tuple[str, int]]:
+    if schedule == "gpipe":
+        return [("F", m) for m in range(microbatches)] + [("B", m) for m in range(microbatches)]
+    warm = min(stages - stage - 1, microbatches)
+    order = [("F", m) for m in range(warm)]
+    f, b = warm, 0
+    while b < microbatches:
+        if f < microbatches:
+            order.append(("F", f))
+            f += 1
+        order.append(("B", b))
+        b += 1
+    return order
+
+
+def simulate(stages: int, microbatches: int, schedule: str = "1f1b", forward_time: float = 1.0,
+             backward_time: float = 2.0) -> list[Task]:
+    """Every task of one pipelined step with its start and end time (see the module docstring)."""
+    P = check_positive("stages", stages, integer=True)
+    M = check_positive("microbatches", microbatches, integer=True)
+    if 2 * P * M > MAX_TASKS:
+        raise ValueError(f"stages x microbatches = {P * M} is too large to simulate; keep 2·P·M <= {MAX_TASKS}")
+    schedule = check_choice("schedule", schedule, SCHEDULE_NAMES)
+    tf = check_positive("forward_time", forward_time)
+    tb = check_positive("backward_time", backward_time)
+    orders = [_order(s, P, M, schedule) for s in range(P)]
+    done: dict[tuple[str, int, int], float] = {}
+    nxt = [0] * P
+    free = [0.0] * P
+    tasks: list[Task] = []
+    while len(tasks) < 2 * P * M:
+        progressed = False
+        for s in range(P):
+            if nxt[s] == len(orders[s]):
+                continue
+            kind, m = orders[s][nxt[s]]
+            deps = [("F", s - 1, m)] if kind == "F" and s > 0 else []
+            if kind == "B":
+                deps = [("F", s, m)] + ([("B", s + 1, m)] if s < P - 1 else [])
+            if all(d in done for d in deps):
+                start = max([free[s]] + [done[d] for d in deps])
+                end = start + (tf if kind == "F" else tb)
+                done[(kind, s, m)] = end
+                free[s] = end
+                tasks.append(Task(s, kind, m, start, end))
+                nxt[s] += 1
+                progressed = True
+        if not progressed:   # pragma: no cover - the orders above never deadlock
+            raise RuntimeError("pipeline schedule deadlocked")
+    return tasks
+
+
+def bubble_fraction(tasks: list[Task]) -> float:
+    """Idle share of the stages' time between the first start and the last end."""
+    stages = 1 + max(t.stage for t in tasks)
+    span = max(t.end for t in tasks) - min(t.start for t in tasks)
+    busy = sum(t.end - t.start for t in tasks)
+    return 1 - busy / (stages * span)
+
+
+def peak_in_flight(tasks: list[Task], stage: int = 0) -> int:
+    """Most microbatches whose forward has run but whose backward has not, on ``stage`` (activations held)."""
+    events = sorted([(t.end, 1) for t in tasks if t.stage == stage and t.kind == "F"]
+                    + [(t.end, -1) for t in tasks if t.stage == stage and t.kind == "B"])
+    live = peak = 0
+    for _, d in events:
+        live += d
+        peak = max(peak, live)
+    return peak
