@@ -1,4 +1,8 @@
-"""Interactive explorers for the notebooks, built on :mod:`tpu_notes.roofline` and :mod:`tpu_notes.plots`.
+"""Interactive explorers for the notebooks, built on the analysis modules and :mod:`tpu_notes.plots`.
+
+``roofline_explorer`` (Chapter 1: a matmul on a chip's roofline), ``collective_explorer`` (Chapter 3: one
+collective on a slice, its hops and its two cost terms), ``memory_explorer`` (Chapter 4: KV cache and remat
+activations against batch and context).
 
 Each explorer returns an ipywidgets box when ipywidgets can run, and otherwise (ipywidgets missing, or
 ``static=True``) falls back to the static matplotlib figure for its starting settings, so a notebook still shows
@@ -111,3 +115,306 @@ def roofline_explorer(chip="v5e", dtype: str = "bf16", B: int = 256, D: int = 81
         w.observe(draw, names="value")
     draw()
     return widgets.VBox([widgets.HBox([chip_w, dtype_w]), widgets.HBox([b_w, d_w, f_w]), image, text])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Shared by the explorers below: a widgets module or None, and a redraw that stores one small PNG and some text
+# --------------------------------------------------------------------------------------------------------------
+def _widgets_or_none(static: bool):
+    if not isinstance(static, bool):
+        raise TypeError(f"static must be True or False; got {type(static).__name__}")
+    if static:
+        return None
+    try:
+        import ipywidgets
+    except ImportError:
+        return None
+    return ipywidgets
+
+
+def _show(image, text, fig, summary: str) -> None:
+    """Put ``fig`` (as an 80-dpi PNG) and ``summary`` into the explorer's Image and HTML widgets."""
+    import html
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
+    plt.close(fig)
+    image.value = buf.getvalue()
+    text.value = f"<pre>{html.escape(summary)}</pre>"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Chapter 3: one collective on a slice
+# --------------------------------------------------------------------------------------------------------------
+#: Slice shapes offered by the collective explorer, per chip (all valid ``Slice`` shapes).
+SLICE_SHAPES = {"v4p": ((2, 2, 2), (2, 2, 4), (4, 4, 4), (4, 4, 8), (8, 8, 8)),
+                "v5p": ((2, 2, 2), (2, 2, 4), (4, 4, 4), (4, 4, 8), (8, 8, 8)),
+                "v5e": ((2, 2), (4, 4), (4, 8), (8, 8), (8, 16), (16, 16)),
+                "v6e": ((2, 2), (4, 4), (4, 8), (8, 8), (8, 16), (16, 16))}
+#: The shape the explorer starts from when the chip changes.
+DEFAULT_SHAPES = {"v4p": (4, 4, 4), "v5p": (4, 4, 4), "v5e": (4, 4), "v6e": (4, 4)}
+#: Array sizes offered by the collective explorer: powers of 4 from 1 kiB to 4 GiB (bytes).
+NBYTES_CHOICES = tuple(4**k * 1024 for k in range(12))
+COLLECTIVE_CHOICES = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
+
+
+@dataclass(frozen=True)
+class CollectiveOnSlice:
+    """One collective over some axes of a TPU slice, priced by :mod:`tpu_notes.collectives`."""
+
+    chip: str                      # tpu_notes chip name
+    shape: tuple                   # slice shape, chips per axis
+    kind: str                      # "all_gather", "reduce_scatter", "all_reduce" or "all_to_all"
+    axes: tuple                    # axis names the collective runs over, e.g. ("x", "y")
+    nbytes: float                  # V: the whole (gathered / unreduced) array, bytes
+    wraparound: tuple              # per chosen axis: does it close into a ring?
+    hops: int                      # hops of the slowest path (summed over the chosen axes)
+    time: object                   # tpu_notes.collectives.CollectiveTime, seconds
+
+    def summary(self) -> str:
+        """A few lines of text for the explorer."""
+        rings = ", ".join(f"{a}: {'ring' if w else 'line'} of {self.shape['xyz'.index(a)]}"
+                          for a, w in zip(self.axes, self.wraparound))
+        t = self.time
+        return (f"{self.kind} of {fmt(self.nbytes, 'B')} over {''.join(self.axes)} of a {self.chip} "
+                f"{'x'.join(map(str, self.shape))} slice ({rings})\n"
+                f"  {self.hops} hops; bandwidth term {fmt(t.bandwidth_time, 's')}, latency term "
+                f"{fmt(t.latency_time, 's')} -> {fmt(t.total, 's')}, {t.bound}-bound")
+
+
+def collective_point(chip="v5e", shape=(4, 4), kind: str = "all_gather", axes=("x",),
+                     nbytes: float = 64e6) -> CollectiveOnSlice:
+    """The numbers behind :func:`collective_explorer`: ``Slice(chip, shape).collective_time`` plus the hops."""
+    from .collectives import gather_hops
+    from .topology import Slice
+
+    sl = Slice(chip, tuple(shape))
+    t = sl.collective_time(kind, nbytes, axes)
+    idx = sl._axis_indices(axes)
+    wraps = tuple(sl.wraparound[i] for i in idx)
+    hops = sum(gather_hops(sl.shape[i], w) for i, w in zip(idx, wraps))
+    return CollectiveOnSlice(chip=sl.chip.name, shape=tuple(sl.shape), kind=kind, axes=tuple("xyz"[i] for i in idx),
+                             nbytes=float(nbytes), wraparound=wraps, hops=hops, time=t)
+
+
+def collective_explorer(chip="v5e", shape=(4, 4), kind: str = "all_gather", axes=("x",), nbytes: float = 64e6,
+                        static: bool = False):
+    """Explore one collective on a slice: chip, slice shape, kind, mesh axes and array size (Chapter 3).
+
+    Returns an ipywidgets ``VBox`` whose figure (time against ``V`` with the bandwidth and latency terms, see
+    :func:`tpu_notes.plots.collective_cost_chart`) and summary (hops, each term, the bound) redraw on change.
+    Without ipywidgets, or with ``static=True``, returns the static figure for the starting settings.
+    """
+    from . import plots
+
+    point = collective_point(chip, shape, kind, axes, nbytes)      # validates the starting settings either way
+    widgets = _widgets_or_none(static)
+    if widgets is None:
+        return plots.collective_cost_chart(point.chip, point.shape, point.kind, point.axes, point.nbytes)
+
+    style = {"description_width": "60px"}
+
+    def axis_options(shape_):
+        names = "xyz"[: len(shape_)]
+        subsets = [names[i] for i in range(len(names))] + [names[:2]] + ([names] if len(names) == 3 else [])
+        return subsets
+
+    chip_w = widgets.Dropdown(options=sorted(SLICE_SHAPES), value=point.chip if point.chip in SLICE_SHAPES else "v5e",
+                              description="chip", style=style)
+    shapes = SLICE_SHAPES[chip_w.value]
+    shape_w = widgets.Dropdown(options=[("x".join(map(str, s)), s) for s in shapes],
+                               value=point.shape if point.shape in shapes else DEFAULT_SHAPES[chip_w.value],
+                               description="slice",
+                               style=style)
+    kind_w = widgets.Dropdown(options=COLLECTIVE_CHOICES, value=point.kind if point.kind in COLLECTIVE_CHOICES
+                              else "all_gather", description="kind", style=style)
+    axes_w = widgets.Dropdown(options=axis_options(shape_w.value), value="".join(point.axes)
+                              if "".join(point.axes) in axis_options(shape_w.value) else "x", description="axes",
+                              style=style)
+    v_w = widgets.SelectionSlider(options=[(fmt(v, "B"), v) for v in NBYTES_CHOICES],
+                                  value=min(NBYTES_CHOICES, key=lambda v: abs(v - point.nbytes)),
+                                  description="V", style=style)
+    image, text = widgets.Image(format="png"), widgets.HTML()
+
+    def on_chip(*_):
+        options = SLICE_SHAPES[chip_w.value]
+        shape_w.options = [("x".join(map(str, s)), s) for s in options]
+        shape_w.value = DEFAULT_SHAPES[chip_w.value]
+
+    def on_shape(*_):
+        axes_w.options = axis_options(shape_w.value)
+        axes_w.value = "x"
+
+    def draw(*_):
+        try:
+            p = collective_point(chip_w.value, shape_w.value, kind_w.value, tuple(axes_w.value), v_w.value)
+        except ValueError as err:
+            text.value = f"<pre>{err}</pre>"
+            return
+        fig = plots.collective_cost_chart(p.chip, p.shape, p.kind, p.axes, p.nbytes)
+        fig.set_size_inches(5.5, 3.4)
+        _show(image, text, fig, p.summary())
+
+    chip_w.observe(on_chip, names="value")
+    shape_w.observe(on_shape, names="value")
+    for w in (chip_w, shape_w, kind_w, axes_w, v_w):
+        w.observe(draw, names="value")
+    draw()
+    return widgets.VBox([widgets.HBox([chip_w, shape_w, kind_w, axes_w]), v_w, image, text])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Chapter 4: KV cache and remat memory against batch and context
+# --------------------------------------------------------------------------------------------------------------
+MEMORY_MODELS = ("llama2-13b", "llama3-8b", "llama3-70b", "llama3-405b")
+SEQ_CHOICES = tuple(2**k for k in range(9, 18))          # 512 ... 131072 tokens
+SEQUENCE_BATCH_CHOICES = tuple(2**k for k in range(0, 11))   # 1 ... 1024 sequences
+
+
+@dataclass(frozen=True)
+class MemoryPoint:
+    """Memory of one model at one batch and context: what serving and training keep besides the weights."""
+
+    model: str                  # preset name
+    batch: int                  # sequences
+    seq_len: int                # tokens per sequence
+    policy: str                 # remat policy for the activations
+    weight_bytes: float         # bf16 weights, bytes
+    kv_bytes: float             # bf16 KV cache of the batch, bytes
+    activation_bytes: float     # bf16 activations kept for the backward pass under ``policy``, bytes
+    hbm_bytes: float            # HBM of one chip, bytes
+    chip: str                   # the chip whose HBM is compared
+
+    def summary(self) -> str:
+        """A few lines of text for the explorer."""
+        return (f"{self.model}, {self.batch} sequences of {self.seq_len:,} tokens\n"
+                f"  weights {fmt(self.weight_bytes, 'B')}; KV cache {fmt(self.kv_bytes, 'B')} "
+                f"({self.kv_bytes / self.hbm_bytes:.3g} x one {self.chip}'s HBM)\n"
+                f"  training activations, remat '{self.policy}': {fmt(self.activation_bytes, 'B')} "
+                f"({self.activation_bytes / self.hbm_bytes:.3g} x HBM)")
+
+
+def memory_point(model="llama3-8b", batch: int = 16, seq_len: int = 8192, policy: str = "full_block",
+                 chip="v5p") -> MemoryPoint:
+    """The numbers behind :func:`memory_explorer`, from :class:`tpu_notes.transformer.TransformerConfig`."""
+    from .transformer import as_config
+
+    m, c = as_config(model), get_chip(chip)
+    if m.is_mla:
+        raise ValueError(f"model must use GQA attention (MLA activations are not modelled); got {m.name!r}")
+    batch = check_positive("batch", batch, integer=True)
+    seq_len = check_positive("seq_len", seq_len, integer=True)
+    return MemoryPoint(model=m.name, batch=batch, seq_len=seq_len, policy=policy, weight_bytes=2.0 * m.param_count(),
+                       kv_bytes=m.kv_cache_bytes(batch, seq_len),
+                       activation_bytes=m.checkpoint_bytes(batch * seq_len, policy), hbm_bytes=c.hbm_bytes,
+                       chip=c.name)
+
+
+def memory_explorer(model="llama3-8b", batch: int = 16, seq_len: int = 8192, policy: str = "full_block",
+                    chip="v5p", static: bool = False):
+    """Explore the KV cache and the remat activations of a model against batch and context (Chapter 4).
+
+    Returns an ipywidgets ``VBox`` (model, remat policy, batch and context sliders) whose figure
+    (:func:`tpu_notes.plots.memory_vs_context_chart`) and summary redraw on change. Without ipywidgets, or with
+    ``static=True``, returns the static figure for the starting settings.
+    """
+    from . import plots
+    from .transformer import REMAT_POLICIES
+
+    point = memory_point(model, batch, seq_len, policy, chip)      # validates the starting settings either way
+    widgets = _widgets_or_none(static)
+    if widgets is None:
+        return plots.memory_vs_context_chart(point.model, point.batch, point.seq_len, point.chip)
+
+    def nearest(value, choices):
+        return min(choices, key=lambda c: abs(c - value))
+
+    style = {"description_width": "70px"}
+    model_w = widgets.Dropdown(options=MEMORY_MODELS, value=point.model if point.model in MEMORY_MODELS
+                               else "llama3-8b", description="model", style=style)
+    policy_w = widgets.Dropdown(options=REMAT_POLICIES, value=point.policy, description="remat", style=style)
+    batch_w = widgets.SelectionSlider(options=SEQUENCE_BATCH_CHOICES, value=nearest(point.batch,
+                                      SEQUENCE_BATCH_CHOICES), description="sequences", style=style)
+    seq_w = widgets.SelectionSlider(options=SEQ_CHOICES, value=nearest(point.seq_len, SEQ_CHOICES),
+                                    description="context", style=style)
+    image, text = widgets.Image(format="png"), widgets.HTML()
+
+    def draw(*_):
+        p = memory_point(model_w.value, batch_w.value, seq_w.value, policy_w.value, point.chip)
+        fig = plots.memory_vs_context_chart(p.model, p.batch, p.seq_len, p.chip)
+        fig.set_size_inches(5.5, 3.4)
+        _show(image, text, fig, p.summary())
+
+    for w in (model_w, policy_w, batch_w, seq_w):
+        w.observe(draw, names="value")
+    draw()
+    return widgets.VBox([widgets.HBox([model_w, policy_w]), widgets.HBox([batch_w, seq_w]), image, text])
+
+
+# ------------------------------------------------------------------------------------------ planner (Chapter 5)
+#: Slices offered by the planner explorer, as ``python -m tpu_notes plan`` spells them.
+PLANNER_SLICES = ("v5p:16x16x16", "v5p:16x20x28", "v5p:8x16x16", "v5p:4x4x8", "v5e:16x16", "v6e:16x16",
+                  "v4p:16x16x16")
+PLANNER_MODELS = ("llama3-8b", "llama3-70b", "llama3-405b", "llama2-13b")
+
+
+def planner_explorer(model: str = "llama3-70b", slice: str = "v5p:16x16x16", batch_tokens: int = 4 * 2**20,
+                     seq_len: int = 4096, top: int = 8, static: bool = False):
+    """Explore :func:`tpu_notes.training.plan`: pick a model, a slice, a batch and a sequence length and read the
+    ranked layouts (memory per chip, step time, comms/compute, MFU, bound) and why the others were rejected.
+
+    Returns an ipywidgets ``VBox``; without ipywidgets, or with ``static=True``, the static
+    :func:`tpu_notes.plots.planner_chart` of the starting settings.
+    """
+    from . import plots
+    from .__main__ import parse_slice
+    from .training import plan
+
+    if not isinstance(static, bool):
+        raise TypeError(f"static must be True or False; got {type(static).__name__}")
+    top = check_positive("top", top, integer=True)
+    first = plan(model, parse_slice(slice), batch_tokens, seq_len)     # validates the starting settings
+    widgets = None
+    if not static:
+        try:
+            import ipywidgets as widgets
+        except ImportError:
+            widgets = None
+    if widgets is None:
+        return plots.planner_chart(first, top=top)
+
+    style = {"description_width": "90px"}
+    model_w = widgets.Dropdown(options=PLANNER_MODELS, value=model if model in PLANNER_MODELS else PLANNER_MODELS[1],
+                               description="model", style=style)
+    slice_w = widgets.Dropdown(options=PLANNER_SLICES, value=slice if slice in PLANNER_SLICES else PLANNER_SLICES[0],
+                               description="slice", style=style)
+    batches = tuple(2**k for k in range(18, 27))
+    batch_w = widgets.SelectionSlider(options=batches, value=min(batches, key=lambda b: abs(b - batch_tokens)),
+                                      description="batch tokens", style=style)
+    seq_w = widgets.Dropdown(options=(2048, 4096, 8192, 16384, 32768), value=seq_len if seq_len in
+                             (2048, 4096, 8192, 16384, 32768) else 4096, description="seq len", style=style)
+    seqshard_w = widgets.Checkbox(value=False, description="allow sequence sharding")
+    text = widgets.HTML()
+
+    def draw(*_):
+        import html
+
+        try:
+            result = plan(model_w.value, parse_slice(slice_w.value), batch_w.value, seq_w.value,
+                          sequence_sharding=seqshard_w.value)
+        except ValueError as err:
+            text.value = f"<pre>{html.escape(str(err))}</pre>"
+            return
+        lines = [result.table(top)]
+        if result.ranked:
+            lines.append("best placement: " + result.ranked[0].layout.describe())
+        lines.append("rejected: " + ", ".join(f"{n} {r}" for r, n in result.reasons().items()))
+        text.value = f"<pre style='white-space: pre-wrap'>{html.escape(chr(10).join(lines))}</pre>"
+
+    for w in (model_w, slice_w, batch_w, seq_w, seqshard_w):
+        w.observe(draw, names="value")
+    draw()
+    return widgets.VBox([widgets.HBox([model_w, slice_w]), widgets.HBox([batch_w, seq_w]), seqshard_w, text])
