@@ -8,7 +8,8 @@ For every page of _toc.yml (the preface, every chapter, the other pages) this ch
 * hidden solutions (cells tagged hide-cell) start collapsed and open on a click; so do dropdown admonitions;
 * the previous/next links lead to the neighbouring pages of _toc.yml;
 * a chapter's Colab launch link targets this repository and branch and a notebook that exists in the repository;
-* the search page, asked for a word of the page's title, lists the page.
+* the search page, asked for a word of the page's title, lists the page;
+* no code or output block is wider than its box (``scrollWidth > clientWidth``), hidden solutions included.
 Screenshots of each page (its top, and its full length as *-full.png) are saved in _build/screenshots/.
 The table of contents (left sidebar) is visible and lists every page.
 """
@@ -32,12 +33,21 @@ STOP_WORDS = {"chapter", "about", "this", "book", "with", "from", "that", "what"
 
 
 @pytest.fixture(scope="module")
-def site(built_book):
+def chromium():
+    """One headless Chromium context for the module (Playwright's sync API allows one at a time), and the list
+    of requests it blocked (anything not on 127.0.0.1)."""
     why = browser.chromium_missing()
     if why:
         pytest.fail(why)
     blocked: list[str] = []
-    with browser.serve(built_book) as base, browser.launch(blocked) as context:
+    with browser.launch(blocked) as context:
+        yield context, blocked
+
+
+@pytest.fixture(scope="module")
+def site(built_book, chromium):
+    context, blocked = chromium
+    with browser.serve(built_book) as base:
         yield {"base": base, "context": context, "blocked": blocked, "html": built_book}
 
 
@@ -131,6 +141,9 @@ def test_page_in_browser(site, index):
                 problems.append(f"dropdown admonition #{i} does not open on click")
             box.locator("button.toggle-button").first.click()
 
+        # No code or output block is wider than its box (clipped or behind a scroll bar), solutions included.
+        problems += [f"overflow: {o}" for o in browser.overflowing_blocks(page)]
+
         # The table of contents (left sidebar) is shown and lists every page of _toc.yml.
         nav = page.locator(".bd-sidebar-primary")
         if nav.count() == 0 or not nav.first.is_visible():
@@ -213,3 +226,48 @@ def test_every_chapter_notebook_is_a_page():
     on_disk = {f.name for f in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
     assert on_disk <= listed, f"notebooks missing from _toc.yml: {sorted(on_disk - listed)}"
     assert {p.docname for p in PAGES} >= {"book/intro", "book/status"}
+
+
+
+def _overflow_page(body: str, css: str = "") -> str:
+    """A page shaped like the book's (myst-nb's cell markup, the theme's scrolling <pre>) around ``body``."""
+    return (f"<html><head><style>pre {{ overflow: auto; }} main {{ width: 420px; }}</style><style>{css}</style>"
+            f"</head><body><main>{body}</main></body></html>")
+
+
+def _cell(code: str, output: str) -> str:
+    return ('<div class="cell"><div class="cell_input"><div class="highlight"><pre>' + code + "</pre></div></div>"
+            '<div class="cell_output"><div class="output stream"><div class="highlight"><pre>' + output +
+            "</pre></div></div></div></div>")
+
+
+def test_the_overflow_check_flags_wide_blocks_and_the_css_wraps_outputs(chromium):
+    """browser.overflowing_blocks catches a code line or an output line wider than its box (also inside a
+    collapsed solution), and book/assets/book.css makes outputs wrap so they no longer overflow."""
+    book_css = (ROOT / "book" / "assets" / "book.css").read_text()
+    wide = "x = " + "1234567890 " * 20
+    narrow = "x = 1"
+    page = chromium[0].new_page()
+
+    def check(body, css=""):
+        page.set_content(_overflow_page(body, css))
+        return browser.overflowing_blocks(page)
+
+    try:
+        assert check(_cell(narrow, narrow), book_css) == []
+        code = check(_cell(wide, narrow), book_css)
+        assert code and all(o.startswith("code cell") for o in code), code
+        assert any(o.startswith("cell output") for o in check(_cell(narrow, wide)))  # without the book's CSS
+        assert check(_cell(narrow, wide), book_css) == []  # the book's CSS wraps outputs
+        assert check(_cell(narrow, "y" * 400), book_css) == []  # even a line without spaces
+        assert check(f"<div class='highlight'><pre>{wide}</pre></div>", book_css)  # code in the prose
+        hidden = check(f"<details><summary>Solution</summary>{_cell(wide, narrow)}</details>", book_css)
+        assert hidden, "an overflow inside a collapsed solution must be found"
+        assert page.evaluate("() => document.querySelector('details').open") is False, "details left open"
+        # 88 columns (the hygiene test's limit for code cells) fit the narrowest cell box of the book at a
+        # 1280px window (a collapsed solution's, ~666px) with the book's CSS, and not with the theme's 14px.
+        line = "y" * 88
+        assert check(_cell(line, narrow), book_css + " main { width: 666px; }") == []
+        assert check(_cell(line, narrow), " main { width: 666px; } pre { font-size: 14px; padding: 0 16px; }")
+    finally:
+        page.close()

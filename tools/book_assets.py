@@ -1,7 +1,7 @@
 """A small Sphinx extension of the book (loaded through ``sphinx.local_extensions`` in ``_config.yml``).
 
-It removes exact duplicates from each page's list of scripts. With Jupyter Book 1.0.4, sphinx-thebe 0.3 adds its
-inline configuration script twice (its ``env-before-read-docs`` handler runs twice), so every page declared
+It rebuilds every page when the book's own CSS (book/assets/) changes, and removes exact duplicates from each
+page's list of scripts: with Jupyter Book 1.0.4, sphinx-thebe 0.3 adds its inline configuration script twice (its ``env-before-read-docs`` handler runs twice), so every page declared
 ``const THEBE_JS_URL`` twice and the browser logged ``SyntaxError: Identifier 'THEBE_JS_URL' has already been
 declared`` on every page (caught by tests/test_browser.py).
 """
@@ -23,7 +23,35 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
     context["script_files"] = unique
 
 
+def _assets_digest(app) -> str:
+    """A hash of the book's own static files (book/assets/: the CSS)."""
+    import hashlib
+    from pathlib import Path
+
+    h = hashlib.sha256()
+    for folder in app.config.html_static_path:
+        root = Path(app.confdir) / folder
+        if root.name != "assets" or not root.is_dir():  # _vendor has its own stamp (tools/vendor_js.py)
+            continue
+        for f in sorted(root.rglob("*")):
+            if f.is_file():
+                h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _outdated_when_assets_change(app, env, added, changed, removed):
+    """Rewrite every page when book/assets/ changes. Sphinx copies static files only when some page is out of
+    date, and each page links the CSS with a hash of its content (``book.css?v=...``): an incremental build after
+    a CSS-only edit would otherwise keep the old CSS ("no targets are out of date")."""
+    digest = _assets_digest(app)
+    if getattr(env, "book_assets_digest", None) == digest:
+        return []
+    env.book_assets_digest = digest
+    return sorted(env.found_docs)
+
+
 def setup(app):
     # Late priority: after myst-nb and the theme have added their page-specific scripts.
     app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.connect("env-get-outdated", _outdated_when_assets_change)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

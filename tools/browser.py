@@ -140,6 +140,47 @@ def wait_until_rendered(page) -> None:
             pass  # the caller sees that no widget rendered (tests/test_browser.py reports it)
 
 
+#: Blocks whose lines the reader must see whole: code (cell inputs and code in the prose) and cell outputs.
+OVERFLOW_SELECTOR = "pre, div.highlight, div.cell_output .output, div.cell_output table"
+
+#: For each block of OVERFLOW_SELECTOR under ``root`` that is rendered (clientWidth > 0) and wider inside than its
+#: box (scrollWidth > clientWidth: clipped, or hidden behind a scroll bar), a short description of it.
+OVERFLOW_JS = """([root, selector]) => {
+    const scope = document.querySelector(root) || document.body;
+    const bad = [];
+    for (const el of scope.querySelectorAll(selector)) {
+        if (el.clientWidth === 0) continue;
+        if (el.scrollWidth > el.clientWidth + 1) {
+            const where = el.closest('div.cell_input') ? 'code cell' : el.closest('div.cell_output')
+                ? 'cell output' : 'code block';
+            const text = (el.innerText || '').split('\\n').reduce((a, b) => b.length > a.length ? b : a, '');
+            bad.push(`${where} <${el.tagName.toLowerCase()} class="${el.className}"> is ${el.scrollWidth}px wide ` +
+                     `in a ${el.clientWidth}px box; widest line: ${JSON.stringify(text.slice(0, 100))}`);
+        }
+    }
+    return bad;
+}"""
+
+
+def overflowing_blocks(page, root: str = "main") -> list[str]:
+    """Code and output blocks of ``page`` (under the CSS selector ``root``) whose content is wider than their box.
+
+    Collapsed ``<details>`` (hidden solution cells, dropdowns) are opened for the measurement and closed again,
+    so a hidden solution cannot hide an overflow. Measured in the browser: ``scrollWidth > clientWidth``.
+    """
+    opened = page.evaluate("""() => {
+        const closed = Array.from(document.querySelectorAll('details:not([open])'));
+        closed.forEach(d => { d.setAttribute('data-opened-for-overflow', ''); d.open = true; });
+        return closed.length;
+    }""")
+    try:
+        return page.evaluate(OVERFLOW_JS, [root, OVERFLOW_SELECTOR])
+    finally:
+        if opened:
+            page.evaluate("""() => document.querySelectorAll('details[data-opened-for-overflow]')
+                .forEach(d => { d.open = false; d.removeAttribute('data-opened-for-overflow'); })""")
+
+
 def screenshot_all(out: Path = SCREENSHOTS) -> list[Path]:
     """Screenshot every page of the book into ``out`` (its top, and ``-full`` its whole length)."""
     out.mkdir(parents=True, exist_ok=True)

@@ -8,9 +8,9 @@ Steps: ``tools/vendor_js.py`` (MathJax and the widget manager into ``_vendor/``;
 that ``_build/html/index.html`` exists. Notebooks are never executed here: pages show the committed outputs.
 
 Idempotent and cheap to call from tests: a successful build records a hash of everything it read (the config, the
-table of contents, every page listed there, the vendored JS) in ``_build/.book_inputs``; ``--if-stale`` compares
-against it (content, not mtimes, so a fresh ``git clone`` is handled). A file lock serialises concurrent callers,
-e.g. two test sessions, so they never build into the same folder at once.
+table of contents, every page listed there, the vendored JS, the CSS in book/assets/) in ``_build/.book_inputs``;
+``--if-stale`` compares against it (content, not mtimes, so a fresh ``git clone`` is handled). A file lock
+serialises concurrent callers, e.g. two test sessions, so they never build into the same folder at once.
 """
 from __future__ import annotations
 
@@ -53,6 +53,7 @@ def toc_files(root: Path = ROOT) -> list[Path]:
 def inputs_digest(root: Path = ROOT) -> str:
     h = hashlib.sha256()
     files = [root / "_config.yml", root / "_toc.yml", root / "_vendor" / ".stamp"] + toc_files(root)
+    files += sorted((root / "book" / "assets").glob("*"))  # the book's own CSS
     for f in files:
         h.update(str(f.relative_to(root)).encode() + b"\0")
         h.update(f.read_bytes() if f.is_file() else b"<missing>")
