@@ -32,3 +32,19 @@ def make_mesh(shape, names, devices=None):
     except (ImportError, TypeError):  # pragma: no cover - JAX without axis types
         devs = devices if devices is not None else jax.devices()[: int(np.prod(shape))]
         return jax.sharding.Mesh(np.asarray(devs).reshape(shape), names)
+
+
+def pvary(x, axis_name):
+    """Mark ``x`` (a pytree) as varying over ``axis_name`` inside ``shard_map``: ``jax.lax.pvary`` (JAX 0.6-0.8),
+    ``jax.lax.pcast(..., to="varying")`` in newer JAX; the identity in JAX without varying-axis tracking.
+
+    Its transpose is one ``psum`` over ``axis_name``: pvary a weight once before a loop that uses it many times
+    and the backward pass sums its gradient once, instead of once per use.
+    """
+    import jax
+
+    if hasattr(jax.lax, "pcast"):
+        return jax.lax.pcast(x, axis_name, to="varying")
+    if hasattr(jax.lax, "pvary"):  # pragma: no cover - JAX 0.6-0.8
+        return jax.lax.pvary(x, axis_name)
+    return x  # pragma: no cover - old JAX: no varying-axis tracking, nothing to mark

@@ -1,0 +1,124 @@
+"""The layouts of tpu_notes.parallel train the same model to the same losses as one device (fp32 rounding), and
+refuse impossible layouts with a ValueError that names the argument and what is allowed."""
+import jax
+import numpy as np
+import pytest
+from jax.sharding import PartitionSpec as P
+
+from tpu_notes import model, parallel
+from tpu_notes.training import Parallelism
+from tpu_notes.transformer import TransformerConfig, get_model
+
+C = parallel.ORACLE_CONFIG          # 8 heads, F = 256: every 8-way layout divides it
+C4 = C.with_(n_layers=4, name="oracle-tiny-4l")
+STEPS, BATCH, SEQ = 3, 16, 16
+_REF = {}
+
+
+def reference(config):
+    """The single-device loss curve (computed once per config)."""
+    if config not in _REF:
+        _REF[config] = parallel.train(config, Parallelism(), STEPS, BATCH, SEQ)
+    return _REF[config]
+
+
+LAYOUTS = [(C, Parallelism(data=8), None), (C, Parallelism(fsdp=8), None), (C, Parallelism(tensor=8), None),
+           (C, Parallelism(fsdp=2, tensor=4), None), (C, Parallelism(fsdp=4, tensor=2), None),
+           (C, Parallelism(data=2, fsdp=4), None), (C, Parallelism(data=2, tensor=4), None),
+           (C, Parallelism(data=4, pipeline=2, microbatches=2), None),
+           (C, Parallelism(pipeline=2, microbatches=4), 2),           # a pure 2-stage pipeline on 2 devices
+           (C4, Parallelism(data=2, pipeline=4, microbatches=4), None)]
+
+
+@pytest.mark.parametrize("config,layout,n_dev", LAYOUTS, ids=[f"{p.label()}" for _, p, _ in LAYOUTS])
+def test_losses_equal_single_device(config, layout, n_dev):
+    ref = reference(config)
+    devices = jax.devices()[:n_dev] if n_dev else None
+    got = parallel.train(config, layout, STEPS, BATCH, SEQ, devices=devices)
+    assert got.shape == (STEPS,) and np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, ref, rtol=2e-6, atol=1e-5)
+    assert ref[-1] < ref[0] - 0.3          # the model learns its batch: the curve is not flat
+
+
+def test_train_uses_the_seed_and_fresh_batches():
+    same = reference(C)
+    fresh = parallel.train(C, Parallelism(data=8), 2, BATCH, SEQ, same_batch=False)
+    assert fresh[0] == pytest.approx(same[0], rel=1e-6) and abs(fresh[1] - same[1]) > 1e-3
+    other = parallel.train(C, Parallelism(data=8), 1, BATCH, SEQ, seed=1)
+    assert abs(other[0] - same[0]) > 1e-4
+
+
+def test_param_specs_follow_the_layout_rules():
+    shapes = model.param_shapes(C)
+    for p in (Parallelism(data=8), Parallelism(fsdp=2, tensor=4)):
+        specs = parallel.param_specs(C, p)
+        is_spec = lambda x: isinstance(x, P)  # noqa: E731
+        assert jax.tree_util.tree_structure(specs, is_leaf=is_spec) == \
+            jax.tree_util.tree_structure(jax.tree_util.tree_map(lambda _: P(), shapes), is_leaf=is_spec)
+    dp = parallel.param_specs(C, Parallelism(data=8))
+    assert all(s == P() or all(a is None for a in s) for s in jax.tree_util.tree_leaves(
+        dp, is_leaf=lambda x: isinstance(x, P)))
+    mix = parallel.param_specs(C, Parallelism(fsdp=2, tensor=4))
+    layer = mix["layers"][0]
+    assert layer["wq"] == P("fsdp", "tensor", None) and layer["wo"] == P("tensor", None, "fsdp")
+    assert layer["mlp"]["w_up"] == P("fsdp", "tensor") and layer["mlp"]["w_down"] == P("tensor", "fsdp")
+    assert layer["attn_norm"] == P("fsdp") and mix["embed"] == P(None, "fsdp") and mix["unembed"] == P("fsdp", None)
+    pp = parallel.param_specs(C, Parallelism(data=4, pipeline=2, microbatches=2))
+    assert "layers" not in pp and len(pp["stages"]) == 1 and pp["stages"][0]["wq"] == P("pipeline", None, None, None)
+    assert parallel.batch_spec(Parallelism(data=2, fsdp=4)) == P(("data", "fsdp"), None)
+    mesh = parallel.make_mesh(Parallelism(fsdp=2, tensor=4))
+    assert tuple(mesh.axis_names) == ("fsdp", "tensor") and mesh.devices.shape == (2, 4)
+
+
+def test_stage_params_round_trip():
+    params = model.init_params(C4, 0)
+    staged = parallel.stage_params(params, 2)
+    assert len(staged["stages"]) == 2 and staged["stages"][0]["wq"].shape == (2,) + params["layers"][0]["wq"].shape
+    # stage 1, position 0 is layer 2: stages hold consecutive layers
+    np.testing.assert_array_equal(staged["stages"][0]["wq"][1], params["layers"][2]["wq"])
+    back = parallel.unstage_params(staged)
+    for a, b in zip(jax.tree_util.tree_leaves(back), jax.tree_util.tree_leaves(params)):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="n_stages"):
+        parallel.stage_params(params, 3)
+
+
+def test_measure_step_times_a_step():
+    t = parallel.measure_step(C, Parallelism(data=8), BATCH, SEQ, repeats=2)
+    assert t.repeats == 2 and 0 < t.min_s <= t.median_s <= t.max_s and t.compile_s > 0
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(parallelism=Parallelism(data=4)), "multiply to 4 devices but 8"),
+    (dict(parallelism=Parallelism(data=8), batch=12), "batch .12. must be divisible by data x fsdp x expert = 8"),
+    (dict(parallelism=Parallelism(data=2, pipeline=4, microbatches=4)), r"pipeline \(4\) must divide n_layers \(2\)"),
+    (dict(parallelism=Parallelism(expert=8)), "needs a mixture-of-experts model"),
+    (dict(dtype="fp16"), r"dtype must be one of \['fp32', 'bf16'\]"),
+    (dict(config=get_model("tiny-mha"), parallelism=Parallelism(tensor=8)), r"tensor \(8\) must divide n_heads \(4\)"),
+    (dict(config=C.with_(d_ff=260), parallelism=Parallelism(tensor=8)), r"must divide d_ff \(260\)"),
+    (dict(config=C.with_(d_model=36), parallelism=Parallelism(fsdp=8)), r"fsdp \(8\) must divide d_model \(36\)"),
+    (dict(parallelism=Parallelism(data=4, pipeline=2, microbatches=4), batch=8), "microbatches .4. must divide"),
+    (dict(parallelism=Parallelism(fsdp=4, pipeline=2, microbatches=2)), "pipeline combines only with data"),
+    (dict(parallelism=Parallelism(data=8, microbatches=2)), "gradient accumulation is not implemented"),
+    (dict(parallelism=Parallelism(data=4, dcn=2)), "dcn must be 1"),
+    (dict(seq_len=1), "seq_len must be >= 2"),
+])
+def test_bad_layouts_raise(kwargs, match):
+    args = dict(config=C, parallelism=Parallelism(data=8), batch=16, seq_len=16, dtype="fp32")
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        parallel.compiled_step(args["config"], args["parallelism"], args["batch"], args["seq_len"],
+                               dtype=args["dtype"])
+
+
+def test_bad_types_and_steps():
+    with pytest.raises(TypeError, match="parallelism must be"):
+        parallel.make_mesh({"data": 8})
+    with pytest.raises(ValueError, match="steps must be a positive integer"):
+        parallel.train(C, Parallelism(data=8), 0, 16, 16)
+    with pytest.raises(TypeError, match="same_batch"):
+        parallel.train(C, Parallelism(data=8), 1, 16, 16, same_batch="yes")
+    moe = TransformerConfig(d_model=64, d_ff=256, n_layers=2, n_heads=8, n_kv_heads=8, d_head=8, vocab=256,
+                            n_experts=4, experts_per_token=1)
+    with pytest.raises(ValueError, match=r"expert \(8\) must divide n_experts \(4\)"):
+        parallel.compiled_step(moe, Parallelism(expert=8), 16, 16)

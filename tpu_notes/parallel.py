@@ -1,0 +1,697 @@
+"""The layouts of Chapter 5 run for real: one training step of :mod:`tpu_notes.model` split over a JAX mesh.
+
+A :class:`~tpu_notes.training.Parallelism` becomes a mesh whose axes are named after its fields
+(:data:`~tpu_notes.training.MESH_AXES`: ``"data"``, ``"fsdp"``, ``"pipeline"``, ``"expert"``, ``"tensor"``; size-1
+axes dropped) and a ``PartitionSpec`` for every weight (:func:`param_specs`):
+
+- **data** (DP): every weight replicated; the batch split over ``"data"``; XLA AllReduces the gradients.
+- **fsdp** (ZeRO-3): every weight, norm gains included, split over ``"fsdp"`` along its ``d_model`` dimension
+  (``D`` always divides, and it is the dimension the book shards); the batch split over ``"fsdp"`` too. XLA
+  AllGathers each weight before its matmul and ReduceScatters its gradient.
+- **tensor** (Megatron): the heads of ``wq``/``wk``/``wv``/``wo`` and the hidden ``F`` of the MLP split over
+  ``"tensor"``, so attention and MLP each need one activation reduction forward and one backward. The embedding,
+  the unembedding and the norm gains stay replicated over ``"tensor"`` (Megatron also splits the vocabulary; at
+  the book's tiny vocabularies that would add two small reductions to the loss for nothing).
+- **mixtures** combine the rules: a weight's ``D`` over ``"fsdp"`` and its heads or ``F`` over ``"tensor"``; the
+  batch over ``("data", "fsdp")``.
+- **pipeline**: consecutive layers per stage, a GPipe schedule written with ``shard_map`` over ``"pipeline"`` and
+  ``ppermute`` (:func:`pipeline_loss`); combines with ``data``.
+- **expert** (MoE models only): the stacked experts split over ``"expert"``, the batch too.
+
+:func:`compiled_step` lowers and compiles one SGD step (loss, gradients, update) with those shardings: what the
+oracle (:func:`oracle_rows`) parses with :mod:`tpu_notes.hlo` and compares with
+:func:`tpu_notes.training.collectives.predicted_collectives`. :func:`train` runs a few steps and returns the losses,
+equal to a single device's to fp32 rounding; :func:`measure_step` times a step with :func:`tpu_notes.bench.time_fn`.
+
+Importing this module imports JAX.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache, partial
+from typing import Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+from . import hlo
+from . import model as M
+from .compat import make_mesh as _compat_make_mesh
+from .compat import pvary as _pvary
+from .compat import shard_map as _shard_map
+from .training.collectives import PredictedCollective, predicted_collectives
+from .training.parallelism import MESH_AXES, Parallelism
+from .transformer import TransformerConfig, as_config
+from .units import check_positive
+
+#: Parameter dtypes a step can run in.
+STEP_DTYPES = {"fp32": jnp.float32, "bf16": jnp.bfloat16}
+
+#: The layouts Chapter 5 trains side by side (8 devices each; tensor=8 needs 8 heads, e.g. ORACLE_CONFIG).
+TRAIN_LAYOUTS: dict[str, Parallelism] = {
+    "data=8": Parallelism(data=8),
+    "fsdp=8": Parallelism(fsdp=8),
+    "tensor=8": Parallelism(tensor=8),
+    "fsdp=2 x tensor=4": Parallelism(fsdp=2, tensor=4),
+    "data=4 x pipeline=2": Parallelism(data=4, pipeline=2, microbatches=2),
+}
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Checks
+# ------------------------------------------------------------------------------------------------------------
+
+def _check_parallelism(parallelism) -> Parallelism:
+    if not isinstance(parallelism, Parallelism):
+        raise TypeError(f"parallelism must be a tpu_notes.training.Parallelism; got {type(parallelism).__name__}")
+    if parallelism.dcn > 1:
+        raise ValueError(f"parallelism.dcn must be 1 here ({parallelism.dcn} given): one process has no DCN; "
+                         "simulate slices over DCN as data parallelism (data=...)")
+    if parallelism.pipeline > 1 and (parallelism.fsdp > 1 or parallelism.tensor > 1 or parallelism.expert > 1):
+        raise ValueError(f"pipeline combines only with data in tpu_notes.parallel; got {parallelism.label()}. "
+                         "Allowed: data x pipeline")
+    if parallelism.pipeline == 1 and parallelism.microbatches > 1:
+        raise ValueError(f"parallelism.microbatches ({parallelism.microbatches}) > 1 needs pipeline > 1 here "
+                         "(gradient accumulation is not implemented); use microbatches=1")
+    return parallelism
+
+
+def _check_dtype(dtype) -> str:
+    if dtype not in STEP_DTYPES:
+        raise ValueError(f"dtype must be one of {list(STEP_DTYPES)}; got {dtype!r}")
+    return dtype
+
+
+def _check_fits(c: TransformerConfig, p: Parallelism, batch: int, seq_len: int) -> None:
+    """Each degree must divide what it splits; raise a ValueError naming both."""
+    for name, v in (("batch", batch), ("seq_len", seq_len)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be a positive integer; got {v!r}")
+    if seq_len < 2:
+        raise ValueError(f"seq_len must be >= 2 (the loss predicts token t+1 from t); got {seq_len}")
+    if p.expert > 1 and not c.is_moe:
+        raise ValueError(f"parallelism.expert = {p.expert} needs a mixture-of-experts model; "
+                         f"{c.name or 'this model'} is dense (n_experts = 1). Allowed: expert=1")
+    shards = p.data * p.fsdp * p.expert
+    if batch % shards:
+        raise ValueError(f"batch ({batch}) must be divisible by data x fsdp x expert = {shards} "
+                         f"({p.label()}); allowed batches are multiples of {shards}")
+    if p.fsdp > 1 and c.d_model % p.fsdp:
+        raise ValueError(f"parallelism.fsdp ({p.fsdp}) must divide d_model ({c.d_model}), the dimension FSDP shards")
+    if p.tensor > 1:
+        for what, n in (("n_heads", c.n_heads), ("n_kv_heads", c.n_kv_heads),
+                        ("d_ff", c.expert_ff if c.is_moe else c.d_ff)):
+            if n % p.tensor:
+                raise ValueError(f"parallelism.tensor ({p.tensor}) must divide {what} ({n}); "
+                                 f"allowed tensor degrees divide {n}")
+        if c.is_moe and c.n_dense_layers and c.d_ff % p.tensor:
+            raise ValueError(f"parallelism.tensor ({p.tensor}) must divide d_ff ({c.d_ff})")
+    if p.expert > 1 and c.n_experts % p.expert:
+        raise ValueError(f"parallelism.expert ({p.expert}) must divide n_experts ({c.n_experts})")
+    if p.pipeline > 1:
+        if c.n_layers % p.pipeline:
+            raise ValueError(f"parallelism.pipeline ({p.pipeline}) must divide n_layers ({c.n_layers}): each stage "
+                             f"holds the same number of consecutive layers; allowed stages divide {c.n_layers}")
+        per_shard = batch // shards
+        if per_shard % p.microbatches:
+            raise ValueError(f"parallelism.microbatches ({p.microbatches}) must divide the batch per data shard "
+                             f"({per_shard} = batch {batch} / {shards})")
+        if c.is_moe:
+            raise ValueError("pipeline > 1 runs dense models only here; allowed: a dense TransformerConfig")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Mesh and layouts
+# ------------------------------------------------------------------------------------------------------------
+
+def make_mesh(parallelism: Parallelism, devices=None):
+    """The JAX mesh of ``parallelism``: axes named after :data:`MESH_AXES` with size > 1, Auto axis types.
+
+    ``devices`` defaults to all of ``jax.devices()``; their number must equal the product of the degrees. A
+    single-device layout gets a one-device mesh with a size-1 ``"data"`` axis.
+    """
+    p = _check_parallelism(parallelism)
+    devs = list(jax.devices() if devices is None else devices)
+    if p.chips_per_slice != len(devs):
+        raise ValueError(f"the degrees of {p.label()} multiply to {p.chips_per_slice} devices but "
+                         f"{len(devs)} are available; allowed: degrees whose product is {len(devs)} "
+                         f"(or pass devices=jax.devices()[:{p.chips_per_slice}])")
+    shape = p.mesh_shape() or {"data": 1}
+    return _compat_make_mesh(tuple(shape.values()), tuple(shape), devices=devs)
+
+
+def batch_spec(parallelism: Parallelism) -> P:
+    """The ``PartitionSpec`` of the token batch ``[B, T]``: ``B`` over the batch axes (data, fsdp, expert)."""
+    axes = tuple(a for a in ("data", "fsdp", "expert") if getattr(parallelism, a) > 1)
+    return P(axes if axes else None, None)
+
+
+def _weight_spec(name: str, ndim: int, p: Parallelism, moe_stack: bool = False) -> P:
+    """The spec of one layer weight by its name in :mod:`tpu_notes.model` (``"wq"``, ``"w_up"``...)."""
+    f = "fsdp" if p.fsdp > 1 else None
+    t = "tensor" if p.tensor > 1 else None
+    if name in ("attn_norm", "mlp_norm"):
+        return P(f)
+    if name in ("wq", "wk", "wv"):                 # [D, heads, H]
+        return P(f, t, None)
+    if name == "wo":                               # [N, H, D]
+        return P(t, None, f)
+    if name == "router":                           # [D, E]
+        return P(f, None)
+    e = "expert" if (moe_stack and p.expert > 1) else None
+    lead = (e,) if moe_stack else ()
+    if name in ("w_gate", "w_up"):                 # [(E,) D, F]
+        return P(*lead, f, t)
+    if name == "w_down":                           # [(E,) F, D]
+        return P(*lead, t, f)
+    raise ValueError(f"unknown weight name {name!r}")
+
+
+def param_specs(config, parallelism: Parallelism):
+    """The ``PartitionSpec`` pytree of the parameters of ``config`` laid out per ``parallelism``.
+
+    Same structure as :func:`tpu_notes.model.init_params` (for ``pipeline > 1``: :func:`stage_params`'s).
+    See the module docstring for the rules.
+    """
+    c = as_config(config)
+    p = _check_parallelism(parallelism)
+    f = "fsdp" if p.fsdp > 1 else None
+    shapes = M.param_shapes(c)
+
+    def layer_specs(layer, lead=()):
+        out = {}
+        for k, v in layer.items():
+            if k == "mlp":
+                moe = "router" in v
+                out[k] = {}
+                for kk, vv in v.items():
+                    if kk == "shared":
+                        out[k][kk] = {n: P(*lead, *_weight_spec(n, 2, p)) for n in vv}
+                    else:
+                        out[k][kk] = P(*lead, *_weight_spec(kk, len(vv.shape), p, moe_stack=moe and kk != "router"))
+            else:
+                out[k] = P(*lead, *_weight_spec(k, len(v.shape), p))
+        return out
+
+    specs = {"embed": P(None, f), "final_norm": P(f)}
+    if "unembed" in shapes:
+        specs["unembed"] = P(f, None)
+    if p.pipeline > 1:
+        per = c.n_layers // p.pipeline
+        specs["stages"] = [layer_specs(shapes["layers"][i], ("pipeline",)) for i in range(per)]
+    else:
+        specs["layers"] = [layer_specs(layer) for layer in shapes["layers"]]
+    return specs
+
+
+def stage_params(params, n_stages: int):
+    """Regroup ``params`` for a pipeline of ``n_stages``: ``"layers"`` (a list of ``L`` layers) becomes
+    ``"stages"``, a list of ``L / n_stages`` layers whose arrays gain a leading stage axis: entry ``j`` of stage
+    ``s`` is layer ``s · L/n_stages + j`` (stages hold consecutive layers)."""
+    layers = params["layers"]
+    L = len(layers)
+    if n_stages < 1 or L % n_stages:
+        raise ValueError(f"n_stages ({n_stages}) must divide the number of layers ({L})")
+    per = L // n_stages
+    stages = [jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *[layers[s * per + j] for s in range(n_stages)])
+              for j in range(per)]
+    out = {k: v for k, v in params.items() if k != "layers"}
+    out["stages"] = stages
+    return out
+
+
+def unstage_params(params):
+    """The inverse of :func:`stage_params`: back to the plain ``"layers"`` list of :mod:`tpu_notes.model`."""
+    stages = params["stages"]
+    n = jax.tree_util.tree_leaves(stages[0])[0].shape[0]
+    layers = [jax.tree_util.tree_map(lambda x: x[s], stages[j]) for s in range(n) for j in range(len(stages))]
+    out = {k: v for k, v in params.items() if k != "stages"}
+    out["layers"] = layers
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The pipeline (GPipe, shard_map over "pipeline" + ppermute)
+# ------------------------------------------------------------------------------------------------------------
+
+def _nll(logits, tokens):
+    """Summed next-token cross-entropy of ``tokens[B, T]`` (the last position masked), as :func:`model.loss`."""
+    logits = logits.astype(jnp.float32)
+    targets = jnp.roll(tokens, -1, axis=1)
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    nll = -jnp.take_along_axis(logp, targets[..., None], axis=-1)[..., 0]
+    mask = (jnp.arange(tokens.shape[1]) < tokens.shape[1] - 1).astype(jnp.float32)[None, :]
+    return jnp.sum(nll * mask)
+
+
+def pipeline_loss(params, tokens, config: TransformerConfig, parallelism: Parallelism, mesh):
+    """The loss of :func:`tpu_notes.model.loss`, with the layers run as a GPipe pipeline over ``"pipeline"``.
+
+    ``params`` are :func:`stage_params`'s. The embedding runs outside the pipeline; the batch is cut into
+    ``parallelism.microbatches`` microbatches; at tick ``t`` stage ``s`` works on microbatch ``t - s`` and passes
+    its output to stage ``s + 1`` with a ``ppermute`` (``M + S - 1`` ticks, ``M + S - 2`` permutes, the
+    ``S - 1`` idle ticks of each stage are the bubble). The last stage's outputs are summed over ``"pipeline"``
+    (the other stages contribute zeros) so every stage returns them; the final norm, unembedding and loss follow.
+    Differentiable with ``jax.grad``: the backward pass runs the permutes in reverse.
+    """
+    c, p = config, parallelism
+    S, Mb = p.pipeline, p.microbatches
+    B, T = tokens.shape
+    cos, sin = M.rotary_tables(T, c.d_head)
+    x = params["embed"][tokens]                                      # [B, T, D]
+    batch_axes = tuple(a for a in ("data",) if p.data > 1)
+    # microbatch m takes rows m, m + Mb, ... of each data shard's rows: reshape [B, ...] -> [B/Mb, Mb, ...]
+    xm = jnp.swapaxes(x.reshape(B // Mb, Mb, T, c.d_model), 0, 1)   # [Mb, B/Mb, T, D]
+    bspec = batch_axes if batch_axes else None
+
+    def run(stages, xm):
+        s = jax.lax.axis_index("pipeline")
+        local = [jax.tree_util.tree_map(lambda a: a[0], layer) for layer in stages]
+        if batch_axes:   # one gradient psum over "data" per weight, not one per tick that uses it
+            local = _pvary(local, batch_axes)
+
+        def stage_fn(h):
+            for layer in local:
+                h = M.block(h, layer, c, cos, sin)
+            return h
+
+        perm = [(i, i + 1) for i in range(S - 1)]
+        state = jnp.zeros_like(xm[0])
+        outs = []
+        for t in range(Mb + S - 1):
+            if t < Mb:
+                state = jnp.where(s == 0, xm[t], state)
+            state = stage_fn(state)
+            if t >= S - 1:
+                outs.append(jnp.where(s == S - 1, state, jnp.zeros_like(state)))
+            if t < Mb + S - 2:
+                state = jax.lax.ppermute(state, "pipeline", perm)
+        return jax.lax.psum(jnp.stack(outs), "pipeline")
+
+    stage_specs = [jax.tree_util.tree_map(lambda _: P("pipeline"), layer) for layer in params["stages"]]
+    y = _shard_map()(run, mesh=mesh, in_specs=(stage_specs, P(None, bspec)), out_specs=P(None, bspec))(
+        params["stages"], xm)
+    y = jnp.swapaxes(y, 0, 1).reshape(B, T, c.d_model)
+    y = M.rms_norm(y, params["final_norm"])
+    w_out = params["embed"].T if c.tied_embeddings else params["unembed"]
+    logits = jnp.einsum("btd,dv->btv", y, w_out)
+    return _nll(logits, tokens) / (B * (T - 1))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The training step
+# ------------------------------------------------------------------------------------------------------------
+
+def _prepare(config, parallelism, batch, seq_len, devices, dtype):
+    c = M._check_supported(as_config(config))
+    p = _check_parallelism(parallelism)
+    _check_dtype(dtype)
+    mesh = make_mesh(p, devices)
+    _check_fits(c, p, batch, seq_len)
+    return c, p, mesh
+
+
+def _gathered_specs(c: TransformerConfig, p: Parallelism):
+    """The parameter specs with the ``"fsdp"`` axis taken out: the layout each weight is used in (ZeRO-3)."""
+    from dataclasses import replace
+
+    return param_specs(c, replace(p, fsdp=1, data=p.data * p.fsdp))
+
+
+def layout_loss(params, tokens, config: TransformerConfig, parallelism: Parallelism, mesh):
+    """:func:`tpu_notes.model.loss` with the layout's activation constraints (``pipeline == 1``).
+
+    Two ``with_sharding_constraint`` s pin the layout the chapter describes, instead of leaving the choice to
+    XLA's propagation: the weights are used in their gathered layout (``"fsdp"`` removed from each spec: the
+    ZeRO-3 AllGather), and the residual stream ``x[B, T, D]`` between layers is split over the batch axes only
+    (replicated over ``"tensor"``: Megatron's AllReduce after the attention and MLP output projections).
+    The arithmetic is that of :func:`tpu_notes.model.forward` and :func:`tpu_notes.model.loss`.
+    """
+    c, p = config, parallelism
+    wsc = jax.lax.with_sharding_constraint
+    if p.fsdp > 1:
+        shard = jax.tree_util.tree_map(lambda s: NamedSharding(mesh, s), _gathered_specs(c, p),
+                                       is_leaf=lambda x: isinstance(x, P))
+        params = wsc(params, shard)
+    resid = NamedSharding(mesh, P(batch_spec(p)[0], None, None))
+    B, T = tokens.shape
+    cos, sin = M.rotary_tables(T, c.d_head)
+    x = wsc(params["embed"][tokens], resid)
+    for layer in params["layers"]:
+        x = wsc(M.block(x, layer, c, cos, sin), resid)
+    x = M.rms_norm(x, params["final_norm"])
+    w_out = params["embed"].T if c.tied_embeddings else params["unembed"]
+    logits = jnp.einsum("btd,dv->btv", x, w_out)
+    return _nll(logits, tokens) / (B * (T - 1))
+
+
+def _step_fn(c: TransformerConfig, p: Parallelism, mesh, constrain: bool = True):
+    if p.pipeline > 1:
+        loss_fn = partial(pipeline_loss, config=c, parallelism=p, mesh=mesh)
+    elif constrain:
+        loss_fn = partial(layout_loss, config=c, parallelism=p, mesh=mesh)
+    else:
+        loss_fn = partial(M.loss, config=c)
+
+    def step(params, tokens, lr):
+        value, g = jax.value_and_grad(loss_fn)(params, tokens)
+        new = jax.tree_util.tree_map(lambda w, d: w - lr.astype(w.dtype) * d.astype(w.dtype), params, g)
+        return new, value
+
+    return step
+
+
+def _shapes(c: TransformerConfig, p: Parallelism, dtype: str):
+    shapes = M.param_shapes(c, STEP_DTYPES[dtype])
+    if p.pipeline > 1:
+        S = p.pipeline
+        per = c.n_layers // S
+        stages = [jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct((S,) + a.shape, a.dtype),
+                                         shapes["layers"][j]) for j in range(per)]
+        shapes = {k: v for k, v in shapes.items() if k != "layers"}
+        shapes["stages"] = stages
+    return shapes
+
+
+@lru_cache(maxsize=64)
+def _compiled(c: TransformerConfig, p: Parallelism, batch: int, seq_len: int, devices: tuple, dtype: str,
+              constrain: bool):
+    """``(compiled step, parameter shardings, batch sharding, scalar sharding)``, compiled once per layout."""
+    mesh = make_mesh(p, devices)
+    pshard = jax.tree_util.tree_map(lambda s: NamedSharding(mesh, s), param_specs(c, p),
+                                    is_leaf=lambda x: isinstance(x, P))
+    bshard = NamedSharding(mesh, batch_spec(p))
+    scalar = NamedSharding(mesh, P())
+    fn = jax.jit(_step_fn(c, p, mesh, constrain), in_shardings=(pshard, bshard, scalar),
+                 out_shardings=(pshard, scalar))
+    args = (_shapes(c, p, dtype), jax.ShapeDtypeStruct((batch, seq_len), jnp.int32),
+            jax.ShapeDtypeStruct((), jnp.float32))
+    return fn.lower(*args).compile(), pshard, bshard, scalar
+
+
+def _get(config, parallelism, batch, seq_len, devices, dtype, constrain=True):
+    c, p, _ = _prepare(config, parallelism, batch, seq_len, devices, dtype)
+    devs = tuple(jax.devices() if devices is None else devices)
+    return (c, p) + _compiled(c, p, int(batch), int(seq_len), devs, dtype, bool(constrain))
+
+
+def compiled_step(config, parallelism: Parallelism, batch: int, seq_len: int, devices=None, dtype: str = "fp32",
+                  constrain: bool = True):
+    """One SGD training step (loss, gradients, update) of :mod:`tpu_notes.model` laid out per ``parallelism``,
+    jitted with in/out shardings, lowered from shapes alone and compiled: the object :func:`tpu_notes.hlo.collectives`
+    parses. ``batch`` sequences of ``seq_len`` tokens, parameters in ``dtype`` (``"fp32"`` or ``"bf16"``).
+
+    Call it as ``compiled(params, tokens, lr)`` → ``(new_params, loss)`` with arrays placed in the layout's
+    shardings (:func:`train` does). ``constrain=False`` drops the layout's sharding constraints and lets XLA's
+    propagation decide (see ``FINDINGS["propagation-without-constraints"]``). Compiled once per arguments
+    (cached)."""
+    return _get(config, parallelism, batch, seq_len, devices, dtype, constrain)[2]
+
+
+def _setup(config, parallelism, batch, seq_len, seed, lr, devices=None, dtype="fp32"):
+    c, p, fn, pshard, bshard, scalar = _get(config, parallelism, batch, seq_len, devices, dtype)
+    params = M.init_params(c, seed, STEP_DTYPES[dtype])
+    if p.pipeline > 1:
+        params = stage_params(params, p.pipeline)
+    params = jax.device_put(params, pshard)
+    lr = jax.device_put(jnp.float32(lr), scalar)
+    return c, fn, params, bshard, lr
+
+
+def _default_devices(parallelism, devices):
+    if devices is None and isinstance(parallelism, Parallelism) and parallelism == Parallelism():
+        return jax.devices()[:1]
+    return devices
+
+
+def train(config, parallelism: Parallelism, steps: int, batch: int, seq_len: int, seed: int = 0,
+          lr: float = 0.5, devices=None, dtype: str = "fp32", same_batch: bool = True) -> np.ndarray:
+    """Train ``config`` for ``steps`` SGD steps (learning rate ``lr``) laid out per ``parallelism``; the loss
+    before each step's update (nats), as a numpy array.
+
+    Parameters from :func:`tpu_notes.model.init_params` with ``seed``; the tokens are
+    :func:`tpu_notes.model.random_tokens` with seed ``seed`` at every step (``same_batch=True``: uniform random
+    tokens hold nothing to learn, so the falling curve shows the model memorising its batch) or ``seed + i`` at
+    step ``i``. ``Parallelism()`` runs on one device: the reference curve, which every layout reproduces to fp32
+    rounding (tests/test_parallel.py).
+    """
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ValueError(f"steps must be a positive integer; got {steps!r}")
+    if not isinstance(same_batch, bool):
+        raise TypeError(f"same_batch must be True or False; got {same_batch!r}")
+    check_positive("lr", lr)
+    devices = _default_devices(parallelism, devices)
+    c, fn, params, bshard, lr_arr = _setup(config, parallelism, batch, seq_len, seed, lr, devices, dtype)
+    losses = []
+    for i in range(steps):
+        tokens = jax.device_put(M.random_tokens(c, batch, seq_len, seed if same_batch else seed + i), bshard)
+        params, value = fn(params, tokens, lr_arr)
+        losses.append(float(value))
+    return np.asarray(losses)
+
+
+def measure_step(config, parallelism: Parallelism, batch: int, seq_len: int, repeats: int = 5, devices=None,
+                 dtype: str = "fp32"):
+    """Median seconds of one training step laid out per ``parallelism`` on the devices present, timed by
+    :func:`tpu_notes.bench.time_fn` (warmed up, ``block_until_ready``, median of ``repeats``). Returns the
+    :class:`~tpu_notes.bench.Timing` (``.median_s`` is the number to quote; its ``compile_s`` is the first call,
+    since the step comes compiled from :func:`compiled_step`'s cache). On simulated CPU devices this measures the
+    host CPU running all of them, not a chip."""
+    from .bench import time_fn
+
+    devices = _default_devices(parallelism, devices)
+    c, fn, params, bshard, lr = _setup(config, parallelism, batch, seq_len, 0, 1e-2, devices, dtype)
+    tokens = jax.device_put(M.random_tokens(c, batch, seq_len, 0), bshard)
+    return time_fn(fn, params, tokens, lr, repeats=repeats)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The oracle: XLA's collectives against tpu_notes.training.collectives.predicted_collectives
+# ------------------------------------------------------------------------------------------------------------
+
+#: A model small enough to compile every layout in a second or two, with 8 heads and F = 256 so that a tensor
+#: degree of 8 divides them (tests/test_training_oracle.py and Chapter 5's table use it).
+ORACLE_CONFIG = TransformerConfig(d_model=64, d_ff=256, n_layers=2, n_heads=8, n_kv_heads=8, d_head=8, vocab=256,
+                                  name="oracle-tiny")
+
+
+@dataclass(frozen=True)
+class XlaCollective:
+    """One collective of a compiled step, one array at a time: a combined (tuple-shaped) op gives one entry per
+    array it moves, all with the same ``op``."""
+
+    kind: str                  # "all-gather", "reduce-scatter" (CPU's all-reduce + dynamic-slice), ...
+    axes: tuple[str, ...]      # mesh axes of its replica groups (() for a collective-permute)
+    bytes_per_device: float    # larger of operand and result bytes per device, as hlo.HloCollective.bytes
+    op: str                    # the HLO instruction it belongs to
+    raw_kind: str              # the HLO opcode before folding CPU's reduce-scatter spelling
+
+
+def _explicit_mesh_groups(m) -> str:
+    names_sizes = re.findall(r"'([^']+)'\s*=\s*(\d+)", m.group(1))
+    shape = [int(n) for _, n in names_sizes]
+    names = [a for a, _ in names_sizes]
+    src = [int(x) for x in m.group(2).split(",") if x.strip()]
+    ids = np.arange(int(np.prod(src))).reshape(src)
+    if m.group(3):
+        ids = ids.transpose([int(x) for x in m.group(3).split(",") if x.strip()])
+    ids = ids.reshape(shape)
+    keep = [names.index(a) for a in re.findall(r"'([^']+)'", m.group(4))]
+    other = [i for i in range(len(shape)) if i not in keep]
+    rows = ids.transpose(other + keep).reshape(-1, int(np.prod([shape[i] for i in keep])) if keep else 1)
+    return "replica_groups={" + ",".join("{" + ",".join(map(str, r)) + "}" for r in rows) + "}"
+
+
+def _clean_hlo(text: str) -> str:
+    """Two spellings :func:`tpu_notes.hlo.collectives` does not read yet, rewritten into ones it does: the
+    ``/*index=5*/`` comments XLA prints inside long tuple shapes (their ``=`` stops the instruction pattern), and
+    mesh-form replica groups whose device order is an iota, ``mesh['a'=4,'b'=2], device_ids=([2,4]T(1,0)) {'a'}``
+    (written out as explicit groups)."""
+    text = re.sub(r"/\*index=\d+\*/", "", text)
+    return re.sub(r"replica_groups=mesh\[([^\]]*)\],\s*device_ids=\(\[([0-9,\s]*)\](?:T\(([0-9,\s]*)\))?\)"
+                  r"\s*\{([^}]*)\}", _explicit_mesh_groups, text)
+
+
+def _permute_axes(pairs, mesh) -> tuple[str, ...]:
+    """The mesh axes along which a collective-permute's source and target devices differ."""
+    where = {int(d.id): idx for idx, d in np.ndenumerate(mesh.devices)}
+    axes = set()
+    for a, b in pairs:
+        axes |= {i for i, (x, y) in enumerate(zip(where[a], where[b])) if x != y}
+    return tuple(mesh.axis_names[i] for i in sorted(axes))
+
+
+def xla_collectives(compiled, mesh) -> list[XlaCollective]:
+    """The collectives of ``compiled`` (a compiled step), split array by array and mapped onto ``mesh``'s axes.
+
+    XLA's combiner passes merge many collectives of one kind into one tuple-shaped op (all the gradient
+    AllReduces of a step become one); each array of such an op is listed on its own, and CPU's reduce-scatter
+    spelling (an all-reduce whose result only a ``dynamic-slice`` reads) is folded per array with
+    :func:`tpu_notes.hlo.normalize_cpu_collectives`.
+    """
+    text = _clean_hlo(compiled if isinstance(compiled, str) else compiled.as_text())
+    gte = {}
+    for m in re.finditer(r"%([\w.\-]+) = [^\n]*? get-tuple-element\(%([\w.\-]+)\), index=(\d+)", text):
+        gte[(m.group(2), int(m.group(3)))] = m.group(1)
+    out = []
+    for c in hlo.collectives(text):
+        if len(c.operand_shapes) > 1 and len(c.operand_shapes) == len(c.result_shapes):
+            pieces = [hlo.HloCollective(kind=c.kind, name=gte.get((c.name, i), f"{c.name}#{i}"),
+                                        operand_shapes=(o,), result_shapes=(r,), replica_groups=c.replica_groups,
+                                        source_target_pairs=c.source_target_pairs, dimensions=c.dimensions)
+                      for i, (o, r) in enumerate(zip(c.operand_shapes, c.result_shapes))]
+        else:
+            pieces = [c]
+        for piece in hlo.normalize_cpu_collectives(pieces, text):
+            if c.kind == "collective-permute":
+                axes = _permute_axes(c.source_target_pairs, mesh)
+            else:
+                axes = hlo.mesh_axes(c.replica_groups, mesh) or ("?",)
+            out.append(XlaCollective(piece.kind, tuple(axes), float(piece.bytes), c.name, c.kind))
+    return out
+
+
+@dataclass(frozen=True)
+class OracleCase:
+    """One layout the oracle compiles: a name, the degrees, and the model and batch it runs."""
+
+    id: str                          # e.g. "fsdp=2 x tensor=4"
+    parallelism: Parallelism         # the layout (its degrees multiply to 8 devices)
+    config: TransformerConfig = ORACLE_CONFIG
+    batch: int = 16                  # sequences per step
+    seq_len: int = 16                # tokens per sequence
+    findings: tuple[str, ...] = ()   # keys of FINDINGS where XLA departs from the model for this layout
+
+
+#: Where XLA's compiled step departs from :func:`~tpu_notes.training.collectives.predicted_collectives`, by name;
+#: the chapter prints them and tests/test_training_oracle.py pins each one.
+FINDINGS: dict[str, str] = {
+    "combined": (
+        "XLA merges collectives of one kind into one tuple-shaped op: every gradient AllReduce (or ReduceScatter) "
+        "of a step, and the loss's scalar with them, leaves as a single all-reduce of all the arrays, placed at the "
+        "end of the backward pass; so do the two or three activation AllReduces of a Megatron block that run back "
+        "to back. The bytes are the model's, the number of launches is not: one large op pays the latency once. "
+        "The oracle splits combined ops into their arrays before comparing, and counts the ops apart."),
+    "fsdp-gathers-once": (
+        "FSDP (ZeRO-3) is usually costed with two AllGathers of every weight, one in the forward and one in the "
+        "backward pass, because the gathered copy is dropped after use. Without rematerialisation XLA keeps the "
+        "gathered weight alive from the forward pass to the backward pass and gathers it once; the model does the "
+        "same with keep_gathered=True (the default). The price is memory: a full copy of every layer's weights per "
+        "device until its backward pass, which is what ZeRO-3 set out to avoid; under remat the second gather "
+        "comes back."),
+    "tp-backward-per-projection": (
+        "Megatron's backward pass needs one AllReduce of the input gradient of the attention block, the sum over "
+        "the tensor shards of dQ·Wq\u1d40 + dK·Wk\u1d40 + dV·Wv\u1d40, and one of the MLP's, dGate·Wg\u1d40 + "
+        "dUp·Wu\u1d40. XLA reduces each product on its own (three arrays of [tokens, D] for attention, two for a "
+        "gated MLP, each combined into one op) and adds them afterwards: 5 AllReduces per layer in the backward "
+        "pass instead of 2, 2.5x the predicted backward bytes. A fused QKV weight (one [D, 3, N, H] array) or a "
+        "fused gate-up weight would let it reduce once."),
+    "dp-fsdp-one-reduction": (
+        "With data x fsdp, the gradient of a weight sharded over fsdp and replicated over data must be summed over "
+        "all devices and kept as the fsdp shard. The model does it in two steps, a ReduceScatter over fsdp of the "
+        "whole gradient and an AllReduce over data of the shard (fsdp times smaller). XLA does one reduction over "
+        "both axes and slices out the fsdp shard (on CPU an all-reduce over all 8 devices and a dynamic-slice; on "
+        "TPU a reduce-scatter over both axes). Same result; the model's split moves fewer bytes over the data axis."),
+    "propagation-without-constraints": (
+        "The layouts pin two things with with_sharding_constraint (layout_loss): weights are used gathered and the "
+        "residual stream stays split over the batch. Left to its own sharding propagation (compiled_step(..., "
+        "constrain=False)), XLA compiles the fsdp=8 step very differently: it keeps some weights sharded and "
+        "gathers the activations [B, T, D] and even the logits [B, T, V] instead, and reshuffles attention with "
+        "well over a hundred small AllToAlls. The arithmetic is still right; the communication is not the ZeRO-3 "
+        "the chapter costs, and no cost model of layouts can predict it."),
+    "cpu-bf16-in-f32": (
+        "On the CPU backend, XLA moves bf16 collectives in f32: it converts each array up before the collective "
+        "and back after, so every bf16 collective carries the bytes of the fp32 model (2x the bf16 prediction), "
+        "and CPU's reduce-scatter spelling gains a convert between the all-reduce and the slice. A TPU runs bf16 "
+        "collectives natively; the bf16 prediction is the one for a TPU."),
+}
+
+#: The layouts the oracle compares (tests/test_training_oracle.py and Chapter 5's table), 8 devices each.
+ORACLE_CASES: tuple[OracleCase, ...] = (
+    OracleCase("data=8", Parallelism(data=8), findings=("combined",)),
+    OracleCase("fsdp=8", Parallelism(fsdp=8), findings=("combined", "fsdp-gathers-once")),
+    OracleCase("tensor=8", Parallelism(tensor=8), findings=("combined", "tp-backward-per-projection")),
+    OracleCase("fsdp=2 x tensor=4", Parallelism(fsdp=2, tensor=4),
+               findings=("combined", "fsdp-gathers-once", "tp-backward-per-projection")),
+    OracleCase("fsdp=4 x tensor=2", Parallelism(fsdp=4, tensor=2),
+               findings=("combined", "fsdp-gathers-once", "tp-backward-per-projection")),
+    OracleCase("data=2 x fsdp=4", Parallelism(data=2, fsdp=4),
+               findings=("combined", "fsdp-gathers-once", "dp-fsdp-one-reduction")),
+    OracleCase("data=2 x tensor=4", Parallelism(data=2, tensor=4), findings=("combined", "tp-backward-per-projection")),
+    OracleCase("data=4 x pipeline=2", Parallelism(data=4, pipeline=2, microbatches=2), findings=("combined",)),
+    OracleCase("data=2 x pipeline=4", Parallelism(data=2, pipeline=4, microbatches=4),
+               config=ORACLE_CONFIG.with_(n_layers=4, name="oracle-tiny-4l"), findings=("combined",)),
+)
+
+
+def oracle_cases(ids: Optional[Sequence[str]] = None) -> tuple[OracleCase, ...]:
+    """The oracle's layouts, all or those named by ``ids``."""
+    if ids is None:
+        return ORACLE_CASES
+    by_id = {c.id: c for c in ORACLE_CASES}
+    unknown = [i for i in ids if i not in by_id]
+    if unknown:
+        raise ValueError(f"unknown oracle case id(s) {unknown}; known: {list(by_id)}")
+    return tuple(by_id[i] for i in ids)
+
+
+@dataclass(frozen=True)
+class OracleRow:
+    """One line of the training oracle: collectives of one kind, axes and size, as many as predicted and found."""
+
+    kind: str                    # "all-gather", "reduce-scatter", "all-reduce", "collective-permute"
+    axes: tuple[str, ...]        # mesh axes
+    bytes_per_device: float      # bytes per device of one collective (hlo.HloCollective.bytes convention)
+    predicted: int               # count from training.predicted_collectives
+    xla: int                     # count of arrays XLA moves this way (combined ops split into their arrays)
+    xla_ops: int                 # HLO instructions those arrays travel in
+
+    @property
+    def agree(self) -> bool:
+        return self.predicted == self.xla
+
+
+def oracle_rows(config, parallelism: Parallelism, batch: int, seq_len: int, devices=None, dtype: str = "fp32",
+                *, keep_gathered: bool = True) -> list[OracleRow]:
+    """Compile the layout's training step and pair XLA's collectives with the model's, one row per
+    (kind, axes, bytes per device), sorted. ``batch`` sequences of ``seq_len`` tokens."""
+    c = as_config(config)
+    compiled = compiled_step(c, parallelism, batch, seq_len, devices=devices, dtype=dtype)
+    mesh = make_mesh(parallelism, devices)
+    from .training.collectives import collective_totals
+
+    pred = collective_totals(predicted_collectives(c, parallelism, batch * seq_len, seq_len, dtype=dtype,
+                                                   keep_gathered=keep_gathered))
+    found: dict = {}
+    ops: dict = {}
+    for x in xla_collectives(compiled, mesh):
+        key = (x.kind, x.axes, x.bytes_per_device)
+        found[key] = found.get(key, 0) + 1
+        ops.setdefault(key, set()).add(x.op)
+    kinds = ("all-gather", "reduce-scatter", "all-reduce", "collective-permute")
+    keys = sorted(set(pred) | set(found), key=lambda k: (kinds.index(k[0]) if k[0] in kinds else 9, k[1], k[2]))
+    return [OracleRow(k[0], k[1], k[2], pred.get(k, 0), found.get(k, 0), len(ops.get(k, ()))) for k in keys]
+
+
+def run_oracle_case(case: OracleCase, devices=None) -> list[OracleRow]:
+    """:func:`oracle_rows` of one :class:`OracleCase`."""
+    return oracle_rows(case.config, case.parallelism, case.batch, case.seq_len, devices=devices)
+
+
+def format_oracle_table(rows: Sequence[OracleRow], title: Optional[str] = None) -> str:
+    """Rows as a plain-text table (at most 88 characters wide): kind, axes, bytes per device, the model's count,
+    XLA's count of arrays (and of HLO ops, when combined), and whether they agree."""
+    from .units import fmt
+
+    short = {"all-gather": "AllGather", "reduce-scatter": "ReduceScatter", "all-reduce": "AllReduce",
+             "collective-permute": "Permute"}
+    lines = [title] if title else []
+    lines.append(f"{'collective':14s} {'axes':16s} {'bytes/device':>12s} {'model':>6s} {'XLA':>6s} {'ops':>4s}  agree")
+    for r in rows:
+        flag = "yes" if r.agree else "NO"
+        lines.append(f"{short.get(r.kind, r.kind):14s} {','.join(r.axes) or '-':16s} "
+                     f"{fmt(r.bytes_per_device, 'B'):>12s} {r.predicted:6d} {r.xla:6d} {r.xla_ops:4d}  {flag}")
+    return "\n".join(lines)

@@ -1,0 +1,178 @@
+"""The collectives of one training step, derived from the weight shapes and the layout rules (Chapter 5).
+
+Pure Python, no JAX: the analysis layer. :func:`predicted_collectives` lists what each device sends and receives in
+one SGD step of :mod:`tpu_notes.model`'s architecture (a dense pre-norm decoder: embedding, ``L`` layers of
+attention and MLP, final norm, unembedding) laid out by a :class:`~tpu_notes.training.Parallelism` with the rules
+of :mod:`tpu_notes.parallel`:
+
+- **data**: an AllReduce over ``"data"`` of every gradient (each device holds whole gradients of its weights).
+- **fsdp** (ZeRO-3): an AllGather over ``"fsdp"`` of every weight before its use, and a ReduceScatter over
+  ``"fsdp"`` of every gradient. With ``keep_gathered=True`` (the default, what XLA does without rematerialisation)
+  the gathered weight stays alive for the backward pass and is gathered once; ``False`` counts the second
+  AllGather in the backward pass that the book's cost model charges (as under full remat). With ``data`` too, the
+  ReduceScatter is followed by an AllReduce over ``"data"`` of the gradient shard.
+- **tensor** (Megatron): per layer, an AllReduce over ``"tensor"`` of the activations ``[tokens, D]`` after the
+  attention output projection and after the MLP down projection (forward), and one for the input gradient of the
+  QKV projections and one for the MLP's input projections (backward): 4 per layer. Weights split over ``"tensor"``
+  need no gradient collective over it; the embedding, unembedding and norm gains are replicated over it.
+- **pipeline** (GPipe as :func:`tpu_notes.parallel.pipeline_loss` runs it): ``M + S - 2`` collective-permutes of
+  one microbatch's activations forward and as many backward; the outputs of the last stage broadcast to every
+  stage with an AllReduce over ``"pipeline"`` (forward) and, in the backward pass, an AllReduce over it of each
+  microbatch's input gradient (the stages share the embedding's output).
+- the **loss**: an AllReduce of one fp32 scalar over the batch axes.
+- **dcn**: an AllReduce over ``"dcn"`` of every gradient shard a device holds (slices are data parallel).
+
+``bytes_per_device`` follows :attr:`tpu_notes.hlo.HloCollective.bytes`: the larger of the bytes a device puts in
+and gets out (the gathered size of an AllGather, the unreduced size of a ReduceScatter). ``count`` is how many such
+collectives one step runs (XLA may fuse several into one tuple-shaped op; :func:`tpu_notes.parallel.xla_collectives`
+splits them back so the two can be compared array by array).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..transformer import TransformerConfig, as_config
+from ..units import canonical_dtype, check_positive, dtype_bytes, fmt
+from .parallelism import Parallelism
+
+#: Collective kinds, spelled as in HLO (and :data:`tpu_notes.hlo.KINDS`).
+KINDS = ("all-gather", "reduce-scatter", "all-reduce", "collective-permute")
+
+
+@dataclass(frozen=True)
+class PredictedCollective:
+    """Collectives of one kind, over the same mesh axes and of the same size, in one training step."""
+
+    kind: str                  # "all-gather", "reduce-scatter", "all-reduce" or "collective-permute"
+    axes: tuple[str, ...]      # mesh axes of the groups, e.g. ("fsdp",); ("pipeline",) for a stage-to-stage permute
+    bytes_per_device: float    # bytes, the larger of what one device puts in and gets out of one collective
+    count: int                 # how many of them one step runs
+    what: str                  # what is moved and why, e.g. "gradient of wq, per layer"
+
+    def __repr__(self) -> str:
+        over = ",".join(self.axes) or "-"
+        return (f"PredictedCollective({self.count} x {self.kind}[{over}] {fmt(self.bytes_per_device, 'B')}: "
+                f"{self.what})")
+
+
+def _weights(c: TransformerConfig, p: Parallelism) -> list[tuple[str, float, int]]:
+    """``(name, elements per device, copies per device)`` of every weight a device holds in use (tensor split,
+    not fsdp split). Layer weights count once per layer of the device's pipeline stage."""
+    t = p.tensor
+    D, V = c.d_model, c.vocab
+    layers = c.n_layers // p.pipeline
+    out = []
+    for name, shape in c.layer_shapes(moe=False).items():
+        n = math.prod(shape)
+        short = name.split("/")[-1]
+        if short not in ("attn_norm", "mlp_norm"):
+            n /= t                       # heads of wq/wk/wv/wo, F of the MLP
+        out.append((short, n, layers))
+    out.append(("embed", V * D, 1))
+    out.append(("final_norm", D, 1))
+    if not c.tied_embeddings:
+        out.append(("unembed", D * V, 1))
+    return out
+
+
+def _check(model, parallelism, batch_tokens, seq_len, dtype):
+    c = as_config(model)
+    if not isinstance(parallelism, Parallelism):
+        raise TypeError(f"parallelism must be a tpu_notes.training.Parallelism; got {type(parallelism).__name__}")
+    p = parallelism
+    if c.is_moe or p.expert > 1:
+        raise ValueError("predicted_collectives covers dense models with expert=1 (expert parallelism's "
+                         f"AllToAll is Chapter 7's); got {c.name or 'a MoE model'} with expert={p.expert}")
+    if c.is_mla:
+        raise ValueError("predicted_collectives covers GQA attention (tpu_notes.model's); MLA is not supported")
+    check_positive("batch_tokens", batch_tokens, integer=True)
+    check_positive("seq_len", seq_len, integer=True)
+    dtype = canonical_dtype(dtype)
+    if batch_tokens % seq_len:
+        raise ValueError(f"batch_tokens ({batch_tokens}) must be a whole number of sequences of seq_len ({seq_len})")
+    seqs = batch_tokens // seq_len
+    shards = p.batch_shards
+    if seqs % shards:
+        raise ValueError(f"the batch of {seqs} sequences must be divisible by data x fsdp x expert x dcn = {shards} "
+                         f"({p.label()})")
+    if p.pipeline > 1:
+        if c.n_layers % p.pipeline:
+            raise ValueError(f"pipeline ({p.pipeline}) must divide n_layers ({c.n_layers})")
+        if (seqs // shards) % p.microbatches:
+            raise ValueError(f"microbatches ({p.microbatches}) must divide the {seqs // shards} sequences per "
+                             "data shard")
+    if p.tensor > 1:
+        for what, n in (("n_heads", c.n_heads), ("n_kv_heads", c.n_kv_heads), ("d_ff", c.d_ff)):
+            if n % p.tensor:
+                raise ValueError(f"tensor ({p.tensor}) must divide {what} ({n})")
+    if p.fsdp > 1 and c.d_model % p.fsdp:
+        raise ValueError(f"fsdp ({p.fsdp}) must divide d_model ({c.d_model})")
+    return c, p, dtype
+
+
+def predicted_collectives(model, parallelism: Parallelism, batch_tokens: int, seq_len: int, dtype: str = "bf16",
+                          *, keep_gathered: bool = True) -> list[PredictedCollective]:
+    """The collectives one training step of ``model`` runs per device, laid out per ``parallelism``.
+
+    ``batch_tokens`` is the global batch in tokens (a whole number of ``seq_len`` sequences); ``dtype`` the type of
+    weights, activations and gradients (the loss is always one fp32 scalar). See the module docstring for the
+    rules; ``keep_gathered`` is whether FSDP's gathered weights live until the backward pass (one AllGather per
+    weight) or are gathered again there (two). Entries with the same kind, axes, size and meaning are merged
+    (``count``); the list is in the order kind, axes, size.
+    """
+    c, p, dtype = _check(model, parallelism, batch_tokens, seq_len, dtype)
+    if not isinstance(keep_gathered, bool):
+        raise TypeError(f"keep_gathered must be True or False; got {keep_gathered!r}")
+    b = dtype_bytes(dtype)
+    D = c.d_model
+    tokens = batch_tokens / p.batch_shards                 # tokens through one device's layers per step
+    out: dict[tuple, int] = {}
+
+    def add(kind, axes, nbytes, count, what):
+        key = (kind, tuple(axes), float(nbytes), what)
+        out[key] = out.get(key, 0) + int(count)
+
+    batch_axes = tuple(a for a in ("data", "fsdp") if getattr(p, a) > 1)
+    for name, n, copies in _weights(c, p):
+        w = n * b
+        per = "per layer" if copies > 1 or name in ("wq", "wk", "wv", "wo", "w_gate", "w_up", "w_down",
+                                                    "attn_norm", "mlp_norm") else "once"
+        if p.fsdp > 1:
+            gathers = 1 if keep_gathered else 2
+            add("all-gather", ("fsdp",), w, gathers * copies,
+                f"{name} gathered before use ({'kept for the backward pass' if keep_gathered else 'fwd and bwd'})"
+                f", {per}")
+            add("reduce-scatter", ("fsdp",), w, copies, f"gradient of {name}, {per}")
+            if p.data > 1:
+                add("all-reduce", ("data",), w / p.fsdp, copies, f"gradient shard of {name}, {per}")
+        elif p.data > 1:
+            add("all-reduce", ("data",), w, copies, f"gradient of {name}, {per}")
+        if p.dcn > 1:
+            add("all-reduce", ("dcn",), w / p.fsdp, copies, f"gradient shard of {name} across slices, {per}")
+    if batch_axes:
+        add("all-reduce", batch_axes, 4, 1, "the loss (fp32 sum over the batch shards)")
+    if p.tensor > 1:
+        act = tokens * D * b
+        L = c.n_layers // p.pipeline
+        add("all-reduce", ("tensor",), act, 2 * L, "fwd: attention and MLP outputs [tokens, D], per layer")
+        add("all-reduce", ("tensor",), act, 2 * L, "bwd: input gradients of QKV and MLP-in [tokens, D], per layer")
+    if p.pipeline > 1:
+        S, Mb = p.pipeline, p.microbatches
+        mb = tokens / Mb * D * b
+        add("collective-permute", ("pipeline",), mb, Mb + S - 2, "fwd: a microbatch's activations to the next stage")
+        add("collective-permute", ("pipeline",), mb, Mb + S - 2, "bwd: a microbatch's gradients to the stage before")
+        add("all-reduce", ("pipeline",), tokens * D * b, 1, "fwd: last stage's outputs broadcast to every stage")
+        add("all-reduce", ("pipeline",), mb, Mb, "bwd: input gradient of each microbatch summed over the stages")
+    order = {k: i for i, k in enumerate(KINDS)}
+    rows = [PredictedCollective(k, a, nb, n, w) for (k, a, nb, w), n in out.items()]
+    return sorted(rows, key=lambda r: (order[r.kind], r.axes, r.bytes_per_device, r.what))
+
+
+def collective_totals(predicted) -> dict[tuple[str, tuple[str, ...], float], int]:
+    """``{(kind, axes, bytes per device): count}`` summed over the ``what`` of a prediction (the oracle's rows)."""
+    totals: dict = {}
+    for r in predicted:
+        key = (r.kind, r.axes, r.bytes_per_device)
+        totals[key] = totals.get(key, 0) + r.count
+    return totals
