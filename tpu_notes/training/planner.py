@@ -89,11 +89,12 @@ class PlanResult:
             lines = [f"No layout fits ({self.searched} candidates). Rejected because:"]
             lines += [f"  {n:6d} x {r}" for r, n in self.reasons().items()]
             return "\n".join(lines)
-        head = f"{'#':>2} {'layout':<30} {'remat':<12} {'HBM/chip':>9} {'step':>8} {'comms/cmp':>9} {'MFU':>6} bound"
+        head = f"{'#':>2} {'layout':<30} {'remat':<12} {'HBM/chip':>9} {'step':>8} {'comms/cmp':>9} {'MFU*':>6} bound"
         lines = [head]
         for i, p in enumerate(self.ranked[:top], 1):
             lines.append(f"{i:>2} {p.parallelism.label():<30.30} {str(p.remat):<12.12} {fmt(p.memory.total, 'B'):>9} "
                          f"{fmt(p.step.total, 's'):>8} {p.step.comms_ratio:>9.2f} {p.step.mfu:>6.1%} {p.step.bound}")
+        lines.append("* roofline MFU: matmuls at peak and communication hidden under compute (an upper bound)")
         return "\n".join(lines)
 
 

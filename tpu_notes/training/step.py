@@ -8,7 +8,9 @@ Two steps, each a small function:
    bandwidth they need (tensor, expert, FSDP, data, pipeline), so tensor parallelism gets whole rings first.
 2. :func:`step_time` prices one step of a Transformer with :mod:`tpu_notes.collectives`:
 
-   - **compute**: training FLOPs per chip (causal attention included, plus what ``remat`` recomputes) / peak;
+   - **compute**: training FLOPs per chip (causal attention included, plus what ``remat`` recomputes) / peak,
+     or, if longer, the time to read this chip's weights from HBM three times per microbatch (forward, and the two
+     backward matmuls): tiny microbatches make the matmuls memory-bound, as in Chapter 1;
    - **FSDP**: per microbatch, AllGather of this chip's weight shard in the forward and again in the backward,
      ReduceScatter of the gradients;
    - **data**: one AllReduce of the gradient shard per step; **DCN**: the slice's gradients AllReduced over
@@ -132,12 +134,14 @@ def map_to_slice(parallelism: Parallelism, slc: Slice) -> Layout:
 class StepTime:
     """One training step on one chip, in seconds (and the utilisation it implies)."""
 
-    compute: float                          # training FLOPs (remat included) / peak, seconds
+    compute: float                          # max(flops_time, hbm_time), seconds
+    flops_time: float                       # training FLOPs (remat included) / peak, seconds
+    hbm_time: float                         # weight reads from HBM (3 per microbatch) / HBM bandwidth, seconds
     collectives: Mapping[str, float]        # seconds of each kind's communication ("fsdp", "tensor", ...)
     bubble: float                           # pipeline idle time, seconds
     comms: float                            # sum of the collectives, seconds
     total: float                            # the step, seconds
-    bound: str                              # "compute", or the kind whose communication sets the step
+    bound: str                              # "compute", "hbm", or the kind whose communication sets the step
     mfu: float                              # model FLOPs (no remat) / (total × peak)
     hfu: float                              # hardware FLOPs (with remat) / (total × peak)
 
@@ -177,7 +181,7 @@ def step_time(model, parallelism: Parallelism, slice: Slice, batch_tokens: int, 
 
     model_flops = B * flops_per_token(m, include_attention=True, seq_len=S) / n
     hw_flops = B * flops_per_token(m, include_attention=True, seq_len=S, remat=flops_remat) / n
-    compute = hw_flops / peak
+    flops_time = hw_flops / peak
 
     def ici(kind: str, fn, nbytes: float) -> float:
         return fn(nbytes, list(lay.sizes(kind)), W, wraparound=list(lay.wraps(kind)),
@@ -207,9 +211,14 @@ def step_time(model, parallelism: Parallelism, slice: Slice, batch_tokens: int, 
     if p.pipeline > 1:
         send = tokens_mb * m.d_model * b / p.tensor / c.bandwidth("ici_oneway") + hop_latency
         times["pipeline"] = 2 * M * send
+    hbm_time = 3 * M * shard_w / c.bandwidth("hbm")
+    compute = max(flops_time, hbm_time)
     comms = sum(times.values())
     bubble = compute * (p.pipeline - 1) / M
     total = (max(compute, comms) if overlap else compute + comms) + bubble
-    bound = "compute" if compute >= comms else max(times, key=times.get)
-    return StepTime(compute=compute, collectives={k: v for k, v in times.items() if v}, bubble=bubble, comms=comms,
+    if compute < comms:
+        bound = max(times, key=times.get)
+    else:
+        bound = "compute" if flops_time >= hbm_time else "hbm"
+    return StepTime(compute=compute, flops_time=flops_time, hbm_time=hbm_time, collectives={k: v for k, v in times.items() if v}, bubble=bubble, comms=comms,
                     total=total, bound=bound, mfu=model_flops / (total * peak), hfu=hw_flops / (total * peak))
