@@ -114,8 +114,14 @@ def test_bad_layouts_raise(kwargs, match):
 def test_bad_types_and_steps():
     with pytest.raises(TypeError, match="parallelism must be"):
         parallel.make_mesh({"data": 8})
-    with pytest.raises(ValueError, match="steps must be a positive integer"):
+    with pytest.raises(ValueError, match="steps must be an integer >= 1"):
         parallel.train(C, Parallelism(data=8), 0, 16, 16)
+    with pytest.raises(TypeError, match="batch must be an integer"):
+        parallel.compiled_step(C, Parallelism(data=8), 16.0, 16)
+    with pytest.raises(TypeError, match="devices must be None or a sequence"):
+        parallel.compiled_step(C, Parallelism(data=8), 16, 16, devices="cpu")
+    with pytest.raises(ValueError, match="seed must be an integer >= 0"):
+        parallel.train(C, Parallelism(data=8), 1, 16, 16, seed=-1)
     with pytest.raises(TypeError, match="same_batch"):
         parallel.train(C, Parallelism(data=8), 1, 16, 16, same_batch="yes")
     moe = TransformerConfig(d_model=64, d_ff=256, n_layers=2, n_heads=8, n_kv_heads=8, d_head=8, vocab=256,

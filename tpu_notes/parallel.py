@@ -64,6 +64,37 @@ TRAIN_LAYOUTS: dict[str, Parallelism] = {
 # Checks
 # ------------------------------------------------------------------------------------------------------------
 
+def _check_int(name: str, value, minimum: int = 1) -> int:
+    """A whole number >= ``minimum`` (not a bool, not a float), or an error naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer >= {minimum}; got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
+def _check_flag(name: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False; got {value!r}")
+    return value
+
+
+def _check_devices(devices, n: int) -> list:
+    """The devices to lay the mesh on: all of ``jax.devices()`` when None, else a sequence of JAX devices."""
+    if devices is None:
+        return list(jax.devices())
+    if isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence):
+        raise TypeError(f"devices must be None or a sequence of JAX devices (e.g. jax.devices()[:{n}]); "
+                        f"got {type(devices).__name__}")
+    devs = list(devices)
+    bad = [d for d in devs if not isinstance(d, jax.Device)]
+    if bad:
+        raise TypeError(f"devices must hold JAX devices (e.g. jax.devices()[:{n}]); got {bad[0]!r}")
+    if len(set(devs)) != len(devs):
+        raise ValueError("devices must not repeat a device")
+    return devs
+
+
 def _check_parallelism(parallelism) -> Parallelism:
     if not isinstance(parallelism, Parallelism):
         raise TypeError(f"parallelism must be a tpu_notes.training.Parallelism; got {type(parallelism).__name__}")
@@ -80,7 +111,7 @@ def _check_parallelism(parallelism) -> Parallelism:
 
 
 def _check_dtype(dtype) -> str:
-    if dtype not in STEP_DTYPES:
+    if not isinstance(dtype, str) or dtype not in STEP_DTYPES:
         raise ValueError(f"dtype must be one of {list(STEP_DTYPES)}; got {dtype!r}")
     return dtype
 
@@ -88,8 +119,7 @@ def _check_dtype(dtype) -> str:
 def _check_fits(c: TransformerConfig, p: Parallelism, batch: int, seq_len: int) -> None:
     """Each degree must divide what it splits; raise a ValueError naming both."""
     for name, v in (("batch", batch), ("seq_len", seq_len)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{name} must be a positive integer; got {v!r}")
+        _check_int(name, v)
     if seq_len < 2:
         raise ValueError(f"seq_len must be >= 2 (the loss predicts token t+1 from t); got {seq_len}")
     if p.expert > 1 and not c.is_moe:
@@ -134,7 +164,7 @@ def make_mesh(parallelism: Parallelism, devices=None):
     single-device layout gets a one-device mesh with a size-1 ``"data"`` axis.
     """
     p = _check_parallelism(parallelism)
-    devs = list(jax.devices() if devices is None else devices)
+    devs = _check_devices(devices, p.chips_per_slice)
     if p.chips_per_slice != len(devs):
         raise ValueError(f"the degrees of {p.label()} multiply to {p.chips_per_slice} devices but "
                          f"{len(devs)} are available; allowed: degrees whose product is {len(devs)} "
@@ -211,9 +241,12 @@ def stage_params(params, n_stages: int):
     """Regroup ``params`` for a pipeline of ``n_stages``: ``"layers"`` (a list of ``L`` layers) becomes
     ``"stages"``, a list of ``L / n_stages`` layers whose arrays gain a leading stage axis: entry ``j`` of stage
     ``s`` is layer ``s · L/n_stages + j`` (stages hold consecutive layers)."""
+    if not isinstance(params, dict) or not isinstance(params.get("layers"), list):
+        raise TypeError("params must be a parameter pytree of tpu_notes.model (a dict with a 'layers' list)")
+    n_stages = _check_int("n_stages", n_stages)
     layers = params["layers"]
     L = len(layers)
-    if n_stages < 1 or L % n_stages:
+    if L % n_stages:
         raise ValueError(f"n_stages ({n_stages}) must divide the number of layers ({L})")
     per = L // n_stages
     stages = [jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *[layers[s * per + j] for s in range(n_stages)])
@@ -225,6 +258,8 @@ def stage_params(params, n_stages: int):
 
 def unstage_params(params):
     """The inverse of :func:`stage_params`: back to the plain ``"layers"`` list of :mod:`tpu_notes.model`."""
+    if not isinstance(params, dict) or not isinstance(params.get("stages"), list) or not params["stages"]:
+        raise TypeError("params must be stage_params's pytree (a dict with a non-empty 'stages' list)")
     stages = params["stages"]
     n = jax.tree_util.tree_leaves(stages[0])[0].shape[0]
     layers = [jax.tree_util.tree_map(lambda x: x[s], stages[j]) for s in range(n) for j in range(len(stages))]
@@ -393,8 +428,9 @@ def _compiled(c: TransformerConfig, p: Parallelism, batch: int, seq_len: int, de
 
 
 def _get(config, parallelism, batch, seq_len, devices, dtype, constrain=True):
+    _check_flag("constrain", constrain)
     c, p, _ = _prepare(config, parallelism, batch, seq_len, devices, dtype)
-    devs = tuple(jax.devices() if devices is None else devices)
+    devs = tuple(_check_devices(devices, p.chips_per_slice))
     return (c, p) + _compiled(c, p, int(batch), int(seq_len), devs, dtype, bool(constrain))
 
 
@@ -438,10 +474,9 @@ def train(config, parallelism: Parallelism, steps: int, batch: int, seq_len: int
     step ``i``. ``Parallelism()`` runs on one device: the reference curve, which every layout reproduces to fp32
     rounding (tests/test_parallel.py).
     """
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-        raise ValueError(f"steps must be a positive integer; got {steps!r}")
-    if not isinstance(same_batch, bool):
-        raise TypeError(f"same_batch must be True or False; got {same_batch!r}")
+    _check_int("steps", steps)
+    _check_int("seed", seed, 0)
+    _check_flag("same_batch", same_batch)
     check_positive("lr", lr)
     devices = _default_devices(parallelism, devices)
     c, fn, params, bshard, lr_arr = _setup(config, parallelism, batch, seq_len, seed, lr, devices, dtype)
@@ -532,6 +567,11 @@ def xla_collectives(compiled, mesh) -> list[XlaCollective]:
     spelling (an all-reduce whose result only a ``dynamic-slice`` reads) is folded per array with
     :func:`tpu_notes.hlo.normalize_cpu_collectives`.
     """
+    if not isinstance(mesh, jax.sharding.Mesh):
+        raise TypeError(f"mesh must be a jax.sharding.Mesh (parallel.make_mesh(...)); got {type(mesh).__name__}")
+    if not isinstance(compiled, str) and not hasattr(compiled, "as_text"):
+        raise TypeError(f"compiled must be a compiled step (compiled_step(...)) or its HLO text; "
+                        f"got {type(compiled).__name__}")
     text = _clean_hlo(compiled if isinstance(compiled, str) else compiled.as_text())
     gte = {}
     for m in re.finditer(r"%([\w.\-]+) = [^\n]*? get-tuple-element\(%([\w.\-]+)\), index=(\d+)", text):
@@ -632,9 +672,11 @@ def oracle_cases(ids: Optional[Sequence[str]] = None) -> tuple[OracleCase, ...]:
     if ids is None:
         return ORACLE_CASES
     by_id = {c.id: c for c in ORACLE_CASES}
+    if isinstance(ids, str) or not isinstance(ids, Sequence):
+        raise TypeError(f"ids must be None or a list of case ids from {list(by_id)}; got {ids!r}")
     unknown = [i for i in ids if i not in by_id]
     if unknown:
-        raise ValueError(f"unknown oracle case id(s) {unknown}; known: {list(by_id)}")
+        raise ValueError(f"unknown oracle case id(s) {unknown} in ids; known: {list(by_id)}")
     return tuple(by_id[i] for i in ids)
 
 
@@ -659,6 +701,7 @@ def oracle_rows(config, parallelism: Parallelism, batch: int, seq_len: int, devi
     """Compile the layout's training step and pair XLA's collectives with the model's, one row per
     (kind, axes, bytes per device), sorted. ``batch`` sequences of ``seq_len`` tokens."""
     c = as_config(config)
+    _check_flag("keep_gathered", keep_gathered)
     compiled = compiled_step(c, parallelism, batch, seq_len, devices=devices, dtype=dtype)
     mesh = make_mesh(parallelism, devices)
     from .training.collectives import collective_totals
@@ -678,6 +721,8 @@ def oracle_rows(config, parallelism: Parallelism, batch: int, seq_len: int, devi
 
 def run_oracle_case(case: OracleCase, devices=None) -> list[OracleRow]:
     """:func:`oracle_rows` of one :class:`OracleCase`."""
+    if not isinstance(case, OracleCase):
+        raise TypeError(f"case must be a parallel.OracleCase (see ORACLE_CASES); got {type(case).__name__}")
     return oracle_rows(case.config, case.parallelism, case.batch, case.seq_len, devices=devices)
 
 
@@ -688,6 +733,11 @@ def format_oracle_table(rows: Sequence[OracleRow], title: Optional[str] = None) 
 
     short = {"all-gather": "AllGather", "reduce-scatter": "ReduceScatter", "all-reduce": "AllReduce",
              "collective-permute": "Permute"}
+    rows = list(rows) if isinstance(rows, (list, tuple)) else rows
+    if not isinstance(rows, list) or not all(isinstance(r, OracleRow) for r in rows):
+        raise TypeError("rows must be a list of parallel.OracleRow (from oracle_rows)")
+    if title is not None and not isinstance(title, str):
+        raise TypeError(f"title must be a string or None; got {title!r}")
     lines = [title] if title else []
     lines.append(f"{'collective':14s} {'axes':16s} {'bytes/device':>12s} {'model':>6s} {'XLA':>6s} {'ops':>4s}  agree")
     for r in rows:

@@ -171,6 +171,11 @@ def predicted_collectives(model, parallelism: Parallelism, batch_tokens: int, se
 
 def collective_totals(predicted) -> dict[tuple[str, tuple[str, ...], float], int]:
     """``{(kind, axes, bytes per device): count}`` summed over the ``what`` of a prediction (the oracle's rows)."""
+    if isinstance(predicted, (str, bytes)) or not hasattr(predicted, "__iter__"):
+        raise TypeError(f"predicted must be a list of PredictedCollective; got {type(predicted).__name__}")
+    predicted = list(predicted)
+    if not all(isinstance(r, PredictedCollective) for r in predicted):
+        raise TypeError("predicted must be a list of PredictedCollective (from predicted_collectives)")
     totals: dict = {}
     for r in predicted:
         key = (r.kind, r.axes, r.bytes_per_device)
