@@ -226,7 +226,7 @@ def moe_routing_figure(top_experts, n_experts: int, capacity: int, probs=None):
     if T > 64 or n_experts * capacity > 256:
         raise ValueError("the figure draws at most 64 tokens and 256 slots")
     w = np.ones((T, k)) if probs is None else np.asarray(probs, dtype=float)
-    fig, ax = new_figure(width=7.0, height=max(3.6, 0.32 * max(T, n_experts * (capacity + 0.6)) + 1.2))
+    fig, ax = new_figure(width=7.0, height=max(3.6, 0.18 * max(T, n_experts * (capacity + 0.6)) + 1.5))
     ax.axis("off")
     ax.grid(False)
     colors = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd")
@@ -248,7 +248,7 @@ def moe_routing_figure(top_experts, n_experts: int, capacity: int, probs=None):
     for t in range(T):                       # token order, as the model's stable sort by expert keeps it
         for r in range(k):
             e = int(top[t, r])
-            lw = 0.6 + 2.5 * float(w[t, r])
+            lw = 0.6 + 2.0 * float(w[t, r])
             if used[e] < capacity:
                 ax.plot([0.09, 0.78], [ty[t], slot_y[(e, used[e])]], color=colors[r % len(colors)], lw=lw,
                         alpha=0.8)
