@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import matplotlib
 
-from .style import new_figure
+from .style import new_figure, panel_grid
 
 
 def ring_all_gather_figure(n: int = 8, wraparound: bool = True, max_panels: int = 6):
@@ -17,10 +17,10 @@ def ring_all_gather_figure(n: int = 8, wraparound: bool = True, max_panels: int 
     from ..collectives import ring_all_gather_schedule
 
     states = ring_all_gather_schedule(n, wraparound)[:max_panels]
-    fig, axes = new_figure(ncols=len(states), width=2.3 * len(states), height=2.6)
+    fig, axes = panel_grid(len(states), ncols=3, panel_width=2.4, panel_height=2.8)
     colors = matplotlib.colormaps["tab10"] if n <= 10 else matplotlib.colormaps["tab20"]
     ang = [math.pi / 2 - 2 * math.pi * d / n for d in range(n)]
-    for h, (ax, state) in enumerate(zip(axes[0], states)):
+    for h, (ax, state) in enumerate(zip(axes, states)):
         ax.set_aspect("equal")
         ax.axis("off")
         xs, ys = np.cos(ang), np.sin(ang)
@@ -36,13 +36,13 @@ def ring_all_gather_figure(n: int = 8, wraparound: bool = True, max_panels: int 
                 face = colors(s % colors.N) if s in held else "white"
                 ax.add_patch(matplotlib.patches.Wedge((xs[d], ys[d]), r, math.degrees(a), math.degrees(a) + 360 / n,
                                                       facecolor=face, edgecolor="0.5", lw=0.4))
-            ax.text(xs[d], ys[d] - 0.33, str(d), ha="center", va="center", fontsize=7)
+            ax.text(xs[d], ys[d] - 0.36, str(d), ha="center", va="center", fontsize=9)
         ax.set_xlim(-1.35, 1.35)
         ax.set_ylim(-1.35, 1.35)
         full = sum(len(s) for s in state) / (n * n)
-        ax.set_title(f"after {h} hop{'s' if h != 1 else ''}\n{full:.0%} gathered", fontsize=9)
+        ax.set_title(f"after {h} hop{'s' if h != 1 else ''}\n{full:.0%} gathered", fontsize=10)
     kind = "bidirectional ring" if wraparound else "line (no wraparound)"
-    fig.suptitle(f"AllGather over {n} devices on a {kind}: each wedge is one shard", fontsize=10)
+    fig.suptitle(f"AllGather over {n} devices on a {kind}:\neach wedge is one shard", fontsize=11)
     fig.tight_layout()
     return fig
 
@@ -103,11 +103,11 @@ def ring_collective_figure(kind: str = "reduce-scatter", n: int = 8, max_panels:
     if len(hops) > max_panels:         # keep the first panels and the final state
         hops = hops[: max_panels - 1] + [hops[-1]]
     states = [schedule[h] for h in hops]
-    fig, axes = new_figure(ncols=len(states), width=2.2 * len(states), height=2.7)
+    fig, axes = panel_grid(len(states), ncols=3, panel_width=2.4, panel_height=2.9)
     colors = matplotlib.colormaps["tab10"] if n <= 10 else matplotlib.colormaps["tab20"]
     xs, ys = _ring_positions(n)
     r = 0.3
-    for h, ax, state in zip(hops, axes[0], states):
+    for h, ax, state in zip(hops, axes, states):
         ax.set_aspect("equal")
         ax.axis("off")
         ax.plot(list(xs) + [xs[0]], list(ys) + [ys[0]], color="0.8", zorder=0, lw=1)
@@ -140,8 +140,8 @@ def ring_collective_figure(kind: str = "reduce-scatter", n: int = 8, max_panels:
     what = {"reduce-scatter": "a wedge per shard, filled by the share of addends summed",
             "all-to-all": "each device's blocks, coloured by destination"}[kind]
     name = {"reduce-scatter": "ReduceScatter", "all-to-all": "AllToAll"}[kind]
-    fig.suptitle(f"{name} over {n} devices on a bidirectional ring: {what}", fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.9))
+    fig.suptitle(f"{name} over {n} devices on a bidirectional ring:\n{what}", fontsize=11)
+    fig.tight_layout()
     return fig
 
 

@@ -22,6 +22,22 @@ def _as_ops(ops) -> list[tuple[str, float]]:
     return out
 
 
+def _vpu_peak(chip) -> float | None:
+    """FLOP/s of a TPU's vector units (VPU), all TensorCores of the chip, from
+    :func:`tpu_notes.systolic.vpu_flops`; None for a GPU or where the table lacks the VPU's ALUs per lane
+    (e.g. v5e, v6e). Elementwise ops and reductions (a dot product) run there, not on the MXUs."""
+    from ..hardware import get_chip
+    from ..systolic import vpu_flops
+
+    c = get_chip(chip)
+    if c.kind != "tpu" or not c.cores_per_chip:
+        return None
+    try:
+        return vpu_flops(c) * c.cores_per_chip
+    except ValueError:
+        return None
+
+
 def _roof(ax, intensities, peak: float, bandwidth: float, **kw):
     import numpy as np
 
@@ -29,10 +45,15 @@ def _roof(ax, intensities, peak: float, bandwidth: float, **kw):
 
 
 def roofline_chart(chips=("v5e", "v5p", "v6e", "h100"), ops=None, dtype: str = "bf16", bandwidth: str = "hbm",
-                   intensity_range=(0.05, 3e4), ax=None, title: str | None = None):
+                   intensity_range=(0.05, 3e4), ax=None, title: str | None = None, units=None,
+                   vpu: bool = True):
     """Log-log rooflines (attainable FLOP/s against arithmetic intensity) of ``chips`` for ``dtype`` against
     ``bandwidth`` ("hbm", "ici", ...), with each chip's ridge point (its critical intensity) marked and the
     operations of ``ops`` ({label: FLOPs per byte}) drawn as vertical lines, with a dot where each meets each roof.
+
+    ``vpu=True`` adds, dashed, the lower roof of the vector units (:func:`_vpu_peak`) of each TPU whose VPU is in the
+    table: matmuls run on the MXUs, elementwise ops and reductions on the VPU. ``units`` ({label: "MXU" | "VPU"})
+    names the unit each op runs on in its label, and puts a VPU op's dots on the VPU roof where there is one.
 
     Returns the matplotlib Figure.
     """
@@ -47,6 +68,12 @@ def roofline_chart(chips=("v5e", "v5p", "v6e", "h100"), ops=None, dtype: str = "
     if not 0 < lo < hi:
         raise ValueError(f"intensity_range must be (low, high) with 0 < low < high; got {intensity_range!r}")
     op_list = _as_ops(ops)
+    units = dict(units or {})
+    for label, unit in units.items():
+        if label not in dict(op_list):
+            raise ValueError(f"units names an op that is not in ops: {label!r}; ops are {[k for k, _ in op_list]}")
+        if unit not in ("MXU", "VPU"):
+            raise ValueError(f"units must map op labels to 'MXU' or 'VPU'; got {unit!r} for {label!r}")
     fig, ax = figure_and_axes(ax)
     use_book_style()
     x = np.geomspace(lo, hi, 400)
@@ -55,13 +82,19 @@ def roofline_chart(chips=("v5e", "v5p", "v6e", "h100"), ops=None, dtype: str = "
         color = CHIP_COLORS.get(c.name, None)
         _roof(ax, x, peak, bw, color=color, label=f"{c.name}: ridge at {peak / bw:.0f} FLOPs/B")
         ax.plot([peak / bw], [peak], "o", color=color, ms=5)
-        for _, intensity in op_list:
-            ax.plot([intensity], [min(peak, intensity * bw)], ".", color=color, ms=6)
+        vector = _vpu_peak(c) if vpu else None
+        if vector is not None:
+            _roof(ax, x, vector, bw, color=color, ls="--", lw=1.2,
+                  label=f"{c.name} VPU: ridge at {vector / bw:.1f} FLOPs/B")
+        for label, intensity in op_list:
+            roof = vector if (units.get(label) == "VPU" and vector is not None) else peak
+            ax.plot([intensity], [min(roof, intensity * bw)], ".", color=color, ms=6)
     ymin = min(min(c.peak_flops(dtype), lo * c.bandwidth(bandwidth)) for c in chip_objs) / 2
     ymax = max(c.peak_flops(dtype) for c in chip_objs) * 3
     for label, intensity in op_list:
         ax.axvline(intensity, color="0.45", ls=":", lw=1)
-        ax.text(intensity * 1.1, ymax / 1.5, label, rotation=90, fontsize=8, color="0.2", va="top",
+        shown = f"{label} ({units[label]})" if label in units else label
+        ax.text(intensity * 1.1, ymax / 1.5, shown, rotation=90, fontsize=8, color="0.2", va="top",
                 bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -199,9 +232,16 @@ def measured_roofline(result, chip=None, ax=None):
     left.set_ylabel(f"achieved {result.dtype} FLOP/s")
     left.set_title(f"Measured on {result.device_kind} ({result.platform})", fontsize=10)
     left.legend(loc="lower right", fontsize=7)
-    right.axhline(fit.bandwidth, color="black", lw=1, label="fitted bandwidth")
+    right.axhline(fit.bandwidth, color="black", lw=1, label="fitted bandwidth (median)")
     if fit.min_copy_bytes > 0:
         right.axvline(fit.min_copy_bytes, color="0.4", ls=":", lw=1, label="fit uses probes right of this")
+    cache = getattr(result, "cache_bytes", None)
+    if cache:
+        right.axvspan(min(m.nbytes for m in cp) / 1.5, cache, color="0.85", alpha=0.5, lw=0,
+                      label=f"fits in the {cache / 2**20:.0f} MiB last-level cache")
+    spread = getattr(fit, "bandwidth_spread", ())
+    if spread:
+        right.axhspan(*spread, color="black", alpha=0.08, lw=0, label="spread of the fitted probes")
     right.set_xscale("log")
     right.set_xlabel("bytes touched per call")
     right.set_ylabel("bytes/s moved")

@@ -54,3 +54,31 @@ def _batch_range(batch_range) -> tuple[int, int]:
     if not 1 <= lo < hi:
         raise ValueError(f"batch_range must be (low, high) with 1 <= low < high; got {batch_range!r}")
     return lo, hi
+
+
+#: The widest figure (inches) the book shows at its natural size: the content column is ~750 px at 100 dpi. A wider
+#: figure is scaled down to fit, and its labels shrink with it (an 8-inch figure's 7-point text reads as 6 points).
+PAGE_WIDTH_IN = 7.2
+
+#: The smallest font size (points) for text inside a figure that fits PAGE_WIDTH_IN.
+MIN_FONT_PT = 8
+
+
+def panel_grid(n_panels: int, ncols: int = 3, panel_width: float = 2.4, panel_height: float = 2.5):
+    """``(fig, axes)`` for ``n_panels`` small panels, ``ncols`` to a row (fewer when a row would pass
+    :data:`PAGE_WIDTH_IN`), as a flat list; spare axes of the last row are switched off. Multi-panel figures use
+    it so that they are shown at their natural size and their labels stay readable."""
+    import numpy as np
+
+    if isinstance(n_panels, bool) or not isinstance(n_panels, int) or n_panels < 1:
+        raise ValueError(f"n_panels must be a positive integer; got {n_panels!r}")
+    if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
+        raise ValueError(f"ncols must be a positive integer; got {ncols!r}")
+    ncols = max(1, min(ncols, n_panels, int(PAGE_WIDTH_IN // panel_width)))
+    nrows = -(-n_panels // ncols)
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=min(PAGE_WIDTH_IN, panel_width * ncols),
+                           height=panel_height * nrows)
+    axes = list(np.array(axes, dtype=object).reshape(-1))
+    for ax in axes[n_panels:]:
+        ax.axis("off")
+    return fig, axes[:n_panels]

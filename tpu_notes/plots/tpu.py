@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import matplotlib
 
-from .style import CHIP_COLORS, new_figure
+from .style import CHIP_COLORS, MIN_FONT_PT, new_figure, panel_grid
 
 
-def systolic_steps(result, cycles=None, ncols: int = 4):
+def systolic_steps(result, cycles=None, ncols: int = 3):
     """Panels of a :func:`tpu_notes.systolic.simulate_matmul` run (recorded with ``record_cycles``): each panel is
     the array on one cycle, each PE coloured by the streamed row it works on and labelled with its running partial
     sum. Shows the skewed wavefront entering from the left and sums flowing down."""
@@ -19,26 +19,23 @@ def systolic_steps(result, cycles=None, ncols: int = 4):
     chosen = [s for s in snaps if cycles is None or s.cycle in set(cycles)]
     if not chosen:
         raise ValueError(f"cycles must name recorded cycles 0..{len(snaps) - 1}; got {cycles!r}")
-    nrows = -(-len(chosen) // ncols)
-    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=2.0 * ncols, height=2.1 * nrows)
-    axes = np.array(axes, dtype=object).reshape(-1)
+    fig, axes = panel_grid(len(chosen), ncols=ncols, panel_width=2.4, panel_height=2.5)
     s = result.array_size
+    number_pt = min(11, max(MIN_FONT_PT, 30 / s))  # readable at the page's width, smaller only for big arrays
     n_rows_streamed = max(int(sn.row.max()) for sn in snaps) + 1
     cmap = ListedColormap(["#f2f2f2"] + [matplotlib.colormaps["tab10"](i % 10) for i in range(max(1, n_rows_streamed))])
-    for ax, snap in zip(axes.flat, chosen):
+    for ax, snap in zip(axes, chosen):
         ax.imshow(snap.row + 1, cmap=cmap, vmin=0, vmax=max(1, n_rows_streamed), origin="upper")
         for i in range(s):
             for j in range(s):
                 if snap.row[i, j] >= 0:
-                    ax.text(j, i, f"{snap.psum[i, j]:.0f}", ha="center", va="center", fontsize=7)
-        ax.set_title(f"cycle {snap.cycle}", fontsize=9)
+                    ax.text(j, i, f"{snap.psum[i, j]:.0f}", ha="center", va="center", fontsize=number_pt)
+        ax.set_title(f"cycle {snap.cycle}", fontsize=10)
         ax.set_xticks(range(s))
         ax.set_yticks(range(s))
-        ax.tick_params(labelsize=6, length=0)
+        ax.tick_params(labelsize=MIN_FONT_PT, length=0)
         ax.grid(False)
-    for ax in list(axes.flat)[len(chosen):]:
-        ax.axis("off")
-    fig.suptitle("Weight-stationary array: colour = input row m, number = partial sum leaving the PE", fontsize=9)
+    fig.suptitle("Weight-stationary array: colour = input row m,\nnumber = partial sum leaving the PE", fontsize=10)
     fig.tight_layout()
     return fig
 
