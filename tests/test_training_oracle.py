@@ -108,6 +108,17 @@ def test_cpu_moves_bf16_collectives_in_f32():
     assert xla == fp32 and xla != bf16
 
 
+def test_collectives_do_not_depend_on_code_optimisation():
+    """The oracle compiles with FAST_COMPILE_OPTIONS (no LLVM optimisation): the collectives are the same."""
+    c, p = parallel.ORACLE_CONFIG, Parallelism(fsdp=2, tensor=4)
+    mesh = parallel.make_mesh(p)
+    sig = lambda xs: sorted((x.kind, x.axes, x.bytes_per_device, x.raw_kind) for x in xs)  # noqa: E731
+    fast = parallel.compiled_step(c, p, 16, 16)
+    full = parallel.compiled_step(c, p, 16, 16, optimize=True)
+    assert fast is not full
+    assert sig(parallel.xla_collectives(fast, mesh)) == sig(parallel.xla_collectives(full, mesh))
+
+
 def test_oracle_table_is_compact():
     rows = parallel.run_oracle_case(parallel.oracle_cases(["tensor=8"])[0])
     table = parallel.format_oracle_table(rows, "tensor=8")
@@ -115,6 +126,11 @@ def test_oracle_table_is_compact():
     assert "NO" in table and "AllReduce" in table and "tensor" in table
     with pytest.raises(ValueError, match="unknown oracle case"):
         parallel.oracle_cases(["nope"])
+    summary = parallel.format_oracle_summary([(parallel.oracle_cases(["tensor=8"])[0], rows)])
+    assert all(len(line) <= 88 for line in summary.splitlines())
+    assert "0/1" in summary and "tp-backward-per-projection" in summary
+    with pytest.raises(TypeError, match="results"):
+        parallel.format_oracle_summary(rows)
 
 
 # ------------------------------------------------------------------------------- the model alone (no JAX)

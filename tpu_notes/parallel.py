@@ -411,9 +411,15 @@ def _shapes(c: TransformerConfig, p: Parallelism, dtype: str):
     return shapes
 
 
+#: XLA options of a step compiled with ``optimize=False``: no LLVM optimisation of the generated code. The
+#: collectives are chosen by the HLO passes before code generation, identical at every level (a test checks it);
+#: on a CPU this halves the compile time of the oracle's steps and costs run time only.
+FAST_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
+
+
 @lru_cache(maxsize=64)
 def _compiled(c: TransformerConfig, p: Parallelism, batch: int, seq_len: int, devices: tuple, dtype: str,
-              constrain: bool):
+              constrain: bool, optimize: bool):
     """``(compiled step, parameter shardings, batch sharding, scalar sharding)``, compiled once per layout."""
     mesh = make_mesh(p, devices)
     pshard = jax.tree_util.tree_map(lambda s: NamedSharding(mesh, s), param_specs(c, p),
@@ -424,31 +430,36 @@ def _compiled(c: TransformerConfig, p: Parallelism, batch: int, seq_len: int, de
                  out_shardings=(pshard, scalar))
     args = (_shapes(c, p, dtype), jax.ShapeDtypeStruct((batch, seq_len), jnp.int32),
             jax.ShapeDtypeStruct((), jnp.float32))
-    return fn.lower(*args).compile(), pshard, bshard, scalar
+    lowered = fn.lower(*args)
+    compiled = lowered.compile() if optimize else lowered.compile(compiler_options=dict(FAST_COMPILE_OPTIONS))
+    return compiled, pshard, bshard, scalar
 
 
-def _get(config, parallelism, batch, seq_len, devices, dtype, constrain=True):
+def _get(config, parallelism, batch, seq_len, devices, dtype, constrain=True, optimize=False):
     _check_flag("constrain", constrain)
+    _check_flag("optimize", optimize)
     c, p, _ = _prepare(config, parallelism, batch, seq_len, devices, dtype)
     devs = tuple(_check_devices(devices, p.chips_per_slice))
-    return (c, p) + _compiled(c, p, int(batch), int(seq_len), devs, dtype, bool(constrain))
+    return (c, p) + _compiled(c, p, int(batch), int(seq_len), devs, dtype, constrain, optimize)
 
 
 def compiled_step(config, parallelism: Parallelism, batch: int, seq_len: int, devices=None, dtype: str = "fp32",
-                  constrain: bool = True):
+                  constrain: bool = True, optimize: bool = False):
     """One SGD training step (loss, gradients, update) of :mod:`tpu_notes.model` laid out per ``parallelism``,
     jitted with in/out shardings, lowered from shapes alone and compiled: the object :func:`tpu_notes.hlo.collectives`
     parses. ``batch`` sequences of ``seq_len`` tokens, parameters in ``dtype`` (``"fp32"`` or ``"bf16"``).
 
     Call it as ``compiled(params, tokens, lr)`` → ``(new_params, loss)`` with arrays placed in the layout's
     shardings (:func:`train` does). ``constrain=False`` drops the layout's sharding constraints and lets XLA's
-    propagation decide (see ``FINDINGS["propagation-without-constraints"]``). Compiled once per arguments
+    propagation decide (see ``FINDINGS["propagation-without-constraints"]``). ``optimize=False`` skips the
+    optimisation of the generated machine code (:data:`FAST_COMPILE_OPTIONS`: the same collectives, half the
+    compile time on a CPU); :func:`measure_step` compiles with ``optimize=True``. Compiled once per arguments
     (cached)."""
-    return _get(config, parallelism, batch, seq_len, devices, dtype, constrain)[2]
+    return _get(config, parallelism, batch, seq_len, devices, dtype, constrain, optimize)[2]
 
 
-def _setup(config, parallelism, batch, seq_len, seed, lr, devices=None, dtype="fp32"):
-    c, p, fn, pshard, bshard, scalar = _get(config, parallelism, batch, seq_len, devices, dtype)
+def _setup(config, parallelism, batch, seq_len, seed, lr, devices=None, dtype="fp32", optimize=False):
+    c, p, fn, pshard, bshard, scalar = _get(config, parallelism, batch, seq_len, devices, dtype, True, optimize)
     params = M.init_params(c, seed, STEP_DTYPES[dtype])
     if p.pipeline > 1:
         params = stage_params(params, p.pipeline)
@@ -493,12 +504,12 @@ def measure_step(config, parallelism: Parallelism, batch: int, seq_len: int, rep
     """Median seconds of one training step laid out per ``parallelism`` on the devices present, timed by
     :func:`tpu_notes.bench.time_fn` (warmed up, ``block_until_ready``, median of ``repeats``). Returns the
     :class:`~tpu_notes.bench.Timing` (``.median_s`` is the number to quote; its ``compile_s`` is the first call,
-    since the step comes compiled from :func:`compiled_step`'s cache). On simulated CPU devices this measures the
+    since the step comes compiled, fully optimised, from :func:`compiled_step`'s cache). On simulated CPU devices this measures the
     host CPU running all of them, not a chip."""
     from .bench import time_fn
 
     devices = _default_devices(parallelism, devices)
-    c, fn, params, bshard, lr = _setup(config, parallelism, batch, seq_len, 0, 1e-2, devices, dtype)
+    c, fn, params, bshard, lr = _setup(config, parallelism, batch, seq_len, 0, 1e-2, devices, dtype, optimize=True)
     tokens = jax.device_put(M.random_tokens(c, batch, seq_len, 0), bshard)
     return time_fn(fn, params, tokens, lr, repeats=repeats)
 
@@ -744,4 +755,31 @@ def format_oracle_table(rows: Sequence[OracleRow], title: Optional[str] = None) 
         flag = "yes" if r.agree else "NO"
         lines.append(f"{short.get(r.kind, r.kind):14s} {','.join(r.axes) or '-':16s} "
                      f"{fmt(r.bytes_per_device, 'B'):>12s} {r.predicted:6d} {r.xla:6d} {r.xla_ops:4d}  {flag}")
+    return "\n".join(lines)
+
+
+def oracle_summary(cases: Optional[Sequence[OracleCase]] = None, devices=None) -> list[tuple[OracleCase, list]]:
+    """Run the oracle on ``cases`` (default :data:`ORACLE_CASES`): ``[(case, rows), ...]`` for
+    :func:`format_oracle_summary`. Each layout is compiled once (and cached, so :func:`train` on the same layout,
+    batch and sequence length reuses it)."""
+    cases = ORACLE_CASES if cases is None else cases
+    if isinstance(cases, (str, bytes)) or not isinstance(cases, Sequence) or \
+            not all(isinstance(c, OracleCase) for c in cases):
+        raise TypeError("cases must be None or a list of parallel.OracleCase (see ORACLE_CASES, oracle_cases)")
+    return [(case, run_oracle_case(case, devices)) for case in cases]
+
+
+def format_oracle_summary(results) -> str:
+    """One line per layout (at most 88 characters): how many (kind, axes, size) signatures agree, the
+    collectives the model counts, the arrays XLA moves and the HLO ops they travel in, and the findings."""
+    if isinstance(results, (str, bytes)) or not isinstance(results, (list, tuple)) or not all(
+            isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], OracleCase) for r in results):
+        raise TypeError("results must be oracle_summary's list of (OracleCase, rows)")
+    lines = [f"{'layout':22s} {'agree':>6s} {'model':>6s} {'XLA':>5s} {'ops':>4s}  findings (FINDINGS)"]
+    for case, rows in results:
+        ok = sum(r.agree for r in rows)
+        n_ops = sum(r.xla_ops for r in rows)
+        diff = [f for f in case.findings if f != "combined"]
+        lines.append(f"{case.id:22s} {ok:>3d}/{len(rows):<2d} {sum(r.predicted for r in rows):6d} "
+                     f"{sum(r.xla for r in rows):5d} {n_ops:4d}  {', '.join(diff) or '-'}")
     return "\n".join(lines)
