@@ -101,9 +101,11 @@ def create(stem: str, root: Path = ROOT) -> list[Path]:
     lines = toc.read_text().splitlines()
     entries = [i for i, line in enumerate(lines) if re.match(r"\s*- file: notebooks/\d\d_", line)]
     if f"notebooks/{stem}" not in toc.read_text():
-        last = entries[-1]
-        indent = lines[last][: len(lines[last]) - len(lines[last].lstrip())]
-        lines.insert(last + 1, f"{indent}- file: notebooks/{stem}")
+        # Insert in chapter order: after the last listed chapter that comes before this one (or before the first).
+        before = [i for i in entries if lines[i].split("notebooks/")[1].strip() < stem]
+        anchor = before[-1] if before else entries[0]
+        indent = lines[anchor][: len(lines[anchor]) - len(lines[anchor].lstrip())]
+        lines.insert(anchor + 1 if before else anchor, f"{indent}- file: notebooks/{stem}")
         toc.write_text("\n".join(lines) + "\n")
     return [notebook, module, init, toc]
 
