@@ -219,3 +219,42 @@ def test_all_to_all_is_cheaper_than_all_gather(n, v):
         assert a2a >= (n // 2) * ((n + 1) // 2) / n**2 * v / W * (1 - 1e-12)
     assert C.all_to_all_time(v, n, W, wraparound=False).bandwidth_time >= \
         C.all_to_all_time(v, n, W, wraparound=True).bandwidth_time * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("n", [3, 4, 8, 9, 16])
+def test_one_way_ring(n):
+    # a one-way ring moves every shard the same way: N-1 hops of V/N at W/2 (the line's bandwidth term)
+    v = 1e9
+    ag = C.all_gather_time(v, n, W, hop_latency=0, bidirectional=False)
+    assert ag.bandwidth_time == pytest.approx(2 * (n - 1) * v / (n * W))
+    assert ag.bandwidth_time == pytest.approx(C.all_gather_time(v, n, W, wraparound=False, hop_latency=0)
+                                              .bandwidth_time)
+    assert C.gather_hops(n, True, bidirectional=False) == n - 1
+    # AllToAll: half the AllGather one way; a quarter of the AllGather on a bidirectional ring (even N)
+    a2a = C.all_to_all_time(v, n, W, hop_latency=0, bidirectional=False)
+    assert a2a.bandwidth_time == pytest.approx(ag.bandwidth_time / 2)
+    assert a2a.bandwidth_time == pytest.approx(C.ring_link_bytes("all-to-all", n, v, bidirectional=False) / (W / 2))
+    if n % 2 == 0:
+        bidi = C.all_to_all_time(v, n, W, hop_latency=0).bandwidth_time
+        assert bidi == pytest.approx(C.all_gather_time(v, n, W, hop_latency=0).bandwidth_time / 4)
+    assert C.all_reduce_time(v, n, W, hop_latency=0, bidirectional=False).bandwidth_time == \
+        pytest.approx(2 * ag.bandwidth_time)
+    with pytest.raises(ValueError, match="wraparound"):
+        C.all_gather_time(v, n, W, wraparound=False, bidirectional=False)
+
+
+def test_latency_bound_bytes_per_hop_and_per_array():
+    w = get_chip("v5e").ici_bw_bidi
+    per_hop = C.latency_bound_bytes(8, w, per="hop")
+    assert per_hop == pytest.approx(1e-6 * w / 2)                       # one shard in one microsecond
+    assert C.latency_bound_bytes(8, w) == pytest.approx(8 * per_hop)    # the whole gathered array
+    assert C.latency_bound_bytes(64, w, per="hop") == per_hop            # independent of N
+    with pytest.raises(ValueError, match="per"):
+        C.latency_bound_bytes(8, w, per="shard")
+
+
+def test_schedules_are_bounded():
+    with pytest.raises(ValueError, match="axis_size must be at most"):
+        C.ring_all_gather_schedule(10**12)
+    with pytest.raises(ValueError, match="axis_size must be finite"):
+        C.ring_all_gather_schedule(float("inf"))

@@ -46,7 +46,7 @@ def test_peak_flops_by_dtype_and_missing_figures():
         v5e.peak_flops("fp64")
     with pytest.raises(ValueError, match="nvlink"):
         v5e.bandwidth("nvlink")
-    with pytest.raises(ValueError, match="bandwidth must be one of"):
+    with pytest.raises(ValueError, match="kind must be one of"):
         v5e.bandwidth("qpi")
 
 
@@ -73,3 +73,62 @@ def test_spec_table_rows_and_text():
     text = hardware.format_spec_table()
     assert len(text.splitlines()) == len(CHIPS) + 2
     assert "820 GB/s" in text and "—" in text
+
+
+def test_h800_cards():
+    sxm, pcie, h100 = get_chip("h800"), get_chip("H800 PCIe"), get_chip("h100")
+    # the SXM card has the H100 SXM's compute (DeepSeek-V3's MFU uses it); the PCIe card the book's 3026/2 fp8
+    assert sxm.peak_flops("fp8") == h100.peak_flops("fp8") == 1.979e15
+    assert pcie.peak_flops("fp8") == 3026e12 / 2
+    assert sxm.nvlink_bw < h100.nvlink_bw
+    assert get_chip("h800 sxm") is sxm
+
+
+def test_v6e_and_v4p_are_complete():
+    from tpu_notes import systolic
+    from tpu_notes.topology import Slice
+
+    assert Slice("v6e").n_cores == 256 * get_chip("v6e").cores_per_chip
+    assert Slice("v6e").shape == (16, 16)
+    # v4: 8 sublanes x 128 lanes x 2 ALUs at 1.05 GHz
+    assert systolic.vpu_flops("v4p") == pytest.approx(8 * 128 * 2 * 1.05e9)
+    for name in ("v4p", "v6e"):
+        c = get_chip(name)
+        assert None not in (c.cores_per_chip, c.mxus_per_core, c.clock_hz, c.mxu_size)
+
+
+def test_vector_register_file():
+    from tpu_notes import systolic
+
+    assert systolic.vreg_file_bytes("v5p") == 256 * 2**10          # 64 VREGs of 8 x 128 x 4 bytes
+    assert systolic.vreg_file_bytes("v4p") == 128 * 2**10
+    with pytest.raises(ValueError, match="vregs_per_core"):
+        systolic.vreg_file_bytes("v5e")
+
+
+def test_critical_intensity_against_an_explicit_bandwidth():
+    v4p = get_chip("v4p")
+    assert v4p.critical_intensity("bf16", 1.23e12) == pytest.approx(2.75e14 / 1.23e12)
+    with pytest.raises(ValueError, match="bandwidth"):
+        v4p.critical_intensity("bf16", -1.0)
+
+
+def test_vmem_is_binary_on_every_chip():
+    for c in CHIPS.values():
+        if c.vmem_bytes is not None:
+            assert c.vmem_bytes % 2**20 == 0, c.name
+
+
+def test_a_chip_built_by_hand_is_validated():
+    from tpu_notes.hardware import Chip
+
+    good = dict(name="x", kind="tpu", long_name="X", bf16_flops=1e14, int8_flops=None, fp8_flops=None,
+                hbm_bytes=1e10, hbm_bw=1e12)
+    Chip(**good)
+    for field, bad, err in (("kind", "cpu", ValueError), ("bf16_flops", -1.0, ValueError),
+                            ("hbm_bw", float("nan"), ValueError), ("name", "", TypeError),
+                            ("mxu_size", 2.5, ValueError)):
+        with pytest.raises(err, match=field):
+            Chip(**{**good, field: bad})
+    with pytest.raises(ValueError, match="pod_shape"):
+        Chip(**good, ici_dims=2, pod_shape=(16, 16, 16))

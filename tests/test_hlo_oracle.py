@@ -167,3 +167,22 @@ def test_partitioned_programs_compute_the_right_numbers(case_id):
     if len(case.matmuls) == 2:
         want = np.maximum(want, 0) @ xs[2]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("text", ["{{0,1},{2,", "{{0,1},{2,3}", "{{0,1},{2,3}}}", "{{0,a}}", "[2,4]<=[8",
+                                  "[2,4]<=[9]", "[4,2]<=[2,4]T(1,", "[4,2]<=[2,4]T(0,0)", "mesh['x'=2,'y'=4] {'y'",
+                                  "mesh['x'=2,'y'=4", "{{0,1},{1,2}}"])
+def test_truncated_or_malformed_replica_groups_are_refused(text):
+    # a truncated HLO dump must fail loudly, not compare wrongly ('{{0,1},{2,' used to parse as ((0, 1),))
+    from tpu_notes.hlo import parse_replica_groups
+
+    with pytest.raises(ValueError, match="text"):
+        parse_replica_groups(text)
+
+
+def test_replica_group_ids_must_fit_num_devices():
+    from tpu_notes.hlo import parse_replica_groups
+
+    assert parse_replica_groups("{{0,1},{2,3}}", 4) == ((0, 1), (2, 3))
+    with pytest.raises(ValueError, match="num_devices"):
+        parse_replica_groups("{{0,1},{2,3}}", 2)

@@ -129,3 +129,28 @@ def test_attainable_flops_is_the_roofline():
 def test_bad_input_raises_clearly(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+def test_compute_and_memory_time():
+    assert rl.compute_time(1.97e14, "v5e") == pytest.approx(1.0)
+    assert rl.compute_time(3.94e14, "v5e", "int8") == pytest.approx(1.0)
+    assert rl.memory_time(8.2e11, "v5e") == pytest.approx(1.0)
+    assert rl.memory_time(1e9, "v5e", bandwidth=1e9) == 1.0
+    r = rl.roofline(1e12, 0, get_chip("v5e").bf16_flops, get_chip("v5e").hbm_bw)
+    assert rl.compute_time(1e12, "v5e") == r.t_math
+
+
+@pytest.mark.parametrize("D", [1024, 4096, 16384])
+def test_closed_form_crossover_agrees_with_the_bisection(D):
+    exact = rl.crossover_batch(D, D, "v5e", "bf16")
+    assert rl.smallest_compute_bound_batch(D, D, "v5e") == math.ceil(exact)
+    with pytest.raises(ValueError, match="no batch"):
+        rl.crossover_batch(64, 64, "v5e")
+
+
+def test_moved_worked_cases_stay_importable_from_the_exercises():
+    from tpu_notes.exercises import ch01
+
+    assert ch01.smallest_compute_bound_batch is rl.smallest_compute_bound_batch
+    assert rl.per_example_weights_time(4096, 4096, 16384, "v5e").bound == "bandwidth"
+    assert rl.elementwise_add_time(2**20, "v5e").intensity == pytest.approx(1 / 6)

@@ -97,8 +97,10 @@ def test_peaks_from_parts_match_the_hardware_table():
     assert systolic.derived_peak_flops("v5e") == pytest.approx(get_chip("v5e").bf16_flops, rel=0.01)
     assert systolic.derived_peak_flops("v5p") == pytest.approx(get_chip("v5p").bf16_flops, rel=0.01)
     assert systolic.vpu_flops("v5p") == pytest.approx(8 * 128 * 4 * 1.75e9)
+    assert systolic.derived_peak_flops("v4p") == pytest.approx(get_chip("v4p").bf16_flops, rel=0.01)
+    assert systolic.derived_peak_flops("v6e") == pytest.approx(get_chip("v6e").bf16_flops, rel=0.01)
     with pytest.raises(ValueError, match="clock_hz"):
-        systolic.derived_peak_flops("v6e")
+        systolic.derived_peak_flops("tpu7x")
 
 
 @settings(deadline=None)   # the CPU is shared: no per-example time limit
@@ -166,3 +168,12 @@ def test_padding_sweep_figure():
         plots.padding_sweep([128], [0.0])
     with pytest.raises(ValueError, match="mxu_size"):
         plots.padding_sweep([128], [1e-5], mxu_size=0)
+
+
+def test_simulations_are_bounded():
+    with pytest.raises(ValueError, match="n_tiles must be at most"):
+        systolic.tile_schedule(10**12, 8, 128)
+    with pytest.raises(ValueError, match="MAX_PE_CYCLES"):
+        systolic.simulate_matmul(np.ones((10**5, 128)), np.ones((128, 128)))
+    with pytest.raises(ValueError, match="record_cycles must be at most"):
+        systolic.simulate_matmul(np.ones((2, 2)), np.ones((2, 2)), array_size=2, record_cycles=10**6)

@@ -363,3 +363,16 @@ def test_remat_chart_draws_the_library_numbers():
     with pytest.raises(ValueError, match="models"):
         plots.remat_tradeoff_chart(())
     plt.close(fig)
+
+
+@pytest.mark.parametrize("name", ["llama3-70b", "deepseek-v3", "tiny-moe"])
+@pytest.mark.parametrize("training", [False, True])
+def test_flops_breakdown_adds_up(name, training):
+    c = get_model(name)
+    b = c.flops_breakdown(4096, training=training)
+    assert b.total == pytest.approx(c.flops_per_token(4096, training=training))
+    assert b.unembedding == (3 if training else 1) * 2 * c.vocab * c.d_model
+    assert b.attention == pytest.approx(c.attention_flops(4096, training=training))
+    one = c.flops_breakdown(4096, training=training, per_layer=True)
+    assert one.projections * c.n_layers == pytest.approx(b.projections)
+    assert one.mlp * c.n_layers == pytest.approx(b.mlp) and one.unembedding == b.unembedding

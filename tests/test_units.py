@@ -69,3 +69,41 @@ def test_fmt_round_trips_to_three_digits(x):
 def test_fmt_rejects_non_numbers():
     with pytest.raises(TypeError, match="value"):
         fmt("1", "s")
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_check_positive_integer_checks_finiteness_first(value):
+    # inf used to reach int() and raise Python's OverflowError instead of a message naming the argument
+    with pytest.raises(ValueError, match="seq_len must be finite"):
+        check_positive("seq_len", value, integer=True)
+
+
+def test_check_positive_maximum_and_check_bool():
+    from tpu_notes.units import check_bool
+
+    assert check_positive("n", 256, integer=True, maximum=256) == 256
+    with pytest.raises(ValueError, match="n must be at most 256"):
+        check_positive("n", 257, integer=True, maximum=256)
+    assert check_bool("causal", False) is False
+    for bad in (1, "yes", None):
+        with pytest.raises(TypeError, match="causal must be True or False"):
+            check_bool("causal", bad)
+
+
+def test_array_bytes_of_shape_and_dtype():
+    from tpu_notes.units import array_bytes
+
+    assert array_bytes((8, 4096), "bf16") == 8 * 4096 * 2
+    assert array_bytes((3, 5), "int4") == 7.5
+    assert array_bytes((), "fp32") == 4
+    with pytest.raises(TypeError, match="shape"):
+        array_bytes("8x4096")
+    with pytest.raises(ValueError, match=r"shape\[1\]"):
+        array_bytes((8, -1))
+
+
+def test_fmt_digits_are_checked():
+    assert fmt(1234.5, "", digits=5) == "1234.5"
+    for bad in (0, -1, 2.5, "3"):
+        with pytest.raises(ValueError, match="digits"):
+            fmt(1.0, "s", digits=bad)

@@ -16,6 +16,10 @@ The model, derived in Chapter 3 and restated here:
   term is divided by ``n_axes``; the hops of the axes add up.
 * **Latency**: every hop costs at least ``hop_latency`` (about 1 µs on TPU ICI), so the latency term is
   ``hops × hop_latency`` and the collective takes ``max(bandwidth term, latency term)``.
+* **A one-way ring** (``bidirectional=False``, which needs wraparound) sends every shard the same way round: an
+  AllGather needs ``N − 1`` hops of ``V / N`` at ``W_bidi / 2``, ``2 (N − 1) V / (N W_bidi)`` (the line's bandwidth
+  term), and an AllToAll moves each block ``k`` hops for ``k = 1 .. N − 1``, half the one-way AllGather's bytes
+  per link: the scaling book's "half an AllGather", which becomes a quarter on a bidirectional ring.
 * ReduceScatter is the transpose (the derivative) of AllGather and costs the same; AllReduce = ReduceScatter +
   AllGather (twice the cost); AllToAll moves each block only to its destination: 1/4 of an AllGather on a
   bidirectional ring; on a line it is limited by the middle link, ``V / (2 W_bidi)`` for even ``N`` (twice the
@@ -30,13 +34,17 @@ from dataclasses import dataclass
 from numbers import Integral
 from typing import Sequence, Union
 
-from .units import check_positive, fmt
+from .units import check_bool, check_choice, check_positive, fmt
 
 AxisSizes = Union[int, Sequence[int]]
 Wraparound = Union[bool, Sequence[bool]]
 
 #: The collectives this module prices, by the names the book uses.
 KINDS = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all")
+
+#: Largest axis :func:`ring_all_gather_schedule` simulates: its states grow as ``N³`` (a picture, not a model;
+#: the closed forms above price any size).
+MAX_SCHEDULE_DEVICES = 256
 
 
 @dataclass(frozen=True)
@@ -61,7 +69,7 @@ def _axes(axis_size: AxisSizes, n_axes: int, wraparound: Wraparound) -> tuple[li
     elif isinstance(axis_size, (list, tuple)):
         if not axis_size:
             raise ValueError("axis_size must be a positive integer or a non-empty sequence of them")
-        sizes = [check_positive("axis_size", s, integer=True) for s in axis_size]
+        sizes = [check_positive(f"axis_size[{i}]", s, integer=True) for i, s in enumerate(axis_size)]
         if n_axes not in (1, len(sizes)):
             raise ValueError(f"n_axes={n_axes} does not match the {len(sizes)} axis sizes {tuple(axis_size)}")
     else:
@@ -77,15 +85,18 @@ def _axes(axis_size: AxisSizes, n_axes: int, wraparound: Wraparound) -> tuple[li
     return sizes, wraps
 
 
-def gather_hops(axis_size: int, wraparound: bool = True) -> int:
+def gather_hops(axis_size: int, wraparound: bool = True, bidirectional: bool = True) -> int:
     """Hops an AllGather (or ReduceScatter) needs on one axis of ``axis_size`` devices.
 
-    ``⌈(N − 1) / 2⌉`` on a bidirectional ring (with wraparound), ``N − 1`` on a line (without).
+    ``⌈(N − 1) / 2⌉`` on a bidirectional ring (with wraparound), ``N − 1`` on a line (without) or on a one-way
+    ring (``bidirectional=False``).
     """
     n = check_positive("axis_size", axis_size, integer=True)
-    if not isinstance(wraparound, bool):
-        raise TypeError(f"wraparound must be True or False; got {wraparound!r}")
-    return math.ceil((n - 1) / 2) if wraparound else n - 1
+    check_bool("wraparound", wraparound)
+    check_bool("bidirectional", bidirectional)
+    if not bidirectional and not wraparound:
+        raise ValueError("bidirectional=False (a one-way ring) needs wraparound=True: a one-way line cannot gather")
+    return math.ceil((n - 1) / 2) if (wraparound and bidirectional) else n - 1
 
 
 def _result(bandwidth_time: float, latency_time: float) -> CollectiveTime:
@@ -94,54 +105,59 @@ def _result(bandwidth_time: float, latency_time: float) -> CollectiveTime:
                           bound="bandwidth" if bandwidth_time >= latency_time else "latency")
 
 
-def _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency) -> tuple[float, float, list, list]:
+def _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency,
+                  bidirectional=True) -> tuple[float, float, list, list]:
     v = check_positive("nbytes", nbytes, allow_zero=True)
     w = check_positive("link_bw_bidi", link_bw_bidi)
     lat = check_positive("hop_latency", hop_latency, allow_zero=True)
+    check_bool("bidirectional", bidirectional)
     sizes, wraps = _axes(axis_size, n_axes, wraparound)
+    if not bidirectional and not all(wraps):
+        raise ValueError("bidirectional=False (a one-way ring) needs wraparound=True on every axis")
     n = math.prod(sizes)
     if n == 1:
         return 0.0, 0.0, sizes, wraps
-    if all(wraps):   # bidirectional ring: ⌈(N−1)/2⌉ hops of V/N bytes at W_bidi/2 each way
+    if all(wraps) and bidirectional:   # bidirectional ring: ⌈(N−1)/2⌉ hops of V/N bytes at W_bidi/2 each way
         bw = math.ceil((n - 1) / 2) * (v / n) / (w / 2)
-    else:            # a line: N−1 hops of V/N bytes at the one-way bandwidth W_bidi/2
+    else:            # a line or a one-way ring: N−1 hops of V/N bytes at the one-way bandwidth W_bidi/2
         bw = (n - 1) * (v / n) / (w / 2)
     bw /= len(sizes)
-    hops = sum(gather_hops(s, wr) for s, wr in zip(sizes, wraps))
+    hops = sum(gather_hops(s, wr, bidirectional) for s, wr in zip(sizes, wraps))
     return bw, hops * lat, sizes, wraps
 
 
 def all_gather_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *, wraparound: Wraparound = True,
-                    n_axes: int = 1, hop_latency: float = 1e-6) -> CollectiveTime:
+                    n_axes: int = 1, hop_latency: float = 1e-6, bidirectional: bool = True) -> CollectiveTime:
     """Time to AllGather a ``nbytes``-byte array (the *gathered* size) over ``axis_size`` devices.
 
     ``link_bw_bidi`` is the bidirectional bandwidth of one link in bytes/s (``Chip.ici_bw_bidi``). With
     ``wraparound`` the bandwidth term is ``⌈(N−1)/2⌉ · 2V / (N · W_bidi)`` (``V / W_bidi`` for even ``N``); without it
     ``2 (N−1) V / (N · W_bidi)``. ``n_axes`` axes at once (``axis_size`` an int per axis, or a sequence of sizes)
     divide the bandwidth term by ``n_axes``. The latency term is hops × ``hop_latency`` (seconds).
+    ``bidirectional=False`` prices a one-way ring (with wraparound): ``N − 1`` hops, ``2 (N−1) V / (N · W_bidi)``.
     """
-    bw, lat, _, _ = _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency)
+    bw, lat, _, _ = _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency, bidirectional)
     return _result(bw, lat)
 
 
 def reduce_scatter_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *,
                         wraparound: Wraparound = True, n_axes: int = 1,
-                        hop_latency: float = 1e-6) -> CollectiveTime:
+                        hop_latency: float = 1e-6, bidirectional: bool = True) -> CollectiveTime:
     """Time to ReduceScatter a ``nbytes``-byte array (the *unreduced* size on each device) over ``axis_size``
     devices: the transpose of an AllGather, with the same hops and bytes (see :func:`all_gather_time`)."""
-    bw, lat, _, _ = _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency)
+    bw, lat, _, _ = _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency, bidirectional)
     return _result(bw, lat)
 
 
 def all_reduce_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *, wraparound: Wraparound = True,
-                    n_axes: int = 1, hop_latency: float = 1e-6) -> CollectiveTime:
+                    n_axes: int = 1, hop_latency: float = 1e-6, bidirectional: bool = True) -> CollectiveTime:
     """Time to AllReduce a ``nbytes``-byte array: a ReduceScatter then an AllGather (twice the time of either)."""
-    bw, lat, _, _ = _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency)
+    bw, lat, _, _ = _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency, bidirectional)
     return _result(2 * bw, 2 * lat)
 
 
 def all_to_all_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *, wraparound: Wraparound = True,
-                    n_axes: int = 1, hop_latency: float = 1e-6) -> CollectiveTime:
+                    n_axes: int = 1, hop_latency: float = 1e-6, bidirectional: bool = True) -> CollectiveTime:
     """Time to AllToAll a ``nbytes``-byte array (the whole array; each device holds ``nbytes / N``).
 
     On one axis with wraparound: 1/4 of an AllGather's bandwidth term (``V / (4 W_bidi)`` for even ``N``; for odd
@@ -151,13 +167,21 @@ def all_to_all_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *,
     ``N / (4 (N − 1))`` of the line's own AllGather (1/3 on 4 chips). The scaling book's "half an AllGather" is
     for a *one-way* ring, a different network. On several axes ``V · max(X_i) / (4 · N · W_bidi)`` (doubled
     without wraparound, as on one axis). Same hops as an AllGather.
+
+    On a one-way ring (``bidirectional=False``) each block travels ``k`` hops for ``k = 1 .. N − 1`` one way:
+    ``(N − 1) V / (2N)`` bytes per link at ``W_bidi / 2``, i.e. ``(N − 1) V / (N W_bidi)``, half of that ring's
+    AllGather (doubled on several axes, as on a line).
     """
     v = check_positive("nbytes", nbytes, allow_zero=True)
     w = check_positive("link_bw_bidi", link_bw_bidi)
-    _, lat, sizes, wraps = _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency)
+    _, lat, sizes, wraps = _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency,
+                                         bidirectional)
     n = math.prod(sizes)
     if n == 1:
         return _result(0.0, 0.0)
+    if not bidirectional:
+        bw = (n - 1) * v / (n * w) if len(sizes) == 1 else v * max(sizes) / (2 * n * w)
+        return _result(bw, lat)
     if len(sizes) == 1:
         # ⌊N/2⌋·⌈N/2⌉ blocks of V/N² must cross the middle of the axis in each direction. A ring (N > 2; a ring
         # of 2 is a single link) is cut at two links, so they cross at 2 · W_bidi/2 = W_bidi: V / (4 W_bidi) for
@@ -174,7 +198,12 @@ _FUNCS = {"all-gather": all_gather_time, "reduce-scatter": reduce_scatter_time,
 
 
 def collective_time(kind: str, nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, **kwargs) -> CollectiveTime:
-    """Dispatch on ``kind`` (one of :data:`KINDS`; ``"allgather"``, ``"AllGather"``... also accepted)."""
+    """Dispatch on ``kind`` (one of :data:`KINDS`; ``"allgather"``, ``"AllGather"``... also accepted); ``kwargs``
+    are the keyword arguments of :func:`all_gather_time`."""
+    allowed = ("wraparound", "n_axes", "hop_latency", "bidirectional")
+    unknown = sorted(set(kwargs) - set(allowed))
+    if unknown:
+        raise TypeError(f"collective_time got unknown keyword argument(s) {unknown}; allowed: {list(allowed)}")
     return _FUNCS[canonical_kind(kind)](nbytes, axis_size, link_bw_bidi, **kwargs)
 
 
@@ -191,18 +220,31 @@ def canonical_kind(kind: str) -> str:
     return _KIND_ALIASES[key]
 
 
-def latency_bound_bytes(axis_size: int, link_bw_bidi: float, hop_latency: float = 1e-6,
-                        wraparound: bool = True) -> float:
-    """The whole-array size (bytes) below which an AllGather over ``axis_size`` devices is latency-bound.
+#: What :func:`latency_bound_bytes` measures: the whole gathered array, or the shard one hop carries.
+LATENCY_BOUND_PER = ("array", "hop")
 
-    Setting the bandwidth term equal to the latency term: each hop moves ``V / N`` bytes in ``hop_latency``
-    at the one-way bandwidth, so ``V* = N · hop_latency · W_bidi / 2`` (45 kB per shard on v5e).
+
+def latency_bound_bytes(axis_size: int, link_bw_bidi: float, hop_latency: float = 1e-6,
+                        wraparound: bool = True, per: str = "array") -> float:
+    """The size (bytes) below which an AllGather over ``axis_size`` devices is latency-bound.
+
+    Setting the bandwidth term equal to the latency term: each hop moves one ``V / N`` shard in ``hop_latency``
+    at the one-way bandwidth ``W_bidi / 2``, so
+
+    * ``per="array"`` (default): the whole gathered array, ``V* = N · hop_latency · W_bidi / 2`` (360 kB for 8 v5e
+      chips); it grows with ``N``;
+    * ``per="hop"``: the shard each hop carries, ``V* / N = hop_latency · W_bidi / 2`` (45 kB on v5e), the same
+      for every ``N``.
+
+    Both hold with and without wraparound (the hop count cancels).
     """
     n = check_positive("axis_size", axis_size, integer=True)
     w = check_positive("link_bw_bidi", link_bw_bidi)
     lat = check_positive("hop_latency", hop_latency)
-    gather_hops(n, wraparound)  # validates wraparound
-    return n * lat * w / 2
+    check_bool("wraparound", wraparound)
+    per = check_choice("per", per, LATENCY_BOUND_PER)
+    shard = lat * w / 2
+    return shard if per == "hop" else n * shard
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -216,10 +258,10 @@ def ring_all_gather_schedule(axis_size: int, wraparound: bool = True) -> list[li
     from the left to the right and the one from the right to the left: ``⌈(N−1)/2⌉`` hops. Without wraparound
     the shards also move one per hop per direction, but along a line, so the end devices wait ``N − 1`` hops for
     the shard of the far end. Either way each link carries one ``V / N`` shard per direction per hop.
+    ``axis_size`` is at most :data:`MAX_SCHEDULE_DEVICES` (the states grow as ``N³``).
     """
-    n = check_positive("axis_size", axis_size, integer=True)
-    if not isinstance(wraparound, bool):
-        raise TypeError(f"wraparound must be True or False; got {wraparound!r}")
+    n = check_positive("axis_size", axis_size, integer=True, maximum=MAX_SCHEDULE_DEVICES)
+    check_bool("wraparound", wraparound)
     states = [[frozenset({d}) for d in range(n)]]
     if wraparound:
         right = {d: d for d in range(n)}   # shard moving rightwards that device d will forward next
@@ -254,6 +296,121 @@ def ring_all_gather_schedule(axis_size: int, wraparound: bool = True) -> list[li
     return states
 
 
+#: Largest axis the hop-by-hop simulations below accept (they build one state per device per hop).
+MAX_SIMULATED_DEVICES = 64
+
+
+def _simulated_axis(axis_size) -> int:
+    n = check_positive("axis_size", axis_size, integer=True)
+    if n > MAX_SIMULATED_DEVICES:
+        raise ValueError(f"axis_size must be at most {MAX_SIMULATED_DEVICES} for a hop-by-hop simulation; got {n}")
+    return n
+
+
+def ring_link_bytes(kind: str, axis_size: int, nbytes: float, *, bidirectional: bool = True) -> float:
+    """Bytes the busiest link of a ring carries in one direction during one collective (Chapter 3, Question 10).
+
+    ``nbytes`` is the whole array ``V``, as everywhere in this module; ``kind`` is "all-gather", "reduce-scatter"
+    (the same traffic reversed) or "all-to-all". Each block takes the shortest way round the ring; with
+    ``bidirectional=False`` every link carries traffic one way only, so every block goes the same way round. By
+    the ring's symmetry every link in a direction carries the same load: the total block-distance travelled in that
+    direction divided by the ``N`` links. The results are
+
+    * AllGather: ``(N−1)/N · V`` one-way, ``⌈(N−1)/2⌉ · V/N`` (``V/2`` for even ``N``) bidirectional;
+    * AllToAll (``N²`` blocks of ``V/N²``): ``(N−1)/(2N) · V`` one-way (half the AllGather's), ``V/8`` bidirectional
+      for even ``N`` (a quarter of the AllGather's: each block also travels at most half-way round).
+
+    Divide by the one-way bandwidth of a link (``W_bidi / 2``) for the bandwidth term of the time.
+    """
+    kind = canonical_kind(kind)
+    if kind == "all-reduce":
+        raise ValueError("kind must be 'all-gather', 'reduce-scatter' or 'all-to-all' (an AllReduce is a "
+                         "ReduceScatter then an AllGather: twice the AllGather's load)")
+    n = check_positive("axis_size", axis_size, integer=True, maximum=10**6)   # its loop is O(N)
+    v = check_positive("nbytes", nbytes, allow_zero=True)
+    if not isinstance(bidirectional, bool):
+        raise TypeError(f"bidirectional must be True or False; got {bidirectional!r}")
+    if n == 1:
+        return 0.0
+    if kind in ("all-gather", "reduce-scatter"):
+        # every shard of V/N must cross N−1 links; one-way all of them go the same way, else ⌈(N−1)/2⌉ one way
+        per_shard = (n - 1) if not bidirectional else math.ceil((n - 1) / 2)
+        return n * per_shard * (v / n) / n
+    # all-to-all: from each source one block of V/N² to each destination at distance d = 1 .. N−1
+    distance = 0.0
+    for d in range(1, n):
+        if not bidirectional:
+            distance += d                      # one way round, the long way included
+        elif 2 * d < n:
+            distance += d                      # the short way, clockwise
+        elif 2 * d == n:                       # half-way round: half the blocks each way (a ring of 2 has
+            distance += d / 2 if n > 2 else d  # one link, whose two directions are the two ways round)
+    return n * distance * (v / n**2) / n
+
+
+def ring_reduce_scatter_schedule(axis_size: int) -> list[list[dict]]:
+    """A bidirectional ring ReduceScatter hop by hop: the transpose of :func:`ring_all_gather_schedule`.
+
+    Returns ``states`` with ``states[h][d]`` = ``{shard: frozenset(contributors)}``, the partial sums device ``d``
+    still holds after ``h`` hops and which devices' addends each one already includes. At the start every device
+    holds every shard with only its own addend; the addends of shard ``s`` flow towards device ``s`` from both
+    sides, summed on the way, and each device forwards one shard per direction per hop. After
+    ``⌈(N−1)/2⌉`` hops device ``s`` holds only shard ``s``, summed over all ``N`` devices.
+    """
+    n = _simulated_axis(axis_size)
+    right, left = math.ceil((n - 1) / 2), (n - 1) // 2     # arms of the ring feeding each shard
+    held = [{s: frozenset({d}) for s in range(n)} for d in range(n)]
+    states = [[dict(h) for h in held]]
+    for k in range(1, right + 1):
+        moves = []
+        for s in range(n):
+            moves.append(((s + right - k + 1) % n, (s + right - k) % n, s))     # flowing back from the right arm
+            if k <= left:
+                moves.append(((s - left + k - 1) % n, (s - left + k) % n, s))  # and from the left arm
+        for src, dst, s in moves:
+            held[dst][s] = held[dst][s] | held[src].pop(s)
+        states.append([dict(h) for h in held])
+    return states
+
+
+def ring_all_to_all_schedule(axis_size: int) -> list[list[dict]]:
+    """A bidirectional ring AllToAll hop by hop: each block goes the shortest way to its destination.
+
+    Returns ``states`` with ``states[h][d]`` = ``{destination: number of blocks}`` device ``d`` holds after ``h``
+    hops (blocks in transit included). Device ``s`` starts with one block for every destination; a block for a
+    destination half-way round goes clockwise from an even source and counter-clockwise from an odd one. After
+    ``⌊N/2⌋`` hops device ``d`` holds the ``N`` blocks addressed to it.
+    """
+    n = _simulated_axis(axis_size)
+    blocks = []                                # (position, destination, step: +1 clockwise or −1)
+    for s in range(n):
+        for t in range(n):
+            d = (t - s) % n
+            step = 1 if (2 * d < n or (2 * d == n and s % 2 == 0)) else -1
+            blocks.append([s, t, step])
+
+    def snapshot():
+        out = [dict() for _ in range(n)]
+        for pos, t, _ in blocks:
+            out[pos][t] = out[pos].get(t, 0) + 1
+        return out
+
+    states = [snapshot()]
+    while any(pos != t for pos, t, _ in blocks):
+        for b in blocks:
+            if b[0] != b[1]:
+                b[0] = (b[0] + b[2]) % n
+        states.append(snapshot())
+    return states
+
+
+def _check_mesh_axis(mesh, axis) -> None:
+    if not hasattr(mesh, "axis_names") or not hasattr(mesh, "shape"):
+        raise TypeError(f"mesh must be a jax.sharding.Mesh; got {type(mesh).__name__}")
+    if not isinstance(axis, str) or axis not in mesh.axis_names:
+        raise ValueError(f"axis must name a mesh axis, one of {list(mesh.axis_names)}; got {axis!r}")
+
+
 def run_collective(kind: str, x, mesh, axis: str, *, dim: int = 0):
     """Run collective ``kind`` for real with ``jax.shard_map`` on ``x`` split along ``dim`` over mesh ``axis``.
 
@@ -272,7 +429,16 @@ def run_collective(kind: str, x, mesh, axis: str, *, dim: int = 0):
     from .compat import shard_map
 
     kind = canonical_kind(kind)
+    _check_mesh_axis(mesh, axis)
+    if not hasattr(x, "ndim") or not hasattr(x, "shape"):
+        raise TypeError(f"x must be an array; got {type(x).__name__}")
     nd = x.ndim
+    top = nd - 2 if kind == "all-to-all" else nd - 1
+    if isinstance(dim, bool) or not isinstance(dim, Integral) or not 0 <= dim <= top:
+        raise ValueError(f"dim must be an integer from 0 to {top} for a {kind} of a {nd}-D array; got {dim!r}")
+    if x.shape[dim] % mesh.shape[axis]:
+        raise ValueError(f"x.shape[{dim}]={x.shape[dim]} must be divisible by the {mesh.shape[axis]} devices of "
+                         f"mesh axis {axis!r}")
     spec_in = P(*[axis if i == dim else None for i in range(nd)])
     x = jax.device_put(x, NamedSharding(mesh, spec_in))
     sm = shard_map()
@@ -304,7 +470,12 @@ def ring_all_gather(x, mesh, axis: str):
 
     from .compat import shard_map
 
+    _check_mesh_axis(mesh, axis)
+    if not hasattr(x, "ndim") or x.ndim < 1:
+        raise TypeError(f"x must be an array of at least one dimension; got {type(x).__name__}")
     n = mesh.shape[axis]
+    if x.shape[0] % n:
+        raise ValueError(f"x.shape[0]={x.shape[0]} must be divisible by the {n} devices of mesh axis {axis!r}")
     x = jax.device_put(x, NamedSharding(mesh, P(axis)))
     to_right = [(i, (i + 1) % n) for i in range(n)]
     to_left = [(i, (i - 1) % n) for i in range(n)]

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 from .units import check_positive
 
+#: Most devices :func:`setup` asks for: simulated CPU devices each cost memory and threads.
+MAX_DEVICES = 4096
+
 
 def in_colab() -> bool:
     """True inside Google Colab (or when ``TPU_NOTES_FORCE_COLAB=1`` forces the Colab code path for testing)."""
@@ -26,7 +29,7 @@ def setup(n: int = 8) -> list:
     Real accelerators are returned when there are at least ``n`` of them; otherwise the simulated CPU devices are.
     Safe to re-run with the same ``n``; raises ``RuntimeError`` with advice if JAX already started with fewer.
     """
-    n = check_positive("n", n, integer=True)
+    n = check_positive("n", n, integer=True, maximum=MAX_DEVICES)
     import jax
 
     try:
@@ -43,7 +46,7 @@ def setup(n: int = 8) -> list:
 
 def demo_devices(n: int = 8) -> list:
     """``n`` devices for a sharding demo: the default backend's if it has ``n``, else simulated CPU devices."""
-    n = check_positive("n", n, integer=True)
+    n = check_positive("n", n, integer=True, maximum=MAX_DEVICES)
     import jax
 
     devs = jax.devices()

@@ -116,14 +116,15 @@ def _split_call(rest: str) -> tuple[str, str]:
     return rest, ""
 
 
-def _text_of(compiled_or_text) -> str:
+def _text_of(compiled_or_text, argument: str = "compiled_or_hlo_text") -> str:
     if isinstance(compiled_or_text, str):
         return compiled_or_text
     if hasattr(compiled_or_text, "as_text"):
         text = compiled_or_text.as_text()
         if isinstance(text, str):
             return text
-    raise TypeError(f"expected HLO text or a compiled JAX object with .as_text(); got {type(compiled_or_text).__name__}")
+    raise TypeError(f"{argument} must be HLO text or a compiled JAX object with .as_text(); "
+                    f"got {type(compiled_or_text).__name__}")
 
 
 def _attr(attrs: str, key: str) -> Optional[str]:
@@ -153,18 +154,44 @@ def parse_replica_groups(text: Optional[str], num_devices: Optional[int] = None)
 
     ``{{0,1},{2,3}}`` (explicit), ``[2,4]<=[8]`` and ``[4,2]<=[2,4]T(1,0)`` (iota), ``mesh['a'=2,'b'=4] {'b'}``
     (mesh axes). ``{}`` (or nothing) means one group of all ``num_devices`` devices.
+
+    The whole text must be one of these spellings: truncated or malformed text (``{{0,1},{2,``), a device listed
+    twice, or (with ``num_devices``) a device id out of range raises ``ValueError`` rather than a wrong answer.
     """
     import numpy as np
 
+    from .units import check_positive
+
+    if num_devices is not None:
+        num_devices = check_positive("num_devices", num_devices, integer=True, maximum=2**24)
+    if text is not None and not isinstance(text, str):
+        raise TypeError(f"text must be the replica_groups string of an HLO op, or None; got {type(text).__name__}")
     if text is None or text.strip() in ("", "{}"):
         if num_devices is None:
             return ()
         return (tuple(range(num_devices)),)
-    t = text.strip()
+    groups = _parse_groups(text.strip(), np)
+    ids = [i for g in groups for i in g]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"text {text!r} lists a device in more than one group (or twice in one)")
+    if num_devices is not None and any(i >= num_devices for i in ids):
+        raise ValueError(f"text {text!r} names device {max(ids)}, but num_devices={num_devices}")
+    return groups
+
+
+_INT_LIST = r"\s*\d+\s*(?:,\s*\d+\s*)*"
+_EXPLICIT_RE = re.compile(r"^\{\s*(?:\{(?:" + _INT_LIST + r")?\}\s*(?:,\s*\{(?:" + _INT_LIST + r")?\}\s*)*)?\}$")
+_IOTA_RE = re.compile(r"^\[(" + _INT_LIST + r")\]\s*<=\s*\[(" + _INT_LIST + r")\](?:\s*T\((" + _INT_LIST + r")\))?$")
+_MESH_RE = re.compile(r"^mesh\[(.*?)\]\s*\{(\s*(?:'[^']+'\s*(?:,\s*'[^']+'\s*)*)?)\}$")
+
+
+def _parse_groups(t: str, np) -> tuple[tuple[int, ...], ...]:
+    """The groups of a non-empty replica_groups spelling ``t`` (whole-string matches only)."""
+    text = t
     if t.startswith("mesh["):
-        m = re.match(r"mesh\[(.*?)\]\s*\{(.*?)\}", t)
+        m = _MESH_RE.match(t)
         if not m:
-            raise ValueError(f"cannot parse mesh replica groups {text!r}")
+            raise ValueError(f"cannot parse text {text!r} as mesh replica groups (truncated?)")
         body = m.group(1)
         dev_ids = None
         dm = re.search(r"device_ids=\[([0-9,\s]*)\]", body)
@@ -172,33 +199,46 @@ def parse_replica_groups(text: Optional[str], num_devices: Optional[int] = None)
             dev_ids = [int(x) for x in dm.group(1).split(",") if x.strip()]
             body = body[:dm.start()]
         axes = re.findall(r"'([^']+)'\s*=\s*(\d+)", body)
+        if not axes or re.sub(r"'[^']+'\s*=\s*\d+", "", body).strip(" ,"):
+            raise ValueError(f"cannot parse the mesh of text {text!r}: expected mesh['a'=2,'b'=4]")
         names = [a for a, _ in axes]
         shape = [int(s) for _, s in axes]
         chosen = re.findall(r"'([^']+)'", m.group(2))
         for c in chosen:
             if c not in names:
-                raise ValueError(f"replica group axis {c!r} is not in the mesh {names} of {text!r}")
+                raise ValueError(f"text {text!r}: replica group axis {c!r} is not in the mesh {names}")
         n = math.prod(shape)
+        if dev_ids is not None and len(dev_ids) != n:
+            raise ValueError(f"text {text!r}: device_ids lists {len(dev_ids)} devices for a mesh of {n}")
         ids = np.asarray(dev_ids if dev_ids is not None else range(n)).reshape(shape)
         keep = [names.index(c) for c in chosen]
         other = [i for i in range(len(names)) if i not in keep]
         arr = ids.transpose(other + keep).reshape(-1, math.prod(shape[i] for i in keep) if keep else 1)
         return tuple(tuple(int(x) for x in row) for row in arr)
     if t.startswith("["):
-        m = re.match(r"\[([0-9,\s]*)\]\s*<=\s*\[([0-9,\s]*)\](?:\s*T\(([0-9,\s]*)\))?", t)
+        m = _IOTA_RE.match(t)
         if not m:
-            raise ValueError(f"cannot parse iota replica groups {text!r}")
+            raise ValueError(f"cannot parse text {text!r} as iota replica groups [G,S]<=[N] (truncated?)")
         out_shape = [int(x) for x in m.group(1).split(",") if x.strip()]
         src = [int(x) for x in m.group(2).split(",") if x.strip()]
+        if math.prod(out_shape) != math.prod(src) or len(out_shape) < 1 or math.prod(src) > 2**24:
+            raise ValueError(f"text {text!r}: the group shape {out_shape} does not hold the {math.prod(src)} "
+                             "devices of the iota")
         arr = np.arange(math.prod(src)).reshape(src)
         if m.group(3):
-            arr = arr.transpose([int(x) for x in m.group(3).split(",") if x.strip()])
+            perm = [int(x) for x in m.group(3).split(",") if x.strip()]
+            if sorted(perm) != list(range(len(src))):
+                raise ValueError(f"text {text!r}: T{tuple(perm)} is not a permutation of the {len(src)} iota axes")
+            arr = arr.transpose(perm)
         arr = arr.reshape(out_shape)
         return tuple(tuple(int(x) for x in row) for row in arr.reshape(out_shape[0], -1))
     if t.startswith("{"):
+        if not _EXPLICIT_RE.match(t):
+            raise ValueError(f"cannot parse text {text!r} as explicit replica groups {{{{0,1}},{{2,3}}}} "
+                             "(truncated or malformed)")
         groups = re.findall(r"\{([0-9,\s]*)\}", t[1:-1])
         return tuple(tuple(int(x) for x in g.split(",") if x.strip()) for g in groups)
-    raise ValueError(f"cannot parse replica groups {text!r}")
+    raise ValueError(f"cannot parse text {text!r} as replica groups: expected {{{{...}}}}, [..]<=[..] or mesh[..]")
 
 
 def collectives(compiled_or_hlo_text) -> list[HloCollective]:
@@ -250,8 +290,15 @@ def _mesh_ids(mesh) -> tuple[list[str], "object"]:
     import numpy as np
 
     if isinstance(mesh, Mapping):
+        if not mesh:
+            raise ValueError("mesh must name at least one axis, e.g. {'X': 2, 'Y': 4}")
+        for a, s in mesh.items():
+            if not isinstance(a, str) or isinstance(s, bool) or not isinstance(s, int) or not 1 <= s <= 2**20:
+                raise ValueError(f"mesh entries must be axis name -> positive integer size; got {a!r}: {s!r}")
         names = list(mesh)
         shape = [int(mesh[n]) for n in names]
+        if math.prod(shape) > 2**24:
+            raise ValueError(f"mesh {dict(mesh)} has more than 2**24 devices")
         return names, np.arange(math.prod(shape)).reshape(shape)
     if hasattr(mesh, "devices") and hasattr(mesh, "axis_names"):
         ids = np.vectorize(lambda d: d.id)(mesh.devices)
@@ -262,9 +309,13 @@ def _mesh_ids(mesh) -> tuple[list[str], "object"]:
 def axis_groups(mesh, axes: Sequence[str]) -> frozenset:
     """The replica groups a collective over mesh ``axes`` uses: a frozenset of frozensets of device ids."""
     names, ids = _mesh_ids(mesh)
+    if isinstance(axes, (str, bytes)) or not isinstance(axes, (list, tuple)):
+        raise TypeError(f"axes must be a list of mesh axis names, e.g. ['X']; got {axes!r}")
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"axes {axes!r} names an axis twice")
     for a in axes:
         if a not in names:
-            raise ValueError(f"axis {a!r} is not in the mesh; mesh axes are {names}")
+            raise ValueError(f"axes: axis {a!r} is not in the mesh; mesh axes are {names}")
     keep = [names.index(a) for a in axes]
     other = [i for i in range(len(names)) if i not in keep]
     arr = ids.transpose(other + keep).reshape(-1, math.prod(ids.shape[i] for i in keep) if keep else 1)
@@ -276,6 +327,10 @@ def mesh_axes(groups: Sequence[Sequence[int]], mesh) -> Optional[tuple[str, ...]
     axes produces exactly these groups. ``mesh`` is a ``jax.sharding.Mesh`` or a dict of axis sizes (devices
     numbered in row-major order)."""
     names, _ = _mesh_ids(mesh)
+    if isinstance(groups, (str, bytes)) or not isinstance(groups, (list, tuple)) or not all(
+            isinstance(g, (list, tuple)) and all(not isinstance(i, bool) and isinstance(i, int) and i >= 0 for i in g)
+            for g in groups):
+        raise TypeError(f"groups must be a sequence of groups of device ids (non-negative integers); got {groups!r}")
     target = frozenset(frozenset(g) for g in groups)
     for r in range(len(names) + 1):
         for combo in itertools.combinations(names, r):
@@ -292,9 +347,10 @@ def normalize_cpu_collectives(found: Sequence[HloCollective], hlo_text=None) -> 
     ``dynamic-slice`` (possibly inside a fusion that takes the all-reduce as an operand) reads it and produces a
     smaller array. Without it, the list is returned unchanged.
     """
+    _check_found("found", found)
     if hlo_text is None:
         return list(found)
-    text = _text_of(hlo_text)
+    text = _text_of(hlo_text, "hlo_text")
     users: dict[str, list[tuple[str, str, tuple[HloShape, ...]]]] = {}
     fused_has_slice: dict[str, bool] = {}
     comp = None
@@ -337,6 +393,9 @@ def cost(compiled, keys: Optional[Sequence[str]] = ("flops", "bytes accessed", "
     """
     if not hasattr(compiled, "cost_analysis"):
         raise TypeError(f"compiled must be a jax Compiled or Lowered object; got {type(compiled).__name__}")
+    if keys is not None and (isinstance(keys, (str, bytes)) or not isinstance(keys, (list, tuple))
+                             or not all(isinstance(k, str) for k in keys)):
+        raise TypeError(f"keys must be a list of cost_analysis key names, e.g. ['flops'], or None; got {keys!r}")
     ca = compiled.cost_analysis()
     if isinstance(ca, (list, tuple)):
         ca = ca[0] if ca else {}
@@ -358,6 +417,25 @@ class OracleCase:
     sizes: tuple[tuple[str, int], ...]     # dimension sizes
     note: str = ""                         # what XLA does differently from the plan, if it does
 
+    def __post_init__(self):
+        if not isinstance(self.id, str) or not self.id:
+            raise TypeError(f"id must be a non-empty string; got {self.id!r}")
+        for argument, pairs in (("mesh", self.mesh), ("sizes", self.sizes)):
+            if not isinstance(pairs, tuple) or not pairs or not all(
+                    isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and not isinstance(p[1], bool)
+                    and isinstance(p[1], int) and p[1] > 0 for p in pairs):
+                raise ValueError(f"{argument} must be a non-empty tuple of (name, positive int) pairs; got {pairs!r}")
+        if not isinstance(self.matmuls, tuple) or not self.matmuls or \
+                not all(isinstance(t, str) for t in self.matmuls):
+            raise TypeError(f"matmuls must be a non-empty tuple of 'LHS · RHS -> OUT' strings; got {self.matmuls!r}")
+        for t in self.matmuls:
+            try:
+                _split_matmul(t)
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"matmuls: {err}") from None
+        if not isinstance(self.note, str):
+            raise TypeError(f"note must be a string; got {self.note!r}")
+
     @property
     def mesh_dict(self) -> dict[str, int]:
         return dict(self.mesh)
@@ -376,10 +454,28 @@ def _split_matmul(text: str):
     return tuple(parse(x) for x in m.groups())
 
 
+def _check_case(case) -> None:
+    if not isinstance(case, OracleCase):
+        raise TypeError(f"case must be an OracleCase (see oracle_cases()); got {type(case).__name__} {case!r}")
+
+
+def _check_found(argument: str, found) -> None:
+    if isinstance(found, (str, bytes)) or not isinstance(found, (list, tuple)) or \
+            not all(isinstance(c, HloCollective) for c in found):
+        raise TypeError(f"{argument} must be a list of HloCollective (from collectives()); got {found!r}")
+
+
+#: Dtypes the oracle compiles in.
+ORACLE_DTYPES = ("fp32", "bf16")
+
+
 def predict(case: OracleCase, dtype: str = "fp32") -> list:
     """The plan's collectives for ``case`` (a list of ``sharding.Step``), chained matmuls in order."""
     from .sharding import matmul_plan
+    from .units import check_choice
 
+    _check_case(case)
+    dtype = check_choice("dtype", dtype, ORACLE_DTYPES)
     steps = []
     for text in case.matmuls:
         lhs, rhs, out = _split_matmul(text)
@@ -399,10 +495,20 @@ def compile_case(case: OracleCase, devices=None, dtype: str = "fp32", *, return_
 
     from .compat import make_mesh
 
+    from .units import check_bool, check_choice
+
+    _check_case(case)
+    dtype = check_choice("dtype", dtype, ORACLE_DTYPES)
+    check_bool("return_inputs", return_inputs)
     names = [a for a, _ in case.mesh]
     shape = [s for _, s in case.mesh]
     if devices is None:
         devices = jax.devices("cpu")[: math.prod(shape)]
+    if isinstance(devices, (str, bytes)) or not isinstance(devices, (list, tuple)) or \
+            not all(hasattr(d, "platform") for d in devices):
+        raise TypeError(f"devices must be a list of JAX devices or None; got {devices!r}")
+    if len(devices) != math.prod(shape):
+        raise ValueError(f"devices lists {len(devices)} devices; case {case.id} needs {math.prod(shape)}")
     mesh = make_mesh(shape, names, devices=devices)
     sizes = dict(case.sizes)
     jdtype = {"fp32": jnp.float32, "bf16": jnp.bfloat16}[dtype]
@@ -460,6 +566,8 @@ class CollectiveSig:
 
 def signatures_from_xla(found: Sequence[HloCollective], mesh) -> tuple[CollectiveSig, ...]:
     """Signatures of XLA's (normalised) collectives, with replica groups mapped to mesh axis names."""
+    _check_found("found", found)
+    _mesh_ids(mesh)
     out = []
     for c in found:
         axes = "" if c.kind == "collective-permute" else "".join(mesh_axes(c.replica_groups, mesh) or ("?",))
@@ -469,6 +577,11 @@ def signatures_from_xla(found: Sequence[HloCollective], mesh) -> tuple[Collectiv
 
 def signatures_from_plan(steps) -> tuple[CollectiveSig, ...]:
     """Signatures of a plan's collective steps."""
+    from .sharding import Step
+
+    if isinstance(steps, (str, bytes)) or not isinstance(steps, (list, tuple)) or \
+            not all(isinstance(s, Step) for s in steps):
+        raise TypeError(f"steps must be a list of sharding.Step (e.g. MatmulPlan.collectives); got {steps!r}")
     return tuple(CollectiveSig(s.kind, "".join(s.axes), int(s.bytes_in), int(s.bytes_out)) for s in steps)
 
 
@@ -543,15 +656,20 @@ def oracle_cases(ids: Optional[Sequence[str]] = None) -> tuple[OracleCase, ...]:
     """The oracle's cases, all or those named by ``ids``."""
     if ids is None:
         return ORACLE_CASES
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, (list, tuple)):
+        raise TypeError(f"ids must be a list of case ids, e.g. ['c1-rows'], or None; got {ids!r}")
     by_id = {c.id: c for c in ORACLE_CASES}
     unknown = [i for i in ids if i not in by_id]
     if unknown:
-        raise ValueError(f"unknown oracle case id(s) {unknown}; known: {sorted(by_id)}")
+        raise ValueError(f"ids: unknown oracle case id(s) {unknown}; known: {sorted(by_id)}")
     return tuple(by_id[i] for i in ids)
 
 
 def format_oracle_table(rows: Sequence[OracleRow]) -> str:
     """The oracle's rows as a plain-text table: case, predicted collectives, XLA's, agreement."""
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, (list, tuple)) or \
+            not all(isinstance(r, OracleRow) for r in rows):
+        raise TypeError(f"rows must be a list of OracleRow (from run_case); got {rows!r}")
     def show(sigs):
         return " + ".join(map(str, sigs)) or "none"
 

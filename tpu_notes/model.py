@@ -35,10 +35,57 @@ import jax.numpy as jnp
 import numpy as np
 
 from .transformer import TransformerConfig, as_config
+from .units import check_bool, check_positive
+
+#: Largest sequence length and batch the model builds tables or shapes for (a typo must not allocate terabytes).
+MAX_SEQ_LEN = 2**20
+MAX_BATCH = 2**20
+#: Most tokens (batch × seq_len) a call materialises as an array.
+MAX_TOKENS = 2**26
+
+
+def _check_array(name: str, x, ndim: int | None = None, min_ndim: int = 1):
+    """``x`` must be an array (anything with ``shape``, ``ndim`` and ``dtype``) of ``ndim`` dimensions."""
+    if not (hasattr(x, "shape") and hasattr(x, "ndim") and hasattr(x, "dtype")):
+        raise TypeError(f"{name} must be an array; got {type(x).__name__}")
+    if ndim is not None and x.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions; got shape {tuple(x.shape)}")
+    if x.ndim < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} dimension(s); got shape {tuple(x.shape)}")
+    return x
+
+
+def _check_params(name: str, params) -> dict:
+    if not isinstance(params, dict) or "embed" not in params or "layers" not in params:
+        raise TypeError(f"{name} must be the parameter pytree of init_params (a dict with 'embed' and 'layers'); "
+                        f"got {type(params).__name__}")
+    return params
+
+
+def _check_tokens(tokens, config: TransformerConfig, min_len: int = 1):
+    _check_array("tokens", tokens, ndim=2)
+    if not jnp.issubdtype(tokens.dtype, jnp.integer):
+        raise TypeError(f"tokens must hold integer token ids; got dtype {tokens.dtype}")
+    if tokens.shape[0] < 1 or tokens.shape[1] < min_len:
+        raise ValueError(f"tokens must have shape [batch >= 1, seq_len >= {min_len}]; got {tuple(tokens.shape)}")
+    return tokens
+
+
+def _check_scalar(name: str, value, **kwargs):
+    """:func:`check_positive` for a Python number; a traced or array value (under ``jax.jit``) passes through."""
+    if isinstance(value, jax.core.Tracer) or hasattr(value, "shape"):
+        return value
+    return check_positive(name, value, **kwargs)
+
+
+def _check_fn(name: str, fn):
+    if not callable(fn):
+        raise TypeError(f"{name} must be a function such as tpu_notes.model.attention; got {fn!r}")
+    return fn
 
 
 def _check_supported(config: TransformerConfig) -> TransformerConfig:
-    config = as_config(config)
+    config = as_config(config, "config")
     if config.is_mla:
         raise NotImplementedError(
             f"{config.name or 'this config'} uses multi-head latent attention (MLA), which tpu_notes.model does not "
@@ -86,7 +133,12 @@ def init_params(config: TransformerConfig, key, dtype=jnp.float32) -> dict:
     equals ``config.param_count()`` exactly (Chapter 4 tests it).
     """
     c = _check_supported(config)
+    dtype = _check_float_dtype("dtype", dtype)
+    if isinstance(key, bool) or (not isinstance(key, int) and not hasattr(key, "dtype")):
+        raise TypeError(f"key must be a JAX PRNG key or a non-negative integer seed; got {type(key).__name__}")
     if isinstance(key, int):
+        if key < 0:
+            raise ValueError(f"key must be a non-negative integer seed or a PRNG key; got {key}")
         seed = [key]
     else:
         data = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
@@ -101,12 +153,26 @@ def init_params(config: TransformerConfig, key, dtype=jnp.float32) -> dict:
     return _build(c, leaf)
 
 
+def _check_float_dtype(name: str, dtype):
+    if dtype is None:
+        raise TypeError(f"{name} must be a floating-point dtype such as jnp.float32 or 'bfloat16'; got None")
+    try:
+        d = jnp.dtype(dtype)
+    except TypeError as err:
+        raise TypeError(f"{name} must be a floating-point dtype such as jnp.float32 or 'bfloat16'; got {dtype!r}") \
+            from err
+    if not jnp.issubdtype(d, jnp.floating):
+        raise ValueError(f"{name} must be a floating-point dtype such as jnp.float32 or 'bfloat16'; got {dtype!r}")
+    return d
+
+
 def param_groups(params) -> dict:
     """Elements of ``params`` by role, with the keys of :class:`~tpu_notes.transformer.ParamBreakdown`.
 
     Classified from the pytree paths alone (``embed``, ``unembed``, ``*norm``, ``w[qkvo]``, ``mlp``), so the test
     can compare the model with the counting formulas role by role.
     """
+    _check_params("params", params)
     groups = {"embedding": 0, "attention": 0, "mlp": 0, "norms": 0, "unembedding": 0}
     for path, leaf in jax.tree_util.tree_leaves_with_path(params):
         names = [str(getattr(p, "key", getattr(p, "idx", ""))) for p in path]
@@ -122,7 +188,7 @@ def param_groups(params) -> dict:
         elif "mlp" in names:
             g = "mlp"
         else:
-            raise ValueError(f"unclassified parameter {'/'.join(names)}")
+            raise ValueError(f"params holds an unclassified parameter {'/'.join(names)}")
         groups[g] += int(np.prod(leaf.shape))
     groups["total"] = sum(groups.values())
     return groups
@@ -130,6 +196,9 @@ def param_groups(params) -> dict:
 
 def count_params(params) -> int:
     """Number of elements in a parameter pytree."""
+    leaves = jax.tree_util.tree_leaves(params)
+    if isinstance(params, (str, bytes)) or not leaves or not all(hasattr(x, "shape") for x in leaves):
+        raise TypeError(f"params must be a pytree of arrays (e.g. from init_params); got {type(params).__name__}")
     return int(sum(np.prod(x.shape) for x in jax.tree_util.tree_leaves(params)))
 
 
@@ -138,13 +207,26 @@ def count_params(params) -> int:
 # ------------------------------------------------------------------------------------------------------------
 
 def rms_norm(x, gain, eps: float = 1e-6):
-    """RMSNorm over the last axis: ``x / sqrt(mean(x²) + eps) · gain``."""
+    """RMSNorm over the last axis: ``x / sqrt(mean(x²) + eps) · gain`` (``eps`` > 0: it keeps a zero row finite)."""
+    _check_array("x", x)
+    _check_array("gain", gain)
+    if tuple(gain.shape) not in ((x.shape[-1],), ()):
+        raise ValueError(f"gain must have shape ({x.shape[-1]},) to match x's last axis; got {tuple(gain.shape)}")
+    eps = _check_scalar("eps", eps)
     x32 = x.astype(jnp.float32)
     return (x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + eps)).astype(x.dtype) * gain
 
 
 def rotary_tables(seq_len: int, d_head: int, base: float = 10_000.0, offset: int = 0):
-    """``(cos, sin)`` of shape ``[seq_len, d_head/2]`` for positions ``offset .. offset+seq_len-1``."""
+    """``(cos, sin)`` of shape ``[seq_len, d_head/2]`` for positions ``offset .. offset+seq_len-1``.
+
+    ``d_head`` must be even (pairs of features rotate together); ``base`` > 0."""
+    seq_len = check_positive("seq_len", seq_len, integer=True, maximum=MAX_SEQ_LEN)
+    d_head = check_positive("d_head", d_head, integer=True, maximum=2**16)
+    if d_head % 2:
+        raise ValueError(f"d_head must be even for rotary embeddings; got {d_head}")
+    base = check_positive("base", base)
+    offset = check_positive("offset", offset, integer=True, allow_zero=True, maximum=2**31 - seq_len)
     inv = 1.0 / base ** (np.arange(0, d_head, 2) / d_head)
     ang = np.arange(offset, offset + seq_len)[:, None] * inv[None, :]
     return jnp.asarray(np.cos(ang), jnp.float32), jnp.asarray(np.sin(ang), jnp.float32)
@@ -152,6 +234,14 @@ def rotary_tables(seq_len: int, d_head: int, base: float = 10_000.0, offset: int
 
 def apply_rotary(x, cos, sin):
     """Rotate pairs (first half, second half) of the last axis of ``x[B, T, heads, H]`` by the position angles."""
+    _check_array("x", x, ndim=4)
+    _check_array("cos", cos, ndim=2)
+    _check_array("sin", sin, ndim=2)
+    want = (x.shape[1], x.shape[-1] // 2)
+    for name, t in (("cos", cos), ("sin", sin)):
+        if tuple(t.shape) != want:
+            raise ValueError(f"{name} must have shape {want} (seq_len, H/2) for x of shape {tuple(x.shape)}; "
+                             f"got {tuple(t.shape)}")
     h = x.shape[-1] // 2
     x1, x2 = x[..., :h], x[..., h:]
     c, s = cos[None, :, None, :].astype(x.dtype), sin[None, :, None, :].astype(x.dtype)
@@ -164,6 +254,7 @@ def attention(q, k, v, causal: bool = True):
     Materialises the ``[B, K, G, T, S]`` score matrix (``G = N/K``); with ``causal`` the query at position
     ``t`` (aligned to the end of the keys) sees keys ``<= t + S - T``.
     """
+    _check_qkv(q, k, v, causal)
     B, T, N, H = q.shape
     S, K = k.shape[1], k.shape[2]
     qg = q.reshape(B, T, K, N // K, H)
@@ -183,8 +274,10 @@ def flash_attention(q, k, v, causal: bool = True, block_size: int = 128):
     scores exist at any time, never the ``T × S`` matrix; the result is divided by ``l`` at the end. (A real
     kernel also tiles the queries and skips fully masked blocks; this one keeps the arithmetic visible.)
     """
+    _check_qkv(q, k, v, causal)
     B, T, N, H = q.shape
     S, K = k.shape[1], k.shape[2]
+    block_size = check_positive("block_size", block_size, integer=True)
     if block_size <= 0 or S % block_size:
         raise ValueError(f"block_size ({block_size}) must be positive and divide the key length ({S})")
     G, nb = N // K, S // block_size
@@ -214,6 +307,18 @@ def flash_attention(q, k, v, causal: bool = True, block_size: int = 128):
     return jnp.transpose(out, (0, 3, 1, 2, 4)).reshape(B, T, N, H).astype(q.dtype)
 
 
+def _check_qkv(q, k, v, causal) -> None:
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        _check_array(name, t, ndim=4)
+    if tuple(k.shape) != tuple(v.shape):
+        raise ValueError(f"v must have the shape of k {tuple(k.shape)}; got {tuple(v.shape)}")
+    if k.shape[0] != q.shape[0] or k.shape[3] != q.shape[3]:
+        raise ValueError(f"k must match q's batch and head width: q {tuple(q.shape)}, k {tuple(k.shape)}")
+    if q.shape[2] % k.shape[2]:
+        raise ValueError(f"k's {k.shape[2]} key/value heads must divide q's {q.shape[2]} query heads")
+    check_bool("causal", causal)
+
+
 def _mlp(x, p, gated: bool):
     up = x @ p["w_up"]
     h = jax.nn.silu(x @ p["w_gate"]) * up if gated else jax.nn.gelu(up)
@@ -222,13 +327,22 @@ def _mlp(x, p, gated: bool):
 
 def moe_capacity(n_tokens: int, config: TransformerConfig, capacity_factor: float = 1.0) -> int:
     """Slots per expert: ``ceil(capacity_factor · n_tokens · k / E)``."""
-    c = as_config(config)
+    n_tokens = check_positive("n_tokens", n_tokens, integer=True)
+    c = as_config(config, "config")
+    capacity_factor = check_positive("capacity_factor", capacity_factor, maximum=1e6)
     return max(1, math.ceil(capacity_factor * n_tokens * c.experts_per_token / c.n_experts))
 
 
 def moe_mlp(x, p, config: TransformerConfig, capacity_factor: float = 1.0):
     """Top-k mixture of experts on ``x[T, D]`` with capacity-based gather/scatter dispatch (see module doc)."""
-    c = config
+    c = _check_supported(config)
+    if not c.is_moe:
+        raise ValueError(f"config must be a mixture-of-experts model (n_experts > 1); got {c.name or c}")
+    _check_array("x", x, ndim=2)
+    if x.shape[1] != c.d_model:
+        raise ValueError(f"x must have shape [tokens, d_model={c.d_model}]; got {tuple(x.shape)}")
+    if not isinstance(p, dict) or "router" not in p:
+        raise TypeError(f"p must be a MoE layer's 'mlp' parameters (a dict with 'router'); got {type(p).__name__}")
     T, D = x.shape
     E, k = c.n_experts, c.experts_per_token
     C = moe_capacity(T, c, capacity_factor)
@@ -259,6 +373,15 @@ def moe_mlp(x, p, config: TransformerConfig, capacity_factor: float = 1.0):
 def block(x, layer, config: TransformerConfig, cos, sin, capacity_factor: float = 1.0,
           attention_fn=attention):
     """One pre-norm decoder layer on ``x[B, T, D]``."""
+    config = _check_supported(config)
+    _check_array("x", x, ndim=3)
+    if x.shape[2] != config.d_model:
+        raise ValueError(f"x must have shape [batch, seq_len, d_model={config.d_model}]; got {tuple(x.shape)}")
+    if not isinstance(layer, dict) or "wq" not in layer or "mlp" not in layer:
+        raise TypeError(f"layer must be one entry of params['layers'] (a dict with 'wq' and 'mlp'); "
+                        f"got {type(layer).__name__}")
+    _check_fn("attention_fn", attention_fn)
+    _check_scalar("capacity_factor", capacity_factor, maximum=1e6)
     B, T, D = x.shape
     h = rms_norm(x, layer["attn_norm"])
     q = apply_rotary(jnp.einsum("btd,dnh->btnh", h, layer["wq"]), cos, sin)
@@ -281,8 +404,10 @@ def block(x, layer, config: TransformerConfig, cos, sin, capacity_factor: float 
 def forward(params, tokens, config: TransformerConfig, capacity_factor: float = 1.0, attention_fn=attention):
     """Logits ``[B, T, V]`` for integer ``tokens[B, T]``. ``attention_fn`` may be :func:`flash_attention`."""
     c = _check_supported(config)
-    if tokens.ndim != 2:
-        raise ValueError(f"tokens must have shape [batch, seq_len]; got {tokens.shape}")
+    _check_params("params", params)
+    _check_tokens(tokens, c)
+    _check_scalar("capacity_factor", capacity_factor, maximum=1e6)
+    _check_fn("attention_fn", attention_fn)
     T = tokens.shape[1]
     cos, sin = rotary_tables(T, c.d_head)
     x = params["embed"][tokens]
@@ -294,7 +419,9 @@ def forward(params, tokens, config: TransformerConfig, capacity_factor: float = 
 
 
 def loss(params, tokens, config: TransformerConfig, capacity_factor: float = 1.0):
-    """Mean next-token cross-entropy (nats) of ``tokens[B, T]``; position ``t`` predicts token ``t + 1``."""
+    """Mean next-token cross-entropy (nats) of ``tokens[B, T]``; position ``t`` predicts token ``t + 1``
+    (so ``T`` >= 2)."""
+    _check_tokens(tokens, _check_supported(config), min_len=2)
     logits = forward(params, tokens, config, capacity_factor).astype(jnp.float32)
     targets = jnp.roll(tokens, -1, axis=1)
     logp = jax.nn.log_softmax(logits, axis=-1)
@@ -305,18 +432,25 @@ def loss(params, tokens, config: TransformerConfig, capacity_factor: float = 1.0
 
 def grads(params, tokens, config: TransformerConfig, capacity_factor: float = 1.0):
     """``(loss, gradients)``: one forward and one backward pass."""
+    _check_params("params", params)
     return jax.value_and_grad(loss)(params, tokens, config, capacity_factor)
 
 
 def train_step(params, tokens, config: TransformerConfig, lr: float = 1e-2, capacity_factor: float = 1.0):
     """One step of plain SGD: ``(new_params, loss)``. Jit it with ``static_argnames=("config",)``."""
+    lr = _check_scalar("lr", lr)
     value, g = grads(params, tokens, config, capacity_factor)
     return jax.tree_util.tree_map(lambda p, d: p - lr * d.astype(p.dtype), params, g), value
 
 
 def random_tokens(config: TransformerConfig, batch: int, seq_len: int, seed: int = 0):
     """Uniform random token ids ``[batch, seq_len]`` (int32), reproducible from ``seed``."""
-    c = as_config(config)
+    c = as_config(config, "config")
+    batch = check_positive("batch", batch, integer=True, maximum=MAX_BATCH)
+    seq_len = check_positive("seq_len", seq_len, integer=True, maximum=MAX_SEQ_LEN)
+    if batch * seq_len > MAX_TOKENS:
+        raise ValueError(f"batch x seq_len = {batch * seq_len:,} tokens exceeds MAX_TOKENS={MAX_TOKENS:,}")
+    seed = check_positive("seed", seed, integer=True, allow_zero=True, maximum=2**32 - 1)
     return jax.random.randint(jax.random.PRNGKey(seed), (batch, seq_len), 0, c.vocab, dtype=jnp.int32)
 
 
@@ -331,6 +465,8 @@ def xla_cost(fn, *args, compiled: bool = True) -> dict:
     program as lowered, before XLA's optimisation passes (``.lower(...).cost_analysis()``): much faster to get,
     and for a forward pass nearly identical. ``args`` may be arrays or ``jax.ShapeDtypeStruct``s.
     """
+    _check_fn("fn", fn)
+    check_bool("compiled", compiled)
     lowered = jax.jit(fn).lower(*args)
     cost = lowered.compile().cost_analysis() if compiled else lowered.cost_analysis()
     if isinstance(cost, (list, tuple)):          # older JAX returned one dict per device
@@ -343,6 +479,12 @@ def xla_flops(config: TransformerConfig, batch: int, seq_len: int, training: boo
     """FLOPs XLA counts for the model's forward pass (``training=False``) or loss + gradients (``True``)
     on ``batch × seq_len`` tokens, for one device, from shapes alone (see :func:`xla_cost` for ``compiled``)."""
     c = _check_supported(config)
+    batch = check_positive("batch", batch, integer=True, maximum=MAX_BATCH)
+    seq_len = check_positive("seq_len", seq_len, integer=True, maximum=MAX_SEQ_LEN)
+    check_bool("training", training)
+    check_bool("compiled", compiled)
+    if training and seq_len < 2:
+        raise ValueError(f"seq_len must be >= 2 with training=True (the loss predicts the next token); got {seq_len}")
     params = param_shapes(c)
     tokens = jax.ShapeDtypeStruct((batch, seq_len), jnp.int32)
     fn = partial(grads, config=c) if training else partial(forward, config=c)
@@ -353,7 +495,8 @@ def param_shapes(config: TransformerConfig, dtype=jnp.float32):
     """The parameter pytree of ``config`` as ``jax.ShapeDtypeStruct`` leaves (no memory, no random numbers):
     enough to lower and compile the model for its cost analysis."""
     c = _check_supported(config)
-    return _build(c, lambda shape, fan_in: jax.ShapeDtypeStruct(shape, jnp.dtype(dtype)))
+    dtype = _check_float_dtype("dtype", dtype)
+    return _build(c, lambda shape, fan_in: jax.ShapeDtypeStruct(shape, dtype))
 
 
 def xla_component_flops(config: TransformerConfig, batch: int, seq_len: int, compiled: bool = False) -> dict:
@@ -366,6 +509,9 @@ def xla_component_flops(config: TransformerConfig, batch: int, seq_len: int, com
     XLA's total and the formula.
     """
     c = _check_supported(config)
+    batch = check_positive("batch", batch, integer=True, maximum=MAX_BATCH)
+    seq_len = check_positive("seq_len", seq_len, integer=True, maximum=2**14)   # it compiles a [T, T] matrix
+    check_bool("compiled", compiled)
     B, T, D, N, K, H = batch, seq_len, c.d_model, c.n_heads, c.n_kv_heads, c.d_head
     G = N // K
     f32 = jnp.float32

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .hardware import Chip, get_chip
-from .units import canonical_dtype, check_positive, dtype_bytes, fmt
+from .hardware import BANDWIDTH_KINDS, Chip, get_chip
+from .units import canonical_dtype, check_choice, check_positive, dtype_bytes, fmt
 
 
 @dataclass(frozen=True)
@@ -64,13 +64,31 @@ def matmul_bytes(B: int, D: int, F: int, x_dtype: str = "bf16", w_dtype: str = "
                  out_dtype: str = "bf16") -> float:
     """Bytes to read ``x[B, D]`` and ``w[D, F]`` and write ``out[B, F]`` once each."""
     B, D, F = (check_positive(n, v, integer=True) for n, v in (("B", B), ("D", D), ("F", F)))
-    return (B * D * dtype_bytes(x_dtype) + D * F * dtype_bytes(w_dtype) + B * F * dtype_bytes(out_dtype))
+    return (B * D * dtype_bytes(x_dtype, "x_dtype") + D * F * dtype_bytes(w_dtype, "w_dtype")
+            + B * F * dtype_bytes(out_dtype, "out_dtype"))
 
 
 def matmul_intensity(B: int, D: int, F: int, x_dtype: str = "bf16", w_dtype: str = "bf16",
                      out_dtype: str = "bf16") -> float:
     """Arithmetic intensity of ``[B, D] @ [D, F]`` in FLOPs/byte (tends to ``B`` in bf16 when ``B ≪ D, F``)."""
     return matmul_flops(B, D, F) / matmul_bytes(B, D, F, x_dtype, w_dtype, out_dtype)
+
+
+def compute_time(flops: float, chip, dtype: str = "bf16") -> float:
+    """Seconds to perform ``flops`` FLOPs at ``chip``'s peak matmul rate for ``dtype`` (``flops / peak``): the
+    ``T_math`` of a roofline, for when no bytes are counted."""
+    flops = check_positive("flops", flops, allow_zero=True)
+    return flops / get_chip(chip).peak_flops(dtype)
+
+
+def memory_time(nbytes: float, chip, bandwidth="hbm") -> float:
+    """Seconds to move ``nbytes`` bytes over ``chip``'s ``bandwidth`` (a kind such as ``"hbm"``, or bytes/s):
+    the ``T_comms`` of a roofline."""
+    nbytes = check_positive("nbytes", nbytes, allow_zero=True)
+    c = get_chip(chip)
+    bw = (c.bandwidth(check_choice("bandwidth", bandwidth, BANDWIDTH_KINDS)) if isinstance(bandwidth, str)
+          else check_positive("bandwidth", bandwidth))
+    return nbytes / bw
 
 
 def matmul_time(B: int, D: int, F: int, chip, dtype: str = "bf16", w_dtype: str | None = None,
@@ -116,12 +134,106 @@ def sharded_contraction_time(B: int, D: int, F: int, chip, n_chips: int = 2, dty
     a v5e, for two chips): the threshold depends on the model dimension ``D``, not the batch.
     """
     c = get_chip(chip)
+    B, D, F = (check_positive(n, v, integer=True) for n, v in (("B", B), ("D", D), ("F", F)))
     n = check_positive("n_chips", n_chips, integer=True)
     if n < 2:
         raise ValueError(f"n_chips must be >= 2 for a sharded contraction; got {n_chips}")
     if D % n:
         raise ValueError(f"D={D} must be divisible by n_chips={n}")
     dtype = canonical_dtype(dtype)
+    link = check_choice("link", link, BANDWIDTH_KINDS)
     flops = matmul_flops(B, D, F) / n
     nbytes = B * F * dtype_bytes(dtype)
     return roofline(flops, nbytes, c.peak_flops(dtype), c.bandwidth(link))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Worked cases of Chapters 1 and 2 (the exercises check answers with these; the modelling lives here)
+# --------------------------------------------------------------------------------------------------------------
+#: Largest batch :func:`smallest_compute_bound_batch` searches by default.
+BATCH_SEARCH_LIMIT = 2**24
+
+
+def smallest_compute_bound_batch(D: int, F: int, chip="v5e", dtype: str = "bf16", limit: int = BATCH_SEARCH_LIMIT,
+                                 w_dtype: str | None = None) -> int:
+    """Smallest token batch ``B`` for which ``x[B, D] @ w[D, F]`` is compute-bound on ``chip`` (exact byte
+    count, activations and output included; see :func:`matmul_time`). ``dtype`` is the activation and compute
+    dtype, ``w_dtype`` (default ``dtype``) the stored weights'. A bisection over ``1 .. limit``; raises
+    ``ValueError`` if no batch up to ``limit`` is compute-bound (small ``D`` or ``F`` never are)."""
+    D = check_positive("D", D, integer=True)
+    F = check_positive("F", F, integer=True)
+    limit = check_positive("limit", limit, integer=True, maximum=2**62)
+    get_chip(chip)
+    canonical_dtype(dtype)
+    if w_dtype is not None:
+        canonical_dtype(w_dtype, "w_dtype")
+
+    def compute_bound(b: int) -> bool:
+        return matmul_time(b, D, F, chip, dtype=dtype, w_dtype=w_dtype).bound == "compute"
+
+    if not compute_bound(limit):
+        raise ValueError(f"no batch up to limit={limit} makes [B, {D}] x [{D}, {F}] compute-bound on "
+                         f"{get_chip(chip).name}")
+    lo, hi = 0, limit  # invariant: lo is bandwidth-bound (or 0), hi is compute-bound
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if compute_bound(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def crossover_batch(D: int, F: int, chip="v5e", dtype: str = "bf16", bandwidth="hbm") -> float:
+    """The closed form behind :func:`smallest_compute_bound_batch`: the (real) batch at which
+    ``x[B, D] @ w[D, F]`` (all in ``dtype``) has ``T_math = T_comms`` against ``bandwidth`` (a kind, or bytes/s).
+
+    ``2·B·D·F / C = (D·F + B·(D + F))·b / W``  gives  ``B = (D·F·b / W) / (2·D·F / C − (D + F)·b / W)``.
+    Raises ``ValueError`` when no batch is compute-bound (the denominator is not positive).
+    """
+    D = check_positive("D", D, integer=True)
+    F = check_positive("F", F, integer=True)
+    c = get_chip(chip)
+    dtype = canonical_dtype(dtype)
+    w = (c.bandwidth(check_choice("bandwidth", bandwidth, BANDWIDTH_KINDS)) if isinstance(bandwidth, str)
+         else check_positive("bandwidth", bandwidth))
+    b = dtype_bytes(dtype)
+    denom = 2 * D * F / c.peak_flops(dtype) - (D + F) * b / w
+    if denom <= 0:
+        raise ValueError(f"no batch makes [B, {D}] x [{D}, {F}] compute-bound on {c.name} in {dtype}: D and F "
+                         "are too small for this chip's critical intensity")
+    return (D * F * b / w) / denom
+
+
+def per_example_weights_time(B: int, D: int, F: int, chip="v5e", dtype: str = "int8") -> RooflineTime:
+    """Roofline of ``x[B, D] @ w[B, D, F]`` (every example has its own weights): ``2·B·D·F`` FLOPs over
+    ``B·D + B·D·F + B·F`` elements, so the intensity stays below 2 FLOPs/element however large ``B``."""
+    B, D, F = (check_positive(n, v, integer=True) for n, v in (("B", B), ("D", D), ("F", F)))
+    nbytes = (B * D + B * D * F + B * F) * dtype_bytes(dtype)
+    c = get_chip(chip)
+    return roofline(matmul_flops(B, D, F), nbytes, c.peak_flops(dtype), c.hbm_bw)
+
+
+def elementwise_add_time(N: int, chip="v5e", dtype: str = "bf16") -> RooflineTime:
+    """Roofline of ``z = x + y`` on ``[N]`` vectors against HBM: ``N`` FLOPs; reads two vectors and writes one.
+
+    The FLOPs are timed at the chip's matmul peak, as the scaling book does; they actually run on the VPU,
+    whose peak is far lower (:func:`tpu_notes.systolic.vpu_flops`), which only makes the op more bandwidth-bound.
+    """
+    N = check_positive("N", N, integer=True)
+    c = get_chip(chip)
+    return roofline(float(N), 3 * N * dtype_bytes(dtype), c.peak_flops(dtype), c.hbm_bw)
+
+
+def tiled_matmul_intensity(bm: int, bn: int, dtype: str = "bf16") -> float:
+    """Arithmetic intensity (FLOPs per byte) that memory sees when a matmul ``[M, K] x [K, N]`` is computed in
+    output tiles of ``bm × bn``: each tile streams a ``[bm, K]`` strip of the left operand and a ``[K, bn]`` strip
+    of the right one through on-chip memory, doing ``2·bm·bn·K`` FLOPs over ``(bm + bn)·K`` elements, so
+
+        intensity = 2·bm·bn / ((bm + bn)·bytes per element)   ( = bm·bn / (bm + bn) in bf16),
+
+    whatever ``M``, ``N`` and ``K`` (output writes, amortised over ``K``, are left out). A matmul too big for
+    on-chip memory is only as compute-bound as its tiles: they must satisfy this > ``C / W`` (Chapter 1)."""
+    bm = check_positive("bm", bm, integer=True)
+    bn = check_positive("bn", bn, integer=True)
+    return 2.0 * bm * bn / ((bm + bn) * dtype_bytes(dtype))

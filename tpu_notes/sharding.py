@@ -36,6 +36,10 @@ class Dim:
     name: str                   # dimension name, e.g. "I" or "D"
     axes: tuple[str, ...] = ()  # mesh axes splitting it, major first; () = not split
 
+    def __post_init__(self):
+        _check_name("name", self.name, "a dimension name")
+        object.__setattr__(self, "axes", _check_axes("axes", self.axes))
+
     def __str__(self) -> str:
         return self.name + ("_" + "".join(self.axes) if self.axes else "")
 
@@ -47,6 +51,25 @@ class ShardedArray:
     name: str                         # the array's name, e.g. "A"
     dims: tuple[Dim, ...]             # its dimensions, in order
     unreduced: tuple[str, ...] = ()   # mesh axes over which it holds partial sums ({U_X}); () = fully reduced
+
+    def __post_init__(self):
+        # The same rules as parse(): a name, distinct dimensions, each mesh axis used at most once.
+        _check_name("name", self.name, "an array name")
+        dims = self.dims
+        if isinstance(dims, (str, bytes)) or not isinstance(dims, (tuple, list)) or not dims or \
+                not all(isinstance(d, Dim) for d in dims):
+            raise TypeError(f"dims must be a non-empty tuple of Dim; got {dims!r}")
+        names = [d.name for d in dims]
+        if len(set(names)) != len(names):
+            raise ValueError(f"dims repeat a dimension name: {names}")
+        unreduced = _check_axes("unreduced", self.unreduced)
+        used = [a for d in dims for a in d.axes] + list(unreduced)
+        twice = sorted({a for a in used if used.count(a) > 1})
+        if twice:
+            raise ValueError(f"dims/unreduced: mesh axis {twice[0]!r} is used twice; each mesh axis may split one "
+                             "dimension (or hold partial sums) at most")
+        object.__setattr__(self, "dims", tuple(dims))
+        object.__setattr__(self, "unreduced", unreduced)
 
     def __str__(self) -> str:
         text = f"{self.name}[{', '.join(map(str, self.dims))}]"
@@ -71,14 +94,22 @@ class ShardedArray:
         for d in self.dims:
             if d.name == name:
                 return d
-        raise ValueError(f"{self.name} has no dimension {name!r}; its dimensions are {self.dim_names}")
+        raise ValueError(f"name {name!r} is not a dimension of {self}; its dimensions are {self.dim_names}")
 
     def with_dims(self, **axes: Sequence[str]) -> "ShardedArray":
         """A copy with the named dimensions' mesh axes replaced, e.g. ``a.with_dims(J=())``."""
-        for n in axes:
-            self.dim(n)
+        for n, v in axes.items():
+            if n not in self.dim_names:
+                raise ValueError(f"{n} is not a dimension of {self}; its dimensions are {self.dim_names}")
+            try:
+                _check_axes(n, v)
+            except (TypeError, ValueError) as err:
+                raise type(err)(str(err)) from None
         dims = tuple(Dim(d.name, tuple(axes[d.name])) if d.name in axes else d for d in self.dims)
-        return ShardedArray(self.name, dims, self.unreduced)
+        try:
+            return ShardedArray(self.name, dims, self.unreduced)
+        except ValueError as err:
+            raise ValueError(f"{', '.join(axes)}: {err}") from None
 
     def renamed(self, name: str) -> "ShardedArray":
         return ShardedArray(name, self.dims, self.unreduced)
@@ -91,23 +122,21 @@ class ShardedArray:
         its mesh axes does not divide.
         """
         mesh = _check_mesh(mesh)
-        seen: set[str] = set()
         for a in self.used_axes:
             if a not in mesh:
                 raise ValueError(f"{self}: mesh axis {a!r} is not in the mesh; mesh axes are {sorted(mesh)}")
-            if a in seen:
-                raise ValueError(f"{self}: mesh axis {a!r} is used twice; each mesh axis may split one dimension")
-            seen.add(a)
         if sizes is not None:
             full = self._sizes(sizes)
             for d in self.dims:
                 k = math.prod(mesh[a] for a in d.axes)
                 if full[d.name] % k:
-                    raise ValueError(f"{self}: dimension {d.name}={full[d.name]} is not divisible by the "
+                    raise ValueError(f"sizes: {self}: dimension {d.name}={full[d.name]} is not divisible by the "
                                      f"{k} shards of mesh axes {''.join(d.axes)}")
         return self
 
     def _sizes(self, sizes: Sizes) -> dict[str, int]:
+        if isinstance(sizes, (str, bytes)):
+            raise TypeError(f"sizes must be a dict of dimension sizes or a sequence; got {sizes!r}")
         if isinstance(sizes, Mapping):
             missing = [n for n in self.dim_names if n not in sizes]
             if missing:
@@ -123,7 +152,7 @@ class ShardedArray:
             out = dict(zip(self.dim_names, seq))
         for n, v in out.items():
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise ValueError(f"size of dimension {n} must be a positive integer; got {v!r}")
+                raise ValueError(f"sizes[{n!r}] (the size of dimension {n}) must be a positive integer; got {v!r}")
         return out
 
     # -- what each device holds -----------------------------------------------------------------------------
@@ -165,32 +194,63 @@ def parse(text: Union[str, ShardedArray]) -> ShardedArray:
     """Parse the notation: ``parse("A[I_X, J_YZ]")``, ``parse("C[I, K]{U_X}")``.
 
     Dimension names are letters and digits; each mesh axis in a subscript is one letter (``J_YZ`` = ``J`` split
-    over ``Y`` then ``Z``). A ``ShardedArray`` passes through unchanged.
+    over ``Y`` then ``Z``). A ``ShardedArray`` passes through unchanged. A mesh axis may split only one dimension
+    of one array (``A[I_X, J_X]`` is refused): a device has one coordinate along ``X``, so it cannot hold a
+    different block of ``I`` and of ``J`` for it.
     """
+    return _parse(text, "text")
+
+
+def _parse(text, argument: str) -> ShardedArray:
+    """:func:`parse`, with error messages that call the input ``argument``."""
     if isinstance(text, ShardedArray):
         return text
     if not isinstance(text, str):
-        raise TypeError(f"expected notation like 'A[I_X, J]'; got {type(text).__name__}")
+        raise TypeError(f"{argument} must be notation like 'A[I_X, J]' or a ShardedArray; got {type(text).__name__}")
     m = _ARRAY_RE.match(text)
     if not m:
-        raise ValueError(f"cannot parse {text!r}: expected NAME[DIM, DIM_AXES, ...] optionally followed by {{U_AXES}}")
+        raise ValueError(f"cannot parse {argument} {text!r}: expected NAME[DIM, DIM_AXES, ...] optionally followed "
+                         "by {U_AXES}")
     name, body, _, unreduced = m.groups()
     dims = []
     for part in body.split(","):
         dm = _DIM_RE.match(part.strip())
         if not dm:
-            raise ValueError(f"cannot parse dimension {part.strip()!r} in {text!r}: expected NAME or NAME_AXES")
+            raise ValueError(f"cannot parse dimension {part.strip()!r} in {argument} {text!r}: expected NAME or "
+                             "NAME_AXES")
         dims.append(Dim(dm.group(1), tuple(dm.group(2) or "")))
     names = [d.name for d in dims]
     if len(set(names)) != len(names):
-        raise ValueError(f"{text!r} repeats a dimension name")
-    arr = ShardedArray(name, tuple(dims), tuple(unreduced or ""))
-    seen: set[str] = set()
-    for a in arr.used_axes:
-        if a in seen:
-            raise ValueError(f"{text!r}: mesh axis {a!r} is used twice; each mesh axis may split one dimension")
-        seen.add(a)
-    return arr
+        raise ValueError(f"{argument} {text!r} repeats a dimension name")
+    used = [a for d in dims for a in d.axes] + list(unreduced or "")
+    for a in used:
+        if used.count(a) > 1:
+            raise ValueError(f"{argument} {text!r}: mesh axis {a!r} is used twice; each mesh axis may split one "
+                             "dimension")
+    return ShardedArray(name, tuple(dims), tuple(unreduced or ""))
+
+
+_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+
+def _check_name(argument: str, value, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{argument} must be {what} (a string); got {type(value).__name__} {value!r}")
+    if not _NAME_RE.fullmatch(value):
+        raise ValueError(f"{argument} must be {what}: letters and digits, starting with a letter; got {value!r}")
+    return value
+
+
+def _check_axes(argument: str, axes) -> tuple[str, ...]:
+    """A tuple of distinct mesh axis names."""
+    if isinstance(axes, (str, bytes)) or not isinstance(axes, (tuple, list)):
+        raise TypeError(f"{argument} must be a tuple of mesh axis names, e.g. ('X',) or (); got {axes!r}")
+    for a in axes:
+        if not isinstance(a, str) or not _NAME_RE.fullmatch(a):
+            raise ValueError(f"{argument} must hold mesh axis names (letters and digits); got {axes!r}")
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{argument} {tuple(axes)} names a mesh axis twice")
+    return tuple(axes)
 
 
 def _check_mesh(mesh: Mesh) -> dict[str, int]:
@@ -287,11 +347,17 @@ class MatmulPlan:
         ``tpu_notes.topology.Slice`` (its ``collective_time`` decides per axis, mesh axes named like its axes).
 
         Collectives use :mod:`tpu_notes.collectives`; the local matmul uses the HBM roofline of the chip.
+        ``hop_latency`` is seconds per ICI hop (>= 0).
         """
         from . import hardware, roofline
+        from .topology import Slice
+        from .units import check_positive
 
-        slice_ = chip_or_slice if hasattr(chip_or_slice, "collective_time") else None
-        chip = hardware.get_chip(slice_.chip if slice_ is not None else chip_or_slice)
+        hop_latency = check_positive("hop_latency", hop_latency, allow_zero=True)
+        slice_ = chip_or_slice if isinstance(chip_or_slice, Slice) else None
+        chip = hardware.get_chip(slice_.chip if slice_ is not None else chip_or_slice, "chip_or_slice")
+        if self.collectives and slice_ is None and chip.ici_bw_bidi is None:
+            raise ValueError(f"chip_or_slice {chip.long_name} has no ICI figure; pass a TPU chip or a Slice")
         out = []
         for s in self.steps:
             if s.kind == "matmul":
@@ -311,9 +377,9 @@ class MatmulPlan:
                 out.append(StepTime(s, t.total, t.bound))
         return tuple(out)
 
-    def total_time(self, chip_or_slice, **kwargs) -> float:
+    def total_time(self, chip_or_slice, *, hop_latency: float = 1e-6) -> float:
         """Sum of the step times (no overlap of communication and compute), seconds."""
-        return sum(t.time for t in self.times(chip_or_slice, **kwargs))
+        return sum(t.time for t in self.times(chip_or_slice, hop_latency=hop_latency))
 
 
 _COST_WEIGHT = {"all-gather": 1.0, "reduce-scatter": 1.0, "all-reduce": 2.0, "all-to-all": 0.25, "slice": 0.0}
@@ -405,11 +471,19 @@ def matmul_plan(lhs, rhs, out=None, *, mesh: Mesh, sizes: Mapping[str, int], dty
     dimensions. When it differs from what the matmul produces, resharding steps follow (slices, AllToAlls,
     AllGathers). Without ``out``, partial sums are AllReduced and nothing else moves.
     """
-    lhs, rhs = parse(lhs), parse(rhs)
+    lhs, rhs = _parse(lhs, "lhs"), _parse(rhs, "rhs")
+    out = _parse(out, "out") if out is not None else None
     mesh = _check_mesh(mesh)
     dtype = canonical_dtype(dtype)
     if not isinstance(sizes, Mapping):
-        raise TypeError("sizes must be a dict of dimension name -> size")
+        raise TypeError(f"sizes must be a dict of dimension name -> size; got {type(sizes).__name__}")
+    for argument, arr in (("lhs", lhs), ("rhs", rhs)):
+        for n in arr.dim_names:
+            if n not in sizes:
+                raise ValueError(f"sizes lacks dimension {n!r} of {argument} {arr}")
+        for a in arr.used_axes:
+            if a not in mesh:
+                raise ValueError(f"{argument} {arr}: mesh axis {a!r} is not in the mesh; mesh axes are {sorted(mesh)}")
     lhs.validate(mesh, sizes)
     rhs.validate(mesh, sizes)
     if lhs.unreduced or rhs.unreduced:
@@ -422,7 +496,6 @@ def matmul_plan(lhs, rhs, out=None, *, mesh: Mesh, sizes: Mapping[str, int], dty
     free_r = [d for d in rhs.dims if d.name != k]
     out_names = [d.name for d in free_l + free_r]
     if out is not None:
-        out = parse(out)
         if sorted(out.dim_names) != sorted(out_names):
             raise ValueError(f"out {out} must have the dimensions {out_names} (the non-contracted ones)")
         if out.unreduced:

@@ -30,6 +30,15 @@ import numpy as np
 
 from .units import check_positive
 
+#: Most weight tiles :func:`tile_schedule` lists (it builds one entry per tile).
+MAX_TILES = 2**20
+#: Largest array edge the simulator builds (PEs per side).
+MAX_ARRAY_SIZE = 1024
+#: Most PE-cycles (``S² × cycles``) :func:`simulate_matmul` simulates: about a minute of numpy on one core.
+MAX_PE_CYCLES = 2**28
+#: Most cycles :func:`simulate_matmul` records as snapshots.
+MAX_RECORD_CYCLES = 4096
+
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -67,7 +76,7 @@ def tile_schedule(n_tiles: int, rows: int, array_size: int) -> tuple[int, ...]:
     Loading a tile takes ``array_size`` cycles (one row per cycle). Tile ``τ + 1`` may load while tile ``τ`` streams,
     and streams once it is loaded and tile ``τ``'s ``rows`` rows have entered: ``start_τ = S + τ · max(rows, S)``.
     """
-    n_tiles = check_positive("n_tiles", n_tiles, integer=True)
+    n_tiles = check_positive("n_tiles", n_tiles, integer=True, maximum=MAX_TILES)
     rows = check_positive("rows", rows, integer=True)
     s = check_positive("array_size", array_size, integer=True)
     starts = []
@@ -103,6 +112,8 @@ def padded_dim(n: int, mxu_size: int = 128) -> int:
 def padding_efficiency(K: int, N: int, mxu_size: int = 128) -> float:
     """Fraction of the MXU's multiply-adds that are useful for a ``[·, K] @ [K, N]`` matmul whose weight dimensions
     are padded to multiples of ``mxu_size``: ``K·N / (padded K · padded N)``."""
+    K = check_positive("K", K, integer=True)
+    N = check_positive("N", N, integer=True)
     return (K * N) / (padded_dim(K, mxu_size) * padded_dim(N, mxu_size))
 
 
@@ -112,12 +123,25 @@ def simulate_matmul(a, b, array_size: int = 128, record_cycles: int = 0) -> Syst
     ``b`` is cut into ``S × S`` weight tiles (zero-padded to multiples of ``S = array_size``), ordered by output column
     block then contraction block; all ``M`` rows of ``a`` stream past each tile. ``record_cycles`` keeps a
     :class:`Snapshot` of the first that many cycles (for :func:`tpu_notes.plots.systolic_steps`). Arithmetic is done in
-    float64, so the output matches ``a @ b`` to rounding.
+    float64, so the output matches ``a @ b`` to rounding. The simulation is bounded: ``array_size`` at most
+    :data:`MAX_ARRAY_SIZE`, ``S² × cycles`` at most :data:`MAX_PE_CYCLES` (use :func:`predicted_cycles` beyond),
+    ``record_cycles`` at most :data:`MAX_RECORD_CYCLES`.
     """
-    s = check_positive("array_size", array_size, integer=True)
-    record_cycles = check_positive("record_cycles", record_cycles, integer=True, allow_zero=True)
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
+    s = check_positive("array_size", array_size, integer=True, maximum=MAX_ARRAY_SIZE)
+    record_cycles = check_positive("record_cycles", record_cycles, integer=True, allow_zero=True,
+                                   maximum=MAX_RECORD_CYCLES)
+    arrays = []
+    for name, m in (("a", a), ("b", b)):
+        if isinstance(m, (str, bytes)) or m is None:
+            raise TypeError(f"{name} must be a 2-D array of numbers; got {type(m).__name__}")
+        try:
+            arr = np.asarray(m, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"{name} must be a 2-D array of numbers; got {type(m).__name__} ({err})") from None
+        if arr.ndim == 2 and not np.isfinite(arr).all():
+            raise ValueError(f"{name} must hold finite numbers; it has inf or nan")
+        arrays.append(arr)
+    a, b = arrays
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"a and b must be 2-D matrices; got shapes {a.shape} and {b.shape}")
     M, K = a.shape
@@ -127,6 +151,10 @@ def simulate_matmul(a, b, array_size: int = 128, record_cycles: int = 0) -> Syst
     if min(M, K, N) == 0:
         raise ValueError(f"a and b must be non-empty; got shapes {a.shape} and {b.shape}")
 
+    expected = predicted_cycles(M, K, N, s)
+    if s * s * expected > MAX_PE_CYCLES:
+        raise ValueError(f"a is {a.shape} and b is {b.shape}: simulating {expected:,} cycles of a {s}x{s} array "
+                         f"exceeds MAX_PE_CYCLES={MAX_PE_CYCLES:,}; use predicted_cycles for large shapes")
     kt, nt = math.ceil(K / s), math.ceil(N / s)
     Kp, Np = kt * s, nt * s
     a_pad = np.zeros((M, Kp))
@@ -216,14 +244,31 @@ def derived_peak_flops(chip) -> float:
     return c.cores_per_chip * c.mxus_per_core * mxu_flops_per_cycle(c.mxu_size) * c.clock_hz
 
 
-def vpu_flops(chip, sublanes: int = 8, lanes: int = 128, alus_per_lane: int = 4) -> float:
+def vpu_flops(chip, sublanes: int = 8, lanes: int = 128, alus_per_lane: int | None = None) -> float:
     """VPU throughput of one TensorCore in FLOP/s: ``sublanes × lanes × ALUs per lane × clock`` (one op per ALU per
-    cycle; 4 ALUs per lane on v5p, 2 on v4). Elementwise work runs here, in fp32."""
+    cycle; 4 ALUs per lane on v5p, 2 on v4). Elementwise work runs here, in fp32. ``alus_per_lane`` defaults to the
+    chip's ``vpu_alus_per_lane`` (raises ``ValueError`` naming it where the table has none, e.g. v5e)."""
     from .hardware import get_chip
 
     c = get_chip(chip)
     if c.clock_hz is None:
-        raise ValueError(f"chip {c.name!r} has no clock_hz in tpu_notes.hardware; use e.g. 'v5e' or 'v5p'")
+        raise ValueError(f"chip {c.name!r} has no clock_hz in tpu_notes.hardware; use e.g. 'v4p' or 'v5p'")
+    if alus_per_lane is None:
+        if c.vpu_alus_per_lane is None:
+            raise ValueError(f"chip {c.name!r} has no vpu_alus_per_lane in tpu_notes.hardware; pass alus_per_lane "
+                             "or use e.g. 'v4p' or 'v5p'")
+        alus_per_lane = c.vpu_alus_per_lane
     for n, v in (("sublanes", sublanes), ("lanes", lanes), ("alus_per_lane", alus_per_lane)):
         check_positive(n, v, integer=True)
     return float(sublanes * lanes * alus_per_lane) * c.clock_hz
+
+
+def vreg_file_bytes(chip) -> int:
+    """Bytes of one TensorCore's vector registers: ``vregs_per_core`` registers of 8 × 128 32-bit words (4 KiB)
+    each, 256 KiB on v5p (Chapter 2's appendix). Raises ``ValueError`` where the table has no count."""
+    from .hardware import get_chip
+
+    c = get_chip(chip)
+    if c.vregs_per_core is None:
+        raise ValueError(f"chip {c.name!r} has no vregs_per_core in tpu_notes.hardware; use e.g. 'v4p' or 'v5p'")
+    return c.vreg_file_bytes

@@ -26,7 +26,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .hardware import Chip, get_chip
-from .units import check_choice, check_positive, fmt
+from .units import check_choice, check_positive, check_sizes, fmt
+
+#: Most chips :func:`hop_grid` draws (it builds an array with one entry per chip).
+MAX_GRID_CHIPS = 2**20
 
 #: Default per-hop ICI latency in seconds (scaling book, sharding.md: "about 1 µs per hop").
 HOP_LATENCY = 1e-6
@@ -89,7 +92,7 @@ def _as_shape(shape, dims: int, chip_name: str) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class Slice:
-    """A TPU slice: ``Slice("v5e", (4, 4))`` or ``Slice("v5p", (4, 4, 8))``.
+    """A TPU slice: ``Slice("v5e", (4, 4))`` or ``Slice("v5p", (4, 4, 8))``; ``Slice("v6e")`` is the full pod.
 
     ``chip`` is a chip name or :class:`~tpu_notes.hardware.Chip` (stored as the ``Chip``); ``shape`` gives chips per
     axis and must have as many axes as the generation's torus (2 or 3) and fit inside its pod (axes may be listed
@@ -98,11 +101,11 @@ class Slice:
     """
 
     chip: Chip              # the TPU generation
-    shape: tuple            # chips along each torus axis
+    shape: tuple = None     # chips along each torus axis (None: the chip's full pod)
 
     def __post_init__(self):
         c = _check_tpu(self.chip)
-        shape = _as_shape(self.shape, c.ici_dims, c.name)
+        shape = _as_shape(c.pod_shape if self.shape is None else self.shape, c.ici_dims, c.name)
         pod = c.pod_shape
         if any(s > p for s, p in zip(sorted(shape), sorted(pod))):
             raise ValueError(f"shape {shape} does not fit in a {c.name} pod of shape {pod}; each axis (in some order) "
@@ -183,10 +186,10 @@ class Slice:
             out.append(int(c))
         return tuple(out)
 
-    def axis_hops(self, a, b) -> tuple[int, ...]:
+    def axis_hops(self, a, b, *, _names=("a", "b")) -> tuple[int, ...]:
         """Hops along each axis between chips ``a`` and ``b``: ``|d|``, or ``min(|d|, n - |d|)`` on a wrapped axis."""
-        a = self._check_coord("a", a)
-        b = self._check_coord("b", b)
+        a = self._check_coord(_names[0], a)
+        b = self._check_coord(_names[1], b)
         out = []
         for x, y, n, wrap in zip(a, b, self.shape, self.wraparound):
             d = abs(x - y)
@@ -222,7 +225,7 @@ class Slice:
         """
         nbytes = check_positive("nbytes", nbytes, allow_zero=True)
         hop_latency = check_positive("hop_latency", hop_latency, allow_zero=True)
-        per_axis = self.axis_hops(src, dst)
+        per_axis = self.axis_hops(src, dst, _names=("src", "dst"))
         if ports is None:
             ports = max(1, sum(h > 0 for h in per_axis))
         ports = check_positive("ports", ports, integer=True)
@@ -263,6 +266,9 @@ class Slice:
             return tuple(range(dims))
         if isinstance(axes, (int, str)) and not isinstance(axes, bool):
             axes = (axes,)
+        if not isinstance(axes, (list, tuple)):
+            raise TypeError(f"axes must be an axis index or name, a sequence of them, or None (from {allowed}); "
+                            f"got {axes!r}")
         idx = []
         for ax in axes:
             if isinstance(ax, str) and ax.lower() in AXIS_NAMES[:dims]:
@@ -281,12 +287,19 @@ def hop_grid(shape, wraparound, origin=None):
     ``wraparound`` (one bool per axis) says: pure geometry, for drawing tori a generation would not build."""
     import numpy as np
 
-    shape = tuple(int(check_positive(f"shape[{i}]", n, integer=True)) for i, n in enumerate(shape))
-    if len(wraparound) != len(shape) or not all(isinstance(w, bool) for w in wraparound):
+    shape = check_sizes("shape", shape)
+    if math.prod(shape) > MAX_GRID_CHIPS:
+        raise ValueError(f"shape {shape} has {math.prod(shape):,} chips; hop_grid draws at most "
+                         f"MAX_GRID_CHIPS={MAX_GRID_CHIPS:,}")
+    if isinstance(wraparound, (str, bytes)) or not isinstance(wraparound, (list, tuple)) or \
+            len(wraparound) != len(shape) or not all(isinstance(w, bool) for w in wraparound):
         raise ValueError(f"wraparound must be {len(shape)} booleans, one per axis; got {wraparound!r}")
-    origin = (0,) * len(shape) if origin is None else tuple(origin)
-    if len(origin) != len(shape) or not all(0 <= o < n for o, n in zip(origin, shape)):
-        raise ValueError(f"origin must be a coordinate inside {shape}; got {origin!r}")
+    if origin is None:
+        origin = (0,) * len(shape)
+    elif isinstance(origin, (str, bytes)) or not isinstance(origin, (list, tuple)) or len(origin) != len(shape) \
+            or not all(not isinstance(o, bool) and isinstance(o, int) and 0 <= o < n for o, n in zip(origin, shape)):
+        raise ValueError(f"origin must be a coordinate of {len(shape)} integers inside {shape}; got {origin!r}")
+    origin = tuple(origin)
     total = np.zeros(shape, dtype=int)
     for ax, (n, wrap, o) in enumerate(zip(shape, wraparound, origin)):
         d = np.abs(np.arange(n) - o)

@@ -43,15 +43,24 @@ def measure_host_to_device(sizes: Sequence[int] = DEFAULT_SIZES, repeats: int = 
 
     from .bench import time_fn
 
+    from .bench import MAX_REPEATS, _check_fits
+
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, (list, tuple)):
+        raise TypeError(f"sizes must be a list of sizes in bytes; got {type(sizes).__name__} {sizes!r}")
     sizes = tuple(sizes)
     if not sizes:
         raise ValueError("sizes must list at least one size in bytes")
+    for i, nbytes in enumerate(sizes):        # all checked before anything is measured
+        nbytes = check_positive(f"sizes[{i}]", nbytes, integer=True)
+        if nbytes % 4:
+            raise ValueError(f"each size must be a multiple of 4 bytes (float32 elements); got sizes[{i}]={nbytes}")
+        _check_fits(f"sizes[{i}]", 2 * nbytes)
+    repeats = check_positive("repeats", repeats, integer=True, maximum=MAX_REPEATS)
+    if device is not None and not hasattr(device, "platform"):
+        raise TypeError(f"device must be a JAX device or None; got {type(device).__name__} {device!r}")
     device = jax.devices()[0] if device is None else device
     out = []
     for nbytes in sizes:
-        nbytes = check_positive("sizes entry", nbytes, integer=True)
-        if nbytes % 4:
-            raise ValueError(f"each size must be a multiple of 4 bytes (float32 elements); got {nbytes}")
         host = np.ones(nbytes // 4, dtype=np.float32)
         timing = time_fn(lambda: jax.device_put(host, device), repeats=repeats)
         out.append(HostTransfer(nbytes=nbytes, seconds=timing.median_s, platform=device.platform))
@@ -71,6 +80,9 @@ def report(measured: Sequence[HostTransfer], chip: Optional[str] = "v5e") -> str
     from .hardware import get_chip
 
     c = get_chip(chip)
+    if isinstance(measured, (str, bytes)) or not isinstance(measured, (list, tuple)) or \
+            not all(isinstance(m, HostTransfer) for m in measured):
+        raise TypeError(f"measured must be a list of HostTransfer (from measure_host_to_device); got {measured!r}")
     lines = [f"{'bytes':>8}  {'measured':>10}  {'achieved':>11}  {c.name + ' PCIe model':>15}  {'ratio':>6}"]
     for m in measured:
         pred = predicted_host_to_device(m.nbytes, c)

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, fields, replace
 from typing import Optional
 
-from .units import check_choice, check_positive, dtype_bytes, canonical_dtype
+from .units import check_bool, check_choice, check_positive, dtype_bytes, canonical_dtype
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -77,6 +77,29 @@ class ParamBreakdown:
     def __repr__(self) -> str:
         parts = ", ".join(f"{f.name}={getattr(self, f.name):,}" for f in fields(self))
         return f"ParamBreakdown({parts})"
+
+
+@dataclass(frozen=True)
+class FlopsBreakdown:
+    """Forward (or training) FLOPs **per token** by part, from :meth:`TransformerConfig.flops_breakdown`.
+
+    With ``per_layer=True`` the three layer parts are one layer's (the average layer's in a MoE model whose dense
+    and MoE layers differ); the unembedding is always the whole model's single projection.
+    """
+
+    projections: float   # Q/K/V/O weight matmuls (MLA: its down/up projections), FLOPs per token
+    mlp: float           # MLP weight matmuls: dense MLPs, routers, the routed experts used and shared experts
+    attention: float     # dot-product attention: scores and the weighted sum of values (grows with seq_len)
+    unembedding: float   # the output projection d_model x vocab (also when tied)
+    total: float         # the sum: flops_per_token(...) when per_layer is False
+    per_layer: bool      # True when projections, mlp and attention are for one layer
+
+    def __repr__(self) -> str:
+        from .units import fmt
+
+        parts = ", ".join(f"{f.name}={fmt(getattr(self, f.name), 'FLOPs')}"
+                          for f in fields(self) if f.name != "per_layer")
+        return f"FlopsBreakdown({parts}, per_layer={self.per_layer})"
 
 
 #: Remat policies understood by :meth:`TransformerConfig.checkpoint_bytes` and friends.
@@ -220,12 +243,13 @@ class TransformerConfig:
 
         With ``active=True`` only the ``experts_per_token`` routed experts one token uses are counted.
         """
-        routed = self.experts_per_token if active else self.n_experts
+        routed = self.experts_per_token if check_bool("active", active) else self.n_experts
         return (self.d_model * self.n_experts + routed * self.expert_params()
                 + self.n_shared_experts * self.expert_params())
 
     def param_breakdown(self, active: bool = False) -> ParamBreakdown:
         """Parameters by role (:class:`ParamBreakdown`). ``active=True`` counts the experts one token uses."""
+        check_bool("active", active)
         D, V, L = self.d_model, self.vocab, self.n_layers
         dense_layers = L - self.n_moe_layers
         mlp = dense_layers * self.dense_mlp_params() + self.n_moe_layers * self.moe_mlp_params(active)
@@ -257,7 +281,8 @@ class TransformerConfig:
         ``training=True`` multiplies by 3 (forward + backward).
         """
         seq_len = check_positive("seq_len", seq_len, integer=True)
-        s = seq_len / 2 if causal else seq_len
+        check_bool("training", training)
+        s = seq_len / 2 if check_bool("causal", causal) else seq_len
         per_layer = 2.0 * s * self.n_heads * (self.qk_head_dim + self.v_dim)
         return (3.0 if training else 1.0) * self.n_layers * per_layer
 
@@ -268,10 +293,31 @@ class TransformerConfig:
         Dense training thus costs ``≈ 6 · params`` FLOPs per token; a MoE model uses its *active* parameters.
         """
         seq_len = check_positive("seq_len", seq_len, integer=True)
-        f = 2.0 * self.matmul_params_per_token() * (3.0 if training else 1.0)
-        if include_attention:
+        check_bool("causal", causal)
+        f = 2.0 * self.matmul_params_per_token() * (3.0 if check_bool("training", training) else 1.0)
+        if check_bool("include_attention", include_attention):
             f += self.attention_flops(seq_len, training=training, causal=causal)
         return f
+
+    def flops_breakdown(self, seq_len: int, training: bool = False, causal: bool = True,
+                        per_layer: bool = False) -> "FlopsBreakdown":
+        """FLOPs per token split into the weight matmuls of attention (projections) and of the MLP, dot-product
+        attention, and the unembedding (:class:`FlopsBreakdown`); ``training=True`` triples each part.
+
+        ``total`` equals :meth:`flops_per_token` with the same arguments; ``per_layer=True`` divides the three
+        layer parts by ``n_layers`` (and keeps ``total`` their per-layer sum plus the unembedding).
+        """
+        seq_len = check_positive("seq_len", seq_len, integer=True)
+        training = check_bool("training", training)
+        causal = check_bool("causal", causal)
+        per_layer = check_bool("per_layer", per_layer)
+        k = 3.0 if training else 1.0
+        b = self.param_breakdown(active=True)
+        div = float(self.n_layers) if per_layer else 1.0
+        parts = dict(projections=k * 2.0 * b.attention / div, mlp=k * 2.0 * b.mlp / div,
+                     attention=self.attention_flops(seq_len, training=training, causal=causal) / div,
+                     unembedding=k * 2.0 * self.vocab * self.d_model)
+        return FlopsBreakdown(**parts, total=sum(parts.values()), per_layer=per_layer)
 
     def attention_fraction(self, seq_len: int, causal: bool = True) -> float:
         """Share of the forward FLOPs spent in dot-product attention at ``seq_len``."""
@@ -370,6 +416,7 @@ class TransformerConfig:
         """
         policy = check_choice("policy", policy, REMAT_POLICIES)
         seq_len = check_positive("seq_len", seq_len, integer=True)
+        check_bool("causal", causal)
         if policy == "none":
             return 0.0
         attn = self.attention_flops(seq_len, causal=causal)
@@ -387,7 +434,7 @@ class TransformerConfig:
             raise NotImplementedError("layer_shapes lists GQA layers; MLA projections are counted in "
                                       "attention_params_per_layer")
         D, N, K, H = self.d_model, self.n_heads, self.n_kv_heads, self.d_head
-        moe = self.is_moe if moe is None else bool(moe)
+        moe = self.is_moe if moe is None else check_bool("moe", moe)
         shapes = {"attn_norm": (D,), "wq": (D, N, H), "wk": (D, K, H), "wv": (D, K, H), "wo": (N, H, D),
                   "mlp_norm": (D,)}
 
@@ -468,18 +515,21 @@ PUBLISHED_ACTIVE_PARAMS = {"deepseek-v3": 37e9}
 PRESETS = tuple(_PRESETS)
 
 
-def get_model(name: str) -> TransformerConfig:
-    """A preset :class:`TransformerConfig` by name (case-insensitive), e.g. ``get_model("llama3-70b")``."""
+def get_model(name: str, argument: str = "model") -> TransformerConfig:
+    """A preset :class:`TransformerConfig` by name (case-insensitive), e.g. ``get_model("llama3-70b")``.
+
+    A ``TransformerConfig`` passes through. ``argument`` is the name error messages give the input."""
     if isinstance(name, TransformerConfig):
         return name
     if not isinstance(name, str):
-        raise TypeError(f"name must be a model name string, one of {list(PRESETS)}; got {type(name).__name__}")
+        raise TypeError(f"{argument} must be a TransformerConfig or a model name string, one of {list(PRESETS)}; "
+                        f"got {type(name).__name__}")
     key = name.strip().lower()
     if key not in _PRESETS:
-        raise ValueError(f"unknown model {name!r}; known models: {', '.join(PRESETS)}")
+        raise ValueError(f"unknown {argument} {name!r}; known models: {', '.join(PRESETS)}")
     return _PRESETS[key]
 
 
-def as_config(model) -> TransformerConfig:
-    """Accept a :class:`TransformerConfig` or a preset name."""
-    return get_model(model)
+def as_config(model, argument: str = "model") -> TransformerConfig:
+    """Accept a :class:`TransformerConfig` or a preset name (errors call it ``argument``)."""
+    return get_model(model, argument)

@@ -31,27 +31,71 @@ def canonical_dtype(name: str, argument: str = "dtype") -> str:
     return key
 
 
-def dtype_bytes(name: str) -> float:
-    """Bytes per element of dtype ``name`` (e.g. ``dtype_bytes("bf16") == 2``; ``"int4"`` is 0.5)."""
-    return DTYPE_BYTES[canonical_dtype(name)]
+def dtype_bytes(name: str, argument: str = "dtype") -> float:
+    """Bytes per element of dtype ``name`` (e.g. ``dtype_bytes("bf16") == 2``; ``"int4"`` is 0.5).
+
+    ``argument`` is the name an error message gives the dtype (e.g. ``"w_dtype"``)."""
+    return DTYPE_BYTES[canonical_dtype(name, argument)]
 
 
-def check_positive(name: str, value, *, integer: bool = False, allow_zero: bool = False) -> float:
-    """Validate that argument ``name`` is a finite positive number (an integer if asked) and return it."""
+def check_positive(name: str, value, *, integer: bool = False, allow_zero: bool = False,
+                   maximum: float | None = None) -> float:
+    """Validate that argument ``name`` is a finite positive number (an integer if asked) and return it.
+
+    ``allow_zero`` admits 0; ``maximum`` (optional) is an inclusive upper bound, for sizes that a simulation turns
+    into per-step structures. Finiteness is checked before the integer conversion, so ``inf`` and ``nan`` raise a
+    ``ValueError`` naming ``name`` rather than Python's ``OverflowError``.
+    """
     if isinstance(value, bool) or not isinstance(value, Real):
         kind = "an integer" if integer else "a number"
         raise TypeError(f"{name} must be {kind}; got {type(value).__name__} {value!r}")
+    bound = ">= 0" if allow_zero else "> 0"
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite and {bound}; got {value!r}")
     if integer and int(value) != value:
         raise ValueError(f"{name} must be a whole number; got {value!r}")
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
+    if value < 0 or (value == 0 and not allow_zero):
         raise ValueError(f"{name} must be finite and {bound}; got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum:,}; got {value!r}")
     return int(value) if integer else float(value)
+
+
+def check_bool(name: str, value) -> bool:
+    """Validate that argument ``name`` is ``True`` or ``False`` (not 1, "yes" or None) and return it."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False; got {type(value).__name__} {value!r}")
+    return value
+
+
+def check_sizes(name: str, value, *, allow_zero: bool = False, min_len: int = 1) -> tuple[int, ...]:
+    """Validate a sequence of whole-number sizes (a shape) and return it as a tuple of ints.
+
+    A string is refused rather than read letter by letter; each entry goes through :func:`check_positive` with the
+    name ``name[i]``.
+    """
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name} must be a tuple or list of whole numbers; got {type(value).__name__} {value!r}")
+    if len(value) < min_len:
+        raise ValueError(f"{name} must have at least {min_len} entries; got {tuple(value)!r}")
+    return tuple(check_positive(f"{name}[{i}]", v, integer=True, allow_zero=allow_zero)
+                 for i, v in enumerate(value))
+
+
+def array_bytes(shape, dtype: str = "bf16") -> float:
+    """Bytes of an array of ``shape`` (a tuple of sizes; ``()`` is a scalar) with elements of ``dtype``.
+
+    ``array_bytes((8, 4096), "bf16") == 65536``; int4 counts half a byte per element.
+    """
+    shape = check_sizes("shape", shape, allow_zero=True, min_len=0)
+    return math.prod(shape) * dtype_bytes(dtype)
 
 
 def check_choice(name: str, value, allowed: Iterable[str]) -> str:
     """Validate that ``value`` is one of ``allowed`` (case-insensitive); return the canonical spelling."""
     allowed = list(allowed)
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, one of {allowed}; got {type(value).__name__} {value!r}")
     if isinstance(value, str):
         for a in allowed:
             if value.strip().lower() == a.lower():
@@ -83,6 +127,10 @@ def fmt(value: float, unit: str = "", digits: int = 3) -> str:
     """
     if isinstance(value, bool) or not isinstance(value, Real):
         raise TypeError(f"value must be a number; got {type(value).__name__}")
+    if not isinstance(unit, str):
+        raise TypeError(f"unit must be a string such as 's', 'B' or 'FLOP/s'; got {type(unit).__name__}")
+    if isinstance(digits, bool) or not isinstance(digits, int) or not 1 <= digits <= 17:
+        raise ValueError(f"digits must be a whole number from 1 to 17; got {digits!r}")
     v = float(value)
     if not math.isfinite(v):
         return f"{v} {unit}".strip()

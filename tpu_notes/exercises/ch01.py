@@ -6,8 +6,9 @@ statements are the module constants below, so the notebook and the checker canno
 from __future__ import annotations
 
 from ..hardware import get_chip
-from ..roofline import matmul_bytes, matmul_flops, matmul_time, roofline, critical_batch_size
-from ..units import dtype_bytes
+from ..roofline import matmul_bytes, matmul_flops, matmul_time, critical_batch_size
+# The modelling lives in tpu_notes.roofline; these names stay importable from here for old notebooks.
+from ..roofline import elementwise_add_time, per_example_weights_time, smallest_compute_bound_batch  # noqa: F401
 from . import Exercise, register
 
 #: Exercise 1: an int8 matmul x[B, D] @ w[D, F] -> out[B, F] (all int8) on a TPU v5e.
@@ -27,40 +28,6 @@ Q8_CHIP, Q8_DIMS = "v5e", (512, 1024, 4096, 16384)
 
 def _q1():
     return matmul_time(Q1_B, Q1_D, Q1_F, Q1_CHIP, dtype="int8")
-
-
-def smallest_compute_bound_batch(D: int, F: int, chip="v5e", dtype: str = "bf16", limit: int = 2**24,
-                                 w_dtype: str | None = None) -> int:
-    """Smallest token batch ``B`` for which ``x[B, D] @ w[D, F]`` is compute-bound on ``chip`` (exact byte
-    count, activations and output included); ``dtype`` is the activation and compute dtype, ``w_dtype`` (default
-    ``dtype``) the stored weights'. Raises ``ValueError`` if none up to ``limit`` is."""
-    def compute_bound(b: int) -> bool:
-        return matmul_time(b, D, F, chip, dtype=dtype, w_dtype=w_dtype).bound == "compute"
-
-    if not compute_bound(limit):
-        raise ValueError(f"no batch up to limit={limit} makes [B, {D}] x [{D}, {F}] compute-bound on {chip}")
-    lo, hi = 0, limit  # invariant: lo is bandwidth-bound (or 0), hi is compute-bound
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if compute_bound(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
-
-
-def per_example_weights_time(B: int, D: int, F: int, chip="v5e", dtype: str = "int8"):
-    """Roofline of ``x[B, D] @ w[B, D, F]`` (every example has its own weights): ``2·B·D·F`` FLOPs over
-    ``B·D + B·D·F + B·F`` elements."""
-    nbytes = (B * D + B * D * F + B * F) * dtype_bytes(dtype)
-    c = get_chip(chip)
-    return roofline(matmul_flops(B, D, F), nbytes, c.peak_flops(dtype), c.hbm_bw)
-
-
-def elementwise_add_time(N: int, chip="v5e", dtype: str = "bf16"):
-    """Roofline of ``z = x + y`` on ``[N]`` vectors: ``N`` FLOPs; reads two vectors and writes one."""
-    c = get_chip(chip)
-    return roofline(float(N), 3 * N * dtype_bytes(dtype), c.peak_flops(dtype), c.hbm_bw)
 
 
 register(Exercise(

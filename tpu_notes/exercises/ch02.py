@@ -66,11 +66,7 @@ register(Exercise(
 
 def _crossover(bandwidth: str) -> float:
     """Batch at which the int8 [B, 4096] @ [4096, 16384] matmul's math time equals its load time."""
-    c = get_chip("v5e")
-    w = c.bandwidth(bandwidth)
-    b = dtype_bytes("int8")
-    # 2·B·D·F / C = (D·F + B·(D + F))·b / W  ->  B = (D·F·b / W) / (2·D·F / C − (D + F)·b / W)
-    return (Q4_D * Q4_F * b / w) / (2 * Q4_D * Q4_F / c.peak_flops("int8") - (Q4_D + Q4_F) * b / w)
+    return roofline.crossover_batch(Q4_D, Q4_F, "v5e", "int8", bandwidth)
 
 
 register(Exercise(

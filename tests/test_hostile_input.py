@@ -1,0 +1,200 @@
+"""Bad input, tried as a hostile user would: every public function, one argument at a time.
+
+The registry of valid baseline calls is ``tests/hostile_cases.py`` (its docstring says how to add a function). For each
+function, each argument is replaced in turn by hostile values (inf, nan, -1, 0, 10**12 where a simulation would build
+that many steps, strings, None, lists, bools, wrong-type chips and models, truncated text...) while the other
+arguments stay valid. Every such call must raise ``ValueError`` or ``TypeError`` whose message names the argument:
+no silent result, no error in Python's words (``KeyError``, ``OverflowError``, ``ZeroDivisionError``), and no hang (a
+call that runs longer than ``CALL_LIMIT_S`` fails). A fixed list of values is tried exhaustively; hypothesis then
+generates more of the same kinds. A completeness test fails when a public function of a covered module has no entry.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import re
+import signal
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import hostile_cases as H
+
+#: Longest a single hostile call may run, seconds: a check that raises takes microseconds; a JAX compile started by
+#: mistake takes seconds; an unbounded simulation never ends.
+CALL_LIMIT_S = 20.0
+
+
+class Hang(BaseException):
+    """Raised by the alarm inside a call that ran too long (a BaseException, so library code cannot swallow it)."""
+
+
+def _alarm(signum, frame):
+    raise Hang()
+
+
+def _resolve(dotted: str):
+    """``tpu_notes.mod.Class.method`` -> (module, [attribute names])."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            mod = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        return mod, parts[i:]
+    raise ImportError(dotted)
+
+
+def _target(dotted: str, case: H.Case):
+    mod, attrs = _resolve(dotted)
+    if case.self_ is not None:
+        obj = case.self_()
+        return getattr(obj, attrs[-1])
+    obj = mod
+    for a in attrs:
+        obj = getattr(obj, a)
+    return obj
+
+
+def _call(fn, case: H.Case, values: dict, timeout: float = CALL_LIMIT_S):
+    args = [values[n] for n in case.positional if n in values]
+    kwargs = {k: v for k, v in values.items() if k not in case.positional}
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _names_pattern(name: str, arg: H.Arg) -> re.Pattern:
+    words = (name,) + tuple(arg.names)
+    return re.compile("|".join(rf"(?<![A-Za-z0-9_]){re.escape(w)}(?![A-Za-z0-9_])" for w in words))
+
+
+def _hostile_value(v):
+    return v() if callable(v) and getattr(v, "lazy_hostile", False) else v
+
+
+def _check_one(dotted: str, case: H.Case, fn, valid: dict, name: str, bad) -> str | None:
+    """None if ``fn`` refuses ``bad`` for argument ``name`` properly, else a line describing the failure."""
+    arg = case.args[name]
+    values = dict(valid)
+    values[name] = _hostile_value(bad)
+    shown = repr(values[name])[:60]
+    try:
+        result = _call(fn, case, values)
+    except Hang:
+        return f"{name}={shown}: still running after {CALL_LIMIT_S:.0f} s (unbounded?)"
+    except (ValueError, TypeError) as err:
+        if not _names_pattern(name, arg).search(str(err)):
+            return f"{name}={shown}: {type(err).__name__} does not name {name!r}: {str(err)[:160]}"
+        return None
+    except Exception as err:  # noqa: BLE001 - any other exception is the finding
+        return f"{name}={shown}: raised {type(err).__name__} (not ValueError/TypeError): {str(err)[:160]}"
+    # an array's repr would compute it; show its type and shape instead
+    what = (f"{type(result).__name__} of shape {tuple(result.shape)}" if hasattr(result, "shape")
+            else repr(result)[:80])
+    return f"{name}={shown}: returned {what} silently"
+
+
+_VALID_CACHE: dict = {}
+
+
+def _valid(dotted: str, case: H.Case) -> dict:
+    # Built once per function: lazy values (parameter pytrees, meshes, compiled objects) are immutable in use.
+    if dotted not in _VALID_CACHE:
+        _VALID_CACHE[dotted] = {k: a.valid() for k, a in case.args.items()}
+    return _VALID_CACHE[dotted]
+
+
+def _fuzzable(case: H.Case) -> list[str]:
+    return [k for k, a in case.args.items() if not isinstance(a, H.Fixed) and a.hostile()]
+
+
+# ----------------------------------------------------------------------------------------------- completeness
+def _public_callables(modname: str) -> set[str]:
+    mod = importlib.import_module(f"tpu_notes.{modname}")
+    out = set()
+    for n, o in vars(mod).items():
+        if n.startswith("_") or getattr(o, "__module__", None) != mod.__name__:
+            continue
+        if inspect.isfunction(o):
+            out.add(f"tpu_notes.{modname}.{n}")
+        elif inspect.isclass(o):
+            if f"{modname}.{n}" not in H.RESULT_RECORDS:
+                out.add(f"tpu_notes.{modname}.{n}")
+            for m, v in vars(o).items():
+                if not m.startswith("_") and isinstance(v, (staticmethod, classmethod)) or \
+                        (not m.startswith("_") and inspect.isfunction(v)):
+                    out.add(f"tpu_notes.{modname}.{n}.{m}")
+    return out
+
+
+def test_every_module_is_covered_or_listed():
+    import tpu_notes
+
+    found = {m.name for m in pkgutil.iter_modules(tpu_notes.__path__)}
+    unlisted = found - set(H.COVERED_MODULES) - set(H.NOT_YET_COVERED) - set(H.NOT_ANALYSIS)
+    assert not unlisted, (f"modules {sorted(unlisted)} are neither in hostile_cases.COVERED_MODULES nor in "
+                          "NOT_YET_COVERED (with a reason) nor in NOT_ANALYSIS")
+
+
+@pytest.mark.parametrize("modname", H.COVERED_MODULES)
+def test_every_public_function_has_a_baseline(modname):
+    missing = sorted(_public_callables(modname) - set(H.CASES))
+    assert not missing, (f"public functions of tpu_notes.{modname} without an entry in tests/hostile_cases.CASES "
+                         f"(see its docstring): {missing}")
+
+
+def test_no_stale_entries():
+    stale = []
+    for dotted in H.CASES:
+        mod, attrs = _resolve(dotted)
+        obj = mod
+        try:
+            for a in attrs:
+                obj = getattr(obj, a)
+        except AttributeError:
+            stale.append(dotted)
+    assert not stale, f"entries in hostile_cases.CASES name nothing: {stale}"
+
+
+# ----------------------------------------------------------------------------------------------- the calls
+NAMES = sorted(H.CASES)
+
+
+@pytest.mark.parametrize("dotted", [n for n in NAMES if H.CASES[n].run_baseline])
+def test_baseline_call_is_valid(dotted):
+    """The valid call itself succeeds, so that each refusal below is caused by the one hostile argument."""
+    case = H.CASES[dotted]
+    _call(_target(dotted, case), case, _valid(dotted, case), timeout=60.0)
+
+
+@pytest.mark.parametrize("dotted", [n for n in NAMES if _fuzzable(H.CASES[n])])
+def test_fixed_hostile_values_are_refused_by_name(dotted):
+    case = H.CASES[dotted]
+    fn = _target(dotted, case)
+    valid = _valid(dotted, case)
+    failures = []
+    for name in _fuzzable(case):
+        for bad in case.args[name].hostile():
+            problem = _check_one(dotted, case, fn, valid, name, bad)
+            if problem:
+                failures.append(problem)
+    assert not failures, f"{dotted}:\n  " + "\n  ".join(failures)
+
+
+@pytest.mark.parametrize("dotted", [n for n in NAMES if _fuzzable(H.CASES[n])])
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_generated_hostile_values_are_refused_by_name(dotted, data):
+    case = H.CASES[dotted]
+    fn = _target(dotted, case)
+    valid = _valid(dotted, case)
+    name = data.draw(st.sampled_from(_fuzzable(case)), label="argument")
+    bad = data.draw(case.args[name].strategy(), label="value")
+    problem = _check_one(dotted, case, fn, valid, name, bad)
+    assert problem is None, f"{dotted}: {problem}"
