@@ -129,7 +129,7 @@ def ring_collective_figure(kind: str = "reduce-scatter", n: int = 8, max_panels:
                     a0 += span
             ax.text(xs[d], ys[d] - 0.42, str(d), ha="center", va="center", fontsize=9)
         ax.set_xlim(-1.45, 1.45)
-        ax.set_ylim(-1.5, 1.45)
+        ax.set_ylim(-1.7, 1.45)
         if kind == "reduce-scatter":
             done = sum(1 for d in range(n) if len(state[d].get(d, ())) == n)
             status = f"{done} of {n} shards summed"
