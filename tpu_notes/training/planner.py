@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
+from ..gpu import GpuCluster
 from ..topology import Slice
 from ..transformer import as_config
 from ..units import check_positive, fmt
@@ -116,9 +117,11 @@ def plan(model, slice: Slice, batch_tokens: int, seq_len: int, *, n_slices: int 
     ``hbm_fraction`` of HBM. Returns a :class:`PlanResult`.
     """
     m = as_config(model)
-    if not isinstance(slice, Slice):
-        raise TypeError(f"slice must be a tpu_notes.topology.Slice, e.g. Slice('v5p', (16, 16, 16)); "
-                        f"got {type(slice).__name__}")
+    if not isinstance(slice, (Slice, GpuCluster)):
+        raise TypeError(f"slice must be a tpu_notes.topology.Slice, e.g. Slice('v5p', (16, 16, 16)), or a "
+                        f"tpu_notes.gpu.GpuCluster; got {type(slice).__name__}")
+    if isinstance(slice, GpuCluster) and n_slices != 1:
+        raise ValueError("n_slices joins TPU slices over DCN; a GpuCluster includes its whole network (n_slices=1)")
     B = check_positive("batch_tokens", batch_tokens, integer=True)
     S = check_positive("seq_len", seq_len, integer=True)
     n_slices = check_positive("n_slices", n_slices, integer=True)

@@ -6,6 +6,9 @@ Two steps, each a small function:
    when their sizes multiply to its degree (a whole axis keeps its wraparound); otherwise it also takes a
    contiguous part of one axis, which is priced as a line (no wraparound). Kinds are placed in order of how much
    bandwidth they need (tensor, expert, FSDP, data, pipeline), so tensor parallelism gets whole rings first.
+   On a :class:`~tpu_notes.gpu.GpuCluster` the same order fills each NVLink node first: a kind keeps as many of its
+   members inside a node as the GPUs the earlier kinds left there, and spans nodes over the scale-out network for
+   the rest.
 2. :func:`step_time` prices one step of a Transformer with :mod:`tpu_notes.collectives`:
 
    - **compute**: training FLOPs per chip (causal attention included, plus what ``remat`` recomputes) / peak,
@@ -33,6 +36,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from .. import collectives as coll
+from ..gpu import GPU_HOP_LATENCY, GpuCluster
 from ..topology import Slice
 from ..transformer import as_config
 from ..units import check_choice, check_positive, dtype_bytes, fmt
@@ -48,18 +52,38 @@ PLACEMENT_ORDER = ("tensor", "expert", "fsdp", "data", "pipeline")
 class AxisPart:
     """Part of one physical torus axis given to one kind of parallelism."""
 
-    axis: int           # index of the slice axis
+    axis: int           # index of the slice axis; on a GPU cluster NODE (-1, NVLink) or NETWORK (-2, scale-out)
     size: int           # chips along it
     wraparound: bool    # True only for a whole axis that closes into a ring
 
 
+NODE, NETWORK = -1, -2
+
+
 @dataclass(frozen=True)
 class Layout:
-    """A :class:`Parallelism` placed on the axes of a :class:`~tpu_notes.topology.Slice`."""
+    """A :class:`Parallelism` placed on the axes of a :class:`~tpu_notes.topology.Slice` (or the nodes and network
+    of a :class:`~tpu_notes.gpu.GpuCluster`)."""
 
     parallelism: Parallelism
-    slice: Slice
+    slice: Slice | GpuCluster
     parts: Mapping[str, tuple[AxisPart, ...]]   # kind -> the axis parts it uses (empty for a degree of 1)
+
+    @property
+    def is_gpu(self) -> bool:
+        return isinstance(self.slice, GpuCluster)
+
+    def collective(self, kind: str, op: str, nbytes: float, hop_latency: float) -> float:
+        """Seconds of collective ``op`` ("all-gather", "all-reduce", ...) over the chips of parallelism ``kind``."""
+        if not self.parts[kind]:
+            return 0.0
+        if self.is_gpu:
+            inner = math.prod(p.size for p in self.parts[kind] if p.axis == NODE)
+            group = getattr(self.parallelism, kind)
+            return self.slice.collective_time(op, nbytes, group, inner, hop_latency=hop_latency).total
+        fn = getattr(coll, op.replace("-", "_") + "_time")
+        return fn(nbytes, list(self.sizes(kind)), self.slice.chip.bandwidth("ici"), wraparound=list(self.wraps(kind)),
+                  hop_latency=hop_latency).total
 
     def sizes(self, kind: str) -> tuple[int, ...]:
         return tuple(p.size for p in self.parts[kind])
@@ -68,13 +92,18 @@ class Layout:
         return tuple(p.wraparound for p in self.parts[kind])
 
     def describe(self) -> str:
-        """E.g. ``"fsdp: x16(ring) y16(ring) z4(line); tensor: z4(line)"``."""
+        """E.g. ``"tensor: x4(line); fsdp: y16(ring) z16(ring) x4(line)"``; on GPUs ``"tensor: node8; data: net64"``."""
         names = "xyzw"
-        out = []
-        for kind in PLACEMENT_ORDER:
-            if self.parts[kind]:
-                out.append(f"{kind}: " + " ".join(f"{names[p.axis]}{p.size}({'ring' if p.wraparound else 'line'})"
-                                                  for p in self.parts[kind]))
+
+        def part(p):
+            if p.axis == NODE:
+                return f"node{p.size}"
+            if p.axis == NETWORK:
+                return f"net{p.size}"
+            return f"{names[p.axis]}{p.size}({'ring' if p.wraparound else 'line'})"
+
+        out = [f"{kind}: " + " ".join(part(p) for p in self.parts[kind] if p.size > 1)
+               for kind in PLACEMENT_ORDER if self.parts[kind]]
         return "; ".join(out) or "one chip"
 
 
@@ -82,8 +111,11 @@ def map_to_slice(parallelism: Parallelism, slc: Slice) -> Layout:
     """Place ``parallelism`` on ``slc`` (see the module docstring); ``ValueError`` when the degrees do not fit."""
     if not isinstance(parallelism, Parallelism):
         raise TypeError(f"parallelism must be a Parallelism; got {type(parallelism).__name__}")
+    if isinstance(slc, GpuCluster):
+        return _map_to_gpus(parallelism, slc)
     if not isinstance(slc, Slice):
-        raise TypeError(f"slice must be a tpu_notes.topology.Slice; got {type(slc).__name__}")
+        raise TypeError(f"slice must be a tpu_notes.topology.Slice or a tpu_notes.gpu.GpuCluster; "
+                        f"got {type(slc).__name__}")
     if parallelism.chips_per_slice != slc.n_chips:
         raise ValueError(f"the degrees of {parallelism} multiply to {parallelism.chips_per_slice} chips, but the slice "
                          f"{slc.shape} has {slc.n_chips}; they must be equal (dcn counts slices, not chips)")
@@ -130,6 +162,23 @@ def map_to_slice(parallelism: Parallelism, slc: Slice) -> Layout:
     return Layout(parallelism=parallelism, slice=slc, parts=parts)
 
 
+def _map_to_gpus(parallelism: Parallelism, cluster: GpuCluster) -> Layout:
+    if parallelism.chips_per_slice != cluster.n_gpus:
+        raise ValueError(f"the degrees of {parallelism} multiply to {parallelism.chips_per_slice} GPUs, but the "
+                         f"cluster has {cluster.n_gpus}; they must be equal")
+    if parallelism.dcn > 1:
+        raise ValueError("dcn counts TPU slices joined over DCN; a GpuCluster already includes its whole network "
+                         "(use dcn=1)")
+    left = cluster.node_size
+    parts: dict[str, tuple[AxisPart, ...]] = {}
+    for kind in PLACEMENT_ORDER:
+        d = getattr(parallelism, kind)
+        inner = math.gcd(d, left)
+        left //= inner
+        parts[kind] = () if d == 1 else (AxisPart(NODE, inner, False), AxisPart(NETWORK, d // inner, False))
+    return Layout(parallelism=parallelism, slice=cluster, parts=parts)
+
+
 @dataclass(frozen=True)
 class StepTime:
     """One training step on one chip, in seconds (and the utilisation it implies)."""
@@ -157,12 +206,15 @@ class StepTime:
                 f"mfu={self.mfu:.1%})")
 
 
-def step_time(model, parallelism: Parallelism, slice: Slice, batch_tokens: int, seq_len: int, *,
-              remat="full_block", dtype: str = "bf16", overlap: bool = True, hop_latency: float = 1e-6,
-              layout: Layout | None = None) -> StepTime:
+def step_time(model, parallelism: Parallelism, slice, batch_tokens: int, seq_len: int, *,
+              remat="full_block", dtype: str = "bf16", overlap: bool = True, hop_latency: float | None = None,
+              circular_repeats: int = 1, layout: Layout | None = None) -> StepTime:
     """Seconds of one training step of ``model`` with ``parallelism`` on ``slice`` (``parallelism.dcn`` copies of
-    it over DCN), for a global batch of ``batch_tokens`` tokens in sequences of ``seq_len``. See the module
-    docstring for what is priced; ``layout`` reuses a placement from :func:`map_to_slice`."""
+    it over DCN), for a global batch of ``batch_tokens`` tokens in sequences of ``seq_len``. ``slice`` is a TPU
+    :class:`~tpu_notes.topology.Slice` or a :class:`~tpu_notes.gpu.GpuCluster`. See the module docstring for what
+    is priced; ``hop_latency`` defaults to 1 µs per ICI hop and 5 µs per GPU ring step; ``circular_repeats``
+    (``v``) gives each pipeline stage ``v`` interleaved groups of layers, dividing the bubble by ``v`` and
+    multiplying the stage-boundary sends by ``v``; ``layout`` reuses a placement from :func:`map_to_slice`."""
     m = as_config(model)
     p = parallelism
     lay = layout if layout is not None else map_to_slice(p, slice)
@@ -176,16 +228,18 @@ def step_time(model, parallelism: Parallelism, slice: Slice, batch_tokens: int, 
         else "save_matmul_outputs"
     peak = c.peak_flops(dtype)
     b = dtype_bytes(dtype)
-    W = c.bandwidth("ici")
     n = p.n_chips
+    if hop_latency is None:
+        hop_latency = GPU_HOP_LATENCY if lay.is_gpu else 1e-6
+    hop_latency = check_positive("hop_latency", hop_latency, allow_zero=True)
+    v_rep = check_positive("circular_repeats", circular_repeats, integer=True)
 
     model_flops = B * flops_per_token(m, include_attention=True, seq_len=S) / n
     hw_flops = B * flops_per_token(m, include_attention=True, seq_len=S, remat=flops_remat) / n
     flops_time = hw_flops / peak
 
-    def ici(kind: str, fn, nbytes: float) -> float:
-        return fn(nbytes, list(lay.sizes(kind)), W, wraparound=list(lay.wraps(kind)),
-                  hop_latency=hop_latency).total
+    def ici(kind: str, op: str, nbytes: float) -> float:
+        return lay.collective(kind, op, nbytes, hop_latency)
 
     dense, expert = _param_counts(m)
     shard_w = (dense / (p.tensor * p.pipeline) + expert / (p.tensor * p.pipeline * p.expert)) * b
@@ -194,27 +248,31 @@ def step_time(model, parallelism: Parallelism, slice: Slice, batch_tokens: int, 
     layers = m.n_layers / p.pipeline
     times = {"fsdp": 0.0, "data": 0.0, "tensor": 0.0, "expert": 0.0, "pipeline": 0.0, "dcn": 0.0}
     if p.fsdp > 1:
-        ag = ici("fsdp", coll.all_gather_time, shard_w)
+        ag = ici("fsdp", "all-gather", shard_w)
         times["fsdp"] = M * 3 * ag                  # AG forward, AG backward, RS gradients (same cost)
     if p.data > 1:
-        times["data"] = ici("data", coll.all_reduce_time, shard_w / p.fsdp)
+        times["data"] = ici("data", "all-reduce", shard_w / p.fsdp)
     if p.dcn > 1:
         times["dcn"] = 2 * (dense + expert) * b / (p.chips_per_slice * c.bandwidth("dcn"))
     if p.tensor > 1:
-        per = ici("tensor", coll.all_gather_time, tokens_mb * m.d_model * b)
+        per = ici("tensor", "all-gather", tokens_mb * m.d_model * b)
         per_layer = 2 * 4 + (2 * 2 if remat == "full_block" else 0)   # 2 blocks x (AG+RS fwd, RS+AG bwd) [+ remat]
         times["tensor"] = M * layers * per_layer * per
     if p.expert > 1 and m.is_moe:
         moe_layers = m.n_moe_layers / p.pipeline
         v = p.expert * tokens_mb * m.experts_per_token * m.d_model * b / p.tensor
-        times["expert"] = M * moe_layers * 4 * ici("expert", coll.all_to_all_time, v)
+        times["expert"] = M * moe_layers * 4 * ici("expert", "all-to-all", v)
     if p.pipeline > 1:
-        send = tokens_mb * m.d_model * b / p.tensor / c.bandwidth("ici_oneway") + hop_latency
-        times["pipeline"] = 2 * M * send
+        v = tokens_mb * m.d_model * b / p.tensor
+        if lay.is_gpu:
+            send = lay.slice.send_time(v, across_nodes=lay.parts["pipeline"][1].size > 1, hop_latency=hop_latency)
+        else:
+            send = v / c.bandwidth("ici_oneway") + hop_latency
+        times["pipeline"] = 2 * M * v_rep * send
     hbm_time = 3 * M * shard_w / c.bandwidth("hbm")
     compute = max(flops_time, hbm_time)
     comms = sum(times.values())
-    bubble = compute * (p.pipeline - 1) / M
+    bubble = compute * (p.pipeline - 1) / (v_rep * M)
     total = (max(compute, comms) if overlap else compute + comms) + bubble
     if compute < comms:
         bound = max(times, key=times.get)
