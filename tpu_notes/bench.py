@@ -194,13 +194,107 @@ def default_matmul_shapes(platform: Optional[str] = None) -> tuple[tuple[int, in
     return tuple((b, 8192, 8192) for b in (1, 8, 64, 256, 1024, 4096, 8192))
 
 
-def default_copy_sizes(platform: Optional[str] = None) -> tuple[int, ...]:
-    """Array sizes in bytes for the bandwidth probes: from cache-sized (1 MiB) to well past any cache."""
+#: On a CPU the bandwidth probes' large arrays are these multiples of the detected last-level cache (LLC): several
+#: times the cache, so that at most a small part of each array can come from it and the rest from main memory.
+LLC_MULTIPLES = (4, 6, 8)
+
+
+def last_level_cache_bytes() -> Optional[int]:
+    """Size in bytes of this CPU's last-level cache, or None when the operating system does not say.
+
+    Read from Linux's ``/sys/devices/system/cpu/cpu0/cache/index*/`` (the data or unified cache of the highest
+    level), else from ``os.sysconf`` (``SC_LEVEL3_CACHE_SIZE``, then ``SC_LEVEL2_CACHE_SIZE``). It is one cache
+    instance: one socket's (or one core complex's) L3 on a server, which is what one probe's data streams through.
+    """
+    import os
+    from pathlib import Path
+
+    best = None
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level = int((index / "level").read_text())
+            kind = (index / "type").read_text().strip()
+            size = (index / "size").read_text().strip().upper()
+        except (OSError, ValueError):
+            continue
+        if kind.lower() == "instruction" or not size:
+            continue
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(size[-1], 1)
+        try:
+            nbytes = int(size.rstrip("KMG")) * scale
+        except ValueError:
+            continue
+        if nbytes > 0 and (best is None or level > best[0]):
+            best = (level, nbytes)
+    if best is not None:
+        return best[1]
+    for name in ("SC_LEVEL3_CACHE_SIZE", "SC_LEVEL2_CACHE_SIZE"):
+        try:
+            value = os.sysconf(name)
+        except (ValueError, OSError, AttributeError):
+            continue
+        if value and value > 0:
+            return int(value)
+    return None
+
+
+def available_memory_bytes() -> Optional[float]:
+    """Bytes of memory the host can still give out (Linux's MemAvailable), or None when unknown."""
+    import os
+
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def default_copy_sizes(platform: Optional[str] = None, cache_bytes: Optional[float] = None) -> tuple[int, ...]:
+    """Array sizes in bytes for the bandwidth probes: three cache-sized ones (1, 4, 16 MiB) and large ones.
+
+    On a CPU the large arrays are ``LLC_MULTIPLES`` (4x, 6x and 8x) of the last-level cache (``cache_bytes``, default
+    :func:`last_level_cache_bytes`), each at most an eighth of the memory available now; without a known cache,
+    64 and 128 MiB. On a TPU or GPU: up to 512 MiB, far beyond any on-chip memory.
+    """
     platform = _platform() if platform is None else platform
-    sizes = [2**20, 2**22, 2**24, 2**26, 2**27]
+    small = [2**20, 2**22, 2**24]
     if platform != "cpu":
-        sizes += [2**28, 2**29]
-    return tuple(sizes)
+        return tuple(small + [2**26, 2**27, 2**28, 2**29])
+    llc = last_level_cache_bytes() if cache_bytes is None else check_positive("cache_bytes", cache_bytes)
+    if llc is None:
+        large = [2**26, 2**27]
+    else:
+        large = [k * llc for k in LLC_MULTIPLES]
+        available = available_memory_bytes()
+        if available:
+            large = [min(size, available / 8) for size in large]
+        large = [max(2**20, int(size) // 2**20 * 2**20) for size in large]  # whole MiB
+    return tuple(sorted(set([s for s in small if s < min(large)] + large)))
+
+
+def memory_level(platform: str, array_bytes: float, cache_bytes: Optional[float]) -> str:
+    """Which level of the memory hierarchy a bandwidth probe over ``array_bytes``-byte arrays measures, given the
+    ``platform`` ("cpu", "tpu", "gpu") and the CPU's last-level cache in bytes (None: unknown)."""
+    if not isinstance(platform, str) or not platform:
+        raise TypeError(f"platform must be a JAX platform name such as 'cpu', 'tpu' or 'gpu'; got {platform!r}")
+    array_bytes = check_positive("array_bytes", array_bytes)
+    if cache_bytes is not None:
+        cache_bytes = check_positive("cache_bytes", cache_bytes)
+    if platform != "cpu":
+        return f"device memory (HBM on a TPU or a datacenter GPU), {platform}"
+    if cache_bytes is None:
+        return "main memory (DRAM), presumably: the size of the last-level cache is unknown here"
+    times = array_bytes / cache_bytes
+    if times >= 2:
+        return (f"main memory (DRAM): the arrays are {times:.0f}x or more the {fmt(cache_bytes, 'B')} "
+                f"last-level cache")
+    return f"partly the last-level cache: arrays of {fmt(array_bytes, 'B')} beside a {fmt(cache_bytes, 'B')} cache"
 
 
 def measure_matmul(B: int, D: int, F: int, dtype: str = "fp32", repeats: int = 3, seed: int = 0) -> Measurement:
@@ -295,11 +389,13 @@ class FittedRoofline:
     """The roofline of a machine, read off measurements."""
 
     peak_flops: float            # FLOP/s: the fastest matmul's achieved FLOP/s
-    bandwidth: float             # bytes/s: the fastest bandwidth probe among those too large for a cache
+    bandwidth: float             # bytes/s: median over the probes too large for a cache (of the faster probe op)
     critical_intensity: float    # peak_flops / bandwidth, FLOPs per byte
     peak_from: str               # label of the measurement that set the peak
-    bandwidth_from: str          # label of the measurement that set the bandwidth
+    bandwidth_from: str          # label of the measurement that set the bandwidth (the probe at the median)
     min_copy_bytes: float = DEFAULT_MIN_COPY_BYTES  # probes touching fewer bytes per call were left out (cache)
+    bandwidth_spread: tuple[float, ...] = ()  # (lowest, highest) bytes/s over every timed sample of those probes
+    bandwidth_probes: tuple[str, ...] = ()    # labels of the probes the bandwidth is the median of
 
     def attainable(self, intensity: float) -> float:
         """FLOP/s this roofline allows at ``intensity`` FLOPs/byte: ``min(peak, intensity * bandwidth)``."""
@@ -312,13 +408,16 @@ class FittedRoofline:
 
 def fit_roofline(measurements: Sequence[Measurement],
                  min_copy_bytes: float = DEFAULT_MIN_COPY_BYTES) -> FittedRoofline:
-    """Fit a roofline to measurements: peak = max achieved FLOP/s over the matmuls; bandwidth = max achieved
-    bytes/s over the ``"copy"`` (bandwidth probe) measurements that touch at least ``min_copy_bytes`` bytes per
-    call.
+    """Fit a roofline to measurements: peak = max achieved FLOP/s over the matmuls; bandwidth = the median
+    (upper median) achieved bytes/s over the ``"copy"`` (bandwidth probe) measurements that touch at least ``min_copy_bytes``
+    bytes per call, taken for each probe op ("sum", "add") and kept for the faster op; ``bandwidth_spread`` gives
+    the lowest and highest rate of any timed sample of those probes.
 
-    Why maxima: no operation beats the roof, so every achieved rate is a lower bound on it, and the best one is
-    the tightest (a large matmul is compute-bound, a large copy is bandwidth-bound). Small copies are left out
-    because they run from cache, faster than main memory allows.
+    Why a maximum for the peak: no operation beats the roof, so every achieved rate is a lower bound on it, and
+    the best large matmul is the tightest. Why a median for the bandwidth: memory bandwidth on a shared machine
+    varies from run to run by more than a factor of two, so one best run says little; the median of the
+    probes (each itself the median of its samples) is what a program can expect, and the spread says how much
+    to trust it. Small copies are left out because they run from cache, faster than main memory allows.
     """
     measurements = tuple(measurements)
     for m in measurements:
@@ -333,10 +432,18 @@ def fit_roofline(measurements: Sequence[Measurement],
         raise ValueError(f"measurements must include a kind='copy' measurement moving >= min_copy_bytes="
                          f"{min_copy_bytes:.3g} bytes to fit the bandwidth")
     best_m = max(matmuls, key=lambda m: m.flops_per_s)
-    best_c = max(copies, key=lambda m: m.bytes_per_s)
-    return FittedRoofline(peak_flops=best_m.flops_per_s, bandwidth=best_c.bytes_per_s,
-                          critical_intensity=best_m.flops_per_s / best_c.bytes_per_s,
-                          peak_from=best_m.label, bandwidth_from=best_c.label, min_copy_bytes=min_copy_bytes)
+    medians = []  # per probe op: (median bytes/s, the probe at the median, the op's probes)
+    for op in sorted({m.op for m in copies}):
+        probes = sorted((m for m in copies if m.op == op), key=lambda m: m.bytes_per_s)
+        middle = probes[len(probes) // 2]  # the upper median: a real probe, whose label names it
+        medians.append((middle.bytes_per_s, middle, probes))
+    bandwidth, at_median, probes = max(medians, key=lambda t: t[0])
+    rates = [m.nbytes / s for m in probes for s in (m.timing.samples if m.timing else (m.seconds,))]
+    return FittedRoofline(peak_flops=best_m.flops_per_s, bandwidth=bandwidth,
+                          critical_intensity=best_m.flops_per_s / bandwidth,
+                          peak_from=best_m.label, bandwidth_from=at_median.label, min_copy_bytes=min_copy_bytes,
+                          bandwidth_spread=(min(rates), max(rates)),
+                          bandwidth_probes=tuple(m.label for m in probes))
 
 
 # ------------------------------------------------------------------------------------------ the whole experiment
@@ -352,6 +459,8 @@ class RooflineMeasurement:
     copies: tuple[Measurement, ...]      # the bandwidth probes
     fit: FittedRoofline                  # roofline fitted to both
     wall_s: float                        # seconds the whole measurement took, compiles included
+    cache_bytes: Optional[float] = None  # the CPU's last-level cache, bytes (None: unknown, or an accelerator)
+    memory_level: str = ""               # which level of the memory hierarchy the bandwidth probes measured
 
     @property
     def measurements(self) -> tuple[Measurement, ...]:
@@ -361,24 +470,35 @@ class RooflineMeasurement:
 
 def measure_roofline(matmul_shapes: Optional[Sequence[tuple[int, int, int]]] = None,
                      copy_sizes: Optional[Sequence[int]] = None, dtype: Optional[str] = None,
-                     repeats: int = 5, min_copy_bytes: float = DEFAULT_MIN_COPY_BYTES,
+                     repeats: int = 5, min_copy_bytes: float | str = "cache",
                      copy_ops: Sequence[str] = COPY_OPS) -> RooflineMeasurement:
     """Measure the default device's roofline: a matmul sweep, the bandwidth probes and their fit.
 
-    With the defaults this takes a few seconds on a 2-core CPU and well under that on an accelerator.
+    ``min_copy_bytes="cache"`` (the default) fits the bandwidth to the probes that touch at least twice the
+    CPU's last-level cache (:func:`last_level_cache_bytes`; ``DEFAULT_MIN_COPY_BYTES`` on an accelerator or when
+    the cache is unknown); a number sets that threshold in bytes. The default probe sizes
+    (:func:`default_copy_sizes`) reach several times that cache. With the defaults this takes a few seconds on a
+    2-core CPU and well under that on an accelerator.
     """
     from .devices import describe
 
+    if not (isinstance(min_copy_bytes, str) and min_copy_bytes == "cache"):
+        min_copy_bytes = check_positive("min_copy_bytes", min_copy_bytes, allow_zero=True)
     start = time.perf_counter()
     info = describe()
+    cache = last_level_cache_bytes() if info.platform == "cpu" else None
+    if isinstance(min_copy_bytes, str):
+        min_copy_bytes = 2.0 * cache if cache else DEFAULT_MIN_COPY_BYTES
     dtype = canonical_dtype(dtype if dtype is not None else default_dtype(info.platform))
     matmuls = matmul_sweep(matmul_shapes if matmul_shapes is not None else default_matmul_shapes(info.platform),
                            dtype=dtype, repeats=repeats)
-    copies = copy_sweep(copy_sizes if copy_sizes is not None else default_copy_sizes(info.platform),
+    copies = copy_sweep(copy_sizes if copy_sizes is not None else default_copy_sizes(info.platform, cache),
                         dtype=dtype, repeats=repeats, ops=copy_ops)
     fit = fit_roofline(matmuls + copies, min_copy_bytes=min_copy_bytes)
+    smallest = min(m.shape[0] * dtype_bytes(m.dtype) for m in copies if m.label in fit.bandwidth_probes)
     return RooflineMeasurement(platform=info.platform, device_kind=info.device_kind, chip=info.chip, dtype=dtype,
-                               matmuls=matmuls, copies=copies, fit=fit, wall_s=time.perf_counter() - start)
+                               matmuls=matmuls, copies=copies, fit=fit, wall_s=time.perf_counter() - start,
+                               cache_bytes=cache, memory_level=memory_level(info.platform, smallest, cache))
 
 
 @dataclass(frozen=True)
@@ -437,7 +557,15 @@ def report(result: RooflineMeasurement, chip=None) -> str:
                      "measured numbers only")
     else:
         lines.append(f"chip model: {name}")
-    lines.append(f"peak from {result.fit.peak_from}; bandwidth from {result.fit.bandwidth_from}")
+    fit = result.fit
+    lines.append(f"peak: the best matmul, {fit.peak_from}")
+    if fit.bandwidth_spread:
+        lines.append(f"bandwidth: median of {len(fit.bandwidth_probes)} probe(s) ({fit.bandwidth_from}); "
+                     f"samples from {fmt(fit.bandwidth_spread[0], 'B/s')} to {fmt(fit.bandwidth_spread[1], 'B/s')}")
+    else:
+        lines.append(f"bandwidth from {fit.bandwidth_from}")
+    if result.memory_level:
+        lines.append(f"memory measured: {result.memory_level}")
     lines.append(format_rows(compare(result, chip)))
     lines.append(f"critical intensity (measured): {result.fit.critical_intensity:.3g} FLOPs/byte")
     return "\n".join(lines)
@@ -593,6 +721,31 @@ def format_predictions(rows: Sequence[Prediction]) -> str:
         ratio = "—" if r.ratio_model is None else f"{r.ratio_model:.2f}"
         lines.append(f"{r.label:<40}{fmt(r.measured_s, 's'):>10}{fmt(r.fitted_s, 's'):>10}{r.ratio_fit:>7.2f}"
                      f"{model:>12}{ratio:>7}  {r.bound}")
+    return "\n".join(lines)
+
+
+def format_measurements(result: RooflineMeasurement, chip=None) -> str:
+    """One table of every measurement of ``result`` (Chapter 1): median time, achieved rate (FLOP/s for a
+    matmul, bytes/s for a bandwidth probe), intensity, the fitted roofline's time and measured / fitted, and
+    measured / ``chip``'s datasheet roofline (a dash without a chip model). Rows stay within 88 columns."""
+    if not isinstance(result, RooflineMeasurement):
+        raise TypeError(f"result must be a RooflineMeasurement; got {type(result).__name__}")
+    rows = predict(result, chip)
+    shapes = sorted({m.shape[1:] for m in result.matmuls})
+    where = ", ".join(f"[B, {d}] x [{d}, {f}]" for d, f in shapes)
+    lines = [f"matmuls {where}, {result.dtype}; probes over arrays of the size shown",
+             f"{'measurement':<18}{'time':>9}{'achieved':>16}{'FLOPs/B':>9}{'fit':>10}{'ratio':>7}"
+             f"{'model ratio':>13}"]
+    for m, r in zip(result.measurements, rows):
+        if m.kind == "matmul" and len(m.shape) == 3:
+            name, rate = f"matmul B={m.shape[0]}", fmt(m.flops_per_s, "FLOP/s")
+        else:
+            probe = "x + 1" if m.op == "add" else "sum(x)"
+            array = m.shape[0] * dtype_bytes(m.dtype) if m.shape else m.nbytes
+            name, rate = f"{probe} {fmt(array, 'B')}", fmt(m.bytes_per_s, "B/s")
+        model = "—" if r.ratio_model is None else f"{r.ratio_model:.2f}"
+        lines.append(f"{name:<18}{fmt(m.seconds, 's'):>9}{rate:>16}{m.intensity:>9.3g}{fmt(r.fitted_s, 's'):>10}"
+                     f"{r.ratio_fit:>7.2f}{model:>13}")
     return "\n".join(lines)
 
 
