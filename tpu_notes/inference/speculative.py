@@ -1,0 +1,42 @@
+"""What speculative sampling buys, in expectation (Chapter 7; the sampler itself is :mod:`tpu_notes.generate`).
+
+A draft model proposes ``k`` tokens; the target scores all of them in one step and keeps a prefix. If each draft
+token is accepted with probability ``a`` (independently), a round yields ``1 + a + a² + … + a^k =
+(1 − a^{k+1}) / (1 − a)`` tokens: the accepted drafts plus the target's own token at the first rejection (or after
+the last draft). A round costs ``k`` draft steps and one target step that scores ``k + 1`` positions; while the
+target's step is memory-bound that costs about as much as a normal step.
+"""
+from __future__ import annotations
+
+from ..units import check_positive
+
+
+def _acceptance(a) -> float:
+    a = check_positive("acceptance", a, allow_zero=True)
+    if a > 1:
+        raise ValueError(f"acceptance must be a probability in [0, 1]; got {a!r}")
+    return a
+
+
+def expected_tokens_per_round(acceptance: float, k: int) -> float:
+    """Expected tokens a round of ``k`` drafts yields: ``(1 − a^{k+1}) / (1 − a)`` (``k + 1`` when ``a = 1``)."""
+    a = _acceptance(acceptance)
+    k = check_positive("k", k, integer=True, maximum=1024)
+    return float(k + 1) if a == 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
+
+
+def speculative_speedup(acceptance: float, k: int, draft_cost: float = 0.0, verify_cost: float = 1.0) -> float:
+    """Tokens per unit time relative to plain decoding: ``E[tokens] / (k · draft_cost + verify_cost)``, with costs
+    in units of one target decode step (``verify_cost`` > 1 when scoring ``k + 1`` positions is not free)."""
+    dc = check_positive("draft_cost", draft_cost, allow_zero=True)
+    vc = check_positive("verify_cost", verify_cost)
+    return expected_tokens_per_round(acceptance, k) / (k * dc + vc)
+
+
+def best_k(acceptance: float, draft_cost: float, k_max: int = 16, verify_cost: float = 1.0) -> int:
+    """The number of drafts per round (1..``k_max``) with the largest :func:`speculative_speedup`."""
+    k_max = check_positive("k_max", k_max, integer=True, maximum=1024)
+    return max(range(1, k_max + 1), key=lambda k: speculative_speedup(acceptance, k, draft_cost, verify_cost))
+
+
+__all__ = ["best_k", "expected_tokens_per_round", "speculative_speedup"]
