@@ -107,14 +107,15 @@ def _divisors(n: int) -> list[int]:
 def plan(model, slice: Slice, batch_tokens: int, seq_len: int, *, n_slices: int = 1,
          remat: Sequence = DEFAULT_REMAT, sequence_sharding: bool = False, max_pipeline: int = 16,
          optimizer: str = "adam", dtype: str = "bf16", hbm_fraction: float = 1.0, overlap: bool = True,
-         max_microbatches: int = 64) -> PlanResult:
+         max_microbatches: int = 64, matmul_efficiency: float = 1.0) -> PlanResult:
     """Rank every layout of a training step of ``model`` on ``n_slices`` copies of ``slice`` (joined over DCN).
 
     ``batch_tokens`` is the global batch, ``seq_len`` the sequence length. Without ``sequence_sharding`` a batch
     shard must hold whole sequences (at most ``batch_tokens / seq_len`` shards). Tensor parallelism must divide
     the query heads and ``d_ff``; pipeline stages must divide the layers (at most ``max_pipeline``); expert
     parallelism must divide the experts of a MoE model. A layout fits when its :func:`training_memory` is at most
-    ``hbm_fraction`` of HBM. Returns a :class:`PlanResult`.
+    ``hbm_fraction`` of HBM. ``matmul_efficiency`` (fraction of peak the matmuls reach) is passed to
+    :func:`step_time`; 1 ranks by the roofline. Returns a :class:`PlanResult`.
     """
     m = as_config(model)
     if not isinstance(slice, (Slice, GpuCluster)):
@@ -186,7 +187,8 @@ def plan(model, slice: Slice, batch_tokens: int, seq_len: int, *, n_slices: int 
                                                     f"does not fit: {fmt(mem.total, 'B')} per chip > "
                                                     f"{fmt(hbm, 'B')} HBM")
                                 continue
-                            st = step_time(m, cand, slice, B, S, remat=r, dtype=dtype, overlap=overlap, layout=lay)
+                            st = step_time(m, cand, slice, B, S, remat=r, dtype=dtype, overlap=overlap, layout=lay,
+                                           matmul_efficiency=matmul_efficiency)
                             plan_ = Plan(cand, r, lay, mem, st)
                             if best is None or not best.ok or st.total < best.step.total:
                                 best = plan_
@@ -196,5 +198,7 @@ def plan(model, slice: Slice, batch_tokens: int, seq_len: int, *, n_slices: int 
                             best = Plan(base, r, lay, None, None,
                                         f"too few sequences: {seqs} sequences for {shards} shards x microbatches")
                         (ranked if best.ok else rejected).append(best)
-    ranked.sort(key=lambda p: (round(p.step.total, 12), p.step.comms_ratio, p.memory.total))
+    # Ties in step time (common when compute-bound) go to the layout that recomputes least, then to the one with
+    # the most communication headroom, then to the one that needs least memory.
+    ranked.sort(key=lambda p: (round(p.step.total, 12), round(p.step.hfu, 9), p.step.comms_ratio, p.memory.total))
     return PlanResult(ranked=tuple(ranked), rejected=tuple(rejected), searched=searched)

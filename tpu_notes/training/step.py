@@ -208,13 +208,15 @@ class StepTime:
 
 def step_time(model, parallelism: Parallelism, slice, batch_tokens: int, seq_len: int, *,
               remat="full_block", dtype: str = "bf16", overlap: bool = True, hop_latency: float | None = None,
-              circular_repeats: int = 1, layout: Layout | None = None) -> StepTime:
+              circular_repeats: int = 1, matmul_efficiency: float = 1.0, layout: Layout | None = None) -> StepTime:
     """Seconds of one training step of ``model`` with ``parallelism`` on ``slice`` (``parallelism.dcn`` copies of
     it over DCN), for a global batch of ``batch_tokens`` tokens in sequences of ``seq_len``. ``slice`` is a TPU
     :class:`~tpu_notes.topology.Slice` or a :class:`~tpu_notes.gpu.GpuCluster`. See the module docstring for what
     is priced; ``hop_latency`` defaults to 1 µs per ICI hop and 5 µs per GPU ring step; ``circular_repeats``
     (``v``) gives each pipeline stage ``v`` interleaved groups of layers, dividing the bubble by ``v`` and
-    multiplying the stage-boundary sends by ``v``; ``layout`` reuses a placement from :func:`map_to_slice`."""
+    multiplying the stage-boundary sends by ``v``; ``matmul_efficiency`` is the fraction of peak FLOP/s the
+    matmuls reach (1: the roofline; Chapter 6 calibrates it against published runs); ``layout`` reuses a placement
+    from :func:`map_to_slice`."""
     m = as_config(model)
     p = parallelism
     lay = layout if layout is not None else map_to_slice(p, slice)
@@ -233,10 +235,13 @@ def step_time(model, parallelism: Parallelism, slice, batch_tokens: int, seq_len
         hop_latency = GPU_HOP_LATENCY if lay.is_gpu else 1e-6
     hop_latency = check_positive("hop_latency", hop_latency, allow_zero=True)
     v_rep = check_positive("circular_repeats", circular_repeats, integer=True)
+    eff = check_positive("matmul_efficiency", matmul_efficiency)
+    if eff > 1:
+        raise ValueError(f"matmul_efficiency is a fraction of peak, in (0, 1]; got {matmul_efficiency!r}")
 
     model_flops = B * flops_per_token(m, include_attention=True, seq_len=S) / n
     hw_flops = B * flops_per_token(m, include_attention=True, seq_len=S, remat=flops_remat) / n
-    flops_time = hw_flops / peak
+    flops_time = hw_flops / (peak * eff)
 
     def ici(kind: str, op: str, nbytes: float) -> float:
         return lay.collective(kind, op, nbytes, hop_latency)
