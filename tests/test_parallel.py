@@ -27,7 +27,8 @@ LAYOUTS = [(C, Parallelism(data=8), None), (C, Parallelism(fsdp=8), None), (C, P
            (C, Parallelism(data=2, fsdp=4), None), (C, Parallelism(data=2, tensor=4), None),
            (C, Parallelism(data=4, pipeline=2, microbatches=2), None),
            (C, Parallelism(pipeline=2, microbatches=4), 2),           # a pure 2-stage pipeline on 2 devices
-           (C4, Parallelism(data=2, pipeline=4, microbatches=4), None)]
+           (C4, Parallelism(data=2, pipeline=4, microbatches=4), None),
+           (get_model("tiny-moe"), Parallelism(data=2, expert=4), None)]    # experts split over "expert"
 
 
 @pytest.mark.parametrize("config,layout,n_dev", LAYOUTS, ids=[f"{p.label()}" for _, p, _ in LAYOUTS])
@@ -38,6 +39,15 @@ def test_losses_equal_single_device(config, layout, n_dev):
     assert got.shape == (STEPS,) and np.all(np.isfinite(got))
     np.testing.assert_allclose(got, ref, rtol=2e-6, atol=1e-5)
     assert ref[-1] < ref[0] - 0.3          # the model learns its batch: the curve is not flat
+
+
+def test_remat_keeps_the_losses():
+    c, p = parallel.ORACLE_CONFIG, Parallelism(fsdp=2, tensor=4)
+    a = parallel.train(c, p, 2, 16, 16)
+    b = parallel.train(c, p, 2, 16, 16, remat=True)
+    assert abs(a - b).max() < 1e-5
+    with pytest.raises(ValueError, match="remat=True applies"):
+        parallel.compiled_step(c, Parallelism(data=4, pipeline=2, microbatches=2), 16, 16, remat=True)
 
 
 def test_train_uses_the_seed_and_fresh_batches():
@@ -84,7 +94,7 @@ def test_stage_params_round_trip():
 
 
 def test_measure_step_times_a_step():
-    t = parallel.measure_step(C, Parallelism(data=8), BATCH, SEQ, repeats=2)
+    t = parallel.measure_step(C, Parallelism(), 4, SEQ, repeats=2)          # one device: a quick compile
     assert t.repeats == 2 and 0 < t.min_s <= t.median_s <= t.max_s and t.compile_s > 0
 
 

@@ -26,13 +26,15 @@ def _key(r):
 def expected_disagreements(case):
     """``{(kind, axes, bytes): (model count, XLA count)}`` each finding of ``case`` implies."""
     c, p = case.config, case.parallelism
-    pred = predicted_collectives(c, p, case.batch * case.seq_len, case.seq_len, dtype="fp32")
+    pred = predicted_collectives(c, p, case.batch * case.seq_len, case.seq_len, dtype="fp32", remat=case.remat)
     out = {}
     if "tp-backward-per-projection" in case.findings:
         L = c.n_layers // p.pipeline
         act = case.batch * case.seq_len / p.batch_shards * c.d_model * 4
-        # forward: wo and w_down outputs (2); backward: dX of wq, wk, wv (3) and of w_gate, w_up (2), unsummed
-        out[("all-reduce", ("tensor",), act)] = (4 * L, (2 + 3 + 2) * L)
+        # forward: wo and w_down outputs (2); backward: dX of wq, wk, wv (3) and of w_gate, w_up (2), unsummed;
+        # remat: the recomputed attention output (1), in both
+        extra = L if case.remat else 0
+        out[("all-reduce", ("tensor",), act)] = (4 * L + extra, (2 + 3 + 2) * L + extra)
     if "dp-fsdp-one-reduction" in case.findings:
         for key, n in collective_totals(pred).items():
             kind, axes, nbytes = key
@@ -75,19 +77,20 @@ def test_gradient_bytes_are_the_parameters():
     assert op == 1                                               # all of it in one combined op
 
 
-def test_fsdp_gathers_each_weight_once():
-    case = parallel.oracle_cases(["fsdp=8"])[0]
-    rows = {_key(r): r for r in parallel.run_oracle_case(case)}
-    twice = collective_totals(predicted_collectives(case.config, case.parallelism, case.batch * case.seq_len,
-                                                    case.seq_len, dtype="fp32", keep_gathered=False))
-    gathers = {k: n for k, n in twice.items() if k[0] == "all-gather"}
-    assert sum(gathers.values()) == 2 * (2 * 9 + 3)              # 9 weights a layer, embed, final norm, unembed
-    for key, n in gathers.items():
-        assert rows[key].xla == n // 2 and rows[key].xla_ops == n // 2   # XLA: once, each its own op
+def test_fsdp_gathers_again_only_under_remat():
+    once, again = (parallel.run_oracle_case(c) for c in parallel.oracle_cases(["fsdp=2 x tensor=4",
+                                                                                "fsdp=2 x tensor=4 remat"]))
+    gathered = lambda rows: sum(r.xla for r in rows if r.kind == "all-gather")  # noqa: E731
+    # 9 weights a layer and 2 layers, plus the embedding, final norm and unembedding
+    assert gathered(once) == 2 * 9 + 3 and gathered(again) == 2 * (2 * 9) + 3
+    # remat moves no gradient: the ReduceScatters are the same
+    scatters = lambda rows: [(_key(r), r.xla) for r in rows if r.kind == "reduce-scatter"]  # noqa: E731
+    assert scatters(once) == scatters(again)
+    assert all(r.xla_ops == r.xla for r in again if r.kind == "all-gather")   # each gather its own op
 
 
 def test_propagation_without_constraints():
-    c, p = parallel.ORACLE_CONFIG, Parallelism(fsdp=8)
+    c, p = parallel.ORACLE_CONFIG.with_(n_layers=1), Parallelism(fsdp=8)     # one layer: a quicker compile
     mesh = parallel.make_mesh(p)
     found = parallel.xla_collectives(parallel.compiled_step(c, p, 16, 16, constrain=False), mesh)
     kinds = {x.kind for x in found}
@@ -99,18 +102,19 @@ def test_propagation_without_constraints():
 
 
 def test_cpu_moves_bf16_collectives_in_f32():
-    case = parallel.oracle_cases(["data=4 x pipeline=2"])[0]
-    rows = parallel.oracle_rows(case.config, case.parallelism, case.batch, case.seq_len, dtype="bf16")
+    c, p = parallel.ORACLE_CONFIG.with_(n_layers=1), Parallelism(data=2, tensor=4)   # one layer: quicker
+    rows = parallel.oracle_rows(c, p, 16, 16, dtype="bf16")
     xla = {_key(r): r.xla for r in rows if r.xla}
-    n = case.batch * case.seq_len
-    fp32 = collective_totals(predicted_collectives(case.config, case.parallelism, n, case.seq_len, dtype="fp32"))
-    bf16 = collective_totals(predicted_collectives(case.config, case.parallelism, n, case.seq_len, dtype="bf16"))
+    fp32 = collective_totals(predicted_collectives(c, p, 16 * 16, 16, dtype="fp32"))
+    bf16 = collective_totals(predicted_collectives(c, p, 16 * 16, 16, dtype="bf16"))
+    tensor = ("all-reduce", ("tensor",), 16 * 16 / 2 * c.d_model * 4)
+    fp32[tensor] += 3                      # tp-backward-per-projection: 7 per layer where the model counts 4
     assert xla == fp32 and xla != bf16
 
 
 def test_collectives_do_not_depend_on_code_optimisation():
     """The oracle compiles with FAST_COMPILE_OPTIONS (no LLVM optimisation): the collectives are the same."""
-    c, p = parallel.ORACLE_CONFIG, Parallelism(fsdp=2, tensor=4)
+    c, p = parallel.ORACLE_CONFIG.with_(n_layers=1), Parallelism(fsdp=2, tensor=4)   # one layer: quicker
     mesh = parallel.make_mesh(p)
     sig = lambda xs: sorted((x.kind, x.axes, x.bytes_per_device, x.raw_kind) for x in xs)  # noqa: E731
     fast = parallel.compiled_step(c, p, 16, 16)
@@ -158,6 +162,11 @@ def test_predicted_collectives_at_scale():
     layers = m.n_layers * (m.attention_params_per_layer() + m.dense_mlp_params()) / 8
     other = m.n_layers * m.norm_params_per_layer() + m.d_model + 2 * m.vocab * m.d_model
     assert ag == 2 * (layers + other)
+    # remat: each layer's weights (norms included) gathered once more, the embedding and unembedding not
+    tp_r = predicted_collectives(m, Parallelism(fsdp=32, tensor=8), tokens, T, remat=True)
+    ag_r = sum(r.count * r.bytes_per_device for r in tp_r if r.kind == "all-gather")
+    assert ag_r - ag == 2 * (layers + m.n_layers * m.norm_params_per_layer())
+    assert sum(r.count for r in tp_r if r.axes == ("tensor",)) == 5 * m.n_layers
     # pipeline: M + S - 2 permutes each way
     pp = predicted_collectives(m, Parallelism(data=64, pipeline=4, microbatches=8), tokens, T)
     perm = [r for r in pp if r.kind == "collective-permute"]

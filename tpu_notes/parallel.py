@@ -16,12 +16,16 @@ axes dropped) and a ``PartitionSpec`` for every weight (:func:`param_specs`):
   batch over ``("data", "fsdp")``.
 - **pipeline**: consecutive layers per stage, a GPipe schedule written with ``shard_map`` over ``"pipeline"`` and
   ``ppermute`` (:func:`pipeline_loss`); combines with ``data``.
-- **expert** (MoE models only): the stacked experts split over ``"expert"``, the batch too.
+- **expert** (MoE models only): the stacked experts split over ``"expert"``, the batch too (trained and checked
+  for equal losses; the oracle and the model of collectives cover dense models only).
 
-:func:`compiled_step` lowers and compiles one SGD step (loss, gradients, update) with those shardings: what the
-oracle (:func:`oracle_rows`) parses with :mod:`tpu_notes.hlo` and compares with
-:func:`tpu_notes.training.collectives.predicted_collectives`. :func:`train` runs a few steps and returns the losses,
-equal to a single device's to fp32 rounding; :func:`measure_step` times a step with :func:`tpu_notes.bench.time_fn`.
+Without pipeline the loss is :func:`layout_loss`: :func:`tpu_notes.model.loss` plus two sharding constraints that
+pin the layout (weights used gathered, residual stream split over the batch only), optionally with each layer
+rematerialised (``remat=True``). :func:`compiled_step` lowers and compiles one SGD step (loss, gradients, update)
+with those shardings: what the oracle (:func:`oracle_rows`, :data:`ORACLE_CASES`, :func:`oracle_summary`) parses
+with :mod:`tpu_notes.hlo` and compares with :func:`tpu_notes.training.collectives.predicted_collectives`; where
+they differ, :data:`FINDINGS` says why. :func:`train` runs a few steps and returns the losses, equal to a single
+device's to fp32 rounding; :func:`measure_step` times a step with :func:`tpu_notes.bench.time_fn`.
 
 Importing this module imports JAX.
 """
@@ -42,7 +46,7 @@ from . import model as M
 from .compat import make_mesh as _compat_make_mesh
 from .compat import pvary as _pvary
 from .compat import shard_map as _shard_map
-from .training.collectives import PredictedCollective, predicted_collectives
+from .training.collectives import predicted_collectives
 from .training.parallelism import MESH_AXES, Parallelism
 from .transformer import TransformerConfig, as_config
 from .units import check_positive
@@ -169,7 +173,7 @@ def make_mesh(parallelism: Parallelism, devices=None):
         raise ValueError(f"the degrees of {p.label()} multiply to {p.chips_per_slice} devices but "
                          f"{len(devs)} are available; allowed: degrees whose product is {len(devs)} "
                          f"(or pass devices=jax.devices()[:{p.chips_per_slice}])")
-    shape = p.mesh_shape() or {"data": 1}
+    shape = p.mesh_shape() or {MESH_AXES[0]: 1}
     return _compat_make_mesh(tuple(shape.values()), tuple(shape), devices=devs)
 
 
@@ -356,38 +360,53 @@ def _gathered_specs(c: TransformerConfig, p: Parallelism):
     return param_specs(c, replace(p, fsdp=1, data=p.data * p.fsdp))
 
 
-def layout_loss(params, tokens, config: TransformerConfig, parallelism: Parallelism, mesh):
-    """:func:`tpu_notes.model.loss` with the layout's activation constraints (``pipeline == 1``).
+def layout_loss(params, tokens, config: TransformerConfig, parallelism: Parallelism, mesh, remat: bool = False):
+    """:func:`tpu_notes.model.loss` with the layout's sharding constraints (``pipeline == 1``).
 
     Two ``with_sharding_constraint`` s pin the layout the chapter describes, instead of leaving the choice to
-    XLA's propagation: the weights are used in their gathered layout (``"fsdp"`` removed from each spec: the
-    ZeRO-3 AllGather), and the residual stream ``x[B, T, D]`` between layers is split over the batch axes only
-    (replicated over ``"tensor"``: Megatron's AllReduce after the attention and MLP output projections).
-    The arithmetic is that of :func:`tpu_notes.model.forward` and :func:`tpu_notes.model.loss`.
+    XLA's propagation: each layer's weights are used in their gathered layout, constrained inside the layer
+    (``"fsdp"`` removed from each spec: the ZeRO-3 AllGather), and the residual stream ``x[B, T, D]`` between
+    layers is split over the batch axes only (replicated over ``"tensor"``: Megatron's AllReduce after the
+    attention and MLP output projections). ``remat=True`` wraps each layer, its gathers included, in
+    ``jax.checkpoint``: the backward pass recomputes the layer and gathers its weights again. The arithmetic is
+    that of :func:`tpu_notes.model.forward` and :func:`tpu_notes.model.loss`.
     """
     c, p = config, parallelism
     wsc = jax.lax.with_sharding_constraint
+    gathered = None
     if p.fsdp > 1:
-        shard = jax.tree_util.tree_map(lambda s: NamedSharding(mesh, s), _gathered_specs(c, p),
-                                       is_leaf=lambda x: isinstance(x, P))
-        params = wsc(params, shard)
+        gathered = jax.tree_util.tree_map(lambda s: NamedSharding(mesh, s), _gathered_specs(c, p),
+                                          is_leaf=lambda x: isinstance(x, P))
     resid = NamedSharding(mesh, P(batch_spec(p)[0], None, None))
     B, T = tokens.shape
     cos, sin = M.rotary_tables(T, c.d_head)
-    x = wsc(params["embed"][tokens], resid)
-    for layer in params["layers"]:
-        x = wsc(M.block(x, layer, c, cos, sin), resid)
-    x = M.rms_norm(x, params["final_norm"])
-    w_out = params["embed"].T if c.tied_embeddings else params["unembed"]
+
+    def layer_fn(x, layer, spec):
+        if spec is not None:
+            layer = wsc(layer, spec)
+        return wsc(M.block(x, layer, c, cos, sin), resid)
+
+    def run_layer(x, layer, spec):
+        fn = partial(layer_fn, spec=spec)
+        return (jax.checkpoint(fn) if remat else fn)(x, layer)
+
+    top = {k: v for k, v in params.items() if k != "layers"}
+    if gathered is not None:
+        top = wsc(top, {k: v for k, v in gathered.items() if k != "layers"})
+    x = wsc(top["embed"][tokens], resid)
+    for i, layer in enumerate(params["layers"]):
+        x = run_layer(x, layer, None if gathered is None else gathered["layers"][i])
+    x = M.rms_norm(x, top["final_norm"])
+    w_out = top["embed"].T if c.tied_embeddings else top["unembed"]
     logits = jnp.einsum("btd,dv->btv", x, w_out)
     return _nll(logits, tokens) / (B * (T - 1))
 
 
-def _step_fn(c: TransformerConfig, p: Parallelism, mesh, constrain: bool = True):
+def _step_fn(c: TransformerConfig, p: Parallelism, mesh, constrain: bool = True, remat: bool = False):
     if p.pipeline > 1:
         loss_fn = partial(pipeline_loss, config=c, parallelism=p, mesh=mesh)
     elif constrain:
-        loss_fn = partial(layout_loss, config=c, parallelism=p, mesh=mesh)
+        loss_fn = partial(layout_loss, config=c, parallelism=p, mesh=mesh, remat=remat)
     else:
         loss_fn = partial(M.loss, config=c)
 
@@ -419,14 +438,14 @@ FAST_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_e
 
 @lru_cache(maxsize=64)
 def _compiled(c: TransformerConfig, p: Parallelism, batch: int, seq_len: int, devices: tuple, dtype: str,
-              constrain: bool, optimize: bool):
+              constrain: bool, optimize: bool, remat: bool):
     """``(compiled step, parameter shardings, batch sharding, scalar sharding)``, compiled once per layout."""
     mesh = make_mesh(p, devices)
     pshard = jax.tree_util.tree_map(lambda s: NamedSharding(mesh, s), param_specs(c, p),
                                     is_leaf=lambda x: isinstance(x, P))
     bshard = NamedSharding(mesh, batch_spec(p))
     scalar = NamedSharding(mesh, P())
-    fn = jax.jit(_step_fn(c, p, mesh, constrain), in_shardings=(pshard, bshard, scalar),
+    fn = jax.jit(_step_fn(c, p, mesh, constrain, remat), in_shardings=(pshard, bshard, scalar),
                  out_shardings=(pshard, scalar))
     args = (_shapes(c, p, dtype), jax.ShapeDtypeStruct((batch, seq_len), jnp.int32),
             jax.ShapeDtypeStruct((), jnp.float32))
@@ -435,16 +454,20 @@ def _compiled(c: TransformerConfig, p: Parallelism, batch: int, seq_len: int, de
     return compiled, pshard, bshard, scalar
 
 
-def _get(config, parallelism, batch, seq_len, devices, dtype, constrain=True, optimize=False):
+def _get(config, parallelism, batch, seq_len, devices, dtype, constrain=True, optimize=False, remat=False):
     _check_flag("constrain", constrain)
+    _check_flag("remat", remat)
     _check_flag("optimize", optimize)
     c, p, _ = _prepare(config, parallelism, batch, seq_len, devices, dtype)
     devs = tuple(_check_devices(devices, p.chips_per_slice))
-    return (c, p) + _compiled(c, p, int(batch), int(seq_len), devs, dtype, constrain, optimize)
+    if remat and (p.pipeline > 1 or not constrain):
+        raise ValueError("remat=True applies to the constrained layouts without pipeline (layout_loss); "
+                         f"got {p.label()} with constrain={constrain}. Allowed: remat=False there")
+    return (c, p) + _compiled(c, p, int(batch), int(seq_len), devs, dtype, constrain, optimize, remat)
 
 
 def compiled_step(config, parallelism: Parallelism, batch: int, seq_len: int, devices=None, dtype: str = "fp32",
-                  constrain: bool = True, optimize: bool = False):
+                  constrain: bool = True, optimize: bool = False, remat: bool = False):
     """One SGD training step (loss, gradients, update) of :mod:`tpu_notes.model` laid out per ``parallelism``,
     jitted with in/out shardings, lowered from shapes alone and compiled: the object :func:`tpu_notes.hlo.collectives`
     parses. ``batch`` sequences of ``seq_len`` tokens, parameters in ``dtype`` (``"fp32"`` or ``"bf16"``).
@@ -453,13 +476,16 @@ def compiled_step(config, parallelism: Parallelism, batch: int, seq_len: int, de
     shardings (:func:`train` does). ``constrain=False`` drops the layout's sharding constraints and lets XLA's
     propagation decide (see ``FINDINGS["propagation-without-constraints"]``). ``optimize=False`` skips the
     optimisation of the generated machine code (:data:`FAST_COMPILE_OPTIONS`: the same collectives, half the
-    compile time on a CPU); :func:`measure_step` compiles with ``optimize=True``. Compiled once per arguments
+    compile time on a CPU); :func:`measure_step` compiles with ``optimize=True``. ``remat=True`` recomputes each
+    layer in the backward pass (``jax.checkpoint``, see :func:`layout_loss`). Compiled once per arguments
     (cached)."""
-    return _get(config, parallelism, batch, seq_len, devices, dtype, constrain, optimize)[2]
+    return _get(config, parallelism, batch, seq_len, devices, dtype, constrain, optimize, remat)[2]
 
 
-def _setup(config, parallelism, batch, seq_len, seed, lr, devices=None, dtype="fp32", optimize=False):
-    c, p, fn, pshard, bshard, scalar = _get(config, parallelism, batch, seq_len, devices, dtype, True, optimize)
+def _setup(config, parallelism, batch, seq_len, seed, lr, devices=None, dtype="fp32", optimize=False,
+           remat=False):
+    c, p, fn, pshard, bshard, scalar = _get(config, parallelism, batch, seq_len, devices, dtype, True, optimize,
+                                            remat)
     params = M.init_params(c, seed, STEP_DTYPES[dtype])
     if p.pipeline > 1:
         params = stage_params(params, p.pipeline)
@@ -475,7 +501,8 @@ def _default_devices(parallelism, devices):
 
 
 def train(config, parallelism: Parallelism, steps: int, batch: int, seq_len: int, seed: int = 0,
-          lr: float = 0.5, devices=None, dtype: str = "fp32", same_batch: bool = True) -> np.ndarray:
+          lr: float = 0.5, devices=None, dtype: str = "fp32", same_batch: bool = True,
+          remat: bool = False) -> np.ndarray:
     """Train ``config`` for ``steps`` SGD steps (learning rate ``lr``) laid out per ``parallelism``; the loss
     before each step's update (nats), as a numpy array.
 
@@ -483,14 +510,15 @@ def train(config, parallelism: Parallelism, steps: int, batch: int, seq_len: int
     :func:`tpu_notes.model.random_tokens` with seed ``seed`` at every step (``same_batch=True``: uniform random
     tokens hold nothing to learn, so the falling curve shows the model memorising its batch) or ``seed + i`` at
     step ``i``. ``Parallelism()`` runs on one device: the reference curve, which every layout reproduces to fp32
-    rounding (tests/test_parallel.py).
+    rounding (tests/test_parallel.py). ``remat=True`` recomputes each layer in the backward pass (same losses).
     """
     _check_int("steps", steps)
     _check_int("seed", seed, 0)
     _check_flag("same_batch", same_batch)
     check_positive("lr", lr)
     devices = _default_devices(parallelism, devices)
-    c, fn, params, bshard, lr_arr = _setup(config, parallelism, batch, seq_len, seed, lr, devices, dtype)
+    c, fn, params, bshard, lr_arr = _setup(config, parallelism, batch, seq_len, seed, lr, devices, dtype,
+                                           remat=remat)
     losses = []
     for i in range(steps):
         tokens = jax.device_put(M.random_tokens(c, batch, seq_len, seed if same_batch else seed + i), bshard)
@@ -504,8 +532,8 @@ def measure_step(config, parallelism: Parallelism, batch: int, seq_len: int, rep
     """Median seconds of one training step laid out per ``parallelism`` on the devices present, timed by
     :func:`tpu_notes.bench.time_fn` (warmed up, ``block_until_ready``, median of ``repeats``). Returns the
     :class:`~tpu_notes.bench.Timing` (``.median_s`` is the number to quote; its ``compile_s`` is the first call,
-    since the step comes compiled, fully optimised, from :func:`compiled_step`'s cache). On simulated CPU devices this measures the
-    host CPU running all of them, not a chip."""
+    since the step comes compiled, fully optimised, from :func:`compiled_step`'s cache). On simulated CPU devices
+    this measures the host CPU running all of them, not a chip."""
     from .bench import time_fn
 
     devices = _default_devices(parallelism, devices)
@@ -614,7 +642,8 @@ class OracleCase:
     config: TransformerConfig = ORACLE_CONFIG
     batch: int = 16                  # sequences per step
     seq_len: int = 16                # tokens per sequence
-    findings: tuple[str, ...] = ()   # keys of FINDINGS where XLA departs from the model for this layout
+    findings: tuple[str, ...] = ()   # keys of FINDINGS that explain what XLA does with this layout
+    remat: bool = False              # each layer recomputed in the backward pass (jax.checkpoint)
 
 
 #: Where XLA's compiled step departs from :func:`~tpu_notes.training.collectives.predicted_collectives`, by name;
@@ -629,29 +658,34 @@ FINDINGS: dict[str, str] = {
     "fsdp-gathers-once": (
         "FSDP (ZeRO-3) is usually costed with two AllGathers of every weight, one in the forward and one in the "
         "backward pass, because the gathered copy is dropped after use. Without rematerialisation XLA keeps the "
-        "gathered weight alive from the forward pass to the backward pass and gathers it once; the model does the "
-        "same with keep_gathered=True (the default). The price is memory: a full copy of every layer's weights per "
-        "device until its backward pass, which is what ZeRO-3 set out to avoid; under remat the second gather "
-        "comes back."),
+        "gathered weight alive from the forward pass to the backward pass and gathers it once, and the model "
+        "counts one (remat=False). The price is memory: a full copy of every layer's weights per device until "
+        "its backward pass, which is what ZeRO-3 set out to avoid. With remat=True each layer, its gathers "
+        "included, is recomputed in the backward pass and XLA gathers its weights a second time, as the model "
+        "then counts; the embedding, final norm and unembedding stay outside the recomputed layers and are "
+        "gathered once. Megatron's attention-output AllReduce is redone too (the recomputed MLP needs its input; "
+        "the MLP-output AllReduce is not needed again)."),
     "tp-backward-per-projection": (
         "Megatron's backward pass needs one AllReduce of the input gradient of the attention block, the sum over "
         "the tensor shards of dQ·Wq\u1d40 + dK·Wk\u1d40 + dV·Wv\u1d40, and one of the MLP's, dGate·Wg\u1d40 + "
         "dUp·Wu\u1d40. XLA reduces each product on its own (three arrays of [tokens, D] for attention, two for a "
         "gated MLP, each combined into one op) and adds them afterwards: 5 AllReduces per layer in the backward "
-        "pass instead of 2, 2.5x the predicted backward bytes. A fused QKV weight (one [D, 3, N, H] array) or a "
-        "fused gate-up weight would let it reduce once."),
+        "pass instead of 2, 2.5x the predicted backward bytes (the HLO metadata names them: the transposes of the "
+        "btd,dnh and btd,dkh projections). A fused QKV weight (one array, one matmul) or a fused gate-up weight "
+        "would leave one product to reduce."),
     "dp-fsdp-one-reduction": (
         "With data x fsdp, the gradient of a weight sharded over fsdp and replicated over data must be summed over "
         "all devices and kept as the fsdp shard. The model does it in two steps, a ReduceScatter over fsdp of the "
         "whole gradient and an AllReduce over data of the shard (fsdp times smaller). XLA does one reduction over "
-        "both axes and slices out the fsdp shard (on CPU an all-reduce over all 8 devices and a dynamic-slice; on "
-        "TPU a reduce-scatter over both axes). Same result; the model's split moves fewer bytes over the data axis."),
+        "both axes and slices out the fsdp shard (on CPU: an all-reduce over all 8 devices, then a dynamic-slice). "
+        "Same result, different cost: XLA reduces the whole gradient over 8 devices, where the model's second "
+        "step reduces only the 1/fsdp shard over data."),
     "propagation-without-constraints": (
         "The layouts pin two things with with_sharding_constraint (layout_loss): weights are used gathered and the "
         "residual stream stays split over the batch. Left to its own sharding propagation (compiled_step(..., "
         "constrain=False)), XLA compiles the fsdp=8 step very differently: it keeps some weights sharded and "
-        "gathers the activations [B, T, D] and even the logits [B, T, V] instead, and reshuffles attention with "
-        "well over a hundred small AllToAlls. The arithmetic is still right; the communication is not the ZeRO-3 "
+        "gathers the activations [B, T, D] and even the logits [B, T, V] instead, and adds well over a hundred "
+        "small AllToAlls. The arithmetic is still right; the communication is not the ZeRO-3 "
         "the chapter costs, and no cost model of layouts can predict it."),
     "cpu-bf16-in-f32": (
         "On the CPU backend, XLA moves bf16 collectives in f32: it converts each array up before the collective "
@@ -672,6 +706,8 @@ ORACLE_CASES: tuple[OracleCase, ...] = (
     OracleCase("data=2 x fsdp=4", Parallelism(data=2, fsdp=4),
                findings=("combined", "fsdp-gathers-once", "dp-fsdp-one-reduction")),
     OracleCase("data=2 x tensor=4", Parallelism(data=2, tensor=4), findings=("combined", "tp-backward-per-projection")),
+    OracleCase("fsdp=2 x tensor=4 remat", Parallelism(fsdp=2, tensor=4), remat=True,
+               findings=("combined", "fsdp-gathers-once", "tp-backward-per-projection")),
     OracleCase("data=4 x pipeline=2", Parallelism(data=4, pipeline=2, microbatches=2), findings=("combined",)),
     OracleCase("data=2 x pipeline=4", Parallelism(data=2, pipeline=4, microbatches=4),
                config=ORACLE_CONFIG.with_(n_layers=4, name="oracle-tiny-4l"), findings=("combined",)),
@@ -700,7 +736,12 @@ class OracleRow:
     bytes_per_device: float      # bytes per device of one collective (hlo.HloCollective.bytes convention)
     predicted: int               # count from training.predicted_collectives
     xla: int                     # count of arrays XLA moves this way (combined ops split into their arrays)
-    xla_ops: int                 # HLO instructions those arrays travel in
+    ops: tuple[str, ...] = ()    # names of the HLO instructions those arrays travel in
+
+    @property
+    def xla_ops(self) -> int:
+        """How many HLO instructions carry these arrays (fewer than ``xla`` when XLA combined them)."""
+        return len(self.ops)
 
     @property
     def agree(self) -> bool:
@@ -708,17 +749,16 @@ class OracleRow:
 
 
 def oracle_rows(config, parallelism: Parallelism, batch: int, seq_len: int, devices=None, dtype: str = "fp32",
-                *, keep_gathered: bool = True) -> list[OracleRow]:
+                *, remat: bool = False) -> list[OracleRow]:
     """Compile the layout's training step and pair XLA's collectives with the model's, one row per
     (kind, axes, bytes per device), sorted. ``batch`` sequences of ``seq_len`` tokens."""
     c = as_config(config)
-    _check_flag("keep_gathered", keep_gathered)
-    compiled = compiled_step(c, parallelism, batch, seq_len, devices=devices, dtype=dtype)
+    compiled = compiled_step(c, parallelism, batch, seq_len, devices=devices, dtype=dtype, remat=remat)
     mesh = make_mesh(parallelism, devices)
     from .training.collectives import collective_totals
 
     pred = collective_totals(predicted_collectives(c, parallelism, batch * seq_len, seq_len, dtype=dtype,
-                                                   keep_gathered=keep_gathered))
+                                                   remat=remat))
     found: dict = {}
     ops: dict = {}
     for x in xla_collectives(compiled, mesh):
@@ -727,14 +767,15 @@ def oracle_rows(config, parallelism: Parallelism, batch: int, seq_len: int, devi
         ops.setdefault(key, set()).add(x.op)
     kinds = ("all-gather", "reduce-scatter", "all-reduce", "collective-permute")
     keys = sorted(set(pred) | set(found), key=lambda k: (kinds.index(k[0]) if k[0] in kinds else 9, k[1], k[2]))
-    return [OracleRow(k[0], k[1], k[2], pred.get(k, 0), found.get(k, 0), len(ops.get(k, ()))) for k in keys]
+    return [OracleRow(k[0], k[1], k[2], pred.get(k, 0), found.get(k, 0), tuple(sorted(ops.get(k, ()))))
+            for k in keys]
 
 
 def run_oracle_case(case: OracleCase, devices=None) -> list[OracleRow]:
     """:func:`oracle_rows` of one :class:`OracleCase`."""
     if not isinstance(case, OracleCase):
         raise TypeError(f"case must be a parallel.OracleCase (see ORACLE_CASES); got {type(case).__name__}")
-    return oracle_rows(case.config, case.parallelism, case.batch, case.seq_len, devices=devices)
+    return oracle_rows(case.config, case.parallelism, case.batch, case.seq_len, devices=devices, remat=case.remat)
 
 
 def format_oracle_table(rows: Sequence[OracleRow], title: Optional[str] = None) -> str:
@@ -771,14 +812,15 @@ def oracle_summary(cases: Optional[Sequence[OracleCase]] = None, devices=None) -
 
 def format_oracle_summary(results) -> str:
     """One line per layout (at most 88 characters): how many (kind, axes, size) signatures agree, the
-    collectives the model counts, the arrays XLA moves and the HLO ops they travel in, and the findings."""
+    collectives the model counts, the arrays XLA moves and the distinct HLO ops they travel in, and the findings
+    that concern the layout ("combined", which concerns all, left out)."""
     if isinstance(results, (str, bytes)) or not isinstance(results, (list, tuple)) or not all(
             isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], OracleCase) for r in results):
         raise TypeError("results must be oracle_summary's list of (OracleCase, rows)")
     lines = [f"{'layout':22s} {'agree':>6s} {'model':>6s} {'XLA':>5s} {'ops':>4s}  findings (FINDINGS)"]
     for case, rows in results:
         ok = sum(r.agree for r in rows)
-        n_ops = sum(r.xla_ops for r in rows)
+        n_ops = len({op for r in rows for op in r.ops})
         diff = [f for f in case.findings if f != "combined"]
         lines.append(f"{case.id:22s} {ok:>3d}/{len(rows):<2d} {sum(r.predicted for r in rows):6d} "
                      f"{sum(r.xla for r in rows):5d} {n_ops:4d}  {', '.join(diff) or '-'}")

@@ -7,14 +7,16 @@ of :mod:`tpu_notes.parallel`:
 
 - **data**: an AllReduce over ``"data"`` of every gradient (each device holds whole gradients of its weights).
 - **fsdp** (ZeRO-3): an AllGather over ``"fsdp"`` of every weight before its use, and a ReduceScatter over
-  ``"fsdp"`` of every gradient. With ``keep_gathered=True`` (the default, what XLA does without rematerialisation)
-  the gathered weight stays alive for the backward pass and is gathered once; ``False`` counts the second
-  AllGather in the backward pass that the book's cost model charges (as under full remat). With ``data`` too, the
-  ReduceScatter is followed by an AllReduce over ``"data"`` of the gradient shard.
+  ``"fsdp"`` of every gradient. Without rematerialisation (``remat=False``, what XLA does then) the gathered
+  weight stays alive for the backward pass and is gathered once; with ``remat=True`` (each layer recomputed in
+  the backward pass, as :func:`tpu_notes.parallel.layout_loss` does it) each layer's weights are gathered a
+  second time there, the book's count; the embedding, final norm and unembedding, outside the layers, once.
+  With ``data`` too, the ReduceScatter is followed by an AllReduce over ``"data"`` of the gradient shard.
 - **tensor** (Megatron): per layer, an AllReduce over ``"tensor"`` of the activations ``[tokens, D]`` after the
   attention output projection and after the MLP down projection (forward), and one for the input gradient of the
-  QKV projections and one for the MLP's input projections (backward): 4 per layer. Weights split over ``"tensor"``
-  need no gradient collective over it; the embedding, unembedding and norm gains are replicated over it.
+  QKV projections and one for the MLP's input projections (backward): 4 per layer; ``remat=True`` adds the
+  attention output's again (the recomputed MLP needs its input). Weights split over ``"tensor"`` need no gradient
+  collective over it; the embedding, unembedding and norm gains are replicated over it.
 - **pipeline** (GPipe as :func:`tpu_notes.parallel.pipeline_loss` runs it): ``M + S - 2`` collective-permutes of
   one microbatch's activations forward and as many backward; the outputs of the last stage broadcast to every
   stage with an AllReduce over ``"pipeline"`` (forward) and, in the backward pass, an AllReduce over it of each
@@ -112,18 +114,21 @@ def _check(model, parallelism, batch_tokens, seq_len, dtype):
 
 
 def predicted_collectives(model, parallelism: Parallelism, batch_tokens: int, seq_len: int, dtype: str = "bf16",
-                          *, keep_gathered: bool = True) -> list[PredictedCollective]:
+                          *, remat: bool = False) -> list[PredictedCollective]:
     """The collectives one training step of ``model`` runs per device, laid out per ``parallelism``.
 
     ``batch_tokens`` is the global batch in tokens (a whole number of ``seq_len`` sequences); ``dtype`` the type of
     weights, activations and gradients (the loss is always one fp32 scalar). See the module docstring for the
-    rules; ``keep_gathered`` is whether FSDP's gathered weights live until the backward pass (one AllGather per
-    weight) or are gathered again there (two). Entries with the same kind, axes, size and meaning are merged
-    (``count``); the list is in the order kind, axes, size.
+    rules; ``remat`` is whether each layer is recomputed in the backward pass (FSDP gathers its weights again
+    there, Megatron redoes the attention output's AllReduce). Entries with the same kind, axes, size and meaning
+    are merged (``count``); the list is in the order kind, axes, size.
     """
     c, p, dtype = _check(model, parallelism, batch_tokens, seq_len, dtype)
-    if not isinstance(keep_gathered, bool):
-        raise TypeError(f"keep_gathered must be True or False; got {keep_gathered!r}")
+    if not isinstance(remat, bool):
+        raise TypeError(f"remat must be True or False; got {remat!r}")
+    if remat and p.pipeline > 1:
+        raise ValueError("remat=True is modelled for layouts without pipeline (as tpu_notes.parallel runs them); "
+                         "allowed with pipeline > 1: remat=False")
     b = dtype_bytes(dtype)
     D = c.d_model
     tokens = batch_tokens / p.batch_shards                 # tokens through one device's layers per step
@@ -139,9 +144,9 @@ def predicted_collectives(model, parallelism: Parallelism, batch_tokens: int, se
         per = "per layer" if copies > 1 or name in ("wq", "wk", "wv", "wo", "w_gate", "w_up", "w_down",
                                                     "attn_norm", "mlp_norm") else "once"
         if p.fsdp > 1:
-            gathers = 1 if keep_gathered else 2
-            add("all-gather", ("fsdp",), w, gathers * copies,
-                f"{name} gathered before use ({'kept for the backward pass' if keep_gathered else 'fwd and bwd'})"
+            again = remat and per == "per layer"
+            add("all-gather", ("fsdp",), w, (2 if again else 1) * copies,
+                f"{name} gathered before use ({'fwd and recomputed fwd' if again else 'kept for the backward'})"
                 f", {per}")
             add("reduce-scatter", ("fsdp",), w, copies, f"gradient of {name}, {per}")
             if p.data > 1:
@@ -156,6 +161,8 @@ def predicted_collectives(model, parallelism: Parallelism, batch_tokens: int, se
         act = tokens * D * b
         L = c.n_layers // p.pipeline
         add("all-reduce", ("tensor",), act, 2 * L, "fwd: attention and MLP outputs [tokens, D], per layer")
+        if remat:
+            add("all-reduce", ("tensor",), act, L, "bwd: recomputed attention output [tokens, D], per layer")
         add("all-reduce", ("tensor",), act, 2 * L, "bwd: input gradients of QKV and MLP-in [tokens, D], per layer")
     if p.pipeline > 1:
         S, Mb = p.pipeline, p.microbatches
