@@ -35,6 +35,11 @@ def expected_disagreements(case):
         # remat: the recomputed attention output (1), in both
         extra = L if case.remat else 0
         out[("all-reduce", ("tensor",), act)] = (4 * L + extra, (2 + 3 + 2) * L + extra)
+    if "tied-embedding-reduced-twice" in case.findings:
+        # the table's gradient from the lookup and from the unembedding, reduced apart (data parallelism here)
+        key = ("all-reduce", ("data",), c.vocab * c.d_model * 4)
+        n = collective_totals(pred)[key]                 # the table and any weights of the same size
+        out[key] = (n, n + 1)
     if "dp-fsdp-one-reduction" in case.findings:
         for key, n in collective_totals(pred).items():
             kind, axes, nbytes = key

@@ -680,6 +680,12 @@ FINDINGS: dict[str, str] = {
         "both axes and slices out the fsdp shard (on CPU: an all-reduce over all 8 devices, then a dynamic-slice). "
         "Same result, different cost: XLA reduces the whole gradient over 8 devices, where the model's second "
         "step reduces only the 1/fsdp shard over data."),
+    "tied-embedding-reduced-twice": (
+        "With tied embeddings the one table [V, D] gets two gradients, from the lookup at the input (a "
+        "scatter-add) and from the unembedding matmul at the output. The model sums them and reduces the table's "
+        "gradient once; XLA reduces each of the two on its own (two arrays of V x D in the combined AllReduce, "
+        "or two ReduceScatters under FSDP) and adds them afterwards, twice the bytes for the largest weight of a "
+        "small model."),
     "propagation-without-constraints": (
         "The layouts pin two things with with_sharding_constraint (layout_loss): weights are used gathered and the "
         "residual stream stays split over the batch. Left to its own sharding propagation (compiled_step(..., "
@@ -706,6 +712,9 @@ ORACLE_CASES: tuple[OracleCase, ...] = (
     OracleCase("data=2 x fsdp=4", Parallelism(data=2, fsdp=4),
                findings=("combined", "fsdp-gathers-once", "dp-fsdp-one-reduction")),
     OracleCase("data=2 x tensor=4", Parallelism(data=2, tensor=4), findings=("combined", "tp-backward-per-projection")),
+    OracleCase("data=8 tied", Parallelism(data=8), config=ORACLE_CONFIG.with_(tied_embeddings=True,
+                                                                               name="oracle-tiny-tied"),
+               findings=("combined", "tied-embedding-reduced-twice")),
     OracleCase("fsdp=2 x tensor=4 remat", Parallelism(fsdp=2, tensor=4), remat=True,
                findings=("combined", "fsdp-gathers-once", "tp-backward-per-projection")),
     OracleCase("data=4 x pipeline=2", Parallelism(data=4, pipeline=2, microbatches=2), findings=("combined",)),
