@@ -1,0 +1,391 @@
+"""Generation with a KV cache, and speculative sampling, for the small JAX model of :mod:`tpu_notes.model` (Ch. 7).
+
+Fixed shapes throughout, so each function compiles once:
+
+- :func:`init_cache` allocates per-layer key and value buffers ``[B, K, max_len, H]``;
+- :func:`prefill` runs the prompt through the model, writes its keys and values at positions ``0..T-1`` and returns
+  the last position's logits; :func:`decode_step` embeds one token per sequence at position ``pos``, writes its key
+  and value into the cache, attends to positions ``<= pos`` (the rest of the buffer is masked) and returns the
+  next logits. Both reuse the model's own blocks (:func:`tpu_notes.model.rms_norm`, its rotary tables, its MLP),
+  so cached decoding reproduces the uncached forward pass token for token;
+- :func:`generate` is prefill then a ``lax.scan`` of decode steps, greedy (``temperature=0``) or sampled
+  (``jax.random.categorical`` with the key ``fold_in(key, step)``); :func:`generate_uncached` makes the same choices
+  by re-running the whole forward pass on the growing sequence (the quadratic algorithm, kept as the reference);
+- :func:`speculative_generate`: a draft model proposes ``k`` tokens, the target scores them in one pass, each draft
+  ``x`` is kept with probability ``min(1, p(x)/q(x))`` and the first rejected one is replaced by a sample of
+  ``max(p − q, 0)`` normalised (or, when all are kept, one more token from ``p``). Its output distribution is the
+  target's exactly; :func:`speculative_step_distribution` computes that distribution for one position from the same
+  two helpers the sampler uses, so the test can check it against ``p`` exactly. The speculative loop re-runs both
+  models on the whole (fixed-size) buffer each round: simple and exact, fine for the tiny models of the chapter.
+
+Measuring: :func:`measure_decode_step` times one jitted decode step with :mod:`tpu_notes.bench`, and
+:func:`decode_cost` returns XLA's cost analysis of it, for the oracle against
+:func:`tpu_notes.inference.decode_step_time`'s bytes.
+
+Importing this module imports JAX.
+"""
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import model as M
+from .transformer import TransformerConfig, as_config
+from .units import check_bool, check_positive
+
+#: Largest prompt + generated length the generation buffers are built for.
+MAX_LEN = 2**16
+
+
+def _config(config) -> TransformerConfig:
+    c = M._check_supported(config)
+    return c
+
+
+def _check_len(name, value, maximum=MAX_LEN):
+    return check_positive(name, value, integer=True, maximum=maximum)
+
+
+def _check_temperature(t) -> float:
+    return check_positive("temperature", t, allow_zero=True, maximum=1e6)
+
+
+# ------------------------------------------------------------------------------------------------ the cache
+def init_cache(config, batch: int, max_len: int, dtype=jnp.float32) -> dict:
+    """Zeroed key/value buffers: ``{"k": [L arrays of [B, K, max_len, H]], "v": [...]}`` (heads before positions:
+    the layout both attention contractions read without a transpose)."""
+    c = _config(config)
+    B = _check_len("batch", batch, M.MAX_BATCH)
+    S = _check_len("max_len", max_len)
+    dtype = M._check_float_dtype("dtype", dtype)
+    shape = (B, c.n_kv_heads, S, c.d_head)
+    return {"k": [jnp.zeros(shape, dtype) for _ in range(c.n_layers)],
+            "v": [jnp.zeros(shape, dtype) for _ in range(c.n_layers)]}
+
+
+def cache_bytes(cache) -> int:
+    """Bytes held by a cache pytree."""
+    return int(sum(x.size * x.dtype.itemsize for x in jax.tree_util.tree_leaves(cache)))
+
+
+def _cached_forward(params, tokens, cache, pos, c: TransformerConfig, capacity_factor: float = 1.0):
+    """Logits ``[B, T, V]`` of ``tokens[B, T]`` placed at positions ``pos..pos+T-1``, and the updated cache."""
+    B, T = tokens.shape
+    S = cache["k"][0].shape[2]
+    cos_all, sin_all = M.rotary_tables(S, c.d_head)
+    cos = jax.lax.dynamic_slice_in_dim(cos_all, pos, T, axis=0)
+    sin = jax.lax.dynamic_slice_in_dim(sin_all, pos, T, axis=0)
+    rows = pos + jnp.arange(T)
+    mask = jnp.arange(S)[None, :] <= rows[:, None]                      # [T, S]: keys at or before each query
+    x = params["embed"][tokens]
+    new_k, new_v = [], []
+    for layer, ck, cv in zip(params["layers"], cache["k"], cache["v"]):
+        h = M.rms_norm(x, layer["attn_norm"])
+        q = M.apply_rotary(jnp.einsum("btd,dnh->btnh", h, layer["wq"]), cos, sin)
+        k = M.apply_rotary(jnp.einsum("btd,dkh->btkh", h, layer["wk"]), cos, sin)
+        v = jnp.einsum("btd,dkh->btkh", h, layer["wv"])
+        ck = jax.lax.dynamic_update_slice(ck, k.transpose(0, 2, 1, 3).astype(ck.dtype), (0, 0, pos, 0))
+        cv = jax.lax.dynamic_update_slice(cv, v.transpose(0, 2, 1, 3).astype(cv.dtype), (0, 0, pos, 0))
+        new_k.append(ck)
+        new_v.append(cv)
+        K = c.n_kv_heads
+        qg = q.reshape(B, T, K, c.n_heads // K, c.d_head)
+        s = jnp.einsum("btkgh,bksh->bkgts", qg, ck.astype(q.dtype)) / math.sqrt(c.d_head)
+        s = jnp.where(mask, s, jnp.finfo(s.dtype).min)
+        p = jax.nn.softmax(s, axis=-1)
+        o = jnp.einsum("bkgts,bksh->btkgh", p, cv.astype(q.dtype)).reshape(B, T, c.n_heads, c.d_head)
+        x = x + jnp.einsum("btnh,nhd->btd", o, layer["wo"])
+        h = M.rms_norm(x, layer["mlp_norm"])
+        if "router" in layer["mlp"]:
+            D = c.d_model
+            y = M.moe_mlp(h.reshape(B * T, D), layer["mlp"], c, capacity_factor).reshape(B, T, D)
+        else:
+            y = M._mlp(h, layer["mlp"], c.gated_mlp)
+        x = x + y
+    x = M.rms_norm(x, params["final_norm"])
+    w_out = params["embed"].T if c.tied_embeddings else params["unembed"]
+    return jnp.einsum("btd,dv->btv", x, w_out), {"k": new_k, "v": new_v}
+
+
+@partial(jax.jit, static_argnames=("config", "max_len"))
+def _prefill(params, tokens, config, max_len):
+    cache = init_cache(config, tokens.shape[0], max_len, params["embed"].dtype)
+    logits, cache = _cached_forward(params, tokens, cache, 0, config)
+    return logits[:, -1], cache
+
+
+def prefill(params, tokens, config, max_len: int):
+    """Run the prompt ``tokens[B, T]``: ``(logits of the last position [B, V], cache with T positions filled)``.
+    ``max_len`` (>= T) sizes the cache for the tokens to come."""
+    c = _config(config)
+    M._check_params("params", params)
+    M._check_tokens(tokens, c)
+    max_len = _check_len("max_len", max_len)
+    if max_len < tokens.shape[1]:
+        raise ValueError(f"max_len ({max_len}) must be at least the prompt length ({tokens.shape[1]})")
+    return _prefill(params, tokens, c, max_len)
+
+
+@partial(jax.jit, static_argnames=("config",), donate_argnames=("cache",))
+def _decode_step(params, cache, token, pos, config):
+    logits, cache = _cached_forward(params, token[:, None], cache, pos, config)
+    return logits[:, 0], cache
+
+
+def decode_step(params, cache, token, pos, config):
+    """One generation step: ``token[B]`` at position ``pos`` → ``(logits [B, V], updated cache)``.
+
+    The cache is donated (updated in place; do not reuse the one passed in)."""
+    c = _config(config)
+    M._check_params("params", params)
+    M._check_array("token", token, ndim=1)
+    if not isinstance(cache, dict) or "k" not in cache or "v" not in cache:
+        raise TypeError(f"cache must be the dict of init_cache or prefill; got {type(cache).__name__}")
+    if not isinstance(pos, (jax.Array, jax.core.Tracer)):
+        pos = check_positive("pos", pos, integer=True, allow_zero=True, maximum=cache["k"][0].shape[2] - 1)
+    return _decode_step(params, cache, token, jnp.asarray(pos, jnp.int32), c)
+
+
+def _choose(logits, key, temperature: float):
+    """Greedy (``temperature == 0``) or a sample from ``softmax(logits / temperature)``."""
+    if temperature == 0:
+        return jnp.argmax(logits, axis=-1).astype(jnp.int32)
+    return jax.random.categorical(key, logits.astype(jnp.float32) / temperature, axis=-1).astype(jnp.int32)
+
+
+@partial(jax.jit, static_argnames=("config", "new_tokens", "temperature"))
+def _generate(params, prompt, key, config, new_tokens, temperature):
+    B, T = prompt.shape
+    logits, cache = _prefill(params, prompt, config, T + new_tokens)
+    first = _choose(logits, jax.random.fold_in(key, 0), temperature)
+
+    def body(carry, i):
+        tok, cache = carry
+        logits, cache = _cached_forward(params, tok[:, None], cache, T + i - 1, config)
+        nxt = _choose(logits[:, 0], jax.random.fold_in(key, i), temperature)
+        return (nxt, cache), nxt
+
+    (_, _), rest = jax.lax.scan(body, (first, cache), jnp.arange(1, new_tokens))
+    return jnp.concatenate([first[:, None], rest.T], axis=1)
+
+
+def generate(params, prompt, config, new_tokens: int, *, temperature: float = 0.0, seed: int = 0):
+    """``new_tokens`` tokens ``[B, new_tokens]`` after ``prompt[B, T]``: prefill, then cached decode steps.
+    ``temperature=0`` is greedy; otherwise step ``i`` samples with ``jax.random.fold_in(PRNGKey(seed), i)``."""
+    c = _config(config)
+    M._check_params("params", params)
+    M._check_tokens(prompt, c)
+    new_tokens = _check_len("new_tokens", new_tokens)
+    if prompt.shape[1] + new_tokens > MAX_LEN:
+        raise ValueError(f"prompt length + new_tokens must be at most {MAX_LEN}")
+    temperature = _check_temperature(temperature)
+    seed = check_positive("seed", seed, integer=True, allow_zero=True, maximum=2**32 - 1)
+    return _generate(params, prompt, jax.random.PRNGKey(seed), c, new_tokens, temperature)
+
+
+def generate_uncached(params, prompt, config, new_tokens: int, *, temperature: float = 0.0, seed: int = 0):
+    """The same tokens as :func:`generate`, by running :func:`tpu_notes.model.forward` on the whole growing
+    sequence at every step (no cache): the reference the cached decoder is tested against."""
+    c = _config(config)
+    M._check_params("params", params)
+    M._check_tokens(prompt, c)
+    new_tokens = _check_len("new_tokens", new_tokens, 4096)
+    temperature = _check_temperature(temperature)
+    seed = check_positive("seed", seed, integer=True, allow_zero=True, maximum=2**32 - 1)
+    key = jax.random.PRNGKey(seed)
+    fwd = jax.jit(M.forward, static_argnames=("config",))
+    seq = prompt
+    out = []
+    for i in range(new_tokens):
+        logits = fwd(params, seq, config=c)[:, -1]
+        tok = _choose(logits, jax.random.fold_in(key, i), temperature)
+        out.append(tok)
+        seq = jnp.concatenate([seq, tok[:, None]], axis=1)
+    return jnp.stack(out, axis=1)
+
+
+# ------------------------------------------------------------------------------------ speculative sampling
+def token_probs(logits, temperature: float):
+    """Next-token probabilities: ``softmax(logits / temperature)``, or one-hot at the argmax when it is 0."""
+    if temperature == 0:
+        return jax.nn.one_hot(jnp.argmax(logits, axis=-1), logits.shape[-1], dtype=jnp.float32)
+    return jax.nn.softmax(logits.astype(jnp.float32) / temperature, axis=-1)
+
+
+def acceptance_probability(p, q):
+    """Probability of keeping a draft token ``x`` drawn from ``q`` when the target gives ``p``:
+    ``min(1, p(x)/q(x))`` for every ``x`` (the sampler keeps ``x`` when ``u · q(x) < p(x)``, ``u ~ U[0, 1)``)."""
+    return jnp.where(q > 0, jnp.minimum(1.0, p / jnp.where(q > 0, q, 1.0)), 1.0)
+
+
+def residual_distribution(p, q):
+    """What to sample after a rejection: ``max(p − q, 0)`` normalised (``p`` itself when ``p == q``)."""
+    r = jnp.maximum(p - q, 0.0)
+    total = r.sum(axis=-1, keepdims=True)
+    return jnp.where(total > 0, r / jnp.where(total > 0, total, 1.0), p)
+
+
+def speculative_step_distribution(p, q):
+    """The exact distribution of the token one speculative position emits, for target ``p`` and draft ``q``
+    (vectors over the vocabulary): ``q(y)·a(y) + (1 − Σ_x q(x)·a(x)) · r(y)`` with ``a`` =
+    :func:`acceptance_probability` and ``r`` = :func:`residual_distribution`. It equals ``p``."""
+    p, q = jnp.asarray(p, jnp.float32), jnp.asarray(q, jnp.float32)
+    a = acceptance_probability(p, q)
+    return q * a + (1.0 - jnp.sum(q * a)) * residual_distribution(p, q)
+
+
+def _spec_round(state, tp, tc, dp, dc, k, temperature, stop):
+    buf, n, key, rounds, accepted = state
+    V = tc.vocab
+    kr = jax.random.fold_in(key, rounds)
+    k_draft, k_u, k_y = jax.random.split(kr, 3)
+
+    def draft(i, carry):
+        buf, qs = carry
+        logits = jax.lax.dynamic_index_in_dim(M.forward(dp, buf, dc)[0], n - 1 + i, keepdims=False)
+        q = token_probs(logits, temperature)
+        x = jax.random.categorical(jax.random.fold_in(k_draft, i), jnp.log(q)).astype(jnp.int32)
+        return buf.at[0, n + i].set(x), qs.at[i].set(q)
+
+    buf, qs = jax.lax.fori_loop(0, k, draft, (buf, jnp.zeros((k, V), jnp.float32)))
+    logits = M.forward(tp, buf, tc)[0]
+    p = token_probs(jax.lax.dynamic_slice_in_dim(logits, n - 1, k + 1, axis=0), temperature)   # [k+1, V]
+    xs = jax.lax.dynamic_slice_in_dim(buf[0], n, k)
+    px, qx = p[jnp.arange(k), xs], qs[jnp.arange(k), xs]
+    keep = jax.random.uniform(k_u, (k,)) * qx < px
+    j = jnp.sum(jnp.cumprod(keep.astype(jnp.int32)))                    # drafts kept before the first rejection
+    q_j = jnp.where(j < k, qs[jnp.minimum(j, k - 1)], jnp.zeros((V,), jnp.float32))
+    fix = residual_distribution(p[j], q_j)
+    y = jax.random.categorical(k_y, jnp.log(fix)).astype(jnp.int32)
+    buf = buf.at[0, n + j].set(y)
+    return buf, n + j + 1, key, rounds + 1, accepted + j
+
+
+@partial(jax.jit, static_argnames=("tc", "dc", "new_tokens", "k", "temperature"))
+def _speculative(tp, dp, prompt, key, tc, dc, new_tokens, k, temperature):
+    T = prompt.shape[1]
+    buf = jnp.zeros((1, T + new_tokens + k + 1), jnp.int32).at[:, :T].set(prompt)
+    stop = T + new_tokens
+    state = (buf, jnp.int32(T), key, jnp.int32(0), jnp.int32(0))
+    state = jax.lax.while_loop(lambda s: s[1] < stop,
+                               lambda s: _spec_round(s, tp, tc, dp, dc, k, temperature, stop), state)
+    buf, n, _, rounds, accepted = state
+    return buf[0, T:stop], rounds, accepted
+
+
+def speculative_generate(target_params, target_config, draft_params, draft_config, prompt, new_tokens: int, *,
+                         k: int = 4, temperature: float = 1.0, seed: int = 0) -> dict:
+    """Speculative sampling of ``new_tokens`` after ``prompt[1, T]`` (one sequence).
+
+    Returns ``{"tokens": [new_tokens], "rounds": target passes, "accepted": draft tokens kept}``; tokens per
+    target pass is ``new_tokens / rounds`` (about, the last round may overshoot). The target and draft must share
+    the vocabulary. ``temperature=0`` reproduces the target's greedy tokens exactly.
+    """
+    tc, dc = _config(target_config), _config(draft_config)
+    if tc.vocab != dc.vocab:
+        raise ValueError(f"draft_config must share the target's vocabulary ({tc.vocab}); got {dc.vocab}")
+    M._check_params("target_params", target_params)
+    M._check_params("draft_params", draft_params)
+    M._check_tokens(prompt, tc)
+    if prompt.shape[0] != 1:
+        raise ValueError(f"prompt must hold one sequence, shape [1, T]; got {tuple(prompt.shape)}")
+    new_tokens = _check_len("new_tokens", new_tokens, 4096)
+    k = check_positive("k", k, integer=True, maximum=64)
+    temperature = _check_temperature(temperature)
+    seed = check_positive("seed", seed, integer=True, allow_zero=True, maximum=2**32 - 1)
+    tokens, rounds, accepted = _speculative(target_params, draft_params, prompt, jax.random.PRNGKey(seed), tc, dc,
+                                            new_tokens, k, temperature)
+    return {"tokens": tokens, "rounds": int(rounds), "accepted": int(accepted)}
+
+
+def speculative_samples(target_params, target_config, draft_params, draft_config, prompt, new_tokens: int,
+                        n_samples: int, *, k: int = 2, temperature: float = 1.0, seed: int = 0):
+    """``n_samples`` independent speculative generations (vmapped over keys): tokens ``[n_samples, new_tokens]``
+    and the acceptance rate (draft tokens kept / drafted)."""
+    tc, dc = _config(target_config), _config(draft_config)
+    M._check_tokens(prompt, tc)
+    new_tokens = _check_len("new_tokens", new_tokens, 4096)
+    n_samples = _check_len("n_samples", n_samples, 10**6)
+    k = check_positive("k", k, integer=True, maximum=64)
+    temperature = _check_temperature(temperature)
+    seed = check_positive("seed", seed, integer=True, allow_zero=True, maximum=2**32 - 1)
+    keys = jax.random.split(jax.random.PRNGKey(seed), n_samples)
+    run = jax.jit(jax.vmap(lambda key: _speculative(target_params, draft_params, prompt, key, tc, dc, new_tokens,
+                                                    k, temperature)))
+    tokens, rounds, accepted = run(keys)
+    rate = float(jnp.sum(accepted)) / float(k * jnp.sum(rounds))
+    return tokens, rate
+
+
+def target_distribution(params, config, prompt, new_tokens: int = 2, *, temperature: float = 1.0) -> np.ndarray:
+    """The exact probability of every continuation of ``new_tokens`` tokens (``vocab ** new_tokens`` of them, in
+    row-major order) under ``params``: the chain rule over the model's own next-token distributions. For tiny
+    vocabularies only (the speculative-sampling test)."""
+    c = _config(config)
+    new_tokens = _check_len("new_tokens", new_tokens, 4)
+    if c.vocab ** new_tokens > 2**16:
+        raise ValueError(f"vocab ** new_tokens must be at most 65,536; got {c.vocab ** new_tokens:,}")
+    temperature = _check_temperature(temperature)
+    fwd = jax.jit(M.forward, static_argnames=("config",))
+    probs = np.ones(1)
+    seqs = np.asarray(prompt)
+    for _ in range(new_tokens):
+        p = np.asarray(token_probs(fwd(params, jnp.asarray(seqs), config=c)[:, -1], temperature), np.float64)
+        probs = (probs[:, None] * p).reshape(-1)
+        seqs = np.concatenate([np.repeat(seqs, c.vocab, axis=0),
+                               np.tile(np.arange(c.vocab), len(seqs))[:, None]], axis=1).astype(np.int32)
+    return probs
+
+
+# ------------------------------------------------------------------------------------------------ measuring
+def _decode_args(c, batch, seq_len, dtype, concrete: bool):
+    S = seq_len + 1
+    if concrete:
+        params = M.init_params(c, 0, dtype)
+        cache = init_cache(c, batch, S, dtype)
+        token = jnp.zeros((batch,), jnp.int32)
+    else:
+        params = M.param_shapes(c, dtype)
+        kv = jax.ShapeDtypeStruct((batch, c.n_kv_heads, S, c.d_head), jnp.dtype(dtype))
+        cache = {"k": [kv] * c.n_layers, "v": [kv] * c.n_layers}
+        token = jax.ShapeDtypeStruct((batch,), jnp.int32)
+    return params, cache, token, jnp.int32(seq_len)
+
+
+def decode_cost(config, batch: int, seq_len: int, dtype=jnp.float32) -> dict:
+    """XLA's cost analysis (keys sorted) of one compiled :func:`decode_step` of ``batch`` sequences whose caches
+    hold ``seq_len`` tokens (buffer ``seq_len + 1``, the new token written at ``seq_len``), cache donated."""
+    c = _config(config)
+    batch = _check_len("batch", batch, 2**16)
+    seq_len = _check_len("seq_len", seq_len)
+    dtype = M._check_float_dtype("dtype", dtype)
+    params, cache, token, pos = _decode_args(c, batch, seq_len, dtype, concrete=False)
+    compiled = _decode_step.lower(params, cache, token, pos, c).compile()
+    cost = compiled.cost_analysis()
+    if isinstance(cost, (list, tuple)):
+        cost = cost[0]
+    return {key: float(cost[key]) for key in sorted(cost)}
+
+
+def measure_decode_step(config, batch: int, seq_len: int, dtype=jnp.float32, repeats: int = 5):
+    """Time one jitted decode step (:func:`tpu_notes.bench.time_fn`) at ``batch`` and ``seq_len`` tokens of cache
+    on the default device. Returns the :class:`~tpu_notes.bench.Timing`."""
+    from .bench import time_fn
+
+    c = _config(config)
+    batch = _check_len("batch", batch, 2**16)
+    seq_len = _check_len("seq_len", seq_len)
+    dtype = M._check_float_dtype("dtype", dtype)
+    params, cache, token, pos = _decode_args(c, batch, seq_len, dtype, concrete=True)
+    step = jax.jit(lambda p, cch, t, i: _cached_forward(p, t[:, None], cch, i, c)[0])
+    return time_fn(step, params, cache, token, pos, repeats=repeats)
+
+
+__all__ = ["MAX_LEN", "acceptance_probability", "cache_bytes", "decode_cost", "decode_step", "generate",
+           "generate_uncached", "init_cache", "measure_decode_step", "prefill", "residual_distribution",
+           "speculative_generate", "speculative_samples", "speculative_step_distribution", "target_distribution",
+           "token_probs"]
