@@ -1,7 +1,7 @@
 """Chapter 1 figures: rooflines, matmul intensity against the batch, and the measured roofline."""
 from __future__ import annotations
 
-from .style import CHIP_COLORS, _batch_range, figure_and_axes, new_figure, use_book_style
+from .style import PAGE_WIDTH_IN, CHIP_COLORS, _batch_range, figure_and_axes, new_figure, use_book_style
 
 
 def _as_ops(ops) -> list[tuple[str, float]]:
@@ -194,8 +194,8 @@ def measured_roofline(result, chip=None, ax=None):
         raise TypeError(f"result must be a tpu_notes.bench.RooflineMeasurement; got {type(result).__name__}")
     fit = result.fit
     if ax is None:
-        fig, axes = new_figure(ncols=2, width=10.0, height=4.0)
-        left, right = axes[0]
+        fig, axes = new_figure(nrows=2, width=PAGE_WIDTH_IN, height=7.6)  # stacked: readable at page width
+        left, right = axes[0][0], axes[1][0]
     else:
         fig, left, right = ax[0].figure, ax[0], ax[1]
     use_book_style()
@@ -216,7 +216,7 @@ def measured_roofline(result, chip=None, ax=None):
     left.plot([m.intensity for m in mm], [m.flops_per_s for m in mm], "o", color="tab:blue",
               label="matmuls [B, D] x [D, F]")
     for m in mm:
-        left.annotate(f"B={m.shape[0]}" if m.shape else m.label, (m.intensity, m.flops_per_s), fontsize=7,
+        left.annotate(f"B={m.shape[0]}" if m.shape else m.label, (m.intensity, m.flops_per_s), fontsize=8,
                       xytext=(4, -10), textcoords="offset points")
     cp = result.copies
     probe_style = {"sum": ("^", "tab:green", "sum(x): reads"), "add": ("s", "tab:orange", "x + 1: reads + writes")}
@@ -231,7 +231,7 @@ def measured_roofline(result, chip=None, ax=None):
     left.set_xlabel("arithmetic intensity (FLOPs per byte)")
     left.set_ylabel(f"achieved {result.dtype} FLOP/s")
     left.set_title(f"Measured on {result.device_kind} ({result.platform})", fontsize=10)
-    left.legend(loc="lower right", fontsize=7)
+    left.legend(loc="lower right", fontsize=8)
     right.axhline(fit.bandwidth, color="black", lw=1, label="fitted bandwidth (median)")
     if fit.min_copy_bytes > 0:
         right.axvline(fit.min_copy_bytes, color="0.4", ls=":", lw=1, label="fit uses probes right of this")
@@ -247,7 +247,7 @@ def measured_roofline(result, chip=None, ax=None):
     right.set_ylabel("bytes/s moved")
     right.set_yscale("log")
     right.set_title("Small arrays stay in cache", fontsize=10)
-    right.legend(loc="best", fontsize=7)
+    right.legend(loc="best", fontsize=8)
     fig.tight_layout()
     return fig
 
