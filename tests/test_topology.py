@@ -330,3 +330,39 @@ def test_torus_hops_and_ladder_figures():
     fig = plots.bandwidth_ladder_chart(("v5e", "v5p"))
     assert len(fig.axes[0].patches) == 8   # 4 links x 2 chips
     plt.close(fig)
+
+
+def test_twisted_tori_follow_google_clouds_rule():
+    from tpu_notes.topology import Slice
+
+    offered = {s for s in [(4, 4, 4), (4, 4, 8), (4, 8, 8), (8, 8, 8), (8, 8, 16), (2, 2, 4), (12, 12, 24)]
+               if Slice("v5p", s).can_twist}
+    assert offered == {(4, 4, 8), (4, 8, 8), (8, 8, 16), (12, 12, 24)}
+    assert not Slice("v5e", (16, 16)).can_twist
+
+
+def test_slice_explorer_numbers_and_figures():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from tpu_notes import plots, widgets
+    from tpu_notes.plots import style
+    from tpu_notes.topology import Slice
+
+    p = widgets.slice_point("v5e", (8, 16), nbytes=2**26)
+    sl = Slice("v5e", (8, 16))
+    assert p.diameter == sl.diameter == 7 + 8          # open axis of 8, ring of 16
+    assert p.all_gather_s == sl.collective_time("all_gather", 2**26).total
+    assert p.farthest_s == sl.transfer_time(2**26, (0, 0), (7, 8)).total
+    assert "diameter 15 hops" in p.summary()
+    assert isinstance(widgets.slice_explorer("v5p", (4, 4, 8), static=True), matplotlib.figure.Figure)
+    for fig in (plots.slice_hops_chart("v5p", (4, 4, 8)), plots.tpu_chip_diagram("v5e"),
+                plots.tpu_chip_diagram("v5p")):
+        assert fig.get_size_inches()[0] <= style.PAGE_WIDTH_IN + 1e-9
+        small = [t.get_text() for t in fig.findobj(matplotlib.text.Text)
+                 if t.get_text().strip() and t.get_fontsize() < style.MIN_FONT_PT]
+        assert not small, small
+    texts = " ".join(t.get_text() for t in plots.tpu_chip_diagram("v5p").findobj(matplotlib.text.Text))
+    assert "2.8 TB/s" in texts and "96 GB" in texts and "64 × 4 KiB" in texts   # from the hardware table
+    with pytest.raises(ValueError, match="chip must be a TPU"):
+        plots.tpu_chip_diagram("h100")

@@ -201,6 +201,16 @@ class Slice:
         return sum(self.axis_hops(a, b))
 
     @property
+    def can_twist(self) -> bool:
+        """Whether Google Cloud offers this shape as a *twisted* torus (v4/v5p): 3D, every axis a multiple of 4,
+        and sorted axes ``A ≤ B ≤ C`` with ``2A = B = C`` or ``2A = 2B = C`` (e.g. 4x4x8, 4x8x8). The hop counts
+        here are for the plain torus; a twisted one has shorter worst-case paths."""
+        if len(self.shape) != 3 or any(n % CUBE for n in self.shape):
+            return False
+        a, b, c = sorted(self.shape)
+        return (2 * a == b == c) or (2 * a == 2 * b == c)
+
+    @property
     def diameter(self) -> int:
         """Largest hop count between two chips: ``n // 2`` per wrapped axis, ``n - 1`` per open one."""
         return sum(n // 2 if wrap else n - 1 for n, wrap in zip(self.shape, self.wraparound))

@@ -1,6 +1,7 @@
 """Interactive explorers for the notebooks, built on the analysis modules and :mod:`tpu_notes.plots`.
 
-``roofline_explorer`` (Chapter 1: a matmul on a chip's roofline), ``collective_explorer`` (Chapter 3: one
+``roofline_explorer`` (Chapter 1: a matmul on a chip's roofline), ``slice_explorer`` (Chapter 2: hops and transfer
+time on a TPU slice), ``collective_explorer`` (Chapter 3: one
 collective on a slice, its hops and its two cost terms), ``memory_explorer`` (Chapter 4: KV cache and remat
 activations against batch and context).
 
@@ -418,3 +419,159 @@ def planner_explorer(model: str = "llama3-70b", slice: str = "v5p:16x16x16", bat
         w.observe(draw, names="value")
     draw()
     return widgets.VBox([widgets.HBox([model_w, slice_w]), widgets.HBox([batch_w, seq_w]), seqshard_w, text])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Chapter 2: hops and transfer cost on a slice
+# --------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SliceHops:
+    """How far apart the chips of a TPU slice are, and what moving ``nbytes`` across it costs."""
+
+    chip: str                   # tpu_notes chip name
+    shape: tuple                # slice shape, chips per axis
+    wraparound: tuple           # per axis: does it close into a ring?
+    n_chips: int                # chips in the slice
+    n_hosts: int                # host CPUs serving it
+    diameter: int               # most hops between two chips
+    mean_hops: float            # average hops from chip 0 to the others
+    nbytes: float               # bytes moved, as the summary's times assume
+    farthest_s: float           # seconds to send nbytes from chip 0 to the farthest chip (Slice.transfer_time)
+    all_gather_s: float         # seconds to AllGather nbytes over every axis (Slice.collective_time)
+
+    def summary(self) -> str:
+        """A few lines of text for the explorer."""
+        axes = ", ".join(f"{'xyz'[i]}={n} {'ring' if w else 'line'}"
+                         for i, (n, w) in enumerate(zip(self.shape, self.wraparound)))
+        return (f"{self.chip} {'x'.join(map(str, self.shape))}: {self.n_chips} chips on {self.n_hosts} host(s); "
+                f"{axes}\n  diameter {self.diameter} hops, {self.mean_hops:.2f} hops on average from chip 0\n"
+                f"  {fmt(self.nbytes, 'B')}: {fmt(self.farthest_s, 's')} to the farthest chip, "
+                f"{fmt(self.all_gather_s, 's')} to AllGather over every axis")
+
+
+def slice_point(chip="v5e", shape=(8, 16), nbytes: float = 2.0**26) -> SliceHops:
+    """The numbers behind :func:`slice_explorer`, from :class:`tpu_notes.topology.Slice`."""
+    import numpy as np
+
+    from .topology import Slice
+
+    sl = Slice(chip, tuple(shape) if isinstance(shape, (list, tuple)) else shape)
+    nbytes = check_positive("nbytes", nbytes)
+    grid = sl.hop_grid()
+    far = tuple(int(i) for i in np.unravel_index(int(np.argmax(grid)), grid.shape))
+    mean = float(grid.sum()) / max(1, sl.n_chips - 1)
+    return SliceHops(chip=sl.chip.name, shape=tuple(sl.shape), wraparound=sl.wraparound, n_chips=sl.n_chips,
+                     n_hosts=sl.n_hosts, diameter=sl.diameter, mean_hops=mean, nbytes=nbytes,
+                     farthest_s=sl.transfer_time(nbytes, (0,) * len(sl.shape), far).total,
+                     all_gather_s=sl.collective_time("all_gather", nbytes).total)
+
+
+def slice_explorer(chip="v5e", shape=(8, 16), nbytes: float = 2.0**26, static: bool = False):
+    """Explore a TPU slice (Chapter 2): pick the generation, the slice shape and an array size; see the hops from
+    chip 0 to every chip, which axes wrap, and the time to move the array point to point and by AllGather
+    (:func:`tpu_notes.plots.slice_hops_chart`). Without ipywidgets, or with ``static=True``, returns that figure
+    for the starting settings."""
+    from . import plots
+
+    point = slice_point(chip, shape, nbytes)          # validates the starting settings either way
+    widgets = _widgets_or_none(static)
+    if widgets is None:
+        return plots.slice_hops_chart(point.chip, point.shape, point.nbytes)
+
+    style = {"description_width": "60px"}
+    chip_w = widgets.Dropdown(options=sorted(SLICE_SHAPES), value=point.chip if point.chip in SLICE_SHAPES else "v5e",
+                              description="chip", style=style)
+    shapes = SLICE_SHAPES[chip_w.value]
+    shape_w = widgets.Dropdown(options=[("x".join(map(str, s)), s) for s in shapes],
+                               value=point.shape if point.shape in shapes else DEFAULT_SHAPES[chip_w.value],
+                               description="slice", style=style)
+    v_w = widgets.SelectionSlider(options=[(fmt(v, "B"), v) for v in NBYTES_CHOICES],
+                                  value=min(NBYTES_CHOICES, key=lambda v: abs(v - point.nbytes)),
+                                  description="bytes", style=style)
+    image, text = widgets.Image(format="png"), widgets.HTML()
+
+    def on_chip(*_):
+        shape_w.options = [("x".join(map(str, s)), s) for s in SLICE_SHAPES[chip_w.value]]
+        shape_w.value = DEFAULT_SHAPES[chip_w.value]
+
+    def draw(*_):
+        try:
+            p = slice_point(chip_w.value, shape_w.value, v_w.value)
+        except ValueError as err:
+            text.value = f"<pre>{err}</pre>"
+            return
+        _show(image, text, plots.slice_hops_chart(p.chip, p.shape, p.nbytes), p.summary())
+
+    chip_w.observe(on_chip, names="value")
+    for w in (chip_w, shape_w, v_w):
+        w.observe(draw, names="value")
+    draw()
+    return widgets.VBox([widgets.HBox([chip_w, shape_w]), v_w, image, text])
+
+
+# ------------------------------------------------------------------------------------ Llama 3 training (Chapter 6)
+TRAINING_CHIPS = ("v5p", "v6e", "v5e")
+TRAINING_TOKENS = 15e12
+
+
+def training_run(model: str = "llama3-70b", chip: str = "v5p", pods: int = 1, batch_tokens: int = 4 * 2**20,
+                 seq_len: int = 4096, tokens: float = TRAINING_TOKENS, efficiency: float = 0.8) -> str:
+    """The text the training explorer shows: the planner's best layout for ``pods`` full pods of ``chip``, its
+    memory per chip, step time, MFU and the days for ``tokens`` at matmul ``efficiency`` (sequence sharding on)."""
+    from .topology import pod
+    from .training import plan
+
+    result = plan(model, pod(chip), batch_tokens, seq_len, n_slices=pods, sequence_sharding=True,
+                  matmul_efficiency=efficiency)
+    if not len(result):
+        return result.table()
+    best = result[0]
+    days = best.step.total * tokens / batch_tokens / 86_400
+    return (f"{model} on {pods} x {best.layout.slice!r}: {best.parallelism.label()}, remat {best.remat}\n"
+            f"  placement: {best.layout.describe()}\n"
+            f"  {fmt(best.memory.total, 'B')} HBM per chip; step {fmt(best.step.total, 's')} "
+            f"({best.step.bound}-bound); MFU {best.step.mfu:.0%} at {efficiency:.0%} matmul efficiency\n"
+            f"  {tokens:.3g} tokens in {days:,.1f} days")
+
+
+def training_explorer(model: str = "llama3-70b", chip: str = "v5p", pods: int = 1, batch_tokens: int = 4 * 2**20,
+                      seq_len: int = 4096, static: bool = False):
+    """Pick a Llama 3 model, a TPU generation, a number of full pods, a batch and a sequence length; read the
+    planner's best layout, memory per chip, step time, MFU and days (:func:`training_run`). Without ipywidgets, or
+    with ``static=True``, returns the text for the starting settings."""
+    if not isinstance(static, bool):
+        raise TypeError(f"static must be True or False; got {type(static).__name__}")
+    first = training_run(model, chip, pods, batch_tokens, seq_len)     # validates the starting settings
+    widgets = None
+    if not static:
+        try:
+            import ipywidgets as widgets
+        except ImportError:
+            widgets = None
+    if widgets is None:
+        return first
+    style = {"description_width": "90px"}
+    model_w = widgets.Dropdown(options=("llama3-8b", "llama3-70b", "llama3-405b"), value=model,
+                               description="model", style=style)
+    chip_w = widgets.Dropdown(options=TRAINING_CHIPS, value=chip, description="chip", style=style)
+    pods_w = widgets.Dropdown(options=(1, 2, 4, 8), value=pods, description="pods", style=style)
+    batches = tuple(2**k for k in range(20, 26))
+    batch_w = widgets.SelectionSlider(options=batches, value=min(batches, key=lambda b: abs(b - batch_tokens)),
+                                      description="batch tokens", style=style)
+    seq_w = widgets.Dropdown(options=(2048, 4096, 8192), value=seq_len if seq_len in (2048, 4096, 8192) else 4096,
+                             description="seq len", style=style)
+    text = widgets.HTML()
+
+    def draw(*_):
+        import html
+
+        try:
+            out = training_run(model_w.value, chip_w.value, pods_w.value, batch_w.value, seq_w.value)
+        except ValueError as err:
+            out = str(err)
+        text.value = f"<pre style='white-space: pre-wrap'>{html.escape(out)}</pre>"
+
+    for w in (model_w, chip_w, pods_w, batch_w, seq_w):
+        w.observe(draw, names="value")
+    draw()
+    return widgets.VBox([widgets.HBox([model_w, chip_w, pods_w]), widgets.HBox([batch_w, seq_w]), text])

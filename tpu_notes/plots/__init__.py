@@ -15,7 +15,8 @@ from .collectives import (collective_cost_chart, collective_timing_chart, ring_a
 from .roofline import (matmul_flops_vs_batch, matmul_intensity_chart, matmul_on_roofline, measured_roofline,
                        roofline_chart)
 from .style import BOOK_RC, CHIP_COLORS, figure_and_axes, new_figure, use_book_style
-from .tpu import bandwidth_ladder_chart, padding_sweep, systolic_steps, torus_hops
+from .tpu import (bandwidth_ladder_chart, padding_sweep, slice_hops_chart, systolic_steps, torus_hops,
+                  tpu_chip_diagram)
 from .training import (loss_curves_chart, memory_breakdown_chart, pipeline_schedule_chart, planner_chart,
                        training_roofline_chart)
 from .transformer import (attention_share_chart, kv_cache_chart, memory_vs_context_chart, moe_routing_figure,
@@ -24,7 +25,8 @@ from .transformer import (attention_share_chart, kv_cache_chart, memory_vs_conte
 __all__ = [
     "BOOK_RC", "CHIP_COLORS", "use_book_style", "new_figure", "figure_and_axes",
     "roofline_chart", "matmul_intensity_chart", "matmul_on_roofline", "measured_roofline", "matmul_flops_vs_batch",
-    "systolic_steps", "torus_hops", "bandwidth_ladder_chart", "padding_sweep",
+    "systolic_steps", "torus_hops", "bandwidth_ladder_chart", "padding_sweep", "tpu_chip_diagram",
+    "slice_hops_chart",
     "ring_all_gather_figure", "collective_timing_chart", "ring_collective_figure", "collective_cost_chart",
     "attention_share_chart", "param_breakdown_chart", "kv_cache_chart", "remat_tradeoff_chart",
     "memory_vs_context_chart", "transformer_layer_diagram", "moe_routing_figure",
