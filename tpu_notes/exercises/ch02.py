@@ -2,8 +2,9 @@
 
 Every worked problem of the scaling book's TPU chapter (restated in our own words, with this book's hardware
 table), its appendix quizzes, and a few of our own. References are computed with tpu_notes, never typed in.
-Where a book problem uses a figure other than the book's own spec table (v4p HBM 1.23e12 in its Q1, v5e HBM 8.1e11
-in its Q4, PCIe 1.5e10 for v6e in its Q3), the reference uses ``tpu_notes.hardware`` and the chapter says so. The
+Where a book problem uses a figure other than the book's own spec table (v4p HBM 1.23e12 in its Q1, the typical
+PCIe 1.6e10 for a v6e in its Q3, 1.5e10 in earlier versions; its Q4 now uses the table's v5e HBM 8.2e11 with rounded
+counts), the reference uses ``tpu_notes.hardware`` and the chapter says so. The
 "pulling it all together" problem (q15, q16) halves the book's int8[131072, 131072] matrix, which would not fit in
 the HBM of the one v5e chip that must hold it.
 """
