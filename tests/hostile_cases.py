@@ -814,3 +814,12 @@ RESULT_RECORDS = {
     "bench.FittedRoofline", "bench.RooflineMeasurement", "bench.BenchRow", "bench.CollectiveMeasurement",
     "bench.Prediction",
 }
+
+# -- Chapters 5-6: tpu_notes.gpu and the tpu_notes.training subpackage, kept in their own file ----------------------
+from hostile_cases_training import CASES as _CH56_CASES  # noqa: E402
+from hostile_cases_training import COVERED as _CH56_COVERED  # noqa: E402
+from hostile_cases_training import RESULT_RECORDS as _CH56_RECORDS  # noqa: E402
+
+CASES.update(_CH56_CASES)
+COVERED_MODULES = COVERED_MODULES + _CH56_COVERED
+RESULT_RECORDS |= _CH56_RECORDS

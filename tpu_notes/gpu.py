@@ -100,4 +100,7 @@ class GpuCluster:
     def send_time(self, nbytes: float, across_nodes: bool = True, *, hop_latency: float = GPU_HOP_LATENCY) -> float:
         """Seconds for one GPU to send ``nbytes`` to another (a pipeline stage boundary): NIC or NVLink."""
         v = check_positive("nbytes", nbytes, allow_zero=True)
+        if not isinstance(across_nodes, bool):
+            raise TypeError(f"across_nodes must be True or False; got {across_nodes!r}")
+        hop_latency = check_positive("hop_latency", hop_latency, allow_zero=True)
         return v / (self.chip.dcn_bw if across_nodes else self.chip.nvlink_bw) + hop_latency

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Optional
 
 from ..hardware import get_chip
-from ..transformer import as_config
-from ..units import check_positive
+from ..transformer import REMAT_POLICIES, as_config
+from ..units import check_choice, check_positive
 
 SECONDS_PER_DAY = 86_400.0
 SECONDS_PER_HOUR = 3_600.0
@@ -38,8 +38,10 @@ def flops_per_token(model, *, include_attention: bool = False, seq_len: Optional
     ``8·params`` instead of ``6·params``); those are hardware FLOPs, not model FLOPs.
     """
     m = as_config(model)
-    if not isinstance(include_attention, bool):
-        raise TypeError(f"include_attention must be True or False; got {include_attention!r}")
+    for name, flag in (("include_attention", include_attention), ("causal", causal)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be True or False; got {flag!r}")
+    remat = check_choice("remat", remat, REMAT_POLICIES)
     if include_attention or remat != "none":
         if seq_len is None:
             raise ValueError("seq_len is needed when include_attention=True or remat is not 'none'")

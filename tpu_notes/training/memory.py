@@ -22,7 +22,7 @@ from typing import Optional, Union
 
 from ..hardware import get_chip
 from ..transformer import REMAT_POLICIES, as_config
-from ..units import check_choice, check_positive, dtype_bytes, fmt
+from ..units import DTYPE_BYTES, canonical_dtype, check_choice, check_positive, fmt
 from .parallelism import Parallelism
 
 #: Optimizer moments kept per parameter.
@@ -88,7 +88,7 @@ def optimizer_bytes_per_param(optimizer: str = "adam", moment_dtype: str = "fp32
     n = OPTIMIZERS[check_choice("optimizer", optimizer, OPTIMIZERS)]
     if not isinstance(master_weights, bool):
         raise TypeError(f"master_weights must be True or False; got {master_weights!r}")
-    return n * dtype_bytes(moment_dtype) + (4.0 if master_weights else 0.0)
+    return n * DTYPE_BYTES[canonical_dtype(moment_dtype, "moment_dtype")] + (4.0 if master_weights else 0.0)
 
 
 def training_memory(model, parallelism: Optional[Parallelism] = None, batch_tokens: int = 1, seq_len: int = 1, *,
@@ -120,7 +120,9 @@ def training_memory(model, parallelism: Optional[Parallelism] = None, batch_toke
         raise ValueError(f"expert={p.expert} needs a mixture-of-experts model; {m.name or 'this model'} is dense")
     if p.pipeline > 1 and m.n_layers % p.pipeline:
         raise ValueError(f"pipeline={p.pipeline} must divide n_layers={m.n_layers}")
-    pb, gb = dtype_bytes(param_dtype), dtype_bytes(grad_dtype or param_dtype)
+    pb = DTYPE_BYTES[canonical_dtype(param_dtype, "param_dtype")]
+    gb = pb if grad_dtype is None else DTYPE_BYTES[canonical_dtype(grad_dtype, "grad_dtype")]
+    ab = DTYPE_BYTES[canonical_dtype(activation_dtype, "activation_dtype")]
     ob = optimizer_bytes_per_param(optimizer, moment_dtype, master_weights)
 
     dense, expert = _param_counts(m)
@@ -134,7 +136,7 @@ def training_memory(model, parallelism: Optional[Parallelism] = None, batch_toke
     tokens_per_mb = batch_tokens / (p.batch_shards * p.microbatches)
     in_flight = 1 if p.pipeline == 1 else (p.microbatches if schedule == "gpipe" else min(p.pipeline, p.microbatches))
     layers = m.n_layers / p.pipeline
-    acts = dtype_bytes(activation_dtype) * per_token_layer * layers * tokens_per_mb * in_flight / p.tensor
+    acts = ab * per_token_layer * layers * tokens_per_mb * in_flight / p.tensor
     return MemoryBreakdown(params=params, grads=grads, optimizer=optim, activations=acts,
                            total=params + grads + optim + acts)
 
@@ -149,6 +151,8 @@ def min_chips_for_memory(model, chip, batch_tokens: int, seq_len: int, *, includ
     """
     c = get_chip(chip)
     f = check_positive("fraction", fraction)
+    if not isinstance(include_grads, bool):
+        raise TypeError(f"include_grads must be True or False; got {include_grads!r}")
     mem = training_memory(model, None, batch_tokens, seq_len, **kwargs)
     total = mem.total - (0.0 if include_grads else mem.grads)
     return max(1, math.ceil(total / (f * c.hbm_bytes)))

@@ -60,6 +60,8 @@ class Parallelism:
 
     def mesh_shape(self, drop_ones: bool = True) -> dict[str, int]:
         """The mesh of one slice as ``{axis name: size}`` in :data:`MESH_AXES` order (size-1 axes dropped)."""
+        if not isinstance(drop_ones, bool):
+            raise TypeError(f"drop_ones must be True or False; got {drop_ones!r}")
         shape = {a: getattr(self, a) for a in MESH_AXES}
         return {a: n for a, n in shape.items() if n > 1 or not drop_ones}
 

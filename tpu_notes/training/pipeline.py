@@ -86,8 +86,18 @@ def simulate(stages: int, microbatches: int, schedule: str = "1f1b", forward_tim
     return tasks
 
 
+def _check_tasks(tasks) -> list[Task]:
+    if isinstance(tasks, (str, bytes)) or not hasattr(tasks, "__iter__"):
+        raise TypeError(f"tasks must be a list of Task from simulate(); got {type(tasks).__name__}")
+    tasks = list(tasks)
+    if not tasks or not all(isinstance(t, Task) for t in tasks):
+        raise ValueError("tasks must be a non-empty list of Task from simulate()")
+    return tasks
+
+
 def bubble_fraction(tasks: list[Task]) -> float:
     """Idle share of the stages' time between the first start and the last end."""
+    tasks = _check_tasks(tasks)
     stages = 1 + max(t.stage for t in tasks)
     span = max(t.end for t in tasks) - min(t.start for t in tasks)
     busy = sum(t.end - t.start for t in tasks)
@@ -96,6 +106,10 @@ def bubble_fraction(tasks: list[Task]) -> float:
 
 def peak_in_flight(tasks: list[Task], stage: int = 0) -> int:
     """Most microbatches whose forward has run but whose backward has not, on ``stage`` (activations held)."""
+    tasks = _check_tasks(tasks)
+    stage = check_positive("stage", stage, integer=True, allow_zero=True)
+    if stage > max(t.stage for t in tasks):
+        raise ValueError(f"stage {stage} is not in the schedule (stages 0..{max(t.stage for t in tasks)})")
     events = sorted([(t.end, 1) for t in tasks if t.stage == stage and t.kind == "F"]
                     + [(t.end, -1) for t in tasks if t.stage == stage and t.kind == "B"])
     live = peak = 0

@@ -17,8 +17,8 @@ from typing import Optional, Sequence
 from ..gpu import GpuCluster
 from ..topology import Slice
 from ..transformer import as_config
-from ..units import check_positive, fmt
-from .memory import MemoryBreakdown, check_remat, training_memory
+from ..units import check_choice, check_positive, fmt
+from .memory import OPTIMIZERS, MemoryBreakdown, check_remat, training_memory
 from .parallelism import Parallelism
 from .step import Layout, StepTime, map_to_slice, step_time
 
@@ -86,6 +86,7 @@ class PlanResult:
 
     def table(self, top: int = 10) -> str:
         """The ``top`` layouts as a fixed-width table (≤ 88 columns), or the rejection reasons if none can run."""
+        top = check_positive("top", top, integer=True)
         if not self.ranked:
             lines = [f"No layout fits ({self.searched} candidates). Rejected because:"]
             lines += [f"  {n:6d} x {r}" for r, n in self.reasons().items()]
@@ -131,6 +132,9 @@ def plan(model, slice: Slice, batch_tokens: int, seq_len: int, *, n_slices: int 
     frac = check_positive("hbm_fraction", hbm_fraction)
     if isinstance(remat, (str, int, float)):
         remat = (remat,)
+    if not isinstance(remat, (tuple, list)):
+        raise TypeError(f"remat must be a policy name or a sequence of them (e.g. {DEFAULT_REMAT}); "
+                        f"got {type(remat).__name__}")
     policies = tuple(check_remat(r) for r in remat)
     if not policies:
         raise ValueError("remat must name at least one policy")
@@ -138,6 +142,13 @@ def plan(model, slice: Slice, batch_tokens: int, seq_len: int, *, n_slices: int 
         raise TypeError(f"sequence_sharding must be True or False; got {sequence_sharding!r}")
     if B % S:
         raise ValueError(f"batch_tokens ({B:,}) must be a whole number of sequences of seq_len ({S:,})")
+    if not isinstance(overlap, bool):
+        raise TypeError(f"overlap must be True or False; got {overlap!r}")
+    check_choice("optimizer", optimizer, OPTIMIZERS)
+    slice.chip.peak_flops(dtype)                      # a dtype the chip has a peak for
+    eff = check_positive("matmul_efficiency", matmul_efficiency)
+    if eff > 1:
+        raise ValueError(f"matmul_efficiency is a fraction of peak, in (0, 1]; got {matmul_efficiency!r}")
     hbm = frac * slice.chip.hbm_bytes
     seqs = B // S
     N = slice.n_chips

@@ -71,6 +71,32 @@ class PublishedRun:
     circular_repeats: int = 1       # interleaved pipeline stages per chip
     notes: str = ""                 # mapping choices and assumptions
 
+    def __post_init__(self):
+        for f in ("name", "source", "notes"):
+            if not isinstance(getattr(self, f), str):
+                raise TypeError(f"{f} must be a string; got {type(getattr(self, f)).__name__}")
+        as_config(self.model)
+        if not isinstance(self.system, (Slice, GpuCluster)):
+            raise TypeError(f"system must be a topology.Slice or a gpu.GpuCluster; got {type(self.system).__name__}")
+        if not isinstance(self.parallelism, Parallelism):
+            raise TypeError(f"parallelism must be a Parallelism; got {type(self.parallelism).__name__}")
+        check_positive("batch_tokens", self.batch_tokens, integer=True)
+        check_positive("seq_len", self.seq_len, integer=True)
+        check_choice("remat", self.remat, ("none", "save_matmul_outputs", "full_block"))
+        mfu = check_positive("reported_mfu", self.reported_mfu)
+        if mfu > 1:
+            raise ValueError(f"reported_mfu is a fraction, in (0, 1]; got {self.reported_mfu!r}")
+        if self.reported_tokens_per_s is None and self.reported_flops_per_s is None:
+            raise ValueError("give reported_tokens_per_s or reported_flops_per_s (a measured throughput)")
+        for f in ("reported_tokens_per_s", "reported_flops_per_s"):
+            if getattr(self, f) is not None:
+                check_positive(f, getattr(self, f))
+        check_choice("counting", self.counting, COUNTINGS)
+        check_positive("circular_repeats", self.circular_repeats, integer=True)
+        if self.parallelism.chips_per_slice != self.system.n_chips:
+            raise ValueError(f"parallelism {self.parallelism} needs {self.parallelism.chips_per_slice} chips per "
+                             f"slice; system has {self.system.n_chips}")
+
     def reported_tokens_per_chip(self) -> float:
         """Measured tokens per second per chip: stated, or the stated FLOP/s over the source's FLOPs per token."""
         if self.reported_tokens_per_s is not None:
@@ -183,19 +209,33 @@ def predict(run: PublishedRun, efficiency: float = 1.0) -> Reconciliation:
                           ratio=reported / predicted)
 
 
+def _check_runs(runs) -> list[PublishedRun]:
+    if isinstance(runs, (str, bytes)) or not hasattr(runs, "__iter__"):
+        raise TypeError(f"runs must be a sequence of PublishedRun; got {type(runs).__name__}")
+    runs = list(runs)
+    if not runs or not all(isinstance(r, PublishedRun) for r in runs):
+        raise ValueError("runs must be a non-empty sequence of PublishedRun (e.g. published.RUNS)")
+    return runs
+
+
 def reconcile(runs: Sequence[PublishedRun] = RUNS, efficiency: float = 1.0) -> list[Reconciliation]:
     """:func:`predict` for every run."""
-    return [predict(r, efficiency) for r in runs]
+    return [predict(r, efficiency) for r in _check_runs(runs)]
 
 
 def fitted_efficiency(runs: Sequence[PublishedRun] = RUNS) -> float:
     """The median of reported / roofline-predicted throughput over ``runs``: the efficiency that makes the typical
     run come out exact (what Chapter 6 compares its stated assumption with)."""
-    return statistics.median(r.ratio for r in reconcile(runs, 1.0))
+    return statistics.median(r.ratio for r in reconcile(_check_runs(runs), 1.0))
 
 
 def format_table(rows: Sequence[Reconciliation]) -> str:
     """One line per run: reported and predicted tokens/s per chip, their ratio, and what bounds the model's step."""
+    if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
+        raise TypeError(f"rows must be a list of Reconciliation from reconcile(); got {type(rows).__name__}")
+    rows = list(rows)
+    if not all(isinstance(r, Reconciliation) for r in rows):
+        raise TypeError("rows must be a list of Reconciliation from reconcile()")
     lines = [f"{'run':32s} {'reported':>9} {'predicted':>9} {'ratio':>6} {'MFU rep.':>8}  bound"]
     for r in rows:
         lines.append(f"{r.run.name:32.32s} {r.reported_tokens_per_s:9,.0f} {r.predicted_tokens_per_s:9,.0f} "

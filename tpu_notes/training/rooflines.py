@@ -36,7 +36,10 @@ _CRITICAL = ("dp", "data", "fsdp", "fsdp+tp", "fsdp+tensor", "dcn")
 
 def ici_intensity(chip, dtype: str = "bf16") -> float:
     """``α = C / W_ici``: peak FLOP/s over one link's bidirectional ICI bandwidth (2550 on v5p in bf16)."""
-    return get_chip(chip).critical_intensity(dtype, "ici")
+    c = get_chip(chip)
+    if c.ici_bw_bidi is None:
+        raise ValueError(f"chip must be a TPU with an ICI figure; {c.long_name} has none (GPUs: tpu_notes.gpu)")
+    return c.critical_intensity(dtype, "ici")
 
 
 def critical_batch_per_chip(strategy: str, chip, *, n_axes: int = 1, d_ff: int | None = None, fsdp_axes: int = 1,
@@ -52,8 +55,9 @@ def critical_batch_per_chip(strategy: str, chip, *, n_axes: int = 1, d_ff: int |
     """
     s = check_choice("strategy", strategy, _CRITICAL)
     c = get_chip(chip)
+    n_axes = check_positive("n_axes", n_axes, integer=True)
     if s in ("dp", "data", "fsdp"):
-        return ici_intensity(c, dtype) / check_positive("n_axes", n_axes, integer=True)
+        return ici_intensity(c, dtype) / n_axes
     if s == "dcn":
         return c.peak_flops(dtype) / c.bandwidth("dcn")
     if d_ff is None:
@@ -131,12 +135,14 @@ def mlp_layer_times(strategy: str, chip, batch_tokens: float, d_model: int, d_ff
     B = check_positive("batch_tokens", batch_tokens)
     D = check_positive("d_model", d_model, integer=True)
     F = check_positive("d_ff", d_ff, integer=True)
-    X = check_positive("data" if s == "data" else "fsdp", data if s == "data" else fsdp, integer=True)
+    data = check_positive("data", data, integer=True)
+    fsdp = check_positive("fsdp", fsdp, integer=True)
     Y = check_positive("tensor", tensor, integer=True)
+    X = data if s == "data" else fsdp
     mx = check_positive("fsdp_axes", fsdp_axes, integer=True)
     my = check_positive("tp_axes", tp_axes, integer=True)
     b = dtype_bytes(dtype)
-    C, W = c.peak_flops(dtype), c.bandwidth("ici")
+    C, W = c.peak_flops(dtype), c.peak_flops(dtype) / ici_intensity(c, dtype)
     if s in ("data", "fsdp"):
         Y = 1
     if s == "tensor":

@@ -75,6 +75,10 @@ class Layout:
 
     def collective(self, kind: str, op: str, nbytes: float, hop_latency: float) -> float:
         """Seconds of collective ``op`` ("all-gather", "all-reduce", ...) over the chips of parallelism ``kind``."""
+        kind = check_choice("kind", kind, PLACEMENT_ORDER)
+        op = check_choice("op", op, coll.KINDS)
+        nbytes = check_positive("nbytes", nbytes, allow_zero=True)
+        hop_latency = check_positive("hop_latency", hop_latency, allow_zero=True)
         if not self.parts[kind]:
             return 0.0
         if self.is_gpu:
@@ -86,10 +90,12 @@ class Layout:
                   hop_latency=hop_latency).total
 
     def sizes(self, kind: str) -> tuple[int, ...]:
-        return tuple(p.size for p in self.parts[kind])
+        """Chips of each axis part ``kind`` uses (``()`` for a degree of 1)."""
+        return tuple(p.size for p in self.parts[check_choice("kind", kind, PLACEMENT_ORDER)])
 
     def wraps(self, kind: str) -> tuple[bool, ...]:
-        return tuple(p.wraparound for p in self.parts[kind])
+        """Wraparound of each axis part ``kind`` uses."""
+        return tuple(p.wraparound for p in self.parts[check_choice("kind", kind, PLACEMENT_ORDER)])
 
     def describe(self) -> str:
         """E.g. ``"tensor: x4(line); fsdp: y16(ring) z16(ring) x4(line)"``; on GPUs ``"tensor: node8; data: net64"``."""
@@ -219,6 +225,16 @@ def step_time(model, parallelism: Parallelism, slice, batch_tokens: int, seq_len
     from :func:`map_to_slice`."""
     m = as_config(model)
     p = parallelism
+    if not isinstance(p, Parallelism):
+        raise TypeError(f"parallelism must be a Parallelism; got {type(p).__name__}")
+    if not isinstance(slice, (Slice, GpuCluster)):
+        raise TypeError(f"slice must be a tpu_notes.topology.Slice or a tpu_notes.gpu.GpuCluster; "
+                        f"got {type(slice).__name__}")
+    if layout is not None and not isinstance(layout, Layout):
+        raise TypeError(f"layout must be a Layout from map_to_slice (or None); got {type(layout).__name__}")
+    if layout is not None and (layout.slice != slice or any(
+            getattr(layout.parallelism, k) != getattr(p, k) for k in PLACEMENT_ORDER + ("dcn",))):
+        raise ValueError("layout must be map_to_slice(parallelism, slice) for the same degrees and slice")
     lay = layout if layout is not None else map_to_slice(p, slice)
     c = lay.slice.chip
     B = check_positive("batch_tokens", batch_tokens, integer=True)

@@ -1,0 +1,184 @@
+"""Baseline calls of Chapters 5–6's modules (tpu_notes.training.*, tpu_notes.gpu) for tests/test_hostile_input.py.
+
+Merged into ``hostile_cases.CASES`` at the end of that file; see its docstring for the kinds of argument.
+"""
+from __future__ import annotations
+
+from hostile_cases import ODD, Case, ChipArg, Choice, Fixed, Flag, Int, Model, Num, Opt, Raw, Text, lazy
+
+T = "tpu_notes."
+TR = T + "training."
+
+
+def _par(**kw):
+    from tpu_notes.training import Parallelism
+
+    return Parallelism(**kw)
+
+
+def _cube():
+    from tpu_notes.topology import Slice
+
+    return Slice("v5p", (4, 4, 4))
+
+
+def _cluster():
+    from tpu_notes.gpu import GpuCluster
+
+    return GpuCluster("h100", 64)
+
+
+def _layout():
+    from tpu_notes.training import map_to_slice
+
+    return map_to_slice(_par(fsdp=16, tensor=4), _cube())
+
+
+def _memory():
+    from tpu_notes.training import training_memory
+
+    return training_memory("llama3-8b", _par(fsdp=64), 2**20, 4096)
+
+
+def _plan_result():
+    from tpu_notes.training import plan
+
+    return plan("llama3-8b", _cube(), 2**20, 4096)
+
+
+def _tasks():
+    from tpu_notes.training.pipeline import simulate
+
+    return simulate(4, 8)
+
+
+def _run():
+    from tpu_notes.training.published import RUNS
+
+    return RUNS[6]
+
+
+def _rows():
+    from tpu_notes.training.published import reconcile
+
+    return reconcile()[:2]
+
+
+_NOT_PAR = ["abc", None, 3, ODD, {"fsdp": 8}]
+_NOT_SLICE = ["v5p:4x4x4", None, 3, ODD, (4, 4, 4)]
+REMAT = Choice("full_block", names=("remat", "policy"))
+#: A remat argument that also takes a number of D-sized checkpoints per layer (3 is valid there).
+REMAT_ANY = Raw("full_block", ["sometimes", "", None, ODD, -1, 0, float("nan"), float("inf"), True, [3]])
+
+CASES = {
+    # -- gpu ---------------------------------------------------------------------------------------------------
+    T + "gpu.GpuCluster": Case(chip=ChipArg("h100"), n_gpus=Int(64), node_size=Int(8, zero=True)),
+    T + "gpu.GpuCluster.collective_time": Case(self_=_cluster, kind=Choice("all-gather"), nbytes=Num(1e8, zero=True),
+                                               group=Int(16), inner=Opt(Int(8)), hop_latency=Num(5e-6, zero=True)),
+    T + "gpu.GpuCluster.send_time": Case(self_=_cluster, nbytes=Num(1e8, zero=True), across_nodes=Flag(True),
+                                         hop_latency=Num(5e-6, zero=True)),
+    # -- training.parallelism ------------------------------------------------------------------------------------
+    TR + "parallelism.Parallelism": Case(data=Int(2), fsdp=Int(4), tensor=Int(2), pipeline=Int(1), expert=Int(1),
+                                         microbatches=Int(1), dcn=Int(1)),
+    TR + "parallelism.Parallelism.label": Case(self_=lambda: _par(fsdp=4, tensor=2)),
+    TR + "parallelism.Parallelism.mesh_shape": Case(self_=lambda: _par(fsdp=4, tensor=2), drop_ones=Flag(True)),
+    # -- training.cost --------------------------------------------------------------------------------------------
+    TR + "cost.flops_per_token": Case(model=Model("llama3-8b"), include_attention=Flag(True),
+                                      seq_len=Opt(Int(4096)), causal=Flag(True), remat=REMAT),
+    TR + "cost.training_flops": Case(model=Model("llama3-8b"), tokens=Num(1e12), include_attention=Flag(False),
+                                     seq_len=Opt(Int(4096)), causal=Flag(True)),
+    TR + "cost.training_time": Case(model=Model("llama3-8b"), tokens=Num(1e12), chip=ChipArg("v5p"),
+                                    n_chips=Int(256), mfu=Num(0.4, top=1.0), dtype=Choice("bf16"),
+                                    include_attention=Flag(False), seq_len=Opt(Int(4096))),
+    TR + "cost.mfu": Case(model=Model("llama3-8b"), tokens_per_s=Num(1e6), chip=ChipArg("v5p"), n_chips=Int(256),
+                          dtype=Choice("bf16"), include_attention=Flag(False), seq_len=Opt(Int(4096))),
+    TR + "cost.hfu": Case(model=Model("llama3-8b"), tokens_per_s=Num(1e6), chip=ChipArg("v5p"), n_chips=Int(256),
+                          seq_len=Int(4096), remat=REMAT, dtype=Choice("bf16"), include_attention=Flag(True)),
+    TR + "cost.chip_hours": Case(model=Model("llama3-8b"), tokens=Num(1e12), chip=ChipArg("v5p"),
+                                 mfu=Num(0.4, top=1.0)),
+    TR + "cost.training_cost": Case(model=Model("llama3-8b"), tokens=Num(1e12), chip=ChipArg("v5p"),
+                                    mfu=Num(0.4, top=1.0), dollars_per_chip_hour=Opt(Num(4.2))),
+    # -- training.memory --------------------------------------------------------------------------------------------
+    TR + "memory.check_remat": Case(remat=Raw("full_block", ["sometimes", "", None, ODD, -1, float("nan"), True])),
+    TR + "memory.activation_values_per_token_layer": Case(model=Model("llama3-8b"), remat=REMAT_ANY),
+    TR + "memory.optimizer_bytes_per_param": Case(optimizer=Choice("adam"), moment_dtype=Choice("fp32"),
+                                                  master_weights=Flag(False)),
+    TR + "memory.training_memory": Case(
+        model=Model("llama3-8b"), parallelism=Opt(Raw(lambda: _par(fsdp=64), _NOT_PAR, lazy=True)),
+        batch_tokens=Int(2**20), seq_len=Int(4096), optimizer=Choice("adam"), param_dtype=Choice("bf16"),
+        grad_dtype=Opt(Choice("bf16")), moment_dtype=Choice("fp32"), master_weights=Flag(False), remat=REMAT_ANY,
+        activation_dtype=Choice("bf16"), zero=Int(0, zero=True, top=3), offload_optimizer=Flag(False),
+        schedule=Choice("1f1b")),
+    TR + "memory.min_chips_for_memory": Case(model=Model("llama3-8b"), chip=ChipArg("v5p"), batch_tokens=Int(2**20),
+                                             seq_len=Int(4096), include_grads=Flag(True), fraction=Num(1.0)),
+    TR + "memory.batch_split": Case(batch_tokens=Int(2**20), seq_len=Int(4096),
+                                    parallelism=Raw(lambda: _par(fsdp=64), _NOT_PAR, lazy=True)),
+    TR + "memory.MemoryBreakdown.fits": Case(self_=_memory, chip=ChipArg("v5p"), fraction=Num(1.0)),
+    # -- training.rooflines ------------------------------------------------------------------------------------------
+    TR + "rooflines.ici_intensity": Case(chip=ChipArg("v5p", tpu=True), dtype=Choice("bf16")),
+    TR + "rooflines.critical_batch_per_chip": Case(strategy=Choice("fsdp+tp"), chip=ChipArg("v5p", tpu=True),
+                                                   n_axes=Int(1), d_ff=Opt(Int(28672)), fsdp_axes=Int(2),
+                                                   tp_axes=Int(1), dtype=Choice("bf16")),
+    TR + "rooflines.max_tensor_parallelism": Case(chip=ChipArg("v5p", tpu=True), d_ff=Int(28672), n_axes=Int(1),
+                                                  dtype=Choice("bf16")),
+    TR + "rooflines.optimal_fsdp_degree": Case(batch_tokens=Num(4e6), n_chips=Int(8960), d_ff=Int(28672),
+                                               fsdp_axes=Int(2), tp_axes=Int(1)),
+    TR + "rooflines.mlp_layer_times": Case(strategy=Choice("fsdp+tensor"), chip=ChipArg("v5p", tpu=True),
+                                           batch_tokens=Num(2**20), d_model=Int(8192), d_ff=Int(28672), data=Int(1),
+                                           fsdp=Int(64), tensor=Int(4), fsdp_axes=Int(2), tp_axes=Int(1),
+                                           dtype=Choice("bf16")),
+    TR + "rooflines.pipeline_bubble_fraction": Case(stages=Int(4), microbatches=Int(16), circular_repeats=Int(1)),
+    # -- training.step -----------------------------------------------------------------------------------------------
+    TR + "step.map_to_slice": Case(parallelism=Raw(lambda: _par(fsdp=16, tensor=4), _NOT_PAR, lazy=True),
+                                   slc=Raw(_cube, _NOT_SLICE, lazy=True, names=("slice",))),
+    TR + "step.step_time": Case(
+        model=Model("llama3-8b"), parallelism=Raw(lambda: _par(fsdp=16, tensor=4), _NOT_PAR, lazy=True),
+        slice=Raw(_cube, _NOT_SLICE, lazy=True), batch_tokens=Int(2**20), seq_len=Int(4096), remat=REMAT_ANY,
+        dtype=Choice("bf16"), overlap=Flag(True), hop_latency=Opt(Num(1e-6, zero=True)), circular_repeats=Int(1),
+        matmul_efficiency=Num(0.8, top=1.0), layout=Opt(Raw(_layout, ["abc", 3, ODD], lazy=True))),
+    TR + "step.Layout.sizes": Case(self_=_layout, kind=Choice("fsdp")),
+    TR + "step.Layout.wraps": Case(self_=_layout, kind=Choice("fsdp")),
+    TR + "step.Layout.describe": Case(self_=_layout),
+    TR + "step.Layout.collective": Case(self_=_layout, kind=Choice("fsdp"), op=Choice("all-gather"),
+                                        nbytes=Num(1e8, zero=True), hop_latency=Num(1e-6, zero=True)),
+    # -- training.planner --------------------------------------------------------------------------------------------
+    TR + "planner.plan": Case(
+        model=Model("llama3-8b"), slice=Raw(_cube, _NOT_SLICE, lazy=True), batch_tokens=Int(2**20),
+        seq_len=Int(4096), n_slices=Int(1), remat=Raw(("full_block",), ["sometimes", (), ("x",), None, ODD, -1]),
+        sequence_sharding=Flag(False), max_pipeline=Int(16), optimizer=Choice("adam"), dtype=Choice("bf16"),
+        hbm_fraction=Num(1.0), overlap=Flag(True), max_microbatches=Int(64), matmul_efficiency=Num(1.0, top=1.0)),
+    TR + "planner.PlanResult.table": Case(self_=_plan_result, top=Int(5)),
+    TR + "planner.PlanResult.reasons": Case(self_=_plan_result),
+    TR + "planner.Plan.row": Case(self_=lambda: _plan_result()[0]),
+    # -- training.pipeline -------------------------------------------------------------------------------------------
+    TR + "pipeline.simulate": Case(stages=Int(4, big=True), microbatches=Int(8, big=True), schedule=Choice("1f1b"),
+                                   forward_time=Num(1.0), backward_time=Num(2.0)),
+    TR + "pipeline.bubble_fraction": Case(tasks=Raw(_tasks, ["abc", None, 3, [], [ODD], ODD], lazy=True)),
+    TR + "pipeline.peak_in_flight": Case(tasks=Raw(_tasks, ["abc", None, 3, [], [ODD], ODD], lazy=True),
+                                         stage=Int(0, zero=True, top=3)),
+    # -- training.published ------------------------------------------------------------------------------------------
+    TR + "published.PublishedRun": Case(
+        name=Raw("run", [3, None, ODD, ["x"], True]), source=Raw("a paper", [3, None, ODD, ["x"], True]),
+        model=Model("llama3-8b"),
+        system=Raw(_cube, _NOT_SLICE, lazy=True), parallelism=Raw(lambda: _par(fsdp=64), _NOT_PAR, lazy=True),
+        batch_tokens=Int(2**20), seq_len=Int(4096), remat=REMAT, reported_mfu=Num(0.5, top=1.0),
+        reported_tokens_per_s=Opt(Num(1000.0)), reported_flops_per_s=Opt(Num(2e14), none_baseline=True),
+        counting=Choice("causal"), circular_repeats=Int(1), notes=Raw("", [3, None, ODD, ["x"], True])),
+    TR + "published.PublishedRun.reported_tokens_per_chip": Case(self_=_run),
+    TR + "published.predict": Case(run=Raw(_run, ["abc", None, 3, ODD], lazy=True), efficiency=Num(0.8, top=1.0)),
+    TR + "published.reconcile": Case(runs=Raw(lambda: [_run()], ["abc", None, 3, [], [ODD], ODD], lazy=True),
+                                     efficiency=Num(0.8, top=1.0)),
+    TR + "published.fitted_efficiency": Case(runs=Raw(lambda: [_run()], ["abc", None, 3, [], [ODD], ODD],
+                                                      lazy=True)),
+    TR + "published.format_table": Case(rows=Raw(_rows, ["abc", None, 3, [ODD], ODD], lazy=True)),
+}
+
+COVERED = ("gpu", "training.parallelism", "training.cost", "training.memory", "training.rooflines", "training.step",
+           "training.planner", "training.pipeline", "training.published")
+
+#: Records the library builds itself (their fields are computed): constructors not fuzzed; methods have entries.
+RESULT_RECORDS = {
+    "training.memory.MemoryBreakdown", "training.memory.BatchSplit", "training.rooflines.LayerTimes",
+    "training.step.AxisPart", "training.step.Layout", "training.step.StepTime", "training.planner.Plan",
+    "training.planner.PlanResult", "training.pipeline.Task", "training.published.Reconciliation",
+}
