@@ -28,7 +28,7 @@ LAYOUTS = [(C, Parallelism(data=8), None), (C, Parallelism(fsdp=8), None), (C, P
            (C, Parallelism(data=4, pipeline=2, microbatches=2), None),
            (C, Parallelism(pipeline=2, microbatches=4), 2),           # a pure 2-stage pipeline on 2 devices
            (C4, Parallelism(data=2, pipeline=4, microbatches=4), None),
-           (get_model("tiny-moe"), Parallelism(data=2, expert=4), None)]    # experts split over "expert"
+           (get_model("tiny-moe").with_(n_layers=2), Parallelism(data=2, expert=4), None)]   # 1 dense + 1 MoE layer
 
 
 @pytest.mark.parametrize("config,layout,n_dev", LAYOUTS, ids=[f"{p.label()}" for _, p, _ in LAYOUTS])
