@@ -220,3 +220,8 @@ def test_cli_help_explains_every_flag():
     out = _cli("plan", "--help")
     for flag in ("--model", "--slice", "--batch-tokens", "--seq-len", "--slices", "--sequence-sharding", "--json"):
         assert flag in out.stdout
+
+
+def test_cli_bench_help_reaches_the_bench():
+    out = _cli("bench", "--help")
+    assert out.returncode == 0 and "--repeats" in out.stdout
