@@ -73,7 +73,8 @@ def _bench(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m tpu_notes", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tpu_notes",
+                                     description="The command-line entry of Scale Your Model: one subcommand per job.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{plan,bench}")
     p = sub.add_parser("plan", help="rank training layouts of a model on a TPU slice (Chapter 5)",
                        description="Rank every data/FSDP/tensor/pipeline layout of one training step by predicted "
