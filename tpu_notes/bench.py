@@ -60,12 +60,34 @@ class Timing:
                 f"repeats={self.repeats}, number={self.number})")
 
 
-def _check_int(name: str, value, minimum: int) -> int:
+#: Upper bounds on the knobs of a measurement: a typo must not run a timing loop for hours.
+MAX_REPEATS = 10_000
+MAX_NUMBER = 1_000_000
+
+
+def _check_int(name: str, value, minimum: int, maximum: int = MAX_REPEATS) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an integer >= {minimum}; got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    if value < minimum or value > maximum:
+        raise ValueError(f"{name} must be an integer from {minimum} to {maximum:,}; got {value!r}")
     return value
+
+
+def _memory_limit_bytes() -> float:
+    """Half the host's physical memory (bytes): the most a single measurement may allocate."""
+    import os
+
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2
+    except (ValueError, OSError, AttributeError):
+        return 2.0**34
+
+
+def _check_fits(name: str, nbytes: float) -> None:
+    limit = _memory_limit_bytes()
+    if nbytes > limit:
+        raise ValueError(f"{name} asks for {nbytes:.3g} bytes; a measurement may use at most half the host's "
+                         f"memory, {limit:.3g} bytes")
 
 
 def _block(out: Any) -> Any:
@@ -91,9 +113,9 @@ def time_fn(fn: Callable, *args, repeats: int = 5, warmup: int = 1, number: Opti
     repeats = _check_int("repeats", repeats, 1)
     warmup = _check_int("warmup", warmup, 0)
     if number is not None:
-        number = _check_int("number", number, 1)
-    target_s = check_positive("target_s", target_s)
-    max_number = _check_int("max_number", max_number, 1)
+        number = _check_int("number", number, 1, MAX_NUMBER)
+    target_s = check_positive("target_s", target_s, maximum=60.0)
+    max_number = _check_int("max_number", max_number, 1, MAX_NUMBER)
 
     start = time.perf_counter()
     if hasattr(fn, "lower"):
@@ -169,8 +191,16 @@ def _platform() -> str:
 
 def default_dtype(platform: Optional[str] = None) -> str:
     """The dtype to measure in: ``"bf16"`` on TPUs and GPUs (what their peaks are quoted for), ``"fp32"`` on CPUs."""
-    platform = _platform() if platform is None else platform
+    platform = _platform() if platform is None else _check_platform(platform)
     return "fp32" if platform == "cpu" else "bf16"
+
+
+#: JAX platform names the defaults know.
+PLATFORMS = ("cpu", "gpu", "tpu")
+
+
+def _check_platform(platform) -> str:
+    return check_choice("platform", platform, PLATFORMS)
 
 
 def _jnp_dtype(dtype: str):
@@ -188,7 +218,7 @@ def default_matmul_shapes(platform: Optional[str] = None) -> tuple[tuple[int, in
     CPU: ``[B, 4096] @ [4096, 4096]`` in fp32 (64 MB of weights, twice a 32 MB L3), ``B`` = 1 ... 512, about a
     second in all on two cores. TPU/GPU: ``[B, 8192] @ [8192, 8192]`` in bf16 (128 MB), ``B`` = 1 ... 8192.
     """
-    platform = _platform() if platform is None else platform
+    platform = _platform() if platform is None else _check_platform(platform)
     if platform == "cpu":
         return tuple((b, 4096, 4096) for b in (1, 2, 8, 32, 128, 512))
     return tuple((b, 8192, 8192) for b in (1, 8, 64, 256, 1024, 4096, 8192))
@@ -262,7 +292,7 @@ def default_copy_sizes(platform: Optional[str] = None, cache_bytes: Optional[flo
     :func:`last_level_cache_bytes`), each at most an eighth of the memory available now; without a known cache,
     64 and 128 MiB. On a TPU or GPU: up to 512 MiB, far beyond any on-chip memory.
     """
-    platform = _platform() if platform is None else platform
+    platform = _platform() if platform is None else _check_platform(platform)
     small = [2**20, 2**22, 2**24]
     if platform != "cpu":
         return tuple(small + [2**26, 2**27, 2**28, 2**29])
@@ -281,8 +311,7 @@ def default_copy_sizes(platform: Optional[str] = None, cache_bytes: Optional[flo
 def memory_level(platform: str, array_bytes: float, cache_bytes: Optional[float]) -> str:
     """Which level of the memory hierarchy a bandwidth probe over ``array_bytes``-byte arrays measures, given the
     ``platform`` ("cpu", "tpu", "gpu") and the CPU's last-level cache in bytes (None: unknown)."""
-    if not isinstance(platform, str) or not platform:
-        raise TypeError(f"platform must be a JAX platform name such as 'cpu', 'tpu' or 'gpu'; got {platform!r}")
+    platform = _check_platform(platform)
     array_bytes = check_positive("array_bytes", array_bytes)
     if cache_bytes is not None:
         cache_bytes = check_positive("cache_bytes", cache_bytes)
@@ -306,6 +335,10 @@ def measure_matmul(B: int, D: int, F: int, dtype: str = "fp32", repeats: int = 3
     B, D, F = (check_positive(n, v, integer=True) for n, v in (("B", B), ("D", D), ("F", F)))
     jdt = _jnp_dtype(dtype)
     dtype = canonical_dtype(dtype)
+    _check_fits("B, D, F", matmul_bytes(B, D, F, dtype, dtype, dtype))
+    repeats = _check_int("repeats", repeats, 1)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a whole number >= 0; got {seed!r}")
     kx, kw = jax.random.split(jax.random.key(seed))
     x = jax.random.normal(kx, (B, D), jdt)
     w = jax.random.normal(kw, (D, F), jdt)
@@ -328,7 +361,9 @@ def measure_copy(nbytes: int, dtype: str = "fp32", repeats: int = 3, op: str = "
     import jax
     import jax.numpy as jnp
 
-    nbytes = check_positive("nbytes", nbytes)
+    nbytes = check_positive("nbytes", nbytes, integer=True)
+    _check_fits("nbytes", 2 * nbytes)
+    repeats = _check_int("repeats", repeats, 1)
     op = check_choice("op", op, COPY_OPS)
     jdt = _jnp_dtype(dtype)
     dtype = canonical_dtype(dtype)
@@ -354,32 +389,64 @@ def measure_copy(nbytes: int, dtype: str = "fp32", repeats: int = 3, op: str = "
                        nbytes=moved, seconds=timing.median_s, dtype=dtype, timing=timing, shape=(n,), op=op)
 
 
+def _checked_shapes(name: str, shapes) -> tuple:
+    """``shapes`` as a tuple of (B, D, F) tuples, every entry checked (and sized against memory) up front."""
+    from .units import check_sizes
+
+    if isinstance(shapes, (str, bytes)) or not isinstance(shapes, (list, tuple)):
+        raise TypeError(f"{name} must be a list of (B, D, F) tuples; got {type(shapes).__name__} {shapes!r}")
+    if not shapes:
+        raise ValueError(f"{name} must name at least one (B, D, F) matmul")
+    out = []
+    for i, shape in enumerate(shapes):
+        shape = check_sizes(f"{name}[{i}]", shape)
+        if len(shape) != 3:
+            raise ValueError(f"each entry of {name} must be (B, D, F); got {name}[{i}]={shape!r}")
+        _check_fits(f"{name}[{i}]", 4 * (shape[0] * shape[1] + shape[1] * shape[2] + shape[0] * shape[2]))
+        out.append(shape)
+    return tuple(out)
+
+
+def _checked_sizes(name: str, sizes) -> tuple:
+    """``sizes`` (bytes) as a tuple, every entry positive, finite and within memory."""
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, (list, tuple)):
+        raise TypeError(f"{name} must be a list of sizes in bytes; got {type(sizes).__name__} {sizes!r}")
+    if not sizes:
+        raise ValueError(f"{name} must list at least one array size in bytes")
+    for i, size in enumerate(sizes):
+        _check_fits(f"{name}[{i}]", 2 * check_positive(f"{name}[{i}]", size))
+    return tuple(sizes)
+
+
+def _checked_ops(name: str, ops) -> tuple:
+    """The bandwidth probes named by ``ops`` (one name or a list of names from :data:`COPY_OPS`)."""
+    ops = (ops,) if isinstance(ops, str) else ops
+    if not isinstance(ops, (list, tuple)):
+        raise TypeError(f"{name} must be a list of probe names from {list(COPY_OPS)}; got {type(ops).__name__}")
+    if not ops:
+        raise ValueError(f"{name} must list at least one of {list(COPY_OPS)}")
+    return tuple(check_choice(name, op, COPY_OPS) for op in ops)
+
+
 def matmul_sweep(shapes: Optional[Sequence[tuple[int, int, int]]] = None, dtype: Optional[str] = None,
                  repeats: int = 3) -> tuple[Measurement, ...]:
     """Time a matmul for each ``(B, D, F)`` of ``shapes`` (default :func:`default_matmul_shapes`)."""
-    shapes = default_matmul_shapes() if shapes is None else tuple(shapes)
-    if not shapes:
-        raise ValueError("shapes must name at least one (B, D, F) matmul")
+    shapes = default_matmul_shapes() if shapes is None else _checked_shapes("shapes", shapes)
     dtype = default_dtype() if dtype is None else dtype
-    out = []
-    for shape in shapes:
-        if len(shape) != 3:
-            raise ValueError(f"each entry of shapes must be (B, D, F); got {shape!r}")
-        out.append(measure_matmul(*shape, dtype=dtype, repeats=repeats))
-    return tuple(out)
+    _jnp_dtype(dtype)
+    repeats = _check_int("repeats", repeats, 1)
+    return tuple(measure_matmul(*shape, dtype=dtype, repeats=repeats) for shape in shapes)
 
 
 def copy_sweep(sizes: Optional[Sequence[int]] = None, dtype: Optional[str] = None, repeats: int = 3,
                ops: Sequence[str] = COPY_OPS) -> tuple[Measurement, ...]:
     """Run each bandwidth probe of ``ops`` ("sum", "add") over arrays of each size in ``sizes`` bytes
     (default :func:`default_copy_sizes`)."""
-    sizes = default_copy_sizes() if sizes is None else tuple(sizes)
-    if not sizes:
-        raise ValueError("sizes must list at least one array size in bytes")
-    ops = (ops,) if isinstance(ops, str) else tuple(ops)
-    if not ops:
-        raise ValueError(f"ops must list at least one of {list(COPY_OPS)}")
+    sizes = default_copy_sizes() if sizes is None else _checked_sizes("sizes", sizes)
+    ops = _checked_ops("ops", ops)
     dtype = default_dtype() if dtype is None else dtype
+    _jnp_dtype(dtype)
+    repeats = _check_int("repeats", repeats, 1)
     return tuple(measure_copy(s, dtype=dtype, repeats=repeats, op=op) for op in ops for s in sizes)
 
 
@@ -419,6 +486,8 @@ def fit_roofline(measurements: Sequence[Measurement],
     probes (each itself the median of its samples) is what a program can expect, and the spread says how much
     to trust it. Small copies are left out because they run from cache, faster than main memory allows.
     """
+    if isinstance(measurements, (str, bytes)) or not isinstance(measurements, (list, tuple)):
+        raise TypeError(f"measurements must be a list of Measurement objects; got {type(measurements).__name__}")
     measurements = tuple(measurements)
     for m in measurements:
         if not isinstance(m, Measurement):
@@ -482,8 +551,17 @@ def measure_roofline(matmul_shapes: Optional[Sequence[tuple[int, int, int]]] = N
     """
     from .devices import describe
 
+    # every argument is checked before anything is measured
+    if matmul_shapes is not None:
+        _checked_shapes("matmul_shapes", matmul_shapes)
+    if copy_sizes is not None:
+        _checked_sizes("copy_sizes", copy_sizes)
+    _checked_ops("copy_ops", copy_ops)
+    repeats = _check_int("repeats", repeats, 1)
     if not (isinstance(min_copy_bytes, str) and min_copy_bytes == "cache"):
         min_copy_bytes = check_positive("min_copy_bytes", min_copy_bytes, allow_zero=True)
+    if dtype is not None:
+        _jnp_dtype(dtype)
     start = time.perf_counter()
     info = describe()
     cache = last_level_cache_bytes() if info.platform == "cpu" else None
@@ -537,8 +615,15 @@ def compare(result: RooflineMeasurement, chip=None) -> tuple[BenchRow, ...]:
     return tuple(rows)
 
 
+def _check_rows(rows, kind) -> None:
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, (list, tuple)) or \
+            not all(isinstance(r, kind) for r in rows):
+        raise TypeError(f"rows must be a list of {kind.__name__}; got {rows!r}")
+
+
 def format_rows(rows: Sequence[BenchRow]) -> str:
     """The rows of :func:`compare` as an aligned plain-text table."""
+    _check_rows(rows, BenchRow)
     lines = [f"{'quantity':<18}{'measured':>18}{'model':>18}{'ratio':>8}"]
     for r in rows:
         model = "—" if r.predicted is None else fmt(r.predicted, r.unit)
@@ -549,6 +634,8 @@ def format_rows(rows: Sequence[BenchRow]) -> str:
 
 def report(result: RooflineMeasurement, chip=None) -> str:
     """A short text report of ``result``: device, fitted roofline, and the comparison with the chip model."""
+    if not isinstance(result, RooflineMeasurement):
+        raise TypeError(f"result must be a RooflineMeasurement; got {type(result).__name__}")
     name = chip if chip is not None else result.chip
     lines = [f"device: {result.device_kind} ({result.platform}), dtype {result.dtype}, "
              f"measured in {fmt(result.wall_s, 's')}"]
@@ -614,8 +701,15 @@ def measure_collective(kind: str, nbytes: float, n_devices: int = 8, dtype: str 
 
     kind = collectives.canonical_kind(kind)
     n = _check_int("n_devices", n_devices, 1)
+    available = max(len(jax.devices()), len(jax.devices("cpu")))
+    if n > available:
+        raise ValueError(f"n_devices={n} but only {available} devices are available "
+                         "(tpu_notes.devices.setup(n) before JAX starts gives more simulated ones)")
+    _jnp_dtype(dtype)
     dtype = canonical_dtype(dtype)
     nbytes = check_positive("nbytes", nbytes)
+    _check_fits("nbytes", 2 * nbytes * n)
+    repeats = _check_int("repeats", repeats, 1)
     reduction = kind in ("reduce-scatter", "all-reduce")
     target = nbytes * (n if reduction else 1)          # the whole global array to place on the mesh
     step = n * n                                       # rows divisible by n (split) and n again (scatter)
@@ -644,6 +738,22 @@ def collective_sweep(kinds: Sequence[str] = ("all-gather", "reduce-scatter", "al
                      sizes: Sequence[float] = (1e4, 1e5, 1e6, 4e6), n_devices: int = 8,
                      repeats: int = 3) -> tuple[CollectiveMeasurement, ...]:
     """Time each collective in ``kinds`` at each array size in ``sizes`` (bytes, the model's ``V``)."""
+    from . import collectives
+
+    for name, seq in (("kinds", kinds), ("sizes", sizes)):
+        if isinstance(seq, (str, bytes)) or not isinstance(seq, (list, tuple)):
+            raise TypeError(f"{name} must be a list; got {type(seq).__name__} {seq!r}")
+        if not seq:
+            raise ValueError(f"{name} must not be empty")
+    for i, k in enumerate(kinds):
+        try:
+            collectives.canonical_kind(k)
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"kinds[{i}]: {err}") from None
+    _check_int("n_devices", n_devices, 1)
+    _check_int("repeats", repeats, 1)
+    for i, v in enumerate(sizes):
+        _check_fits(f"sizes[{i}]", 2 * n_devices * check_positive(f"sizes[{i}]", v))
     return tuple(measure_collective(k, v, n_devices, repeats=repeats) for k in kinds for v in sizes)
 
 
@@ -653,6 +763,9 @@ def fit_collective_bandwidth(measurements: Sequence[CollectiveMeasurement]) -> t
     predicted from the same W by the cost model's ratios)."""
     import numpy as np
 
+    if isinstance(measurements, (str, bytes)) or not isinstance(measurements, (list, tuple)) or \
+            not all(isinstance(m, CollectiveMeasurement) for m in measurements):
+        raise TypeError(f"measurements must be a list of CollectiveMeasurement; got {measurements!r}")
     ag = [m for m in measurements if m.kind == "all-gather"]
     if len(ag) < 2:
         raise ValueError("measurements must include at least two all-gather sizes")
@@ -714,6 +827,7 @@ def predict(result: RooflineMeasurement, chip=None) -> tuple[Prediction, ...]:
 
 def format_predictions(rows: Sequence[Prediction]) -> str:
     """The rows of :func:`predict` as an aligned plain-text table (a dash where there is no chip model)."""
+    _check_rows(rows, Prediction)
     lines = [f"{'measurement':<40}{'measured':>10}{'fit':>10}{'ratio':>7}{'chip model':>12}{'ratio':>7}"
              f"  bound (fit)"]
     for r in rows:
