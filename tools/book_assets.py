@@ -1,6 +1,6 @@
 """A small Sphinx extension of the book (loaded through ``sphinx.local_extensions`` in ``_config.yml``).
 
-It rebuilds every page when the book's own CSS (book/assets/) changes, and removes exact duplicates from each
+It rebuilds every page when the book's own CSS (book/assets/) or the table of contents changes, and removes exact duplicates from each
 page's list of scripts: with Jupyter Book 1.0.4, sphinx-thebe 0.3 adds its inline configuration script twice (its ``env-before-read-docs`` handler runs twice), so every page declared
 ``const THEBE_JS_URL`` twice and the browser logged ``SyntaxError: Identifier 'THEBE_JS_URL' has already been
 declared`` on every page (caught by tests/test_browser.py).
@@ -24,11 +24,14 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
 
 
 def _assets_digest(app) -> str:
-    """A hash of the book's own static files (book/assets/: the CSS)."""
+    """A hash of what every page depends on beyond its own source: the book's static files (book/assets/: the
+    CSS) and the table of contents (each page's sidebar lists every chapter)."""
     import hashlib
     from pathlib import Path
 
     h = hashlib.sha256()
+    toc = Path(app.confdir) / "_toc.yml"
+    h.update(toc.read_bytes() if toc.is_file() else b"<no _toc.yml>")
     for folder in app.config.html_static_path:
         root = Path(app.confdir) / folder
         if root.name != "assets" or not root.is_dir():  # _vendor has its own stamp (tools/vendor_js.py)
@@ -40,9 +43,10 @@ def _assets_digest(app) -> str:
 
 
 def _outdated_when_assets_change(app, env, added, changed, removed):
-    """Rewrite every page when book/assets/ changes. Sphinx copies static files only when some page is out of
-    date, and each page links the CSS with a hash of its content (``book.css?v=...``): an incremental build after
-    a CSS-only edit would otherwise keep the old CSS ("no targets are out of date")."""
+    """Rewrite every page when book/assets/ or _toc.yml changes. Sphinx copies static files only when some page
+    is out of date, and each page links the CSS with a hash of its content (``book.css?v=...``): an incremental
+    build after a CSS-only edit would otherwise keep the old CSS ("no targets are out of date"). Likewise a new
+    chapter in _toc.yml must reach the sidebar of every page, not only of the pages that changed."""
     digest = _assets_digest(app)
     if getattr(env, "book_assets_digest", None) == digest:
         return []

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import fcntl
 import hashlib
+import shutil
 import subprocess
 import sys
 import time
@@ -90,6 +91,9 @@ def build(builddir: Path, if_stale: bool = False) -> int:
         log = result.stdout + result.stderr
         (out / "build.log").write_text(log)
         if result.returncode != 0 or not index.exists():
+            # Sphinx re-reads only changed pages: after a failed build the pages that warned are not read again,
+            # so the next build would pass without the warning. Forget the environment so it re-reads them all.
+            shutil.rmtree(out / ".doctrees", ignore_errors=True)
             print(log[-6000:])
             print(f"book build failed (rc={result.returncode}); index.html exists: {index.exists()}")
             return 1
