@@ -135,8 +135,9 @@ def test_oracle_table_is_compact():
     assert "NO" in table and "AllReduce" in table and "tensor" in table
     with pytest.raises(ValueError, match="unknown oracle case"):
         parallel.oracle_cases(["nope"])
-    summary = parallel.format_oracle_summary([(parallel.oracle_cases(["tensor=8"])[0], rows)])
-    assert all(len(line) <= 88 for line in summary.splitlines())
+    long_case = parallel.oracle_cases(["fsdp=2 x tensor=4 remat"])[0]        # two findings: wrapped
+    summary = parallel.format_oracle_summary([(parallel.oracle_cases(["tensor=8"])[0], rows), (long_case, rows)])
+    assert all(len(line) <= 88 for line in summary.splitlines()) and len(summary.splitlines()) == 4
     assert "0/1" in summary and "tp-backward-per-projection" in summary
     with pytest.raises(TypeError, match="results"):
         parallel.format_oracle_summary(rows)

@@ -826,11 +826,18 @@ def format_oracle_summary(results) -> str:
     if isinstance(results, (str, bytes)) or not isinstance(results, (list, tuple)) or not all(
             isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], OracleCase) for r in results):
         raise TypeError("results must be oracle_summary's list of (OracleCase, rows)")
-    lines = [f"{'layout':22s} {'agree':>6s} {'model':>6s} {'XLA':>5s} {'ops':>4s}  findings (FINDINGS)"]
+    import textwrap
+
+    width = max([22] + [len(case.id) for case, _ in results])
+    lines = [f"{'layout':{width}s} {'agree':>6s} {'model':>6s} {'XLA':>5s} {'ops':>4s}  findings (FINDINGS)"]
     for case, rows in results:
         ok = sum(r.agree for r in rows)
         n_ops = len({op for r in rows for op in r.ops})
-        diff = [f for f in case.findings if f != "combined"]
-        lines.append(f"{case.id:22s} {ok:>3d}/{len(rows):<2d} {sum(r.predicted for r in rows):6d} "
-                     f"{sum(r.xla for r in rows):5d} {n_ops:4d}  {', '.join(diff) or '-'}")
+        head = (f"{case.id:{width}s} {ok:>3d}/{len(rows):<2d} {sum(r.predicted for r in rows):6d} "
+                f"{sum(r.xla for r in rows):5d} {n_ops:4d}  ")
+        diff = ", ".join(f for f in case.findings if f != "combined") or "-"
+        wrapped = textwrap.wrap(diff, width=max(20, 88 - len(head)), break_on_hyphens=False,
+                                break_long_words=False) or ["-"]
+        lines.append(head + wrapped[0])
+        lines += [" " * len(head) + more for more in wrapped[1:]]
     return "\n".join(lines)
