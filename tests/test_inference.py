@@ -230,3 +230,42 @@ def test_analysis_layer_does_not_import_jax():
            "n_requests=5); print('jax' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# -- python -m tpu_notes serve -------------------------------------------------------------------------------------
+def test_serve_command_prints_the_step_and_the_smallest_slice(capsys):
+    from tpu_notes.__main__ import main
+
+    assert main(["serve", "--model", "llama3-70b", "--chip", "v5e", "--batch", "64", "--context", "8192",
+                 "--weights", "int8"]) == 0
+    out = capsys.readouterr().out
+    s = I.decode_step_time("llama3-70b", "v5e", 16, 64, 8192, weight_dtype="int8", kv_dtype="int8")
+    from tpu_notes.units import fmt
+    assert fmt(s.total, "s") in out and "v5e 4x4 (16 chips)" in out and "fits" in out
+
+
+def test_serve_command_json_and_gpu(capsys):
+    import json
+
+    from tpu_notes.__main__ import main
+
+    assert main(["serve", "--model", "llama3-8b", "--chip", "h100", "--batch", "8", "--context", "4096",
+                 "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["smallest_topology"] is None and data["smallest_topology_chips"] == 1
+    assert data["step_s"] == pytest.approx(I.decode_step_time("llama3-8b", "h100", 1, 8, 4096).total)
+
+
+@pytest.mark.parametrize("argv, word", [
+    (["--batch", "0"], "--batch"), (["--weights", "int3"], "--weights"), (["--chip", "v9"], "chip"),
+    (["--context", "-5"], "--context"), (["--chips", "0"], "--chips"),
+])
+def test_serve_command_bad_input_exits_2_with_one_line(argv, word, capsys):
+    from tpu_notes.__main__ import main
+
+    base = {"--model": "llama3-8b", "--chip": "v5e", "--batch": "8", "--context": "1024"}
+    args = dict(zip(argv[::2], argv[1::2]))
+    flat = [x for k, v in {**base, **args}.items() for x in (k, v)]
+    assert main(["serve", *flat]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and word in err[0]

@@ -1,6 +1,7 @@
 """``python -m tpu_notes``: the book's command-line entry, one subcommand per job.
 
 - ``plan``: rank training layouts of a model on a TPU slice (Chapter 5, :func:`tpu_notes.training.plan`);
+- ``serve``: time one generation step and find the smallest slice (Chapter 7, :mod:`tpu_notes.inference`);
 - ``bench``: measure this machine's roofline and compare with the model (Chapter 1, :mod:`tpu_notes.bench`).
 
 Bad input prints one line to stderr and exits with status 2; ``--help`` explains every flag.
@@ -66,6 +67,57 @@ def _plan(args) -> int:
     return 0
 
 
+def _serve(args) -> int:
+    from .hardware import get_chip
+    from .inference import cost_per_million_tokens, decode_step_time, min_chips, smallest_topology
+    from .units import fmt
+
+    from .units import canonical_dtype, check_positive
+
+    check_positive("--batch", args.batch, integer=True)
+    check_positive("--context", args.context, integer=True)
+    canonical_dtype(args.weights, "--weights")
+    if args.kv is not None:
+        canonical_dtype(args.kv, "--kv")
+    if args.chips is not None:
+        check_positive("--chips", args.chips, integer=True)
+    kv = args.kv or args.weights
+    need = dict(batch=args.batch, seq_len=args.context, weight_dtype=args.weights, kv_dtype=kv)
+    if get_chip(args.chip, "--chip").kind == "tpu":
+        topo = smallest_topology(args.model, args.chip, **need)
+        shape, fewest = list(topo.shape), topo.n_chips
+    else:                                   # GPUs: a count of GPUs, no torus shape
+        shape, fewest = None, min_chips(args.model, args.chip, **need)
+    n = args.chips or fewest
+    step = decode_step_time(args.model, args.chip, n, args.batch, args.context, weight_dtype=args.weights,
+                            kv_dtype=kv)
+    try:
+        dollars = cost_per_million_tokens(step, chip=args.chip)
+    except ValueError:
+        dollars = None
+    if args.json:
+        json.dump({"model": args.model, "chip": args.chip, "n_chips": n, "batch": args.batch,
+                   "context": args.context, "weight_dtype": args.weights, "kv_dtype": kv,
+                   "step_s": step.total, "kv_load_s": step.kv_load, "weight_load_s": step.weight_load,
+                   "flops_s": step.flops_time, "bound": step.bound, "fits": step.fits,
+                   "tokens_per_s_per_chip": step.tokens_per_s_per_chip, "dollars_per_million_tokens": dollars,
+                   "smallest_topology": shape, "smallest_topology_chips": fewest},
+                  sys.stdout, indent=1)
+        print()
+        return 0
+    print(f"{args.model} on {n} x {args.chip}, batch {args.batch}, context {args.context:,}, "
+          f"{args.weights} weights, {kv} KV cache")
+    print(f"  step {fmt(step.total, 's')} = KV load {fmt(step.kv_load, 's')} + max(weight load "
+          f"{fmt(step.weight_load, 's')}, FLOPs {fmt(step.flops_time, 's')})  [{step.bound}-bound]")
+    print(f"  memory per chip {fmt(step.memory_per_chip, 'B')} of {fmt(step.hbm_per_chip, 'B')}: "
+          f"{'fits' if step.fits else 'does NOT fit'}")
+    print(f"  throughput {fmt(step.tokens_per_s_per_chip, 'tokens/s')} per chip"
+          + (f", ${dollars:.3g} per million tokens" if dollars is not None else ""))
+    where = f"{args.chip} {'x'.join(map(str, shape))} ({fewest} chips)" if shape else f"{fewest} x {args.chip}"
+    print(f"  smallest topology for this batch and context: {where}")
+    return 0
+
+
 def _bench(args) -> int:
     from .bench import main as bench_main
 
@@ -75,7 +127,7 @@ def _bench(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m tpu_notes",
                                      description="The command-line entry of Scale Your Model: one subcommand per job.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{plan,bench}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{plan,serve,bench}")
     p = sub.add_parser("plan", help="rank training layouts of a model on a TPU slice (Chapter 5)",
                        description="Rank every data/FSDP/tensor/pipeline layout of one training step by predicted "
                                    "step time, with memory per chip, the comms/compute ratio and MFU.")
@@ -93,6 +145,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=int, default=10, help="how many layouts to print (default 10)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_plan)
+    v = sub.add_parser("serve", help="time one generation step of a model on a TPU generation (Chapter 7)",
+                       description="Time one generation step (KV load + max(weight load, FLOPs)), the throughput "
+                                   "per chip and its cost, and the smallest slice that holds the model and caches.")
+    v.add_argument("--model", required=True, help="a preset model name (e.g. llama3-70b, llama3-8b, llama2-13b)")
+    v.add_argument("--chip", required=True, help="a TPU generation (e.g. v5e, v5p, v6e)")
+    v.add_argument("--batch", required=True, type=int, help="sequences generating together")
+    v.add_argument("--context", required=True, type=int, help="tokens of context per sequence")
+    v.add_argument("--weights", default="bf16", help="weight dtype: bf16, int8, int4, fp8 (default bf16)")
+    v.add_argument("--kv", default=None, help="KV-cache dtype (default: the weight dtype)")
+    v.add_argument("--chips", type=int, default=None, help="chips to serve on (default: the smallest topology)")
+    v.add_argument("--json", action="store_true", help="print JSON instead of text")
+    v.set_defaults(func=_serve)
     b = sub.add_parser("bench", help="measure this machine's roofline (Chapter 1); flags after it go to the bench",
                        add_help=False)
     b.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of python -m tpu_notes.bench")

@@ -97,7 +97,8 @@ def _cached_forward(params, tokens, cache, pos, c: TransformerConfig, capacity_f
         s = jnp.einsum("btkgh,bksh->bkgts", qg, ck.astype(q.dtype)) / math.sqrt(c.d_head)
         s = jnp.where(mask, s, jnp.finfo(s.dtype).min)
         p = jax.nn.softmax(s, axis=-1)
-        o = jnp.einsum("bkgts,bksh->btkgh", p, cv.astype(q.dtype)).reshape(B, T, c.n_heads, c.d_head)
+        o = jnp.einsum("bkgts,bksh->bkgth", p, cv.astype(q.dtype))   # this output order: a fast dot on CPU
+        o = o.transpose(0, 3, 1, 2, 4).reshape(B, T, c.n_heads, c.d_head)
         x = x + jnp.einsum("btnh,nhd->btd", o, layer["wo"])
         h = M.rms_norm(x, layer["mlp_norm"])
         if "router" in layer["mlp"]:
@@ -371,21 +372,75 @@ def decode_cost(config, batch: int, seq_len: int, dtype=jnp.float32) -> dict:
     return {key: float(cost[key]) for key in sorted(cost)}
 
 
-def measure_decode_step(config, batch: int, seq_len: int, dtype=jnp.float32, repeats: int = 5):
-    """Time one jitted decode step (:func:`tpu_notes.bench.time_fn`) at ``batch`` and ``seq_len`` tokens of cache
-    on the default device. Returns the :class:`~tpu_notes.bench.Timing`."""
+def measure_decode_step(config, batch: int, seq_len: int, dtype=jnp.float32, repeats: int = 5, steps: int = 4):
+    """Seconds per decode step at ``batch`` sequences with ``seq_len`` tokens of cache, on the default device.
+
+    Times (:func:`tpu_notes.bench.time_fn`) one jitted loop of ``steps`` greedy decode steps from position
+    ``seq_len`` (the cache is the loop's carry, so XLA updates it in place, as in :func:`generate`) and divides by
+    ``steps``. Returns the :class:`~tpu_notes.bench.Timing` of the loop and the seconds per step."""
     from .bench import time_fn
 
     c = _config(config)
     batch = _check_len("batch", batch, 2**16)
     seq_len = _check_len("seq_len", seq_len)
+    steps = _check_len("steps", steps, 64)
     dtype = M._check_float_dtype("dtype", dtype)
-    params, cache, token, pos = _decode_args(c, batch, seq_len, dtype, concrete=True)
-    step = jax.jit(lambda p, cch, t, i: _cached_forward(p, t[:, None], cch, i, c)[0])
-    return time_fn(step, params, cache, token, pos, repeats=repeats)
+    params = M.init_params(c, 0, dtype)
+    cache = init_cache(c, batch, seq_len + steps, dtype)
+    token = jnp.zeros((batch,), jnp.int32)
+
+    def loop(params, cache, token):
+        def body(i, carry):
+            cache, tok = carry
+            logits, cache = _cached_forward(params, tok[:, None], cache, seq_len + i, c)
+            return cache, jnp.argmax(logits[:, 0], axis=-1).astype(jnp.int32)
+
+        return jax.lax.fori_loop(0, steps, body, (cache, token))[1]
+
+    timing = time_fn(jax.jit(loop), params, cache, token, repeats=repeats)
+    return timing, timing.median_s / steps
 
 
-__all__ = ["MAX_LEN", "acceptance_probability", "cache_bytes", "decode_cost", "decode_step", "generate",
+def measured_vs_predicted(config, fit, cases, dtype=jnp.float32, repeats: int = 3) -> list[dict]:
+    """For each ``(batch, seq_len)`` of ``cases``: the measured seconds per decode step
+    (:func:`measure_decode_step`) beside :func:`tpu_notes.inference.decode_step_time` on ``fit`` (a measured
+    roofline, or a chip), with their ratio and the bound the model names."""
+    from .inference import decode_step_time
+    from .units import canonical_dtype
+
+    c = _config(config)
+    name = canonical_dtype(jnp.dtype(M._check_float_dtype("dtype", dtype)).name)
+    rows = []
+    for batch, seq_len in cases:
+        _, measured = measure_decode_step(c, batch, seq_len, dtype, repeats=repeats)
+        pred = decode_step_time(c, fit, 1, batch, seq_len, weight_dtype=name, kv_dtype=name, compute_dtype="bf16")
+        rows.append({"batch": batch, "seq_len": seq_len, "measured_s": measured, "predicted_s": pred.total,
+                     "ratio": measured / pred.total, "bound": pred.bound})
+    return rows
+
+
+def decode_bytes_oracle(cases, dtype=jnp.float32) -> list[dict]:
+    """For each ``(config, batch, seq_len)``: XLA's bytes accessed for one compiled decode step
+    (:func:`decode_cost`) beside the model's weights read and KV cache read, and the embedding table that XLA counts
+    whole for the token lookup (a gather) while the model counts the ``B`` rows it reads."""
+    from .inference import weight_params_read
+
+    rows = []
+    for config, batch, seq_len in cases:
+        c = _config(config)
+        b = jnp.dtype(M._check_float_dtype("dtype", dtype)).itemsize
+        weights = weight_params_read(c, batch) * b
+        kv = batch * seq_len * c.kv_bytes_per_token("fp32") * b / 4
+        table = 0.0 if c.tied_embeddings else c.vocab * c.d_model * b
+        xla = decode_cost(c, batch, seq_len, dtype)["bytes accessed"]
+        rows.append({"model": c.name, "batch": batch, "seq_len": seq_len, "weights": weights, "kv": kv,
+                     "table": table, "xla": xla, "ratio": xla / (weights + kv),
+                     "ratio_with_table": xla / (weights + kv + table)})
+    return rows
+
+
+__all__ = ["MAX_LEN", "acceptance_probability", "cache_bytes", "decode_bytes_oracle", "decode_cost", "decode_step",
+           "generate", "measured_vs_predicted",
            "generate_uncached", "init_cache", "measure_decode_step", "prefill", "residual_distribution",
            "speculative_generate", "speculative_samples", "speculative_step_distribution", "target_distribution",
            "token_probs"]

@@ -575,3 +575,63 @@ def training_explorer(model: str = "llama3-70b", chip: str = "v5p", pods: int = 
         w.observe(draw, names="value")
     draw()
     return widgets.VBox([widgets.HBox([model_w, chip_w, pods_w]), widgets.HBox([batch_w, seq_w]), text])
+
+
+# ------------------------------------------------------------------------------------ serving (Chapters 7 and 8)
+SERVING_MODELS = ("llama3-8b", "llama3-70b", "llama2-13b")
+SERVING_CHIPS = ("v5e", "v5p", "v6e", "h100")
+SERVING_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768)
+
+
+def serving_summary(model: str = "llama2-13b", chip: str = "v5e", n_chips: int = 8, seq_len: int = 8192,
+                    batch: int = 32, weight_dtype: str = "bf16") -> str:
+    """A few lines on one generation setting: the step and its parts, throughput per chip, whether it fits."""
+    from .inference import decode_step_time
+
+    s = decode_step_time(model, chip, n_chips, batch, seq_len, weight_dtype=weight_dtype, kv_dtype=weight_dtype)
+    return (f"{model} on {n_chips} x {chip}, batch {batch}, {seq_len:,} tokens, {weight_dtype}\n"
+            f"  step {fmt(s.total, 's')} = KV {fmt(s.kv_load, 's')} + max(weights {fmt(s.weight_load, 's')}, "
+            f"FLOPs {fmt(s.flops_time, 's')}): {s.bound}-bound\n"
+            f"  {fmt(s.tokens_per_s_per_chip, 'tokens/s')} per chip; memory {fmt(s.memory_per_chip, 'B')} per "
+            f"chip of {fmt(s.hbm_per_chip, 'B')} ({'fits' if s.fits else 'does not fit'})")
+
+
+def serving_explorer(model: str = "llama2-13b", chip: str = "v5e", n_chips: int = 8, seq_len: int = 8192,
+                     batch: int = 32, static: bool = False):
+    """Latency against throughput of generation (:func:`tpu_notes.plots.latency_throughput_chart`) for a model,
+    chip, chip count and context, with the summary of one batch (:func:`serving_summary`). Without ipywidgets, or
+    with ``static=True``, returns the static figure for the starting settings."""
+    from . import plots
+
+    serving_summary(model, chip, n_chips, seq_len, batch)            # validates the starting settings
+    widgets = _widgets_or_none(static)
+    if widgets is None:
+        return plots.latency_throughput_chart(model, chip, n_chips, seq_len)
+    style = {"description_width": "70px"}
+    model_w = widgets.Dropdown(options=SERVING_MODELS, value=model if model in SERVING_MODELS else "llama3-8b",
+                               description="model", style=style)
+    chip_w = widgets.Dropdown(options=SERVING_CHIPS, value=chip if chip in SERVING_CHIPS else "v5e",
+                              description="chip", style=style)
+    counts = (1, 2, 4, 8, 16, 32, 64)
+    chips_w = widgets.Dropdown(options=counts, value=n_chips if n_chips in counts else 8, description="chips",
+                               style=style)
+    seq_w = widgets.SelectionSlider(options=SERVING_CONTEXTS, value=min(SERVING_CONTEXTS,
+                                    key=lambda s: abs(s - seq_len)), description="context", style=style)
+    batch_w = widgets.SelectionSlider(options=tuple(2**k for k in range(10)), value=min(
+        (2**k for k in range(10)), key=lambda b: abs(b - batch)), description="batch", style=style)
+    image, text = widgets.Image(format="png"), widgets.HTML()
+
+    def draw(*_):
+        try:
+            fig = plots.latency_throughput_chart(model_w.value, chip_w.value, chips_w.value, seq_w.value)
+            fig.set_size_inches(5.5, 3.6)
+            summary = serving_summary(model_w.value, chip_w.value, chips_w.value, seq_w.value, batch_w.value)
+        except ValueError as err:
+            text.value = f"<pre>{err}</pre>"
+            return
+        _show(image, text, fig, summary)
+
+    for w in (model_w, chip_w, chips_w, seq_w, batch_w):
+        w.observe(draw, names="value")
+    draw()
+    return widgets.VBox([widgets.HBox([model_w, chip_w, chips_w]), widgets.HBox([seq_w, batch_w]), image, text])

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from .collectives import (collective_cost_chart, collective_timing_chart, ring_all_gather_figure,
                           ring_collective_figure)
+from .inference import (decode_step_parts_chart, kv_share_chart, latency_throughput_chart, measured_decode_chart,
+                        serving_sweep_chart, speculative_speedup_chart, weight_stationary_chart)
 from .roofline import (matmul_flops_vs_batch, matmul_intensity_chart, matmul_on_roofline, measured_roofline,
                        roofline_chart)
 from .style import BOOK_RC, CHIP_COLORS, figure_and_axes, new_figure, use_book_style
@@ -32,4 +34,6 @@ __all__ = [
     "memory_vs_context_chart", "transformer_layer_diagram", "moe_routing_figure",
     "training_roofline_chart", "pipeline_schedule_chart", "planner_chart", "loss_curves_chart",
     "memory_breakdown_chart",
+    "decode_step_parts_chart", "latency_throughput_chart", "measured_decode_chart", "speculative_speedup_chart",
+    "weight_stationary_chart", "serving_sweep_chart", "kv_share_chart",
 ]

@@ -1,0 +1,181 @@
+"""Figures of Chapter 7 (inference), drawn from :mod:`tpu_notes.inference`."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..units import fmt
+from .style import figure_and_axes, new_figure
+
+_PART_COLORS = {"kv": "#d62728", "weights": "#1f77b4", "flops": "#2ca02c"}
+_DTYPE_COLORS = {"bf16": "#1f77b4", "int8": "#ff7f0e", "int4": "#2ca02c", "fp8": "#9467bd", "fp32": "#7f7f7f"}
+
+
+def decode_step_parts_chart(model="llama3-8b", chip="v5e", n_chips: int = 4, seq_len: int = 8192,
+                            batch_range=(1, 1024), weight_dtype: str = "bf16", kv_dtype: str = "bf16", ax=None):
+    """The three parts of a generation step against the batch: KV load (grows with B), weight load (flat) and
+    weight FLOPs (grows with B; hidden under the weight load until the critical batch), with their total."""
+    from ..inference import critical_batch, decode_step_time
+
+    fig, ax = figure_and_axes(ax)
+    bs = np.unique(np.geomspace(batch_range[0], batch_range[1], 40).astype(int))
+    steps = [decode_step_time(model, chip, n_chips, int(b), seq_len, weight_dtype=weight_dtype,
+                              kv_dtype=kv_dtype) for b in bs]
+    ax.loglog(bs, [s.kv_load for s in steps], color=_PART_COLORS["kv"], label="KV load")
+    ax.loglog(bs, [s.weight_load for s in steps], color=_PART_COLORS["weights"], label="weight load")
+    ax.loglog(bs, [s.flops_time for s in steps], color=_PART_COLORS["flops"], label="weight FLOPs")
+    ax.loglog(bs, [s.total for s in steps], "k", lw=2.2, label="step = KV + max(weights, FLOPs)")
+    b_crit = critical_batch(model, chip, weight_dtype=weight_dtype)
+    ax.axvline(b_crit, color="0.5", ls=":", lw=1)
+    ax.text(b_crit, ax.get_ylim()[0] * 1.5, f" critical batch {b_crit:.0f}", fontsize=9, color="0.3")
+    fits = [s.fits for s in steps]
+    if not all(fits):
+        b_oom = bs[fits.index(False)]
+        ax.axvspan(b_oom, bs[-1], color="0.9", zorder=0)
+        ax.text(b_oom, ax.get_ylim()[1] / 2, " caches do not fit", fontsize=9, color="0.3", va="top")
+    name = getattr(model, "name", model)
+    ax.set_xlabel("batch (sequences generating together)")
+    ax.set_ylabel("seconds per step")
+    ax.set_title(f"{name} on {n_chips} × {chip}, {seq_len:,}-token context, {weight_dtype} weights")
+    ax.legend(fontsize=9, loc="upper left")
+    return fig
+
+
+def latency_throughput_chart(model="llama2-13b", chip="v5e", n_chips: int = 8, seq_len: int = 8192,
+                             weight_dtypes=("bf16", "int8"), batches=None, ax=None):
+    """Latency per token (step time) against throughput per chip, one curve per weight dtype (KV cache in the same
+    dtype), batches marked; hollow markers are batches whose caches do not fit."""
+    from ..inference import latency_throughput_curve
+
+    fig, ax = figure_and_axes(ax)
+    batches = batches or [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+    for wd in weight_dtypes:
+        pts = latency_throughput_curve(model, chip, n_chips, seq_len, batches, weight_dtype=wd, kv_dtype=wd)
+        x = [p.tokens_per_s_per_chip for p in pts]
+        y = [p.total * 1e3 for p in pts]
+        color = _DTYPE_COLORS.get(wd, "k")
+        ax.plot(x, y, color=color, label=f"{wd} weights and KV")
+        for p, xi, yi in zip(pts, x, y):
+            ax.plot(xi, yi, "o", color=color, mfc=color if p.fits else "white", ms=5)
+            if wd == weight_dtypes[0] or p.batch in (batches[0], batches[-1]):
+                ax.annotate(str(p.batch), (xi, yi), textcoords="offset points", xytext=(4, -10), fontsize=8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("throughput, tokens/s per chip")
+    ax.set_ylabel("latency, ms per token")
+    name = getattr(model, "name", model)
+    ax.set_title(f"{name}, {n_chips} × {chip}, {seq_len:,} tokens: batch moves along the curve "
+                 "(hollow: does not fit)", fontsize=10)
+    ax.legend(fontsize=9)
+    return fig
+
+
+def measured_decode_chart(rows, ax=None):
+    """Measured against predicted decode step time, from rows of dicts with keys ``batch``, ``seq_len``,
+    ``measured_s`` and ``predicted_s`` (two panels: against the batch at the smallest context, and against the
+    context at the smallest batch)."""
+    fig, axes = new_figure(ncols=2, width=7.2, height=3.2)
+    axes = axes.ravel()
+    b0 = min(r["batch"] for r in rows)
+    s0 = min(r["seq_len"] for r in rows)
+    for ax, key, fixed, label in ((axes[0], "batch", ("seq_len", s0), "batch"),
+                                  (axes[1], "seq_len", ("batch", b0), "context, tokens")):
+        sel = sorted((r for r in rows if r[fixed[0]] == fixed[1]), key=lambda r: r[key])
+        x = [r[key] for r in sel]
+        ax.loglog(x, [r["measured_s"] for r in sel], "o-", label="measured (this CPU)")
+        ax.loglog(x, [r["predicted_s"] for r in sel], "s--", label="model (fitted roofline)")
+        ax.set_xlabel(label)
+        ax.set_title(f"{fixed[0].replace('_', ' ')} = {fixed[1]:,}", fontsize=10)
+    axes[0].set_ylabel("seconds per decode step")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def speculative_speedup_chart(draft_costs=(0.02, 0.1, 0.25), k_values=(1, 2, 4, 8), ax=None):
+    """Speedup of speculative sampling over plain decoding against the acceptance rate, for several draft lengths
+    ``k`` and draft costs (in target steps)."""
+    from ..inference import speculative_speedup
+
+    fig, axes = new_figure(ncols=len(draft_costs), width=7.2, height=2.8)
+    axes = np.atleast_1d(axes).ravel()
+    a = np.linspace(0.0, 0.98, 50)
+    for ax, dc in zip(np.atleast_1d(axes), draft_costs):
+        for k in k_values:
+            ax.plot(a, [speculative_speedup(x, k, draft_cost=dc) for x in a], label=f"k = {k}")
+        ax.axhline(1.0, color="0.5", lw=0.8, ls=":")
+        ax.set_title(f"draft costs {dc:g} of a step", fontsize=9)
+        ax.set_xlabel("acceptance rate")
+    np.atleast_1d(axes)[0].set_ylabel("speedup")
+    np.atleast_1d(axes)[0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def weight_stationary_chart(chip="v5p", batch: int = 64, d_model: int = 8192, d_ff: int = 32768,
+                            chips=(8, 16, 32, 64, 128, 256, 512, 1024), ax=None):
+    """ICI time of one MLP block's collectives in a generation step: 1D weight-stationary (flat in N) against 2D
+    (falling as 1/sqrt(N)), with the crossover ``N = 32 (F/D) (3/4)²``."""
+    from ..inference import weight_stationary_comms, ws_2d_crossover
+
+    fig, ax = figure_and_axes(ax)
+    ns = list(chips)
+    ax.loglog(ns, [weight_stationary_comms(chip, batch, d_model, d_ff, n, "1d").comms for n in ns], "o-",
+              label="1D: F sharded N ways")
+    ax.loglog(ns, [weight_stationary_comms(chip, batch, d_model, d_ff, n, "2d").comms for n in ns], "s-",
+              label="2D: D over X, F over YZ (best X)")
+    cross = ws_2d_crossover(d_model, d_ff)
+    ax.axvline(cross, color="0.5", ls=":")
+    ax.text(cross, ax.get_ylim()[0] * 1.3, f" N = {cross:.0f}", fontsize=9)
+    ax.set_xlabel("chips N")
+    ax.set_ylabel("seconds of ICI per MLP block")
+    ax.set_title(f"{chip}, batch {batch}, D = {d_model:,}, F = {d_ff:,}", fontsize=10)
+    ax.legend(fontsize=9)
+    return fig
+
+
+def serving_sweep_chart(sweep, ax=None):
+    """TTFT and TPOT (p50 and p90) against the arrival rate, from ``sweep``: a dict ``label -> list of (rate,
+    SimResult)`` (e.g. interleaved and disaggregated engines)."""
+    fig, axes = new_figure(ncols=2, width=7.2, height=3.2)
+    axes = axes.ravel()
+    for (label, runs), color in zip(sweep.items(), ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728")):
+        rates = [r for r, _ in runs]
+        for ax, attr in zip(axes, ("ttft", "tpot")):
+            ax.plot(rates, [getattr(s, attr)[0] for _, s in runs], "o-", color=color, label=f"{label} p50")
+            ax.plot(rates, [getattr(s, attr)[1] for _, s in runs], "--", color=color, label=f"{label} p90")
+    for ax, title in zip(axes, ("time to first token", "time per output token")):
+        ax.set_yscale("log")
+        ax.set_xlabel("arrival rate, requests/s")
+        ax.set_title(title, fontsize=10)
+    axes[0].set_ylabel("seconds")
+    axes[1].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def kv_share_chart(model="llama3-70b", chip="v5e", n_chips: int = 16, contexts=(1024, 8192, 32768),
+                   batch: int = 32, ax=None):
+    """How the step time splits between KV and weights as the context grows, for bf16 and int8 KV caches."""
+    from ..inference import decode_step_time
+
+    fig, ax = figure_and_axes(ax, height=3.4)
+    labels, kv, rest = [], [], []
+    for S in contexts:
+        for kd in ("bf16", "int8"):
+            s = decode_step_time(model, chip, n_chips, batch, S, kv_dtype=kd)
+            labels.append(f"{S // 1024}k\n{kd} KV")
+            kv.append(s.kv_load * 1e3)
+            rest.append(max(s.weight_load, s.flops_time) * 1e3)
+    x = np.arange(len(labels))
+    ax.bar(x, rest, color=_PART_COLORS["weights"], label="max(weights, FLOPs)")
+    ax.bar(x, kv, bottom=rest, color=_PART_COLORS["kv"], label="KV load")
+    ax.set_xticks(x, labels, fontsize=8)
+    ax.set_ylabel("ms per step")
+    name = getattr(model, "name", model)
+    ax.set_title(f"{name}, batch {batch}, {n_chips} × {chip}", fontsize=10)
+    ax.legend(fontsize=9)
+    return fig
+
+
+__all__ = ["decode_step_parts_chart", "kv_share_chart", "latency_throughput_chart", "measured_decode_chart",
+           "serving_sweep_chart", "speculative_speedup_chart", "weight_stationary_chart"]
