@@ -134,10 +134,21 @@ def _public_callables(modname: str) -> set[str]:
 
 
 def test_every_module_is_covered_or_listed():
+    """Every module of the package (and of its analysis subpackages, e.g. ``training.cost``) is covered, waiting
+    with a reason, or outside the analysis and measure layers."""
     import tpu_notes
 
-    found = {m.name for m in pkgutil.iter_modules(tpu_notes.__path__)}
-    unlisted = found - set(H.COVERED_MODULES) - set(H.NOT_YET_COVERED) - set(H.NOT_ANALYSIS)
+    listed = set(H.COVERED_MODULES) | set(H.NOT_YET_COVERED) | set(H.NOT_ANALYSIS)
+    found = set()
+    for m in pkgutil.iter_modules(tpu_notes.__path__):
+        if m.name in H.NOT_ANALYSIS or m.name in H.NOT_YET_COVERED:
+            continue
+        if m.ispkg:   # a subpackage: its modules count one by one
+            sub = importlib.import_module(f"tpu_notes.{m.name}")
+            found |= {f"{m.name}.{s.name}" for s in pkgutil.iter_modules(sub.__path__)}
+        else:
+            found.add(m.name)
+    unlisted = found - listed
     assert not unlisted, (f"modules {sorted(unlisted)} are neither in hostile_cases.COVERED_MODULES nor in "
                           "NOT_YET_COVERED (with a reason) nor in NOT_ANALYSIS")
 
