@@ -132,6 +132,12 @@ def test_bad_types_and_steps():
         parallel.compiled_step(C, Parallelism(data=8), 16, 16, devices="cpu")
     with pytest.raises(ValueError, match="seed must be an integer >= 0"):
         parallel.train(C, Parallelism(data=8), 1, 16, 16, seed=-1)
+    with pytest.raises(ValueError, match="seed must be < 2"):
+        parallel.train(C, Parallelism(data=8), 1, 16, 16, seed=2**63)
+    with pytest.raises(ValueError, match="steps must be <= "):          # refused before anything runs
+        parallel.train(C, Parallelism(data=8), 10**12, 16, 16)
+    with pytest.raises(ValueError, match="batch x seq_len"):           # refused before XLA compiles it
+        parallel.compiled_step(C, Parallelism(data=8), 8 * 10**11, 16)
     with pytest.raises(TypeError, match="same_batch"):
         parallel.train(C, Parallelism(data=8), 1, 16, 16, same_batch="yes")
     moe = TransformerConfig(d_model=64, d_ff=256, n_layers=2, n_heads=8, n_kv_heads=8, d_head=8, vocab=256,

@@ -51,6 +51,11 @@ from .training.parallelism import MESH_AXES, Parallelism
 from .transformer import TransformerConfig, as_config
 from .units import check_positive
 
+#: Most tokens (batch x seq_len) one step of this small-model trainer accepts, and most steps one train() call
+#: runs: generous for a notebook, and a bound that refuses absurd sizes before XLA tries to compile them.
+MAX_TOKENS_PER_STEP = 2**24
+MAX_STEPS = 100_000
+
 #: Parameter dtypes a step can run in.
 STEP_DTYPES = {"fp32": jnp.float32, "bf16": jnp.bfloat16}
 
@@ -124,6 +129,10 @@ def _check_fits(c: TransformerConfig, p: Parallelism, batch: int, seq_len: int) 
     """Each degree must divide what it splits; raise a ValueError naming both."""
     for name, v in (("batch", batch), ("seq_len", seq_len)):
         _check_int(name, v)
+    if batch * seq_len > MAX_TOKENS_PER_STEP:
+        raise ValueError(f"batch x seq_len = {batch} x {seq_len} tokens is more than this trainer of small models "
+                         f"takes in one step ({MAX_TOKENS_PER_STEP}); allowed: batch x seq_len <= "
+                         f"{MAX_TOKENS_PER_STEP}")
     if seq_len < 2:
         raise ValueError(f"seq_len must be >= 2 (the loss predicts token t+1 from t); got {seq_len}")
     if p.expert > 1 and not c.is_moe:
@@ -513,7 +522,11 @@ def train(config, parallelism: Parallelism, steps: int, batch: int, seq_len: int
     rounding (tests/test_parallel.py). ``remat=True`` recomputes each layer in the backward pass (same losses).
     """
     _check_int("steps", steps)
+    if steps > MAX_STEPS:
+        raise ValueError(f"steps must be <= {MAX_STEPS} (a notebook-scale run); got {steps}")
     _check_int("seed", seed, 0)
+    if seed + steps >= 2**62:
+        raise ValueError(f"seed must be < 2**62 - steps (it seeds a JAX PRNG key); got {seed}")
     _check_flag("same_batch", same_batch)
     check_positive("lr", lr)
     devices = _default_devices(parallelism, devices)
