@@ -236,8 +236,8 @@ def slice_hops_chart(chip="v5e", shape=(8, 16), nbytes: float = 2.0**26):
                       color="white" if v < 0.6 * vmax else "black")
     wraps = "".join("w" if w else "-" for w in sl.wraparound)
     where = "" if grid.ndim == 2 else " (z = 0 plane)"
-    left.set_title(f"{sl.chip.name} {'×'.join(map(str, sl.shape))} [{wraps}]: hops from chip 0{where}\n"
-                   f"diameter {sl.diameter} hops", fontsize=9)
+    left.set_title(f"{sl.chip.name} {'×'.join(map(str, sl.shape))} [{wraps}], diameter {sl.diameter}\n"
+                   f"hops from chip 0{where}", fontsize=9)
     left.set_xticks([])
     left.set_yticks([])
     left.grid(False)
