@@ -179,8 +179,8 @@ def make_mesh(parallelism: Parallelism, devices=None):
     p = _check_parallelism(parallelism)
     devs = _check_devices(devices, p.chips_per_slice)
     if p.chips_per_slice != len(devs):
-        raise ValueError(f"the degrees of {p.label()} multiply to {p.chips_per_slice} devices but "
-                         f"{len(devs)} are available; allowed: degrees whose product is {len(devs)} "
+        raise ValueError(f"parallelism {p.label()} needs {p.chips_per_slice} devices (the product of its "
+                         f"degrees) but {len(devs)} are available; allowed: degrees whose product is {len(devs)} "
                          f"(or pass devices=jax.devices()[:{p.chips_per_slice}])")
     shape = p.mesh_shape() or {MESH_AXES[0]: 1}
     return _compat_make_mesh(tuple(shape.values()), tuple(shape), devices=devs)
@@ -188,6 +188,7 @@ def make_mesh(parallelism: Parallelism, devices=None):
 
 def batch_spec(parallelism: Parallelism) -> P:
     """The ``PartitionSpec`` of the token batch ``[B, T]``: ``B`` over the batch axes (data, fsdp, expert)."""
+    parallelism = _check_parallelism(parallelism)
     axes = tuple(a for a in ("data", "fsdp", "expert") if getattr(parallelism, a) > 1)
     return P(axes if axes else None, None)
 
@@ -213,13 +214,14 @@ def _weight_spec(name: str, ndim: int, p: Parallelism, moe_stack: bool = False) 
     raise ValueError(f"unknown weight name {name!r}")
 
 
-def param_specs(config, parallelism: Parallelism):
-    """The ``PartitionSpec`` pytree of the parameters of ``config`` laid out per ``parallelism``.
+def param_specs(model, parallelism: Parallelism):
+    """The ``PartitionSpec`` pytree of the parameters of ``model`` (a config or preset name) laid out per
+    ``parallelism``.
 
     Same structure as :func:`tpu_notes.model.init_params` (for ``pipeline > 1``: :func:`stage_params`'s).
     See the module docstring for the rules.
     """
-    c = as_config(config)
+    c = as_config(model, "model")
     p = _check_parallelism(parallelism)
     f = "fsdp" if p.fsdp > 1 else None
     shapes = M.param_shapes(c)
@@ -295,7 +297,7 @@ def _nll(logits, tokens):
     return jnp.sum(nll * mask)
 
 
-def pipeline_loss(params, tokens, config: TransformerConfig, parallelism: Parallelism, mesh):
+def pipeline_loss(params, tokens, model: TransformerConfig, parallelism: Parallelism, mesh):
     """The loss of :func:`tpu_notes.model.loss`, with the layers run as a GPipe pipeline over ``"pipeline"``.
 
     ``params`` are :func:`stage_params`'s. The embedding runs outside the pipeline; the batch is cut into
@@ -305,7 +307,7 @@ def pipeline_loss(params, tokens, config: TransformerConfig, parallelism: Parall
     (the other stages contribute zeros) so every stage returns them; the final norm, unembedding and loss follow.
     Differentiable with ``jax.grad``: the backward pass runs the permutes in reverse.
     """
-    c, p = config, parallelism
+    c, p = as_config(model, "model"), _check_parallelism(parallelism)
     S, Mb = p.pipeline, p.microbatches
     B, T = tokens.shape
     cos, sin = M.rotary_tables(T, c.d_head)
@@ -353,8 +355,8 @@ def pipeline_loss(params, tokens, config: TransformerConfig, parallelism: Parall
 # The training step
 # ------------------------------------------------------------------------------------------------------------
 
-def _prepare(config, parallelism, batch, seq_len, devices, dtype):
-    c = M._check_supported(as_config(config))
+def _prepare(model, parallelism, batch, seq_len, devices, dtype):
+    c = M._check_supported(as_config(model, "model"))
     p = _check_parallelism(parallelism)
     _check_dtype(dtype)
     mesh = make_mesh(p, devices)
@@ -369,7 +371,7 @@ def _gathered_specs(c: TransformerConfig, p: Parallelism):
     return param_specs(c, replace(p, fsdp=1, data=p.data * p.fsdp))
 
 
-def layout_loss(params, tokens, config: TransformerConfig, parallelism: Parallelism, mesh, remat: bool = False):
+def layout_loss(params, tokens, model: TransformerConfig, parallelism: Parallelism, mesh, remat: bool = False):
     """:func:`tpu_notes.model.loss` with the layout's sharding constraints (``pipeline == 1``).
 
     Two ``with_sharding_constraint`` s pin the layout the chapter describes, instead of leaving the choice to
@@ -380,7 +382,7 @@ def layout_loss(params, tokens, config: TransformerConfig, parallelism: Parallel
     ``jax.checkpoint``: the backward pass recomputes the layer and gathers its weights again. The arithmetic is
     that of :func:`tpu_notes.model.forward` and :func:`tpu_notes.model.loss`.
     """
-    c, p = config, parallelism
+    c, p = as_config(model, "model"), _check_parallelism(parallelism)
     wsc = jax.lax.with_sharding_constraint
     gathered = None
     if p.fsdp > 1:
@@ -413,9 +415,9 @@ def layout_loss(params, tokens, config: TransformerConfig, parallelism: Parallel
 
 def _step_fn(c: TransformerConfig, p: Parallelism, mesh, constrain: bool = True, remat: bool = False):
     if p.pipeline > 1:
-        loss_fn = partial(pipeline_loss, config=c, parallelism=p, mesh=mesh)
+        loss_fn = partial(pipeline_loss, model=c, parallelism=p, mesh=mesh)
     elif constrain:
-        loss_fn = partial(layout_loss, config=c, parallelism=p, mesh=mesh, remat=remat)
+        loss_fn = partial(layout_loss, model=c, parallelism=p, mesh=mesh, remat=remat)
     else:
         loss_fn = partial(M.loss, config=c)
 
@@ -463,11 +465,11 @@ def _compiled(c: TransformerConfig, p: Parallelism, batch: int, seq_len: int, de
     return compiled, pshard, bshard, scalar
 
 
-def _get(config, parallelism, batch, seq_len, devices, dtype, constrain=True, optimize=False, remat=False):
+def _get(model, parallelism, batch, seq_len, devices, dtype, constrain=True, optimize=False, remat=False):
     _check_flag("constrain", constrain)
     _check_flag("remat", remat)
     _check_flag("optimize", optimize)
-    c, p, _ = _prepare(config, parallelism, batch, seq_len, devices, dtype)
+    c, p, _ = _prepare(model, parallelism, batch, seq_len, devices, dtype)
     devs = tuple(_check_devices(devices, p.chips_per_slice))
     if remat and (p.pipeline > 1 or not constrain):
         raise ValueError("remat=True applies to the constrained layouts without pipeline (layout_loss); "
@@ -475,7 +477,7 @@ def _get(config, parallelism, batch, seq_len, devices, dtype, constrain=True, op
     return (c, p) + _compiled(c, p, int(batch), int(seq_len), devs, dtype, constrain, optimize, remat)
 
 
-def compiled_step(config, parallelism: Parallelism, batch: int, seq_len: int, devices=None, dtype: str = "fp32",
+def compiled_step(model, parallelism: Parallelism, batch: int, seq_len: int, devices=None, dtype: str = "fp32",
                   constrain: bool = True, optimize: bool = False, remat: bool = False):
     """One SGD training step (loss, gradients, update) of :mod:`tpu_notes.model` laid out per ``parallelism``,
     jitted with in/out shardings, lowered from shapes alone and compiled: the object :func:`tpu_notes.hlo.collectives`
@@ -488,12 +490,12 @@ def compiled_step(config, parallelism: Parallelism, batch: int, seq_len: int, de
     compile time on a CPU); :func:`measure_step` compiles with ``optimize=True``. ``remat=True`` recomputes each
     layer in the backward pass (``jax.checkpoint``, see :func:`layout_loss`). Compiled once per arguments
     (cached)."""
-    return _get(config, parallelism, batch, seq_len, devices, dtype, constrain, optimize, remat)[2]
+    return _get(model, parallelism, batch, seq_len, devices, dtype, constrain, optimize, remat)[2]
 
 
-def _setup(config, parallelism, batch, seq_len, seed, lr, devices=None, dtype="fp32", optimize=False,
+def _setup(model, parallelism, batch, seq_len, seed, lr, devices=None, dtype="fp32", optimize=False,
            remat=False):
-    c, p, fn, pshard, bshard, scalar = _get(config, parallelism, batch, seq_len, devices, dtype, True, optimize,
+    c, p, fn, pshard, bshard, scalar = _get(model, parallelism, batch, seq_len, devices, dtype, True, optimize,
                                             remat)
     params = M.init_params(c, seed, STEP_DTYPES[dtype])
     if p.pipeline > 1:
@@ -509,11 +511,11 @@ def _default_devices(parallelism, devices):
     return devices
 
 
-def train(config, parallelism: Parallelism, steps: int, batch: int, seq_len: int, seed: int = 0,
+def train(model, parallelism: Parallelism, steps: int, batch: int, seq_len: int, seed: int = 0,
           lr: float = 0.5, devices=None, dtype: str = "fp32", same_batch: bool = True,
           remat: bool = False) -> np.ndarray:
-    """Train ``config`` for ``steps`` SGD steps (learning rate ``lr``) laid out per ``parallelism``; the loss
-    before each step's update (nats), as a numpy array.
+    """Train ``model`` (a config or preset name) for ``steps`` SGD steps (learning rate ``lr``) laid out per
+    ``parallelism``; the loss before each step's update (nats), as a numpy array.
 
     Parameters from :func:`tpu_notes.model.init_params` with ``seed``; the tokens are
     :func:`tpu_notes.model.random_tokens` with seed ``seed`` at every step (``same_batch=True``: uniform random
@@ -530,7 +532,7 @@ def train(config, parallelism: Parallelism, steps: int, batch: int, seq_len: int
     _check_flag("same_batch", same_batch)
     check_positive("lr", lr)
     devices = _default_devices(parallelism, devices)
-    c, fn, params, bshard, lr_arr = _setup(config, parallelism, batch, seq_len, seed, lr, devices, dtype,
+    c, fn, params, bshard, lr_arr = _setup(model, parallelism, batch, seq_len, seed, lr, devices, dtype,
                                            remat=remat)
     losses = []
     for i in range(steps):
@@ -540,7 +542,7 @@ def train(config, parallelism: Parallelism, steps: int, batch: int, seq_len: int
     return np.asarray(losses)
 
 
-def measure_step(config, parallelism: Parallelism, batch: int, seq_len: int, repeats: int = 5, devices=None,
+def measure_step(model, parallelism: Parallelism, batch: int, seq_len: int, repeats: int = 5, devices=None,
                  dtype: str = "fp32"):
     """Median seconds of one training step laid out per ``parallelism`` on the devices present, timed by
     :func:`tpu_notes.bench.time_fn` (warmed up, ``block_until_ready``, median of ``repeats``). Returns the
@@ -550,7 +552,7 @@ def measure_step(config, parallelism: Parallelism, batch: int, seq_len: int, rep
     from .bench import time_fn
 
     devices = _default_devices(parallelism, devices)
-    c, fn, params, bshard, lr = _setup(config, parallelism, batch, seq_len, 0, 1e-2, devices, dtype, optimize=True)
+    c, fn, params, bshard, lr = _setup(model, parallelism, batch, seq_len, 0, 1e-2, devices, dtype, optimize=True)
     tokens = jax.device_put(M.random_tokens(c, batch, seq_len, 0), bshard)
     return time_fn(fn, params, tokens, lr, repeats=repeats)
 
@@ -770,11 +772,11 @@ class OracleRow:
         return self.predicted == self.xla
 
 
-def oracle_rows(config, parallelism: Parallelism, batch: int, seq_len: int, devices=None, dtype: str = "fp32",
+def oracle_rows(model, parallelism: Parallelism, batch: int, seq_len: int, devices=None, dtype: str = "fp32",
                 *, remat: bool = False) -> list[OracleRow]:
     """Compile the layout's training step and pair XLA's collectives with the model's, one row per
     (kind, axes, bytes per device), sorted. ``batch`` sequences of ``seq_len`` tokens."""
-    c = as_config(config)
+    c = as_config(model, "model")
     compiled = compiled_step(c, parallelism, batch, seq_len, devices=devices, dtype=dtype, remat=remat)
     mesh = make_mesh(parallelism, devices)
     from .training.collectives import collective_totals
