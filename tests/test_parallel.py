@@ -95,8 +95,11 @@ def test_stage_params_round_trip():
 
 def test_measure_step_times_a_step():
     # one layer, as test_collectives_do_not_depend_on_code_optimisation compiles it (it reuses this compile)
-    t = parallel.measure_step(C.with_(n_layers=1), Parallelism(fsdp=2, tensor=4), 16, 16, repeats=2)
+    c1, layout = C.with_(n_layers=1), Parallelism(fsdp=2, tensor=4)
+    t = parallel.measure_step(c1, layout, 16, 16, repeats=2, timing=True)
     assert t.repeats == 2 and 0 < t.min_s <= t.median_s <= t.max_s and t.compile_s > 0
+    seconds = parallel.measure_step(c1, layout, 16, 16, repeats=1)
+    assert isinstance(seconds, float) and 0 < seconds < 10 * t.max_s
 
 
 @pytest.mark.parametrize("kwargs,match", [

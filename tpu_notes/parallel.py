@@ -543,18 +543,20 @@ def train(model, parallelism: Parallelism, steps: int, batch: int, seq_len: int,
 
 
 def measure_step(model, parallelism: Parallelism, batch: int, seq_len: int, repeats: int = 5, devices=None,
-                 dtype: str = "fp32"):
+                 dtype: str = "fp32", timing: bool = False):
     """Median seconds of one training step laid out per ``parallelism`` on the devices present, timed by
-    :func:`tpu_notes.bench.time_fn` (warmed up, ``block_until_ready``, median of ``repeats``). Returns the
-    :class:`~tpu_notes.bench.Timing` (``.median_s`` is the number to quote; its ``compile_s`` is the first call,
-    since the step comes compiled, fully optimised, from :func:`compiled_step`'s cache). On simulated CPU devices
-    this measures the host CPU running all of them, not a chip."""
+    :func:`tpu_notes.bench.time_fn` (warmed up, ``block_until_ready``, median of ``repeats`` samples). The step
+    comes compiled, fully optimised, from :func:`compiled_step`'s cache. ``timing=True`` returns the whole
+    :class:`~tpu_notes.bench.Timing` instead (min, max, samples; its ``compile_s`` is the first call). On
+    simulated CPU devices this measures the host CPU running all of them, not a chip."""
     from .bench import time_fn
 
+    _check_flag("timing", timing)
     devices = _default_devices(parallelism, devices)
     c, fn, params, bshard, lr = _setup(model, parallelism, batch, seq_len, 0, 1e-2, devices, dtype, optimize=True)
     tokens = jax.device_put(M.random_tokens(c, batch, seq_len, 0), bshard)
-    return time_fn(fn, params, tokens, lr, repeats=repeats)
+    result = time_fn(fn, params, tokens, lr, repeats=repeats)
+    return result if timing else result.median_s
 
 
 # ------------------------------------------------------------------------------------------------------------
