@@ -189,8 +189,8 @@ def generate(params, prompt, config, new_tokens: int, *, temperature: float = 0.
 
 
 def generate_uncached(params, prompt, config, new_tokens: int, *, temperature: float = 0.0, seed: int = 0):
-    """The same tokens as :func:`generate`, by running :func:`tpu_notes.model.forward` on the whole growing
-    sequence at every step (no cache): the reference the cached decoder is tested against."""
+    """The same tokens as :func:`generate`, by running :func:`tpu_notes.model.forward` on the whole sequence at every
+    step (no cache: the quadratic algorithm): the reference the cached decoder is tested against."""
     c = _config(config)
     M._check_params("params", params)
     M._check_tokens(prompt, c)
@@ -199,13 +199,17 @@ def generate_uncached(params, prompt, config, new_tokens: int, *, temperature: f
     seed = check_positive("seed", seed, integer=True, allow_zero=True, maximum=2**32 - 1)
     key = jax.random.PRNGKey(seed)
     fwd = jax.jit(M.forward, static_argnames=("config",))
-    seq = prompt
+    T = prompt.shape[1]
+    # one fixed-length buffer (one compile): with causal attention the logits at position t depend only on the
+    # tokens at positions <= t, so the not-yet-generated slots after it change nothing
+    seq = jnp.zeros((prompt.shape[0], T + new_tokens - 1), jnp.int32).at[:, :T].set(prompt)
     out = []
     for i in range(new_tokens):
-        logits = fwd(params, seq, config=c)[:, -1]
+        logits = fwd(params, seq, config=c)[:, T - 1 + i]
         tok = _choose(logits, jax.random.fold_in(key, i), temperature)
         out.append(tok)
-        seq = jnp.concatenate([seq, tok[:, None]], axis=1)
+        if i + 1 < new_tokens:
+            seq = seq.at[:, T + i].set(tok)
     return jnp.stack(out, axis=1)
 
 
