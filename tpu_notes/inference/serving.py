@@ -12,8 +12,8 @@ from typing import Optional, Sequence
 from ..hardware import get_chip
 from ..topology import Slice
 from ..transformer import as_config
-from ..units import check_positive, dtype_bytes
-from .step import (MAX_BATCH, DecodeStepTime, _batch, _chips, _context, _storage, decode_step_time, machine)
+from ..units import check_positive, check_sizes, dtype_bytes
+from .step import (MAX_BATCH, MAX_CONTEXT, DecodeStepTime, _batch, _chips, _context, _storage, decode_step_time, machine)
 
 
 def _memory(model, weight_dtype, kv_dtype):
@@ -105,7 +105,7 @@ def throughput_per_chip(model, chip, n_chips: int, batch: int, seq_len: int, *, 
                             compute_dtype=compute_dtype)
     if decode_len is None:
         return step.tokens_per_s_per_chip
-    return step.tokens_per_s_per_chip / check_positive("decode_len", decode_len, integer=True)
+    return step.tokens_per_s_per_chip / check_positive("decode_len", decode_len, integer=True, maximum=MAX_CONTEXT)
 
 
 def latency_throughput_curve(model, chip, n_chips: int, seq_len: int, batches: Optional[Sequence[int]] = None, *,
@@ -114,13 +114,13 @@ def latency_throughput_curve(model, chip, n_chips: int, seq_len: int, batches: O
     """The step at each batch of ``batches`` (default: powers of two up to 1024): latency is ``.total``,
     throughput ``.tokens_per_s_per_chip``. ``fitting_only`` drops the batches whose caches do not fit."""
     if batches is None:
-        batches = [2**i for i in range(11)]
-    if isinstance(batches, (str, bytes)) or not isinstance(batches, (list, tuple, range)) or not len(batches):
-        raise TypeError(f"batches must be a non-empty list of whole numbers; got {batches!r}")
-    out = [decode_step_time(model, chip, n_chips, _batch(b), seq_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                            compute_dtype=compute_dtype) for b in batches]
+        batches = tuple(2**i for i in range(11))
+    batches = tuple(check_positive(f"batches[{i}]", b, integer=True, maximum=MAX_BATCH)
+                    for i, b in enumerate(check_sizes("batches", batches)))
     if not isinstance(fitting_only, bool):
         raise TypeError(f"fitting_only must be True or False; got {fitting_only!r}")
+    out = [decode_step_time(model, chip, n_chips, b, seq_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                            compute_dtype=compute_dtype) for b in batches]
     return tuple(s for s in out if s.fits or not fitting_only)
 
 

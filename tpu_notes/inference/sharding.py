@@ -146,8 +146,9 @@ def weight_stationary_comms(chip, batch: int, d_model: int, d_ff: int, n_chips: 
     F = check_positive("d_ff", d_ff, integer=True)
     N = check_positive("n_chips", n_chips, integer=True)
     layout = check_choice("layout", layout, ("1d", "2d"))
+    axes = check_positive("n_axes", n_axes, integer=True, maximum=3)
     if layout == "1d":
-        return WeightStationary("1d", 4.0 * B * D / (check_positive("n_axes", n_axes, integer=True) * w), 1.0, N)
+        return WeightStationary("1d", 4.0 * B * D / (axes * w), 1.0, N)
     x = max(1.0, math.sqrt(N * D / (2.0 * F)))
     yz = N / x
     return WeightStationary("2d", 2.0 * B * D / (x * w) + 4.0 * B * F / (yz * w), x, yz)

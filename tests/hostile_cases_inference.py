@@ -1,0 +1,114 @@
+"""Baseline calls of Chapter 7's analysis modules (tpu_notes.inference.*) for tests/test_hostile_input.py.
+
+Merged into ``hostile_cases.CASES`` at the end of that file; see its docstring for the kinds of argument.
+"""
+from __future__ import annotations
+
+from hostile_cases import Case, ChipArg, Choice, Flag, Int, Model, Num, Opt, Sizes
+
+I = "tpu_notes.inference."
+DT = ("bf16", "fp32", "fp8", "int8", "int4")
+
+
+def _step(**kw):
+    return dict(model=Model("llama3-8b"), chip=ChipArg("v5e"), n_chips=Int(4, big=True), batch=Int(8, big=True),
+                seq_len=Int(1024, big=True), **kw)
+
+
+def _sim_result():
+    from tpu_notes.inference import simulate
+
+    return simulate("llama3-8b", "v5e", 4, arrival_rate=2.0, n_requests=10, decode_len=16)
+
+
+CASES = {
+    # step
+    I + "step.machine": Case(chip=ChipArg("v5e"), compute_dtype=Choice("bf16")),
+    I + "step.weight_params_read": Case(model=Model("tiny-moe"), batch=Int(4, big=True)),
+    I + "step.kv_bytes_per_token": Case(model=Model("llama3-8b"), kv_dtype=Choice("int8"),
+                                        local_window=Opt(Int(4096, big=True)), local_fraction=Num(0.5, zero=True,
+                                                                                                  top=1.0),
+                                        seq_len=Opt(Int(8192, big=True))),
+    I + "step.step_time_from_counts": Case(weight_bytes=Num(1e9, zero=True), kv_bytes=Num(1e8, zero=True),
+                                           flops=Num(1e10, zero=True), chip=ChipArg("v5e"),
+                                           n_chips=Int(4, big=True), batch=Int(8, big=True),
+                                           seq_len=Int(1024, big=True), compute_dtype=Choice("bf16"),
+                                           resident_bytes=Opt(Num(2e9))),
+    I + "step.decode_step_time": Case(**_step(weight_dtype=Choice("int8"), kv_dtype=Choice("bf16"),
+                                              compute_dtype=Choice("bf16"), local_window=Opt(Int(512, big=True)),
+                                              local_fraction=Num(0.5, zero=True, top=1.0))),
+    I + "step.critical_batch": Case(model=Model("llama3-8b"), chip=ChipArg("v5e"), weight_dtype=Choice("int8"),
+                                    compute_dtype=Choice("bf16")),
+    I + "step.serving_memory": Case(model=Model("llama3-8b"), batch=Int(8, big=True), seq_len=Int(1024, big=True),
+                                    n_chips=Int(4, big=True), weight_dtype=Choice("bf16"), kv_dtype=Choice("int8")),
+    I + "step.prefill_time": Case(model=Model("llama3-8b"), chip=ChipArg("v5e"), n_chips=Int(4, big=True),
+                                  prompt_len=Int(2048, big=True), batch=Int(2, big=True),
+                                  mfu=Num(0.5, top=1.0), weight_dtype=Choice("bf16"), compute_dtype=Choice("bf16"),
+                                  cached_len=Int(512, zero=True, big=True)),
+    # serving
+    I + "serving.max_batch": Case(model=Model("llama3-8b"), chip=ChipArg("v5e"), n_chips=Int(4, big=True),
+                                  seq_len=Int(8192, big=True), weight_dtype=Choice("bf16"), kv_dtype=Choice("bf16"),
+                                  reserve_fraction=Num(0.1, zero=True, top=0.99)),
+    I + "serving.min_chips": Case(model=Model("llama3-8b"), chip=ChipArg("v5e"), batch=Opt(Int(8, big=True)),
+                                  seq_len=Opt(Int(8192, big=True)), weight_dtype=Choice("bf16"),
+                                  kv_dtype=Choice("bf16"), reserve_fraction=Num(0.1, zero=True, top=0.99)),
+    I + "serving.slice_shapes": Case(chip=ChipArg("v5p", tpu=True)),
+    I + "serving.smallest_topology": Case(model=Model("llama3-8b"), chip=ChipArg("v5e", tpu=True),
+                                          batch=Opt(Int(8, big=True)), seq_len=Opt(Int(8192, big=True)),
+                                          weight_dtype=Choice("int8"), kv_dtype=Choice("int8"),
+                                          reserve_fraction=Num(0.1, zero=True, top=0.99)),
+    I + "serving.throughput_per_chip": Case(**_step(decode_len=Opt(Int(512, big=True)), weight_dtype=Choice("bf16"),
+                                                    kv_dtype=Choice("bf16"), compute_dtype=Choice("bf16"))),
+    I + "serving.latency_throughput_curve": Case(model=Model("llama3-8b"), chip=ChipArg("v5e"),
+                                                 n_chips=Int(4, big=True), seq_len=Int(1024, big=True),
+                                                 batches=Opt(Sizes((1, 8, 64))),
+                                                 weight_dtype=Choice("bf16"), kv_dtype=Choice("bf16"),
+                                                 compute_dtype=Choice("bf16"), fitting_only=Flag(True)),
+    I + "serving.cost_per_million_tokens": Case(tokens_per_s_per_chip=Num(500.0),
+                                                dollars_per_chip_hour=Opt(Num(1.2), none_baseline=True),
+                                                chip=Opt(ChipArg("v5e"))),
+    I + "serving.disaggregation_ratio": Case(prefill_s=Num(0.9), step_s=Num(0.02), batch=Int(32, big=True),
+                                             decode_len=Int(512)),
+    I + "serving.eviction_per_step": Case(batch=Int(32, big=True), prompt_len=Int(8192), decode_len=Int(4096)),
+    # sharding
+    I + "sharding.generation_matmul_times": Case(chip=ChipArg("v5e", tpu=True), batch=Int(64, big=True),
+                                                 d_model=Int(8192), d_ff=Int(28672), tp=Int(16),
+                                                 weight_dtype=Choice("bf16")),
+    I + "sharding.max_tp_memory": Case(chip=ChipArg("v5e", tpu=True), d_ff=Int(16384), batch=Int(32, big=True)),
+    I + "sharding.max_tp_ici": Case(chip=ChipArg("v5e", tpu=True), d_ff=Int(16384), n_axes=Int(2)),
+    I + "sharding.latency_bound_tp": Case(chip=ChipArg("v5e", tpu=True), batch=Int(16, big=True),
+                                          d_model=Int(8192), dtype=Choice("int8")),
+    I + "sharding.kv_sharding": Case(model=Model("llama3-70b"), n_chips=Int(16), heads=Opt(Int(8, big=True)),
+                                     batch=Opt(Int(16, big=True))),
+    I + "sharding.weight_stationary_comms": Case(chip=ChipArg("v5p", tpu=True), batch=Int(64, big=True),
+                                                 d_model=Int(8192), d_ff=Int(32768), n_chips=Int(128),
+                                                 layout=Choice("2d"), n_axes=Int(3)),
+    I + "sharding.ws_2d_crossover": Case(d_model=Int(4096), d_ff=Int(16384)),
+    # speculative
+    I + "speculative.expected_tokens_per_round": Case(acceptance=Num(0.8, zero=True, top=1.0), k=Int(4, big=True)),
+    I + "speculative.speculative_speedup": Case(acceptance=Num(0.8, zero=True, top=1.0), k=Int(4, big=True),
+                                                draft_cost=Num(0.05, zero=True), verify_cost=Num(1.0)),
+    I + "speculative.best_k": Case(acceptance=Num(0.8, zero=True, top=1.0), draft_cost=Num(0.05, zero=True),
+                                   k_max=Int(16, big=True), verify_cost=Num(1.0)),
+    # simulator
+    I + "simulator.simulate": Case(model=Model("llama3-8b"), chip=ChipArg("v5e"), n_chips=Int(4, big=True),
+                                   arrival_rate=Num(2.0), n_requests=Int(20, big=True), prompt_len=Int(512, big=True),
+                                   decode_len=Int(32, big=True), length_spread=Num(0.3, zero=True, top=3.0),
+                                   max_batch=Opt(Int(16, big=True), none_baseline=True),
+                                   weight_dtype=Choice("bf16"), kv_dtype=Choice("bf16"), compute_dtype=Choice("bf16"),
+                                   prefill_mfu=Num(0.5, top=1.0), prefix_hit_rate=Num(0.5, zero=True, top=1.0),
+                                   prefix_len=Int(128, zero=True, big=True), disaggregated=Flag(True),
+                                   prefill_chips=Opt(Int(4, big=True)), prefill_servers=Int(2, big=True),
+                                   seed=Int(3, zero=True, big=True)),
+    I + "simulator.SimResult.row": Case(self_=_sim_result),
+}
+
+COVERED = ("inference.step", "inference.serving", "inference.sharding", "inference.speculative",
+           "inference.simulator")
+
+#: Records the library builds itself (their fields are computed): constructors not fuzzed; methods have entries.
+RESULT_RECORDS = {
+    "inference.step.Machine", "inference.step.DecodeStepTime", "inference.step.ServingMemory",
+    "inference.step.PrefillTime", "inference.sharding.GenerationMatmulTimes", "inference.sharding.KVSharding",
+    "inference.sharding.WeightStationary", "inference.simulator.SimResult",
+}
