@@ -20,7 +20,7 @@ from .style import BOOK_RC, CHIP_COLORS, figure_and_axes, new_figure, use_book_s
 from .tpu import (bandwidth_ladder_chart, padding_sweep, slice_hops_chart, systolic_steps, torus_hops,
                   tpu_chip_diagram)
 from .training import (loss_curves_chart, memory_breakdown_chart, pipeline_schedule_chart, planner_chart,
-                       training_roofline_chart)
+                       reconciliation_chart, training_roofline_chart)
 from .transformer import (attention_share_chart, kv_cache_chart, memory_vs_context_chart, moe_routing_figure,
                           param_breakdown_chart, remat_tradeoff_chart, transformer_layer_diagram)
 
@@ -33,7 +33,7 @@ __all__ = [
     "attention_share_chart", "param_breakdown_chart", "kv_cache_chart", "remat_tradeoff_chart",
     "memory_vs_context_chart", "transformer_layer_diagram", "moe_routing_figure",
     "training_roofline_chart", "pipeline_schedule_chart", "planner_chart", "loss_curves_chart",
-    "memory_breakdown_chart",
+    "memory_breakdown_chart", "reconciliation_chart",
     "decode_step_parts_chart", "latency_throughput_chart", "measured_decode_chart", "speculative_speedup_chart",
     "weight_stationary_chart", "serving_sweep_chart", "kv_share_chart",
 ]

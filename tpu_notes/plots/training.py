@@ -132,3 +132,37 @@ def memory_breakdown_chart(rows: dict, chip=None, ax=None):
     ax.set_xlabel("GB per chip")
     ax.legend(fontsize=8, loc="lower right")
     return fig
+
+
+def reconciliation_chart(roofline_rows, calibrated_rows=None, ax=None):
+    """Measured against predicted tokens/s per chip for published runs (``training.published.reconcile`` rows), on
+    log axes: points on the diagonal are exact, points below it ran slower than predicted. With
+    ``calibrated_rows`` (the same runs at the stated matmul efficiency) each run is drawn twice, joined by a line."""
+    rows = list(roofline_rows)
+    if not rows:
+        raise ValueError("roofline_rows must hold at least one Reconciliation")
+    fig, ax = figure_and_axes(ax, width=7.0, height=5.0)
+    colors = {"tpu": "#1f77b4", "gpu": "#d62728"}
+    pred = np.array([r.predicted_tokens_per_s for r in rows])
+    meas = np.array([r.reported_tokens_per_s for r in rows])
+    kinds = [r.run.system.chip.kind for r in rows]
+    for kind in ("tpu", "gpu"):
+        idx = [i for i, k in enumerate(kinds) if k == kind]
+        if idx:
+            ax.scatter(pred[idx], meas[idx], facecolors="none", edgecolors=colors[kind], s=40,
+                       label=f"{kind.upper()} runs, roofline prediction")
+    if calibrated_rows is not None:
+        cal = np.array([r.predicted_tokens_per_s for r in calibrated_rows])
+        ax.scatter(cal, meas, c=[colors[k] for k in kinds], s=40, label="at the stated matmul efficiency")
+        for p0, p1, m in zip(pred, cal, meas):
+            ax.plot([p0, p1], [m, m], color="#999999", lw=0.8)
+    lo, hi = min(pred.min(), meas.min()) / 1.5, max(pred.max(), meas.max()) * 1.5
+    ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="measured = predicted")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("predicted tokens/s per chip")
+    ax.set_ylabel("measured tokens/s per chip")
+    ax.legend(fontsize=8, loc="upper left")
+    return fig
