@@ -15,7 +15,8 @@ axes dropped) and a ``PartitionSpec`` for every weight (:func:`param_specs`):
 - **mixtures** combine the rules: a weight's ``D`` over ``"fsdp"`` and its heads or ``F`` over ``"tensor"``; the
   batch over ``("data", "fsdp")``.
 - **pipeline**: consecutive layers per stage, a GPipe schedule written with ``shard_map`` over ``"pipeline"`` and
-  ``ppermute`` (:func:`pipeline_loss`); combines with ``data``.
+  ``ppermute`` (:func:`pipeline_loss`; the first stage embeds, the last computes the loss); combines with ``data``.
+  The embedding, final norm and unembedding are replicated on every stage.
 - **expert** (MoE models only): the stacked experts split over ``"expert"``, the batch too (trained and checked
   for equal losses; the oracle and the model of collectives cover dense models only).
 
@@ -298,57 +299,62 @@ def _nll(logits, tokens):
 
 
 def pipeline_loss(params, tokens, model: TransformerConfig, parallelism: Parallelism, mesh):
-    """The loss of :func:`tpu_notes.model.loss`, with the layers run as a GPipe pipeline over ``"pipeline"``.
+    """The loss of :func:`tpu_notes.model.loss`, with the model run as a GPipe pipeline over ``"pipeline"``.
 
-    ``params`` are :func:`stage_params`'s. The embedding runs outside the pipeline; the batch is cut into
-    ``parallelism.microbatches`` microbatches; at tick ``t`` stage ``s`` works on microbatch ``t - s`` and passes
-    its output to stage ``s + 1`` with a ``ppermute`` (``M + S - 1`` ticks, ``M + S - 2`` permutes, the
-    ``S - 1`` idle ticks of each stage are the bubble). The last stage's outputs are summed over ``"pipeline"``
-    (the other stages contribute zeros) so every stage returns them; the final norm, unembedding and loss follow.
-    Differentiable with ``jax.grad``: the backward pass runs the permutes in reverse.
+    ``params`` are :func:`stage_params`'s. The batch is cut into ``parallelism.microbatches`` microbatches; at
+    tick ``t`` stage ``s`` works on microbatch ``t - s`` and passes its output to stage ``s + 1`` with a
+    ``ppermute`` (``M + S - 1`` ticks, ``M + S - 2`` permutes; the ``S - 1`` idle ticks of each stage are the
+    bubble). The first stage embeds each microbatch as it enters; the last stage applies the final norm, the
+    unembedding and the cross-entropy to each microbatch as it leaves, so only one scalar, the summed loss, is
+    reduced over the stages. Every device holds the embedding, final norm and unembedding (replicated), and the
+    stages that do not use them contribute zero gradients to their one AllReduce over the stages. Differentiable
+    with ``jax.grad``: the backward pass runs the permutes in reverse.
     """
     c, p = as_config(model, "model"), _check_parallelism(parallelism)
     S, Mb = p.pipeline, p.microbatches
     B, T = tokens.shape
     cos, sin = M.rotary_tables(T, c.d_head)
-    x = params["embed"][tokens]                                      # [B, T, D]
     batch_axes = tuple(a for a in ("data",) if p.data > 1)
-    # microbatch m takes rows m, m + Mb, ... of each data shard's rows: reshape [B, ...] -> [B/Mb, Mb, ...]
-    xm = jnp.swapaxes(x.reshape(B // Mb, Mb, T, c.d_model), 0, 1)   # [Mb, B/Mb, T, D]
     bspec = batch_axes if batch_axes else None
+    # microbatch m takes rows m, m + Mb, ... of each data shard's rows: [B, T] -> [Mb, B/Mb, T]
+    tm = jnp.swapaxes(tokens.reshape(B // Mb, Mb, T), 0, 1)
+    top = {k: v for k, v in params.items() if k != "stages"}
 
-    def run(stages, xm):
+    def run(stages, top, tm):
         s = jax.lax.axis_index("pipeline")
         local = [jax.tree_util.tree_map(lambda a: a[0], layer) for layer in stages]
         if batch_axes:   # one gradient psum over "data" per weight, not one per tick that uses it
             local = _pvary(local, batch_axes)
+        top = _pvary(top, batch_axes + ("pipeline",))   # likewise, over the stages and the data shards
 
         def stage_fn(h):
             for layer in local:
                 h = M.block(h, layer, c, cos, sin)
             return h
 
+        def head_nll(h, toks):
+            h = M.rms_norm(h, top["final_norm"])
+            w_out = top["embed"].T if c.tied_embeddings else top["unembed"]
+            return _nll(jnp.einsum("btd,dv->btv", h, w_out), toks)
+
         perm = [(i, i + 1) for i in range(S - 1)]
-        state = jnp.zeros_like(xm[0])
-        outs = []
+        state = jnp.zeros(tm.shape[1:] + (c.d_model,), top["embed"].dtype)
+        total = jnp.zeros((), jnp.float32)
         for t in range(Mb + S - 1):
             if t < Mb:
-                state = jnp.where(s == 0, xm[t], state)
+                state = jnp.where(s == 0, top["embed"][tm[t]], state)
             state = stage_fn(state)
             if t >= S - 1:
-                outs.append(jnp.where(s == S - 1, state, jnp.zeros_like(state)))
+                total = total + jnp.where(s == S - 1, head_nll(state, tm[t - (S - 1)]), 0.0)
             if t < Mb + S - 2:
                 state = jax.lax.ppermute(state, "pipeline", perm)
-        return jax.lax.psum(jnp.stack(outs), "pipeline")
+        return jax.lax.psum(total, batch_axes + ("pipeline",))
 
     stage_specs = [jax.tree_util.tree_map(lambda _: P("pipeline"), layer) for layer in params["stages"]]
-    y = _shard_map()(run, mesh=mesh, in_specs=(stage_specs, P(None, bspec)), out_specs=P(None, bspec))(
-        params["stages"], xm)
-    y = jnp.swapaxes(y, 0, 1).reshape(B, T, c.d_model)
-    y = M.rms_norm(y, params["final_norm"])
-    w_out = params["embed"].T if c.tied_embeddings else params["unembed"]
-    logits = jnp.einsum("btd,dv->btv", y, w_out)
-    return _nll(logits, tokens) / (B * (T - 1))
+    top_specs = jax.tree_util.tree_map(lambda _: P(), top)
+    total = _shard_map()(run, mesh=mesh, in_specs=(stage_specs, top_specs, P(None, bspec, None)), out_specs=P())(
+        params["stages"], top, tm)
+    return total / (B * (T - 1))
 
 
 # ------------------------------------------------------------------------------------------------------------

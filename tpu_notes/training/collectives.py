@@ -18,10 +18,10 @@ of :mod:`tpu_notes.parallel`:
   attention output's again (the recomputed MLP needs its input). Weights split over ``"tensor"`` need no gradient
   collective over it; the embedding, unembedding and norm gains are replicated over it.
 - **pipeline** (GPipe as :func:`tpu_notes.parallel.pipeline_loss` runs it): ``M + S - 2`` collective-permutes of
-  one microbatch's activations forward and as many backward; the outputs of the last stage broadcast to every
-  stage with an AllReduce over ``"pipeline"`` (forward) and, in the backward pass, an AllReduce over it of each
-  microbatch's input gradient (the stages share the embedding's output).
-- the **loss**: an AllReduce of one fp32 scalar over the batch axes.
+  one microbatch's activations forward and as many backward. The embedding, final norm and unembedding are held by
+  every stage (used by the first and the last), so their gradients are summed over ``"pipeline"`` as well, in
+  the same AllReduce as over ``"data"``; layer weights live on one stage and are reduced over ``"data"`` only.
+- the **loss**: an AllReduce of one fp32 scalar over the batch axes (and ``"pipeline"``: the last stage has it).
 - **dcn**: an AllReduce over ``"dcn"`` of every gradient shard a device holds (slices are data parallel).
 
 ``bytes_per_device`` follows :attr:`tpu_notes.hlo.HloCollective.bytes`: the larger of the bytes a device puts in
@@ -143,20 +143,26 @@ def predicted_collectives(model, parallelism: Parallelism, batch_tokens: int, se
         w = n * b
         per = "per layer" if copies > 1 or name in ("wq", "wk", "wv", "wo", "w_gate", "w_up", "w_down",
                                                     "attn_norm", "mlp_norm") else "once"
+        # the embedding, final norm and unembedding sit on every pipeline stage: their gradients are summed over the
+        # stages too (the stages that do not use them add zeros), in the same AllReduce as over data
+        over = ("data",) if p.data > 1 else ()
+        if p.pipeline > 1 and per == "once":
+            over += ("pipeline",)
         if p.fsdp > 1:
             again = remat and per == "per layer"
             add("all-gather", ("fsdp",), w, (2 if again else 1) * copies,
                 f"{name} gathered before use ({'fwd and recomputed fwd' if again else 'kept for the backward'})"
                 f", {per}")
             add("reduce-scatter", ("fsdp",), w, copies, f"gradient of {name}, {per}")
-            if p.data > 1:
-                add("all-reduce", ("data",), w / p.fsdp, copies, f"gradient shard of {name}, {per}")
-        elif p.data > 1:
-            add("all-reduce", ("data",), w, copies, f"gradient of {name}, {per}")
+            if over:
+                add("all-reduce", over, w / p.fsdp, copies, f"gradient shard of {name}, {per}")
+        elif over:
+            add("all-reduce", over, w, copies, f"gradient of {name}, {per}")
         if p.dcn > 1:
             add("all-reduce", ("dcn",), w / p.fsdp, copies, f"gradient shard of {name} across slices, {per}")
-    if batch_axes:
-        add("all-reduce", batch_axes, 4, 1, "the loss (fp32 sum over the batch shards)")
+    loss_axes = batch_axes + (("pipeline",) if p.pipeline > 1 else ())
+    if loss_axes:
+        add("all-reduce", loss_axes, 4, 1, "the loss (fp32 sum over the batch shards and the last stage)")
     if p.tensor > 1:
         act = tokens * D * b
         L = c.n_layers // p.pipeline
@@ -169,8 +175,6 @@ def predicted_collectives(model, parallelism: Parallelism, batch_tokens: int, se
         mb = tokens / Mb * D * b
         add("collective-permute", ("pipeline",), mb, Mb + S - 2, "fwd: a microbatch's activations to the next stage")
         add("collective-permute", ("pipeline",), mb, Mb + S - 2, "bwd: a microbatch's gradients to the stage before")
-        add("all-reduce", ("pipeline",), tokens * D * b, 1, "fwd: last stage's outputs broadcast to every stage")
-        add("all-reduce", ("pipeline",), mb, Mb, "bwd: input gradient of each microbatch summed over the stages")
     order = {k: i for i, k in enumerate(KINDS)}
     rows = [PredictedCollective(k, a, nb, n, w) for (k, a, nb, w), n in out.items()]
     return sorted(rows, key=lambda r: (order[r.kind], r.axes, r.bytes_per_device, r.what))
