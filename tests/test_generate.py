@@ -121,3 +121,15 @@ def test_bad_input():
         g.speculative_generate(params, c, params, get_model("tiny-mha"), prompt, 3)
     with pytest.raises(TypeError, match="cache"):
         g.decode_step(params, None, prompt[:, 0], 0, c)
+
+
+def test_measured_vs_predicted_rows_are_positive_and_named():
+    class Fit:                                   # a stand-in roofline: the test times, it does not judge speed
+        peak_flops = 1e11
+        bandwidth = 1e10
+
+    rows = g.measured_vs_predicted(get_model("tiny-mha"), Fit(), [(2, 16)], repeats=1)
+    (r,) = rows
+    assert r["batch"] == 2 and r["seq_len"] == 16 and r["measured_s"] > 0
+    pred = I.decode_step_time("tiny-mha", Fit(), 1, 2, 16, weight_dtype="fp32", kv_dtype="fp32")
+    assert r["predicted_s"] == pytest.approx(pred.total) and r["ratio"] == pytest.approx(r["measured_s"] / pred.total)

@@ -269,3 +269,37 @@ def test_serve_command_bad_input_exits_2_with_one_line(argv, word, capsys):
     assert main(["serve", *flat]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and word in err[0]
+
+
+# -- figures and the explorer ------------------------------------------------------------------------------------
+def test_inference_figures_draw_the_library_numbers():
+    import matplotlib.pyplot as plt
+
+    from tpu_notes import plots
+
+    fig = plots.decode_step_parts_chart("llama3-8b", "v5e", 4, 8192)
+    total = [line for line in fig.axes[0].lines if line.get_linewidth() > 2][0]
+    b, t = total.get_data()
+    assert t[0] == pytest.approx(I.decode_step_time("llama3-8b", "v5e", 4, int(b[0]), 8192).total)
+    fig2 = plots.latency_throughput_chart("llama2-13b", "v5e", 8, 8192, batches=[1, 8, 64])
+    assert fig2.axes[0].get_xlabel().startswith("throughput")
+    runs = {"a": [(1.0, I.simulate("llama3-8b", "v5e", 4, arrival_rate=1.0, n_requests=10, decode_len=8))]}
+    for f in (plots.speculative_speedup_chart(), plots.weight_stationary_chart(), plots.kv_share_chart(),
+              plots.serving_sweep_chart(runs),
+              plots.measured_decode_chart([dict(batch=1, seq_len=64, measured_s=2e-3, predicted_s=1e-3),
+                                           dict(batch=4, seq_len=64, measured_s=3e-3, predicted_s=1e-3)])):
+        assert f.axes
+    plt.close("all")
+
+
+def test_serving_explorer_static_and_summary():
+    from tpu_notes import widgets
+
+    fig = widgets.serving_explorer("llama3-8b", "v5e", 4, 4096, static=True)
+    assert fig.axes
+    text = widgets.serving_summary("llama3-8b", "v5e", 4, 4096, 16)
+    s = I.decode_step_time("llama3-8b", "v5e", 4, 16, 4096)
+    from tpu_notes.units import fmt
+    assert fmt(s.total, "s") in text and "fits" in text
+    with pytest.raises(ValueError, match="batch"):
+        widgets.serving_explorer("llama3-8b", "v5e", 4, 4096, batch=0, static=True)

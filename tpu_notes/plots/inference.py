@@ -7,6 +7,14 @@ from ..units import fmt
 from .style import figure_and_axes, new_figure
 
 _PART_COLORS = {"kv": "#d62728", "weights": "#1f77b4", "flops": "#2ca02c"}
+def _plain_log_ticks(ax) -> None:
+    """No labels on the minor ticks of log axes (they crowd into each other on short ranges)."""
+    from matplotlib.ticker import NullFormatter
+
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
 _DTYPE_COLORS = {"bf16": "#1f77b4", "int8": "#ff7f0e", "int4": "#2ca02c", "fp8": "#9467bd", "fp32": "#7f7f7f"}
 
 
@@ -85,6 +93,7 @@ def measured_decode_chart(rows, ax=None):
         ax.loglog(x, [r["predicted_s"] for r in sel], "s--", label="model (fitted roofline)")
         ax.set_xlabel(label)
         ax.set_title(f"{fixed[0].replace('_', ' ')} = {fixed[1]:,}", fontsize=10)
+        _plain_log_ticks(ax)
     axes[0].set_ylabel("seconds per decode step")
     axes[0].legend(fontsize=8)
     fig.tight_layout()
@@ -145,6 +154,7 @@ def serving_sweep_chart(sweep, ax=None):
             ax.plot(rates, [getattr(s, attr)[1] for _, s in runs], "--", color=color, label=f"{label} p90")
     for ax, title in zip(axes, ("time to first token", "time per output token")):
         ax.set_yscale("log")
+        _plain_log_ticks(ax)
         ax.set_xlabel("arrival rate, requests/s")
         ax.set_title(title, fontsize=10)
     axes[0].set_ylabel("seconds")
