@@ -4,7 +4,7 @@ Merged into ``hostile_cases.CASES`` at the end of that file; see its docstring f
 """
 from __future__ import annotations
 
-from hostile_cases import Case, ChipArg, Choice, Flag, Int, Model, Num, Opt, Sizes
+from hostile_cases import ODD, Case, ChipArg, Choice, Flag, Int, Model, Num, Opt, Raw, Sizes
 
 I = "tpu_notes.inference."
 DT = ("bf16", "fp32", "fp8", "int8", "int4")
@@ -13,6 +13,12 @@ DT = ("bf16", "fp32", "fp8", "int8", "int4")
 def _step(**kw):
     return dict(model=Model("llama3-8b"), chip=ChipArg("v5e"), n_chips=Int(4, big=True), batch=Int(8, big=True),
                 seq_len=Int(1024, big=True), **kw)
+
+
+def lazy_steps():
+    from tpu_notes.inference import latency_throughput_curve
+
+    return list(latency_throughput_curve("llama3-8b", "v5e", 4, 2048, [1, 8, 64]))
 
 
 def _sim_result():
@@ -67,6 +73,8 @@ CASES = {
     I + "serving.cost_per_million_tokens": Case(tokens_per_s_per_chip=Num(500.0),
                                                 dollars_per_chip_hour=Opt(Num(1.2), none_baseline=True),
                                                 chip=Opt(ChipArg("v5e"))),
+    I + "serving.pareto_frontier": Case(steps=Raw(lazy_steps, hostile=["abc", None, 3, [None], ("x",), ODD],
+                                                   lazy=True)),
     I + "serving.disaggregation_ratio": Case(prefill_s=Num(0.9), step_s=Num(0.02), batch=Int(32, big=True),
                                              decode_len=Int(512)),
     I + "serving.eviction_per_step": Case(batch=Int(32, big=True), prompt_len=Int(8192), decode_len=Int(4096)),

@@ -303,3 +303,18 @@ def test_serving_explorer_static_and_summary():
     assert fmt(s.total, "s") in text and "fits" in text
     with pytest.raises(ValueError, match="batch"):
         widgets.serving_explorer("llama3-8b", "v5e", 4, 4096, batch=0, static=True)
+
+
+def test_pareto_frontier_keeps_only_undominated_settings():
+    steps = []
+    for n in (4, 8, 16):
+        steps += I.latency_throughput_curve("llama3-70b", "v5e", n, 8192, [1, 4, 16, 64, 256],
+                                            weight_dtype="int8", kv_dtype="int8")
+    front = I.pareto_frontier(list(steps))
+    assert front and all(s.fits for s in front)
+    lat = [s.total for s in front]
+    thr = [s.tokens_per_s_per_chip for s in front]
+    assert lat == sorted(lat) and thr == sorted(thr)
+    for s in steps:
+        if s.fits and s not in front:      # each left-out setting is beaten on both counts by one on the front
+            assert any(f.total <= s.total and f.tokens_per_s_per_chip >= s.tokens_per_s_per_chip for f in front)

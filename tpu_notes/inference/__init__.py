@@ -5,7 +5,7 @@ Pure Python, no JAX (the analysis layer). One module per idea:
 
 - :mod:`.step`: one generation step (``KV load + max(weight load, FLOPs)``, each part) and one prefill;
 - :mod:`.serving`: what fits (largest batch, fewest chips, smallest slice), throughput per chip, the
-  latency–throughput curve, dollars per million tokens, the prefill:generate server ratio;
+  latency–throughput curve and its Pareto frontier, dollars per million tokens, the prefill:generate server ratio;
 - :mod:`.sharding`: how far generation can be model-sharded (HBM vs ICI, compute, latency), KV-cache sharding,
   1D vs 2D weight-stationary layouts;
 - :mod:`.speculative`: expected tokens per round and speedup against the acceptance rate;
@@ -16,7 +16,8 @@ The JAX side (a KV-cached decoder for :mod:`tpu_notes.model`, speculative sampli
 from __future__ import annotations
 
 from .serving import (cost_per_million_tokens, disaggregation_ratio, eviction_per_step, latency_throughput_curve,
-                      max_batch, min_chips, slice_shapes, smallest_topology, throughput_per_chip)
+                      max_batch, min_chips, pareto_frontier, slice_shapes, smallest_topology,
+                      throughput_per_chip)
 from .sharding import (ICI_HOP_LATENCY, GenerationMatmulTimes, KVSharding, WeightStationary,
                        generation_matmul_times, kv_sharding, latency_bound_tp, max_tp_ici, max_tp_memory,
                        weight_stationary_comms, ws_2d_crossover)
@@ -31,7 +32,7 @@ __all__ = [
     "Machine", "PrefillTime", "ServingMemory", "SimResult", "WeightStationary", "best_k", "cost_per_million_tokens",
     "critical_batch", "decode_step_time", "disaggregation_ratio", "eviction_per_step", "expected_tokens_per_round",
     "generation_matmul_times", "kv_bytes_per_token", "kv_sharding", "latency_bound_tp", "latency_throughput_curve",
-    "machine", "max_batch", "max_tp_ici", "max_tp_memory", "min_chips", "prefill_time", "serving_memory",
+    "machine", "max_batch", "max_tp_ici", "max_tp_memory", "min_chips", "pareto_frontier", "prefill_time", "serving_memory",
     "simulate", "slice_shapes", "smallest_topology", "speculative_speedup", "step_time_from_counts",
     "throughput_per_chip", "weight_params_read", "weight_stationary_comms", "ws_2d_crossover",
 ]

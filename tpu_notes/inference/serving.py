@@ -124,6 +124,24 @@ def latency_throughput_curve(model, chip, n_chips: int, seq_len: int, batches: O
     return tuple(s for s in out if s.fits or not fitting_only)
 
 
+def pareto_frontier(steps) -> tuple:
+    """The steps no other step beats on both latency (``.total``, lower is better) and throughput per chip
+    (``.tokens_per_s_per_chip``, higher is better), sorted by latency: the latency–throughput frontier across
+    batches, topologies and precisions. ``steps`` is a sequence of :class:`DecodeStepTime`; ones that do not fit in
+    memory are left out."""
+    if isinstance(steps, (str, bytes)) or not isinstance(steps, (list, tuple)):
+        raise TypeError(f"steps must be a list of DecodeStepTime; got {type(steps).__name__}")
+    for i, s in enumerate(steps):
+        if not isinstance(s, DecodeStepTime):
+            raise TypeError(f"steps[{i}] must be a DecodeStepTime; got {type(s).__name__}")
+    best, front = -math.inf, []
+    for s in sorted((s for s in steps if s.fits), key=lambda s: (s.total, -s.tokens_per_s_per_chip)):
+        if s.tokens_per_s_per_chip > best:
+            front.append(s)
+            best = s.tokens_per_s_per_chip
+    return tuple(front)
+
+
 def cost_per_million_tokens(tokens_per_s_per_chip, dollars_per_chip_hour: Optional[float] = None, *,
                             chip=None) -> float:
     """Dollars per million generated tokens: ``1e6 / (tokens/s/chip) × price / 3600``.
@@ -168,4 +186,4 @@ def eviction_per_step(batch: int, prompt_len: int, decode_len: int) -> dict:
 
 
 __all__ = ["cost_per_million_tokens", "disaggregation_ratio", "eviction_per_step", "latency_throughput_curve",
-           "max_batch", "min_chips", "slice_shapes", "smallest_topology", "throughput_per_chip"]
+           "max_batch", "min_chips", "pareto_frontier", "slice_shapes", "smallest_topology", "throughput_per_chip"]
