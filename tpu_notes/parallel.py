@@ -389,6 +389,7 @@ def layout_loss(params, tokens, model: TransformerConfig, parallelism: Paralleli
     that of :func:`tpu_notes.model.forward` and :func:`tpu_notes.model.loss`.
     """
     c, p = as_config(model, "model"), _check_parallelism(parallelism)
+    _check_flag("remat", remat)
     wsc = jax.lax.with_sharding_constraint
     gathered = None
     if p.fsdp > 1:
