@@ -34,8 +34,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import model as M
-from .transformer import TransformerConfig, as_config
-from .units import check_bool, check_positive
+from .transformer import TransformerConfig
+from .units import check_positive
 
 #: Largest prompt + generated length the generation buffers are built for.
 MAX_LEN = 2**16

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..hardware import Chip, get_chip
-from ..transformer import TransformerConfig, as_config
+from ..transformer import as_config
 from ..units import canonical_dtype, check_positive, dtype_bytes, fmt
 
 #: Dtype names the step-time functions take for weights and KV caches.

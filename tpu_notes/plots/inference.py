@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..units import fmt
 from .style import figure_and_axes, new_figure
 
 _PART_COLORS = {"kv": "#d62728", "weights": "#1f77b4", "flops": "#2ca02c"}
