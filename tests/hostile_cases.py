@@ -800,8 +800,6 @@ NOT_YET_COVERED = {
     "parallel": "Chapters 5-6 (JAX side), being written: add its functions to CASES and to COVERED_MODULES",
     "training.collectives": "Chapters 5-6, not yet in the registry: add its functions to CASES (as "
                             "hostile_cases_training.py does for the other training modules)",
-    "generate": "Chapter 7 (JAX decoding): its bad-input checks are tested in tests/test_generate.py; registry "
-                "entries still to add (each baseline compiles a model)",
 }
 
 #: Modules outside the analysis and measure layers (the book layer and glue), never driven by this test.
@@ -826,6 +824,17 @@ from hostile_cases_training import RESULT_RECORDS as _CH56_RECORDS  # noqa: E402
 CASES.update(_CH56_CASES)
 COVERED_MODULES = COVERED_MODULES + _CH56_COVERED
 RESULT_RECORDS |= _CH56_RECORDS
+
+# -- Chapter 5's JAX side: tpu_notes.parallel, tpu_notes.training.collectives and training's own wrappers -------------
+from hostile_cases_parallel import CASES as _PAR_CASES  # noqa: E402
+from hostile_cases_parallel import COVERED as _PAR_COVERED  # noqa: E402
+from hostile_cases_parallel import RESULT_RECORDS as _PAR_RECORDS  # noqa: E402
+
+CASES.update(_PAR_CASES)
+COVERED_MODULES = COVERED_MODULES + _PAR_COVERED
+RESULT_RECORDS |= _PAR_RECORDS
+for _name in _PAR_COVERED:
+    NOT_YET_COVERED.pop(_name, None)
 
 # -- Chapter 7: the tpu_notes.inference subpackage, kept in its own file ---------------------------------------------
 from hostile_cases_inference import CASES as _CH7_CASES  # noqa: E402

@@ -186,3 +186,19 @@ def test_replica_group_ids_must_fit_num_devices():
     assert parse_replica_groups("{{0,1},{2,3}}", 4) == ((0, 1), (2, 3))
     with pytest.raises(ValueError, match="num_devices"):
         parse_replica_groups("{{0,1},{2,3}}", 2)
+
+
+def test_long_tuple_shapes_with_index_comments_are_parsed():
+    """XLA prints /*index=5*/ inside long tuple shapes (a combined gradient all-reduce); the op must be found."""
+    text = ("%all-reduce.1 = (f32[2]{0}, f32[3]{0}, f32[4]{0}, f32[5]{0}, f32[6]{0}, /*index=5*/f32[7]{0}) "
+            "all-reduce(f32[2]{0} %a, f32[3]{0} %b, f32[4]{0} %c, f32[5]{0} %d, f32[6]{0} %e, f32[7]{0} %f), "
+            "replica_groups={{0,1}}, to_apply=%add")
+    (found,) = hlo.collectives(text)
+    assert found.kind == "all-reduce" and len(found.result_shapes) == 6
+    assert found.result_bytes == 4 * (2 + 3 + 4 + 5 + 6 + 7)
+
+
+def test_mesh_replica_groups_with_an_iota_device_order():
+    groups = hlo.parse_replica_groups("mesh['axis_0'=4,'axis_1'=2], device_ids=([2,4]T(1,0)) {'axis_0'}")
+    # devices 0..7 laid out as [2,4] then transposed: the mesh's axis_0 runs over 0,1,2,3 and over 4,5,6,7
+    assert groups == ((0, 1, 2, 3), (4, 5, 6, 7))

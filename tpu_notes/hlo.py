@@ -116,13 +116,19 @@ def _split_call(rest: str) -> tuple[str, str]:
     return rest, ""
 
 
+def _strip_comments(text: str) -> str:
+    """Drop the ``/*index=5*/`` comments XLA prints inside long tuple shapes (their ``=`` cut the shape short, and
+    the instruction, e.g. a combined all-reduce of every gradient, was silently skipped)."""
+    return re.sub(r"/\*.*?\*/", "", text)
+
+
 def _text_of(compiled_or_text, argument: str = "compiled_or_hlo_text") -> str:
     if isinstance(compiled_or_text, str):
-        return compiled_or_text
+        return _strip_comments(compiled_or_text)
     if hasattr(compiled_or_text, "as_text"):
         text = compiled_or_text.as_text()
         if isinstance(text, str):
-            return text
+            return _strip_comments(text)
     raise TypeError(f"{argument} must be HLO text or a compiled JAX object with .as_text(); "
                     f"got {type(compiled_or_text).__name__}")
 
@@ -182,6 +188,7 @@ def parse_replica_groups(text: Optional[str], num_devices: Optional[int] = None)
 _INT_LIST = r"\s*\d+\s*(?:,\s*\d+\s*)*"
 _EXPLICIT_RE = re.compile(r"^\{\s*(?:\{(?:" + _INT_LIST + r")?\}\s*(?:,\s*\{(?:" + _INT_LIST + r")?\}\s*)*)?\}$")
 _IOTA_RE = re.compile(r"^\[(" + _INT_LIST + r")\]\s*<=\s*\[(" + _INT_LIST + r")\](?:\s*T\((" + _INT_LIST + r")\))?$")
+_MESH_IOTA_RE = re.compile(r"^mesh\[([^\]]*)\],\s*device_ids=\(\[([0-9,\s]*)\](?:T\(([0-9,\s]*)\))?\)\s*(\{.*\})$")
 _MESH_RE = re.compile(r"^mesh\[(.*?)\]\s*\{(\s*(?:'[^']+'\s*(?:,\s*'[^']+'\s*)*)?)\}$")
 
 
@@ -189,6 +196,13 @@ def _parse_groups(t: str, np) -> tuple[tuple[int, ...], ...]:
     """The groups of a non-empty replica_groups spelling ``t`` (whole-string matches only)."""
     text = t
     if t.startswith("mesh["):
+        iota = _MESH_IOTA_RE.match(t)
+        if iota:   # mesh['a'=4,'b'=2], device_ids=([2,4]T(1,0)) {'a'}: the device order is an iota; write it out
+            src = [int(x) for x in iota.group(2).split(",") if x.strip()]
+            ids = np.arange(math.prod(src)).reshape(src)
+            if iota.group(3):
+                ids = ids.transpose([int(x) for x in iota.group(3).split(",") if x.strip()])
+            t = f"mesh[{iota.group(1)},device_ids=[{','.join(str(int(x)) for x in ids.ravel())}]] {iota.group(4)}"
         m = _MESH_RE.match(t)
         if not m:
             raise ValueError(f"cannot parse text {text!r} as mesh replica groups (truncated?)")

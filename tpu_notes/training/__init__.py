@@ -14,6 +14,7 @@ The JAX side, the same layouts run for real on (simulated) devices, is :mod:`tpu
 """
 from __future__ import annotations
 
+from .collectives import PredictedCollective, collective_totals, predicted_collectives
 from .cost import chip_hours, flops_per_token, hfu, mfu, training_cost, training_flops, training_time
 from .memory import (OPTIMIZERS, REMAT, BatchSplit, MemoryBreakdown, activation_values_per_token_layer,
                      batch_split, min_chips_for_memory, optimizer_bytes_per_param, training_memory)
@@ -22,13 +23,6 @@ from .planner import Plan, PlanResult, plan
 from .rooflines import (STRATEGIES, LayerTimes, critical_batch_per_chip, ici_intensity, max_tensor_parallelism,
                         mlp_layer_times, optimal_fsdp_degree, pipeline_bubble_fraction)
 from .step import AxisPart, Layout, StepTime, map_to_slice, step_time
-
-
-def predicted_collectives(model, parallelism, batch_tokens, seq_len, dtype="bf16"):
-    """The collectives of one training step of :mod:`tpu_notes.model` (see :mod:`.collectives`)."""
-    from .collectives import predicted_collectives as _predicted
-
-    return _predicted(model, parallelism, batch_tokens, seq_len, dtype=dtype)
 
 
 def compiled_step(model, parallelism, batch, seq_len, devices=None, **kwargs):
@@ -40,7 +34,7 @@ def compiled_step(model, parallelism, batch, seq_len, devices=None, **kwargs):
 
 __all__ = [
     "MESH_AXES", "OPTIMIZERS", "REMAT", "STRATEGIES", "AxisPart", "BatchSplit", "Layout", "LayerTimes",
-    "MemoryBreakdown", "Parallelism", "Plan", "PlanResult", "StepTime", "activation_values_per_token_layer",
+    "MemoryBreakdown", "Parallelism", "Plan", "PlanResult", "PredictedCollective", "StepTime", "collective_totals", "activation_values_per_token_layer",
     "batch_split", "chip_hours", "compiled_step", "critical_batch_per_chip", "flops_per_token", "hfu",
     "ici_intensity", "map_to_slice", "max_tensor_parallelism", "mfu", "min_chips_for_memory", "mlp_layer_times",
     "optimal_fsdp_degree", "optimizer_bytes_per_param", "pipeline_bubble_fraction", "plan", "predicted_collectives",
