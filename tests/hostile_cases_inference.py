@@ -4,7 +4,7 @@ Merged into ``hostile_cases.CASES`` at the end of that file; see its docstring f
 """
 from __future__ import annotations
 
-from hostile_cases import ODD, Case, ChipArg, Choice, Flag, Int, Model, Num, Opt, Raw, Sizes
+from hostile_cases import ODD, Case, ChipArg, Choice, Fixed, Flag, Int, Model, Num, Opt, Raw, Sizes
 
 I = "tpu_notes.inference."
 DT = ("bf16", "fp32", "fp8", "int8", "int4")
@@ -111,8 +111,106 @@ CASES = {
     I + "simulator.SimResult.row": Case(self_=_sim_result),
 }
 
+# -- tpu_notes.generate (JAX): model parameters, prompts and probability vectors are not fuzzed -----------------------
+G = "tpu_notes.generate."
+TINY = "tiny-gqa"
+
+
+def _params():
+    from tpu_notes import model
+
+    return model.init_params(TINY, 0)
+
+
+def _prompt():
+    from tpu_notes import model
+
+    return model.random_tokens(TINY, 1, 4, seed=1)
+
+
+def _cache():
+    from tpu_notes import generate
+
+    return generate.prefill(_params(), _prompt(), TINY, 8)[1]
+
+
+def _token():
+    import jax.numpy as jnp
+
+    return jnp.zeros((1,), jnp.int32)
+
+
+def _probs(seed):
+    def make():
+        import numpy as np
+
+        return np.random.default_rng(seed).dirichlet(np.ones(5))
+    return make
+
+
+def _logits():
+    import jax.numpy as jnp
+
+    return jnp.arange(6.0)
+
+
+def _fit():
+    class Fit:
+        peak_flops = 1e11
+        bandwidth = 1e10
+
+    return Fit()
+
+
+def _spec(**kw):
+    return dict(target_params=Fixed(_params, lazy=True), target_config=Model(TINY),
+                draft_params=Fixed(_params, lazy=True), draft_config=Model(TINY),
+                prompt=Fixed(_prompt, lazy=True), new_tokens=Int(3, big=True), k=Int(2, big=True),
+                temperature=Num(1.0, zero=True), seed=Int(0, zero=True, big=True), **kw)
+
+
+CASES.update({
+    G + "init_cache": Case(config=Model(TINY), batch=Int(2, big=True), max_len=Int(16, big=True),
+                           dtype=Choice("float32")),
+    G + "cache_bytes": Case(cache=Raw(_cache, hostile=["x", None, 3, {"k": 1}, ODD], lazy=True)),
+    G + "prefill": Case(params=Fixed(_params, lazy=True), tokens=Fixed(_prompt, lazy=True), config=Model(TINY),
+                        max_len=Int(8, big=True)),
+    G + "decode_step": Case(params=Fixed(_params, lazy=True), cache=Raw(_cache, hostile=["x", None, 3, ODD],
+                                                                        lazy=True),
+                            token=Fixed(_token, lazy=True), pos=Int(4, zero=True, big=True), config=Model(TINY)),
+    G + "generate": Case(params=Fixed(_params, lazy=True), prompt=Fixed(_prompt, lazy=True), config=Model(TINY),
+                         new_tokens=Int(3, big=True), temperature=Num(0.5, zero=True),
+                         seed=Int(0, zero=True, big=True)),
+    G + "generate_uncached": Case(params=Fixed(_params, lazy=True), prompt=Fixed(_prompt, lazy=True),
+                                  config=Model(TINY), new_tokens=Int(2, big=True), temperature=Num(0.5, zero=True),
+                                  seed=Int(0, zero=True, big=True)),
+    G + "token_probs": Case(logits=Fixed(_logits, lazy=True), temperature=Num(0.5, zero=True)),
+    G + "acceptance_probability": Case(p=Fixed(_probs(1), lazy=True), q=Fixed(_probs(2), lazy=True)),
+    G + "residual_distribution": Case(p=Fixed(_probs(1), lazy=True), q=Fixed(_probs(2), lazy=True)),
+    G + "speculative_step_distribution": Case(p=Fixed(_probs(1), lazy=True), q=Fixed(_probs(2), lazy=True)),
+    G + "speculative_generate": Case(**_spec()),
+    G + "speculative_samples": Case(**_spec(n_samples=Int(4, big=True))),
+    G + "target_distribution": Case(params=Fixed(_params, lazy=True), config=Model(TINY),
+                                    prompt=Fixed(_prompt, lazy=True), new_tokens=Int(1, top=4),
+                                    temperature=Num(1.0, zero=True)),
+    G + "decode_cost": Case(config=Model(TINY), batch=Int(2, big=True), seq_len=Int(16, big=True),
+                            dtype=Choice("float32")),
+    G + "measure_decode_step": Case(run_baseline=False, config=Model(TINY), batch=Int(2, big=True),
+                                    seq_len=Int(16, big=True), dtype=Choice("float32"), repeats=Int(1, big=True),
+                                    steps=Int(2, big=True)),
+    G + "measured_vs_predicted": Case(run_baseline=False, config=Model(TINY), fit=Raw(_fit, hostile=[
+                                          "no-such-chip", None, 3, ODD], lazy=True, names=("chip",)),
+                                      cases=Raw([(1, 16)], hostile=["abc", None, 3, [(1,)], [("x", 16)],
+                                                                    [(0, 16)], [(1, 2**40)], []]),
+                                      dtype=Choice("float32"), repeats=Int(1, big=True)),
+    G + "decode_bytes_oracle": Case(cases=Raw([(TINY, 1, 16)], hostile=["abc", None, 3, [(TINY, 1)],
+                                                                         [("no-such-model", 1, 16)],
+                                                                         [(TINY, 0, 16)], []]),
+                                    dtype=Choice("float32")),
+})
+
 COVERED = ("inference.step", "inference.serving", "inference.sharding", "inference.speculative",
-           "inference.simulator")
+           "inference.simulator", "generate")
 
 #: Records the library builds itself (their fields are computed): constructors not fuzzed; methods have entries.
 RESULT_RECORDS = {

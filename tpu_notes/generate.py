@@ -34,16 +34,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import model as M
-from .transformer import TransformerConfig
+from .transformer import TransformerConfig, as_config
 from .units import check_positive
 
 #: Largest prompt + generated length the generation buffers are built for.
 MAX_LEN = 2**16
 
 
-def _config(config) -> TransformerConfig:
-    c = M._check_supported(config)
-    return c
+def _config(config, name: str = "config") -> TransformerConfig:
+    return M._check_supported(as_config(config, name))
 
 
 def _check_len(name, value, maximum=MAX_LEN):
@@ -55,6 +54,15 @@ def _check_temperature(t) -> float:
 
 
 # ------------------------------------------------------------------------------------------------ the cache
+def _check_cache(cache) -> dict:
+    ok = isinstance(cache, dict) and isinstance(cache.get("k"), list) and isinstance(cache.get("v"), list) and \
+        cache["k"] and all(hasattr(x, "shape") and getattr(x, "ndim", 0) == 4 for x in cache["k"] + cache["v"])
+    if not ok:
+        raise TypeError("cache must be the dict of init_cache or prefill ({'k': [arrays], 'v': [arrays]}); "
+                        f"got {type(cache).__name__}")
+    return cache
+
+
 def init_cache(config, batch: int, max_len: int, dtype=jnp.float32) -> dict:
     """Zeroed key/value buffers: ``{"k": [L arrays of [B, K, max_len, H]], "v": [...]}`` (heads before positions:
     the layout both attention contractions read without a transpose)."""
@@ -69,6 +77,7 @@ def init_cache(config, batch: int, max_len: int, dtype=jnp.float32) -> dict:
 
 def cache_bytes(cache) -> int:
     """Bytes held by a cache pytree."""
+    _check_cache(cache)
     return int(sum(x.size * x.dtype.itemsize for x in jax.tree_util.tree_leaves(cache)))
 
 
@@ -144,8 +153,7 @@ def decode_step(params, cache, token, pos, config):
     c = _config(config)
     M._check_params("params", params)
     M._check_array("token", token, ndim=1)
-    if not isinstance(cache, dict) or "k" not in cache or "v" not in cache:
-        raise TypeError(f"cache must be the dict of init_cache or prefill; got {type(cache).__name__}")
+    _check_cache(cache)
     if not isinstance(pos, (jax.Array, jax.core.Tracer)):
         pos = check_positive("pos", pos, integer=True, allow_zero=True, maximum=cache["k"][0].shape[2] - 1)
     return _decode_step(params, cache, token, jnp.asarray(pos, jnp.int32), c)
@@ -216,6 +224,7 @@ def generate_uncached(params, prompt, config, new_tokens: int, *, temperature: f
 # ------------------------------------------------------------------------------------ speculative sampling
 def token_probs(logits, temperature: float):
     """Next-token probabilities: ``softmax(logits / temperature)``, or one-hot at the argmax when it is 0."""
+    temperature = _check_temperature(temperature)
     if temperature == 0:
         return jax.nn.one_hot(jnp.argmax(logits, axis=-1), logits.shape[-1], dtype=jnp.float32)
     return jax.nn.softmax(logits.astype(jnp.float32) / temperature, axis=-1)
@@ -290,7 +299,7 @@ def speculative_generate(target_params, target_config, draft_params, draft_confi
     target pass is ``new_tokens / rounds`` (about, the last round may overshoot). The target and draft must share
     the vocabulary. ``temperature=0`` reproduces the target's greedy tokens exactly.
     """
-    tc, dc = _config(target_config), _config(draft_config)
+    tc, dc = _config(target_config, "target_config"), _config(draft_config, "draft_config")
     if tc.vocab != dc.vocab:
         raise ValueError(f"draft_config must share the target's vocabulary ({tc.vocab}); got {dc.vocab}")
     M._check_params("target_params", target_params)
@@ -311,7 +320,7 @@ def speculative_samples(target_params, target_config, draft_params, draft_config
                         n_samples: int, *, k: int = 2, temperature: float = 1.0, seed: int = 0):
     """``n_samples`` independent speculative generations (vmapped over keys): tokens ``[n_samples, new_tokens]``
     and the acceptance rate (draft tokens kept / drafted)."""
-    tc, dc = _config(target_config), _config(draft_config)
+    tc, dc = _config(target_config, "target_config"), _config(draft_config, "draft_config")
     M._check_tokens(prompt, tc)
     new_tokens = _check_len("new_tokens", new_tokens, 4096)
     n_samples = _check_len("n_samples", n_samples, 10**6)
@@ -405,6 +414,20 @@ def measure_decode_step(config, batch: int, seq_len: int, dtype=jnp.float32, rep
     return timing, timing.median_s / steps
 
 
+def _check_cases(name: str, cases, width: int) -> list:
+    what = "(batch, seq_len)" if width == 2 else "(config, batch, seq_len)"
+    if isinstance(cases, (str, bytes)) or not isinstance(cases, (list, tuple)) or not cases:
+        raise TypeError(f"{name} must be a non-empty list of {what} tuples; got {cases!r}")
+    out = []
+    for i, case in enumerate(cases):
+        if isinstance(case, (str, bytes)) or not isinstance(case, (list, tuple)) or len(case) != width:
+            raise TypeError(f"{name}[{i}] must be a {what} tuple; got {case!r}")
+        head = [_config(case[0], f"{name}[{i}] config")] if width == 3 else []
+        out.append((*head, _check_len(f"{name}[{i}] batch", case[-2], 2**16),
+                    _check_len(f"{name}[{i}] seq_len", case[-1])))
+    return out
+
+
 def measured_vs_predicted(config, fit, cases, dtype=jnp.float32, repeats: int = 3) -> list[dict]:
     """For each ``(batch, seq_len)`` of ``cases``: the measured seconds per decode step
     (:func:`measure_decode_step`) beside :func:`tpu_notes.inference.decode_step_time` on ``fit`` (a measured
@@ -415,7 +438,7 @@ def measured_vs_predicted(config, fit, cases, dtype=jnp.float32, repeats: int = 
     c = _config(config)
     name = canonical_dtype(jnp.dtype(M._check_float_dtype("dtype", dtype)).name)
     rows = []
-    for batch, seq_len in cases:
+    for batch, seq_len in _check_cases("cases", cases, 2):
         _, measured = measure_decode_step(c, batch, seq_len, dtype, repeats=repeats)
         pred = decode_step_time(c, fit, 1, batch, seq_len, weight_dtype=name, kv_dtype=name, compute_dtype="bf16")
         rows.append({"batch": batch, "seq_len": seq_len, "measured_s": measured, "predicted_s": pred.total,
@@ -430,7 +453,7 @@ def decode_bytes_oracle(cases, dtype=jnp.float32) -> list[dict]:
     from .inference import weight_params_read
 
     rows = []
-    for config, batch, seq_len in cases:
+    for config, batch, seq_len in _check_cases("cases", cases, 3):
         c = _config(config)
         b = jnp.dtype(M._check_float_dtype("dtype", dtype)).itemsize
         weights = weight_params_read(c, batch) * b
