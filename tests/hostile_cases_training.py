@@ -64,6 +64,17 @@ def _rows():
     return reconcile()[:2]
 
 
+def _bench_result():
+    from tpu_notes import bench
+
+    mm = bench.Measurement(kind="matmul", label="m", flops=2e9, nbytes=1e7, seconds=0.01, dtype="fp32",
+                           shape=(8, 8, 8))
+    cp = bench.Measurement(kind="copy", label="c", flops=1e6, nbytes=1e9, seconds=0.02, dtype="fp32",
+                           shape=(250_000_000,), op="add")
+    return bench.RooflineMeasurement(platform="cpu", device_kind="cpu", chip=None, dtype="fp32", matmuls=(mm,),
+                                     copies=(cp,), fit=bench.fit_roofline([mm, cp], min_copy_bytes=1), wall_s=1.0)
+
+
 _NOT_PAR = ["abc", None, 3, ODD, {"fsdp": 8}]
 _NOT_SLICE = ["v5p:4x4x4", None, 3, ODD, (4, 4, 4)]
 REMAT = Choice("full_block", names=("remat", "policy"))
@@ -171,6 +182,9 @@ CASES = {
     TR + "published.fitted_efficiency": Case(runs=Raw(lambda: [_run()], ["abc", None, 3, [], [ODD], ODD],
                                                       lazy=True)),
     TR + "published.format_table": Case(rows=Raw(_rows, ["abc", None, 3, [ODD], ODD], lazy=True)),
+    # the JSON that `python -m tpu_notes bench --json` prints (added with the command-line entry)
+    T + "bench.result_json": Case(result=Raw(_bench_result, ["abc", None, 3, ODD], lazy=True),
+                                  chip=Opt(ChipArg("v5e"))),
 }
 
 COVERED = ("gpu", "training.parallelism", "training.cost", "training.memory", "training.rooflines", "training.step",

@@ -225,3 +225,31 @@ def test_cli_help_explains_every_flag():
 def test_cli_bench_help_reaches_the_bench():
     out = _cli("bench", "--help")
     assert out.returncode == 0 and "--repeats" in out.stdout
+
+
+def test_cli_spec_table_one_chip_and_json():
+    table = _cli("spec")
+    assert table.returncode == 0 and "v5e" in table.stdout and "h100" in table.stdout
+    one = _cli("spec", "v5e")
+    assert one.returncode == 0 and "hbm_bw" in one.stdout and "820 GB/s" in one.stdout and "tpus.md" in one.stdout
+    data = json.loads(_cli("spec", "h100", "--json").stdout)
+    assert data["h100"]["bf16_flops"]["value"] == 9.89e14 and data["h100"]["bf16_flops"]["source"]
+    bad = _cli("spec", "nochip")
+    assert bad.returncode == 2 and "unknown chip" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_bench_result_json_round_trips():
+    from tpu_notes import bench
+
+    fake = bench.Measurement(kind="matmul", label="m", flops=2e9, nbytes=1e7, seconds=0.01, dtype="fp32",
+                             shape=(8, 8, 8))
+    copy = bench.Measurement(kind="copy", label="c", flops=1e6, nbytes=1e9, seconds=0.02, dtype="fp32",
+                             shape=(250_000_000,), op="add")
+    fit = bench.fit_roofline([fake, copy], min_copy_bytes=1)
+    res = bench.RooflineMeasurement(platform="cpu", device_kind="cpu", chip=None, dtype="fp32", matmuls=(fake,),
+                                    copies=(copy,), fit=fit, wall_s=1.0)
+    data = json.loads(json.dumps(bench.result_json(res)))
+    assert data["fit"]["peak_flops_per_s"] == pytest.approx(2e11)
+    assert data["matmuls"][0]["seconds"] == 0.01 and data["predictions"][0]["measured_s"] == 0.01
+    with pytest.raises(TypeError, match="result"):
+        bench.result_json("nope")

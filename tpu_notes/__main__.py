@@ -1,7 +1,8 @@
 """``python -m tpu_notes``: the book's command-line entry, one subcommand per job.
 
 - ``plan``: rank training layouts of a model on a TPU slice (Chapter 5, :func:`tpu_notes.training.plan`);
-- ``serve``: time one generation step and find the smallest slice (Chapter 7, :mod:`tpu_notes.inference`);
+- ``serve``: one generation step, throughput and the smallest topology (Chapter 7, :mod:`tpu_notes.inference`);
+- ``spec``: the chip table, or every figure of a chip with its source (:mod:`tpu_notes.hardware`);
 - ``bench``: measure this machine's roofline and compare with the model (Chapter 1, :mod:`tpu_notes.bench`).
 
 Bad input prints one line to stderr and exits with status 2; ``--help`` explains every flag.
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import signal
 import sys
 from typing import Optional, Sequence
 
@@ -118,6 +120,64 @@ def _serve(args) -> int:
     return 0
 
 
+def chip_spec(chip) -> dict:
+    """Every published figure of one chip with its source: ``{field: {"value": ..., "source": ...}}`` (SI units)."""
+    from dataclasses import fields
+
+    from .hardware import Chip, get_chip, source
+
+    c = get_chip(chip, "chip")
+    out = {}
+    for f in fields(Chip):
+        value = getattr(c, f.name)
+        if f.name in ("sources", "name") or value is None:
+            continue
+        out[f.name] = {"value": list(value) if isinstance(value, tuple) else value, "source": source(c, f.name)}
+    return out
+
+
+def _spec(args) -> int:
+    from .hardware import CHIPS, format_spec_table, get_chip
+
+    if not args.chips:
+        if args.json:
+            json.dump({name: chip_spec(name) for name in CHIPS}, sys.stdout, indent=1)
+            print()
+        else:
+            print(format_spec_table())
+            print("\n`python -m tpu_notes spec CHIP` lists every figure of one chip with its source.")
+        return 0
+    names = [get_chip(n, "chip").name for n in args.chips]          # fail on a bad name before printing anything
+    if args.json:
+        json.dump({n: chip_spec(n) for n in names}, sys.stdout, indent=1)
+        print()
+        return 0
+    for n in names:
+        spec = chip_spec(n)
+        width = max(len(k) for k in spec)
+        print(f"{spec['long_name']['value']} ({n})")
+        for key, item in spec.items():
+            if key == "long_name":
+                continue
+            print(f"  {key:<{width}}  {_spec_value(key, item['value']):>14}  {item['source']}")
+        print()
+    return 0
+
+
+def _spec_value(field: str, value) -> str:
+    from .units import fmt
+
+    if isinstance(value, (list, str, bool)) or value is None:
+        return str(value)
+    unit = ("FLOP/s" if field.endswith("_flops") and not field.startswith("int8") else
+            "OP/s" if field.startswith("int8") else
+            "B/s" if "_bw" in field else
+            "B" if field.endswith("_bytes") else
+            "Hz" if field.endswith("_hz") else
+            "$/h" if field.startswith("dollars") else "")
+    return fmt(value, unit) if unit else (f"{value:g}" if isinstance(value, float) else str(value))
+
+
 def _bench(args) -> int:
     from .bench import main as bench_main
 
@@ -127,7 +187,7 @@ def _bench(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m tpu_notes",
                                      description="The command-line entry of Scale Your Model: one subcommand per job.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{plan,serve,bench}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{plan,serve,spec,bench}")
     p = sub.add_parser("plan", help="rank training layouts of a model on a TPU slice (Chapter 5)",
                        description="Rank every data/FSDP/tensor/pipeline layout of one training step by predicted "
                                    "step time, with memory per chip, the comms/compute ratio and MFU.")
@@ -157,6 +217,11 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--chips", type=int, default=None, help="chips to serve on (default: the smallest topology)")
     v.add_argument("--json", action="store_true", help="print JSON instead of text")
     v.set_defaults(func=_serve)
+    s = sub.add_parser("spec", help="a chip's figures with their sources (Chapters 1, 2, 11)",
+                       description="Print the chip table, or every figure of the chips named, each with its source.")
+    s.add_argument("chips", nargs="*", metavar="CHIP", help="chip names (e.g. v5e h100); none: the whole table")
+    s.add_argument("--json", action="store_true", help="print JSON (value and source per figure) instead of text")
+    s.set_defaults(func=_spec)
     b = sub.add_parser("bench", help="measure this machine's roofline (Chapter 1); flags after it go to the bench",
                        add_help=False)
     b.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of python -m tpu_notes.bench")
@@ -165,6 +230,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    if argv is None and hasattr(signal, "SIGPIPE"):      # `python -m tpu_notes spec | head` ends quietly
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:            # everything after "bench", --help included, belongs to the bench
         from .bench import main as bench_main

@@ -666,10 +666,38 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--chip", default=None, help="compare with this tpu_notes chip instead of the detected one")
     parser.add_argument("--dtype", default=None, choices=BENCH_DTYPES, help="measure in this dtype")
     parser.add_argument("--repeats", type=int, default=5, help="timed samples per operation (median reported)")
+    parser.add_argument("--json", action="store_true", help="print the measurements and the fit as JSON")
     args = parser.parse_args(argv)
     result = measure_roofline(dtype=args.dtype, repeats=args.repeats)
-    print(report(result, chip=args.chip))
+    if args.json:
+        import json
+
+        print(json.dumps(result_json(result, chip=args.chip), indent=1))
+    else:
+        print(report(result, chip=args.chip))
     return 0
+
+
+def result_json(result: RooflineMeasurement, chip=None) -> dict:
+    """A :class:`RooflineMeasurement` as plain JSON-ready data (SI units; seconds, bytes, FLOP/s), with the
+    predictions of :func:`predict` beside each measurement (what ``python -m tpu_notes bench --json`` prints)."""
+    if not isinstance(result, RooflineMeasurement):
+        raise TypeError(f"result must be a RooflineMeasurement from measure_roofline(); got {type(result).__name__}")
+
+    def meas(m: Measurement) -> dict:
+        return {"kind": m.kind, "label": m.label, "shape": list(m.shape), "dtype": m.dtype, "flops": m.flops,
+                "bytes": m.nbytes, "seconds": m.seconds, "flops_per_s": m.flops_per_s, "bytes_per_s": m.bytes_per_s}
+
+    f = result.fit
+    return {"platform": result.platform, "device_kind": result.device_kind, "chip": result.chip,
+            "dtype": result.dtype, "wall_s": result.wall_s, "cache_bytes": result.cache_bytes,
+            "memory_level": result.memory_level,
+            "fit": {"peak_flops_per_s": f.peak_flops, "bandwidth_bytes_per_s": f.bandwidth,
+                    "critical_intensity": f.critical_intensity, "peak_from": f.peak_from,
+                    "bandwidth_from": f.bandwidth_from, "bandwidth_spread": list(f.bandwidth_spread)},
+            "matmuls": [meas(m) for m in result.matmuls], "copies": [meas(m) for m in result.copies],
+            "predictions": [{"label": p.label, "measured_s": p.measured_s, "fitted_s": p.fitted_s,
+                             "model_s": p.model_s} for p in predict(result, chip)]}
 
 
 # ------------------------------------------------------------------------------------------ collectives (Ch. 3)
