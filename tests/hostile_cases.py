@@ -844,3 +844,21 @@ from hostile_cases_inference import RESULT_RECORDS as _CH7_RECORDS  # noqa: E402
 CASES.update(_CH7_CASES)
 COVERED_MODULES = COVERED_MODULES + _CH7_COVERED
 RESULT_RECORDS |= _CH7_RECORDS
+
+# -- Chapter 9: tpu_notes.profile, kept in its own file ----------------------------------------------------------------
+from hostile_cases_profile import CASES as _CH9_CASES  # noqa: E402
+from hostile_cases_profile import COVERED as _CH9_COVERED  # noqa: E402
+from hostile_cases_profile import RESULT_RECORDS as _CH9_RECORDS  # noqa: E402
+
+CASES.update(_CH9_CASES)
+COVERED_MODULES = COVERED_MODULES + _CH9_COVERED
+RESULT_RECORDS |= _CH9_RECORDS
+
+# -- Chapter 11: tpu_notes.gpu (moved out of hostile_cases_training), kept in its own file --------------------------
+from hostile_cases_gpu import CASES as _CH11_CASES  # noqa: E402
+from hostile_cases_gpu import COVERED as _CH11_COVERED  # noqa: E402
+from hostile_cases_gpu import RESULT_RECORDS as _CH11_RECORDS  # noqa: E402
+
+CASES.update(_CH11_CASES)
+COVERED_MODULES = COVERED_MODULES + _CH11_COVERED
+RESULT_RECORDS |= _CH11_RECORDS

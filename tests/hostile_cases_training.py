@@ -1,4 +1,4 @@
-"""Baseline calls of Chapters 5–6's modules (tpu_notes.training.*, tpu_notes.gpu) for tests/test_hostile_input.py.
+"""Baseline calls of Chapters 5–6's modules (tpu_notes.training.*) for tests/test_hostile_input.py (gpu: its own file).
 
 Merged into ``hostile_cases.CASES`` at the end of that file; see its docstring for the kinds of argument.
 """
@@ -82,12 +82,6 @@ REMAT = Choice("full_block", names=("remat", "policy"))
 REMAT_ANY = Raw("full_block", ["sometimes", "", None, ODD, -1, 0, float("nan"), float("inf"), True, [3]])
 
 CASES = {
-    # -- gpu ---------------------------------------------------------------------------------------------------
-    T + "gpu.GpuCluster": Case(chip=ChipArg("h100"), n_gpus=Int(64), node_size=Int(8, zero=True)),
-    T + "gpu.GpuCluster.collective_time": Case(self_=_cluster, kind=Choice("all-gather"), nbytes=Num(1e8, zero=True),
-                                               group=Int(16), inner=Opt(Int(8)), hop_latency=Num(5e-6, zero=True)),
-    T + "gpu.GpuCluster.send_time": Case(self_=_cluster, nbytes=Num(1e8, zero=True), across_nodes=Flag(True),
-                                         hop_latency=Num(5e-6, zero=True)),
     # -- training.parallelism ------------------------------------------------------------------------------------
     TR + "parallelism.Parallelism": Case(data=Int(2), fsdp=Int(4), tensor=Int(2), pipeline=Int(1), expert=Int(1),
                                          microbatches=Int(1), dcn=Int(1)),
@@ -187,7 +181,7 @@ CASES = {
                                   chip=Opt(ChipArg("v5e"))),
 }
 
-COVERED = ("gpu", "training.parallelism", "training.cost", "training.memory", "training.rooflines", "training.step",
+COVERED = ("training.parallelism", "training.cost", "training.memory", "training.rooflines", "training.step",
            "training.planner", "training.pipeline", "training.published")
 
 #: Records the library builds itself (their fields are computed): constructors not fuzzed; methods have entries.

@@ -59,3 +59,163 @@ def test_step_time_on_gpus_interleaving_shrinks_the_bubble():
 def test_bad_input(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+# -- Chapter 11: the multi-level fat tree, the explicit-graph oracle, the chip table's GPU parts ----------------
+
+from tpu_notes import gpu as G  # noqa: E402
+from tpu_notes import hardware  # noqa: E402
+from tpu_notes import inference  # noqa: E402
+
+CASES = [  # (cluster, group, inner, span)
+    (lambda: GpuCluster("h100", 8), 8, 8, None),
+    (lambda: GpuCluster("h100", 64), 64, 8, None),
+    (lambda: GpuCluster("h100", 64), 16, 2, None),
+    (lambda: G.dgx_superpod("h100", 256), 32, 1, None),
+    (lambda: G.dgx_superpod("h100", 256), 16, 1, 256),
+    (lambda: G.dgx_superpod("h100", 256), 128, 4, None),
+    (lambda: GpuCluster("h100", 256, levels=(("leaf", 8), ("spine", 4, 2.0))), 256, 8, None),
+    (lambda: GpuCluster("h100", 256, levels=(("leaf", 8), ("spine", 4, 2.0))), 32, 1, None),
+    (lambda: G.dgx_superpod("h100", 1024), 1024, 8, None),
+    (lambda: G.dgx_superpod("h100", 1024), 128, 1, None),
+    (lambda: G.dgx_superpod("gb200", 576, nodes_per_su=8), 576, 72, None),
+]
+
+
+@pytest.mark.parametrize("kind", ["all-gather", "reduce-scatter", "all-reduce", "all-to-all"])
+@pytest.mark.parametrize("make, group, inner, span", CASES)
+def test_closed_form_matches_the_explicit_graph(make, group, inner, span, kind):
+    c = make()
+    closed = c.collective_time(kind, 1e9, group, inner, span=span, hop_latency=0).total
+    direct = G.direct_collective_time(c, kind, 1e9, group, inner, span=span)
+    assert closed > 0
+    assert closed == pytest.approx(direct, rel=1e-9)
+
+
+def test_the_explicit_graph_finds_the_busiest_link_where_the_formula_says():
+    c = G.dgx_superpod("h100", 256)
+    loads = G.link_loads(c, "all-gather", 1e9, 256, 8)
+    worst = max(loads, key=lambda ld: ld.time)
+    terms = c.collective_terms("all-gather", 1e9, 256, 8)
+    assert max(terms, key=terms.get) == "leaf"
+    assert worst.link[1][0] == "gpu" and worst.link[0][0] == "leaf"    # a NIC's downlink
+    assert sum(ld.nbytes for ld in loads if ld.link[1] == ("gpu", 0)) == pytest.approx(1e9 * 255 / 256)
+
+
+def test_the_books_superpod_numbers():
+    c = G.dgx_superpod("h100", 1024)
+    assert [lv.degree for lv in c.levels] == [32, 4]
+    table = c.level_table()
+    assert [r.gpus for r in table] == [8, 256, 1024]
+    assert table[1].collective_bw == pytest.approx(400e9) and table[2].child_uplink_bw == pytest.approx(12.8e12)
+    terms = c.collective_terms("all-gather", 1.0, 1024, 8)
+    assert 1 / terms["node"] == pytest.approx(514e9, rel=0.01)          # 450e9 * 8/7
+    # the book's per-level (D-1)/D gives 413 GB/s at the leaf; a node receives from all 127 others: 403 GB/s
+    assert 1 / terms["leaf"] == pytest.approx(400e9 * 128 / 127)
+    assert 1 / terms["spine"] > 1e13
+    two = GpuCluster("h100", 16).collective_terms("all-gather", 1.0, 16, 8)
+    assert two["node"] > two["network"]                                 # Quiz 4 Q5: the node level binds
+    assert 1 / two["network"] == pytest.approx(800e9)
+
+
+def test_sharp_halves_the_all_reduce_and_inner_sharding_divides_by_nodes_spanned():
+    c = GpuCluster("h100", 8)
+    plain = c.collective_time("all-reduce", 1e9, 8, hop_latency=0).total
+    sharp = c.collective_time("all-reduce", 1e9, 8, hop_latency=0, sharp=True).total
+    assert sharp == pytest.approx(1e9 / 450e9) and plain / sharp == pytest.approx(2 * 7 / 8)
+    su = G.dgx_superpod("h100", 256)
+    V = 2 * 8192 * 32768
+    base = su.collective_time("all-gather", V, 32, 1, span=256, hop_latency=0).total   # Y = 8 inside the node
+    y16 = su.collective_time("all-gather", V / 16, 16, 1, span=256, hop_latency=0).total
+    y8 = su.collective_time("all-gather", V / 8, 32, 1, span=256, hop_latency=0).total
+    assert y8 == pytest.approx(V * 31 / 32 / 400e9)                     # Y <= 8: no gain over the leaf
+    assert y16 == pytest.approx(V / 16 * 15 / 16 / 50e9)                # Y = 16: 2 nodes spanned
+    assert base > y8
+
+
+def test_ragged_all_to_all():
+    assert G.ragged_fraction(4, 8, exact=False) == 0.5
+    assert G.ragged_fraction(4, 8) == pytest.approx(1 - (7 / 8) ** 4)
+    c = GpuCluster("h100", 8)
+    dense = c.collective_time("all-to-all", 1e9, 8, hop_latency=0).total
+    assert dense == pytest.approx(1e9 * 7 / (64 * 450e9))
+    assert c.collective_time("all-to-all", 1e9, 8, hop_latency=0, top_k=4).total < dense
+
+
+def test_gpu_rooflines_match_the_book():
+    assert G.critical_batch_per_gpu("h100", across_nodes=False) == pytest.approx(2198, rel=1e-3)
+    assert G.critical_batch_per_gpu("h100") == pytest.approx(2472.5)
+    assert G.critical_batch_per_gpu("b200") == pytest.approx(5625)
+    assert G.critical_batch_per_gpu("h100", nodes=2) == pytest.approx(2472.5 / 2)
+    assert G.critical_batch_per_gpu("h100", experts=128, experts_per_token=4) == pytest.approx(32 * 2472.5)
+    assert G.critical_batch_per_gpu("h100", model_parallel_nodes=8) == pytest.approx(309, rel=1e-3)
+    assert G.max_tensor_parallelism("h100", 28672) == pytest.approx(28672 / 2198, rel=1e-3)
+    assert G.two_node_tensor_parallelism_ok("h100", 28672, 16)
+    assert not G.two_node_tensor_parallelism_ok("h100", 8192, 16)
+    ep = G.expert_parallel_times("h100", 1e6, 7168, 2048, 8, 64)
+    assert ep.math == pytest.approx(4e6 * 8 * 7168 * 2048 / (64 * 9.89e14))
+
+
+def test_critical_intensity_per_gpu_and_per_node_are_explicit():
+    h = hardware.get_chip("h100")
+    with pytest.raises(ValueError, match="node_egress"):
+        h.critical_intensity("bf16", "dcn")
+    assert h.critical_intensity("bf16", "node_egress") == pytest.approx(2472.5)
+    assert h.critical_intensity("bf16", "nic") == pytest.approx(19780)
+    assert hardware.get_chip("v5p").critical_intensity("bf16", "dcn") == pytest.approx(73440)
+
+
+def test_gpu_parts_in_the_chip_table():
+    h, b = hardware.get_chip("h100"), hardware.get_chip("b200")
+    assert (h.cuda_cores, b.cuda_cores, h.tensor_cores) == (16896, 18944, 528)
+    assert h.peak_flops("fp32") == pytest.approx(33.5e12, rel=0.01)
+    assert h.fp32_fma_flops == 2 * h.fp32_flops
+    assert b.clock_hz == pytest.approx(2.1e9, rel=0.01)
+    assert h.nvlink_links * h.nvlink_link_bw == h.nvlink_bw
+    assert h.nvlink_node_bw == pytest.approx(3.6e12)
+    for name in ("v100", "a100", "h100", "b200"):
+        c = hardware.get_chip(name)
+        derived = c.bf16_flops / (c.sms * c.tensor_cores_per_sm * c.tensor_clock_hz)
+        assert derived == pytest.approx(c.tc_flops_per_cycle, rel=0.05), name
+    gb = hardware.get_chip("gb200")
+    assert gb.node_size == 72 and gb.node_egress_bw == pytest.approx(72 * gb.dcn_bw)
+
+
+def test_decode_step_takes_a_gpu_cluster():
+    c = GpuCluster("h100", 16)
+    a = inference.decode_step_time("llama3-70b", c, None, 32, 4096)
+    b = inference.decode_step_time("llama3-70b", "h100", 16, 32, 4096)
+    assert a == b
+    with pytest.raises(ValueError, match="n_chips"):
+        inference.decode_step_time("llama3-70b", c, 8, 32, 4096)
+
+
+def test_step_time_on_a_superpod_uses_the_inner_axes():
+    flat, pod = GpuCluster("h100", 1024), G.dgx_superpod("h100", 1024)
+    p = T.Parallelism(tensor=8, data=128)
+    a = T.step_time("llama3-70b", p, flat, 4 * 2**20, 4096)
+    b = T.step_time("llama3-70b", p, pod, 4 * 2**20, 4096)
+    assert a.collectives["data"] == pytest.approx(b.collectives["data"])
+
+
+def test_strategy_times_cover_each_strategy():
+    rows = G.strategy_times(GpuCluster("h100", 64), "llama3-70b", 64 * 2048)
+    assert [r.strategy for r in rows] == ["dp", "tp", "pp"]
+    assert rows[0].bound == "comms"   # 2048 tokens per GPU < 2475
+    moe = G.strategy_times(GpuCluster("h100", 64), "deepseek-v3", 64 * 4096)
+    assert "ep" in [r.strategy for r in moe]
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: GpuCluster("h100", 64, levels=(("leaf", 4),)), "levels"),
+    (lambda: GpuCluster("h100", 64, levels=(("leaf", 8, 0.0),)), "oversubscription"),
+    (lambda: GpuCluster("h100", 64, levels=(("leaf", 8, -1.0),)), "oversubscription"),
+    (lambda: GpuCluster("a800", 8), "chip"),
+    (lambda: G.dgx_superpod("h100", 1000), "n_gpus"),
+    (lambda: GpuCluster("h100", 64).collective_time("all-gather", 1e6, 16, 1, span=100), "span"),
+    (lambda: GpuCluster("h100", 8).collective_time("all-gather", 1e6, 8, sharp=True), "sharp"),
+    (lambda: G.critical_batch_per_gpu("v5p"), "chip"),
+])
+def test_bad_input_ch11(call, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        call()

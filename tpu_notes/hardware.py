@@ -25,6 +25,29 @@ VREG_BYTES = 8 * 128 * 4
 
 _TABLE = "scaling book, tpus.md (TPU specs tables)"
 _GPU_TABLE = "scaling book, gpus.md (Summary of GPU specs tables)"
+_SM = "scaling book, gpus.md (4 subpartitions per SM, each 32 fp32 CUDA cores, one tensor core, 16k 32-bit " \
+      "registers: 256 KiB of registers per SM on every generation)"
+_TC = "scaling book, gpus.md tensor-core footnote (an estimate: V100 256, A100 512, H100 1024, B200 ~2048)"
+_NVL = "scaling book, gpus.md NVLink table"
+_NODE_IB = "scaling book, gpus.md (8 x 400 Gb/s InfiniBand NICs per node = 400 GB/s)"
+
+
+def _sm_parts(tc_flops_per_cycle: int) -> dict:
+    """The SM layout every NVIDIA GPU here shares (Volta to Blackwell)."""
+    return dict(subpartitions_per_sm=4, fp32_cores_per_subpartition=32, tensor_cores_per_sm=4,
+                tc_flops_per_cycle=tc_flops_per_cycle, register_bytes_per_sm=4 * 16384 * 4)
+
+
+def _fp32(sms: int, clock_hz: float) -> dict:
+    """Vector fp32 peaks derived from parts x clock: one op per CUDA core per cycle, x2 when an FMA counts."""
+    return dict(fp32_flops=sms * 4 * 32 * clock_hz, fp32_fma_flops=2 * sms * 4 * 32 * clock_hz)
+
+
+_GPU_DERIVED = {"fp32_flops": "derived: SMs x 4 x 32 CUDA cores x boost clock (scaling book, gpus.md Q2)",
+                "fp32_fma_flops": "derived: 2 x fp32_flops (an FMA counts as 2 FLOPs; NVIDIA's datasheet figure)",
+                "subpartitions_per_sm": _SM, "fp32_cores_per_subpartition": _SM, "tensor_cores_per_sm": _SM,
+                "register_bytes_per_sm": _SM, "tc_flops_per_cycle": _TC,
+                "clock_hz": _GPU_TABLE + " (the boost clock)", "base_clock_hz": _GPU_TABLE + " (the base clock)"}
 
 
 @dataclass(frozen=True)
@@ -57,6 +80,25 @@ class Chip:
     nvlink_bw: Optional[float] = None           # GPU: NVLink egress per GPU, one direction, bytes/s
     node_size: Optional[int] = None             # GPU: GPUs per NVLink node
     dollars_per_hour: Optional[float] = None    # on-demand cloud price per chip-hour, USD
+    # -- GPU parts (Chapter 11); clock_hz above is a GPU's BOOST clock ------------------------------------------
+    base_clock_hz: Optional[float] = None       # GPU: base (sustained) clock, Hz
+    tensor_clock_hz: Optional[float] = None     # GPU: the clock the scaling book uses for tensor-core FLOPs/cycle
+    sms: Optional[int] = None                   # GPU: streaming multiprocessors
+    subpartitions_per_sm: Optional[int] = None  # GPU: SM subpartitions (each a warp scheduler + a tensor core)
+    fp32_cores_per_subpartition: Optional[int] = None  # GPU: fp32 CUDA cores (ALUs) per subpartition
+    tensor_cores_per_sm: Optional[int] = None   # GPU: tensor cores per SM
+    tc_flops_per_cycle: Optional[int] = None    # GPU: dense bf16/fp16 FLOPs per tensor core per cycle
+    fp32_flops: Optional[float] = None          # GPU: vector fp32 FLOP/s WITHOUT FMA (one op per core per cycle)
+    fp32_fma_flops: Optional[float] = None      # GPU: vector fp32 FLOP/s counting an FMA as 2 (the datasheet)
+    register_bytes_per_sm: Optional[float] = None  # GPU: register file per SM, bytes
+    smem_bytes_per_sm: Optional[float] = None   # GPU: shared memory / L1 per SM, bytes
+    l2_bytes: Optional[float] = None            # GPU: L2 cache per chip, bytes
+    l2_bw: Optional[float] = None               # GPU: L2 bandwidth, bytes/s (measured; NVIDIA publishes none)
+    nvlink_links: Optional[int] = None          # GPU: NVLink links (ports) per GPU
+    nvlink_link_bw: Optional[float] = None      # GPU: one NVLink link, one direction, bytes/s
+    nvswitches_per_node: Optional[int] = None   # GPU: NVSwitch chips in one NVLink node
+    nvswitch_ports: Optional[int] = None        # GPU: NVLink ports of one NVSwitch
+    node_egress_bw: Optional[float] = None      # GPU: scale-out (InfiniBand) bandwidth of a WHOLE NODE, bytes/s
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
@@ -70,11 +112,15 @@ class Chip:
         for f in ("bf16_flops", "hbm_bytes", "hbm_bw"):
             check_positive(f, getattr(self, f))
         for f in ("int8_flops", "fp8_flops", "vmem_bytes", "vmem_bw", "ici_bw_oneway", "ici_bw_bidi", "pcie_bw",
-                  "dcn_bw", "clock_hz", "nvlink_bw", "dollars_per_hour"):
+                  "dcn_bw", "clock_hz", "nvlink_bw", "dollars_per_hour", "base_clock_hz", "tensor_clock_hz",
+                  "fp32_flops", "fp32_fma_flops", "register_bytes_per_sm", "smem_bytes_per_sm", "l2_bytes",
+                  "l2_bw", "nvlink_link_bw", "node_egress_bw"):
             if getattr(self, f) is not None:
                 check_positive(f, getattr(self, f))
         for f in ("mxu_size", "cores_per_chip", "mxus_per_core", "node_size", "vpu_alus_per_lane",
-                  "vregs_per_core"):
+                  "vregs_per_core", "sms", "subpartitions_per_sm", "fp32_cores_per_subpartition",
+                  "tensor_cores_per_sm", "tc_flops_per_cycle", "nvlink_links", "nvswitches_per_node",
+                  "nvswitch_ports"):
             if getattr(self, f) is not None:
                 check_positive(f, getattr(self, f), integer=True)
         if self.ici_dims is not None and self.ici_dims not in (1, 2, 3):
@@ -95,22 +141,33 @@ class Chip:
             raise TypeError(f"sources must be a mapping of field name -> source note; got {self.sources!r}")
 
     def peak_flops(self, dtype: str = "bf16") -> float:
-        """Peak matmul throughput in FLOP/s (OP/s for int8) for ``dtype`` ("bf16", "int8" or "fp8")."""
+        """Peak throughput in FLOP/s (OP/s for int8) for ``dtype``: the matmul units for "bf16", "int8" and "fp8";
+        for "fp32" the vector units (a GPU's CUDA cores, one op per core per cycle, no FMA: see ``fp32_fma_flops``
+        for the datasheet's doubled figure)."""
         d = canonical_dtype(dtype)
-        value = {"bf16": self.bf16_flops, "int8": self.int8_flops, "fp8": self.fp8_flops}.get(d)
+        value = {"bf16": self.bf16_flops, "int8": self.int8_flops, "fp8": self.fp8_flops,
+                 "fp32": self.fp32_flops}.get(d)
         if value is None:
             have = [n for n, v in (("bf16", self.bf16_flops), ("int8", self.int8_flops),
-                                   ("fp8", self.fp8_flops)) if v is not None]
+                                   ("fp8", self.fp8_flops), ("fp32", self.fp32_flops)) if v is not None]
             raise ValueError(f"{self.long_name} has no published {d} matmul peak; dtype must be one of {have}")
         return value
 
     def bandwidth(self, kind: str = "hbm") -> float:
         """Bandwidth in bytes/s of ``kind``: "hbm", "vmem", "ici" (bidirectional, per link), "ici_oneway",
-        "pcie", "dcn" (per chip) or "nvlink" (per GPU)."""
+        "pcie", "dcn" (a TPU's share of its host's DCN, per chip), "nvlink" (per GPU), "l2", and for GPUs the
+        two scale-out figures, named so the choice is explicit: "nic" (one GPU's NIC) and "node_egress" (the
+        whole node's NICs together). On a GPU "dcn" is refused: a per-GPU NIC figure used where the node's
+        bandwidth belongs was a real bug (a cross-node critical batch 8x too high on H100)."""
         kind = check_choice("kind", kind, BANDWIDTH_KINDS)
+        if kind == "dcn" and self.kind == "gpu":
+            raise ValueError(f"kind 'dcn' is ambiguous on a GPU ({self.long_name}): use 'nic' for one GPU's NIC "
+                             f"or 'node_egress' for the node's scale-out bandwidth (the cross-node data-parallel "
+                             f"threshold is C / node_egress)")
         value = {"hbm": self.hbm_bw, "vmem": self.vmem_bw, "ici": self.ici_bw_bidi,
                  "ici_oneway": self.ici_bw_oneway, "pcie": self.pcie_bw, "dcn": self.dcn_bw,
-                 "nvlink": self.nvlink_bw}[kind]
+                 "nvlink": self.nvlink_bw, "l2": self.l2_bw, "nic": self.dcn_bw if self.kind == "gpu" else None,
+                 "node_egress": self.node_egress_bw}[kind]
         if value is None:
             raise ValueError(f"{self.long_name} has no {kind} bandwidth figure")
         return value
@@ -118,7 +175,7 @@ class Chip:
     def critical_intensity(self, dtype: str = "bf16", bandwidth="hbm") -> float:
         """FLOPs per byte above which an op on this chip is compute-bound against ``bandwidth``.
 
-        ``bandwidth`` is a kind (one of :data:`BANDWIDTH_KINDS`) or an explicit figure in bytes/s, e.g. a measured
+        ``bandwidth`` is a kind (one of ``BANDWIDTH_KINDS``) or an explicit figure in bytes/s, e.g. a measured
         bandwidth or a different generation's: ``critical_intensity("bf16", 1.23e12)``. ``bandwidth="ici"`` uses the
         bidirectional per-link figure: the alpha of the training chapters (2550 on v5p).
         """
@@ -134,12 +191,33 @@ class Chip:
         return None if self.vregs_per_core is None else self.vregs_per_core * VREG_BYTES
 
     @property
+    def cuda_cores(self) -> Optional[int]:
+        """GPU: fp32 CUDA cores, ``SMs × subpartitions × cores per subpartition`` (16,896 on H100)."""
+        parts = (self.sms, self.subpartitions_per_sm, self.fp32_cores_per_subpartition)
+        return None if None in parts else math.prod(parts)
+
+    @property
+    def tensor_cores(self) -> Optional[int]:
+        """GPU: tensor cores per chip, ``SMs × tensor cores per SM`` (528 on H100)."""
+        return None if self.sms is None or self.tensor_cores_per_sm is None else self.sms * self.tensor_cores_per_sm
+
+    @property
+    def nvlink_node_bw(self) -> Optional[float]:
+        """GPU: the node's NVLink bandwidth, ``min(GPUs × egress, switches × ports × link)`` (3.6 TB/s on H100)."""
+        if None in (self.node_size, self.nvlink_bw):
+            return None
+        gpus = self.node_size * self.nvlink_bw
+        if None in (self.nvswitches_per_node, self.nvswitch_ports, self.nvlink_link_bw):
+            return gpus
+        return min(gpus, self.nvswitches_per_node * self.nvswitch_ports * self.nvlink_link_bw)
+
+    @property
     def n_cores(self) -> Optional[int]:
         """TensorCores per chip (alias of ``cores_per_chip``)."""
         return self.cores_per_chip
 
 
-BANDWIDTH_KINDS = ("hbm", "vmem", "ici", "ici_oneway", "pcie", "dcn", "nvlink")
+BANDWIDTH_KINDS = ("hbm", "vmem", "ici", "ici_oneway", "pcie", "dcn", "nvlink", "l2", "nic", "node_egress")
 
 
 def _tpu(**kw) -> Chip:
@@ -149,6 +227,16 @@ def _tpu(**kw) -> Chip:
 def _gpu(**kw) -> Chip:
     return Chip(kind="gpu", **kw)
 
+
+_B200_PARTS = dict(clock_hz=8e13 / (2 * 148 * 4 * 32), tensor_clock_hz=1.86e9, sms=148, **_sm_parts(2048),
+                   fp32_flops=4e13, fp32_fma_flops=8e13, smem_bytes_per_sm=256e3, l2_bytes=126e6,
+                   nvlink_links=18, nvlink_link_bw=5e10)
+_B200_SOURCES = {**_GPU_DERIVED, "nvlink_links": _NVL, "nvlink_link_bw": _NVL,
+                 "clock_hz": "derived, not published: 8e13 fp32 FMA FLOP/s / (2 x 148 x 4 x 32 cores) = 2.11 GHz "
+                             "(scaling book, gpus.md Q6)",
+                 "tensor_clock_hz": "scaling book, gpus.md tensor-core footnote (1.86 GHz)",
+                 "fp32_fma_flops": "NVIDIA Blackwell architecture brief (80 TFLOP/s fp32, FMA counted as 2)",
+                 "fp32_flops": "derived: fp32_fma_flops / 2"}
 
 _CHIP_LIST = [
     _tpu(name="v3", long_name="TPU v3", bf16_flops=1.4e14, int8_flops=1.4e14, fp8_flops=None,
@@ -214,16 +302,39 @@ _CHIP_LIST = [
          sources={"*": _TABLE, "pod_shape": _TABLE + " (corrected May 2026)",
                   "cores_per_chip": "scaling book, tpus.md (2 TensorCores without megacore)",
                   "mxu_size": "Google Cloud TPU7x documentation (256x256 MXU)"}),
+    _gpu(name="v100", long_name="NVIDIA V100", bf16_flops=1.12e14, int8_flops=None, fp8_flops=None,
+         hbm_bytes=32e9, hbm_bw=9e11, nvlink_bw=1.5e11, node_size=8, clock_hz=1.38e9, base_clock_hz=1.25e9,
+         tensor_clock_hz=1.38e9, sms=80, **_sm_parts(256), **_fp32(80, 1.38e9), smem_bytes_per_sm=96e3,
+         l2_bytes=6e6, nvlink_links=6, nvlink_link_bw=2.5e10,
+         sources={"*": _GPU_TABLE, **_GPU_DERIVED,
+                  "bf16_flops": "NVIDIA V100 PCIe datasheet: 112 TFLOP/s fp16 tensor (V100 has no bf16; the "
+                                "scaling book gives no figure); = 80 SMs x 4 x 256 FLOPs/cycle x 1.38 GHz",
+                  "tensor_clock_hz": "the boost clock (80 x 4 x 256 x 1.38e9 = 1.13e14)",
+                  "nvlink_bw": "NVIDIA V100 SXM2 (NVLink 2: 6 links x 25 GB/s each way; NVIDIA quotes 300 GB/s "
+                               "for both directions); the scaling book's NVLink table starts at Ampere",
+                  "nvlink_links": "NVIDIA V100 SXM2 (NVLink 2.0, 6 links)",
+                  "nvlink_link_bw": "NVIDIA V100 SXM2 (NVLink 2.0: 25 GB/s per link each way)"}),
     _gpu(name="a100", long_name="NVIDIA A100 SXM", bf16_flops=3.12e14, int8_flops=6.24e14, fp8_flops=None,
-         hbm_bytes=80e9, hbm_bw=2.0e12, nvlink_bw=3e11, node_size=8, clock_hz=1.41e9,
-         sources={"*": _GPU_TABLE,
+         hbm_bytes=80e9, hbm_bw=2.0e12, nvlink_bw=3e11, node_size=8, clock_hz=1.41e9, base_clock_hz=1.10e9,
+         tensor_clock_hz=1.41e9, sms=108, **_sm_parts(512), **_fp32(108, 1.41e9), smem_bytes_per_sm=192e3,
+         l2_bytes=40e6, nvlink_links=12, nvlink_link_bw=2.5e10, nvswitches_per_node=6,
+         sources={"*": _GPU_TABLE, **_GPU_DERIVED, "nvlink_links": _NVL, "nvlink_link_bw": _NVL,
+                  "nvswitches_per_node": _NVL,
+                  "tensor_clock_hz": "the boost clock (108 x 4 x 512 x 1.41e9 = 3.12e14)",
                   "bf16_flops": "NVIDIA A100 datasheet (312 TFLOP/s dense); the scaling book's table rounds to 3.1e14",
                   "int8_flops": "NVIDIA A100 datasheet (624 TOP/s dense)",
                   "nvlink_bw": "scaling book, gpus.md NVLink table (12 x 25 GB/s)"}),
     _gpu(name="h100", long_name="NVIDIA H100 SXM", bf16_flops=9.89e14, int8_flops=1.979e15, fp8_flops=1.979e15,
          hbm_bytes=80e9, hbm_bw=3.35e12, dcn_bw=5e10, nvlink_bw=4.5e11, node_size=8, clock_hz=1.98e9,
-         dollars_per_hour=10.8,
-         sources={"*": _GPU_TABLE,
+         dollars_per_hour=10.8, base_clock_hz=1.59e9, tensor_clock_hz=1.76e9, sms=132, **_sm_parts(1024),
+         **_fp32(132, 1.98e9), smem_bytes_per_sm=256e3, l2_bytes=50e6, l2_bw=5.5e12, nvlink_links=18,
+         nvlink_link_bw=2.5e10, nvswitches_per_node=4, nvswitch_ports=64, node_egress_bw=4e11,
+         sources={"*": _GPU_TABLE, **_GPU_DERIVED, "nvlink_links": _NVL, "nvlink_link_bw": _NVL,
+                  "nvswitches_per_node": _NVL + " (4 NVSwitches, 5+4+4+5 links)",
+                  "nvswitch_ports": "scaling book, gpus.md (64 NVLink ports per NVSwitch)",
+                  "node_egress_bw": _NODE_IB,
+                  "tensor_clock_hz": "scaling book, gpus.md (1.76 GHz in its FLOPs/cycle estimate)",
+                  "l2_bw": "scaling book, gpus.md (measured by Chips and Cheese, about 5.5 TB/s)",
                   "bf16_flops": "NVIDIA H100 datasheet, 989 TFLOP/s dense (scaling book roofline.md); "
                                 "the 1979 figure is with sparsity",
                   "hbm_bw": "NVIDIA H100 SXM datasheet 3.35 TB/s (roofline.md); gpus.md's table rounds to 3.4e12",
@@ -232,8 +343,11 @@ _CHIP_LIST = [
                   "nvlink_bw": "scaling book, gpus.md (18 links x 25 GB/s)",
                   "dollars_per_hour": "scaling book, applied-inference.md"}),
     _gpu(name="h800", long_name="NVIDIA H800 SXM", bf16_flops=9.89e14, int8_flops=1.979e15, fp8_flops=1.979e15,
-         hbm_bytes=80e9, hbm_bw=3.35e12, nvlink_bw=3e11, node_size=8, clock_hz=1.98e9,
-         sources={"*": "NVIDIA H800 SXM: the H100 SXM's compute and memory with NVLink cut down (DeepSeek-V3 "
+         hbm_bytes=80e9, hbm_bw=3.35e12, nvlink_bw=3e11, node_size=8, clock_hz=1.98e9, base_clock_hz=1.59e9,
+         tensor_clock_hz=1.76e9, sms=132, **_sm_parts(1024), **_fp32(132, 1.98e9), smem_bytes_per_sm=256e3,
+         l2_bytes=50e6, nvlink_links=8, nvlink_link_bw=2.5e10,
+         sources={**_GPU_DERIVED, "nvlink_links": "8 NVLink 4 links (300 GB/s / 25 GB/s; the H800's cut)",
+                  "nvlink_link_bw": _NVL, "*": "NVIDIA H800 SXM: the H100 SXM's compute and memory with NVLink cut down (DeepSeek-V3 "
                        "technical report trained on it)",
                   "fp8_flops": "H100 SXM dense fp8, 1.979e15 (3958 TFLOP/s sparse / 2)",
                   "nvlink_bw": "scaling book, gpus.md (DeepSeek discussion: 300 GB/s per H800)"}),
@@ -245,16 +359,31 @@ _CHIP_LIST = [
                   "hbm_bw": "NVIDIA H800 PCIe datasheet (2.0 TB/s, HBM2e)"}),
     _gpu(name="h200", long_name="NVIDIA H200 SXM", bf16_flops=9.89e14, int8_flops=1.979e15, fp8_flops=1.979e15,
          hbm_bytes=141e9, hbm_bw=4.8e12, dcn_bw=5e10, nvlink_bw=4.5e11, node_size=8, clock_hz=1.98e9,
-         dollars_per_hour=10.0,
-         sources={"*": _GPU_TABLE, "bf16_flops": "NVIDIA H200 datasheet (same Hopper compute as H100)",
+         dollars_per_hour=10.0, base_clock_hz=1.59e9, tensor_clock_hz=1.76e9, sms=132, **_sm_parts(1024),
+         **_fp32(132, 1.98e9), smem_bytes_per_sm=256e3, l2_bytes=50e6, nvlink_links=18, nvlink_link_bw=2.5e10,
+         nvswitches_per_node=4, nvswitch_ports=64, node_egress_bw=4e11,
+         sources={"*": _GPU_TABLE, **_GPU_DERIVED, "nvlink_links": _NVL, "nvlink_link_bw": _NVL,
+                  "nvswitches_per_node": _NVL, "nvswitch_ports": "scaling book, gpus.md",
+                  "node_egress_bw": _NODE_IB, "tensor_clock_hz": "as H100 (same Hopper die)", "bf16_flops": "NVIDIA H200 datasheet (same Hopper compute as H100)",
                   "dcn_bw": "scaling book, gpus.md (one 400 Gb/s NIC per GPU)",
                   "dollars_per_hour": "scaling book, gpus.md (approximate)"}),
     _gpu(name="b200", long_name="NVIDIA B200", bf16_flops=2.25e15, int8_flops=4.5e15, fp8_flops=4.5e15,
-         hbm_bytes=192e9, hbm_bw=8e12, dcn_bw=5e10, nvlink_bw=9e11, node_size=8,
-         sources={"*": _GPU_TABLE,
+         hbm_bytes=192e9, hbm_bw=8e12, dcn_bw=5e10, nvlink_bw=9e11, node_size=8, **_B200_PARTS,
+         nvswitches_per_node=2, node_egress_bw=4e11,
+         sources={"*": _GPU_TABLE, **_B200_SOURCES, "nvswitches_per_node": _NVL + " (2 for an 8-GPU B200 node)",
+                  "node_egress_bw": "scaling book, gpus.md node-type table (400 GB/s, as H100)",
                   "bf16_flops": "scaling book, gpus.md quizzes (2250e12; the table rounds to 2.3e15)",
                   "hbm_bw": _GPU_TABLE + " (the body text says 'about 9TB/s'; quizzes use 8e12)",
                   "nvlink_bw": "scaling book, gpus.md (NVLink 5: 18 x 50 GB/s)"}),
+    _gpu(name="gb200", long_name="NVIDIA GB200 NVL72 (B200 in a 72-GPU NVLink domain)", bf16_flops=2.25e15,
+         int8_flops=4.5e15, fp8_flops=4.5e15, hbm_bytes=192e9, hbm_bw=8e12, dcn_bw=5e10, nvlink_bw=9e11,
+         node_size=72, **_B200_PARTS, nvswitches_per_node=18, node_egress_bw=3.6e12,
+         sources={"*": _GPU_TABLE + " (the B200's figures; the NVL72 rack is the node)", **_B200_SOURCES,
+                  "node_size": _NVL + " (GB200 NVL72: 72 GPUs in one NVLink domain)",
+                  "nvswitches_per_node": _NVL + " (18 NVSwitches per NVL72)",
+                  "node_egress_bw": "scaling book, gpus.md (4 x 18 x 400 Gb/s = 3.6 TB/s per NVL72)",
+                  "dcn_bw": "one 400 Gb/s NIC per GPU (3.6 TB/s / 72 = 50 GB/s)",
+                  "bf16_flops": "as B200 (scaling book quizzes: 2250e12)"}),
 ]
 
 #: All chips by canonical name, read-only.

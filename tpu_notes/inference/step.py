@@ -50,7 +50,7 @@ class Machine:
 
 
 def machine(chip, compute_dtype: str = "bf16") -> Machine:
-    """Resolve ``chip`` (a name, a :class:`Chip`, or a measured roofline) into a :class:`Machine`."""
+    """Resolve ``chip`` (a name, a :class:`~tpu_notes.hardware.Chip`, or a measured roofline) into a :class:`Machine`."""
     if isinstance(chip, (str, Chip)):
         c = get_chip(chip)
         return Machine(c.long_name, c.peak_flops(_compute(compute_dtype)), c.hbm_bw, c.hbm_bytes, c)
@@ -191,11 +191,25 @@ def step_time_from_counts(weight_bytes: float, kv_bytes: float, flops: float, ch
                           memory_per_chip=resident / n, hbm_per_chip=m.hbm_bytes, machine=m.name)
 
 
-def decode_step_time(model, chip, n_chips: int, batch: int, seq_len: int, *, weight_dtype: str = "bf16",
+def _cluster_chips(chip, n_chips):
+    """A :class:`~tpu_notes.gpu.GpuCluster` stands for its GPU and its GPU count (``n_chips`` None or equal)."""
+    from ..gpu import GpuCluster
+
+    if isinstance(chip, GpuCluster):
+        if n_chips is not None and n_chips != chip.n_gpus:
+            raise ValueError(f"n_chips ({n_chips!r}) must be None or the cluster's {chip.n_gpus} GPUs")
+        return chip.chip, chip.n_gpus
+    if n_chips is None:
+        raise TypeError("n_chips must be a whole number of chips (None only with a tpu_notes.gpu.GpuCluster)")
+    return chip, n_chips
+
+
+def decode_step_time(model, chip, n_chips: int | None, batch: int, seq_len: int, *, weight_dtype: str = "bf16",
                      kv_dtype: str = "bf16", compute_dtype: str = "bf16", local_window: Optional[int] = None,
                      local_fraction: float = 0.0) -> DecodeStepTime:
     """Time of one generation step of ``model`` (a config or preset name): ``batch`` sequences, each with
-    ``seq_len`` tokens of context, on ``n_chips`` chips (perfect sharding, no communication).
+    ``seq_len`` tokens of context, on ``n_chips`` chips (perfect sharding, no communication). ``chip`` may also be
+    a :class:`~tpu_notes.gpu.GpuCluster` (Chapter 11): its GPU and its GPU count, with ``n_chips=None``.
 
     ``weight_dtype``/``kv_dtype`` set the bytes read (``"bf16"``, ``"int8"``, ``"int4"``...); ``compute_dtype``
     picks the chip's peak (int8 weights multiplied in bf16: ``compute_dtype="bf16"``). ``local_window`` and
@@ -204,6 +218,7 @@ def decode_step_time(model, chip, n_chips: int, batch: int, seq_len: int, *, wei
     maximum; pass the padded length to see what padding costs.
     """
     c = as_config(model)
+    chip, n_chips = _cluster_chips(chip, n_chips)
     wd, kd = _storage(weight_dtype, "weight_dtype"), _storage(kv_dtype, "kv_dtype")
     B, S = _batch(batch), _context(seq_len)
     kv = B * S * kv_bytes_per_token(c, kd, local_window=local_window, local_fraction=local_fraction, seq_len=S)

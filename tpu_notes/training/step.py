@@ -62,7 +62,7 @@ NODE, NETWORK = -1, -2
 
 @dataclass(frozen=True)
 class Layout:
-    """A :class:`Parallelism` placed on the axes of a :class:`~tpu_notes.topology.Slice` (or the nodes and network
+    """A :class:`~tpu_notes.training.Parallelism` placed on the axes of a :class:`~tpu_notes.topology.Slice` (or the nodes and network
     of a :class:`~tpu_notes.gpu.GpuCluster`)."""
 
     parallelism: Parallelism
@@ -84,7 +84,13 @@ class Layout:
         if self.is_gpu:
             inner = math.prod(p.size for p in self.parts[kind] if p.axis == NODE)
             group = getattr(self.parallelism, kind)
-            return self.slice.collective_time(op, nbytes, group, inner, hop_latency=hop_latency).total
+            # the kinds placed before this one sit inside it (a mesh): the group spreads over their GPUs too
+            order = PLACEMENT_ORDER[:PLACEMENT_ORDER.index(kind) + 1]
+            span = math.prod(getattr(self.parallelism, k) for k in order)
+            try:
+                return self.slice.collective_time(op, nbytes, group, inner, span=span, hop_latency=hop_latency).total
+            except ValueError:      # not a mesh-like placement: price the node and first level only
+                return self.slice.collective_time(op, nbytes, group, inner, hop_latency=hop_latency).total
         fn = getattr(coll, op.replace("-", "_") + "_time")
         return fn(nbytes, list(self.sizes(kind)), self.slice.chip.bandwidth("ici"), wraparound=list(self.wraps(kind)),
                   hop_latency=hop_latency).total
