@@ -1,6 +1,7 @@
 """A small Sphinx extension of the book (loaded through ``sphinx.local_extensions`` in ``_config.yml``).
 
-It rebuilds every page when the book's own CSS (book/assets/) or the table of contents changes, and removes exact duplicates from each
+It resolves cross-references written with a package's public name (``tpu_notes.training.plan``) to the object's
+defining module, where the API reference documents it. It rebuilds every page when the book's own CSS (book/assets/) or the table of contents changes, and removes exact duplicates from each
 page's list of scripts: with Jupyter Book 1.0.4, sphinx-thebe 0.3 adds its inline configuration script twice (its ``env-before-read-docs`` handler runs twice), so every page declared
 ``const THEBE_JS_URL`` twice and the browser logged ``SyntaxError: Identifier 'THEBE_JS_URL' has already been
 declared`` on every page (caught by tests/test_browser.py).
@@ -54,7 +55,43 @@ def _outdated_when_assets_change(app, env, added, changed, removed):
     return sorted(env.found_docs)
 
 
+def _resolve_public_name(app, env, node, contnode):
+    """Resolve a Python cross-reference written with the name readers use for a re-exported object.
+
+    ``tpu_notes.training.plan`` is defined in ``tpu_notes.training.planner`` and documented there (each object once,
+    on its defining module's API page); a reference to the package name would otherwise be a missing target. Here
+    the name is imported, and the reference is sent to ``<obj.__module__>.<obj.__qualname__>``.
+    """
+    if node.get("refdomain") != "py":
+        return None
+    target = node.get("reftarget", "")
+    if not target.startswith("tpu_notes."):
+        return None
+    import importlib
+
+    parts = target.split(".")
+    obj = None
+    for i in range(len(parts) - 1, 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[i:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None
+        break
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not module or not qualname or f"{module}.{qualname}" == target:
+        return None
+    py = env.get_domain("py")
+    return py.resolve_xref(env, node.get("refdoc", ""), app.builder, node.get("reftype", "obj"),
+                           f"{module}.{qualname}", node, contnode)
+
+
 def setup(app):
+    app.connect("missing-reference", _resolve_public_name)
     # Late priority: after myst-nb and the theme have added their page-specific scripts.
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     app.connect("env-get-outdated", _outdated_when_assets_change)

@@ -38,6 +38,9 @@ def toc_files(root: Path = ROOT) -> list[Path]:
         if isinstance(node, dict):
             if "file" in node:
                 names.append(node["file"])
+            if "glob" in node:       # e.g. book/api/*: the API reference pages, sorted by name as Jupyter Book does
+                names.extend(sorted(p.with_suffix("").relative_to(root).as_posix()
+                                    for p in root.glob(node["glob"] + ".md")))
             for key in ("parts", "chapters", "sections"):
                 for child in node.get(key, []) or []:
                     walk(child)
@@ -55,6 +58,7 @@ def inputs_digest(root: Path = ROOT) -> str:
     h = hashlib.sha256()
     files = [root / "_config.yml", root / "_toc.yml", root / "_vendor" / ".stamp"] + toc_files(root)
     files += sorted((root / "book" / "assets").glob("*"))  # the book's own CSS
+    files += sorted((root / "tpu_notes").rglob("*.py"))     # docstrings: the API reference pages render them
     for f in files:
         h.update(str(f.relative_to(root)).encode() + b"\0")
         h.update(f.read_bytes() if f.is_file() else b"<missing>")
@@ -63,6 +67,7 @@ def inputs_digest(root: Path = ROOT) -> str:
 
 
 def build(builddir: Path, if_stale: bool = False) -> int:
+    import api_pages
     import status
     import vendor_js
 
@@ -74,6 +79,7 @@ def build(builddir: Path, if_stale: bool = False) -> int:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         vendor_js.vendor()
         status.write()
+        api_pages.main()
         digest = inputs_digest()
         if if_stale and index.exists() and record.exists() and record.read_text().strip() == digest:
             print("book is up to date: " + str(index))

@@ -18,7 +18,7 @@ train, shard, serve and profile it. Everything is a pure function of a parameter
   capacity are dropped and keep only their residual and the shared expert), the experts run as one batched matmul
   ``[E, C, D] @ [E, D, F_e]`` and the results are scattered back, weighted by the router scores (renormalised over
   the ``k`` chosen experts when ``k > 1``). With ``capacity_factor=1`` and ``T·k`` divisible by ``E`` the experts
-  do exactly ``k`` experts' worth of FLOPs per token, which is what :meth:`TransformerConfig.flops_per_token`
+  do exactly ``k`` experts' worth of FLOPs per token, which is what :meth:`~tpu_notes.transformer.TransformerConfig.flops_per_token`
   counts; gathers and scatters move data and add no matmul FLOPs.
 - ``loss`` is the mean next-token cross-entropy (the last position has no target and is masked out, not sliced,
   so the unembedding still runs on all ``T`` positions); ``train_step`` is one step of plain SGD.
@@ -463,7 +463,7 @@ def xla_cost(fn, *args, compiled: bool = True) -> dict:
 
     ``compiled=True`` analyses the optimised program that would run (``.lower(...).compile()``); ``False`` the
     program as lowered, before XLA's optimisation passes (``.lower(...).cost_analysis()``): much faster to get,
-    and for a forward pass nearly identical. ``args`` may be arrays or ``jax.ShapeDtypeStruct``s.
+    and for a forward pass nearly identical. ``args`` may be arrays or ``jax.ShapeDtypeStruct`` objects.
     """
     _check_fn("fn", fn)
     check_bool("compiled", compiled)

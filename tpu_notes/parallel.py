@@ -1,7 +1,7 @@
 """The layouts of Chapter 5 run for real: one training step of :mod:`tpu_notes.model` split over a JAX mesh.
 
 A :class:`~tpu_notes.training.Parallelism` becomes a mesh whose axes are named after its fields
-(:data:`~tpu_notes.training.MESH_AXES`: ``"data"``, ``"fsdp"``, ``"pipeline"``, ``"expert"``, ``"tensor"``; size-1
+(:data:`~tpu_notes.training.parallelism.MESH_AXES`: ``"data"``, ``"fsdp"``, ``"pipeline"``, ``"expert"``, ``"tensor"``; size-1
 axes dropped) and a ``PartitionSpec`` for every weight (:func:`param_specs`):
 
 - **data** (DP): every weight replicated; the batch split over ``"data"``; XLA AllReduces the gradients.
@@ -172,7 +172,7 @@ def _check_fits(c: TransformerConfig, p: Parallelism, batch: int, seq_len: int) 
 # ------------------------------------------------------------------------------------------------------------
 
 def make_mesh(parallelism: Parallelism, devices=None):
-    """The JAX mesh of ``parallelism``: axes named after :data:`MESH_AXES` with size > 1, Auto axis types.
+    """The JAX mesh of ``parallelism``: axes named after :data:`~tpu_notes.training.parallelism.MESH_AXES` with size > 1, Auto axis types.
 
     ``devices`` defaults to all of ``jax.devices()``; their number must equal the product of the degrees. A
     single-device layout gets a one-device mesh with a size-1 ``"data"`` axis.

@@ -127,7 +127,7 @@ def latency_throughput_curve(model, chip, n_chips: int, seq_len: int, batches: O
 def pareto_frontier(steps) -> tuple:
     """The steps no other step beats on both latency (``.total``, lower is better) and throughput per chip
     (``.tokens_per_s_per_chip``, higher is better), sorted by latency: the latency–throughput frontier across
-    batches, topologies and precisions. ``steps`` is a sequence of :class:`DecodeStepTime`; ones that do not fit in
+    batches, topologies and precisions. ``steps`` is a sequence of :class:`~tpu_notes.inference.DecodeStepTime`; ones that do not fit in
     memory are left out."""
     if isinstance(steps, (str, bytes)) or not isinstance(steps, (list, tuple)):
         raise TypeError(f"steps must be a list of DecodeStepTime; got {type(steps).__name__}")
@@ -146,7 +146,7 @@ def cost_per_million_tokens(tokens_per_s_per_chip, dollars_per_chip_hour: Option
                             chip=None) -> float:
     """Dollars per million generated tokens: ``1e6 / (tokens/s/chip) × price / 3600``.
 
-    ``tokens_per_s_per_chip`` is a number or a :class:`DecodeStepTime`; the price is ``dollars_per_chip_hour`` or,
+    ``tokens_per_s_per_chip`` is a number or a :class:`~tpu_notes.inference.DecodeStepTime`; the price is ``dollars_per_chip_hour`` or,
     when omitted, the on-demand price of ``chip`` in :mod:`tpu_notes.hardware`.
     """
     if isinstance(tokens_per_s_per_chip, DecodeStepTime):

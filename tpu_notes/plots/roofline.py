@@ -51,7 +51,7 @@ def roofline_chart(chips=("v5e", "v5p", "v6e", "h100"), ops=None, dtype: str = "
     ``bandwidth`` ("hbm", "ici", ...), with each chip's ridge point (its critical intensity) marked and the
     operations of ``ops`` ({label: FLOPs per byte}) drawn as vertical lines, with a dot where each meets each roof.
 
-    ``vpu=True`` adds, dashed, the lower roof of the vector units (:func:`_vpu_peak`) of each TPU whose VPU is in the
+    ``vpu=True`` adds, dashed, the lower roof of the vector units (``_vpu_peak``) of each TPU whose VPU is in the
     table: matmuls run on the MXUs, elementwise ops and reductions on the VPU. ``units`` ({label: "MXU" | "VPU"})
     names the unit each op runs on in its label, and puts a VPU op's dots on the VPU roof where there is one.
 

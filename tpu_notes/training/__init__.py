@@ -2,7 +2,7 @@
 
 Pure Python, no JAX (the analysis layer). One module per idea:
 
-- :mod:`.parallelism`: :class:`Parallelism`, the degrees of data / FSDP / tensor / pipeline / expert parallelism;
+- :mod:`.parallelism`: :class:`~tpu_notes.training.Parallelism`, the degrees of data / FSDP / tensor / pipeline / expert parallelism;
 - :mod:`.cost`: training FLOPs, time, MFU/HFU, chip-hours and dollars;
 - :mod:`.memory`: parameters, gradients, optimizer state and activations per chip; how a batch splits;
 - :mod:`.rooflines`: the per-layer compute-vs-communication table and the critical batches;

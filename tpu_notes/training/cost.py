@@ -2,7 +2,7 @@
 
 Conventions (stated once, used everywhere in the book):
 
-- **Model FLOPs** per token are :meth:`TransformerConfig.flops_per_token` with ``training=True``: ``6 ×`` the weights a
+- **Model FLOPs** per token are :meth:`~tpu_notes.transformer.TransformerConfig.flops_per_token` with ``training=True``: ``6 ×`` the weights a
   token multiplies by (the unembedding included, the input-embedding lookup not), plus attention when asked
   (``include_attention=True``, causal by default: each query sees ``seq_len / 2`` keys on average).
 - **MFU** (model FLOPs utilisation) divides the model FLOPs a run achieves per second by the chips' dense bf16

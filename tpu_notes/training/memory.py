@@ -102,7 +102,7 @@ def training_memory(model, parallelism: Optional[Parallelism] = None, batch_toke
     parameters and fp32 moments costs ``2 + 8 = 10`` bytes per parameter before gradients (``grad_dtype`` defaults to
     ``param_dtype``); ``master_weights=True`` adds an fp32 copy (16 bytes with bf16 gradients). ``zero`` (0–3) is the
     ZeRO stage applied over the pure ``data`` axis. ``offload_optimizer`` keeps the optimizer state in host memory
-    (it then costs PCIe time, not HBM). ``schedule`` is the pipeline schedule (:data:`SCHEDULES`).
+    (it then costs PCIe time, not HBM). ``schedule`` is the pipeline schedule (:data:`~tpu_notes.training.memory.SCHEDULES`).
     """
     m = as_config(model)
     p = Parallelism() if parallelism is None else parallelism

@@ -59,7 +59,8 @@ class Parallelism:
         return self.data * self.fsdp * self.expert * self.dcn
 
     def mesh_shape(self, drop_ones: bool = True) -> dict[str, int]:
-        """The mesh of one slice as ``{axis name: size}`` in :data:`MESH_AXES` order (size-1 axes dropped)."""
+        """The mesh of one slice as ``{axis name: size}`` in :data:`~tpu_notes.training.parallelism.MESH_AXES` order
+        (size-1 axes dropped)."""
         if not isinstance(drop_ones, bool):
             raise TypeError(f"drop_ones must be True or False; got {drop_ones!r}")
         shape = {a: getattr(self, a) for a in MESH_AXES}

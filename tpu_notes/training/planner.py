@@ -3,7 +3,7 @@
 :func:`plan` enumerates the degrees of tensor, pipeline, expert, FSDP and data parallelism whose product is the
 slice's chip count, places each on the torus (:func:`~tpu_notes.training.step.map_to_slice`), tries each remat
 policy (and, with a pipeline, several microbatch counts; without one, the fewest gradient-accumulation steps that
-fit), checks memory against HBM, and prices the survivors with :func:`~tpu_notes.training.step.step_time`.
+fit), checks memory against HBM, and prices the survivors with :func:`~tpu_notes.training.step_time`.
 Candidates that cannot run are kept with the reason: the degrees do not divide the model or the batch, they cannot
 be placed on the axes, or the step does not fit in HBM. When nothing fits the ranking is empty and the reasons say
 why; the planner never raises for a layout, only for bad arguments.
@@ -114,9 +114,10 @@ def plan(model, slice: Slice, batch_tokens: int, seq_len: int, *, n_slices: int 
     ``batch_tokens`` is the global batch, ``seq_len`` the sequence length. Without ``sequence_sharding`` a batch
     shard must hold whole sequences (at most ``batch_tokens / seq_len`` shards). Tensor parallelism must divide
     the query heads and ``d_ff``; pipeline stages must divide the layers (at most ``max_pipeline``); expert
-    parallelism must divide the experts of a MoE model. A layout fits when its :func:`training_memory` is at most
+    parallelism must divide the experts of a MoE model. A layout fits when its
+    :func:`~tpu_notes.training.training_memory` is at most
     ``hbm_fraction`` of HBM. ``matmul_efficiency`` (fraction of peak the matmuls reach) is passed to
-    :func:`step_time`; 1 ranks by the roofline. Returns a :class:`PlanResult`.
+    :func:`~tpu_notes.training.step_time`; 1 ranks by the roofline. Returns a :class:`PlanResult`.
     """
     m = as_config(model)
     if not isinstance(slice, (Slice, GpuCluster)):

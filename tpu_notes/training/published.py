@@ -11,12 +11,13 @@ Sources (all read for this chapter; figures restated, not copied):
 - ``llama3``: A. Grattafiori et al., "The Llama 3 Herd of Models", arXiv 2407.21783, Table 4 and §3.3.2 (405B on
   H100: TP, PP, DP degrees, 16M-token batches of 8192, TFLOP/s per GPU and BF16 MFU; FSDP without resharding after
   the forward pass; interleaved pipeline, production microbatching not published; no activation checkpointing).
-- ``tpu-recipes``: github.com/AI-Hypercomputer/tpu-recipes (commit c8cfe2f), training/trillium/*-MaxText and
-  training/v5p/Llama3.1-405B-MaxText READMEs: measured step-log lines (tokens/s/device, TFLOP/s/device) of MaxText
-  configs named in benchmarks/maxtext_trillium_model_configs.py and maxtext_v5p_model_configs.py.
-- ``maxtext-readme``: github.com/google/maxtext (commit e64f681, 2024-10-10), README "Runtime Performance Results" and
-  MaxText/configs/v5p/*.sh, v5e/*.sh: synthetic dense models (shapes from ``global_parameter_scale``), TFLOP/s per
-  chip with non-causal attention counting.
+- ``tpu-recipes``: github.com/AI-Hypercomputer/tpu-recipes (commit c8cfe2f), the READMEs under
+  ``training/trillium/*-MaxText`` and ``training/v5p/Llama3.1-405B-MaxText``: measured step-log lines (tokens/s/device,
+  TFLOP/s/device) of MaxText configs named in ``benchmarks/maxtext_trillium_model_configs.py`` and
+  ``maxtext_v5p_model_configs.py``.
+- ``maxtext-readme``: github.com/google/maxtext (commit e64f681, 2024-10-10), README "Runtime Performance Results"
+  and ``MaxText/configs/v5p/*.sh`` and ``v5e/*.sh``: synthetic dense models (shapes from
+  ``global_parameter_scale``), TFLOP/s per chip with non-causal attention counting.
 """
 from __future__ import annotations
 

@@ -6,17 +6,15 @@ The algebra runs on a simplified MLP block, ``Out[B, D] = In[B, D] ·_D W_in[D, 
 backward ``8BDF``. Per layer and step (forward + backward), with ``X`` chips of data or FSDP parallelism and ``Y``
 of tensor parallelism:
 
-==========  ===================  ======================================================================
-strategy    compute (FLOPs/chip)  communication (seconds × W)
-==========  ===================  ======================================================================
-data        ``12BDF / X``         ``8DF``: two AllReduces of the ``2DF``-byte weight gradients (backward)
-fsdp        ``12BDF / X``         ``12DF``: AllGather the weights (forward, again in backward), ReduceScatter
-                                  the gradients; each ``4DF`` bytes' worth
-tensor      ``12BDF / Y``         ``8BD``: AllGather the input and ReduceScatter the output, forward and backward
-fsdp+tensor ``12BDF / (XY)``      ``12DF / Y + 8BD / X``
-==========  ===================  ======================================================================
+- **data**: compute ``12BDF / X``; communication ``8DF``, two AllReduces of the ``2DF``-byte weight gradients
+  (backward);
+- **fsdp**: compute ``12BDF / X``; communication ``12DF``: AllGather the weights (forward, and again in the
+  backward), ReduceScatter the gradients, each ``4DF`` bytes' worth;
+- **tensor**: compute ``12BDF / Y``; communication ``8BD``: AllGather the input and ReduceScatter the output,
+  forward and backward;
+- **fsdp+tensor**: compute ``12BDF / (XY)``; communication ``12DF / Y + 8BD / X``.
 
-Comparing the two columns gives the critical batches: data/FSDP are compute-bound iff ``B / X > C / W`` per mesh
+Comparing compute with communication gives the critical batches: data/FSDP are compute-bound iff ``B / X > C / W`` per mesh
 axis (``α = C / W_ici``: 2550 on v5p); tensor parallelism iff ``Y < M_Y · F / α``, whatever the batch; mixed FSDP
 + tensor parallelism at its best FSDP degree ``X = sqrt((B / F)(M_X / M_Y) N)`` iff ``B / N > 4α² / (M_X M_Y F)``;
 data parallelism across slices over DCN iff the tokens **per slice** exceed ``C / W_dcn``.
@@ -51,6 +49,7 @@ def critical_batch_per_chip(strategy: str, chip, *, n_axes: int = 1, d_ff: int |
       (``fsdp_axes = M_X``, ``tp_axes = M_Y``, ``d_ff = F`` needed): 453 for Llama 3 70B on v5p with
       ``M_X M_Y = 2``;
     - ``"dcn"``: tokens **per slice** ``C / W_dcn`` (73,440 on v5p), pure data parallelism between slices.
+
     Tensor parallelism alone has no critical batch (see :func:`max_tensor_parallelism`).
     """
     s = check_choice("strategy", strategy, _CRITICAL)
