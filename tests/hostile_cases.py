@@ -862,3 +862,12 @@ from hostile_cases_gpu import RESULT_RECORDS as _CH11_RECORDS  # noqa: E402
 CASES.update(_CH11_CASES)
 COVERED_MODULES = COVERED_MODULES + _CH11_COVERED
 RESULT_RECORDS |= _CH11_RECORDS
+
+# -- Chapter 8: tpu_notes.inference.published and tpu_notes.inference.deployment, kept in their own file ------------
+from hostile_cases_serving import CASES as _CH8_CASES  # noqa: E402
+from hostile_cases_serving import COVERED as _CH8_COVERED  # noqa: E402
+from hostile_cases_serving import RESULT_RECORDS as _CH8_RECORDS  # noqa: E402
+
+CASES.update(_CH8_CASES)
+COVERED_MODULES = COVERED_MODULES + _CH8_COVERED
+RESULT_RECORDS |= _CH8_RECORDS

@@ -22,6 +22,8 @@ from .sharding import (ICI_HOP_LATENCY, GenerationMatmulTimes, KVSharding, Weigh
                        generation_matmul_times, kv_sharding, latency_bound_tp, max_tp_ici, max_tp_memory,
                        weight_stationary_comms, ws_2d_crossover)
 from .simulator import SimResult, simulate
+from .deployment import ShardedStepTime, best_deployment, sharded_step_time  # Chapter 8
+from . import published  # noqa: F401  (Chapter 8: published serving benchmarks)
 from .speculative import best_k, expected_tokens_per_round, speculative_speedup
 from .step import (COMPUTE_DTYPES, STORAGE_DTYPES, DecodeStepTime, Machine, PrefillTime, ServingMemory,
                    critical_batch, decode_step_time, kv_bytes_per_token, machine, prefill_time, serving_memory,
@@ -29,10 +31,10 @@ from .step import (COMPUTE_DTYPES, STORAGE_DTYPES, DecodeStepTime, Machine, Pref
 
 __all__ = [
     "COMPUTE_DTYPES", "ICI_HOP_LATENCY", "STORAGE_DTYPES", "DecodeStepTime", "GenerationMatmulTimes", "KVSharding",
-    "Machine", "PrefillTime", "ServingMemory", "SimResult", "WeightStationary", "best_k", "cost_per_million_tokens",
+    "Machine", "PrefillTime", "ServingMemory", "ShardedStepTime", "SimResult", "WeightStationary", "best_k", "cost_per_million_tokens",
     "critical_batch", "decode_step_time", "disaggregation_ratio", "eviction_per_step", "expected_tokens_per_round",
     "generation_matmul_times", "kv_bytes_per_token", "kv_sharding", "latency_bound_tp", "latency_throughput_curve",
-    "machine", "max_batch", "max_tp_ici", "max_tp_memory", "min_chips", "pareto_frontier", "prefill_time", "serving_memory",
-    "simulate", "slice_shapes", "smallest_topology", "speculative_speedup", "step_time_from_counts",
+    "best_deployment", "machine", "max_batch", "max_tp_ici", "max_tp_memory", "min_chips", "pareto_frontier", "prefill_time", "serving_memory",
+    "sharded_step_time", "simulate", "slice_shapes", "smallest_topology", "speculative_speedup", "step_time_from_counts",
     "throughput_per_chip", "weight_params_read", "weight_stationary_comms", "ws_2d_crossover",
 ]

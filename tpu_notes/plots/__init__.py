@@ -16,6 +16,8 @@ from .inference import (decode_step_parts_chart, kv_share_chart, latency_through
                         serving_sweep_chart, speculative_speedup_chart, weight_stationary_chart)
 from .roofline import (matmul_flops_vs_batch, matmul_intensity_chart, matmul_on_roofline, measured_roofline,
                        roofline_chart)
+from .serving import (pareto_chart, serving_reconciliation_chart, sharded_step_chart,
+                      simulation_chart)
 from .style import BOOK_RC, CHIP_COLORS, figure_and_axes, new_figure, use_book_style
 from .tpu import (bandwidth_ladder_chart, padding_sweep, slice_hops_chart, systolic_steps, torus_hops,
                   tpu_chip_diagram)
@@ -36,4 +38,5 @@ __all__ = [
     "memory_breakdown_chart", "reconciliation_chart",
     "decode_step_parts_chart", "latency_throughput_chart", "measured_decode_chart", "speculative_speedup_chart",
     "weight_stationary_chart", "serving_sweep_chart", "kv_share_chart",
+    "pareto_chart", "sharded_step_chart", "serving_reconciliation_chart", "simulation_chart",
 ]

@@ -1,0 +1,55 @@
+"""Baseline calls of Chapter 8's analysis modules (tpu_notes.inference.published, tpu_notes.inference.deployment) for
+tests/test_hostile_input.py.
+
+Merged into ``hostile_cases.CASES`` at the end of that file; see its docstring for the kinds of argument.
+"""
+from __future__ import annotations
+
+from hostile_cases import ODD, Case, ChipArg, Choice, Flag, Int, Model, Num, Opt, Raw, Sizes
+
+I = "tpu_notes.inference."
+_TEXT_BAD = [3, None, ODD, ["x"], True]
+
+
+def _run():
+    from tpu_notes.inference.published import RUNS
+
+    return RUNS[6]
+
+
+def _rows():
+    from tpu_notes.inference.published import reconcile
+
+    return reconcile()[:2]
+
+
+CASES = {
+    I + "published.PublishedServing": Case(
+        name=Raw("run", _TEXT_BAD), source=Raw("a benchmark", _TEXT_BAD), model=Model("llama3-8b"),
+        chip=ChipArg("h100"), n_chips=Int(2, big=True), batch=Int(64, big=True), mode=Choice("static"),
+        weight_dtype=Choice("fp8"), kv_dtype=Choice("fp8"), compute_dtype=Choice("fp8"),
+        input_len=Opt(Int(128, big=True)), output_len=Opt(Int(128, big=True)),
+        cache_len=Opt(Int(2048, big=True), none_baseline=True), reported_tokens_per_s=Opt(Num(3000.0)),
+        reported_latency_s=Opt(Num(0.02, top=10.0), none_baseline=True), notes=Raw("", _TEXT_BAD)),
+    I + "published.predict": Case(run=Raw(_run, ["abc", None, 3, ODD], lazy=True), efficiency=Num(0.8, top=1.0)),
+    I + "published.reconcile": Case(runs=Raw(lambda: [_run()], ["abc", None, 3, [], [ODD], ODD], lazy=True),
+                                    efficiency=Num(0.8, top=1.0)),
+    I + "published.fitted_efficiency": Case(runs=Raw(lambda: [_run()], ["abc", None, 3, [], [ODD], ODD],
+                                                     lazy=True)),
+    I + "published.format_table": Case(rows=Raw(_rows, ["abc", None, 3, [ODD], ODD], lazy=True)),
+    I + "deployment.sharded_step_time": Case(
+        model=Model("llama3-70b"), chip=ChipArg("v5e", tpu=True), n_chips=Int(16, big=True),
+        batch=Int(32, big=True), seq_len=Int(8192, big=True), tp_axes=Int(2, top=2), weight_dtype=Choice("int8"),
+        kv_dtype=Choice("int8"), compute_dtype=Choice("bf16"), activation_dtype=Choice("bf16"),
+        overlap=Flag(True)),
+    I + "deployment.best_deployment": Case(
+        model=Model("llama3-70b"), chip=ChipArg("v5e", tpu=True), seq_len=Int(8192, big=True),
+        latency_limit_s=Num(0.02, top=3600.0), chip_counts=Sizes((8, 16)), batches=Sizes((16, 64)),
+        tp_axes=Int(2, top=2), weight_dtype=Choice("int8"), kv_dtype=Choice("int8"), compute_dtype=Choice("bf16"),
+        overlap=Flag(False)),
+}
+
+COVERED = ("inference.published", "inference.deployment")
+
+#: Records the library builds itself (their fields are computed): constructors not fuzzed; methods have entries.
+RESULT_RECORDS = {"inference.published.ServingReconciliation", "inference.deployment.ShardedStepTime"}
