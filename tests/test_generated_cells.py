@@ -125,3 +125,12 @@ def test_status_page_lists_every_chapter():
     assert "12.3 s" in rows[0] and "9.9.9" in rows[0] and "8 x test (cpu)" in rows[0]
     assert "](../notebooks/01_rooflines.ipynb)" in rows[0]
     assert all("](" not in row and "coming" in row for row in rows[1:]), "unlisted chapters must not be linked"
+
+
+def test_every_listed_oracle_names_a_test_file_that_exists():
+    import chapters
+
+    for stem, oracles in chapters.ORACLES.items():
+        assert stem in dict(chapters.CHAPTERS), f"ORACLES names an unknown chapter {stem}"
+        for what, test in oracles:
+            assert (ROOT / test).is_file(), f"{stem}: oracle {what!r} points at a missing {test}"

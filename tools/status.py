@@ -29,9 +29,10 @@ def render(status: dict, linked: set[str] | None = None) -> str:
     """The Markdown of the status page for ``status`` (the parsed book/status.json).
 
     ``linked``: the chapters that get a link (default: those in _toc.yml). The page depends on nothing else, so
-    it changes only when book/status.json or _toc.yml does.
+    it changes only when book/status.json, _toc.yml, the exercise registry or the oracle list changes.
     """
     linked = chapters.toc_stems() if linked is None else linked
+    counts = exercise_counts()
     lines = [
         "# Status of the chapters",
         "",
@@ -39,27 +40,49 @@ def render(status: dict, linked: set[str] | None = None) -> str:
         "compare against (strict `nbval`). The table says where and how each chapter was last executed. Times",
         "are the wall time of a whole notebook run, kernel start included; they are the machine's, not a benchmark.",
         "",
-        "| chapter | status | executed in | JAX | devices |",
-        "|---|---|---|---|---|",
+        "| chapter | status | executed in | exercises | oracles | JAX | devices |",
+        "|---|---|---|---|---|---|---|",
     ]
     for number, (stem, title) in enumerate(chapters.CHAPTERS, start=1):
         name = f"[{number} · {title}](../notebooks/{stem}.ipynb)" if stem in linked else f"{number} · {title}"
         run = status.get(stem)
+        ex = counts.get(stem[:2], 0)
+        oracles = len(chapters.ORACLES.get(stem, []))
         if run is not None:
-            lines.append(f"| {name} | executed | {float(run['seconds']):.1f} s | {run.get('jax', '?')} "
-                         f"| {run.get('device', '?')} |")
+            lines.append(f"| {name} | executed | {float(run['seconds']):.1f} s | {ex} | {oracles} "
+                         f"| {run.get('jax', '?')} | {run.get('device', '?')} |")
         elif stem in linked:
-            lines.append(f"| {name} | no execution record | – | – | – |")
+            lines.append(f"| {name} | no execution record | – | {ex} | {oracles} | – | – |")
         else:
-            lines.append(f"| {name} | coming in a later part | – | – | – |")
+            lines.append(f"| {name} | coming in a later part | – | – | – | – | – |")
     lines += [
         "",
         "The chapters run unchanged on a laptop CPU (JAX then simulates 8 devices), on a TPU VM, on a GPU machine",
         "and on Colab. To refresh a row, execute the chapter again with `make execute` (or",
         "`python tools/execute.py notebooks/NN_slug.ipynb`).",
         "",
+        "## The oracles",
+        "",
+        "What each chapter's analysis is held to, that nobody here wrote, and the test that holds it:",
+        "",
     ]
+    for number, (stem, title) in enumerate(chapters.CHAPTERS, start=1):
+        for what, test in chapters.ORACLES.get(stem, []):
+            lines.append(f"- Chapter {number}: {what} (`{test}`).")
+    lines.append("")
     return "\n".join(lines)
+
+
+def exercise_counts() -> dict[str, int]:
+    """Registered exercises per chapter number (``{"01": 12, ...}``), from tpu_notes.exercises."""
+    sys.path.insert(0, str(ROOT))
+    from tpu_notes import exercises
+
+    out: dict[str, int] = {}
+    for i in exercises.all_ids():
+        chapter = i.split(".")[0][2:]
+        out[chapter] = out.get(chapter, 0) + 1
+    return out
 
 
 def expected() -> str:
