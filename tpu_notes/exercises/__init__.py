@@ -16,7 +16,7 @@ from numbers import Real
 from typing import Any, Callable, Mapping
 
 #: Chapter modules that register exercises (``tpu_notes.exercises.<name>``).
-CHAPTER_MODULES = ("ch01", "ch02", "ch03", "ch04", "ch05", "ch06", "ch07", "ch08")
+CHAPTER_MODULES = ("ch01", "ch02", "ch03", "ch04", "ch05", "ch06", "ch07", "ch08", "ch09")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from .serving import (pareto_chart, serving_reconciliation_chart, sharded_step_c
 from .style import BOOK_RC, CHIP_COLORS, figure_and_axes, new_figure, use_book_style
 from .tpu import (bandwidth_ladder_chart, padding_sweep, slice_hops_chart, systolic_steps, torus_hops,
                   tpu_chip_diagram)
+from .profiling import category_chart, ops_on_roofline, timeline
 from .training import (loss_curves_chart, memory_breakdown_chart, pipeline_schedule_chart, planner_chart,
                        reconciliation_chart, training_roofline_chart)
 from .transformer import (attention_share_chart, kv_cache_chart, memory_vs_context_chart, moe_routing_figure,
@@ -36,6 +37,7 @@ __all__ = [
     "memory_vs_context_chart", "transformer_layer_diagram", "moe_routing_figure",
     "training_roofline_chart", "pipeline_schedule_chart", "planner_chart", "loss_curves_chart",
     "memory_breakdown_chart", "reconciliation_chart",
+    "timeline", "category_chart", "ops_on_roofline",
     "decode_step_parts_chart", "latency_throughput_chart", "measured_decode_chart", "speculative_speedup_chart",
     "weight_stationary_chart", "serving_sweep_chart", "kv_share_chart",
     "pareto_chart", "sharded_step_chart", "serving_reconciliation_chart", "simulation_chart",

@@ -1,0 +1,669 @@
+"""Where a step's time goes: capture a JAX profiler trace and read it op by op (Chapter 9).
+
+:func:`capture` compiles a function, runs it a few times inside :func:`jax.profiler.trace` (each call one
+annotated step) and returns a :class:`Trace`: the trace directory ``jax.profiler`` wrote, the wall time of every
+step, and the optimised HLO text of the program. Nothing here parses a protobuf or a trace file by hand:
+
+- the events are read with :class:`jax.profiler.ProfileData` (JAX's own reader of the ``.xplane.pb`` file); each
+  op event carries the HLO op name, the HLO module and the device it ran on;
+- the cost of each op is XLA's own ``HloCostAnalysis``: every top-level instruction of the compiled module is cut
+  out into a one-op module (its fused computation included) and costed with the same analysis that
+  ``compiled.cost_analysis()`` runs on the whole program (:func:`op_costs`; the per-op FLOPs add up to the
+  module's total, a test checks it);
+- the tables XProf/TensorBoard show (``hlo_stats``, ``framework_op_stats``, ``roofline_model``, the
+  ``trace_viewer`` JSON) come from the ``xprof`` package's converters (:func:`xprof_tables`). On a CPU the
+  per-op device tables are empty (XProf fills them from device planes that TPUs and GPUs write); on a TPU or GPU
+  they are full.
+
+:func:`op_table` joins the two: per op, how often it ran per step, its total and mean seconds, its share of the
+step, XLA's FLOPs and bytes, their ratio (arithmetic intensity) and, given a roofline, the time the roofline
+predicts. :func:`step_summary` is the honesty check: the ops' seconds per device add up to the step's wall time.
+:func:`memory` reads ``compiled.memory_analysis()`` (arguments, outputs, temporaries).
+
+Times are per device: on 8 simulated CPU devices every op runs once per device per step, and the table reports
+the mean over devices. On simulated devices the host CPU runs all of them; the times measure that CPU.
+
+Importing this module imports JAX.
+"""
+from __future__ import annotations
+
+import contextlib
+import glob
+import math
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+import jax
+import numpy as np
+
+from .units import fmt
+
+#: Most steps :func:`capture` traces (a notebook-scale trace; each step's events are kept in memory).
+MAX_STEPS = 100
+#: Most warm-up calls before the trace starts.
+MAX_WARMUP = 100
+
+#: HLO opcodes of collectives (the ``-start``/``-done`` forms of asynchronous ones included).
+COLLECTIVE_OPCODES = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute",
+                      "collective-broadcast", "ragged-all-to-all")
+
+#: Opcodes that cost nothing to cost: they name buffers, they do not compute.
+_FREE_OPCODES = ("parameter", "constant", "tuple", "get-tuple-element", "bitcast", "partition-id", "replica-id",
+                 "after-all")
+
+#: The tables :func:`xprof_tables` converts by default.
+XPROF_TOOLS = ("hlo_stats", "framework_op_stats", "roofline_model")
+
+
+# --------------------------------------------------------------------------------------------------- records
+@dataclass(frozen=True)
+class Trace:
+    """A captured trace (:func:`capture`)."""
+
+    directory: str                  # the log directory jax.profiler.trace wrote (plugins/profile/<run>/...)
+    xplane: str                     # path of the .xplane.pb file inside it
+    module: str                     # HLO module name of the traced program, e.g. "jit_step"
+    steps: int                      # steps traced
+    step_s: tuple[float, ...]       # wall seconds of each traced step (from the step annotations)
+    devices: int                    # devices the program ran on
+    hlo_text: str                   # optimised HLO text of the program (what compiled.as_text() returns)
+    step_name: str = "step"         # name of the step annotations
+
+    @property
+    def wall_s(self) -> float:
+        """Median wall seconds of a step."""
+        return float(np.median(self.step_s))
+
+    def __repr__(self) -> str:
+        return (f"Trace({self.module}: {self.steps} steps on {self.devices} device(s), "
+                f"median step {fmt(self.wall_s, 's')})")
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """XLA's cost analysis of one HLO instruction (:func:`op_costs`)."""
+
+    name: str          # HLO instruction name, e.g. "fusion.3" or "all-gather.1"
+    opcode: str        # HLO opcode, e.g. "fusion", "dot", "all-gather"
+    category: str      # "matmul" (a dot or a fusion holding one), "collective", "fusion" or "other"
+    shape: str         # result shape, e.g. "f32[8,64]{1,0}"
+    flops: float       # FLOPs XLA counts for it
+    bytes: float       # bytes it reads and writes, per XLA
+    transcendentals: float  # transcendental ops (exp, log, ...)
+
+    @property
+    def intensity(self) -> float:
+        """FLOPs per byte (0 when it touches no bytes)."""
+        return self.flops / self.bytes if self.bytes else 0.0
+
+
+@dataclass(frozen=True)
+class OpEvent:
+    """One execution of one op on one device, from the trace (:func:`events`)."""
+
+    name: str          # HLO instruction name
+    device: int        # device ordinal it ran on
+    step: int          # step number (the annotation it fell in)
+    start_s: float     # seconds from the start of its step
+    duration_s: float  # seconds it ran
+
+
+@dataclass(frozen=True)
+class OpRow:
+    """One row of :func:`op_table`: an op's time per step and per device, with XLA's cost of one execution."""
+
+    name: str           # HLO instruction name
+    opcode: str         # HLO opcode ("?" when the op is not in the program's entry computation)
+    category: str       # "matmul", "collective", "fusion" or "other"
+    count: float        # executions per step per device
+    total_s: float      # seconds per step per device, all executions
+    mean_s: float       # seconds per execution
+    share: float        # total_s / the step's median wall time
+    flops: float        # FLOPs of one execution (XLA's cost analysis; nan when unknown)
+    bytes: float        # bytes of one execution (XLA's cost analysis; nan when unknown)
+    intensity: float    # flops / bytes, FLOPs per byte
+    predicted_s: float  # roofline time of one execution, max(flops / peak, bytes / bandwidth); nan without one
+
+    @property
+    def achieved_flops(self) -> float:
+        """FLOP/s the op reached: flops / mean_s."""
+        return self.flops / self.mean_s if self.mean_s > 0 else float("nan")
+
+    @property
+    def ratio(self) -> float:
+        """Measured over predicted time of one execution (nan without a prediction)."""
+        return self.mean_s / self.predicted_s if self.predicted_s > 0 else float("nan")
+
+
+@dataclass(frozen=True)
+class StepSummary:
+    """The sum-vs-wall check of a trace (:func:`step_summary`)."""
+
+    wall_s: float      # median wall seconds of a step
+    ops_s: float       # seconds of all ops per step per device (mean over devices)
+    ratio: float       # ops_s / wall_s
+    ops: int           # distinct ops that ran
+    executions: float  # op executions per step per device
+
+    def __repr__(self) -> str:
+        return (f"StepSummary(wall {fmt(self.wall_s, 's')}, ops {fmt(self.ops_s, 's')} per device, "
+                f"ratio {self.ratio:.2f}, {self.ops} ops)")
+
+
+@dataclass(frozen=True)
+class MemoryUse:
+    """What ``compiled.memory_analysis()`` reports for one device (:func:`memory`), in bytes."""
+
+    arguments: float    # input buffers (parameters, batch)
+    outputs: float      # output buffers
+    aliased: float      # outputs that reuse an input buffer (donation)
+    temporaries: float  # scratch XLA allocates during the step (activations kept for the backward pass, ...)
+    code: float         # generated code
+
+    @property
+    def peak(self) -> float:
+        """arguments + outputs - aliased + temporaries: the bytes live at the worst point, per XLA."""
+        return self.arguments + self.outputs - self.aliased + self.temporaries
+
+
+# --------------------------------------------------------------------------------------------------- checks
+def _check_int(name: str, value, minimum: int, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be a whole number in [{minimum}, {maximum}]; got {value!r}")
+    if not minimum <= value <= maximum:
+        raise ValueError(f"{name} must be in [{minimum}, {maximum}]; got {value}")
+    return int(value)
+
+
+def _check_trace(trace) -> Trace:
+    if not isinstance(trace, Trace):
+        raise TypeError(f"trace must be a tpu_notes.profile.Trace (from capture); got {type(trace).__name__}")
+    if not os.path.isfile(trace.xplane):
+        raise ValueError("trace: its .xplane.pb file is gone (was its directory deleted?); capture it again")
+    return trace
+
+
+def _check_text(name: str, value) -> str:
+    if hasattr(value, "as_text") and callable(value.as_text):
+        value = value.as_text()
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be HLO text or a compiled JAX function; got {type(value).__name__}")
+    if not value.lstrip().startswith("HloModule"):
+        raise ValueError(f"{name} must be HLO module text (starting 'HloModule'); got {value[:40]!r}")
+    return value
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Silence C++ logging on file descriptor 2 (xprof and the profiler log progress lines there, which a
+    notebook kernel would show under the cell)."""
+    try:
+        saved = os.dup(2)
+    except OSError:  # no file descriptor 2 (an embedded interpreter)
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+# --------------------------------------------------------------------------------------------------- capture
+def _compile(fn: Callable, args: tuple):
+    from jax.stages import Compiled
+
+    if isinstance(fn, Compiled):
+        return fn
+    jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
+    return jitted.lower(*args).compile()
+
+
+def _module_name(hlo_text: str) -> str:
+    m = re.match(r"\s*HloModule\s+([^\s,]+)", hlo_text)
+    return m.group(1) if m else "?"
+
+
+def _find_xplane(directory: str) -> str:
+    found = sorted(glob.glob(os.path.join(directory, "**", "*.xplane.pb"), recursive=True))
+    if not found:
+        raise ValueError("directory holds no trace (no .xplane.pb file under it)")
+    if len(found) > 1:
+        raise ValueError(f"directory holds {len(found)} traces; expected one (use a fresh directory per capture)")
+    return found[0]
+
+
+def _step_windows(profile, step_name: str) -> list[tuple[int, float, float]]:
+    """(step number, start ns, end ns) of every step annotation named ``step_name``."""
+    out = []
+    for plane in profile.planes:
+        for line in plane.lines:
+            for e in line.events:
+                if e.name != step_name:
+                    continue
+                stats = dict(e.stats)
+                if "step_num" in stats:
+                    out.append((int(stats["step_num"]), float(e.start_ns), float(e.end_ns)))
+    return sorted(out)
+
+
+def capture(fn: Callable, *args, steps: int = 3, warmup: int = 1, logdir: Optional[str] = None,
+            step_name: str = "step") -> Trace:
+    """Compile ``fn`` for ``args``, call it ``warmup`` times, then trace ``steps`` calls with
+    :func:`jax.profiler.trace`, each inside a :class:`jax.profiler.StepTraceAnnotation` named ``step_name`` and
+    ended by ``block_until_ready``. Returns the :class:`Trace`.
+
+    ``fn`` may be a plain function (jitted here), a jitted one, or an already compiled one
+    (``jax.jit(f).lower(...).compile()``, e.g. :func:`tpu_notes.parallel.compiled_step`); it is compiled once and
+    the compiled program is what runs. ``logdir``: an empty or new directory (default: a fresh temporary one,
+    which the caller may delete). When ``fn`` fails, or the trace cannot be written, what this call wrote is
+    removed and a ``ValueError`` says which stage failed.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be a callable (a function, a jitted function or a compiled one); got "
+                        f"{type(fn).__name__}")
+    steps = _check_int("steps", steps, 1, MAX_STEPS)
+    warmup = _check_int("warmup", warmup, 0, MAX_WARMUP)
+    if not isinstance(step_name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}", step_name):
+        raise ValueError(f"step_name must be a short identifier (letters, digits, _ . -); got {step_name!r}")
+    if logdir is not None:
+        if not isinstance(logdir, (str, os.PathLike)):
+            raise TypeError(f"logdir must be a directory path or None; got {type(logdir).__name__}")
+        logdir = os.fspath(logdir)
+        if os.path.exists(logdir) and (not os.path.isdir(logdir) or os.listdir(logdir)):
+            raise ValueError("logdir must be an empty or new directory (a second trace in it would be ambiguous); "
+                             f"{logdir!r} is not")
+    try:
+        compiled = _compile(fn, args)
+    except Exception as e:  # noqa: BLE001 - reported with its type, chained
+        raise ValueError(f"fn failed to compile for these args: {type(e).__name__}: {e}") from e
+    try:
+        for _ in range(warmup):
+            jax.block_until_ready(compiled(*args))
+    except Exception as e:  # noqa: BLE001
+        raise ValueError(f"fn failed when called (warm-up, before tracing): {type(e).__name__}: {e}") from e
+
+    created = logdir is None or not os.path.exists(logdir)
+    directory = tempfile.mkdtemp(prefix="tpu_notes_trace_") if logdir is None else logdir
+    os.makedirs(directory, exist_ok=True)
+    try:
+        with _quiet_stderr():
+            with jax.profiler.trace(directory):
+                for i in range(steps):
+                    with jax.profiler.StepTraceAnnotation(step_name, step_num=i):
+                        jax.block_until_ready(compiled(*args))
+        xplane = _find_xplane(directory)
+        profile = jax.profiler.ProfileData.from_file(xplane)
+        windows = _step_windows(profile, step_name)
+        if len(windows) != steps:
+            raise ValueError(f"the trace holds {len(windows)} step annotations, expected {steps}")
+    except BaseException as e:
+        if created:
+            shutil.rmtree(directory, ignore_errors=True)
+        else:
+            for entry in os.listdir(directory):
+                path = os.path.join(directory, entry)
+                shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.remove(path)
+        if isinstance(e, ValueError):
+            raise
+        if isinstance(e, Exception):
+            raise ValueError(f"tracing fn failed: {type(e).__name__}: {e}") from e
+        raise
+    text = compiled.as_text()
+    trace = Trace(directory=directory, xplane=xplane, module=_module_name(text), steps=steps,
+                  step_s=tuple((end - start) * 1e-9 for _, start, end in windows), devices=1, hlo_text=text,
+                  step_name=step_name)
+    n_dev = len({e.device for e in _raw_events(trace, profile)})
+    return Trace(**{**trace.__dict__, "devices": max(1, n_dev)})
+
+
+# --------------------------------------------------------------------------------------------------- events
+def _raw_events(trace: Trace, profile=None) -> list[OpEvent]:
+    profile = profile or jax.profiler.ProfileData.from_file(trace.xplane)
+    windows = _step_windows(profile, trace.step_name)
+    out = []
+    for plane in profile.planes:
+        for line in plane.lines:
+            for e in line.events:
+                stats = dict(e.stats)
+                if stats.get("hlo_module") != trace.module or "hlo_op" not in stats:
+                    continue
+                start = float(e.start_ns)
+                for num, lo, hi in windows:
+                    if lo <= start < hi:
+                        out.append(OpEvent(name=str(stats["hlo_op"]), device=int(stats.get("device_ordinal", 0)),
+                                           step=num, start_s=(start - lo) * 1e-9,
+                                           duration_s=float(e.duration_ns) * 1e-9))
+                        break
+    return out
+
+
+def events(trace: Trace, step: Optional[int] = None) -> list[OpEvent]:
+    """Every op execution of the traced program inside the step annotations (``step``: only that step), read
+    with :class:`jax.profiler.ProfileData`, sorted by step, device and start time."""
+    trace = _check_trace(trace)
+    if step is not None:
+        step = _check_int("step", step, 0, trace.steps - 1)
+    evs = [e for e in _raw_events(trace) if step is None or e.step == step]
+    return sorted(evs, key=lambda e: (e.step, e.device, e.start_s, e.name))
+
+
+# --------------------------------------------------------------------------------------------------- costs
+_INSTR = re.compile(r"^\s*(?:ROOT\s+)?(\S+)\s*=\s*(.*?)\s([a-z][a-z0-9\-]*)\((.*)$")
+_TOKEN = re.compile(r"[A-Za-z_][\w.\-]*")
+
+
+def _blocks(text: str) -> tuple[dict, str]:
+    """Computations of a short-parsable module text: ({name: block text}, entry name)."""
+    blocks, entry = {}, None
+    for block in re.split(r"\n\s*\n", text):
+        lines = block.strip().splitlines()
+        if not lines or not lines[0].rstrip().endswith("{"):
+            continue
+        head = lines[0].split()
+        if head[0] == "ENTRY":
+            entry = head[1]
+            blocks[head[1]] = block.strip()
+        else:
+            blocks[head[0]] = block.strip()
+    return blocks, entry
+
+
+def _single_op_module(line: str, shapes: dict, blocks: dict, entry: str) -> Optional[str]:
+    m = _INSTR.match(line)
+    if not m:
+        return None
+    name, shape, opcode, rest = m.groups()
+    depth, i = 1, 0
+    while i < len(rest) and depth:
+        depth += {"(": 1, ")": -1}.get(rest[i], 0)
+        i += 1
+    operands = [o.strip() for o in rest[:i - 1].split(",") if o.strip()]
+    params = []
+    for k, o in enumerate(dict.fromkeys(operands)):
+        if o not in shapes:
+            return None
+        params.append(f"  {o} = {shapes[o]} parameter({k})")
+    called, todo = [], [t for t in _TOKEN.findall(rest[i:]) if t in blocks and t != entry]
+    while todo:
+        c = todo.pop()
+        if c in called:
+            continue
+        called.append(c)
+        todo += [t for t in _TOKEN.findall(blocks[c].split("{", 1)[1]) if t in blocks and t not in called]
+    body = line.strip()
+    body = body[5:] if body.startswith("ROOT ") else body
+    body = re.sub(r",\s*control-predecessors=\{[^}]*\}", "", body)
+    return "\n\n".join([f"HloModule single_{name}"] + [blocks[c] for c in reversed(called)] +
+                       ["ENTRY e {\n" + "\n".join(params) + f"\n  ROOT {body}\n}}"])
+
+
+def _category(opcode: str, module_text: str) -> str:
+    base = opcode.replace("-start", "").replace("-done", "")
+    if base in COLLECTIVE_OPCODES:
+        return "collective"
+    if opcode in ("dot", "convolution") or re.search(r"\s(dot|convolution)\(", module_text):
+        return "matmul"
+    if opcode == "fusion":
+        return "fusion"
+    return "other"
+
+
+def _clean_module_text(text: str, name: str = "compiled_or_hlo_text") -> str:
+    from jaxlib import _hlo
+
+    try:
+        with _quiet_stderr():
+            module = _hlo.hlo_module_from_text(text)
+    except Exception as e:  # noqa: BLE001 - XLA's parser raises its own error types
+        raise ValueError(f"{name}: XLA cannot parse this HLO text: {str(e).splitlines()[0][:200]}") from e
+    options = _hlo.HloPrintOptions.short_parsable()
+    options.print_metadata = False
+    return module.to_string(options)
+
+
+def entry_computation(compiled_or_hlo_text) -> str:
+    """The entry computation of a compiled program as short HLO text (no metadata, operands by name): the ops
+    that run one after another, each line ``name = shape opcode(operands), attributes``."""
+    text = _check_text("compiled_or_hlo_text", compiled_or_hlo_text)
+    blocks, entry = _blocks(_clean_module_text(text))
+    if entry is None:
+        raise ValueError("compiled_or_hlo_text: no ENTRY computation found")
+    return blocks[entry]
+
+
+def op_costs(compiled_or_hlo_text) -> dict[str, OpCost]:
+    """XLA's cost analysis of every top-level instruction of a compiled program (``compiled.as_text()`` or the
+    compiled object itself): ``{instruction name: OpCost}``.
+
+    Each instruction of the entry computation is cut out into a module of its own (its operands become
+    parameters; its fused or called computations come along) and costed by XLA's ``HloCostAnalysis`` on the
+    current backend, the analysis behind ``compiled.cost_analysis()``. Buffers that compute nothing
+    (parameters, constants, tuples, bitcasts) are left out. FLOPs and bytes are per device (the module is the
+    partitioned, per-device program)."""
+    text = _check_text("compiled_or_hlo_text", compiled_or_hlo_text)
+    if text not in _COSTS_CACHE:
+        if len(_COSTS_CACHE) >= 16:
+            _COSTS_CACHE.pop(next(iter(_COSTS_CACHE)))
+        _COSTS_CACHE[text] = _op_costs(text)
+    return dict(_COSTS_CACHE[text])
+
+
+#: op_costs of the last few programs, by HLO text (a table, a figure and a check often cost the same program).
+_COSTS_CACHE: dict = {}
+
+
+def _op_costs(text: str) -> dict:
+    from jax._src.lib import _jax
+    from jaxlib import _hlo
+
+    blocks, entry = _blocks(_clean_module_text(text))
+    if entry is None:
+        raise ValueError("compiled_or_hlo_text: no ENTRY computation found")
+    lines = blocks[entry].splitlines()[1:-1]
+    shapes = {}
+    for line in lines:
+        m = _INSTR.match(line)
+        if m:
+            shapes[m.group(1)] = m.group(2)
+    client = jax.devices()[0].client
+    out = {}
+    for line in lines:
+        m = _INSTR.match(line)
+        if not m or m.group(3) in _FREE_OPCODES:
+            continue
+        name, shape, opcode = m.group(1), m.group(2), m.group(3)
+        single = _single_op_module(line, shapes, blocks, entry)
+        cost = {}
+        if single is not None:
+            try:
+                with _quiet_stderr():
+                    cost = _jax.hlo_module_cost_analysis(client, _hlo.hlo_module_from_text(single))
+            except Exception:  # noqa: BLE001 - an op XLA cannot cost alone keeps nan
+                cost = {}
+        miss = 0.0 if cost else float("nan")  # XLA leaves out keys that are zero
+        out[name] = OpCost(name=name, opcode=opcode, category=_category(opcode, single or ""), shape=shape,
+                           flops=float(cost.get("flops", miss)), bytes=float(cost.get("bytes accessed", miss)),
+                           transcendentals=float(cost.get("transcendentals", miss)))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------- tables
+def _peak_and_bandwidth(roofline) -> tuple[float, float]:
+    if roofline is None:
+        return float("nan"), float("nan")
+    from .bench import FittedRoofline
+
+    if isinstance(roofline, FittedRoofline):
+        return float(roofline.peak_flops), float(roofline.bandwidth)
+    from .hardware import get_chip
+
+    try:
+        chip = get_chip(roofline)
+    except (ValueError, TypeError, KeyError) as e:
+        raise ValueError(f"roofline must be a bench.FittedRoofline, a chip name or a Chip; got {roofline!r}") from e
+    return float(chip.peak_flops("bf16")), float(chip.hbm_bw)
+
+
+def op_table(trace: Trace, roofline=None, costs: Optional[dict] = None) -> list[OpRow]:
+    """Per-op rows of a captured trace, most time first.
+
+    ``count``, ``total_s`` and ``mean_s`` are per step and per device (the trace's events summed over every
+    traced step and device, divided by both); ``share`` is ``total_s`` over the median step wall time. Each
+    row carries XLA's FLOPs and bytes of one execution (:func:`op_costs`, or ``costs`` when given), their
+    ratio, and, when ``roofline`` is given (a :class:`tpu_notes.bench.FittedRoofline`, e.g. Chapter 1's
+    measured CPU roofline, or a chip name/``Chip``: its bf16 peak and HBM bandwidth), the roofline's time for
+    one execution."""
+    trace = _check_trace(trace)
+    peak, bw = _peak_and_bandwidth(roofline)
+    if costs is None:
+        costs = op_costs(trace.hlo_text)
+    elif not isinstance(costs, dict) or not all(isinstance(v, OpCost) for v in costs.values()):
+        raise TypeError("costs must be a dict {name: OpCost} from op_costs, or None")
+    evs = _raw_events(trace)
+    n = trace.steps * trace.devices
+    total, count = {}, {}
+    for e in evs:
+        total[e.name] = total.get(e.name, 0.0) + e.duration_s
+        count[e.name] = count.get(e.name, 0) + 1
+    wall = trace.wall_s
+    rows = []
+    nan = float("nan")
+    for name in total:
+        c = costs.get(name)
+        flops, nbytes = (c.flops, c.bytes) if c else (nan, nan)
+        inten = flops / nbytes if c and nbytes > 0 else (0.0 if c else nan)
+        pred = max(flops / peak, nbytes / bw) if (c and peak > 0 and bw > 0) else nan
+        rows.append(OpRow(name=name, opcode=c.opcode if c else "?", category=c.category if c else "other",
+                          count=count[name] / n, total_s=total[name] / n, mean_s=total[name] / count[name],
+                          share=total[name] / n / wall, flops=flops, bytes=nbytes, intensity=inten,
+                          predicted_s=pred))
+    return sorted(rows, key=lambda r: (-r.total_s, r.name))
+
+
+def step_summary(trace: Trace) -> StepSummary:
+    """The sum-vs-wall check: seconds of all ops per step per device against the median step wall time."""
+    rows = op_table(trace, costs={})
+    ops = sum(r.total_s for r in rows)
+    return StepSummary(wall_s=trace.wall_s, ops_s=ops, ratio=ops / trace.wall_s, ops=len(rows),
+                       executions=sum(r.count for r in rows))
+
+
+def category_totals(rows: Sequence[OpRow]) -> dict[str, float]:
+    """Seconds per step per device by category ("matmul", "fusion", "collective", "other"), from
+    :func:`op_table` rows."""
+    if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
+        raise TypeError("rows must be a list of OpRow (from op_table)")
+    rows = list(rows)
+    if not all(isinstance(r, OpRow) for r in rows):
+        raise TypeError("rows must be a list of OpRow (from op_table)")
+    out = {k: 0.0 for k in ("matmul", "fusion", "collective", "other")}
+    for r in rows:
+        out[r.category] += r.total_s
+    return out
+
+
+def format_op_table(rows: Sequence[OpRow], top: int = 10, timings: bool = True) -> str:
+    """A text table of the first ``top`` rows. ``timings=False`` prints only what the compiler decides
+    (op, opcode, executions per step, XLA's FLOPs, bytes and intensity), sorted by FLOPs then name: identical
+    on every run, so a notebook can compare it."""
+    if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
+        raise TypeError("rows must be a list of OpRow (from op_table)")
+    rows = list(rows)
+    if not all(isinstance(r, OpRow) for r in rows):
+        raise TypeError("rows must be a list of OpRow (from op_table)")
+    top = _check_int("top", top, 1, 10_000)
+    if not isinstance(timings, bool):
+        raise TypeError(f"timings must be True or False; got {timings!r}")
+
+    def num(x, unit=""):
+        return "?" if not math.isfinite(x) else fmt(x, unit) if unit else f"{x:.3g}"
+
+    if not timings:
+        rows = sorted(rows, key=lambda r: (-(r.flops if math.isfinite(r.flops) else -1), r.name))
+        head = f"{'op':<26} {'opcode':<12} {'per step':>8} {'FLOPs':>10} {'bytes':>10} {'FLOP/B':>7}"
+        body = [f"{r.name[:26]:<26} {r.opcode[:12]:<12} {r.count:>8.3g} {num(r.flops):>10} "
+                f"{num(r.bytes, 'B'):>10} {num(r.intensity):>7}" for r in rows[:top]]
+    else:
+        head = (f"{'op':<24} {'category':<10} {'n':>3} {'total':>9} {'share':>6} {'FLOPs':>8} "
+                f"{'FLOP/B':>6} {'roofline':>9}")
+        body = [f"{r.name[:24]:<24} {r.category:<10} {r.count:>3.3g} {fmt(r.total_s, 's'):>9} "
+                f"{r.share:>6.1%} {num(r.flops):>8} {num(r.intensity):>6} "
+                f"{(fmt(r.predicted_s, 's') if math.isfinite(r.predicted_s) else '-'):>9}" for r in rows[:top]]
+    return "\n".join([head, "-" * len(head)] + body)
+
+
+def memory(compiled) -> MemoryUse:
+    """Bytes per device of a compiled program, from XLA's ``memory_analysis()``."""
+    if not hasattr(compiled, "memory_analysis"):
+        raise TypeError(f"compiled must be a compiled JAX function (jax.jit(f).lower(...).compile()); got "
+                        f"{type(compiled).__name__}")
+    m = compiled.memory_analysis()
+    if m is None:
+        raise ValueError("compiled: this backend reports no memory analysis")
+    return MemoryUse(arguments=float(m.argument_size_in_bytes), outputs=float(m.output_size_in_bytes),
+                     aliased=float(m.alias_size_in_bytes), temporaries=float(m.temp_size_in_bytes),
+                     code=float(m.generated_code_size_in_bytes))
+
+
+# --------------------------------------------------------------------------------------------------- xprof
+def _xprof():
+    try:
+        from xprof.convert import raw_to_tool_data
+    except ImportError as e:
+        raise ImportError("reading a trace with XProf's converters needs the xprof package "
+                          "(pip install xprof; requirements.txt pins the version the book uses)") from e
+    return raw_to_tool_data
+
+
+def xprof_tables(trace: Trace, tools: Sequence[str] = XPROF_TOOLS) -> dict[str, list[dict[str, Any]]]:
+    """The tables XProf shows, converted offline by the ``xprof`` package from the trace's ``.xplane.pb``:
+    ``{tool: rows}``, each row a dict keyed by the column ids of XProf's table (``hlo_op_name``,
+    ``total_time`` in µs, ``bound_by``, ...). ``tools`` from ``hlo_stats``, ``framework_op_stats``,
+    ``roofline_model``, ``overview_page``. On a CPU the device tables hold no rows."""
+    import json
+
+    trace = _check_trace(trace)
+    allowed = ("hlo_stats", "framework_op_stats", "roofline_model", "overview_page")
+    if isinstance(tools, str) or not hasattr(tools, "__iter__"):
+        raise TypeError(f"tools must be a sequence of tool names from {allowed}; got {tools!r}")
+    tools = list(tools)
+    for t in tools:
+        if t not in allowed:
+            raise ValueError(f"tools: unknown tool {t!r}; allowed: {allowed}")
+    raw_to_tool_data = _xprof()
+    out = {}
+    with _quiet_stderr():
+        for tool in tools:
+            data, _ = raw_to_tool_data.xspace_to_tool_data([trace.xplane], tool, {})
+            tables = json.loads(data) if data else []
+            tables = tables if isinstance(tables, list) else [tables]
+            rows = []
+            for table in tables:
+                ids = [c["id"] for c in table.get("cols", [])]
+                for r in table.get("rows", []):
+                    rows.append({k: (cell or {}).get("v") for k, cell in zip(ids, r.get("c", []))})
+            out[tool] = rows
+    return out
+
+
+def xprof_trace_events(trace: Trace) -> list[dict[str, Any]]:
+    """The op events of the traced program as XProf's trace viewer sees them (its Chrome-trace JSON, converted
+    by ``xprof``): one dict per execution with ``name``, ``ts`` and ``dur`` in µs and ``args`` (``hlo_op``,
+    ``hlo_module``, ``device_ordinal``). What the trace viewer draws; :func:`events` reads the same file with
+    JAX's own reader."""
+    import json
+
+    trace = _check_trace(trace)
+    raw_to_tool_data = _xprof()
+    with _quiet_stderr():
+        data, _ = raw_to_tool_data.xspace_to_tool_data([trace.xplane], "trace_viewer", {})
+    evs = json.loads(data)["traceEvents"]
+    return [e for e in evs if e.get("ph") == "X" and e.get("args", {}).get("hlo_module") == trace.module
+            and "hlo_op" in e.get("args", {})]
