@@ -871,3 +871,12 @@ from hostile_cases_serving import RESULT_RECORDS as _CH8_RECORDS  # noqa: E402
 CASES.update(_CH8_CASES)
 COVERED_MODULES = COVERED_MODULES + _CH8_COVERED
 RESULT_RECORDS |= _CH8_RECORDS
+
+# -- Chapter 10: tpu_notes.jaxprog (the JAX programs), kept in its own file -------------------------------------------
+from hostile_cases_jaxprog import CASES as _CH10_CASES  # noqa: E402
+from hostile_cases_jaxprog import COVERED as _CH10_COVERED  # noqa: E402
+from hostile_cases_jaxprog import RESULT_RECORDS as _CH10_RECORDS  # noqa: E402
+
+CASES.update(_CH10_CASES)
+COVERED_MODULES = COVERED_MODULES + _CH10_COVERED
+RESULT_RECORDS |= _CH10_RECORDS

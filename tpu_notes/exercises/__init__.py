@@ -5,7 +5,9 @@ computed with ``tpu_notes`` (never typed in), and its checker compares a reader'
 tolerance. ``None`` means "not attempted yet" and never fails a notebook.
 
 Answers may be a number, a sequence of numbers (compared elementwise), a mapping of named numbers, or a string
-(compared case-insensitively, e.g. ``"compute"`` vs ``"bandwidth"``).
+(compared case-insensitively, e.g. ``"compute"`` vs ``"bandwidth"``). A reference with a ``check_program`` method
+(``tpu_notes.jaxprog.ProgramCheck``) takes a function as the answer and runs it against the reference on random
+inputs; its ``wrong_programs()`` are the perturbed answers the tests expect it to reject.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from numbers import Real
 from typing import Any, Callable, Mapping
 
 #: Chapter modules that register exercises (``tpu_notes.exercises.<name>``).
-CHAPTER_MODULES = ("ch01", "ch02", "ch03", "ch04", "ch05", "ch06", "ch07", "ch08", "ch09")
+CHAPTER_MODULES = ("ch01", "ch02", "ch03", "ch04", "ch05", "ch06", "ch07", "ch08", "ch09", "ch10")
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,8 @@ def _close(answer: float, ref: float, ex: Exercise) -> bool:
 
 def _matches(answer: Any, ref: Any, ex: Exercise) -> tuple[bool, str]:
     """(correct, detail) comparing ``answer`` to ``ref``; raises TypeError for an answer of the wrong shape."""
+    if callable(getattr(ref, "check_program", None)):   # code answers: e.g. tpu_notes.jaxprog.ProgramCheck
+        return ref.check_program(answer)
     if isinstance(ref, str):
         if not isinstance(answer, str):
             raise TypeError(f"answer must be a string such as {ref!r}; got {type(answer).__name__}")
@@ -151,6 +155,8 @@ def grade(exercise_id: str, answer: Any) -> Grade:
         return Grade(exercise_id, True, False, f"✗ {ex.id} ({ex.title}): {err}")
     exact = isinstance(ex.solve(), (str, bool)) or not ex.rtol
     tol = "exactly" if exact else f"within {ex.rtol:.0%}"
+    if callable(getattr(ex.solve(), "check_program", None)):
+        tol, unit = "equal to the reference on random inputs", ""
     if correct:
         return Grade(exercise_id, True, True, f"✓ {ex.id} ({ex.title}): correct ({tol}{unit}).")
     return Grade(exercise_id, True, False,
@@ -176,7 +182,9 @@ _OPPOSITES = {"compute": "bandwidth", "bandwidth": "compute", "memory": "compute
 
 
 def _perturb(ref: Any):
-    if isinstance(ref, bool):
+    if callable(getattr(ref, "wrong_programs", None)):   # code answers: known-wrong programs
+        yield from ref.wrong_programs()
+    elif isinstance(ref, bool):
         yield not ref
     elif isinstance(ref, str):
         yield _OPPOSITES.get(ref.lower(), ref + " (wrong)")

@@ -14,6 +14,7 @@ from .collectives import (collective_cost_chart, collective_timing_chart, ring_a
                           ring_collective_figure)
 from .inference import (decode_step_parts_chart, kv_share_chart, latency_throughput_chart, measured_decode_chart,
                         serving_sweep_chart, speculative_speedup_chart, weight_stationary_chart)
+from .jax_programming import collective_matmul_chart
 from .roofline import (matmul_flops_vs_batch, matmul_intensity_chart, matmul_on_roofline, measured_roofline,
                        roofline_chart)
 from .serving import (pareto_chart, serving_reconciliation_chart, sharded_step_chart,
@@ -41,4 +42,5 @@ __all__ = [
     "decode_step_parts_chart", "latency_throughput_chart", "measured_decode_chart", "speculative_speedup_chart",
     "weight_stationary_chart", "serving_sweep_chart", "kv_share_chart",
     "pareto_chart", "sharded_step_chart", "serving_reconciliation_chart", "simulation_chart",
+    "collective_matmul_chart",
 ]

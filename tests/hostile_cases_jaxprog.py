@@ -1,0 +1,100 @@
+"""Baseline calls of Chapter 10's module (tpu_notes.jaxprog) for tests/test_hostile_input.py.
+
+Merged into ``hostile_cases.CASES`` at the end of that file; see its docstring for the kinds of argument.
+"""
+from __future__ import annotations
+
+from hostile_cases import ODD, Case, ChipArg, Choice, Flag, Int, Num, Opt, Raw, lazy
+
+J = "tpu_notes.jaxprog."
+
+
+def _ring():
+    from tpu_notes import jaxprog
+
+    return jaxprog.ring_mesh(8)
+
+
+def _arr(*shape):
+    def make():
+        import jax.numpy as jnp
+        import numpy as np
+
+        return jnp.asarray(np.random.default_rng(0).standard_normal(shape), jnp.float32)
+
+    return make
+
+
+def _not_array(good_shape_wrong: tuple):
+    """Hostile values of an array argument: not arrays, integers, and an array of the wrong shape."""
+    def ints():
+        import numpy as np
+
+        return np.ones(good_shape_wrong[1], np.int32)
+
+    def wrong_shape():
+        import jax.numpy as jnp
+
+        return jnp.ones(good_shape_wrong[0], jnp.float32)
+
+    return [None, "x", 3, ODD, [1.0, 2.0], lazy(ints), lazy(wrong_shape)]
+
+
+_MESH = Raw(_ring, [None, "ring", 8, ODD, {"x": 8}], lazy=True)
+_AXIS = Choice("x")
+_X = Raw(_arr(16, 64), _not_array(((16, 60), (16, 64))), lazy=True)
+_W = Raw(_arr(64, 64), _not_array(((64, 60), (64, 64))), lazy=True)
+
+# the MoE layer: T=64 tokens, D=16, E=8 experts, F=32
+_MX = Raw(_arr(64, 16), _not_array(((64, 15), (64, 16))), lazy=True)
+_MR = Raw(_arr(16, 8), _not_array(((15, 8), (16, 8))), lazy=True)
+_MWI = Raw(_arr(8, 16, 32), _not_array(((4, 16, 32), (8, 16, 32))), lazy=True)
+_MWO = Raw(_arr(8, 32, 16), _not_array(((8, 32, 15), (8, 32, 16))), lazy=True)
+
+
+def _check():
+    from tpu_notes import exercises
+
+    return exercises.solution("ch10.q2")
+
+
+def _reference(a, mesh):
+    return a
+
+
+def _inputs(rng, trial):
+    import numpy as np
+
+    return np.ones((2, 2)), None
+
+
+CASES = {
+    J + "ring_mesh": Case(n_devices=Int(8), axis=Raw("x", [None, 3, "", "a b", ODD, ["x"]])),
+    J + "collective_table": Case(mesh=_MESH, axis=_AXIS, rows=Int(64), cols=Int(128)),
+    J + "allgather_matmul": Case(x=_X, w=_W, mesh=_MESH, axis=_AXIS),
+    J + "collective_matmul": Case(x=_X, w=_W, mesh=_MESH, axis=_AXIS, bidirectional=Flag(True)),
+    J + "matmul_hlo_collectives": Case(program=Choice("collective"), mesh=_MESH, axis=_AXIS, B=Int(8),
+                                       D=Int(64), F=Int(64)),
+    J + "collective_matmul_time": Case(B=Int(2048), D=Int(8192), F=Int(32768), n=Int(8), chip=ChipArg("v5e"),
+                                       dtype=Choice("bf16"), bidirectional=Flag(False)),
+    J + "moe_capacity": Case(tokens_per_group=Int(512), n_experts=Int(16), capacity_factor=Num(1.25)),
+    J + "moe_reference": Case(x=_MX, router=_MR, w_in=_MWI, w_out=_MWO, n_groups=Int(8), capacity=Int(2)),
+    J + "moe_expert_parallel": Case(x=_MX, router=_MR, w_in=_MWI, w_out=_MWO, mesh=_MESH, axis=_AXIS,
+                                    capacity=Opt(Int(2))),
+    J + "moe_hlo_collectives": Case(x=_MX, router=_MR, w_in=_MWI, w_out=_MWO, mesh=_MESH, axis=_AXIS,
+                                    capacity=Opt(Int(2))),
+    J + "pallas_matmul": Case(x=Raw(_arr(64, 32), _not_array(((64, 30), (64, 32))), lazy=True),
+                              y=Raw(_arr(32, 48), _not_array(((30, 48), (32, 48))), lazy=True),
+                              bm=Int(32), bn=Int(16), bk=Opt(Int(16)), interpret=Opt(Flag(True))),
+    J + "ProgramCheck": Case(reference=Raw(_reference, [None, 3, "ref", ODD]),
+                             make_inputs=Raw(_inputs, [None, 3, "inputs", ODD]),
+                             trials=Int(3, top=100), rtol=Num(1e-4, zero=True, top=0.1),
+                             atol=Num(1e-4, zero=True, top=1.0), seed=Int(0, zero=True),
+                             wrong=Raw((), [None, 3, "wrong", ODD, [3], (None,)])),
+    J + "ProgramCheck.check_program": Case(self_=_check, fn=Raw(lambda a, mesh: a, [None, 3, "shard_mean", ODD,
+                                                                                    [1.0]], names=("answer",))),
+    J + "ProgramCheck.wrong_programs": Case(self_=_check),
+}
+
+COVERED = ("jaxprog",)
+RESULT_RECORDS = {"jaxprog.CollectiveRow", "jaxprog.CollectiveMatmulTime"}

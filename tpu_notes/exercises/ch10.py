@@ -1,0 +1,253 @@
+"""Exercises of Chapter 10 (ids ch10.*), registered with their reference solutions.
+
+Three of them take code as the answer (``ch10.q4``-``q6``): the reader's function is run against a reference on
+random inputs and meshes of several shapes by :class:`tpu_notes.jaxprog.ProgramCheck`. JAX is imported only when
+one of these exercises is graded.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from . import Exercise, register
+
+#: Mesh shapes (X, Y) the code exercises run on, one per trial.
+MESH_SHAPES = ((2, 4), (4, 2), (8, 1))
+
+
+@lru_cache(maxsize=None)
+def _mesh(shape):
+    from tpu_notes.compat import make_mesh
+
+    import jax
+
+    return make_mesh(shape, ("X", "Y"), devices=jax.devices()[: shape[0] * shape[1]])
+
+
+# -- 10.1: local shapes ---------------------------------------------------------------------------------------
+Q1_SHAPE = (1024, 4096)       # A: float32[S_X, D_Y] on a (X=2, Y=4) mesh
+
+
+def _q1():
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    return list(NamedSharding(_mesh((2, 4)), P("X", "Y")).shard_shape(Q1_SHAPE))
+
+
+register(Exercise(id="ch10.q1", title="local shape of A[S_X, D_Y]", solve=_q1, unit="",
+                  rtol=0.0,
+                  hint="Each mesh axis divides the dimension it shards by its size: S by X, D by Y."))
+
+
+# -- 10.2: hops and permutes of the collective matmul -------------------------------------------------------------
+def _q2():
+    from tpu_notes import jaxprog
+
+    mesh = jaxprog.ring_mesh(8)
+    rounds = jaxprog.collective_matmul_time(64, 256, 256, 8, bidirectional=True).steps
+    ops = jaxprog.matmul_hlo_collectives("bidirectional", mesh)["collective-permute"]
+    return [rounds, ops]
+
+
+register(Exercise(id="ch10.q4", title="hops and permutes of a two-way ring", solve=_q2, unit="",
+                  rtol=0.0,
+                  hint="Every device needs the N-1 blocks it does not own; two ways round, each round brings one "
+                       "block from each side, except where the two ways meet on an even ring."))
+
+
+# -- 10.3: what overlap buys on a TPU -------------------------------------------------------------------------
+Q3 = dict(B=1024, D=8192, F=32768, n=8, chip="v5e", dtype="bf16")
+
+
+def _q3():
+    from tpu_notes import jaxprog
+
+    t = jaxprog.collective_matmul_time(**Q3)
+    return [t.sequential_s, t.overlapped_s]
+
+
+register(Exercise(id="ch10.q5", title="AllGather-then-matmul vs the ring on v5e", solve=_q3, unit="s",
+                  rtol=0.05,
+                  hint="Sequential: the AllGather of A (Chapter 3) plus the whole matmul. Ring: one partial "
+                       "matmul, then N-1 hops, each taking the longer of sending a [B, D/N] block one way and "
+                       "one partial matmul."))
+
+
+# -- 10.4 / 10.5: shard_map programs (the book's first worked problem) ------------------------------------------
+def _sharded_input(rng, trial):
+    import jax
+    import numpy as np
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    X, Y = MESH_SHAPES[trial % len(MESH_SHAPES)]
+    mesh = _mesh((X, Y))
+    S = X * int(rng.integers(2, 6))
+    D = Y * int(rng.integers(1, 4)) * 2
+    a = rng.standard_normal((S, D)).astype(np.float32)
+    return jax.device_put(a, NamedSharding(mesh, P("X", "Y"))), mesh
+
+
+def _shard_mean_ref(a, mesh):
+    import numpy as np
+
+    X = mesh.shape["X"]
+    return np.asarray(a).reshape(X, -1, a.shape[1]).mean(axis=1)
+
+
+def _q4_inputs(rng, trial):
+    return _sharded_input(rng, trial)
+
+
+def _wrong_global_mean(a, mesh):
+    import numpy as np
+
+    return np.broadcast_to(np.asarray(a).mean(axis=0), (mesh.shape["X"], a.shape[1]))
+
+
+def _wrong_shard_sum(a, mesh):
+    return _shard_mean_ref(a, mesh) * (a.shape[0] // mesh.shape["X"])
+
+
+def _q4():
+    from tpu_notes.jaxprog import ProgramCheck
+
+    return ProgramCheck(_shard_mean_ref, _q4_inputs, wrong=(_wrong_global_mean, _wrong_shard_sum))
+
+
+register(Exercise(id="ch10.q2", title="mean of each X shard, with shard_map", solve=_q4, unit="a function",
+                  rtol=0.0,
+                  hint="in_specs=P('X', 'Y'), out_specs=P('X', 'Y'); inside, each device holds [S/X, D/Y]: "
+                       "average over axis 0 with keepdims=True. No collective is needed."))
+
+Q5_SHIFT = 1
+
+
+def _roll_ref(a, mesh, shift):
+    import numpy as np
+
+    X = mesh.shape["X"]
+    b = np.asarray(a).reshape(X, -1, a.shape[1])
+    return (np.roll(b, shift, axis=1) - b).reshape(a.shape)
+
+
+def _q5_inputs(rng, trial):
+    a, mesh = _sharded_input(rng, trial)
+    return a, mesh, int(rng.integers(1, 3))
+
+
+def _wrong_global_roll(a, mesh, shift):
+    import numpy as np
+
+    b = np.asarray(a)
+    return np.roll(b, shift, axis=0) - b
+
+
+def _wrong_roll_sign(a, mesh, shift):
+    return -_roll_ref(a, mesh, shift)
+
+
+def _q5():
+    from tpu_notes.jaxprog import ProgramCheck
+
+    return ProgramCheck(_roll_ref, _q5_inputs, wrong=(_wrong_global_roll, _wrong_roll_sign))
+
+
+register(Exercise(id="ch10.q3", title="roll within each X shard, with shard_map", solve=_q5,
+                  unit="a function", rtol=0.0,
+                  hint="Inside shard_map the rows a device holds are its whole shard: jnp.roll(x, shift, axis=0) "
+                       "- x there, with the same spec in and out."))
+
+
+# -- 10.6: a collective matmul written by the reader -------------------------------------------------------------
+def _matmul_ref(x, w, mesh):
+    import numpy as np
+
+    return np.asarray(x, np.float64) @ np.asarray(w, np.float64)
+
+
+def _q6_inputs(rng, trial):
+    import jax
+    import numpy as np
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    from tpu_notes import jaxprog
+
+    n = (8, 4, 2)[trial % 3]
+    mesh = jaxprog.ring_mesh(n)
+    B, D, F = int(rng.integers(2, 9)), n * int(rng.integers(1, 5)), n * int(rng.integers(1, 5))
+    x = rng.standard_normal((B, D)).astype(np.float32)
+    w = rng.standard_normal((D, F)).astype(np.float32)
+    return (jax.device_put(x, NamedSharding(mesh, P(None, "x"))),
+            jax.device_put(w, NamedSharding(mesh, P(None, "x"))), mesh)
+
+
+def _wrong_one_hop_short(x, w, mesh):
+    """A ring that stops one hop early: the block N-1 places away is never multiplied."""
+    import numpy as np
+
+    n = mesh.shape["x"]
+    x, w = np.asarray(x), np.asarray(w)
+    k, f = x.shape[1] // n, w.shape[1] // n
+    out = np.zeros((x.shape[0], w.shape[1]))
+    for me in range(n):
+        for hop in range(n - 1):
+            j = (me + hop) % n
+            out[:, me * f:(me + 1) * f] += x[:, j * k:(j + 1) * k] @ w[j * k:(j + 1) * k, me * f:(me + 1) * f]
+    return out
+
+
+def _wrong_block_index(x, w, mesh):
+    """A ring that multiplies each received block by the rows of the wrong block (off by one)."""
+    import numpy as np
+
+    n = mesh.shape["x"]
+    x, w = np.asarray(x), np.asarray(w)
+    k = x.shape[1] // n
+    return np.roll(x, k, axis=1) @ w if n > 1 else 2 * (x @ w)
+
+
+def _q6():
+    from tpu_notes.jaxprog import ProgramCheck
+
+    return ProgramCheck(_matmul_ref, _q6_inputs, wrong=(_wrong_one_hop_short, _wrong_block_index))
+
+
+register(Exercise(id="ch10.q6", title="a one-way collective matmul", solve=_q6, unit="a function", rtol=0.0,
+                  hint="Inside shard_map: acc = x @ (my rows of w); then N-1 times: ppermute x one step round "
+                       "the ring, work out whose block arrived (axis_index + hop, modulo N) and add that block "
+                       "times its rows of w."))
+
+
+# -- 10.7: the MoE layer's AllToAll ----------------------------------------------------------------------------
+Q7 = dict(tokens_per_device=4096, n_experts=64, d_model=4096, n=8, capacity_factor=1.25, chip="v5e")
+
+
+def _q7():
+    from tpu_notes import collectives, hardware, jaxprog
+
+    q = Q7
+    cap = jaxprog.moe_capacity(q["tokens_per_device"], q["n_experts"], q["capacity_factor"])
+    nbytes = q["n_experts"] * cap * q["d_model"] * 2           # the [E, C, D] bf16 dispatch buffer
+    chip = hardware.get_chip(q["chip"])
+    t = collectives.all_to_all_time(nbytes, q["n"], chip.ici_bw_bidi).total
+    return [nbytes, 2 * t]
+
+
+register(Exercise(id="ch10.q7", title="the two AllToAlls of an MoE layer", solve=_q7, unit="",
+                  rtol=0.05,
+                  hint="The buffer is [E, C, D] with C = ceil(f·T/E) slots per expert; dispatch and combine each "
+                       "move it once through an AllToAll of Chapter 3."))
+
+
+# -- 10.8: tile sizes of the Pallas kernel --------------------------------------------------------------------
+Q8_TILES = ((128, 128), (512, 512))
+
+
+def _q8():
+    from tpu_notes import roofline
+
+    return [roofline.tiled_matmul_intensity(bm, bn, "bf16") for bm, bn in Q8_TILES]
+
+
+register(Exercise(id="ch10.q8", title="intensity of a tiled matmul", solve=_q8, unit="FLOPs/byte", rtol=0.05,
+                  hint="A bm x bn output tile streams bm + bn elements of K per 2·bm·bn FLOPs: in bf16 the "
+                       "intensity is bm·bn/(bm + bn)."))

@@ -1,0 +1,543 @@
+"""Chapter 10's JAX programs: the sharded algorithms of the earlier chapters written with ``jax.shard_map``.
+
+Each program has a plain reference it must equal (``tests/test_jaxprog.py`` checks every one):
+
+- :func:`collective_table`: every collective of Chapter 3 run under ``shard_map`` on a 1-D mesh, with the local
+  shapes before and after and the bytes of the op XLA compiled, next to Chapter 3's array size ``V``.
+- :func:`allgather_matmul` and :func:`collective_matmul`: ``A[B, D_X] ·_D W[D, F_X] → Out[B, F_X]``, either
+  AllGather A then multiply, or a ring of ``ppermute`` hops each overlapped with one partial matmul (one way round
+  or both ways at once). :func:`collective_matmul_time` prices both on a TPU with Chapter 3's ICI model.
+- :func:`moe_expert_parallel`: a top-1 mixture-of-experts layer whose experts are split over a mesh axis, tokens
+  sent to their expert and back with two ``all_to_all``; a fixed capacity per expert and per sending device drops
+  the overflow. :func:`moe_reference` computes the same layer densely, one token at a time.
+- :func:`pallas_matmul`: a tiled matmul kernel in Pallas (interpret mode on CPU, compiled on TPU/GPU).
+- :class:`ProgramCheck`: grades a reader's function against a reference on random inputs and shapes; the
+  exercises of Chapter 10 whose answer is code use it (``tpu_notes.exercises`` calls its ``check_program``).
+
+Importing this module imports JAX.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from numbers import Integral
+from typing import Callable, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+from . import collectives as C
+from . import hlo
+from .compat import make_mesh as _make_mesh
+from .compat import shard_map as _shard_map
+from .hardware import get_chip
+from .roofline import compute_time
+from .units import check_bool, check_choice, check_positive, dtype_bytes
+
+#: Most devices a 1-D mesh of this module spans (a ring of ``ppermute`` hops is unrolled in the program).
+MAX_RING = 64
+#: Largest array (elements) a program of this module accepts: these are teaching programs, not production ones.
+MAX_ELEMENTS = 2**26
+
+# ------------------------------------------------------------------------------------------------------------
+# Checks
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _check_int(name: str, value, minimum: int = 1, maximum: Optional[int] = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(f"{name} must be an integer >= {minimum}; got {type(value).__name__} {value!r}")
+    if value < minimum or (maximum is not None and value > maximum):
+        top = f" and <= {maximum}" if maximum is not None else ""
+        raise ValueError(f"{name} must be an integer >= {minimum}{top}; got {value!r}")
+    return int(value)
+
+
+def _check_mesh(mesh, axis) -> int:
+    """The size of ``axis`` in ``mesh``, or an error naming ``mesh`` or ``axis``."""
+    if not isinstance(mesh, jax.sharding.Mesh):
+        raise TypeError(f"mesh must be a jax.sharding.Mesh (e.g. jaxprog.ring_mesh(8)); got {type(mesh).__name__}")
+    if not isinstance(axis, str) or axis not in mesh.axis_names:
+        raise ValueError(f"axis must name an axis of the mesh, one of {list(mesh.axis_names)}; got {axis!r}")
+    return int(mesh.shape[axis])
+
+
+def _check_array(name: str, x, ndim: int):
+    if not hasattr(x, "shape") or not hasattr(x, "dtype") or isinstance(x, (str, bytes)):
+        raise TypeError(f"{name} must be an array of {ndim} dimensions; got {type(x).__name__}")
+    if len(x.shape) != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions; got shape {tuple(x.shape)}")
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        raise TypeError(f"{name} must hold floating-point numbers; got dtype {x.dtype}")
+    if math.prod(x.shape) > MAX_ELEMENTS or min(x.shape) < 1:
+        raise ValueError(f"{name} must have between 1 and {MAX_ELEMENTS} elements and no empty dimension; "
+                         f"got shape {tuple(x.shape)}")
+    return x
+
+
+def _divides(what: str, size: int, n: int, axis: str) -> None:
+    if size % n:
+        raise ValueError(f"{what} ({size}) must be divisible by the {n} devices of mesh axis {axis!r}; "
+                         f"allowed sizes are multiples of {n}")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Meshes and the collectives one by one
+# ------------------------------------------------------------------------------------------------------------
+
+
+def ring_mesh(n_devices: int = 8, axis: str = "x"):
+    """A 1-D mesh of the first ``n_devices`` JAX devices with one Auto axis named ``axis``."""
+    n = _check_int("n_devices", n_devices, 1, MAX_RING)
+    if n > len(jax.devices()):
+        raise ValueError(f"n_devices ({n}) is more than the {len(jax.devices())} devices JAX has; allowed: "
+                         f"1 to {len(jax.devices())}")
+    if not isinstance(axis, str) or not axis.isidentifier():
+        raise ValueError(f"axis must be a mesh axis name such as 'x'; got {axis!r}")
+    return _make_mesh((n,), (axis,), devices=jax.devices()[:n])
+
+
+@dataclass(frozen=True)
+class CollectiveRow:
+    """One collective run under ``shard_map``: what each device holds before and after, and what XLA compiled."""
+
+    kind: str                    # Chapter 3's name: "all-gather", "reduce-scatter", ...
+    jax_call: str                # the jax.lax call that produced it
+    local_in: tuple              # shape of one device's block before
+    local_out: tuple             # shape of one device's block after
+    hlo_op: str                  # the collective op XLA compiled (after CPU's reduce-scatter spelling is undone)
+    hlo_bytes: float             # bytes of that op per device: the larger of its operand and result, bytes
+    array_bytes: float           # V of Chapter 3: the gathered (or unreduced) array per device, bytes
+    received_bytes: float        # bytes one device receives on a one-way ring (Chapter 3's model), bytes
+
+    @property
+    def agrees(self) -> bool:
+        """True when XLA's op is the expected one and moves Chapter 3's V."""
+        return self.hlo_op == self.kind and math.isclose(self.hlo_bytes, self.array_bytes)
+
+
+#: The collectives of Chapter 3 and the jax.lax call that makes each one (x is the local block of one device).
+_LAX_CALLS = {
+    "all-gather": "all_gather(x, 'x', tiled=True)",
+    "reduce-scatter": "psum_scatter(x, 'x', tiled=True)",
+    "all-reduce": "psum(x, 'x')",
+    "all-to-all": "all_to_all(x, 'x', 1, 0, tiled=True)",
+    "collective-permute": "ppermute(x, 'x', ring)",
+}
+
+
+def collective_table(mesh, axis: str = "x", rows: int = 64, cols: int = 128) -> list[CollectiveRow]:
+    """Run each collective of Chapter 3 on a ``float32[rows, cols]`` array split over ``axis``; one row each.
+
+    The input of every program is the array split along its rows, so each device starts with ``[rows/N, cols]``.
+    ``V`` (``array_bytes``) is the whole array for an AllGather, an AllReduce and a ReduceScatter of the stacked
+    addends (Chapter 3's convention), the local block for an AllToAll and a permute. ``received_bytes`` is what one
+    device receives on a one-way ring: ``(N−1)/N·V``, twice that for an AllReduce, ``(N−1)/N`` of its block for an
+    AllToAll and the whole block for a permute.
+    """
+    n = _check_mesh(mesh, axis)
+    rows = _check_int("rows", rows, 1, 2**14)
+    cols = _check_int("cols", cols, 1, 2**14)
+    _divides("rows", rows, n, axis)
+    _divides("cols", cols, n, axis)
+    x = jax.device_put(jnp.arange(rows * cols, dtype=jnp.float32).reshape(rows, cols),
+                       NamedSharding(mesh, P(axis, None)))
+    ring = [(i, (i + 1) % n) for i in range(n)]
+    bodies = {
+        "all-gather": (lambda b: jax.lax.all_gather(b, axis, tiled=True), P()),
+        "reduce-scatter": (lambda b: jax.lax.psum_scatter(b, axis, tiled=True), P(axis, None)),
+        "all-reduce": (lambda b: jax.lax.psum(b, axis), P()),
+        "all-to-all": (lambda b: jax.lax.all_to_all(b, axis, 1, 0, tiled=True), P(None, axis)),
+        "collective-permute": (lambda b: jax.lax.ppermute(b, axis, ring), P(axis, None)),
+    }
+    block = rows // n * cols * 4.0
+    out = []
+    for kind, (body, spec) in bodies.items():
+        f = jax.jit(_shard_map()(body, mesh=mesh, in_specs=P(axis, None), out_specs=spec,
+                                 check_vma=kind in ("reduce-scatter", "collective-permute")))
+        compiled = f.lower(x).compile()
+        # one device's block of the result, as JAX lays out the global result it returns
+        local_out = tuple(NamedSharding(mesh, spec).shard_shape(jax.eval_shape(f, x).shape))
+        found = hlo.normalize_cpu_collectives(hlo.collectives(compiled), compiled.as_text())
+        op = found[0] if found else None
+        v = {"all-gather": block * n, "all-reduce": block, "reduce-scatter": block,
+             "all-to-all": block, "collective-permute": block}[kind]
+        received = {"all-gather": (n - 1) / n * v, "all-reduce": 2 * (n - 1) / n * v,
+                    "reduce-scatter": (n - 1) / n * v, "all-to-all": (n - 1) / n * v,
+                    "collective-permute": v}[kind] if n > 1 else 0.0
+        out.append(CollectiveRow(kind=kind, jax_call=_LAX_CALLS[kind], local_in=(rows // n, cols),
+                                 local_out=tuple(local_out), hlo_op=op.kind if op else "(none)",
+                                 hlo_bytes=op.bytes if op else 0.0, array_bytes=v, received_bytes=received))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Collective matmul: A[B, D_X] ·_D W[D, F_X] → Out[B, F_X]
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _matmul_inputs(x, w, mesh, axis):
+    n = _check_mesh(mesh, axis)
+    _check_array("x", x, 2)
+    _check_array("w", w, 2)
+    if x.shape[1] != w.shape[0]:
+        raise ValueError(f"x [B, D] and w [D, F] must share D; got x {tuple(x.shape)} and w {tuple(w.shape)}")
+    _divides("x.shape[1] (D)", x.shape[1], n, axis)
+    _divides("w.shape[1] (F)", w.shape[1], n, axis)
+    x = jax.device_put(x, NamedSharding(mesh, P(None, axis)))
+    w = jax.device_put(w, NamedSharding(mesh, P(None, axis)))
+    return n, x, w
+
+
+def allgather_matmul(x, w, mesh, axis: str = "x"):
+    """``x[B, D_X] @ w[D, F_X] → [B, F_X]`` by AllGathering ``x`` over ``axis``, then one local matmul.
+
+    The communication (``(N−1)/N`` of ``x`` into each device) must finish before the matmul can start.
+    """
+    _, x, w = _matmul_inputs(x, w, mesh, axis)
+    return _matmul_program(mesh, axis, "allgather")(x, w)
+
+
+@lru_cache(maxsize=64)
+def _matmul_program(mesh, axis: str, program: str):
+    """The jitted ``shard_map`` program (built once per mesh, axis and program, so repeated calls reuse it)."""
+    n = int(mesh.shape[axis])
+    from_right = [(j, (j - 1) % n) for j in range(n)]     # device j-1 receives device j's block
+    from_left = [(j, (j + 1) % n) for j in range(n)]
+
+    def allgather(xb, wb):                               # xb [B, D/N], wb [D, F/N]
+        return jax.lax.all_gather(xb, axis, axis=1, tiled=True) @ wb
+
+    def ring(xb, wb):
+        me = jax.lax.axis_index(axis)
+        k = xb.shape[1]
+
+        def partial(block, owner):                       # block of x owned by device `owner` times its w rows
+            return block @ jax.lax.dynamic_slice_in_dim(wb, (owner % n) * k, k, axis=0)
+
+        acc = partial(xb, me)
+        if program == "collective":
+            cur = xb
+            for hop in range(1, n):
+                cur = jax.lax.ppermute(cur, axis, from_right)
+                acc = acc + partial(cur, me + hop)
+            return acc
+        right, left = xb, xb
+        for hop in range(1, n // 2 + 1):
+            right = jax.lax.ppermute(right, axis, from_right)            # block me + hop
+            acc = acc + partial(right, me + hop)
+            if 2 * hop != n:                                             # the two ways meet half-way round
+                left = jax.lax.ppermute(left, axis, from_left)           # block me - hop
+                acc = acc + partial(left, me - hop)
+        return acc
+
+    body = allgather if program == "allgather" else ring
+    return jax.jit(_shard_map()(body, mesh=mesh, in_specs=(P(None, axis), P(None, axis)),
+                                out_specs=P(None, axis)))
+
+
+def collective_matmul(x, w, mesh, axis: str = "x", *, bidirectional: bool = False):
+    """The same product as :func:`allgather_matmul`, with the AllGather broken into a ring of ``ppermute`` hops.
+
+    Device ``i`` starts with block ``i`` of ``x``'s columns and multiplies it by the matching rows of its ``w``.
+    One way round (``bidirectional=False``), it then receives its right neighbour's current block ``N − 1`` times,
+    each hop overlapped with the previous block's partial matmul. Both ways round, it receives from both neighbours
+    at once and needs only ``⌊N/2⌋`` hops, each carrying one block on each of the ring's two directions.
+    """
+    _, x, w = _matmul_inputs(x, w, mesh, axis)
+    check_bool("bidirectional", bidirectional)
+    return _matmul_program(mesh, axis, "bidirectional" if bidirectional else "collective")(x, w)
+
+
+def matmul_hlo_collectives(program: str, mesh, axis: str = "x", B: int = 64, D: int = 256,
+                           F: int = 256) -> dict:
+    """The collectives XLA compiles for one of the matmul programs, counted by kind (e.g. ``{"all-gather": 1}``).
+
+    ``program`` is ``"allgather"``, ``"collective"`` or ``"bidirectional"``; the inputs are ``float32`` zeros.
+    """
+    program = check_choice("program", program, ("allgather", "collective", "bidirectional"))
+    n = _check_mesh(mesh, axis)
+    for name, v in (("B", B), ("D", D), ("F", F)):
+        _check_int(name, v, 1, 2**14)
+    _divides("D", D, n, axis)
+    _divides("F", F, n, axis)
+    x, w = jnp.zeros((B, D), jnp.float32), jnp.zeros((D, F), jnp.float32)
+    x, w = (jax.device_put(v, NamedSharding(mesh, P(None, axis))) for v in (x, w))
+    text = _matmul_program(mesh, axis, program).lower(x, w).compile().as_text()
+    counts: dict = {}
+    for c in hlo.collectives(text):
+        counts[c.kind] = counts.get(c.kind, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+@dataclass(frozen=True)
+class CollectiveMatmulTime:
+    """Chapter 3's prediction for ``A[B, D_X] ·_D W[D, F_X]`` on ``n`` chips of one ICI ring, in seconds."""
+
+    allgather_s: float       # AllGather of A over the ring (both directions), s
+    matmul_s: float          # the whole local matmul [B, D] x [D, F/n] at peak FLOP/s, s
+    sequential_s: float      # AllGather, then matmul: allgather_s + matmul_s, s
+    overlapped_s: float      # ring of hops, each hidden behind a partial matmul when it can be, s
+    hop_s: float             # one hop: a [B, D/n] block over one link one way, s
+    steps: int               # hops of the ring (N − 1 one way, ⌊N/2⌋ both ways)
+
+    @property
+    def speedup(self) -> float:
+        """sequential_s / overlapped_s."""
+        return self.sequential_s / self.overlapped_s if self.overlapped_s else 1.0
+
+
+def collective_matmul_time(B: int, D: int, F: int, n: int, chip="v5e", dtype: str = "bf16",
+                           bidirectional: bool = False) -> CollectiveMatmulTime:
+    """Predicted times of the two programs above on ``n`` chips of ``chip`` (a 1-D ICI ring with wraparound).
+
+    Each device does ``2·B·D·F/n`` FLOPs in ``N`` partial matmuls of ``2·B·(D/n)·(F/n)``. The AllGather moves A
+    (``B·D`` elements) in Chapter 3's time; a hop moves one ``[B, D/n]`` block over one link in one direction.
+    The ring's time is the first partial matmul, then for every hop the slower of the hop and the partial matmuls
+    it overlaps (two per hop both ways round, one at the meeting point of an even ring).
+    """
+    B, D, F = (_check_int(k, v, 1, 2**40) for k, v in (("B", B), ("D", D), ("F", F)))
+    n = _check_int("n", n, 1, 2**16)
+    check_bool("bidirectional", bidirectional)
+    c = get_chip(chip)
+    if not c.ici_bw_bidi:
+        raise ValueError(f"chip must have ICI links (a TPU); {c.name} has none")
+    nbytes = dtype_bytes(dtype)
+    matmul = compute_time(2.0 * B * D * F / n, c, dtype)
+    ag = C.all_gather_time(B * D * nbytes, n, c.ici_bw_bidi, hop_latency=0.0).total
+    part = matmul / n
+    hop = B * D / n * nbytes / (c.ici_bw_bidi / 2)
+    if n == 1:
+        return CollectiveMatmulTime(0.0, matmul, matmul, matmul, 0.0, 0)
+    if bidirectional:
+        steps = n // 2
+        per = [1 if 2 * s == n else 2 for s in range(1, steps + 1)]
+    else:
+        steps = n - 1
+        per = [1] * steps
+    ring = part + sum(max(hop, k * part) for k in per)
+    return CollectiveMatmulTime(allgather_s=ag, matmul_s=matmul, sequential_s=ag + matmul, overlapped_s=ring,
+                                hop_s=hop, steps=steps)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Mixture of experts with expert parallelism
+# ------------------------------------------------------------------------------------------------------------
+
+
+def moe_capacity(tokens_per_group: int, n_experts: int, capacity_factor: float = 1.0) -> int:
+    """Slots each expert keeps for the tokens of one group (one sending device): ``⌈f · t / E⌉``, at least 1."""
+    t = _check_int("tokens_per_group", tokens_per_group, 1, 2**30)
+    e = _check_int("n_experts", n_experts, 1, 2**16)
+    f = check_positive("capacity_factor", capacity_factor, maximum=1e3)
+    return max(1, math.ceil(f * t / e))
+
+
+def _moe_inputs(x, router, w_in, w_out):
+    _check_array("x", x, 2)
+    _check_array("router", router, 2)
+    _check_array("w_in", w_in, 3)
+    _check_array("w_out", w_out, 3)
+    T, D = x.shape
+    E = router.shape[1]
+    if router.shape[0] != D:
+        raise ValueError(f"router must have shape [D, E] with the D of x [T, D={D}]; got router "
+                         f"{tuple(router.shape)} and x {tuple(x.shape)}")
+    if w_in.shape[:2] != (E, D):
+        raise ValueError(f"w_in must have shape [E={E}, D={D}, F]; got {tuple(w_in.shape)}")
+    if w_out.shape != (E, w_in.shape[2], D):
+        raise ValueError(f"w_out must have shape [E={E}, F={w_in.shape[2]}, D={D}]; got {tuple(w_out.shape)}")
+    return T, D, E
+
+
+def _route(x, router, capacity):
+    """Top-1 routing of a group of tokens: expert, gate, slot in its expert and whether it was kept."""
+    probs = jax.nn.softmax(x @ router, axis=-1)                          # [t, E]
+    expert = jnp.argmax(probs, axis=-1)                                  # [t]
+    gate = jnp.take_along_axis(probs, expert[:, None], axis=-1)[:, 0]    # [t]
+    onehot = jax.nn.one_hot(expert, probs.shape[1], dtype=jnp.int32)     # [t, E]
+    slot = jnp.sum(jnp.cumsum(onehot, axis=0) * onehot, axis=-1) - 1     # rank among its expert's tokens
+    return expert, gate, slot, slot < capacity
+
+
+def moe_reference(x, router, w_in, w_out, n_groups: int, capacity: int):
+    """The MoE layer computed densely: ``y[t] = g_t · W_out[e_t] · gelu(W_in[e_t] · x[t])``, or 0 if dropped.
+
+    Tokens are split into ``n_groups`` consecutive groups (one per sending device); within a group, an expert keeps
+    its first ``capacity`` tokens in order and drops the rest. Returns ``(y[T, D], dropped)``: the number of
+    tokens dropped in all groups.
+    """
+    T, D, E = _moe_inputs(x, router, w_in, w_out)
+    g = _check_int("n_groups", n_groups, 1, MAX_RING)
+    cap = _check_int("capacity", capacity, 1, 2**30)
+    if T % g:
+        raise ValueError(f"n_groups ({g}) must divide the {T} tokens of x")
+    expert, gate, _, kept = jax.vmap(lambda xs: _route(xs, router, cap))(x.reshape(g, T // g, D))
+    expert, gate, kept = expert.reshape(T), gate.reshape(T), kept.reshape(T)
+    h = jax.nn.gelu(jnp.einsum("td,tdf->tf", x, w_in[expert]))
+    y = jnp.einsum("tf,tfd->td", h, w_out[expert]) * (gate * kept)[:, None]
+    return y, int(T - jnp.sum(kept))
+
+
+def moe_expert_parallel(x, router, w_in, w_out, mesh, axis: str = "x", capacity: Optional[int] = None):
+    """The MoE layer with its ``E`` experts split over ``axis`` (``E/N`` per device) and tokens split too.
+
+    Under ``shard_map`` each device routes its ``T/N`` tokens (top-1), packs them into a ``[E, capacity, D]``
+    buffer (overflow dropped), and one ``all_to_all`` sends each expert's slots to the device that holds it; the
+    experts run on ``[N·E/N, capacity, D]`` and a second ``all_to_all`` returns the results, which are scaled by
+    the gate and put back in token order. ``capacity`` defaults to :func:`moe_capacity` of ``T/N`` tokens.
+    Returns ``(y[T, D], dropped)``, equal to :func:`moe_reference` with ``n_groups = N``.
+    """
+    n = _check_mesh(mesh, axis)
+    T, D, E = _moe_inputs(x, router, w_in, w_out)
+    _divides("the number of tokens x.shape[0]", T, n, axis)
+    _divides("the number of experts router.shape[1]", E, n, axis)
+    cap = moe_capacity(T // n, E) if capacity is None else _check_int("capacity", capacity, 1, 2**30)
+    y, dropped = _moe_program(mesh, axis, cap)(x, router, w_in, w_out)
+    return y, int(dropped)
+
+
+def moe_hlo_collectives(x, router, w_in, w_out, mesh, axis: str = "x", capacity: Optional[int] = None) -> list:
+    """The collectives XLA compiles for :func:`moe_expert_parallel` on these inputs (``hlo.HloCollective`` each):
+    two AllToAlls of the ``[E, capacity, D]`` buffer and one small AllReduce of the dropped count."""
+    n = _check_mesh(mesh, axis)
+    T, D, E = _moe_inputs(x, router, w_in, w_out)
+    _divides("the number of tokens x.shape[0]", T, n, axis)
+    _divides("the number of experts router.shape[1]", E, n, axis)
+    cap = moe_capacity(T // n, E) if capacity is None else _check_int("capacity", capacity, 1, 2**30)
+    compiled = _moe_program(mesh, axis, cap).lower(x, router, w_in, w_out).compile()
+    return hlo.collectives(compiled)
+
+
+@lru_cache(maxsize=64)
+def _moe_program(mesh, axis: str, cap: int):
+    n = int(mesh.shape[axis])
+
+    def body(xb, rb, wi, wo):                       # xb [T/N, D], rb [D, E], wi [E/N, D, F], wo [E/N, F, D]
+        E, D, ex = rb.shape[1], xb.shape[1], wi.shape[0]
+        expert, gate, slot, kept = _route(xb, rb, cap)
+        where = jnp.where(kept, expert * cap + slot, E * cap)                 # E·cap: out of range, dropped
+        buf = jnp.zeros((E * cap, D), xb.dtype).at[where].set(xb, mode="drop")
+        buf = buf.reshape(n, ex * cap, D)                                      # [dest device, its slots, D]
+        got = jax.lax.all_to_all(buf, axis, 0, 0, tiled=True)                 # [source device, my slots, D]
+        got = got.reshape(n, ex, cap, D)
+        h = jax.nn.gelu(jnp.einsum("secd,edf->secf", got, wi))
+        res = jnp.einsum("secf,efd->secd", h, wo).reshape(n, ex * cap, D)
+        back = jax.lax.all_to_all(res, axis, 0, 0, tiled=True).reshape(E * cap, D)
+        y = back.at[where].get(mode="fill", fill_value=0) * gate[:, None]
+        dropped = jax.lax.psum(jnp.sum(~kept), axis)
+        return y, dropped
+
+    return jax.jit(_shard_map()(body, mesh=mesh, in_specs=(P(axis, None), P(), P(axis), P(axis)),
+                                out_specs=(P(axis, None), P())))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# A tiled matmul in Pallas
+# ------------------------------------------------------------------------------------------------------------
+
+
+def pallas_matmul(x, y, *, bm: int = 128, bn: int = 128, bk: Optional[int] = None,
+                  interpret: Optional[bool] = None):
+    """``x[M, K] @ y[K, N]`` by a Pallas kernel over a grid of ``(M/bm, N/bn, K/bk)`` tiles.
+
+    Program ``(i, j, k)`` loads an ``x`` tile ``[bm, bk]`` and a ``y`` tile ``[bk, bn]`` and adds their product
+    into output tile ``(i, j)``, which stays in on-chip memory across ``k`` (zeroed at ``k = 0``). ``bk`` defaults
+    to ``K`` (one step). ``interpret`` defaults to True on CPU (Pallas's interpreter), False elsewhere.
+    """
+    from jax.experimental import pallas as pl
+
+    _check_array("x", x, 2)
+    _check_array("y", y, 2)
+    M, K = x.shape
+    if y.shape[0] != K:
+        raise ValueError(f"x [M, K] and y [K, N] must share K; got x {tuple(x.shape)} and y {tuple(y.shape)}")
+    N = y.shape[1]
+    bk = K if bk is None else bk
+    for name, b, size, dim in (("bm", bm, M, "M"), ("bn", bn, N, "N"), ("bk", bk, K, "K")):
+        _check_int(name, b, 1, 2**16)
+        if size % b:
+            raise ValueError(f"{name} ({b}) must divide {dim} ({size}): a Pallas block must tile the array; "
+                             f"allowed: divisors of {size}")
+    if interpret is None:
+        interpret = jax.devices()[0].platform == "cpu"
+    check_bool("interpret", interpret)
+    n_k = K // bk
+
+    def kernel(x_ref, y_ref, o_ref):
+        @pl.when(pl.program_id(2) == 0)
+        def _():
+            o_ref[...] = jnp.zeros_like(o_ref)
+
+        o_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+    call = pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct((M, N), jnp.float32), grid=(M // bm, N // bn, n_k),
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, k: (i, k)), pl.BlockSpec((bk, bn), lambda i, j, k: (k, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, k: (i, j)), interpret=interpret)
+    return jax.jit(call)(x, y).astype(jnp.result_type(x.dtype, y.dtype))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Grading code: a reader's function against a reference
+# ------------------------------------------------------------------------------------------------------------
+
+
+class ProgramCheck:
+    """An exercise whose answer is a function: ``check_program(fn)`` runs ``fn`` and ``reference`` on the same
+    random inputs and compares the results.
+
+    ``make_inputs(rng, trial)`` returns the positional arguments of one trial (different shapes per trial, so a
+    function that only works for one shape fails); ``trials`` trials are run, each must match to ``rtol``/``atol``.
+    ``wrong`` are deliberately wrong programs the checker must reject (the exercise tests use them). Calling a
+    ``ProgramCheck`` calls the reference, so the reference solution of the exercise is the checker itself.
+    """
+
+    def __init__(self, reference: Callable, make_inputs: Callable, *, trials: int = 3, rtol: float = 1e-4,
+                 atol: float = 1e-4, seed: int = 0, wrong: Sequence[Callable] = ()):
+        for name, f in (("reference", reference), ("make_inputs", make_inputs)):
+            if not callable(f):
+                raise TypeError(f"{name} must be callable; got {type(f).__name__}")
+        self.reference = reference
+        self.make_inputs = make_inputs
+        self.trials = _check_int("trials", trials, 1, 100)
+        self.rtol = check_positive("rtol", rtol, allow_zero=True, maximum=0.1)
+        self.atol = check_positive("atol", atol, allow_zero=True, maximum=1.0)
+        self.seed = _check_int("seed", seed, 0, 2**32)
+        if isinstance(wrong, (str, bytes)) or not isinstance(wrong, Sequence) or \
+                not all(callable(f) for f in wrong):
+            raise TypeError("wrong must be a sequence of callables (wrong programs to reject)")
+        self.wrong = tuple(wrong)
+
+    def __call__(self, *args):
+        return self.reference(*args)
+
+    def __repr__(self) -> str:
+        name = getattr(self.reference, "__name__", "program")
+        return f"ProgramCheck({name}, trials={self.trials})"
+
+    def check_program(self, fn) -> tuple:
+        """``(correct, detail)``: whether ``fn`` equals the reference on every trial (TypeError if not callable)."""
+        if not callable(fn):
+            raise TypeError(f"answer must be a function (the program); got {type(fn).__name__}")
+        rng = np.random.default_rng(self.seed)
+        for trial in range(self.trials):
+            args = self.make_inputs(rng, trial)
+            want = np.asarray(self.reference(*args))
+            try:
+                got = np.asarray(fn(*args))
+            except Exception as err:  # noqa: BLE001 - the reader's code may raise anything; report it
+                return False, f" (trial {trial + 1} raised {type(err).__name__}: {str(err)[:120]})"
+            if got.shape != want.shape:
+                return False, f" (trial {trial + 1}: shape {got.shape}, expected {want.shape})"
+            if not np.allclose(got, want, rtol=self.rtol, atol=self.atol):
+                worst = float(np.max(np.abs(got - want)))
+                return False, f" (trial {trial + 1}: values differ by up to {worst:.3g})"
+        return True, f" (equal to the reference on {self.trials} random inputs)"
+
+    def wrong_programs(self) -> list:
+        """The wrong programs the checker must reject."""
+        return list(self.wrong)
