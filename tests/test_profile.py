@@ -157,3 +157,25 @@ def test_deleted_trace_is_refused(tmp_path):
     shutil.rmtree(d)
     with pytest.raises(ValueError, match="trace"):
         profile.op_table(trace)
+
+
+def test_figures(step_trace, matmul_trace):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tpu_notes import bench, plots
+
+    fig = plots.timeline(step_trace)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == [f"device {d}" for d in range(8)]
+    assert fig.get_size_inches()[0] <= plots.style.PAGE_WIDTH_IN
+    fig = plots.category_chart({"step": profile.op_table(step_trace), "matmul": profile.op_table(matmul_trace)})
+    assert len(fig.axes[0].get_yticklabels()) == 2
+    fit = bench.FittedRoofline(peak_flops=1e11, bandwidth=1e10, critical_intensity=10.0, peak_from="m",
+                               bandwidth_from="c")
+    fig = plots.ops_on_roofline(profile.op_table(matmul_trace), fit, top=3)
+    assert fig.axes[0].collections  # the ops were placed
+    with pytest.raises(ValueError, match="rows"):
+        plots.ops_on_roofline([], fit)
+    plt.close("all")

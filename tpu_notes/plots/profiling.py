@@ -66,7 +66,7 @@ def category_chart(tables: dict, ax=None, width: float = 7.0, height: float = 2.
     ax.invert_yaxis()
     ax.set_xlabel("ms per step per device")
     ax.set_xlim(0, ax.get_xlim()[1] * 1.15)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=4, frameon=False, fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -78,22 +78,28 @@ def ops_on_roofline(rows, fit, top: int = 8, ax=None, width: float = 7.0, height
 
     Returns the matplotlib Figure."""
     import numpy as np
+    from matplotlib.ticker import NullFormatter
 
     picked = [r for r in rows if math.isfinite(r.flops) and r.flops > 0 and r.bytes > 0 and r.mean_s > 0][:top]
     if not picked:
         raise ValueError("rows: no op with FLOPs, bytes and a time to place on the roofline")
     fig, ax = figure_and_axes(ax, width=width, height=height)
-    lo = min(r.intensity for r in picked) / 4
+    lo = min(min(r.intensity for r in picked), fit.critical_intensity) / 4
     hi = max(max(r.intensity for r in picked) * 4, fit.critical_intensity * 4)
     xs = np.geomspace(lo, hi, 200)
     ax.loglog(xs, [fit.attainable(x) for x in xs], "k-", label="measured roofline of this machine")
-    for r in picked:
+    ax.axvline(fit.critical_intensity, color="0.6", ls=":", lw=1,
+               label=f"critical intensity {fit.critical_intensity:.3g} FLOP/B")
+    for k, r in enumerate(sorted(picked, key=lambda r: -r.achieved_flops)):
         ax.scatter(r.intensity, r.achieved_flops, color=CATEGORY_COLORS[r.category], zorder=3)
-        ax.annotate(r.name, (r.intensity, r.achieved_flops), textcoords="offset points", xytext=(4, 3),
-                    fontsize=8)
+        ax.annotate(r.name, (r.intensity, r.achieved_flops), textcoords="offset points",
+                    xytext=(8 if k % 2 == 0 else -8, 2), ha="left" if k % 2 == 0 else "right", fontsize=8)
     ax.set_xlabel("arithmetic intensity (FLOPs per byte, XLA's count)")
     ax.set_ylabel("achieved FLOP/s")
     ax.set_title(f"Top {len(picked)} ops of the step on the roofline")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.set_ylim(top=fit.peak_flops * 2.5)
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     return fig
