@@ -173,3 +173,31 @@ def test_recommended_deployment_is_a_4x4():
     best = inference.best_deployment("llama3-70b", "v5e", 8192, 20e-3, weight_dtype="int8", kv_dtype="int8")
     assert best.tp == 16
     assert math.isclose(best.total, best.step.total + best.comms)
+
+
+# ------------------------------------------------------------------------------------------------ the explorer
+def test_pareto_explorer_static_and_live():
+    import sys
+
+    from matplotlib.figure import Figure
+
+    from tpu_notes import widgets
+
+    assert isinstance(widgets.pareto_explorer(static=True), Figure)
+    ipywidgets = pytest.importorskip("ipywidgets")
+    box = widgets.pareto_explorer("llama3-70b", "v5e", 8192, "int8")
+    assert isinstance(box, ipywidgets.VBox)
+    seq_w, dtype_w = box.children[0].children
+    image, text = box.children[1], box.children[2]
+    assert bytes(image.value).startswith(b"\x89PNG") and "on the frontier" in text.value
+    first = bytes(image.value)
+    seq_w.value = 32768     # longer caches: fewer settings fit
+    assert bytes(image.value) != first
+    steps8k, _ = widgets.pareto_summary("llama3-70b", "v5e", 8192, "int8")
+    steps32k, _ = widgets.pareto_summary("llama3-70b", "v5e", 32768, "int8")
+    assert len(steps32k) < len(steps8k)
+    with pytest.raises(ValueError, match="nothing fits"):
+        widgets.pareto_summary("llama3-70b", "v5e", 65536, "bf16", chip_counts=(4,))
+    with pytest.raises(TypeError):
+        widgets.pareto_explorer(static="yes")
+    assert "ipywidgets" in sys.modules

@@ -635,3 +635,75 @@ def serving_explorer(model: str = "llama2-13b", chip: str = "v5e", n_chips: int 
         w.observe(draw, names="value")
     draw()
     return widgets.VBox([widgets.HBox([model_w, chip_w, chips_w]), widgets.HBox([seq_w, batch_w]), image, text])
+
+
+# ------------------------------------------------------------------------------------ serving Llama 3 (Chapter 8)
+PARETO_CONTEXTS = (2048, 4096, 8192, 16384, 32768, 65536)
+PARETO_DTYPES = ("bf16", "int8", "int4")
+
+
+def pareto_summary(model: str = "llama3-70b", chip: str = "v5e", seq_len: int = 8192, weight_dtype: str = "int8",
+                   chip_counts=(4, 8, 16, 32, 64)):
+    """``(steps, text)``: every (chip count, batch) generation step that fits at ``seq_len`` (weights and KV cache in
+    ``weight_dtype``, batches 1 to 512) and a few lines on its latency–throughput frontier. Raises ``ValueError``
+    when nothing fits."""
+    from .inference import latency_throughput_curve, pareto_frontier
+    from .units import check_sizes
+
+    counts = check_sizes("chip_counts", chip_counts)
+    steps = []
+    for n in counts:
+        steps += latency_throughput_curve(model, chip, n, seq_len, [2**i for i in range(10)],
+                                          weight_dtype=weight_dtype, kv_dtype=weight_dtype, fitting_only=True)
+    if not steps:
+        raise ValueError(f"nothing fits: {model} in {weight_dtype} at {seq_len:,} tokens of context on "
+                         f"{max(counts)} x {chip}; lower seq_len or add chip_counts")
+    front = pareto_frontier(list(steps))
+    fast, cheap = front[0], front[-1]
+    text = (f"{len(steps)} settings fit, {len(front)} on the frontier\n"
+            f"  fastest: {fast.n_chips} chips, batch {fast.batch}: {fmt(fast.total, 's')} per token, "
+            f"{fast.tokens_per_s_per_chip:.0f} tokens/s/chip\n"
+            f"  cheapest: {cheap.n_chips} chips, batch {cheap.batch}: {fmt(cheap.total, 's')} per token, "
+            f"{cheap.tokens_per_s_per_chip:.0f} tokens/s/chip")
+    return steps, text
+
+
+def pareto_explorer(model: str = "llama3-70b", chip: str = "v5e", seq_len: int = 8192, weight_dtype: str = "int8",
+                    chip_counts=(4, 8, 16, 32, 64), static: bool = False):
+    """The latency–throughput frontier across chip counts and batches (:func:`tpu_notes.plots.pareto_chart`, perfect
+    sharding as in Chapter 7), with the context and the precision as controls. Without ipywidgets, or with
+    ``static=True``, returns the static figure for the starting settings."""
+    from . import plots
+
+    def figure(ctx, wd):
+        steps, text = pareto_summary(model, chip, ctx, wd, chip_counts)
+        name = getattr(model, "name", model)
+        return plots.pareto_chart(steps, title=f"{name}, {wd} on {chip}, {ctx:,}-token context"), text
+
+    widgets = _widgets_or_none(static)
+    fig, _ = figure(seq_len, weight_dtype)                        # validates the starting settings
+    if widgets is None:
+        return fig
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    style = {"description_width": "70px"}
+    seq_w = widgets.SelectionSlider(options=PARETO_CONTEXTS, value=min(PARETO_CONTEXTS,
+                                    key=lambda s: abs(s - seq_len)), description="context", style=style)
+    dtype_w = widgets.Dropdown(options=PARETO_DTYPES, value=weight_dtype if weight_dtype in PARETO_DTYPES
+                               else "int8", description="precision", style=style)
+    image, text = widgets.Image(format="png"), widgets.HTML()
+
+    def draw(*_):
+        try:
+            fig, summary = figure(seq_w.value, dtype_w.value)
+        except ValueError as err:
+            text.value = f"<pre>{err}</pre>"
+            return
+        fig.set_size_inches(5.5, 3.6)
+        _show(image, text, fig, summary)
+
+    for w in (seq_w, dtype_w):
+        w.observe(draw, names="value")
+    draw()
+    return widgets.VBox([widgets.HBox([seq_w, dtype_w]), image, text])
