@@ -28,10 +28,11 @@ def test_collective_table_matches_the_notation(n):
         assert r.local_in == local and r.local_out == out, kind
         assert r.hlo_op == kind and r.agrees, r
     assert table["all-gather"].hlo_bytes == n * block
-    # what one device receives on a one-way ring is the busiest link's one-way load (Chapter 3)
-    for kind in ("all-gather", "all-to-all"):
-        v = table[kind].array_bytes
-        assert table[kind].received_bytes == pytest.approx((n - 1) / n * v)
+    assert all(r.hlo_bytes == block for k, r in table.items() if k != "all-gather")
+    # V as tpu_notes.collectives takes it: the whole array of an AllToAll, each device holding V/N
+    assert table["all-to-all"].array_bytes == n * block
+    assert table["all-to-all"].received_bytes == pytest.approx((n - 1) / n * block)
+    # what one device receives of an AllGather on a one-way ring is the busiest link's one-way load (Chapter 3)
     assert table["all-gather"].received_bytes == pytest.approx(
         collectives.ring_link_bytes("all-gather", n, n * block, bidirectional=False))
 

@@ -110,13 +110,14 @@ class CollectiveRow:
     local_out: tuple             # shape of one device's block after
     hlo_op: str                  # the collective op XLA compiled (after CPU's reduce-scatter spelling is undone)
     hlo_bytes: float             # bytes of that op per device: the larger of its operand and result, bytes
-    array_bytes: float           # V of Chapter 3: the gathered (or unreduced) array per device, bytes
+    device_bytes: float          # the same, expected from the notation: the larger local block, bytes
+    array_bytes: float           # V as tpu_notes.collectives takes it (gathered, unreduced or whole array), bytes
     received_bytes: float        # bytes one device receives on a one-way ring (Chapter 3's model), bytes
 
     @property
     def agrees(self) -> bool:
-        """True when XLA's op is the expected one and moves Chapter 3's V."""
-        return self.hlo_op == self.kind and math.isclose(self.hlo_bytes, self.array_bytes)
+        """True when XLA compiled the expected op on the bytes the notation predicts."""
+        return self.hlo_op == self.kind and math.isclose(self.hlo_bytes, self.device_bytes)
 
 
 #: The collectives of Chapter 3 and the jax.lax call that makes each one (x is the local block of one device).
@@ -132,11 +133,12 @@ _LAX_CALLS = {
 def collective_table(mesh, axis: str = "x", rows: int = 64, cols: int = 128) -> list[CollectiveRow]:
     """Run each collective of Chapter 3 on a ``float32[rows, cols]`` array split over ``axis``; one row each.
 
-    The input of every program is the array split along its rows, so each device starts with ``[rows/N, cols]``.
-    ``V`` (``array_bytes``) is the whole array for an AllGather, an AllReduce and a ReduceScatter of the stacked
-    addends (Chapter 3's convention), the local block for an AllToAll and a permute. ``received_bytes`` is what one
-    device receives on a one-way ring: ``(N−1)/N·V``, twice that for an AllReduce, ``(N−1)/N`` of its block for an
-    AllToAll and the whole block for a permute.
+    The input of every program is the array split along its rows, so each device starts with ``[rows/N, cols]``
+    (a block of ``b`` bytes). ``array_bytes`` is ``V`` as :mod:`tpu_notes.collectives` takes it: the gathered
+    array ``N·b`` of an AllGather, each device's addend ``b`` of an AllReduce or a ReduceScatter, the whole array
+    ``N·b`` of an AllToAll, the block of a permute. ``received_bytes`` is what one device receives on a one-way
+    ring: ``(N−1)/N`` of the gathered or reduced array (twice that for an AllReduce), ``(N−1)/N`` of its own
+    block for an AllToAll, the whole block for a permute.
     """
     n = _check_mesh(mesh, axis)
     rows = _check_int("rows", rows, 1, 2**14)
@@ -164,13 +166,15 @@ def collective_table(mesh, axis: str = "x", rows: int = 64, cols: int = 128) -> 
         found = hlo.normalize_cpu_collectives(hlo.collectives(compiled), compiled.as_text())
         op = found[0] if found else None
         v = {"all-gather": block * n, "all-reduce": block, "reduce-scatter": block,
-             "all-to-all": block, "collective-permute": block}[kind]
+             "all-to-all": block * n, "collective-permute": block}[kind]
+        device = block * n if kind == "all-gather" else block
         received = {"all-gather": (n - 1) / n * v, "all-reduce": 2 * (n - 1) / n * v,
-                    "reduce-scatter": (n - 1) / n * v, "all-to-all": (n - 1) / n * v,
+                    "reduce-scatter": (n - 1) / n * v, "all-to-all": (n - 1) / n * block,
                     "collective-permute": v}[kind] if n > 1 else 0.0
         out.append(CollectiveRow(kind=kind, jax_call=_LAX_CALLS[kind], local_in=(rows // n, cols),
                                  local_out=tuple(local_out), hlo_op=op.kind if op else "(none)",
-                                 hlo_bytes=op.bytes if op else 0.0, array_bytes=v, received_bytes=received))
+                                 hlo_bytes=op.bytes if op else 0.0, device_bytes=device, array_bytes=v,
+                                 received_bytes=received))
     return out
 
 

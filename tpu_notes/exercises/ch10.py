@@ -228,14 +228,15 @@ def _q7():
     cap = jaxprog.moe_capacity(q["tokens_per_device"], q["n_experts"], q["capacity_factor"])
     nbytes = q["n_experts"] * cap * q["d_model"] * 2           # the [E, C, D] bf16 dispatch buffer
     chip = hardware.get_chip(q["chip"])
-    t = collectives.all_to_all_time(nbytes, q["n"], chip.ici_bw_bidi).total
+    # tpu_notes.collectives prices an AllToAll by the whole array: one buffer per device
+    t = collectives.all_to_all_time(q["n"] * nbytes, q["n"], chip.ici_bw_bidi).total
     return [nbytes, 2 * t]
 
 
 register(Exercise(id="ch10.q7", title="the two AllToAlls of an MoE layer", solve=_q7, unit="",
                   rtol=0.05,
-                  hint="The buffer is [E, C, D] with C = ceil(f·T/E) slots per expert; dispatch and combine each "
-                       "move it once through an AllToAll of Chapter 3."))
+                  hint="The buffer is [E, C, D] with C = ceil(f·T/E) slots per expert; dispatch and combine are "
+                       "each one AllToAll of Chapter 3 over the N buffers together."))
 
 
 # -- 10.8: tile sizes of the Pallas kernel --------------------------------------------------------------------
