@@ -75,6 +75,12 @@ def _bench_result():
                                      copies=(cp,), fit=bench.fit_roofline([mm, cp], min_copy_bytes=1), wall_s=1.0)
 
 
+def _numbers():
+    from tpu_notes.cheatsheet import numbers_to_know
+
+    return numbers_to_know(("v5e",), ("llama3-8b",))
+
+
 _NOT_PAR = ["abc", None, 3, ODD, {"fsdp": 8}]
 _NOT_SLICE = ["v5p:4x4x4", None, 3, ODD, (4, 4, 4)]
 REMAT = Choice("full_block", names=("remat", "policy"))
@@ -176,16 +182,23 @@ CASES = {
     TR + "published.fitted_efficiency": Case(runs=Raw(lambda: [_run()], ["abc", None, 3, [], [ODD], ODD],
                                                       lazy=True)),
     TR + "published.format_table": Case(rows=Raw(_rows, ["abc", None, 3, [ODD], ODD], lazy=True)),
+    # Chapter 12's numbers to know
+    T + "cheatsheet.numbers_to_know": Case(chips=Raw(("v5e",), ["v5e", ("nochip",), (3,), None, ODD]),
+                                           models=Raw(("llama3-8b",), ["llama3-8b", ("nomodel",), (3,), None, ODD]),
+                                           ring=Int(16)),
+    T + "cheatsheet.format_numbers": Case(rows=Raw(lambda: _numbers(), ["abc", [3], [ODD], 3], lazy=True)),
+    T + "cheatsheet.Number.shown": Case(self_=lambda: _numbers()[0]),
     # the JSON that `python -m tpu_notes bench --json` prints (added with the command-line entry)
     T + "bench.result_json": Case(result=Raw(_bench_result, ["abc", None, 3, ODD], lazy=True),
                                   chip=Opt(ChipArg("v5e"))),
 }
 
-COVERED = ("training.parallelism", "training.cost", "training.memory", "training.rooflines", "training.step",
-           "training.planner", "training.pipeline", "training.published")
+COVERED = ("cheatsheet", "training.parallelism", "training.cost", "training.memory", "training.rooflines",
+           "training.step", "training.planner", "training.pipeline", "training.published")
 
 #: Records the library builds itself (their fields are computed): constructors not fuzzed; methods have entries.
 RESULT_RECORDS = {
+    "cheatsheet.Number",
     "training.memory.MemoryBreakdown", "training.memory.BatchSplit", "training.rooflines.LayerTimes",
     "training.step.AxisPart", "training.step.Layout", "training.step.StepTime", "training.planner.Plan",
     "training.planner.PlanResult", "training.pipeline.Task", "training.published.Reconciliation",
