@@ -36,7 +36,7 @@ CASES = {
                                            top_k=Opt(Int(2), none_baseline=True)),
     T + "GpuCluster.send_time": Case(self_=_cluster, nbytes=Num(1e8, zero=True), across_nodes=Flag(True),
                                      hop_latency=Num(5e-6, zero=True)),
-    T + "dgx_superpod": Case(chip=ChipArg("h100"), n_gpus=Int(1024), nodes_per_su=Int(32), sus_per_spine=Int(4)),
+    T + "dgx_superpod": Case(chip=ChipArg("h100"), n_gpus=Int(1024), nodes_per_su=Int(32), sus_per_spine=Int(8)),
     T + "ragged_fraction": Case(top_k=Int(4), n_shards=Int(8), exact=Flag(True)),
     T + "link_loads": Case(cluster=_CLUSTER, kind=Choice("all-gather"), nbytes=Num(1e8, zero=True), group=Int(16),
                            inner=Opt(Int(8)), span=Opt(Int(16), none_baseline=True)),

@@ -301,10 +301,10 @@ class GpuCluster:
         return v / (self.nic_bw if across_nodes else self.chip.nvlink_bw) + hop_latency
 
 
-def dgx_superpod(chip="h100", n_gpus: int = 1024, *, nodes_per_su: int = 32, sus_per_spine: int = 4) -> GpuCluster:
+def dgx_superpod(chip="h100", n_gpus: int = 1024, *, nodes_per_su: int = 32, sus_per_spine: int = 8) -> GpuCluster:
     """NVIDIA's reference DGX SuperPod: nodes in scalable units of ``nodes_per_su`` under leaf switches, units
-    joined by spine switches in groups of ``sus_per_spine`` (4: the 1024-GPU pod), and a core level above when
-    there are more. Full bisection everywhere (scaling book, gpus.md). A GB200 NVL72 pod: ``dgx_superpod("gb200",
+    joined by spine switches in groups of up to ``sus_per_spine`` (8: 2048 GPUs; the 1024-GPU pod has 4), and a
+    core level above when there are more. Full bisection everywhere (scaling book, gpus.md). A GB200 NVL72 pod: ``dgx_superpod("gb200",
     576, nodes_per_su=8)``."""
     c = get_chip(chip)
     if c.kind != "gpu" or c.node_size is None:
@@ -596,10 +596,11 @@ def pipeline_comms_time(batch_tokens: float, d_model: int, bandwidth: float, mic
 def strategy_times(cluster: GpuCluster, model, batch_tokens: float, *, dtype: str = "bf16",
                    microbatches: int = 16) -> list[RooflineTimes]:
     """Comms vs compute of one MLP block (``x[B, D] W_in[D, F] W_out[F, D]``, expert MLPs for a MoE) for each
-    strategy spanning the whole cluster, priced on its topology with :meth:`GpuCluster.collective_time` (no
-    latency): DP (the backward pass's weight AllReduce vs its ``8 B D F k / X`` FLOPs, ``E`` expert copies),
-    TP over one node (AllGather + ReduceScatter of the activations per forward pass), EP over every GPU (two
-    ragged AllToAlls of the routed tokens), PP with one stage per node (activation sends per layer)."""
+    strategy, priced on the cluster's topology with :meth:`GpuCluster.collective_time` (no latency): DP over
+    every GPU (the backward pass's weight AllReduce vs its ``8 B D F k / X`` FLOPs, ``E`` expert copies), TP
+    over one node (AllGather + ReduceScatter of the activations per forward pass), EP over ``gcd(GPUs,
+    experts)`` GPUs (two ragged AllToAlls of the routed tokens), PP with a stage per node or group of nodes
+    (its activation sends, in at least as many microbatches as stages, spread over the layers)."""
     from .transformer import as_config
 
     if not isinstance(cluster, GpuCluster):
@@ -624,16 +625,16 @@ def strategy_times(cluster: GpuCluster, model, batch_tokens: float, *, dtype: st
     t = 2 * cluster.collective_time("all-gather", B * D * b / max(n // y, 1), y, hop_latency=0).total
     rows.append(_times("tp", y, 2 * 2 * B * D * F * k / (n * C), t))
     if m.is_moe:
-        z = min(n, E)
+        z = math.gcd(n, E)                 # experts split evenly over GPUs that split the cluster evenly
         span = z
         # each EP group's tokens, one D-vector slot per shard (the dense [B, D, Z] array), k slots filled
         t = 2 * cluster.collective_time("all-to-all", B * z / n * D * b * z, z, span=span, hop_latency=0,
                                         top_k=k).total
         rows.append(_times("ep", z, 2 * 2 * B * D * F * k / (n * C), t))
     if cluster.n_nodes > 1:
-        p = min(cluster.n_nodes, m.n_layers)
+        p = max(d for d in range(1, m.n_layers + 1) if cluster.n_nodes % d == 0)   # one stage per node(s)
         w = cluster.nic_bw
-        # one pipeline carries B p / n tokens; its sends spread over the model's layers
-        t = pipeline_comms_time(B * p / n, D, w, M, p, bytes_per_value=b) / m.n_layers
+        # one pipeline carries B p / n tokens in at least p microbatches; its sends spread over the layers
+        t = pipeline_comms_time(B * p / n, D, w, max(M, p), p, bytes_per_value=b) / m.n_layers
         rows.append(_times("pp", p, 2 * 2 * B * D * F * k / (n * C), t))
     return rows

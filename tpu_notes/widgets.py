@@ -637,6 +637,80 @@ def serving_explorer(model: str = "llama2-13b", chip: str = "v5e", n_chips: int 
     return widgets.VBox([widgets.HBox([model_w, chip_w, chips_w]), widgets.HBox([seq_w, batch_w]), image, text])
 
 
+# ------------------------------------------------------------------------------------ GPUs (Chapter 11)
+GPU_CHIPS = ("h100", "h200", "b200", "gb200")
+GPU_MODELS = ("llama3-8b", "llama3-70b", "llama3-405b", "deepseek-v3")
+GPU_NODES = (1, 2, 4, 8, 16, 32, 64, 128)
+GPU_TREES = ("flat", "superpod")
+
+
+def gpu_cluster(chip: str = "h100", nodes: int = 8, fat_tree: str = "superpod"):
+    """The explorer's cluster: ``nodes`` NVLink nodes of ``chip`` under one full-bisection level (``"flat"``)
+    or NVIDIA's SuperPod levels (``"superpod"``: 32-node units for 8-GPU nodes, 8 racks for GB200 NVL72)."""
+    from .gpu import GpuCluster, dgx_superpod
+
+    c = get_chip(chip)
+    n = check_positive("nodes", nodes, integer=True) * (c.node_size or 0)
+    if fat_tree not in GPU_TREES:
+        raise ValueError(f"fat_tree must be one of {GPU_TREES}; got {fat_tree!r}")
+    if fat_tree == "flat":
+        return GpuCluster(c, n)
+    return dgx_superpod(c, n, nodes_per_su=8 if c.node_size > 8 else 32)
+
+
+def gpu_strategies(chip: str = "h100", nodes: int = 8, fat_tree: str = "superpod", model: str = "llama3-70b",
+                   tokens_per_gpu: int = 2048):
+    """``(cluster, rows, text)``: the comms-vs-compute of DP/TP/EP/PP (:func:`tpu_notes.gpu.strategy_times`)
+    of ``model`` on :func:`gpu_cluster` with ``tokens_per_gpu`` tokens of batch per GPU, and a summary."""
+    from .gpu import critical_batch_per_gpu, strategy_times
+
+    cluster = gpu_cluster(chip, nodes, fat_tree)
+    b = check_positive("tokens_per_gpu", tokens_per_gpu, integer=True)
+    rows = strategy_times(cluster, model, b * cluster.n_gpus)
+    lines = [f"{model} on {cluster!r}", f"batch {b:,} tokens per GPU ({b * cluster.n_gpus:,} in all); "
+             f"DP needs {critical_batch_per_gpu(cluster.chip, across_nodes=cluster.n_nodes > 1):,.0f} per GPU"]
+    lines += [f"  {r.strategy.upper():2s} {r.degree:5d}-way: compute {fmt(r.math, 's'):>9}, comms "
+              f"{fmt(r.comms, 's'):>9} -> {r.bound}-bound" for r in rows]
+    return cluster, rows, "\n".join(lines)
+
+
+def gpu_explorer(chip: str = "h100", nodes: int = 8, fat_tree: str = "superpod", model: str = "llama3-70b",
+                 tokens_per_gpu: int = 2048, static: bool = False):
+    """Pick a GPU, a number of nodes, a fat tree, a model and a batch per GPU; see one MLP block's compute and
+    each strategy's communication (:func:`gpu_strategies`). Without ipywidgets, or with ``static=True``, returns
+    the static figure for the starting settings."""
+    from . import plots
+
+    cluster, rows, text0 = gpu_strategies(chip, nodes, fat_tree, model, tokens_per_gpu)
+    widgets = _widgets_or_none(static)
+    if widgets is None:
+        return plots.gpu_strategy_chart(rows, text0.splitlines()[0])
+    style = {"description_width": "90px"}
+    chip_w = widgets.Dropdown(options=GPU_CHIPS, value=cluster.chip.name, description="GPU", style=style)
+    nodes_w = widgets.Dropdown(options=GPU_NODES, value=nodes if nodes in GPU_NODES else 8, description="nodes",
+                               style=style)
+    tree_w = widgets.Dropdown(options=GPU_TREES, value=fat_tree, description="fat tree", style=style)
+    model_w = widgets.Dropdown(options=GPU_MODELS, value=model if model in GPU_MODELS else "llama3-70b",
+                               description="model", style=style)
+    batches = tuple(2**k for k in range(8, 16))
+    batch_w = widgets.SelectionSlider(options=batches, value=min(batches, key=lambda x: abs(x - tokens_per_gpu)),
+                                      description="tokens/GPU", style=style)
+    image, text = widgets.Image(format="png"), widgets.HTML()
+
+    def draw(*_):
+        try:
+            _, r, t = gpu_strategies(chip_w.value, nodes_w.value, tree_w.value, model_w.value, batch_w.value)
+        except ValueError as err:
+            text.value = f"<pre>{err}</pre>"
+            return
+        _show(image, text, plots.gpu_strategy_chart(r, t.splitlines()[0]), t)
+
+    for w in (chip_w, nodes_w, tree_w, model_w, batch_w):
+        w.observe(draw, names="value")
+    draw()
+    return widgets.VBox([widgets.HBox([chip_w, nodes_w, tree_w]), widgets.HBox([model_w, batch_w]), image, text])
+
+
 # ------------------------------------------------------------------------------------ serving Llama 3 (Chapter 8)
 PARETO_CONTEXTS = (2048, 4096, 8192, 16384, 32768, 65536)
 PARETO_DTYPES = ("bf16", "int8", "int4")

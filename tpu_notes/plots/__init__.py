@@ -14,6 +14,8 @@ from .collectives import (collective_cost_chart, collective_timing_chart, ring_a
                           ring_collective_figure)
 from .inference import (decode_step_parts_chart, kv_share_chart, latency_throughput_chart, measured_decode_chart,
                         serving_sweep_chart, speculative_speedup_chart, weight_stationary_chart)
+from .gpus import (gpu_collective_chart, gpu_critical_batch_chart, gpu_strategy_chart, gpu_tpu_chips_chart,
+                   sharded_all_gather_chart)
 from .jax_programming import collective_matmul_chart
 from .roofline import (matmul_flops_vs_batch, matmul_intensity_chart, matmul_on_roofline, measured_roofline,
                        roofline_chart)
@@ -43,4 +45,6 @@ __all__ = [
     "weight_stationary_chart", "serving_sweep_chart", "kv_share_chart",
     "pareto_chart", "sharded_step_chart", "serving_reconciliation_chart", "simulation_chart",
     "collective_matmul_chart",
+    "gpu_tpu_chips_chart", "gpu_collective_chart", "sharded_all_gather_chart", "gpu_strategy_chart",
+    "gpu_critical_batch_chart",
 ]
