@@ -27,6 +27,7 @@ Importing this module imports JAX.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import glob
 import math
@@ -216,6 +217,22 @@ def _quiet_stderr():
 
 
 # --------------------------------------------------------------------------------------------------- capture
+_TEMPORARY: list[str] = []   # trace directories capture() made itself; removed when the interpreter exits
+
+
+def _temporary_directory() -> str:
+    if not _TEMPORARY:
+        atexit.register(_remove_temporary)
+    directory = tempfile.mkdtemp(prefix="tpu_notes_trace_")
+    _TEMPORARY.append(directory)
+    return directory
+
+
+def _remove_temporary() -> None:
+    while _TEMPORARY:
+        shutil.rmtree(_TEMPORARY.pop(), ignore_errors=True)
+
+
 def _compile(fn: Callable, args: tuple):
     from jax.stages import Compiled
 
@@ -263,7 +280,8 @@ def capture(fn: Callable, *args, steps: int = 3, warmup: int = 1, logdir: Option
     (``jax.jit(f).lower(...).compile()``, e.g. :func:`tpu_notes.parallel.compiled_step`); it is compiled once and
     the compiled program is what runs. ``logdir``: an empty or new directory (default: a fresh temporary one,
     which the caller may delete). When ``fn`` fails, or the trace cannot be written, what this call wrote is
-    removed and a ``ValueError`` says which stage failed.
+    removed and a ``ValueError`` says which stage failed. A temporary directory made here is removed when
+    the Python process exits (pass ``logdir`` to keep the trace).
     """
     if not callable(fn):
         raise TypeError(f"fn must be a callable (a function, a jitted function or a compiled one); got "
@@ -290,7 +308,7 @@ def capture(fn: Callable, *args, steps: int = 3, warmup: int = 1, logdir: Option
         raise ValueError(f"fn failed when called (warm-up, before tracing): {type(e).__name__}: {e}") from e
 
     created = logdir is None or not os.path.exists(logdir)
-    directory = tempfile.mkdtemp(prefix="tpu_notes_trace_") if logdir is None else logdir
+    directory = _temporary_directory() if logdir is None else logdir
     os.makedirs(directory, exist_ok=True)
     try:
         with _quiet_stderr():
