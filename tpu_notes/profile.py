@@ -170,6 +170,11 @@ class MemoryUse:
         """arguments + outputs - aliased + temporaries: the bytes live at the worst point, per XLA."""
         return self.arguments + self.outputs - self.aliased + self.temporaries
 
+    def __repr__(self) -> str:
+        return (f"MemoryUse(arguments {fmt(self.arguments, 'B')}, outputs {fmt(self.outputs, 'B')}, "
+                f"aliased {fmt(self.aliased, 'B')}, temporaries {fmt(self.temporaries, 'B')}, "
+                f"peak {fmt(self.peak, 'B')})")
+
 
 # --------------------------------------------------------------------------------------------------- checks
 def _check_int(name: str, value, minimum: int, maximum: int) -> int:
