@@ -68,6 +68,10 @@ def _inputs(rng, trial):
     return np.ones((2, 2)), None
 
 
+def _inspect(fn, args):
+    return None
+
+
 CASES = {
     J + "ring_mesh": Case(n_devices=Int(8), axis=Raw("x", [None, 3, "", "a b", ODD, ["x"]])),
     J + "collective_table": Case(mesh=_MESH, axis=_AXIS, rows=Int(64), cols=Int(128)),
@@ -90,7 +94,8 @@ CASES = {
                              make_inputs=Raw(_inputs, [None, 3, "inputs", ODD]),
                              trials=Int(3, top=100), rtol=Num(1e-4, zero=True, top=0.1),
                              atol=Num(1e-4, zero=True, top=1.0), seed=Int(0, zero=True),
-                             wrong=Raw((), [None, 3, "wrong", ODD, [3], (None,)])),
+                             wrong=Raw((), [None, 3, "wrong", ODD, [3], (None,)]),
+                             inspect=Opt(Raw(_inspect, [3, "inspect", ODD, [1.0]]))),
     J + "ProgramCheck.check_program": Case(self_=_check, fn=Raw(lambda a, mesh: a, [None, 3, "shard_mean", ODD,
                                                                                     [1.0]], names=("answer",))),
     J + "ProgramCheck.wrong_programs": Case(self_=_check),

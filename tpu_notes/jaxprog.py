@@ -496,12 +496,15 @@ class ProgramCheck:
 
     ``make_inputs(rng, trial)`` returns the positional arguments of one trial (different shapes per trial, so a
     function that only works for one shape fails); ``trials`` trials are run, each must match to ``rtol``/``atol``.
-    ``wrong`` are deliberately wrong programs the checker must reject (the exercise tests use them). Calling a
-    ``ProgramCheck`` calls the reference, so the reference solution of the exercise is the checker itself.
+    ``wrong`` are deliberately wrong programs the checker must reject (the exercise tests use them).
+    ``inspect(fn, args)``, if given, runs once the values match, with the first trial's arguments: it returns
+    ``None`` or the reason the program is still wrong (e.g. its compiled HLO holds an AllGather it should not).
+    Calling a ``ProgramCheck`` calls the reference, so the reference solution of the exercise is the checker itself.
     """
 
     def __init__(self, reference: Callable, make_inputs: Callable, *, trials: int = 3, rtol: float = 1e-4,
-                 atol: float = 1e-4, seed: int = 0, wrong: Sequence[Callable] = ()):
+                 atol: float = 1e-4, seed: int = 0, wrong: Sequence[Callable] = (),
+                 inspect: Optional[Callable] = None):
         for name, f in (("reference", reference), ("make_inputs", make_inputs)):
             if not callable(f):
                 raise TypeError(f"{name} must be callable; got {type(f).__name__}")
@@ -515,6 +518,9 @@ class ProgramCheck:
                 not all(callable(f) for f in wrong):
             raise TypeError("wrong must be a sequence of callables (wrong programs to reject)")
         self.wrong = tuple(wrong)
+        if inspect is not None and not callable(inspect):
+            raise TypeError(f"inspect must be None or callable; got {type(inspect).__name__}")
+        self.inspect = inspect
 
     def __call__(self, *args):
         return self.reference(*args)
@@ -528,8 +534,10 @@ class ProgramCheck:
         if not callable(fn):
             raise TypeError(f"answer must be a function (the program); got {type(fn).__name__}")
         rng = np.random.default_rng(self.seed)
+        first = None
         for trial in range(self.trials):
             args = self.make_inputs(rng, trial)
+            first = args if first is None else first
             want = np.asarray(self.reference(*args))
             try:
                 got = np.asarray(fn(*args))
@@ -540,6 +548,10 @@ class ProgramCheck:
             if not np.allclose(got, want, rtol=self.rtol, atol=self.atol):
                 worst = float(np.max(np.abs(got - want)))
                 return False, f" (trial {trial + 1}: values differ by up to {worst:.3g})"
+        if self.inspect is not None:
+            reason = self.inspect(fn, first)
+            if reason:
+                return False, f" (the values are right, but {reason})"
         return True, f" (equal to the reference on {self.trials} random inputs)"
 
     def wrong_programs(self) -> list:

@@ -159,9 +159,10 @@ register(Exercise(id="ch10.q3", title="roll within each X shard, with shard_map"
 
 # -- 10.6: a collective matmul written by the reader -------------------------------------------------------------
 def _matmul_ref(x, w, mesh):
-    import numpy as np
+    """The library's one-way ring (tests/test_jaxprog.py checks it against the plain product)."""
+    from tpu_notes import jaxprog
 
-    return np.asarray(x, np.float64) @ np.asarray(w, np.float64)
+    return jaxprog.collective_matmul(x, w, mesh)
 
 
 def _q6_inputs(rng, trial):
@@ -205,10 +206,37 @@ def _wrong_block_index(x, w, mesh):
     return np.roll(x, k, axis=1) @ w if n > 1 else 2 * (x @ w)
 
 
+def _no_all_gather(fn, args):
+    """None if ``fn`` compiles (under jax.jit, the mesh static) to a program without an AllGather, else why not."""
+    import jax
+
+    from tpu_notes import hlo
+
+    x, w, mesh = args
+    try:
+        compiled = jax.jit(fn, static_argnums=2).lower(x, w, mesh).compile()
+    except Exception as err:  # noqa: BLE001 - the reader's code may fail to trace in many ways
+        return f"it does not compile under jax.jit ({type(err).__name__}), so its HLO cannot be read"
+    kinds = sorted({c.kind for c in hlo.collectives(compiled)})
+    if "all-gather" in kinds:
+        return "its compiled HLO still gathers x with an all-gather: pass blocks round the ring with ppermute"
+    if "collective-permute" not in kinds:
+        return f"its compiled HLO has no collective-permute (collectives: {kinds or 'none'})"
+    return None
+
+
+def _gather_then_multiply(x, w, mesh):
+    """The AllGather program: right values, but not a collective matmul."""
+    from tpu_notes import jaxprog
+
+    return jaxprog.allgather_matmul(x, w, mesh)
+
+
 def _q6():
     from tpu_notes.jaxprog import ProgramCheck
 
-    return ProgramCheck(_matmul_ref, _q6_inputs, wrong=(_wrong_one_hop_short, _wrong_block_index))
+    return ProgramCheck(_matmul_ref, _q6_inputs, inspect=_no_all_gather,
+                        wrong=(_wrong_one_hop_short, _wrong_block_index, _gather_then_multiply))
 
 
 register(Exercise(id="ch10.q6", title="a one-way collective matmul", solve=_q6, unit="a function", rtol=0.0,
