@@ -177,6 +177,9 @@ def test_gpu_parts_in_the_chip_table():
         c = hardware.get_chip(name)
         derived = c.bf16_flops / (c.sms * c.tensor_cores_per_sm * c.tensor_clock_hz)
         assert derived == pytest.approx(c.tc_flops_per_cycle, rel=0.05), name
+    for c in hardware.CHIPS.values():
+        if c.nvlink_links and c.nvlink_link_bw:
+            assert c.nvlink_links * c.nvlink_link_bw == pytest.approx(c.nvlink_bw), c.name
     gb = hardware.get_chip("gb200")
     assert gb.node_size == 72 and gb.node_egress_bw == pytest.approx(72 * gb.dcn_bw)
 

@@ -345,8 +345,9 @@ _CHIP_LIST = [
     _gpu(name="h800", long_name="NVIDIA H800 SXM", bf16_flops=9.89e14, int8_flops=1.979e15, fp8_flops=1.979e15,
          hbm_bytes=80e9, hbm_bw=3.35e12, nvlink_bw=3e11, node_size=8, clock_hz=1.98e9, base_clock_hz=1.59e9,
          tensor_clock_hz=1.76e9, sms=132, **_sm_parts(1024), **_fp32(132, 1.98e9), smem_bytes_per_sm=256e3,
-         l2_bytes=50e6, nvlink_links=8, nvlink_link_bw=2.5e10,
-         sources={**_GPU_DERIVED, "nvlink_links": "8 NVLink 4 links (300 GB/s / 25 GB/s; the H800's cut)",
+         l2_bytes=50e6, nvlink_link_bw=2.5e10,
+         sources={**_GPU_DERIVED, "nvlink_links": "left unset: the scaling book's 300 GB/s implies 12 links of "
+                                                  "25 GB/s, NVIDIA's datasheet quotes 400 GB/s both ways (8 links)",
                   "nvlink_link_bw": _NVL, "*": "NVIDIA H800 SXM: the H100 SXM's compute and memory with NVLink cut down (DeepSeek-V3 "
                        "technical report trained on it)",
                   "fp8_flops": "H100 SXM dense fp8, 1.979e15 (3958 TFLOP/s sparse / 2)",
