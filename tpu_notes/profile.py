@@ -542,7 +542,7 @@ def op_table(trace: Trace, roofline=None, costs: Optional[dict] = None) -> list[
     row carries XLA's FLOPs and bytes of one execution (:func:`op_costs`, or ``costs`` when given), their
     ratio, and, when ``roofline`` is given (a :class:`tpu_notes.bench.FittedRoofline`, e.g. Chapter 1's
     measured CPU roofline, or a chip name/``Chip``: its bf16 peak and HBM bandwidth), the roofline's time for
-    one execution."""
+    one execution (``nan`` for collectives: their time is the interconnect's, :mod:`tpu_notes.collectives`)."""
     trace = _check_trace(trace)
     peak, bw = _peak_and_bandwidth(roofline)
     if costs is None:
@@ -562,7 +562,9 @@ def op_table(trace: Trace, roofline=None, costs: Optional[dict] = None) -> list[
         c = costs.get(name)
         flops, nbytes = (c.flops, c.bytes) if c else (nan, nan)
         inten = flops / nbytes if c and nbytes > 0 else (0.0 if c else nan)
-        pred = max(flops / peak, nbytes / bw) if (c and peak > 0 and bw > 0) else nan
+        # a collective's time is set by the interconnect (Chapter 3's model), not by this roofline
+        pred = (max(flops / peak, nbytes / bw) if (c and c.category != "collective" and peak > 0 and bw > 0)
+                else nan)
         rows.append(OpRow(name=name, opcode=c.opcode if c else "?", category=c.category if c else "other",
                           count=count[name] / n, total_s=total[name] / n, mean_s=total[name] / count[name],
                           share=total[name] / n / wall, flops=flops, bytes=nbytes, intensity=inten,
