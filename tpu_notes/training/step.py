@@ -8,7 +8,8 @@ Two steps, each a small function:
    bandwidth they need (tensor, expert, FSDP, data, pipeline), so tensor parallelism gets whole rings first.
    On a :class:`~tpu_notes.gpu.GpuCluster` the same order fills each NVLink node first: a kind keeps as many of its
    members inside a node as the GPUs the earlier kinds left there, and spans nodes over the scale-out network for
-   the rest.
+   the rest; the earlier kinds sit inside it like mesh axes, so on a multi-level fat tree its collectives are
+   priced with the GPUs they spread over (``span`` of :meth:`~tpu_notes.gpu.GpuCluster.collective_time`).
 2. :func:`step_time` prices one step of a Transformer with :mod:`tpu_notes.collectives`:
 
    - **compute**: training FLOPs per chip (causal attention included, plus what ``remat`` recomputes) / peak,
