@@ -217,6 +217,8 @@ def test_strategy_times_cover_each_strategy():
     (lambda: G.dgx_superpod("h100", 1000), "n_gpus"),
     (lambda: GpuCluster("h100", 64).collective_time("all-gather", 1e6, 16, 1, span=100), "span"),
     (lambda: GpuCluster("h100", 8).collective_time("all-gather", 1e6, 8, sharp=True), "sharp"),
+    (lambda: GpuCluster("h100", 768, levels=(("leaf", 32), ("spine", 3))).collective_time(
+        "all-gather", 1e6, 32, span=768), "line up"),
     (lambda: G.critical_batch_per_gpu("v5p"), "chip"),
 ])
 def test_bad_input_ch11(call, match):

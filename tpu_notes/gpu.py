@@ -227,6 +227,10 @@ class GpuCluster:
         if (stride < N and N % stride) or (stride >= N and stride % N):
             raise ValueError(f"span ({span}) / group ({g}) = {stride} GPUs between members must divide node_size "
                              f"({N}) or be a multiple of it")
+        for S in self.subtree_sizes()[1:]:
+            if S < span and S % stride and stride % S:
+                raise ValueError(f"span ({span}) / group ({g}) = {stride} GPUs between members does not line up "
+                                 f"with the fat tree's units of {S} GPUs (one must divide the other)")
         expect = min(max(1, N // stride), g)
         if inner is not None and inner != expect:
             raise ValueError(f"inner ({inner}) must be {expect} for span {span}: members every {stride} GPUs put "
