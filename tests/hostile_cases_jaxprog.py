@@ -77,6 +77,7 @@ CASES = {
     J + "collective_table": Case(mesh=_MESH, axis=_AXIS, rows=Int(64), cols=Int(128)),
     J + "allgather_matmul": Case(x=_X, w=_W, mesh=_MESH, axis=_AXIS),
     J + "collective_matmul": Case(x=_X, w=_W, mesh=_MESH, axis=_AXIS, bidirectional=Flag(True)),
+    J + "reducescatter_matmul": Case(x=_X, w=_W, mesh=_MESH, axis=_AXIS, collective=Flag(True)),
     J + "matmul_hlo_collectives": Case(program=Choice("collective"), mesh=_MESH, axis=_AXIS, B=Int(8),
                                        D=Int(64), F=Int(64)),
     J + "collective_matmul_time": Case(B=Int(2048), D=Int(8192), F=Int(32768), n=Int(8), chip=ChipArg("v5e"),

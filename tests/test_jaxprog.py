@@ -50,6 +50,13 @@ def test_matmul_programs_equal_the_product(n):
         assert out.shape == want.shape
         np.testing.assert_allclose(np.asarray(out), want, rtol=1e-4, atol=1e-4)
         assert out.sharding.spec == P(None, "x")
+    # the down-projection: x[B, F_X] . w[F_X, D] -> [B, D_X], ReduceScatter or an accumulator round the ring
+    x2, w2 = _rand(rng, 16, 8 * n), _rand(rng, 8 * n, 2 * n)
+    want2 = np.asarray(x2, np.float64) @ np.asarray(w2, np.float64)
+    for collective in (False, True):
+        out = jaxprog.reducescatter_matmul(x2, w2, mesh, collective=collective)
+        np.testing.assert_allclose(np.asarray(out), want2, rtol=1e-4, atol=1e-4)
+        assert out.sharding.spec == P(None, "x")
 
 
 @pytest.mark.parametrize("n", [2, 5, 8])
@@ -58,6 +65,10 @@ def test_hlo_shows_the_gather_or_the_ring(n):
     assert jaxprog.matmul_hlo_collectives("allgather", mesh, D=8 * n, F=8 * n) == {"all-gather": 1}
     for program in ("collective", "bidirectional"):
         assert jaxprog.matmul_hlo_collectives(program, mesh, D=8 * n, F=8 * n) == {"collective-permute": n - 1}
+    assert jaxprog.matmul_hlo_collectives("collective-reducescatter", mesh, D=8 * n, F=8 * n) == {
+        "collective-permute": n - 1}
+    rs = jaxprog.matmul_hlo_collectives("reducescatter", mesh, D=8 * n, F=8 * n)
+    assert rs in ({"reduce-scatter": 1}, {"all-reduce": 1})     # CPU may spell it all-reduce + slice
 
 
 def test_collective_matmul_time_follows_chapter_3():
@@ -212,6 +223,10 @@ def test_bad_input_is_refused_with_the_argument_named():
         jaxprog.collective_matmul(_rand(rng, 4, 60), _rand(rng, 60, 64), ring)
     with pytest.raises(ValueError, match="F"):
         jaxprog.allgather_matmul(x, _rand(rng, 64, 60), ring)
+    with pytest.raises(ValueError, match="share F"):
+        jaxprog.reducescatter_matmul(x, _rand(rng, 32, 64), ring)
+    with pytest.raises(TypeError, match="collective"):
+        jaxprog.reducescatter_matmul(x, w, ring, collective="yes")
     with pytest.raises(ValueError, match="share D"):
         jaxprog.collective_matmul(x, _rand(rng, 32, 64), ring)
     with pytest.raises(ValueError, match="axis"):

@@ -7,6 +7,8 @@ Each program has a plain reference it must equal (``tests/test_jaxprog.py`` chec
 - :func:`allgather_matmul` and :func:`collective_matmul`: ``A[B, D_X] ·_D W[D, F_X] → Out[B, F_X]``, either
   AllGather A then multiply, or a ring of ``ppermute`` hops each overlapped with one partial matmul (one way round
   or both ways at once). :func:`collective_matmul_time` prices both on a TPU with Chapter 3's ICI model.
+  :func:`reducescatter_matmul` is the down-projection's counterpart, ``x[B, F_X] ·_F w[F_X, D] → [B, D_X]``:
+  a ``psum_scatter`` after the matmul, or an accumulator passed round the ring.
 - :func:`moe_expert_parallel`: a top-1 mixture-of-experts layer whose experts are split over a mesh axis, tokens
   sent to their expert and back with two ``all_to_all``; a fixed capacity per expert and per sending device drops
   the overflow. :func:`moe_reference` computes the same layer densely, one token at a time.
@@ -256,21 +258,75 @@ def collective_matmul(x, w, mesh, axis: str = "x", *, bidirectional: bool = Fals
     return _matmul_program(mesh, axis, "bidirectional" if bidirectional else "collective")(x, w)
 
 
+def reducescatter_matmul(x, w, mesh, axis: str = "x", *, collective: bool = True):
+    """``x[B, F_X] ·_F w[F_X, D] → [B, D_X]``: the down-projection, whose partial sums must be ReduceScattered.
+
+    ``collective=False`` multiplies the local blocks (a ``[B, D]`` partial sum per device) and then calls
+    ``psum_scatter``. ``collective=True`` never builds the whole partial sum: an accumulator for one ``[B, D/N]``
+    output block travels round the ring, and each device adds its own contribution to the block passing through
+    before handing it on (``N`` partial matmuls, ``N − 1`` hops), so every hop can overlap the next partial matmul.
+    """
+    n = _check_mesh(mesh, axis)
+    _check_array("x", x, 2)
+    _check_array("w", w, 2)
+    if x.shape[1] != w.shape[0]:
+        raise ValueError(f"x [B, F] and w [F, D] must share F; got x {tuple(x.shape)} and w {tuple(w.shape)}")
+    _divides("x.shape[1] (F)", x.shape[1], n, axis)
+    _divides("w.shape[1] (D)", w.shape[1], n, axis)
+    check_bool("collective", collective)
+    x = jax.device_put(x, NamedSharding(mesh, P(None, axis)))
+    w = jax.device_put(w, NamedSharding(mesh, P(axis, None)))
+    return _reducescatter_program(mesh, axis, collective)(x, w)
+
+
+@lru_cache(maxsize=64)
+def _reducescatter_program(mesh, axis: str, collective: bool):
+    n = int(mesh.shape[axis])
+    to_next = [(j, (j + 1) % n) for j in range(n)]
+
+    def plain(xb, wb):                                   # xb [B, F/N], wb [F/N, D]
+        return jax.lax.psum_scatter(xb @ wb, axis, scatter_dimension=1, tiled=True)
+
+    def ring(xb, wb):
+        me = jax.lax.axis_index(axis)
+        k = wb.shape[1] // n
+
+        def partial(block):                              # my contribution to output block `block`
+            return xb @ jax.lax.dynamic_slice_in_dim(wb, (block % n) * k, k, axis=1)
+
+        acc = partial(me - 1)                            # the block that ends, N-1 hops later, at device me-1
+        for step in range(1, n):
+            acc = jax.lax.ppermute(acc, axis, to_next)   # received from me-1: its block is me - step - 1
+            acc = acc + partial(me - step - 1)
+        return acc                                       # after N-1 hops: block me, summed over all devices
+
+    return jax.jit(_shard_map()(ring if collective else plain, mesh=mesh,
+                                in_specs=(P(None, axis), P(axis, None)), out_specs=P(None, axis)))
+
+
 def matmul_hlo_collectives(program: str, mesh, axis: str = "x", B: int = 64, D: int = 256,
                            F: int = 256) -> dict:
     """The collectives XLA compiles for one of the matmul programs, counted by kind (e.g. ``{"all-gather": 1}``).
 
-    ``program`` is ``"allgather"``, ``"collective"`` or ``"bidirectional"``; the inputs are ``float32`` zeros.
+    ``program`` is ``"allgather"``, ``"collective"`` or ``"bidirectional"`` (``x[B, D_X] · w[D, F_X]``), or
+    ``"reducescatter"`` or ``"collective-reducescatter"`` (:func:`reducescatter_matmul` of ``x[B, D_X] ·
+    w[D_X, F]``); the inputs are ``float32`` zeros.
     """
-    program = check_choice("program", program, ("allgather", "collective", "bidirectional"))
+    program = check_choice("program", program, ("allgather", "collective", "bidirectional", "reducescatter",
+                                                 "collective-reducescatter"))
     n = _check_mesh(mesh, axis)
     for name, v in (("B", B), ("D", D), ("F", F)):
         _check_int(name, v, 1, 2**14)
     _divides("D", D, n, axis)
     _divides("F", F, n, axis)
-    x, w = jnp.zeros((B, D), jnp.float32), jnp.zeros((D, F), jnp.float32)
-    x, w = (jax.device_put(v, NamedSharding(mesh, P(None, axis))) for v in (x, w))
-    text = _matmul_program(mesh, axis, program).lower(x, w).compile().as_text()
+    x = jax.device_put(jnp.zeros((B, D), jnp.float32), NamedSharding(mesh, P(None, axis)))
+    if program.endswith("reducescatter"):
+        w = jax.device_put(jnp.zeros((D, F), jnp.float32), NamedSharding(mesh, P(axis, None)))
+        fn = _reducescatter_program(mesh, axis, program.startswith("collective"))
+    else:
+        w = jax.device_put(jnp.zeros((D, F), jnp.float32), NamedSharding(mesh, P(None, axis)))
+        fn = _matmul_program(mesh, axis, program)
+    text = fn.lower(x, w).compile().as_text()
     counts: dict = {}
     for c in hlo.collectives(text):
         counts[c.kind] = counts.get(c.kind, 0) + 1
