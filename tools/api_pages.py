@@ -21,7 +21,7 @@ INDEX = ROOT / "book" / "api.md"
 LAYERS = {
     "Ground": ["units", "hardware", "compat"],
     "Analysis": ["roofline", "topology", "systolic", "transfer", "collectives", "sharding", "transformer", "gpu",
-                 "training", "inference"],
+                 "training", "inference", "cheatsheet"],
     "Measurement": ["devices", "bench", "hlo", "model", "parallel", "generate", "profile", "jaxprog"],
     "Book": ["exercises", "plots", "widgets", "__main__"],
 }

@@ -18,7 +18,7 @@ from numbers import Real
 from typing import Any, Callable, Mapping
 
 #: Chapter modules that register exercises (``tpu_notes.exercises.<name>``).
-CHAPTER_MODULES = ("ch01", "ch02", "ch03", "ch04", "ch05", "ch06", "ch07", "ch08", "ch09", "ch10", "ch11")
+CHAPTER_MODULES = ("ch01", "ch02", "ch03", "ch04", "ch05", "ch06", "ch07", "ch08", "ch09", "ch10", "ch11", "ch12")
 
 
 @dataclass(frozen=True)

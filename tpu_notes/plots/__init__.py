@@ -10,6 +10,7 @@ A new chapter adds one module (e.g. ``training.py``, importing its helpers from 
 """
 from __future__ import annotations
 
+from .conclusion import critical_batches_chart
 from .collectives import (collective_cost_chart, collective_timing_chart, ring_all_gather_figure,
                           ring_collective_figure)
 from .inference import (decode_step_parts_chart, kv_share_chart, latency_throughput_chart, measured_decode_chart,
@@ -31,6 +32,7 @@ from .transformer import (attention_share_chart, kv_cache_chart, memory_vs_conte
                           param_breakdown_chart, remat_tradeoff_chart, transformer_layer_diagram)
 
 __all__ = [
+    "critical_batches_chart",
     "BOOK_RC", "CHIP_COLORS", "use_book_style", "new_figure", "figure_and_axes",
     "roofline_chart", "matmul_intensity_chart", "matmul_on_roofline", "measured_roofline", "matmul_flops_vs_batch",
     "systolic_steps", "torus_hops", "bandwidth_ladder_chart", "padding_sweep", "tpu_chip_diagram",
