@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -87,7 +88,27 @@ def footer_source(stem: str) -> str:
             parts.append(f"Next: [Chapter {i + 2} · {next_title}]({next_stem}.ipynb) →")
         else:
             parts.append(f"Next: Chapter {i + 2} · {next_title} (coming in a later part of the book)")
-    return "---\n\n" + " · ".join(parts)
+    used = library_modules(stem)
+    api = f"\n\nThe library behind this chapter: {', '.join(used)}." if used else ""
+    return "---\n\n" + " · ".join(parts) + api
+
+
+def library_modules(stem: str) -> list[str]:
+    """Links to the API pages of the ``tpu_notes`` modules a chapter imports (from its code cells, in import order)."""
+    path = NOTEBOOKS / f"{stem}.ipynb"
+    if not path.exists():
+        return []
+    code = "\n".join("".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+                     for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
+    names: list[str] = []
+    pattern = r"^[ \t]*from tpu_notes(\.[\w.]+)? import (?:\(([^)]*)\)|([\w \t,]+)$)"
+    for match in re.finditer(pattern, code, re.M):
+        sub, items = match.group(1), match.group(2) or match.group(3)
+        candidates = [f"tpu_notes{sub}"] if sub else [f"tpu_notes.{n.strip()}" for n in items.split(",") if n.strip()]
+        for name in candidates:
+            if name not in names and (ROOT / "book" / "api" / f"{name}.md").exists():
+                names.append(name)
+    return [f"[`{n}`](../book/api/{n}.md)" for n in names]
 
 
 def _cell(kind: str, source: str, generated: str, tags: list[str]) -> dict:
