@@ -141,7 +141,8 @@ def wait_until_rendered(page) -> None:
 
 
 #: Blocks whose lines the reader must see whole: code (cell inputs and code in the prose) and cell outputs.
-OVERFLOW_SELECTOR = "pre, div.highlight, div.cell_output .output, div.cell_output table"
+OVERFLOW_SELECTOR = ("pre, div.highlight, div.cell_output .output, div.cell_output table, "
+                     ".pst-scrollable-table-container")   # prose tables: the theme wraps each in this box
 
 #: For each block of OVERFLOW_SELECTOR under ``root`` that is rendered (clientWidth > 0) and wider inside than its
 #: box (scrollWidth > clientWidth: clipped, or hidden behind a scroll bar), a short description of it.
@@ -163,7 +164,8 @@ OVERFLOW_JS = """([root, selector]) => {
 
 
 def overflowing_blocks(page, root: str = "main") -> list[str]:
-    """Code and output blocks of ``page`` (under the CSS selector ``root``) whose content is wider than their box.
+    """Code and output blocks and prose tables of ``page`` (under the CSS selector ``root``) whose content is wider
+    than their box.
 
     Collapsed ``<details>`` (hidden solution cells, dropdowns) are opened for the measurement and closed again,
     so a hidden solution cannot hide an overflow. Measured in the browser: ``scrollWidth > clientWidth``.
