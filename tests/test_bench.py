@@ -276,3 +276,16 @@ def test_import_tpu_notes_bench_does_not_import_jax():
     code = "import sys, tpu_notes.bench, tpu_notes.widgets, tpu_notes.plots; print('jax' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_measure_roofline_when_the_cache_outgrows_the_probes(monkeypatch):
+    """A CPU with a last-level cache larger than the probes (300 MB L3s exist): the default threshold falls back to
+    the largest probe and says the probes ran partly from cache, instead of refusing a call valid elsewhere; an
+    explicit threshold no probe reaches is still refused."""
+    monkeypatch.setattr(bench, "last_level_cache_bytes", lambda: 2**40)
+    r = bench.measure_roofline(matmul_shapes=((64, 64, 64),), copy_sizes=(2**20,), repeats=1)
+    assert r.fit.min_copy_bytes == max(m.nbytes for m in r.copies)
+    assert r.memory_level.startswith("partly the last-level cache")
+    with pytest.raises(ValueError, match="min_copy_bytes"):
+        bench.measure_roofline(matmul_shapes=((64, 64, 64),), copy_sizes=(2**20,), repeats=1,
+                               min_copy_bytes=2**40)

@@ -153,11 +153,14 @@ def test_moe_capacity():
 
 # --- Pallas -----------------------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("k_loop", [False, True], ids=["k-grid-axis", "k-loop-in-kernel"])
 @pytest.mark.parametrize("tiles", [dict(bm=64, bn=64), dict(bm=128, bn=32, bk=32), dict(bm=16, bn=96, bk=48)])
-def test_pallas_matmul_equals_dot(tiles):
+def test_pallas_matmul_equals_dot(tiles, k_loop):
+    """Both programs (k as a sequential grid axis with a scratch accumulator, for TPUs; k as a loop inside the
+    kernel, for GPUs whose grid programs run concurrently), interpreted here, on one and several k steps."""
     rng = np.random.default_rng(5)
     x, y = _rand(rng, 128, 96), _rand(rng, 96, 192)
-    out = jaxprog.pallas_matmul(x, y, **tiles)
+    out = jaxprog.pallas_matmul(x, y, k_loop=k_loop, **tiles)
     np.testing.assert_allclose(np.asarray(out), np.asarray(x, np.float64) @ np.asarray(y, np.float64),
                                rtol=1e-4, atol=1e-4)
 
@@ -256,9 +259,9 @@ def test_bad_input_is_refused_with_the_argument_named():
 
 def test_jax_itself_refuses_what_the_chapter_shows():
     """The errors the chapter prints are JAX's own, raised by the pinned version."""
-    from tpu_notes import compat
+    from tpu_notes import devices
 
-    mesh = compat.make_mesh((2, 4), ("X", "Y"))
+    mesh = devices.demo_mesh((2, 4), ("X", "Y"))
     with pytest.raises(ValueError, match="divisible"):
         jax.shard_map(lambda b: b, mesh=mesh, in_specs=P("Y", None), out_specs=P("Y", None))(jnp.ones((6, 16)))
     with pytest.raises(ValueError, match="'Z'"):

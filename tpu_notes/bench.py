@@ -545,7 +545,8 @@ def measure_roofline(matmul_shapes: Optional[Sequence[tuple[int, int, int]]] = N
 
     ``min_copy_bytes="cache"`` (the default) fits the bandwidth to the probes that touch at least twice the
     CPU's last-level cache (:func:`last_level_cache_bytes`; ``DEFAULT_MIN_COPY_BYTES`` on an accelerator or when
-    the cache is unknown); a number sets that threshold in bytes. The default probe sizes
+    the cache is unknown), or to the largest probe when none is that large (``memory_level`` then says
+    "cache"); a number sets that threshold in bytes, and no probe reaching it is a ``ValueError``. The default probe sizes
     (:func:`default_copy_sizes`) reach several times that cache. With the defaults this takes a few seconds on a
     2-core CPU and well under that on an accelerator.
     """
@@ -565,13 +566,17 @@ def measure_roofline(matmul_shapes: Optional[Sequence[tuple[int, int, int]]] = N
     start = time.perf_counter()
     info = describe()
     cache = last_level_cache_bytes() if info.platform == "cpu" else None
-    if isinstance(min_copy_bytes, str):
+    auto = isinstance(min_copy_bytes, str)
+    if auto:
         min_copy_bytes = 2.0 * cache if cache else DEFAULT_MIN_COPY_BYTES
     dtype = canonical_dtype(dtype if dtype is not None else default_dtype(info.platform))
     matmuls = matmul_sweep(matmul_shapes if matmul_shapes is not None else default_matmul_shapes(info.platform),
                            dtype=dtype, repeats=repeats)
     copies = copy_sweep(copy_sizes if copy_sizes is not None else default_copy_sizes(info.platform, cache),
                         dtype=dtype, repeats=repeats, ops=copy_ops)
+    if auto:  # a CPU whose cache outgrows the probes asked for (300 MB L3s exist): fit the largest probe, and
+        # memory_level below says it ran from cache, rather than refusing a call that is valid elsewhere
+        min_copy_bytes = min(min_copy_bytes, max(m.nbytes for m in copies))
     fit = fit_roofline(matmuls + copies, min_copy_bytes=min_copy_bytes)
     smallest = min(m.shape[0] * dtype_bytes(m.dtype) for m in copies if m.label in fit.bandwidth_probes)
     return RooflineMeasurement(platform=info.platform, device_kind=info.device_kind, chip=info.chip, dtype=dtype,
@@ -729,7 +734,7 @@ def measure_collective(kind: str, nbytes: float, n_devices: int = 8, dtype: str 
 
     kind = collectives.canonical_kind(kind)
     n = _check_int("n_devices", n_devices, 1)
-    available = max(len(jax.devices()), len(jax.devices("cpu")))
+    available = len(demo_devices(n))
     if n > available:
         raise ValueError(f"n_devices={n} but only {available} devices are available "
                          "(tpu_notes.devices.setup(n) before JAX starts gives more simulated ones)")

@@ -13,11 +13,13 @@ def shard_map():
     return _shard_map
 
 
-def make_mesh(shape, names, devices=None):
-    """A mesh with *Auto* axes (classic GSPMD propagation), over ``devices`` if given.
+def make_mesh(shape, names, devices, *, explicit: bool = False):
+    """A mesh of ``shape`` over exactly ``devices`` (a sequence of ``prod(shape)`` JAX devices), with *Auto* axes
+    (classic GSPMD propagation), or Explicit axes when ``explicit``.
 
     ``jax.make_mesh`` defaults to Explicit axes since JAX 0.10; the chapters that let XLA choose the collectives
-    want Auto axes.
+    want Auto axes. ``devices`` is required: meshes come from the chapter's devices
+    (``tpu_notes.devices.demo_devices``), never from a hidden ``jax.devices()``.
     """
     import jax
     import numpy as np
@@ -25,13 +27,22 @@ def make_mesh(shape, names, devices=None):
     shape, names = tuple(shape), tuple(names)
     if len(shape) != len(names):
         raise ValueError(f"shape {shape} and names {names} must have the same length")
+    if devices is None or isinstance(devices, (str, bytes)) or not hasattr(devices, "__len__"):
+        raise TypeError(f"devices must be a sequence of {int(np.prod(shape))} JAX devices "
+                        f"(tpu_notes.devices.demo_devices(n)); got {type(devices).__name__}")
+    devices = list(devices)
+    if len(devices) != int(np.prod(shape)):
+        raise ValueError(f"devices must hold exactly prod(shape) = {int(np.prod(shape))} devices for shape "
+                         f"{shape}; got {len(devices)}")
     try:
         from jax.sharding import AxisType
 
-        return jax.make_mesh(shape, names, axis_types=(AxisType.Auto,) * len(shape), devices=devices)
+        kind = AxisType.Explicit if explicit else AxisType.Auto
+        return jax.make_mesh(shape, names, axis_types=(kind,) * len(shape), devices=devices)
     except (ImportError, TypeError):  # pragma: no cover - JAX without axis types
-        devs = devices if devices is not None else jax.devices()[: int(np.prod(shape))]
-        return jax.sharding.Mesh(np.asarray(devs).reshape(shape), names)
+        if explicit:
+            raise
+        return jax.sharding.Mesh(np.asarray(devices).reshape(shape), names)
 
 
 def pvary(x, axis_name):

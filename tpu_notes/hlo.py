@@ -516,8 +516,10 @@ def compile_case(case: OracleCase, devices=None, dtype: str = "fp32", *, return_
     check_bool("return_inputs", return_inputs)
     names = [a for a, _ in case.mesh]
     shape = [s for _, s in case.mesh]
-    if devices is None:
-        devices = jax.devices("cpu")[: math.prod(shape)]
+    if devices is None:  # XLA's CPU program: the stored oracle outputs are the CPU compiler's
+        from .devices import demo_devices
+
+        devices = demo_devices(math.prod(shape), backend="cpu")
     if isinstance(devices, (str, bytes)) or not isinstance(devices, (list, tuple)) or \
             not all(hasattr(d, "platform") for d in devices):
         raise TypeError(f"devices must be a list of JAX devices or None; got {devices!r}")

@@ -91,15 +91,27 @@ def _divides(what: str, size: int, n: int, axis: str) -> None:
 # ------------------------------------------------------------------------------------------------------------
 
 
-def ring_mesh(n_devices: int = 8, axis: str = "x"):
-    """A 1-D mesh of the first ``n_devices`` JAX devices with one Auto axis named ``axis``."""
-    n = _check_int("n_devices", n_devices, 1, MAX_RING)
-    if n > len(jax.devices()):
-        raise ValueError(f"n_devices ({n}) is more than the {len(jax.devices())} devices JAX has; allowed: "
-                         f"1 to {len(jax.devices())}")
+def ring_mesh(n_devices: Optional[int] = None, axis: str = "x", *, devices=None):
+    """A 1-D mesh with one Auto axis named ``axis`` over ``n_devices`` of the demo's devices.
+
+    ``devices`` is the setup cell's ``DEVICES`` (None: :func:`tpu_notes.devices.demo_devices`); ``n_devices``
+    defaults to all of them (at most 8 when ``devices`` is None). Asking for more devices than there are is a
+    ``ValueError`` that says how many there are.
+    """
+    from .devices import demo_devices
+
     if not isinstance(axis, str) or not axis.isidentifier():
         raise ValueError(f"axis must be a mesh axis name such as 'x'; got {axis!r}")
-    return _make_mesh((n,), (axis,), devices=jax.devices()[:n])
+    if n_devices is None:
+        devs = demo_devices(MAX_RING, devices=devices) if devices is not None else demo_devices(8)
+        n = len(devs)
+    else:
+        n = _check_int("n_devices", n_devices, 1, MAX_RING)
+        devs = demo_devices(n, devices=devices)
+        if len(devs) < n:
+            raise ValueError(f"n_devices ({n}) is more than the {len(devs)} devices available; allowed: "
+                             f"1 to {len(devs)}")
+    return _make_mesh((n,), (axis,), devices=devs[:n])
 
 
 @dataclass(frozen=True)
@@ -501,12 +513,22 @@ def _moe_program(mesh, axis: str, cap: int):
 
 
 def pallas_matmul(x, y, *, bm: int = 128, bn: int = 128, bk: Optional[int] = None,
-                  interpret: Optional[bool] = None):
-    """``x[M, K] @ y[K, N]`` by a Pallas kernel over a grid of ``(M/bm, N/bn, K/bk)`` tiles.
+                  interpret: Optional[bool] = None, k_loop: Optional[bool] = None):
+    """``x[M, K] @ y[K, N]`` by a Pallas kernel over ``(M/bm, N/bn)`` output tiles, in ``K/bk`` steps of ``bk``.
 
-    Program ``(i, j, k)`` loads an ``x`` tile ``[bm, bk]`` and a ``y`` tile ``[bk, bn]`` and adds their product
-    into output tile ``(i, j)``, which stays in on-chip memory across ``k`` (zeroed at ``k = 0``). ``bk`` defaults
-    to ``K`` (one step). ``interpret`` defaults to True on CPU (Pallas's interpreter), False elsewhere.
+    Two programs, by backend (``k_loop`` forces one; None picks):
+
+    - **k as a grid axis** (TPU, and Pallas's interpreter on CPU): grid ``(M/bm, N/bn, K/bk)``; program
+      ``(i, j, k)`` loads an ``x`` tile ``[bm, bk]`` and a ``y`` tile ``[bk, bn]`` and adds their product into a
+      float32 scratch tile (VMEM on a TPU), zeroed at ``k = 0``; the output tile is written once, at the last
+      ``k``. The ``k`` axis is declared sequential ("arbitrary") and ``i, j`` parallel, so the accumulation
+      does not depend on the order in which a compiler happens to run the grid.
+    - **k as a loop inside the kernel** (GPU, ``k_loop=True``): grid ``(M/bm, N/bn)``; each program loads the
+      ``[bm, K]`` and ``[K, bn]`` strips and loops over the ``K/bk`` steps itself. Programs of a GPU grid run
+      concurrently, so a grid-axis accumulation into one output tile would be a race.
+
+    ``bk`` defaults to ``K`` (one step). ``interpret`` defaults to True on CPU (Pallas's interpreter), False
+    elsewhere (compiled by Mosaic on a TPU, Triton on a GPU).
     """
     from jax.experimental import pallas as pl
 
@@ -522,22 +544,54 @@ def pallas_matmul(x, y, *, bm: int = 128, bn: int = 128, bk: Optional[int] = Non
         if size % b:
             raise ValueError(f"{name} ({b}) must divide {dim} ({size}): a Pallas block must tile the array; "
                              f"allowed: divisors of {size}")
+    backend = jax.default_backend()
     if interpret is None:
-        interpret = jax.devices()[0].platform == "cpu"
+        interpret = backend == "cpu"
     check_bool("interpret", interpret)
+    if k_loop is None:
+        k_loop = backend == "gpu" and not interpret
+    check_bool("k_loop", k_loop)
     n_k = K // bk
+    out_shape = jax.ShapeDtypeStruct((M, N), jnp.float32)
+    if k_loop:
+        def loop_kernel(x_ref, y_ref, o_ref):          # x_ref [bm, K], y_ref [K, bn]
+            def step(k, acc):
+                xs = x_ref[:, pl.ds(k * bk, bk)]
+                ys = y_ref[pl.ds(k * bk, bk), :]
+                return acc + jnp.dot(xs, ys, preferred_element_type=jnp.float32)
 
-    def kernel(x_ref, y_ref, o_ref):
-        @pl.when(pl.program_id(2) == 0)
-        def _():
-            o_ref[...] = jnp.zeros_like(o_ref)
+            o_ref[...] = jax.lax.fori_loop(0, n_k, step, jnp.zeros((bm, bn), jnp.float32))
 
-        o_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+        call = pl.pallas_call(
+            loop_kernel, out_shape=out_shape, grid=(M // bm, N // bn),
+            in_specs=[pl.BlockSpec((bm, K), lambda i, j: (i, 0)), pl.BlockSpec((K, bn), lambda i, j: (0, j))],
+            out_specs=pl.BlockSpec((bm, bn), lambda i, j: (i, j)), interpret=interpret)
+    else:
+        from jax.experimental.pallas import tpu as pltpu
 
-    call = pl.pallas_call(
-        kernel, out_shape=jax.ShapeDtypeStruct((M, N), jnp.float32), grid=(M // bm, N // bn, n_k),
-        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, k: (i, k)), pl.BlockSpec((bk, bn), lambda i, j, k: (k, j))],
-        out_specs=pl.BlockSpec((bm, bn), lambda i, j, k: (i, j)), interpret=interpret)
+        def grid_kernel(x_ref, y_ref, o_ref, acc_ref):
+            k = pl.program_id(2)
+
+            @pl.when(k == 0)
+            def _():
+                acc_ref[...] = jnp.zeros_like(acc_ref)
+
+            acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+            @pl.when(k == n_k - 1)
+            def _():
+                o_ref[...] = acc_ref[...]
+
+        extra = {}
+        if backend == "tpu" and not interpret:
+            extra["compiler_params"] = pltpu.CompilerParams(
+                dimension_semantics=("parallel", "parallel", "arbitrary"))
+        call = pl.pallas_call(
+            grid_kernel, out_shape=out_shape, grid=(M // bm, N // bn, n_k),
+            in_specs=[pl.BlockSpec((bm, bk), lambda i, j, k: (i, k)),
+                      pl.BlockSpec((bk, bn), lambda i, j, k: (k, j))],
+            out_specs=pl.BlockSpec((bm, bn), lambda i, j, k: (i, j)),
+            scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)], interpret=interpret, **extra)
     return jax.jit(call)(x, y).astype(jnp.result_type(x.dtype, y.dtype))
 
 

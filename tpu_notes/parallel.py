@@ -60,14 +60,28 @@ MAX_STEPS = 100_000
 #: Parameter dtypes a step can run in.
 STEP_DTYPES = {"fp32": jnp.float32, "bf16": jnp.bfloat16}
 
-#: The layouts Chapter 5 trains side by side (8 devices each; tensor=8 needs 8 heads, e.g. ORACLE_CONFIG).
-TRAIN_LAYOUTS: dict[str, Parallelism] = {
-    "data=8": Parallelism(data=8),
-    "fsdp=8": Parallelism(fsdp=8),
-    "tensor=8": Parallelism(tensor=8),
-    "fsdp=2 x tensor=4": Parallelism(fsdp=2, tensor=4),
-    "data=4 x pipeline=2": Parallelism(data=4, pipeline=2, microbatches=2),
-}
+def train_layouts(n_devices: int = 8) -> dict[str, Parallelism]:
+    """The layouts Chapter 5 trains side by side on ``n_devices`` devices, by name (``"fsdp=2 x tensor=4"``).
+
+    On 8 devices: data, FSDP and tensor parallelism over all 8, FSDP x tensor (2 x 4) and data x pipeline (4 x 2,
+    two microbatches). Fewer devices give the same kinds at smaller degrees, and only those that split anything
+    (one device: none). ``tensor=n`` needs ``n`` to divide the heads (8 in :data:`ORACLE_CONFIG`).
+    """
+    n = check_positive("n_devices", n_devices, integer=True, maximum=4096)
+    layouts = [Parallelism(data=n), Parallelism(fsdp=n), Parallelism(tensor=n)]
+    if n % 2 == 0 and n >= 4:
+        layouts.append(Parallelism(fsdp=2, tensor=n // 2))
+    if n % 2 == 0:
+        layouts.append(Parallelism(data=n // 2, pipeline=2, microbatches=2))
+    named = {}
+    for p in layouts:
+        if p != Parallelism() and p.chips_per_slice == n:
+            named[" x ".join(f"{a}={k}" for a, k in p.mesh_shape().items())] = p
+    return named
+
+
+#: The layouts Chapter 5 trains side by side on its 8 devices (tensor=8 needs 8 heads, e.g. ORACLE_CONFIG).
+TRAIN_LAYOUTS: dict[str, Parallelism] = train_layouts(8)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -90,16 +104,18 @@ def _check_flag(name: str, value) -> bool:
 
 
 def _check_devices(devices, n: int) -> list:
-    """The devices to lay the mesh on: all of ``jax.devices()`` when None, else a sequence of JAX devices."""
+    """The devices to lay the mesh on: ``devices.demo_devices(n)`` when None, else a sequence of JAX devices."""
     if devices is None:
-        return list(jax.devices())
+        from .devices import demo_devices
+
+        return demo_devices(n)
     if isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence):
-        raise TypeError(f"devices must be None or a sequence of JAX devices (e.g. jax.devices()[:{n}]); "
+        raise TypeError(f"devices must be None or a sequence of JAX devices (e.g. DEVICES[:{n}]); "
                         f"got {type(devices).__name__}")
     devs = list(devices)
     bad = [d for d in devs if not isinstance(d, jax.Device)]
     if bad:
-        raise TypeError(f"devices must hold JAX devices (e.g. jax.devices()[:{n}]); got {bad[0]!r}")
+        raise TypeError(f"devices must hold JAX devices (e.g. DEVICES[:{n}]); got {bad[0]!r}")
     if len(set(devs)) != len(devs):
         raise ValueError("devices must not repeat a device")
     return devs
@@ -174,7 +190,8 @@ def _check_fits(c: TransformerConfig, p: Parallelism, batch: int, seq_len: int) 
 def make_mesh(parallelism: Parallelism, devices=None):
     """The JAX mesh of ``parallelism``: axes named after :data:`~tpu_notes.training.parallelism.MESH_AXES` with size > 1, Auto axis types.
 
-    ``devices`` defaults to all of ``jax.devices()``; their number must equal the product of the degrees. A
+    ``devices`` defaults to ``devices.demo_devices(n)`` for the layout's ``n`` devices (the default backend's, or
+    simulated CPU devices when it has fewer); their number must equal the product of the degrees. A
     single-device layout gets a one-device mesh with a size-1 ``"data"`` axis.
     """
     p = _check_parallelism(parallelism)
@@ -182,7 +199,7 @@ def make_mesh(parallelism: Parallelism, devices=None):
     if p.chips_per_slice != len(devs):
         raise ValueError(f"parallelism {p.label()} needs {p.chips_per_slice} devices (the product of its "
                          f"degrees) but {len(devs)} are available; allowed: degrees whose product is {len(devs)} "
-                         f"(or pass devices=jax.devices()[:{p.chips_per_slice}])")
+                         f"(or pass devices=DEVICES[:{p.chips_per_slice}], or run devices.setup({p.chips_per_slice}) before JAX starts)")
     shape = p.mesh_shape() or {MESH_AXES[0]: 1}
     return _compat_make_mesh(tuple(shape.values()), tuple(shape), devices=devs)
 
@@ -514,7 +531,9 @@ def _setup(model, parallelism, batch, seq_len, seed, lr, devices=None, dtype="fp
 
 def _default_devices(parallelism, devices):
     if devices is None and isinstance(parallelism, Parallelism) and parallelism == Parallelism():
-        return jax.devices()[:1]
+        from .devices import demo_devices
+
+        return demo_devices(1)
     return devices
 
 

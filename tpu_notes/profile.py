@@ -495,7 +495,9 @@ def _op_costs(text: str) -> dict:
         m = _INSTR.match(line)
         if m:
             shapes[m.group(1)] = m.group(2)
-    client = jax.devices()[0].client
+    from .devices import default_devices
+
+    client = default_devices()[0].client
     out = {}
     for line in lines:
         m = _INSTR.match(line)

@@ -58,7 +58,10 @@ def measure_host_to_device(sizes: Sequence[int] = DEFAULT_SIZES, repeats: int = 
     repeats = check_positive("repeats", repeats, integer=True, maximum=MAX_REPEATS)
     if device is not None and not hasattr(device, "platform"):
         raise TypeError(f"device must be a JAX device or None; got {type(device).__name__} {device!r}")
-    device = jax.devices()[0] if device is None else device
+    if device is None:
+        from .devices import demo_devices
+
+        device = demo_devices(1)[0]
     out = []
     for nbytes in sizes:
         host = np.ones(nbytes // 4, dtype=np.float32)

@@ -17,10 +17,10 @@ MESH_SHAPES = ((2, 4), (4, 2), (8, 1))
 @lru_cache(maxsize=None)
 def _mesh(shape):
     from tpu_notes.compat import make_mesh
+    from tpu_notes.devices import require
 
-    import jax
-
-    return make_mesh(shape, ("X", "Y"), devices=jax.devices()[: shape[0] * shape[1]])
+    n = shape[0] * shape[1]
+    return make_mesh(shape, ("X", "Y"), devices=require(n, what="this exercise"))
 
 
 # -- 10.1: local shapes ---------------------------------------------------------------------------------------
@@ -41,8 +41,9 @@ register(Exercise(id="ch10.q1", title="local shape of A[S_X, D_Y]", solve=_q1, u
 # -- 10.2: hops and permutes of the collective matmul -------------------------------------------------------------
 def _q2():
     from tpu_notes import jaxprog
+    from tpu_notes.devices import require
 
-    mesh = jaxprog.ring_mesh(8)
+    mesh = jaxprog.ring_mesh(devices=require(8, what="this exercise"))
     rounds = jaxprog.collective_matmul_time(64, 256, 256, 8, bidirectional=True).steps
     ops = jaxprog.matmul_hlo_collectives("bidirectional", mesh)["collective-permute"]
     return [rounds, ops]
@@ -172,8 +173,10 @@ def _q6_inputs(rng, trial):
 
     from tpu_notes import jaxprog
 
+    from tpu_notes.devices import require
+
     n = (8, 4, 2)[trial % 3]
-    mesh = jaxprog.ring_mesh(n)
+    mesh = jaxprog.ring_mesh(devices=require(n, what="this exercise"))
     B, D, F = int(rng.integers(2, 9)), n * int(rng.integers(1, 5)), n * int(rng.integers(1, 5))
     x = rng.standard_normal((B, D)).astype(np.float32)
     w = rng.standard_normal((D, F)).astype(np.float32)
