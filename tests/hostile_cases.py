@@ -309,6 +309,12 @@ def _mesh():
     return make_mesh([8], ["x"], devices=jax.devices("cpu")[:8])
 
 
+def _eight_devices():
+    import jax
+
+    return jax.devices()[:8]
+
+
 def _measurements():
     from tpu_notes.bench import Measurement
 
@@ -740,7 +746,21 @@ CASES: dict[str, Case] = {
                                           seq_len=Int(8, big=True), compiled=Flag(False)),
     # ---- devices
     T + "devices.setup": Case(n=Int(8, big=True)),
-    T + "devices.demo_devices": Case(n=Int(8, big=True)),
+    T + "devices.demo_devices": Case(n=Int(8, big=True), backend=Raw(None, ["tpu", "", 3, ODD]),
+                                     devices=Raw(None, ["cpu", [], [1, 2], ODD])),
+    T + "devices.default_devices": Case(),
+    T + "devices.cpu_devices": Case(),
+    T + "devices.fit_shape": Case(shape=Sizes((2, 4), big=True), n_devices=Int(8, big=True)),
+    T + "devices.demo_mesh": Case(shape=Sizes((2, 4), big=True), names=Fixed(("X", "Y")),
+                                  devices=Raw(None, ["cpu", [], [1, 2], ODD]), explicit=Flag(False),
+                                  quiet=Flag(False)),
+    T + "devices.enough": Case(n=Int(8, big=True), devices=Raw(_eight_devices, ["cpu", [], [1, 2], ODD, None],
+                                                               lazy=True), what=Fixed("this cell")),
+    T + "devices.require": Case(n=Int(8, big=True), devices=Raw(None, ["cpu", [], [1, 2], ODD]),
+                                what=Fixed("this demo")),
+    T + "multihost.train_layout": Case(n_devices=Int(8, top=128), n_processes=Int(2, top=8)),
+    T + "multihost.launch": Case(task=Choice("train"), n_processes=Int(2, top=8), devices_per_process=Int(4, top=16),
+                                 timeout_s=Num(240.0, top=3600), run_baseline=False),
     T + "devices.chip_for_device_kind": Case(device_kind=Raw("TPU v5 lite", [3, None, ["TPU"], ODD])),
     T + "devices.in_colab": Case(),
     T + "devices.describe": Case(),
@@ -795,7 +815,7 @@ CASES: dict[str, Case] = {
 
 #: Modules whose public functions must all have an entry above.
 COVERED_MODULES = ("units", "hardware", "roofline", "collectives", "topology", "systolic", "transfer", "sharding",
-                   "transformer", "hlo", "model", "devices", "bench")
+                   "transformer", "hlo", "model", "devices", "bench", "multihost")
 
 #: Modules of the analysis and measure layers not covered yet, each with the reason.
 NOT_YET_COVERED: dict[str, str] = {}
@@ -811,7 +831,7 @@ RESULT_RECORDS = {
     "transformer.ParamBreakdown", "transformer.FlopsBreakdown", "hlo.HloShape", "hlo.HloCollective",
     "hlo.CollectiveSig", "hlo.OracleRow", "devices.DeviceInfo", "bench.Timing", "bench.Measurement",
     "bench.FittedRoofline", "bench.RooflineMeasurement", "bench.BenchRow", "bench.CollectiveMeasurement",
-    "bench.Prediction",
+    "bench.Prediction", "devices.NotEnoughDevices", "multihost.ProcessResult", "multihost.GlooUnavailable",
 }
 
 # -- The later chapters keep their baseline calls in their own files, each defining CASES, COVERED (the modules it

@@ -73,7 +73,7 @@ def _inspect(fn, args):
 
 
 CASES = {
-    J + "ring_mesh": Case(n_devices=Int(8), axis=Raw("x", [None, 3, "", "a b", ODD, ["x"]])),
+    J + "ring_mesh": Case(n_devices=Opt(Int(8)), devices=Raw(None, ["cpu", [], [1, 2], ODD]), axis=Raw("x", [None, 3, "", "a b", ODD, ["x"]])),
     J + "collective_table": Case(mesh=_MESH, axis=_AXIS, rows=Int(64), cols=Int(128)),
     J + "allgather_matmul": Case(x=_X, w=_W, mesh=_MESH, axis=_AXIS),
     J + "collective_matmul": Case(x=_X, w=_W, mesh=_MESH, axis=_AXIS, bidirectional=Flag(True)),

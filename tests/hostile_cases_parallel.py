@@ -16,7 +16,7 @@ def _cfg():
 
 
 _bad_par = [None, "data=8", 8, {"data": 8}, ODD]
-for f in (lambda: _P(data=4), lambda: _P(data=4, dcn=2), lambda: _P(expert=8)):
+for f in (lambda: _P(data=16), lambda: _P(data=4, dcn=2), lambda: _P(expert=8)):   # 16: more devices than exist
     _bad_par.append(lazy(f))
 
 
@@ -137,6 +137,7 @@ def _training_init_cases() -> dict:
 
 CASES.update(_training_init_cases())
 
+CASES[T + "parallel.train_layouts"] = Case(n_devices=Int(8, top=4096))
 COVERED = ("parallel", "training", "training.collectives")
 RESULT_RECORDS = {"parallel.XlaCollective", "parallel.OracleRow", "parallel.OracleCase",
                   "training.collectives.PredictedCollective"}

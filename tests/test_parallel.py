@@ -103,7 +103,7 @@ def test_measure_step_times_a_step():
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    (dict(parallelism=Parallelism(data=4)), "parallelism data=4 needs 4 devices .* but 8"),
+    (dict(parallelism=Parallelism(data=16)), "parallelism data=16 needs 16 devices .* but 8"),
     (dict(parallelism=Parallelism(data=8), batch=12), "batch .12. must be divisible by data x fsdp x expert = 8"),
     (dict(parallelism=Parallelism(data=2, pipeline=4, microbatches=4)), r"pipeline \(4\) must divide n_layers \(2\)"),
     (dict(parallelism=Parallelism(expert=8)), "needs a mixture-of-experts model"),

@@ -22,7 +22,8 @@ LAYERS = {
     "Ground": ["units", "hardware", "compat"],
     "Analysis": ["roofline", "topology", "systolic", "transfer", "collectives", "sharding", "transformer", "gpu",
                  "training", "inference", "cheatsheet"],
-    "Measurement": ["devices", "bench", "hlo", "model", "parallel", "generate", "profile", "jaxprog"],
+    "Measurement": ["devices", "bench", "hlo", "model", "parallel", "generate", "profile", "jaxprog",
+                    "multihost"],
     "Book": ["exercises", "plots", "widgets", "__main__"],
 }
 #: Chapter-specific exercise modules are documented through tpu_notes.exercises, not one page each.
