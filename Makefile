@@ -9,7 +9,9 @@ export JAX_PLATFORMS ?= cpu
 export PYTHONHASHSEED := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: book test execute lab bench bench-planner venv clean browser node screenshots
+.PHONY: book test test-matrix execute lab bench bench-planner venv clean browser node screenshots device-check
+# Workers for pytest and lanes for the device matrix: one per core, at least 1.
+JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 0 ? n : 1 )))
 
 venv: $(STAMP)
 
@@ -45,8 +47,18 @@ book: $(STAMP) node browser
 screenshots: $(STAMP) browser
 	@$(PY) tools/browser.py
 
+# Every test on every core, then the device-count matrix (tools/device_matrix.py): each chapter run with 1, 2 and 4
+# devices and with a one-device default backend, and the strict nbval pass again pinned to one core and one thread.
 test: $(STAMP) node browser
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(JOBS) --dist loadfile
+	$(PY) tools/device_matrix.py --lanes $(JOBS)
+
+test-matrix: $(STAMP)
+	$(PY) tools/device_matrix.py --lanes $(JOBS)
+
+# On a machine with a TPU or GPU: measure it once (<= 10 min) into book/measured/<device>/ (tools/device_check.py).
+device-check: $(STAMP)
+	JAX_PLATFORMS= $(PY) tools/device_check.py
 
 execute: $(STAMP)
 	$(PY) tools/execute.py

@@ -1,7 +1,7 @@
 """Execute chapters on runtimes with fewer devices than the book's 8: the device-count matrix of `make test`.
 
-    python tools/device_matrix.py                      # every scenario of every chapter, in parallel
-    python tools/device_matrix.py --jobs 1 cpu1:05     # one scenario of Chapter 5
+    python tools/device_matrix.py                      # every job, on two lanes pinned to two cores
+    python tools/device_matrix.py cpu1:05 nbval-pinned:10
     python tools/device_matrix.py --list
 
 A scenario is a preamble cell run before the chapter's first cell, in the chapter's own kernel:
@@ -14,6 +14,11 @@ A scenario is a preamble cell run before the chapter's first cell, in the chapte
 
 Outputs are not compared (they legitimately differ); a chapter passes when every cell runs without an error.
 The executed copies are thrown away; the committed notebooks are never written.
+
+The same run also makes the strict nbval pass a second time (``nbval-pinned``), pinned to one core with one XLA
+thread, so no committed output may depend on the thread count or the core. For the chapters that build no mesh,
+that pass starts JAX with one CPU device before the setup cell: their outputs must then be the same as on 8 (the
+setup cell's device count aside), which is the ``cpu1`` run of those chapters, compared instead of only executed.
 """
 from __future__ import annotations
 
@@ -22,7 +27,6 @@ import os
 import re
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,15 +44,20 @@ assert len(jax.devices()) == {k}  # JAX has started: tpu_notes.devices.setup(8) 
 
 _ACCEL_PREAMBLE = """\
 import jax
-_all_devices, _all_local = jax.devices, jax.local_devices
+from jax._src import xla_bridge
+_all_devices, _all_local = xla_bridge.devices, xla_bridge.local_devices
 def _trimmed(backend=None):  # the default backend pretends to have one device; jax.devices("cpu") keeps 8
     return _all_devices(backend) if backend is not None else _all_devices()[:1]
 def _trimmed_local(process_index=None, backend=None, host_id=None):
     found = _all_local(process_index, backend, host_id)
     return found if backend is not None else found[:1]
-jax.devices, jax.local_devices = _trimmed, _trimmed_local
-jax.device_count = lambda backend=None: len(_trimmed(backend))
-jax.local_device_count = lambda backend=None: len(_trimmed_local(backend=backend))
+def _count(backend=None):
+    return len(_trimmed(backend))
+def _local_count(backend=None):
+    return len(_trimmed_local(backend=backend))
+for _where in (jax, xla_bridge):  # the public names and the ones jax.make_mesh and friends call inside JAX
+    _where.devices, _where.local_devices = _trimmed, _trimmed_local
+    _where.device_count, _where.local_device_count = _count, _local_count
 """
 
 
@@ -96,43 +105,156 @@ def execute(scenario: Scenario, path: Path, timeout: int = 300) -> float:
     return time.perf_counter() - start
 
 
+# -- the strict nbval pass again, on one core with one thread: outputs must not depend on the machine -----------
+
+#: Rules the second pass adds to tests/nbval_sanitize.cfg: the device count of the setup cell (1 in that pass for the
+#: chapters that build no mesh) and the note setup() prints when JAX started with fewer devices.
+PINNED_SANITIZE = """
+[the setup cell's device count]
+regex: on \\d+ simulated CPU devices
+replace: on N simulated CPU devices
+
+[the note of a runtime with fewer devices]
+regex: Note: JAX started before tpu_notes.devices.setup[^\\n]*\\n
+replace: \n"""  # nbval reads "replace: " then the text: here nothing
+
+
+def pinned_nbval_command(path: Path, work: Path) -> tuple[list[str], dict]:
+    """The pytest command (and environment) of the second strict nbval pass over ``path``: one thread, and for a
+    chapter that builds no mesh, JAX started with one CPU device before the setup cell (an IPython startup file), so
+    the pass also proves the chapter's outputs are the same on a 1-device runtime."""
+    sanitize = work / "nbval_sanitize_pinned.cfg"
+    sanitize.write_text((ROOT / "tests" / "nbval_sanitize.cfg").read_text() + PINNED_SANITIZE)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONHASHSEED": "0", "JAX_NUM_CPU_DEVICES": "8",
+           "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
+    env.pop("MPLBACKEND", None)
+    if path.name[:2] not in MESH_CHAPTERS:
+        startup = work / "ipython" / "profile_default" / "startup"
+        startup.mkdir(parents=True, exist_ok=True)
+        (startup / "00-one-device.py").write_text(_CPU_PREAMBLE.format(k=1))
+        env["IPYTHONDIR"] = str(work / "ipython")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+           "-o", f"addopts=--nbval --nbval-current-env --nbval-cell-timeout=300 --nbval-sanitize-with {sanitize}",
+           str(path)]
+    return cmd, env
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str          # "nbval-pinned:05" or "cpu2:05"
+    cost: float        # a rough cost in seconds, to start the long jobs first
+
+
+#: Rough seconds per chapter, from book/status.json when it has them.
+def _chapter_seconds() -> dict:
+    import json
+
+    status = ROOT / "book" / "status.json"
+    data = json.loads(status.read_text()) if status.exists() else {}
+    return {k[:2]: v.get("seconds", 20.0) for k, v in data.items()}
+
+
+def jobs() -> list[Job]:
+    secs = _chapter_seconds()
+    out = [Job(f"nbval-pinned:{p.name[:2]}", secs.get(p.name[:2], 20.0))
+           for p in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))]
+    out += [Job(f"{sc.name}:{p.name[:2]}", secs.get(p.name[:2], 20.0)) for sc, p in runs()
+            if not (sc.name == "cpu1" and p.name[:2] not in MESH_CHAPTERS)]   # those run in the pinned pass
+    return sorted(out, key=lambda j: -j.cost)
+
+
+def _run_job(name: str) -> int:
+    """Run one job in this process (a lane's child, already pinned to its core)."""
+    what, ch = name.split(":")
+    (path,) = NOTEBOOKS.glob(f"{ch}_*.ipynb")
+    if what == "nbval-pinned":
+        import subprocess
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="nbval-pinned-") as work:
+            cmd, env = pinned_nbval_command(path, Path(work))
+            done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+            if done.returncode:
+                print(done.stdout[-4000:], done.stderr[-2000:])
+            return done.returncode
+    (sc,) = [s for s in scenarios() if s.name == what]
+    try:
+        execute(sc, path)
+        return 0
+    except Exception as err:  # noqa: BLE001 - printed for the lane to report
+        print(re.sub(r"\x1b\[[0-9;]*m", "", str(err))[-1500:])
+        return 1
+
+
+def run_lanes(todo: list[Job], lanes: int) -> int:
+    """Run ``todo`` on ``lanes`` lanes, each a thread that pins its jobs to one core (``taskset``) when the machine
+    has that many; longest jobs first, each lane taking the next when it is free. Returns the number failed."""
+    import queue
+    import shutil
+    import subprocess
+    import threading
+
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    pin = shutil.which("taskset") is not None and len(cores) >= lanes
+    pending: "queue.Queue[Job]" = queue.Queue()
+    for j in todo:
+        pending.put(j)
+    failed, lock = [], threading.Lock()
+
+    def lane(k: int):
+        while True:
+            try:
+                job = pending.get_nowait()
+            except queue.Empty:
+                return
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--job", job.name]
+            if pin:
+                cmd = ["taskset", "-c", str(cores[k]), *cmd]
+            t0 = time.perf_counter()
+            done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+            with lock:
+                ok = done.returncode == 0
+                core = f"core {cores[k]}" if pin else "unpinned"
+                print(f"{'ok  ' if ok else 'FAIL'}  {job.name:18s} {time.perf_counter() - t0:6.1f} s  ({core})",
+                      flush=True)
+                if not ok:
+                    failed.append(job.name)
+                    print(done.stdout[-3000:], done.stderr[-1000:], flush=True)
+
+    threads = [threading.Thread(target=lane, args=(k,)) for k in range(lanes)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return len(failed)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("only", nargs="*", help="scenario:chapter pairs to run, e.g. cpu1:05 (default: all)")
-    parser.add_argument("--jobs", type=int, default=2, help="kernels at once (default 2)")
-    parser.add_argument("--list", action="store_true", help="print the matrix and exit")
+    parser.add_argument("only", nargs="*", help="jobs to run, e.g. cpu1:05 or nbval-pinned:10 (default: all)")
+    parser.add_argument("--lanes", type=int, default=2, help="jobs at once, each pinned to its own core (default 2)")
+    parser.add_argument("--list", action="store_true", help="print the jobs and exit")
+    parser.add_argument("--job", help=argparse.SUPPRESS)   # one job, in this process (what a lane runs)
     args = parser.parse_args(argv)
-    if args.jobs < 1:
-        parser.error(f"--jobs must be at least 1; got {args.jobs}")
-    todo = runs()
+    if args.job:
+        return _run_job(args.job)
+    if args.lanes < 1:
+        parser.error(f"--lanes must be at least 1; got {args.lanes}")
+    todo = jobs()
     if args.only:
-        known = {f"{sc.name}:{p.name[:2]}" for sc, p in todo}
+        known = {j.name for j in todo}
         bad = [o for o in args.only if o not in known]
         if bad:
-            parser.error(f"unknown run(s) {bad}; allowed: {sorted(known)}")
-        todo = [(sc, p) for sc, p in todo if f"{sc.name}:{p.name[:2]}" in args.only]
+            parser.error(f"unknown job(s) {bad}; allowed: {sorted(known)}")
+        todo = [j for j in todo if j.name in args.only]
     if args.list:
-        for sc, p in todo:
-            print(f"{sc.name}:{p.name[:2]}  {p.name}")
+        for j in todo:
+            print(j.name)
         return 0
-
-    def one(item):
-        sc, p = item
-        try:
-            return sc, p, execute(sc, p), None
-        except Exception as err:  # noqa: BLE001 - report every failure, then fail
-            return sc, p, None, err
-
-    failed = 0
-    with ThreadPoolExecutor(args.jobs) as pool:
-        for sc, p, seconds, err in pool.map(one, todo):
-            if err is None:
-                print(f"ok    {sc.name:7} {p.name:32} {seconds:6.1f} s", flush=True)
-            else:
-                failed += 1
-                text = re.sub(r"\x1b\[[0-9;]*m", "", str(err))   # the traceback without terminal colours
-                print(f"FAIL  {sc.name:7} {p.name:32}\n{text[-1500:]}", flush=True)
-    print(f"{len(todo) - failed} of {len(todo)} runs passed")
+    start = time.perf_counter()
+    failed = run_lanes(todo, args.lanes)
+    print(f"{len(todo) - failed} of {len(todo)} jobs passed in {time.perf_counter() - start:.0f} s")
     return 1 if failed else 0
 
 
