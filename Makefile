@@ -47,11 +47,11 @@ book: $(STAMP) node browser
 screenshots: $(STAMP) browser
 	@$(PY) tools/browser.py
 
-# Every test on every core, then the device-count matrix (tools/device_matrix.py): each chapter run with 1, 2 and 4
-# devices and with a one-device default backend, and the strict nbval pass again pinned to one core and one thread.
+# Every test on every core and, beside it, the device-count matrix (tools/device_matrix.py): the chapters that build
+# meshes run with 1, 2 and 4 devices and with a one-device default backend, and the strict nbval pass again pinned to
+# one core and one thread (tools/run_tests.py runs both and fails if either fails).
 test: $(STAMP) node browser
-	$(PY) -m pytest -n $(JOBS) --dist loadfile
-	$(PY) tools/device_matrix.py --lanes $(JOBS)
+	$(PY) tools/run_tests.py --jobs $(JOBS)
 
 test-matrix: $(STAMP)
 	$(PY) tools/device_matrix.py --lanes $(JOBS)

@@ -89,3 +89,26 @@ def test_device_check_dry_run(tmp_path):
     assert sorted(chapters) == list(__import__("device_check").MEASURED_CHAPTERS)
     assert all(entry["cells"] for entry in chapters.values())            # every listed chapter has measured cells
     assert (results.parent / "cells.md").read_text().startswith("# JAX ")
+
+
+def test_the_measured_page_lists_device_check_results(tmp_path):
+    """book/measured.md fills itself: write_measured_page lists each results folder between its markers, and a
+    second call replaces the list instead of appending another."""
+    import device_check
+
+    page, measured = tmp_path / "measured.md", tmp_path / "measured"
+    page.write_text("# Measured on real hardware\n\nProse stays.\n")
+    device_check.write_measured_page(page, measured)
+    assert "No results yet" in page.read_text()
+    (measured / "gpu-nvidia-h200").mkdir(parents=True)
+    (measured / "gpu-nvidia-h200" / "results.json").write_text(json.dumps(
+        {"device": "JAX 0.10.2 on 1 NVIDIA H200 devices", "command": "python tools/device_check.py",
+         "commit": "0123456789abcdef", "when_utc": "2026-12-01 12:00",
+         "steps": {"bench": {"ok": True}, "cells": {"ok": False}}}))
+    device_check.write_measured_page(page, measured)
+    device_check.write_measured_page(page, measured)
+    text = page.read_text()
+    assert text.startswith("# Measured on real hardware\n\nProse stays.")
+    assert text.count(device_check.BEGIN) == 1 and "No results yet" not in text
+    assert "**JAX 0.10.2 on 1 NVIDIA H200 devices**" in text and "bench ok, cells failed" in text
+    assert "(measured/gpu-nvidia-h200/results.json)" in text

@@ -165,6 +165,33 @@ def run(dry: bool, out_root: Path) -> Path:
     return where
 
 
+BEGIN, END = "<!-- device-check results: begin -->", "<!-- device-check results: end -->"
+
+
+def write_measured_page(page: Path, measured: Path) -> None:
+    """List every ``measured/*/results.json`` on ``page`` (book/measured.md), between the BEGIN and END markers:
+    the device, the command, the commit, and each step's outcome, with links to the results and the cells."""
+    lines = [BEGIN, ""]
+    found = sorted(measured.glob("*/results.json"))
+    if not found:
+        lines.append("No results yet: the first `make device-check` on an accelerator writes them here.")
+    for path in found:
+        r = json.loads(path.read_text())
+        rel = path.parent.relative_to(page.parent)
+        steps = ", ".join(f"{name} {'ok' if s.get('ok') else 'failed'}" for name, s in r.get("steps", {}).items())
+        lines += [f"- **{r.get('device', path.parent.name)}** ({r.get('when_utc', '?')} UTC, commit "
+                  f"`{(r.get('commit') or '?')[:12]}`): `{r.get('command', '?')}`; {steps}. "
+                  f"[results.json]({rel}/results.json), [measured cells]({rel}/cells.md)"]
+    lines += ["", END]
+    text = page.read_text() if page.exists() else "# Measured on real hardware\n"
+    block = "\n".join(lines)
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+    else:
+        text = text.rstrip("\n") + "\n\n## Results of `make device-check`\n\n" + block + "\n"
+    page.write_text(text)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dry-run", action="store_true", help="small sizes, CPU, no chapter execution")
@@ -174,6 +201,8 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("PYTHONHASHSEED", "0")
     out = args.out or (Path(tempfile.mkdtemp(prefix="device-check-")) if args.dry_run else ROOT / "book" / "measured")
     where = run(args.dry_run, out)
+    if not args.dry_run and out == ROOT / "book" / "measured":
+        write_measured_page(ROOT / "book" / "measured.md", out)
     results = json.loads((where / "results.json").read_text())
     for name, step in results["steps"].items():
         print(f"{name:13s} {'ok' if step['ok'] else 'FAILED':7s} {step['seconds']:6.1f} s"
