@@ -20,20 +20,6 @@ if str(ROOT) not in sys.path:
 import pytest  # noqa: E402
 
 
-#: Test files whose tests share no costly module fixture: pytest-xdist spreads their tests one by one. Every other
-#: file (and every notebook, whose cells must run in order in one kernel) goes to one worker whole.
-SPREAD_FILES = {"test_hostile_input.py", "test_exercises.py", "test_browser.py"}
-
-
-def pytest_collection_modifyitems(config, items):
-    """Groups for ``pytest -n N --dist loadgroup`` (what ``make test`` runs): one group per file, but for
-    :data:`SPREAD_FILES`."""
-    for item in items:
-        name = Path(str(getattr(item, "path", ""))).name
-        if name not in SPREAD_FILES:
-            item.add_marker(pytest.mark.xdist_group(name=name))
-
-
 @pytest.fixture(scope="session")
 def built_book():
     """Build the HTML book once per test session (tools/build_book.py, warnings as errors); return its html dir.

@@ -3,7 +3,7 @@
     python tools/run_tests.py            # what `make test` runs
     python tools/run_tests.py --jobs 1   # one thing at a time
 
-The two run at once: pytest (``-n JOBS``, notebooks kept whole on one worker) leaves a core idle while it waits on
+The two run at once: pytest (``-n JOBS --dist loadfile``: a file, and so a notebook, stays on one worker) leaves a core idle while it waits on
 the browser, the book build and subprocesses, and the matrix's kernels fill those gaps. The matrix prints into
 ``_build/device_matrix.log`` as it goes; its lines are repeated after pytest's, and the command fails if either
 fails.
@@ -35,7 +35,7 @@ def main(argv: list[str]) -> int:
                                   cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
         if args.jobs == 1:  # one thing at a time: the matrix first, then pytest
             matrix.wait()
-        workers = ["-n", str(args.jobs), "--dist", "loadgroup"] if args.jobs > 1 else []
+        workers = ["-n", str(args.jobs), "--dist", "loadfile"] if args.jobs > 1 else []
         tests = subprocess.run([sys.executable, "-m", "pytest", *workers, *args.pytest_args], cwd=ROOT)
         matrix.wait()
     print(f"\n--- device-count matrix (tools/device_matrix.py, {log.relative_to(ROOT)}) ---")
