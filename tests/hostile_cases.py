@@ -6,7 +6,11 @@ fails): add a line to ``CASES`` keyed by the function's dotted name, e.g.
     "tpu_notes.training.training_time": Case(model=Model("llama3-8b"), tokens=Num(1e12), chip=ChipArg("v5p"),
                                              n_chips=Int(256), mfu=Num(0.4, top=1.0)),
 
-Each keyword is one argument of a valid call, wrapped in the kind of value it is; the kind decides which hostile
+A function decorated with ``tpu_notes.units.checked`` declares the kind of each argument in its signature
+(``n_chips: PositiveInt``); the test reads those kinds and tries their hostile values, so its entry may give plain
+valid values (``Case(n_chips=256, chip="v5p")``), and a checked function whose required arguments all declare a kind
+needs no entry at all (the test builds its call from the kinds' examples). Otherwise each keyword is one argument of a
+valid call, wrapped in the kind of value it is; the kind decides which hostile
 values the test tries in its place (one argument at a time, the others kept valid), and each must raise a ValueError
 or TypeError whose message names that argument. Kinds: ``Int`` (a whole number > 0), ``Num`` (a finite number > 0),
 ``Choice`` (a string from a fixed set), ``ChipArg``, ``Model``, ``Flag`` (True/False), ``Text`` (a string the
@@ -16,8 +20,8 @@ for, such as a callable). ``big=True`` on ``Int`` asks that 10**12 be rejected t
 simulation turns into per-step structures. A method gets ``Case(self_=lambda: <an instance>, ...)``; a class is its
 constructor. ``run_baseline=False`` skips running the valid call itself (measurements that take seconds).
 To cover a new module, add it to ``COVERED_MODULES``, or (as every chapter since the fifth does) write a file
-``tests/hostile_cases_<topic>.py`` defining ``CASES``, ``COVERED`` and ``RESULT_RECORDS`` and add its name to
-``CHAPTER_CASE_FILES`` at the end of this file. A module of the analysis or measure layer that is neither covered nor
+``tests/hostile_cases_<topic>.py`` defining ``CASES``, ``COVERED`` and ``RESULT_RECORDS`` and name it in the
+chapter's ``hostile_cases`` in the manifest ``tools/chapters.json``. A module of the analysis or measure layer that is neither covered nor
 listed in ``NOT_YET_COVERED`` (with a reason) fails the completeness test.
 """
 from __future__ import annotations
@@ -243,6 +247,12 @@ class Fixed(Arg):
     """Not fuzzed (a callable, a JAX mesh, an array whose hostile forms are covered elsewhere)."""
 
 
+@dataclass
+class Sig(Arg):
+    """A plain valid value whose hostile values come from the kind the function's signature declares for it
+    (``n_chips: PositiveInt``): a ``Case`` wraps every keyword that is not an :class:`Arg` in one."""
+
+
 def lazy(fn: Callable) -> Callable:
     """Mark a hostile value as a factory (built when the test runs, e.g. an object that needs JAX)."""
     fn.lazy_hostile = True
@@ -259,12 +269,23 @@ class Case:
     positional: tuple = ()                  # names passed positionally (positional-only or *args functions)
 
     def __init__(self, self_=None, run_baseline=True, positional=(), **args):
+        args = {k: v if isinstance(v, Arg) else Sig(v) for k, v in args.items()}
         self.args, self.self_, self.run_baseline, self.positional = args, self_, run_baseline, positional
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Helpers that build valid objects lazily (so importing this file does not start JAX)
 # --------------------------------------------------------------------------------------------------------------
+def _units_record():
+    from tpu_notes.hardware import get_chip
+
+    return get_chip("v5e")
+
+
+def _units_record_type():
+    return type(_units_record())
+
+
 def _slice():
     from tpu_notes.topology import Slice
 
@@ -441,6 +462,10 @@ CASES: dict[str, Case] = {
     T + "units.check_positive": Case(name=Fixed("size"), value=Num(3.0, names=("size",))),
     T + "units.check_bool": Case(name=Fixed("flag"), value=Flag(True, names=("flag",))),
     T + "units.check_sizes": Case(name=Fixed("shape"), value=Sizes((2, 3), names=("shape",))),
+    T + "units.capped": Case(maximum=Int(100)),
+    T + "units.argument_kinds": Case(fn=Raw(lambda n: n, [3, None, "f", int])),
+    T + "units.checked": Case(fn=Raw(lambda n: n, [3, None, "f", int])),
+    T + "units.check_fields": Case(obj=Raw(_units_record, [3, None, "x", lazy(_units_record_type)], lazy=True)),
     T + "units.array_bytes": Case(shape=Sizes((8, 4096), zero=True), dtype=Choice("bf16")),
     T + "units.check_choice": Case(name=Fixed("policy"), value=Choice("a", names=("policy",)),
                                    allowed=Fixed(("a", "b"))),
@@ -825,6 +850,11 @@ NOT_ANALYSIS = ("exercises", "plots", "widgets", "compat", "__main__")
 
 #: Public classes whose constructors are not fuzzed: result records the library builds itself (their fields are
 #: computed, not read from a user), with the reason. Their public methods still need entries.
+#: Public classes that are not part of the analysis but of the validator itself (the kinds of ``units``): their
+#: ``check`` refuses by design, and every kind is tried against its own hostile values in ``tests/test_units.py``.
+VALIDATOR_KINDS = ("units.Kind", "units.Positive", "units.Range", "units.OneOf", "units.Flag", "units.Shape",
+                   "units.DType", "units.ArgumentKind")
+
 RESULT_RECORDS = {
     "roofline.RooflineTime", "collectives.CollectiveTime", "topology.TransferTime", "systolic.Snapshot",
     "systolic.SystolicResult", "transfer.HostTransfer", "sharding.Step", "sharding.StepTime", "sharding.MatmulPlan",
@@ -836,15 +866,18 @@ RESULT_RECORDS = {
 
 # -- The later chapters keep their baseline calls in their own files, each defining CASES, COVERED (the modules it
 # covers) and RESULT_RECORDS; a new chapter adds its file's name here. ------------------------------------------------
-CHAPTER_CASE_FILES = (
-    "hostile_cases_training",    # Chapters 5-6 and 12: tpu_notes.training.*, cheatsheet, bench.result_json
-    "hostile_cases_parallel",    # Chapter 5's JAX side: parallel, training.collectives, training's wrappers
-    "hostile_cases_inference",   # Chapter 7: tpu_notes.inference
-    "hostile_cases_serving",     # Chapter 8: inference.published, inference.deployment
-    "hostile_cases_profile",     # Chapter 9: tpu_notes.profile
-    "hostile_cases_jaxprog",     # Chapter 10: tpu_notes.jaxprog
-    "hostile_cases_gpu",         # Chapter 11: tpu_notes.gpu
-)
+def _manifest_case_files() -> tuple[str, ...]:
+    """The case files the chapter manifest (``tools/chapters.json``) names, this file excepted."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    import chapters
+
+    return tuple(f for f in chapters.hostile_case_files() if f != "hostile_cases")
+
+
+CHAPTER_CASE_FILES = _manifest_case_files()
 
 
 def _merge_chapter_files() -> None:

@@ -7,6 +7,10 @@ arguments stay valid. Every such call must raise ``ValueError`` or ``TypeError``
 no silent result, no error in Python's words (``KeyError``, ``OverflowError``, ``ZeroDivisionError``), and no hang (a
 call that runs longer than ``CALL_LIMIT_S`` fails). A fixed list of values is tried exhaustively; hypothesis then
 generates more of the same kinds. A completeness test fails when a public function of a covered module has no entry.
+
+Functions decorated with ``tpu_notes.units.checked`` declare each argument's kind in the signature; the hostile values
+of those kinds (``Kind.hostile()``) are tried in addition to the registry's, and a checked function whose required
+arguments all declare kinds is covered without any entry: its call is built from the kinds' examples.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import hostile_cases as H
+from tpu_notes.units import argument_kinds
 
 #: Longest a single hostile call may run, seconds: a check that raises takes microseconds; a JAX compile started by
 #: mistake takes seconds; an unbounded simulation never ends.
@@ -110,6 +115,38 @@ def _valid(dotted: str, case: H.Case) -> dict:
     return _VALID_CACHE[dotted]
 
 
+def _declared(fn) -> dict:
+    """Parameter name -> ArgumentKind for a function decorated with ``units.checked`` (else {})."""
+    if not getattr(fn, "__tpu_notes_checked__", False):
+        return {}
+    return argument_kinds(fn)
+
+
+def _declared_of(dotted: str, case: H.Case) -> dict:
+    if case.self_ is not None:   # a method: the kinds are on the class's function
+        mod, attrs = _resolve(dotted)
+        obj = mod
+        for a in attrs:
+            obj = getattr(obj, a)
+        return _declared(obj)
+    return _declared(_target(dotted, case))
+
+
+def _hostile_values(dotted: str, case: H.Case, name: str) -> list:
+    """The registry's hostile values for ``name`` and those of the kind the signature declares for it."""
+    arg = case.args[name]
+    values = [] if isinstance(arg, H.Fixed) and not isinstance(arg, H.Sig) else list(arg.hostile())
+    spec = _declared_of(dotted, case).get(name)
+    if spec is not None:
+        for kind in spec.kinds:
+            values += [v for v in kind.hostile() if not (v is None and spec.optional)]
+    return values
+
+
+def _fuzzable_of(dotted: str, case: H.Case) -> list[str]:
+    return [k for k in case.args if _hostile_values(dotted, case, k)]
+
+
 def _fuzzable(case: H.Case) -> list[str]:
     return [k for k, a in case.args.items() if not isinstance(a, H.Fixed) and a.hostile()]
 
@@ -120,6 +157,8 @@ def _public_callables(modname: str) -> set[str]:
     out = set()
     for n, o in vars(mod).items():
         if n.startswith("_") or getattr(o, "__module__", None) != mod.__name__:
+            continue
+        if f"{modname}.{n}" in H.VALIDATOR_KINDS:
             continue
         if inspect.isfunction(o):
             out.add(f"tpu_notes.{modname}.{n}")
@@ -153,9 +192,47 @@ def test_every_module_is_covered_or_listed():
                           "NOT_YET_COVERED (with a reason) nor in NOT_ANALYSIS")
 
 
+def _auto_case(dotted: str) -> H.Case | None:
+    """A call built from the declared kinds' examples, for a checked function with no registry entry (or None when
+    some required argument declares no kind)."""
+    mod, attrs = _resolve(dotted)
+    fn = mod
+    for a in attrs:
+        fn = getattr(fn, a, None)
+    if not inspect.isfunction(fn) or not getattr(fn, "__tpu_notes_checked__", False):
+        return None
+    kinds = argument_kinds(fn)
+    args = {}
+    for name, p in inspect.signature(inspect.unwrap(fn)).parameters.items():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.default is not p.empty:
+            if name in kinds:
+                args[name] = H.Sig(p.default)
+            continue
+        if name not in kinds:
+            return None
+        args[name] = H.Sig(kinds[name].kinds[0].example())
+    return H.Case(**args)
+
+
+def _auto_cases() -> dict:
+    out = {}
+    for modname in H.COVERED_MODULES:
+        for dotted in sorted(_public_callables(modname) - set(H.CASES)):
+            case = _auto_case(dotted)
+            if case is not None:
+                out[dotted] = case
+    return out
+
+
+AUTO_CASES = _auto_cases()
+ALL_CASES = {**H.CASES, **AUTO_CASES}
+
+
 @pytest.mark.parametrize("modname", H.COVERED_MODULES)
 def test_every_public_function_has_a_baseline(modname):
-    missing = sorted(_public_callables(modname) - set(H.CASES))
+    missing = sorted(_public_callables(modname) - set(ALL_CASES))
     assert not missing, (f"public functions of tpu_notes.{modname} without an entry in tests/hostile_cases.CASES "
                          f"(see its docstring): {missing}")
 
@@ -174,35 +251,35 @@ def test_no_stale_entries():
 
 
 # ----------------------------------------------------------------------------------------------- the calls
-NAMES = sorted(H.CASES)
+NAMES = sorted(ALL_CASES)
 
 
-@pytest.mark.parametrize("dotted", [n for n in NAMES if H.CASES[n].run_baseline])
+@pytest.mark.parametrize("dotted", [n for n in NAMES if ALL_CASES[n].run_baseline])
 def test_baseline_call_is_valid(dotted):
     """The valid call itself succeeds, so that each refusal below is caused by the one hostile argument."""
-    case = H.CASES[dotted]
+    case = ALL_CASES[dotted]
     _call(_target(dotted, case), case, _valid(dotted, case), timeout=60.0)
 
 
-@pytest.mark.parametrize("dotted", [n for n in NAMES if _fuzzable(H.CASES[n])])
+@pytest.mark.parametrize("dotted", [n for n in NAMES if _fuzzable_of(n, ALL_CASES[n])])
 def test_fixed_hostile_values_are_refused_by_name(dotted):
-    case = H.CASES[dotted]
+    case = ALL_CASES[dotted]
     fn = _target(dotted, case)
     valid = _valid(dotted, case)
     failures = []
-    for name in _fuzzable(case):
-        for bad in case.args[name].hostile():
+    for name in _fuzzable_of(dotted, case):
+        for bad in _hostile_values(dotted, case, name):
             problem = _check_one(dotted, case, fn, valid, name, bad)
             if problem:
                 failures.append(problem)
     assert not failures, f"{dotted}:\n  " + "\n  ".join(failures)
 
 
-@pytest.mark.parametrize("dotted", [n for n in NAMES if _fuzzable(H.CASES[n])])
+@pytest.mark.parametrize("dotted", [n for n in NAMES if _fuzzable(ALL_CASES[n])])
 @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_generated_hostile_values_are_refused_by_name(dotted, data):
-    case = H.CASES[dotted]
+    case = ALL_CASES[dotted]
     fn = _target(dotted, case)
     valid = _valid(dotted, case)
     name = data.draw(st.sampled_from(_fuzzable(case)), label="argument")

@@ -16,10 +16,10 @@ from test_notebook_hygiene import REQUIRED_HEADINGS  # noqa: E402
 
 @pytest.fixture()
 def repo(tmp_path):
-    for part in ("notebooks", "tpu_notes/exercises"):
+    for part in ("notebooks", "tpu_notes/exercises", "tools"):
         (tmp_path / part).mkdir(parents=True)
     shutil.copy(ROOT / "_toc.yml", tmp_path / "_toc.yml")
-    shutil.copy(ROOT / "tpu_notes" / "exercises" / "__init__.py", tmp_path / "tpu_notes" / "exercises")
+    shutil.copy(ROOT / "tools" / "chapters.json", tmp_path / "tools" / "chapters.json")
     return tmp_path
 
 
@@ -43,10 +43,22 @@ def test_scaffold_follows_the_template(repo):
 
 def test_scaffold_registers_the_chapter(repo):
     new_chapter.create("05_training_parallelism", root=repo)
-    assert '"ch05"' in (repo / "tpu_notes/exercises/__init__.py").read_text()
     toc = (repo / "_toc.yml").read_text()
     assert toc.index("notebooks/04_transformer_math") < toc.index("notebooks/05_training_parallelism")
     assert (repo / "tpu_notes/exercises/ch05.py").read_text().startswith('"""Exercises of Chapter 5')
+
+
+def test_a_new_chapter_gets_its_manifest_entry(repo):
+    import chapters
+
+    written = new_chapter.create("13_epilogue", root=repo, title="Epilogue")
+    assert repo / "tools" / "chapters.json" in written
+    entry = chapters.load(repo / "tools" / "chapters.json")[-1]
+    assert (entry.stem, entry.title, entry.exercises) == ("13_epilogue", "Epilogue", "tpu_notes.exercises.ch13")
+    assert entry.oracles == () and entry.hostile_cases == ()
+    assert "notebooks/13_epilogue" in (repo / "_toc.yml").read_text()
+    with pytest.raises(SystemExit, match="numbered in order"):
+        new_chapter.create("15_skipped", root=repo, title="Skipped")
 
 
 def test_scaffold_refuses_unknown_or_existing_chapters(repo):

@@ -1,9 +1,13 @@
 """Units, dtypes, input checks and the formatter."""
 import math
+from dataclasses import dataclass
+from typing import Annotated
 
+import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
+from tpu_notes import units as U
 from tpu_notes.units import canonical_dtype, check_choice, check_positive, dtype_bytes, fmt
 
 
@@ -107,3 +111,74 @@ def test_fmt_digits_are_checked():
     for bad in (0, -1, 2.5, "3"):
         with pytest.raises(ValueError, match="digits"):
             fmt(1.0, "s", digits=bad)
+
+
+# ----------------------------------------------------------------------------------------------- the one validator
+
+
+
+
+@U.checked
+def _sample(n: U.PositiveInt, mfu: U.Fraction = 0.4, *, kind: Annotated[str, U.OneOf(("ring", "tree"))] = "ring",
+            inner: U.PositiveInt | None = None, steps: U.capped(100) = 1, dtype: U.DTypeName = "bf16",
+            shape: Annotated[tuple, U.Shape()] = (1,), flag: U.Bool = False, share: U.Probability = 0.5):
+    return n, mfu, kind, inner, steps, dtype, shape, flag, share
+
+
+def test_checked_passes_normalised_values():
+    out = _sample(np.int64(3), 1, kind="TREE", inner=None, steps=100, dtype="bfloat16", shape=[2, 3], share=0)
+    assert out == (3, 1.0, "tree", None, 100, "bf16", (2, 3), False, 0.0)
+    assert type(out[0]) is int and type(out[1]) is float
+
+
+@pytest.mark.parametrize("kwargs, word", [
+    (dict(n=0), "n"), (dict(n=2.5), "n"), (dict(n=True), "n"), (dict(n="3"), "n"), (dict(n=10**400), "n"),
+    (dict(n=float("nan")), "n"), (dict(n=1, mfu=0), "mfu"), (dict(n=1, mfu=1.01), "mfu"),
+    (dict(n=1, kind="star"), "kind"), (dict(n=1, inner=0), "inner"), (dict(n=1, steps=101), "steps"),
+    (dict(n=1, dtype="fp13"), "dtype"), (dict(n=1, shape="4x4"), "shape"), (dict(n=1, flag=1), "flag"),
+    (dict(n=1, share=-0.1), "share"),
+])
+def test_checked_refuses_by_name(kwargs, word):
+    with pytest.raises((ValueError, TypeError), match=rf"\b{word}\b"):
+        _sample(**kwargs)
+
+
+def test_every_kind_refuses_its_own_hostile_values():
+    kinds = [U.Positive(), U.Positive(integer=True, maximum=10), U.Positive(allow_zero=True), U.Range(0, 1),
+             U.Range(0, 1, low_open=True, high_open=True, integer=False), U.OneOf(("a", "b")), U.Flag(), U.Shape(),
+             U.DType()]
+    for kind in kinds:
+        assert kind.check("x", kind.example()) is not None
+        for bad in kind.hostile():
+            with pytest.raises((ValueError, TypeError), match=r"\bx\b"):
+                kind.check("x", bad)
+
+
+def test_argument_kinds_reads_the_signature():
+    kinds = U.argument_kinds(_sample)
+    assert set(kinds) == {"n", "mfu", "kind", "inner", "steps", "dtype", "shape", "flag", "share"}
+    assert kinds["inner"].optional and not kinds["n"].optional
+    assert kinds["steps"].kinds == (U.Positive(integer=True, maximum=100),)
+
+
+@dataclass(frozen=True)
+class _Record:
+    chips: U.PositiveInt
+    share: U.Fraction | None = None
+
+    def __post_init__(self):
+        U.check_fields(self)
+
+
+def test_check_fields_validates_and_normalises_a_frozen_dataclass():
+    assert _Record(np.int32(4), 1) == _Record(4, 1.0)
+    with pytest.raises(ValueError, match="chips"):
+        _Record(0)
+    with pytest.raises(ValueError, match="share"):
+        _Record(1, 2.0)
+
+
+def test_numbers_beyond_float_range_are_refused_in_words_not_overflow():
+    with pytest.raises(ValueError, match="size"):
+        U.check_positive("size", 10**400)
+    assert U.check_positive("size", 10**30, integer=True) == 10**30

@@ -20,11 +20,12 @@ INDEX = ROOT / "book" / "api.md"
 #: The layers of ../shared/DESIGN.md, in reading order, and the modules of each (subpackages list their modules).
 LAYERS = {
     "Ground": ["units", "hardware", "compat"],
-    "Analysis": ["roofline", "topology", "systolic", "transfer", "collectives", "sharding", "transformer", "gpu",
-                 "training", "inference", "cheatsheet"],
-    "Measurement": ["devices", "bench", "hlo", "model", "parallel", "generate", "profile", "jaxprog",
+    "Systems": ["system", "topology", "gpu", "collectives"],
+    "Analysis": ["roofline", "systolic", "sharding", "transformer", "efficiency", "runs", "training", "inference",
+                 "serving", "planner"],
+    "Measurement": ["devices", "bench", "transfer", "hlo", "model", "generate", "parallel", "jaxprog", "profile",
                     "multihost"],
-    "Book": ["exercises", "plots", "widgets", "__main__"],
+    "Book": ["exercises", "plots", "widgets", "cheatsheet", "__main__", "__init__"],
 }
 #: Chapter-specific exercise modules are documented through tpu_notes.exercises, not one page each.
 SKIP_PREFIXES = ("tpu_notes.exercises.ch",)

@@ -1,60 +1,82 @@
-"""The book's chapters, in order, and which of them the table of contents lists.
+"""The chapter manifest (``tools/chapters.json``): the book's chapters in order, and what belongs to each.
 
-The one place both ``tools/nbcells.py`` (generated cells) and ``tools/status.py`` (the status page) read the list
-of chapters from, so neither imports the other's internals (``nbcells`` uses ``status``; ``status`` uses only
-this module).
+One entry per chapter: its file stem and title, its exercise module, its plots module, the hostile-input case files
+that cover its library modules, and its oracles (what its analysis is checked against that nobody here wrote, with
+the test that holds each check). ``tools/new_chapter.py`` adds an entry; ``tools/status.py`` (the status page),
+``tools/nbcells.py`` (generated cells) and the tests read it from here, so no other list of chapters is kept.
 """
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+MANIFEST = ROOT / "tools" / "chapters.json"
 
+
+@dataclass(frozen=True)
+class Oracle:
+    """One check against something nobody here wrote: what it compares, and the test file that holds it."""
+
+    what: str
+    test: str
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """One entry of the manifest."""
+
+    stem: str                       # "05_training_parallelism": the notebook is notebooks/<stem>.ipynb
+    title: str
+    exercises: str                  # the module that registers its exercises, tpu_notes.exercises.chNN
+    plots: str                      # the module that draws its figures, tpu_notes.plots.<name>
+    hostile_cases: tuple            # tests/hostile_cases*.py files covering the modules it teaches
+    oracles: tuple                  # Oracle, ...
+
+    @property
+    def number(self) -> int:
+        return int(self.stem[:2])
+
+
+def load(path: Path = MANIFEST) -> list[Chapter]:
+    """The manifest's chapters, in book order (stems must be unique and numbered 01, 02, ... in order)."""
+    entries = json.loads(path.read_text())["chapters"]
+    out = [Chapter(e["stem"], e["title"], e["exercises"], e["plots"], tuple(e["hostile_cases"]),
+                   tuple(Oracle(o["what"], o["test"]) for o in e["oracles"])) for e in entries]
+    for i, chapter in enumerate(out, start=1):
+        if not re.fullmatch(r"\d\d_\w+", chapter.stem) or chapter.number != i:
+            raise ValueError(f"{path.name}: entry {i} has stem {chapter.stem!r}; stems are numbered in order")
+    return out
+
+
+def add(stem: str, title: str, path: Path = MANIFEST) -> bool:
+    """Append chapter ``stem`` to the manifest (modules named after its number, no oracles yet); False if present."""
+    doc = json.loads(path.read_text())
+    if any(e["stem"] == stem for e in doc["chapters"]):
+        return False
+    number = stem[:2]
+    doc["chapters"].append({"stem": stem, "title": title, "exercises": f"tpu_notes.exercises.ch{number}",
+                            "plots": f"tpu_notes.plots.{stem[3:]}", "hostile_cases": [], "oracles": []})
+    path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    load(path)   # refuses an entry out of order
+    return True
+
+
+MANIFEST_CHAPTERS = load()
 #: The whole book, in order: (file stem, chapter title). A stem whose notebook does not exist yet is "coming".
-CHAPTERS = [
-    ("01_rooflines", "Rooflines"),
-    ("02_tpus", "How TPUs compute and talk"),
-    ("03_sharded_matmuls", "Sharded matmuls and collectives"),
-    ("04_transformer_math", "Transformer math"),
-    ("05_training_parallelism", "Training parallelism"),
-    ("06_training_llama3", "Training Llama 3"),
-    ("07_inference", "Inference"),
-    ("08_serving_llama3", "Serving Llama 3"),
-    ("09_profiling", "Profiling"),
-    ("10_jax_programming", "Programming TPUs in JAX"),
-    ("11_gpus", "GPUs"),
-    ("12_conclusion", "Conclusion"),
-]
+CHAPTERS = [(c.stem, c.title) for c in MANIFEST_CHAPTERS]
+#: Oracles by stem, as (what, test file) pairs.
+ORACLES = {c.stem: [(o.what, o.test) for o in c.oracles] for c in MANIFEST_CHAPTERS if c.oracles}
 
 
-#: What each chapter's analysis is checked against that nobody here wrote (the book's "oracles"), with the test file
-#: that holds the check. The status page counts and lists them; a test checks every test file exists.
-ORACLES = {
-    "01_rooflines": [("measured matmul FLOP/s and memory bandwidth of the machine running the chapter, beside the "
-                      "roofline's prediction", "tests/test_bench.py")],
-    "02_tpus": [("hop counts against a breadth-first search over an explicit torus graph", "tests/test_topology.py"),
-                ("the systolic-array simulator against numpy's matmul", "tests/test_systolic.py")],
-    "03_sharded_matmuls": [("the collectives XLA inserts for 25 sharded matmuls (kind, mesh axes, bytes)",
-                            "tests/test_hlo_oracle.py"),
-                           ("collectives run on 8 devices against numpy", "tests/test_collectives.py")],
-    "04_transformer_math": [("XLA's cost_analysis() FLOPs of the JAX model, forward and backward",
-                             "tests/test_model_oracle.py"),
-                            ("published parameter counts of Llama 3 8B/70B/405B, Llama 2 13B and DeepSeek-V3",
-                             "tests/test_transformer.py")],
-    "05_training_parallelism": [("the collectives XLA inserts into compiled training steps, 11 layouts",
-                                 "tests/test_training_oracle.py"),
-                                ("sharded training equal to single-device training, loss by loss",
-                                 "tests/test_parallel.py"),
-                                ("the scaling book's worked training numbers", "tests/test_training.py")],
-    "06_training_llama3": [("12 published, measured training runs (Llama 3 on H100, MaxText on TPU): MFU from our "
-                            "FLOP count, step-time model as an upper bound", "tests/test_published.py")],
-    "07_inference": [("XLA's cost_analysis() bytes of a decode step against weights + KV cache",
-                      "tests/test_generate.py"),
-                     ("the cached decoder against the uncached forward pass, token by token", "tests/test_generate.py"),
-                     ("speculative sampling's output distribution against the target's, exactly",
-                      "tests/test_generate.py")],
-}
+def hostile_case_files() -> tuple[str, ...]:
+    """Every hostile-input case file the manifest names, in chapter order, each once."""
+    out: list[str] = []
+    for c in MANIFEST_CHAPTERS:
+        out += [f for f in c.hostile_cases if f not in out]
+    return tuple(out)
 
 
 def toc_stems(root: Path = ROOT) -> set[str]:

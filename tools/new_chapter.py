@@ -1,12 +1,14 @@
 """Start a new chapter from the template in CONTRIBUTING.md.
 
-    python tools/new_chapter.py 05_training_parallelism
+    python tools/new_chapter.py 05_training_parallelism          # a chapter the manifest lists
+    python tools/new_chapter.py 13_epilogue "Epilogue"             # a new chapter: its manifest entry is added
 
 Creates ``notebooks/<stem>.ipynb`` (title, hardware note, learning goals, one section in the
 prose → compute → figure → exercise rhythm, summary, key numbers, exercises, further reading) and
-``tpu_notes/exercises/chNN.py``, adds the chapter to ``_toc.yml`` and ``CHAPTER_MODULES``, and refreshes the
-generated cells. The stem must be one of ``tools/nbcells.py``'s CHAPTERS. Every placeholder says TODO, and the
-hygiene tests keep failing on the new chapter until it is written and executed.
+``tpu_notes/exercises/chNN.py`` (found by ``tpu_notes.exercises`` without a list), writes the chapter's entry in the
+manifest ``tools/chapters.json`` when it has none (exercise and plots modules, hostile-input case files and oracles
+to fill in), adds the chapter to ``_toc.yml``, and refreshes the generated cells. Every placeholder says TODO, and
+the hygiene tests keep failing on the new chapter until it is written and executed.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
+import chapters  # noqa: E402
 import nbcells  # noqa: E402
 
 
@@ -75,12 +78,26 @@ from . import Exercise, register  # noqa: F401
 '''
 
 
-def create(stem: str, root: Path = ROOT) -> list[Path]:
-    """Create chapter ``stem`` under ``root``; return the files written or changed."""
-    stems = [s for s, _ in nbcells.CHAPTERS]
-    if stem not in stems:
-        raise SystemExit(f"unknown chapter {stem!r}; tools/nbcells.py knows: {', '.join(stems)}")
-    number, title = stems.index(stem) + 1, dict(nbcells.CHAPTERS)[stem]
+def create(stem: str, root: Path = ROOT, title: str | None = None) -> list[Path]:
+    """Create chapter ``stem`` under ``root``; return the files written or changed.
+
+    A stem the manifest (``root/tools/chapters.json``) lists takes its title from there; a new stem needs ``title``
+    and must be the next number.
+    """
+    manifest = root / "tools" / "chapters.json"
+    known = {c.stem: c.title for c in chapters.load(manifest)}
+    written: list[Path] = []
+    if stem not in known:
+        if title is None:
+            raise SystemExit(f"unknown chapter {stem!r}; the manifest knows {', '.join(known)}; give a title to add "
+                             "a new one")
+        try:
+            chapters.add(stem, title, manifest)
+        except ValueError as err:
+            raise SystemExit(str(err)) from None
+        known[stem] = title
+        written.append(manifest)
+    number, title = int(stem[:2]), known[stem]
     chapter = f"ch{number:02d}"
     notebook = root / "notebooks" / f"{stem}.ipynb"
     module = root / "tpu_notes" / "exercises" / f"{chapter}.py"
@@ -89,14 +106,6 @@ def create(stem: str, root: Path = ROOT) -> list[Path]:
     notebook.write_text(json.dumps(skeleton(number, title, chapter), indent=1, ensure_ascii=False) + "\n")
     if not module.exists():
         module.write_text(EXERCISE_MODULE.format(number=number, chapter=chapter))
-    init = root / "tpu_notes" / "exercises" / "__init__.py"
-    text = init.read_text()
-    listed = re.search(r"CHAPTER_MODULES = \(([^)]*)\)", text)
-    names = re.findall(r'"(ch\d\d)"', listed.group(1))
-    if chapter not in names:
-        names = sorted(names + [chapter])
-        init.write_text(text.replace(listed.group(0),
-                                     "CHAPTER_MODULES = (" + ", ".join(f'"{n}"' for n in names) + ")"))
     toc = root / "_toc.yml"
     lines = toc.read_text().splitlines()
     entries = [i for i, line in enumerate(lines) if re.match(r"\s*- file: notebooks/\d\d_", line)]
@@ -107,14 +116,14 @@ def create(stem: str, root: Path = ROOT) -> list[Path]:
         indent = lines[anchor][: len(lines[anchor]) - len(lines[anchor].lstrip())]
         lines.insert(anchor + 1 if before else anchor, f"{indent}- file: notebooks/{stem}")
         toc.write_text("\n".join(lines) + "\n")
-    return [notebook, module, init, toc]
+    return [notebook, module, toc] + written
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
+    if len(argv) not in (1, 2):
         print(__doc__)
         return 2
-    for path in create(argv[0]):
+    for path in create(argv[0], title=argv[1] if len(argv) == 2 else None):
         print(f"wrote {path.relative_to(ROOT)}")
     nbcells.main([])
     return 0

@@ -1,12 +1,23 @@
-"""Units, dtypes, input checks and the one number formatter of the book.
+"""Units, dtypes, the one validator and the one number formatter of the book.
 
 Everything in ``tpu_notes`` is SI: seconds, bytes, FLOPs, FLOP/s, bytes/s. "GB" means 1e9 bytes.
+
+Arguments are checked by one mechanism: a public function declares the *kind* of each argument in its signature
+(``n_chips: PositiveInt``, ``mfu: Fraction``, ``stages: Annotated[int, Positive(integer=True, maximum=4096)]``) and
+is decorated with :func:`checked`, which refuses a bad value with a ``ValueError``/``TypeError`` naming the argument
+and what it allows, and passes the normalised value on. A dataclass calls :func:`check_fields` in ``__post_init__``.
+The hostile-input test reads the same kinds from the signatures, so what is declared is what is tested.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import math
-from numbers import Real
-from typing import Iterable
+import types
+import typing
+from dataclasses import dataclass, fields, is_dataclass
+from numbers import Integral, Real
+from typing import Annotated, Any, Callable, Iterable
 
 #: Bytes per element of each dtype the book talks about.
 DTYPE_BYTES: dict[str, float] = {
@@ -38,6 +49,15 @@ def dtype_bytes(name: str, argument: str = "dtype") -> float:
     return DTYPE_BYTES[canonical_dtype(name, argument)]
 
 
+_FLOAT_MAX = 1.7976931348623157e308
+
+
+def _show(value) -> str:
+    """``repr(value)``, cut to 60 characters (an int of 400 digits is not a message)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def check_positive(name: str, value, *, integer: bool = False, allow_zero: bool = False,
                    maximum: float | None = None) -> float:
     """Validate that argument ``name`` is a finite positive number (an integer if asked) and return it.
@@ -50,14 +70,18 @@ def check_positive(name: str, value, *, integer: bool = False, allow_zero: bool 
         kind = "an integer" if integer else "a number"
         raise TypeError(f"{name} must be {kind}; got {type(value).__name__} {value!r}")
     bound = ">= 0" if allow_zero else "> 0"
-    if not math.isfinite(value):
+    if isinstance(value, Integral):   # exact: an int beyond float range is compared as an int, never converted
+        value = int(value)
+    elif not math.isfinite(value):
         raise ValueError(f"{name} must be finite and {bound}; got {value!r}")
-    if integer and int(value) != value:
+    elif integer and int(value) != value:
         raise ValueError(f"{name} must be a whole number; got {value!r}")
     if value < 0 or (value == 0 and not allow_zero):
         raise ValueError(f"{name} must be finite and {bound}; got {value!r}")
     if maximum is not None and value > maximum:
         raise ValueError(f"{name} must be at most {maximum:,}; got {value!r}")
+    if value > _FLOAT_MAX:
+        raise ValueError(f"{name} must be a finite number {bound} below {_FLOAT_MAX:.3g}; got {_show(value)}")
     return int(value) if integer else float(value)
 
 
@@ -101,6 +125,293 @@ def check_choice(name: str, value, allowed: Iterable[str]) -> str:
             if value.strip().lower() == a.lower():
                 return a
     raise ValueError(f"{name} must be one of {allowed}; got {value!r}")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Kinds of argument, declared in signatures and checked by one mechanism
+# --------------------------------------------------------------------------------------------------------------
+class Kind:
+    """What values one argument allows. Subclasses implement :meth:`check` and :meth:`hostile`.
+
+    ``check(name, value)`` returns the normalised value or raises ``ValueError``/``TypeError`` naming ``name``;
+    ``hostile()`` lists values the kind must refuse (the hostile-input test tries each); ``example()`` is one value
+    it accepts.
+    """
+
+    def check(self, name: str, value):
+        raise NotImplementedError
+
+    def hostile(self) -> list:
+        return [None, "x", object()]
+
+    def example(self):
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+_NAN, _INF = float("nan"), float("inf")
+
+
+@dataclass(frozen=True)
+class Positive(Kind):
+    """A finite number > 0 (``>= 0`` with ``allow_zero``), a whole number if ``integer``; ``maximum`` is an
+    inclusive cap: the largest value the function's cost is documented to take."""
+
+    integer: bool = False
+    allow_zero: bool = False
+    maximum: float | None = None
+
+    def check(self, name: str, value):
+        return check_positive(name, value, integer=self.integer, allow_zero=self.allow_zero, maximum=self.maximum)
+
+    def hostile(self) -> list:
+        out = [_NAN, _INF, -_INF, -1, "1", None, [1], True, 10**400]
+        if not self.allow_zero:
+            out.append(0)
+        if self.integer:
+            out.append(1.5)
+        if self.maximum is not None:
+            out.append(int(self.maximum) + 1 if self.integer else self.maximum * 2)
+        return out
+
+    def example(self):
+        return 1 if self.integer else 1.0
+
+    def describe(self) -> str:
+        what = "whole number" if self.integer else "number"
+        cap = f", at most {self.maximum:,}" if self.maximum is not None else ""
+        return f"{what} {'>= 0' if self.allow_zero else '> 0'}{cap}"
+
+
+@dataclass(frozen=True)
+class Range(Kind):
+    """A finite number in ``[low, high]`` (either end open if asked), a whole number if ``integer``."""
+
+    low: float
+    high: float
+    low_open: bool = False
+    high_open: bool = False
+    integer: bool = False
+
+    def describe(self) -> str:
+        return (f"{'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+                + (" (a whole number)" if self.integer else ""))
+
+    def check(self, name: str, value):
+        if isinstance(value, bool) or not isinstance(value, Real):
+            raise TypeError(f"{name} must be a number in {self.describe()}; got {type(value).__name__} {value!r}")
+        if not isinstance(value, Integral) and not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite number in {self.describe()}; got {value!r}")
+        if self.integer and int(value) != value:
+            raise ValueError(f"{name} must be a whole number in {self.describe()}; got {value!r}")
+        below = value <= self.low if self.low_open else value < self.low
+        above = value >= self.high if self.high_open else value > self.high
+        if below or above:
+            raise ValueError(f"{name} must be in {self.describe()}; got {value!r}")
+        return int(value) if self.integer else float(value)
+
+    def hostile(self) -> list:
+        width = self.high - self.low
+        out = [_NAN, _INF, -_INF, "0.5", None, True, self.low - max(width, 1.0), self.high + max(width, 1.0)]
+        if self.low_open:
+            out.append(self.low)
+        if self.high_open:
+            out.append(self.high)
+        return out
+
+    def example(self):
+        mid = (self.low + self.high) / 2
+        return int(round(mid)) if self.integer else mid
+
+
+@dataclass(frozen=True)
+class OneOf(Kind):
+    """One of a fixed set of strings, matched case-insensitively; the canonical spelling is passed on."""
+
+    choices: tuple
+
+    def check(self, name: str, value):
+        return check_choice(name, value, self.choices)
+
+    def hostile(self) -> list:
+        return ["no-such-choice", "", None, 3, [self.choices[0]]]
+
+    def example(self):
+        return self.choices[0]
+
+    def describe(self) -> str:
+        return f"one of {list(self.choices)}"
+
+
+@dataclass(frozen=True)
+class Flag(Kind):
+    """``True`` or ``False`` (not 1, "yes" or None)."""
+
+    def check(self, name: str, value):
+        return check_bool(name, value)
+
+    def hostile(self) -> list:
+        return [1, 0, "yes", None]
+
+    def example(self):
+        return True
+
+
+@dataclass(frozen=True)
+class Shape(Kind):
+    """A tuple or list of whole numbers (> 0, or >= 0 with ``allow_zero``) with at least ``min_len`` entries."""
+
+    allow_zero: bool = False
+    min_len: int = 1
+
+    def check(self, name: str, value):
+        return check_sizes(name, value, allow_zero=self.allow_zero, min_len=self.min_len)
+
+    def hostile(self) -> list:
+        out = ["4x4", None, (1.5,), (-1,), 7]
+        if self.min_len > 0:
+            out.append(())
+        return out
+
+    def example(self):
+        return (1,) * max(self.min_len, 1)
+
+
+@dataclass(frozen=True)
+class DType(Kind):
+    """A dtype name the book knows (:data:`DTYPE_BYTES`, or an alias such as ``"bfloat16"``)."""
+
+    def check(self, name: str, value):
+        return canonical_dtype(value, name)
+
+    def hostile(self) -> list:
+        return ["float13", "", None, 2]
+
+    def example(self):
+        return "bf16"
+
+
+#: The common kinds, spelled as annotations.
+PositiveInt = Annotated[int, Positive(integer=True)]
+NonNegativeInt = Annotated[int, Positive(integer=True, allow_zero=True)]
+PositiveFloat = Annotated[float, Positive()]
+NonNegativeFloat = Annotated[float, Positive(allow_zero=True)]
+Fraction = Annotated[float, Range(0.0, 1.0, low_open=True)]          # (0, 1]: an efficiency, an MFU
+Probability = Annotated[float, Range(0.0, 1.0)]                      # [0, 1]
+Bool = Annotated[bool, Flag()]
+DTypeName = Annotated[str, DType()]
+
+
+def capped(maximum: int) -> Any:
+    """``PositiveInt`` with an inclusive cap, for a size the function turns into that much work or memory."""
+    maximum = check_positive("maximum", maximum, integer=True)
+    return Annotated[int, Positive(integer=True, maximum=maximum)]
+
+
+@dataclass(frozen=True)
+class ArgumentKind:
+    """The kind one parameter declares: ``kinds`` checked in order, ``None`` allowed when ``optional``."""
+
+    name: str
+    kinds: tuple
+    optional: bool
+
+
+def _kinds_of(hint) -> tuple[tuple, bool]:
+    """(kinds, optional) of one resolved annotation: ``Annotated[T, K...]``, optionally ``| None``."""
+    optional = False
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        members = typing.get_args(hint)
+        optional = type(None) in members
+        annotated = [m for m in members if typing.get_origin(m) is Annotated]
+        if len(annotated) != 1:
+            return (), optional
+        hint = annotated[0]
+    if typing.get_origin(hint) is Annotated:
+        return tuple(m for m in hint.__metadata__ if isinstance(m, Kind)), optional
+    return (), optional
+
+
+def argument_kinds(fn: Callable) -> dict[str, ArgumentKind]:
+    """The declared kind of every parameter of ``fn`` that has one (parameter name -> :class:`ArgumentKind`).
+
+    Reads the annotations (strings under ``from __future__ import annotations`` are resolved in ``fn``'s module).
+    The hostile-input test uses this to know what each argument allows.
+    """
+    if not callable(fn) or isinstance(fn, type):
+        raise TypeError(f"fn must be a function or method; got {type(fn).__name__} {_show(fn)}")
+    target = inspect.unwrap(fn)
+    hints = typing.get_type_hints(target, include_extras=True)
+    signature = inspect.signature(target)
+    out = {}
+    for name, param in signature.parameters.items():
+        if name not in hints:
+            continue
+        kinds, optional = _kinds_of(hints[name])
+        if kinds:
+            out[name] = ArgumentKind(name, kinds, optional or param.default is None)
+    return out
+
+
+def checked(fn: Callable) -> Callable:
+    """Decorate a public function so every argument annotated with a :class:`Kind` is checked on each call.
+
+    The normalised values (``int`` for whole-number kinds, ``float``, the canonical spelling of a choice) are what
+    the function body sees. Arguments without a kind pass untouched. The annotations are read on the first call.
+    """
+    if not inspect.isfunction(fn):
+        raise TypeError(f"fn must be a function (checked decorates def statements); got {type(fn).__name__}")
+    signature = inspect.signature(fn)
+    plan: list = []
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if not plan:
+            plan.append(argument_kinds(fn))
+        kinds = plan[0]
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as err:
+            raise TypeError(f"{fn.__qualname__}(): {err}") from None
+        arguments = bound.arguments
+        for name, spec in kinds.items():
+            if name not in arguments:
+                continue
+            value = arguments[name]
+            if value is None and spec.optional:
+                continue
+            for kind in spec.kinds:
+                value = kind.check(name, value)
+            arguments[name] = value
+        return fn(*bound.args, **bound.kwargs)
+
+    wrapper.__tpu_notes_checked__ = True
+    return wrapper
+
+
+def check_fields(obj) -> None:
+    """Check (and normalise in place) every field of dataclass ``obj`` whose annotation carries a :class:`Kind`.
+
+    Call it first thing in ``__post_init__``; works on frozen dataclasses too.
+    """
+    if not is_dataclass(obj) or isinstance(obj, type):
+        raise TypeError(f"obj must be a dataclass instance; got {type(obj).__name__} {_show(obj)}")
+    hints = typing.get_type_hints(type(obj), include_extras=True)
+    for f in fields(obj):
+        if f.name not in hints:
+            continue
+        kinds, optional = _kinds_of(hints[f.name])
+        if not kinds:
+            continue
+        value = getattr(obj, f.name)
+        if value is None and (optional or f.default is None):
+            continue
+        for kind in kinds:
+            value = kind.check(f.name, value)
+        object.__setattr__(obj, f.name, value)
 
 
 _SI_PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]

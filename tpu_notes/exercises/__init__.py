@@ -12,13 +12,16 @@ inputs; its ``wrong_programs()`` are the perturbed answers the tests expect it t
 from __future__ import annotations
 
 import importlib
+import pkgutil
+import re
 import math
 from dataclasses import dataclass
 from numbers import Real
 from typing import Any, Callable, Mapping
 
-#: Chapter modules that register exercises (``tpu_notes.exercises.<name>``).
-CHAPTER_MODULES = ("ch01", "ch02", "ch03", "ch04", "ch05", "ch06", "ch07", "ch08", "ch09", "ch10", "ch11", "ch12")
+#: Chapter modules that register exercises (``tpu_notes.exercises.chNN``), found in this package: a new chapter's
+#: module (``tools/new_chapter.py`` writes it) is picked up without a list to edit.
+CHAPTER_MODULES = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if re.fullmatch(r"ch\d\d", m.name)))
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,14 @@
 
 One module per topic, as ``tpu_notes.exercises`` is split by chapter: :mod:`.style` (the book's rcParams,
 ``new_figure``, ``figure_and_axes`` and shared helpers), :mod:`.roofline` (Chapter 1), :mod:`.tpu` (Chapter 2),
-:mod:`.collectives` (Chapter 3), :mod:`.transformer` (Chapter 4). Every public name is re-exported here, so
+:mod:`.collectives` (Chapter 3), :mod:`.transformer` (Chapter 4), :mod:`.training` (Chapters 5-6),
+:mod:`.inference` (Chapter 7), :mod:`.serving` (Chapter 8), :mod:`.profiling` (Chapter 9),
+:mod:`.jax_programming` (Chapter 10), :mod:`.gpus` (Chapter 11) and :mod:`.conclusion` (Chapter 12); the chapter
+manifest ``tools/chapters.json`` names each chapter's module. Every public name is re-exported here, so
 ``from tpu_notes import plots; plots.roofline_chart(...)`` works whichever module defines it.
 
-A new chapter adds one module (e.g. ``training.py``, importing its helpers from ``.style``) and one
-``from .training import ...`` line below.
+A new chapter adds one module (importing its helpers from ``.style``), one ``from .<module> import ...`` line below,
+and the module's name in its manifest entry.
 """
 from __future__ import annotations
 
