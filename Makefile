@@ -9,7 +9,7 @@ export JAX_PLATFORMS ?= cpu
 export PYTHONHASHSEED := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: book test test-matrix execute lab bench bench-planner venv clean browser node screenshots device-check
+.PHONY: book test lint test-matrix execute lab bench bench-planner venv clean browser node screenshots device-check
 # Workers for pytest and lanes for the device matrix: one per core, at least 1.
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 0 ? n : 1 )))
 
@@ -52,6 +52,12 @@ screenshots: $(STAMP) browser
 # one core and one thread (tools/run_tests.py runs both and fails if either fails).
 test: $(STAMP) node browser
 	$(PY) tools/run_tests.py --jobs $(JOBS)
+
+# ruff over the package, the tests and the tools: lint rules and the formatter (pyproject.toml [tool.ruff]).
+LINTED := tpu_notes tests tools
+lint: $(STAMP)
+	$(PY) -m ruff check $(LINTED)
+	$(PY) -m ruff format --check $(LINTED)
 
 test-matrix: $(STAMP)
 	$(PY) tools/device_matrix.py --lanes $(JOBS)

@@ -1,4 +1,4 @@
-"""`make test`: pytest on every core and, beside it, the device-count matrix (tools/device_matrix.py).
+"""`make test`: ruff first, then pytest on every core and, beside it, the device-count matrix (tools/device_matrix.py).
 
     python tools/run_tests.py            # what `make test` runs
     python tools/run_tests.py --jobs 1   # one thing at a time
@@ -6,7 +6,8 @@
 The two run at once: pytest (``-n JOBS --dist loadfile``: a file, and so a notebook, stays on one worker) leaves a core idle while it waits on
 the browser, the book build and subprocesses, and the matrix's kernels fill those gaps. The matrix prints into
 ``_build/device_matrix.log`` as it goes; its lines are repeated after pytest's, and the command fails if either
-fails.
+fails. Ruff (``ruff check`` and ``ruff format --check``, what ``make lint`` runs) goes first and stops the run when it
+finds anything: it takes a second, the rest takes minutes.
 """
 from __future__ import annotations
 
@@ -20,6 +21,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+#: What ruff lints and formats (the Makefile's LINTED).
+LINTED = ("tpu_notes", "tests", "tools")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="pytest workers (default: cores)")
@@ -27,6 +32,11 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1; got {args.jobs}")
+    lint = [subprocess.run([sys.executable, "-m", "ruff", *cmd, *LINTED], cwd=ROOT).returncode
+            for cmd in (["check"], ["format", "--check"])]
+    if any(lint):
+        print("--- make test: ruff found problems (run `make lint`; `ruff check --fix` and `ruff format` fix most) ---")
+        return 1
     log = ROOT / "_build" / "device_matrix.log"
     log.parent.mkdir(exist_ok=True)
     start = time.perf_counter()
