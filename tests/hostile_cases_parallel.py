@@ -42,17 +42,17 @@ def _mesh():
 
 def _rows():
     from tpu_notes import parallel
-    return parallel.run_oracle_case(parallel.ORACLE_CASES[0])
+    return parallel.run_training_case(parallel.TRAINING_CASES[0])
 
 
 def _case():
     from tpu_notes import parallel
-    return parallel.ORACLE_CASES[0]
+    return parallel.TRAINING_CASES[0]
 
 
 def _summary():
     from tpu_notes import parallel
-    return [(parallel.ORACLE_CASES[0], _rows())]
+    return [(parallel.TRAINING_CASES[0], _rows())]
 
 
 def _pred():
@@ -77,10 +77,10 @@ CASES = {
     T + "parallel.measure_step": Case(**_step, repeats=Int(1, big=True), dtype=Choice("fp32"), timing=Flag(False)),
     T + "parallel.xla_collectives": Case(compiled=Raw(_compiled, [None, 3, ODD], lazy=True),
                                          mesh=Raw(_mesh, [None, "x", {"data": 8}, ODD], lazy=True)),
-    T + "parallel.oracle_cases": Case(ids=Opt(Raw(["data=8"], ["data=8", ["nope"], 3, ODD]))),
+    T + "parallel.training_cases": Case(ids=Opt(Raw(["data=8"], ["data=8", ["nope"], 3, ODD]))),
     T + "parallel.oracle_rows": Case(**_step, dtype=Choice("fp32"), remat=Flag(False)),
-    T + "parallel.run_oracle_case": Case(case=Raw(_case, [None, "data=8", 3, ODD], lazy=True)),
-    T + "parallel.format_oracle_table": Case(rows=Raw(_rows, [None, "x", 3, [3], ODD], lazy=True),
+    T + "parallel.run_training_case": Case(case=Raw(_case, [None, "data=8", 3, ODD], lazy=True)),
+    T + "parallel.format_training_table": Case(rows=Raw(_rows, [None, "x", 3, [3], ODD], lazy=True),
                                              title=Opt(Raw("t", [3, ["t"], ODD]))),
     T + "parallel.oracle_summary": Case(run_baseline=False, cases=Opt(Raw(None, ["x", 3, [3], ODD]),
                                                                      none_baseline=True)),
@@ -126,9 +126,8 @@ CASES.update({
 
 
 def _training_init_cases() -> dict:
-    """The two JAX-facing wrappers in tpu_notes.training's own __init__."""
+    """The JAX-facing wrapper in tpu_notes.training's own __init__ (compiled_step moved out: tpu_notes.parallel's)."""
     return {
-        T + "training.compiled_step": Case(**_step),
         T + "training.predicted_collectives": Case(
             model=Model("tiny-mha"), parallelism=Raw(lambda: _P(data=8), [None, "x", 3, ODD], lazy=True),
             batch_tokens=Int(1024), seq_len=Int(64), dtype=Choice("bf16")),
@@ -139,5 +138,5 @@ CASES.update(_training_init_cases())
 
 CASES[T + "parallel.train_layouts"] = Case(n_devices=Int(8, top=4096))
 COVERED = ("parallel", "training", "training.collectives")
-RESULT_RECORDS = {"parallel.XlaCollective", "parallel.OracleRow", "parallel.OracleCase",
+RESULT_RECORDS = {"parallel.XlaCollective", "parallel.TrainingRow", "parallel.TrainingCase",
                   "training.collectives.PredictedCollective"}

@@ -42,7 +42,7 @@ def test_time_fn_auto_number_makes_samples_long_enough():
 
 
 @pytest.mark.parametrize("kwargs, exc", [
-    ({"repeats": 0}, ValueError), ({"repeats": 1.5}, TypeError), ({"warmup": -1}, ValueError),
+    ({"repeats": 0}, ValueError), ({"repeats": 1.5}, ValueError), ({"warmup": -1}, ValueError),
     ({"number": 0}, ValueError), ({"target_s": 0}, ValueError), ({"max_number": 0}, ValueError),
     ({"repeats": True}, TypeError),
 ])

@@ -99,7 +99,7 @@ FINDINGS = {
 
 
 def test_cases_cover_the_brief():
-    cases = hlo.ORACLE_CASES
+    cases = hlo.MATMUL_CASES
     assert len(cases) >= 15
     meshes = {c.mesh for c in cases}
     assert (("X", 8),) in meshes and (("X", 2), ("Y", 4)) in meshes
@@ -119,9 +119,9 @@ def test_cases_cover_the_brief():
     assert set(FINDINGS) == {c.id for c in cases if c.note}
 
 
-@pytest.mark.parametrize("case", hlo.ORACLE_CASES, ids=lambda c: c.id)
+@pytest.mark.parametrize("case", hlo.MATMUL_CASES, ids=lambda c: c.id)
 def test_plan_matches_xla(case):
-    row = hlo.run_case(case)
+    row = hlo.run_matmul_case(case)
     xla = tuple((s.kind, s.axes, s.bytes_in, s.bytes_out) for s in row.xla)
     if case.id in FINDINGS:
         assert xla == FINDINGS[case.id], f"XLA changed its choice for {case.id}: {xla}"
@@ -139,7 +139,7 @@ def test_plan_matches_xla(case):
 
 
 def test_cost_analysis_is_per_device():
-    compiled, _ = hlo.compile_case(hlo.oracle_cases(["c1-rows"])[0])
+    compiled, _ = hlo.compile_case(hlo.matmul_cases(["c1-rows"])[0])
     c = hlo.cost(compiled)
     assert list(c) == sorted(c)
     assert c["flops"] == 2 * (64 // 8) * 128 * 256          # the local [8,128] x [128,256] matmul
@@ -147,11 +147,11 @@ def test_cost_analysis_is_per_device():
 
 
 def test_oracle_table_and_bad_ids():
-    rows = [hlo.run_case(c) for c in hlo.oracle_cases(["c3-rs-cols", "c1-move-to-cols"])]
-    table = hlo.format_oracle_table(rows)
+    rows = [hlo.run_matmul_case(c) for c in hlo.matmul_cases(["c3-rs-cols", "c1-move-to-cols"])]
+    table = hlo.format_matmul_table(rows)
     assert "agree" in table and "DIFFER" in table and "HLO ops: all-reduce" in table
     with pytest.raises(ValueError, match="unknown oracle case"):
-        hlo.oracle_cases(["nope"])
+        hlo.matmul_cases(["nope"])
 
 
 @pytest.mark.parametrize("case_id", ["c3-rs-cols", "2d-c4-spare-Y", "mlp-dp-tp-2d"])
@@ -159,7 +159,7 @@ def test_partitioned_programs_compute_the_right_numbers(case_id):
     """Whatever collectives XLA picked, the sharded program must equal the unsharded numpy computation."""
     import numpy as np
 
-    case = hlo.oracle_cases([case_id])[0]
+    case = hlo.matmul_cases([case_id])[0]
     compiled, _, args = hlo.compile_case(case, return_inputs=True)
     got = np.asarray(compiled(*args))
     xs = [np.asarray(a, dtype=np.float64) for a in args]
@@ -202,3 +202,96 @@ def test_mesh_replica_groups_with_an_iota_device_order():
     groups = hlo.parse_replica_groups("mesh['axis_0'=4,'axis_1'=2], device_ids=([2,4]T(1,0)) {'axis_0'}")
     # devices 0..7 laid out as [2,4] then transposed: the mesh's axis_0 runs over 0,1,2,3 and over 4,5,6,7
     assert groups == ((0, 1, 2, 3), (4, 5, 6, 7))
+
+
+# ---------------------------------------------------------------------------------------------- the one reader
+def _compiled_tuple_all_reduce(n_arrays: int = 7):
+    """A real compiled program whose one all-reduce carries ``n_arrays`` arrays (XLA prints /*index=5*/ in its
+    tuple shape) over the 8 simulated devices."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import PartitionSpec as P
+
+    from tpu_notes.compat import make_mesh, shard_map
+    from tpu_notes.devices import demo_devices
+
+    mesh = make_mesh((8,), ("x",), devices=demo_devices(8, backend="cpu"))
+
+    def body(*xs):
+        return jax.lax.psum(tuple(2 * x for x in xs), "x")
+
+    f = jax.jit(shard_map()(body, mesh=mesh, in_specs=(P("x"),) * n_arrays, out_specs=(P(),) * n_arrays))
+    args = [jnp.ones((8 * (i + 1),), jnp.float32) for i in range(n_arrays)]
+    return f.lower(*args).compile()
+
+
+def test_parse_module_reads_real_compiled_text():
+    compiled, _ = hlo.compile_case(hlo.matmul_cases(["c3-rs-cols"])[0])
+    text = compiled.as_text()
+    module = hlo.parse_module(compiled)
+    assert module == hlo.parse_module(text) and module.name == "jit_f" and module.num_partitions == 8
+    assert module.entry in module.computations and module.entry.endswith("_spmd")
+    # every instruction line of the text is read, in order, into the computation that holds it
+    lines = [ln for ln in text.splitlines() if " = " in ln and ("%" in ln.split("=")[0])]
+    assert [i.text for i in module.instructions] == [ln.strip() for ln in lines]
+    assert sum(len(v) for v in module.computations.values()) == len(module.instructions)
+    (ar,) = [i for i in module.instructions if i.opcode == "all-reduce"]
+    assert ar.operands and ar.operands[0] in {i.name for i in module.computation(module.entry)}
+    assert ar.attribute("replica_groups").startswith("mesh[") and ar.computation == module.entry
+    assert module.callees(ar) and all(c in module.computations for c in module.callees(ar))   # to_apply=%add
+    fusions = [i for i in module.computation(module.entry) if i.opcode == "fusion"]
+    assert fusions and all(module.called_computations(f) for f in fusions)
+    roots = [i for i in module.computation(module.entry) if i.root]
+    assert len(roots) == 1 and roots[0].text.startswith("ROOT ")
+
+
+def test_parse_module_reads_the_short_printing_alike():
+    """XLA's short parsable printing (bare names, no operand shapes: what profile reads) gives the same
+    instructions and operands as the long one."""
+    from jaxlib import _hlo
+
+    compiled, _ = hlo.compile_case(hlo.matmul_cases(["2d-c3-rs"])[0])
+    options = _hlo.HloPrintOptions.short_parsable()
+    options.print_metadata = False
+    short = _hlo.hlo_module_from_text(compiled.as_text()).to_string(options)
+    long_, brief = hlo.parse_module(compiled), hlo.parse_module(short)
+    key = lambda m: [(i.name, i.opcode, i.operands, i.computation) for i in m.computation(m.entry)]  # noqa: E731
+    assert key(long_) == key(brief)
+    assert [c.kind for c in hlo.collectives(short)] == [c.kind for c in hlo.collectives(compiled)]
+
+
+def test_single_op_module_of_real_text_is_valid_hlo():
+    from jaxlib import _hlo
+
+    compiled, _ = hlo.compile_case(hlo.matmul_cases(["c1-move-to-cols"])[0])
+    module = hlo.parse_module(compiled)
+    for ins in module.computation(module.entry):
+        if ins.opcode in ("parameter", "constant"):
+            continue
+        single = hlo.single_op_module(module, ins.name)
+        assert single is not None and single.startswith(f"HloModule single_{ins.name}")
+        _hlo.hlo_module_from_text(single)             # XLA's own parser accepts it
+        assert hlo.parse_module(single).computation("e")[-1].opcode == ins.opcode
+    with pytest.raises(ValueError, match="name must be an instruction"):
+        hlo.single_op_module(module, "no-such-op")
+
+
+def test_combined_all_reduce_of_real_text_with_index_comments():
+    """The long tuple shape of a combined all-reduce carries /*index=5*/ comments: the reader drops them from the
+    shape (and keeps them in the text), so the op and its 7 arrays are found."""
+    compiled = _compiled_tuple_all_reduce(7)
+    text = compiled.as_text()
+    assert "/*index=5*/" in text
+    (ar,) = [c for c in hlo.collectives(compiled) if c.kind == "all-reduce"]
+    assert len(ar.result_shapes) == 7 and ar.result_bytes == 4 * sum(range(1, 8))
+    assert ar.replica_groups == (tuple(range(8)),)
+    (ins,) = [i for i in hlo.parse_module(text).instructions if i.opcode == "all-reduce"]
+    assert "/*" not in ins.shape and "/*index=5*/" in ins.text
+
+
+def test_reader_refuses_what_is_not_hlo():
+    with pytest.raises(TypeError, match="compiled_or_hlo_text"):
+        hlo.parse_module(3)
+    assert hlo.parse_module("not HLO at all").instructions == ()
+    with pytest.raises(ValueError, match="module has no ENTRY"):
+        hlo.single_op_module("x = f32[] constant(0)", "x")

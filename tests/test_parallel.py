@@ -127,20 +127,28 @@ def test_bad_layouts_raise(kwargs, match):
 def test_bad_types_and_steps():
     with pytest.raises(TypeError, match="parallelism must be"):
         parallel.make_mesh({"data": 8})
-    with pytest.raises(ValueError, match="steps must be an integer >= 1"):
+    with pytest.raises(ValueError, match="steps must be finite and > 0"):
         parallel.train(C, Parallelism(data=8), 0, 16, 16)
-    with pytest.raises(TypeError, match="batch must be an integer"):
-        parallel.compiled_step(C, Parallelism(data=8), 16.0, 16)
+    with pytest.raises(ValueError, match="batch must be a whole number"):
+        parallel.compiled_step(C, Parallelism(data=8), 16.5, 16)
     with pytest.raises(TypeError, match="devices must be None or a sequence"):
         parallel.compiled_step(C, Parallelism(data=8), 16, 16, devices="cpu")
-    with pytest.raises(ValueError, match="seed must be an integer >= 0"):
+    with pytest.raises(ValueError, match="seed must be finite and >= 0"):
         parallel.train(C, Parallelism(data=8), 1, 16, 16, seed=-1)
-    with pytest.raises(ValueError, match="seed must be < 2"):
+    with pytest.raises(ValueError, match="seed must be at most"):
         parallel.train(C, Parallelism(data=8), 1, 16, 16, seed=2**63)
-    with pytest.raises(ValueError, match="steps must be <= "):          # refused before anything runs
+    with pytest.raises(ValueError, match="seed must be < 2"):
+        parallel.train(C, Parallelism(data=8), 8, 16, 16, seed=2**62 - 4)
+    with pytest.raises(ValueError, match="steps must be at most 256"):  # refused before anything runs
         parallel.train(C, Parallelism(data=8), 10**12, 16, 16)
-    with pytest.raises(ValueError, match="batch x seq_len"):           # refused before XLA compiles it
+    with pytest.raises(ValueError, match="batch must be at most"):       # refused before XLA compiles it
         parallel.compiled_step(C, Parallelism(data=8), 8 * 10**11, 16)
+    with pytest.raises(ValueError, match="batch x seq_len"):
+        parallel.compiled_step(C, Parallelism(data=8), 4096, 4096)
+    with pytest.raises(ValueError, match="logits"):
+        parallel.compiled_step(C.with_(vocab=2**16), Parallelism(data=8), 1024, 64)
+    with pytest.raises(ValueError, match="model llama3-8b: .*MAX_PARAM_BYTES"):   # 32 GB of fp32 parameters
+        parallel.train("llama3-8b", Parallelism(), 1, 1, 16)
     with pytest.raises(TypeError, match="same_batch"):
         parallel.train(C, Parallelism(data=8), 1, 16, 16, same_batch="yes")
     moe = TransformerConfig(d_model=64, d_ff=256, n_layers=2, n_heads=8, n_kv_heads=8, d_head=8, vocab=256,

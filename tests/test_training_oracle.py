@@ -1,5 +1,5 @@
 """The oracle of Chapter 5: the collectives XLA puts into a compiled training step of tpu_notes.model, on 8
-simulated devices, against training.predicted_collectives, for every layout of parallel.ORACLE_CASES.
+simulated devices, against training.predicted_collectives, for every layout of parallel.TRAINING_CASES.
 
 Where XLA departs from the model the disagreement is a named finding (parallel.FINDINGS) and is pinned here with
 the counts derived by hand from the layer structure; a change means XLA (or the model) changed: look again.
@@ -15,7 +15,7 @@ from tpu_notes.training import Parallelism
 from tpu_notes.training.collectives import PredictedCollective, collective_totals, predicted_collectives
 from tpu_notes.transformer import get_model
 
-CASES = parallel.ORACLE_CASES
+CASES = parallel.TRAINING_CASES
 EXTRA_FINDINGS = {"propagation-without-constraints", "cpu-bf16-in-f32"}   # pinned by their own tests below
 
 
@@ -65,17 +65,17 @@ def test_cases_cover_the_brief():
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_model_matches_xla(case):
-    rows = parallel.run_oracle_case(case)
+    rows = parallel.run_training_case(case)
     differ = {_key(r): (r.predicted, r.xla) for r in rows if not r.agree}
-    assert differ == expected_disagreements(case), parallel.format_oracle_table(rows, case.id)
+    assert differ == expected_disagreements(case), parallel.format_training_table(rows, case.id)
     # XLA's combiner: some arrays travel together in one op exactly where the case says so
     assert ("combined" in case.findings) == any(r.xla_ops < r.xla for r in rows)
 
 
 def test_gradient_bytes_are_the_parameters():
     """Data parallelism AllReduces every gradient once: XLA's arrays add up to the parameter bytes (+ the loss)."""
-    case = parallel.oracle_cases(["data=8"])[0]
-    rows = parallel.run_oracle_case(case)
+    case = parallel.training_cases(["data=8"])[0]
+    rows = parallel.run_training_case(case)
     total = sum(r.xla * r.bytes_per_device for r in rows if r.kind == "all-reduce")
     assert total == 4 * case.config.param_count() + 4
     (op,) = {r.xla_ops for r in rows}
@@ -83,7 +83,7 @@ def test_gradient_bytes_are_the_parameters():
 
 
 def test_fsdp_gathers_again_only_under_remat():
-    once, again = (parallel.run_oracle_case(c) for c in parallel.oracle_cases(["fsdp=2 x tensor=4",
+    once, again = (parallel.run_training_case(c) for c in parallel.training_cases(["fsdp=2 x tensor=4",
                                                                                 "fsdp=2 x tensor=4 remat"]))
     gathered = lambda rows: sum(r.xla for r in rows if r.kind == "all-gather")  # noqa: E731
     # 9 weights a layer and 2 layers, plus the embedding, final norm and unembedding
@@ -129,14 +129,14 @@ def test_collectives_do_not_depend_on_code_optimisation():
 
 
 def test_oracle_table_is_compact():
-    rows = parallel.run_oracle_case(parallel.oracle_cases(["tensor=8"])[0])
-    table = parallel.format_oracle_table(rows, "tensor=8")
+    rows = parallel.run_training_case(parallel.training_cases(["tensor=8"])[0])
+    table = parallel.format_training_table(rows, "tensor=8")
     assert all(len(line) <= 88 for line in table.splitlines())
     assert "NO" in table and "AllReduce" in table and "tensor" in table
     with pytest.raises(ValueError, match="unknown oracle case"):
-        parallel.oracle_cases(["nope"])
-    long_case = parallel.oracle_cases(["fsdp=2 x tensor=4 remat"])[0]        # two findings: wrapped
-    summary = parallel.format_oracle_summary([(parallel.oracle_cases(["tensor=8"])[0], rows), (long_case, rows)])
+        parallel.training_cases(["nope"])
+    long_case = parallel.training_cases(["fsdp=2 x tensor=4 remat"])[0]        # two findings: wrapped
+    summary = parallel.format_oracle_summary([(parallel.training_cases(["tensor=8"])[0], rows), (long_case, rows)])
     assert all(len(line) <= 88 for line in summary.splitlines()) and len(summary.splitlines()) == 4
     assert "0/1" in summary and "tp-backward-per-projection" in summary
     with pytest.raises(TypeError, match="results"):

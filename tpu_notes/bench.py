@@ -21,9 +21,10 @@ import math
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from numbers import Integral
+from typing import Annotated, Any, Callable, Optional, Sequence
 
-from .units import canonical_dtype, check_choice, check_positive, dtype_bytes, fmt
+from .units import OneOf, Positive, canonical_dtype, capped, check_choice, check_positive, checked, dtype_bytes, fmt
 
 #: Dtypes the measurements can run in (JAX dtypes for the tpu_notes names).
 BENCH_DTYPES = ("bf16", "fp32")
@@ -60,20 +61,31 @@ class Timing:
                 f"repeats={self.repeats}, number={self.number})")
 
 
-#: Upper bounds on the knobs of a measurement: a typo must not run a timing loop for hours.
-MAX_REPEATS = 10_000
-MAX_NUMBER = 1_000_000
+#: Upper bounds on the knobs of a measurement: a typo must not run a timing loop for hours. At the caps a
+#: microsecond-scale call is timed in seconds.
+MAX_REPEATS = 1000
+MAX_NUMBER = 100_000
+#: Largest matmul dimension and matmul (FLOPs, 2·B·D·F) one measurement times: above the default TPU/GPU sweep's
+#: [8192, 8192] x [8192, 8192] (1.1e12 FLOPs, under a second on an accelerator).
+MAX_MATMUL_DIM = 2**16
+MAX_MATMUL_FLOPS = 2.0e12
+#: Largest array one bandwidth probe streams, bytes (the default sweeps stop at 512 MiB).
+MAX_COPY_BYTES = 2**32
+#: Most devices a collective measurement spans.
+MAX_DEVICES = 4096
+#: Most entries of one sweep's list of shapes or sizes.
+MAX_SWEEP = 64
+
+#: The argument kinds of the measurements.
+Repeats = capped(MAX_REPEATS)
+Warmup = Annotated[int, Positive(integer=True, allow_zero=True, maximum=MAX_REPEATS)]
+Number = capped(MAX_NUMBER)
+MatmulDim = capped(MAX_MATMUL_DIM)
+CopyBytes = capped(MAX_COPY_BYTES)
+Devices = capped(MAX_DEVICES)
 
 
-def _check_int(name: str, value, minimum: int, maximum: int = MAX_REPEATS) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer >= {minimum}; got {type(value).__name__} {value!r}")
-    if value < minimum or value > maximum:
-        raise ValueError(f"{name} must be an integer from {minimum} to {maximum:,}; got {value!r}")
-    return value
-
-
-def _memory_limit_bytes() -> float:
+def memory_limit_bytes() -> float:
     """Half the host's physical memory (bytes): the most a single measurement may allocate."""
     import os
 
@@ -83,8 +95,14 @@ def _memory_limit_bytes() -> float:
         return 2.0**34
 
 
-def _check_fits(name: str, nbytes: float) -> None:
-    limit = _memory_limit_bytes()
+def check_fits(name: str, nbytes: float) -> None:
+    """Refuse a measurement that would allocate ``nbytes`` bytes, more than :func:`memory_limit_bytes`, with a
+    ``ValueError`` naming ``name`` (the argument that sets the size). Every measurement of the package
+    (:mod:`tpu_notes.bench`, :mod:`tpu_notes.transfer`) checks its arrays with it before allocating them."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be the argument's name, a string; got {type(name).__name__}")
+    nbytes = check_positive("nbytes", nbytes, allow_zero=True)
+    limit = memory_limit_bytes()
     if nbytes > limit:
         raise ValueError(f"{name} asks for {nbytes:.3g} bytes; a measurement may use at most half the host's "
                          f"memory, {limit:.3g} bytes")
@@ -97,8 +115,9 @@ def _block(out: Any) -> Any:
     return jax.block_until_ready(out)
 
 
-def time_fn(fn: Callable, *args, repeats: int = 5, warmup: int = 1, number: Optional[int] = None,
-            target_s: float = 2e-3, max_number: int = 1000) -> Timing:
+@checked
+def time_fn(fn: Callable, *args, repeats: Repeats = 5, warmup: Warmup = 1, number: Optional[Number] = None,
+            target_s: Annotated[float, Positive(maximum=60.0)] = 2e-3, max_number: Number = 1000) -> Timing:
     """Time ``fn(*args)`` and return a :class:`Timing` (seconds per call).
 
     - A jitted function (one with ``.lower``) is lowered and compiled first, and that time is ``compile_s``;
@@ -110,12 +129,6 @@ def time_fn(fn: Callable, *args, repeats: int = 5, warmup: int = 1, number: Opti
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable; got {type(fn).__name__}")
-    repeats = _check_int("repeats", repeats, 1)
-    warmup = _check_int("warmup", warmup, 0)
-    if number is not None:
-        number = _check_int("number", number, 1, MAX_NUMBER)
-    target_s = check_positive("target_s", target_s, maximum=60.0)
-    max_number = _check_int("max_number", max_number, 1, MAX_NUMBER)
 
     start = time.perf_counter()
     if hasattr(fn, "lower"):
@@ -304,7 +317,7 @@ def default_copy_sizes(platform: Optional[str] = None, cache_bytes: Optional[flo
         available = available_memory_bytes()
         if available:
             large = [min(size, available / 8) for size in large]
-        large = [max(2**20, int(size) // 2**20 * 2**20) for size in large]  # whole MiB
+        large = [max(2**20, int(min(size, MAX_COPY_BYTES)) // 2**20 * 2**20) for size in large]  # whole MiB
     return tuple(sorted(set([s for s in small if s < min(large)] + large)))
 
 
@@ -326,19 +339,20 @@ def memory_level(platform: str, array_bytes: float, cache_bytes: Optional[float]
     return f"partly the last-level cache: arrays of {fmt(array_bytes, 'B')} beside a {fmt(cache_bytes, 'B')} cache"
 
 
-def measure_matmul(B: int, D: int, F: int, dtype: str = "fp32", repeats: int = 3, seed: int = 0) -> Measurement:
+@checked
+def measure_matmul(B: MatmulDim, D: MatmulDim, F: MatmulDim, dtype: str = "fp32", repeats: Repeats = 3,
+                   seed: Annotated[int, Positive(integer=True, allow_zero=True, maximum=2**63 - 1)] = 0) -> Measurement:
     """Time ``x[B, D] @ w[D, F]`` on JAX's default device (random normal operands from ``seed``)."""
     import jax
 
     from .roofline import matmul_bytes, matmul_flops
 
-    B, D, F = (check_positive(n, v, integer=True) for n, v in (("B", B), ("D", D), ("F", F)))
+    if 2.0 * B * D * F > MAX_MATMUL_FLOPS:
+        raise ValueError(f"B, D, F: a [{B}, {D}] x [{D}, {F}] matmul is {2.0 * B * D * F:.3g} FLOPs, more than one "
+                         f"measurement times (MAX_MATMUL_FLOPS = {MAX_MATMUL_FLOPS:.3g})")
     jdt = _jnp_dtype(dtype)
     dtype = canonical_dtype(dtype)
-    _check_fits("B, D, F", matmul_bytes(B, D, F, dtype, dtype, dtype))
-    repeats = _check_int("repeats", repeats, 1)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a whole number >= 0; got {seed!r}")
+    check_fits("B, D, F", matmul_bytes(B, D, F, dtype, dtype, dtype))
     kx, kw = jax.random.split(jax.random.key(seed))
     x = jax.random.normal(kx, (B, D), jdt)
     w = jax.random.normal(kw, (D, F), jdt)
@@ -349,7 +363,9 @@ def measure_matmul(B: int, D: int, F: int, dtype: str = "fp32", repeats: int = 3
                        seconds=timing.median_s, dtype=dtype, timing=timing, shape=(B, D, F))
 
 
-def measure_copy(nbytes: int, dtype: str = "fp32", repeats: int = 3, op: str = "add") -> Measurement:
+@checked
+def measure_copy(nbytes: CopyBytes, dtype: str = "fp32", repeats: Repeats = 3,
+                 op: Annotated[str, OneOf(COPY_OPS)] = "add") -> Measurement:
     """Time a bandwidth probe over an array of about ``nbytes`` bytes.
 
     - ``op="add"``: ``x = x + 1`` reads the array and writes it back: ``2 * nbytes`` bytes, one FLOP per element.
@@ -361,10 +377,7 @@ def measure_copy(nbytes: int, dtype: str = "fp32", repeats: int = 3, op: str = "
     import jax
     import jax.numpy as jnp
 
-    nbytes = check_positive("nbytes", nbytes, integer=True)
-    _check_fits("nbytes", 2 * nbytes)
-    repeats = _check_int("repeats", repeats, 1)
-    op = check_choice("op", op, COPY_OPS)
+    check_fits("nbytes", 2 * nbytes)
     jdt = _jnp_dtype(dtype)
     dtype = canonical_dtype(dtype)
     n = max(1, int(nbytes // dtype_bytes(dtype)))
@@ -397,12 +410,17 @@ def _checked_shapes(name: str, shapes) -> tuple:
         raise TypeError(f"{name} must be a list of (B, D, F) tuples; got {type(shapes).__name__} {shapes!r}")
     if not shapes:
         raise ValueError(f"{name} must name at least one (B, D, F) matmul")
+    if len(shapes) > MAX_SWEEP:
+        raise ValueError(f"{name} lists {len(shapes)} matmuls; a sweep takes at most {MAX_SWEEP}")
     out = []
     for i, shape in enumerate(shapes):
         shape = check_sizes(f"{name}[{i}]", shape)
         if len(shape) != 3:
             raise ValueError(f"each entry of {name} must be (B, D, F); got {name}[{i}]={shape!r}")
-        _check_fits(f"{name}[{i}]", 4 * (shape[0] * shape[1] + shape[1] * shape[2] + shape[0] * shape[2]))
+        if max(shape) > MAX_MATMUL_DIM or 2.0 * math.prod(shape) > MAX_MATMUL_FLOPS:
+            raise ValueError(f"{name}[{i}]={shape!r}: dimensions must be <= {MAX_MATMUL_DIM} and 2·B·D·F <= "
+                             f"{MAX_MATMUL_FLOPS:.3g} FLOPs (MAX_MATMUL_DIM, MAX_MATMUL_FLOPS)")
+        check_fits(f"{name}[{i}]", 4 * (shape[0] * shape[1] + shape[1] * shape[2] + shape[0] * shape[2]))
         out.append(shape)
     return tuple(out)
 
@@ -413,8 +431,10 @@ def _checked_sizes(name: str, sizes) -> tuple:
         raise TypeError(f"{name} must be a list of sizes in bytes; got {type(sizes).__name__} {sizes!r}")
     if not sizes:
         raise ValueError(f"{name} must list at least one array size in bytes")
+    if len(sizes) > MAX_SWEEP:
+        raise ValueError(f"{name} lists {len(sizes)} sizes; a sweep takes at most {MAX_SWEEP}")
     for i, size in enumerate(sizes):
-        _check_fits(f"{name}[{i}]", 2 * check_positive(f"{name}[{i}]", size))
+        check_fits(f"{name}[{i}]", 2 * check_positive(f"{name}[{i}]", size, maximum=MAX_COPY_BYTES))
     return tuple(sizes)
 
 
@@ -428,17 +448,18 @@ def _checked_ops(name: str, ops) -> tuple:
     return tuple(check_choice(name, op, COPY_OPS) for op in ops)
 
 
+@checked
 def matmul_sweep(shapes: Optional[Sequence[tuple[int, int, int]]] = None, dtype: Optional[str] = None,
-                 repeats: int = 3) -> tuple[Measurement, ...]:
+                 repeats: Repeats = 3) -> tuple[Measurement, ...]:
     """Time a matmul for each ``(B, D, F)`` of ``shapes`` (default :func:`default_matmul_shapes`)."""
     shapes = default_matmul_shapes() if shapes is None else _checked_shapes("shapes", shapes)
     dtype = default_dtype() if dtype is None else dtype
     _jnp_dtype(dtype)
-    repeats = _check_int("repeats", repeats, 1)
     return tuple(measure_matmul(*shape, dtype=dtype, repeats=repeats) for shape in shapes)
 
 
-def copy_sweep(sizes: Optional[Sequence[int]] = None, dtype: Optional[str] = None, repeats: int = 3,
+@checked
+def copy_sweep(sizes: Optional[Sequence[int]] = None, dtype: Optional[str] = None, repeats: Repeats = 3,
                ops: Sequence[str] = COPY_OPS) -> tuple[Measurement, ...]:
     """Run each bandwidth probe of ``ops`` ("sum", "add") over arrays of each size in ``sizes`` bytes
     (default :func:`default_copy_sizes`)."""
@@ -446,7 +467,6 @@ def copy_sweep(sizes: Optional[Sequence[int]] = None, dtype: Optional[str] = Non
     ops = _checked_ops("ops", ops)
     dtype = default_dtype() if dtype is None else dtype
     _jnp_dtype(dtype)
-    repeats = _check_int("repeats", repeats, 1)
     return tuple(measure_copy(s, dtype=dtype, repeats=repeats, op=op) for op in ops for s in sizes)
 
 
@@ -537,9 +557,10 @@ class RooflineMeasurement:
         return self.matmuls + self.copies
 
 
+@checked
 def measure_roofline(matmul_shapes: Optional[Sequence[tuple[int, int, int]]] = None,
                      copy_sizes: Optional[Sequence[int]] = None, dtype: Optional[str] = None,
-                     repeats: int = 5, min_copy_bytes: float | str = "cache",
+                     repeats: Repeats = 5, min_copy_bytes: float | str = "cache",
                      copy_ops: Sequence[str] = COPY_OPS) -> RooflineMeasurement:
     """Measure the default device's roofline: a matmul sweep, the bandwidth probes and their fit.
 
@@ -558,7 +579,6 @@ def measure_roofline(matmul_shapes: Optional[Sequence[tuple[int, int, int]]] = N
     if copy_sizes is not None:
         _checked_sizes("copy_sizes", copy_sizes)
     _checked_ops("copy_ops", copy_ops)
-    repeats = _check_int("repeats", repeats, 1)
     if not (isinstance(min_copy_bytes, str) and min_copy_bytes == "cache"):
         min_copy_bytes = check_positive("min_copy_bytes", min_copy_bytes, allow_zero=True)
     if dtype is not None:
@@ -673,6 +693,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--repeats", type=int, default=5, help="timed samples per operation (median reported)")
     parser.add_argument("--json", action="store_true", help="print the measurements and the fit as JSON")
     args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error(f"--repeats must be a whole number >= 1; got {args.repeats}")
+    if args.chip is not None:
+        from .hardware import get_chip
+
+        try:
+            get_chip(args.chip, "--chip")          # before measuring: a bad name fails at once
+        except (ValueError, TypeError) as err:
+            parser.error(str(err))
     result = measure_roofline(dtype=args.dtype, repeats=args.repeats)
     if args.json:
         import json
@@ -720,45 +749,138 @@ class CollectiveMeasurement:
         return f"CollectiveMeasurement({self.kind}, V={fmt(self.nbytes, 'B')}, {fmt(self.seconds, 's')})"
 
 
-def measure_collective(kind: str, nbytes: float, n_devices: int = 8, dtype: str = "fp32",
-                       repeats: int = 3) -> CollectiveMeasurement:
-    """Time one collective over a 1D mesh of ``n_devices`` devices (``tpu_notes.devices.demo_devices``) on an
-    array of ``nbytes`` bytes (the whole array ``V`` of the cost model). Uses ``jax.shard_map`` collectives."""
+def _check_mesh_axis(mesh, axis) -> int:
+    """The size of mesh ``axis``, or an error naming ``mesh`` or ``axis``."""
+    if not hasattr(mesh, "axis_names") or not hasattr(mesh, "shape"):
+        raise TypeError(f"mesh must be a jax.sharding.Mesh; got {type(mesh).__name__}")
+    if not isinstance(axis, str) or axis not in mesh.axis_names:
+        raise ValueError(f"axis must name a mesh axis, one of {list(mesh.axis_names)}; got {axis!r}")
+    return int(mesh.shape[axis])
+
+
+def _collective_program(kind: str, mesh, axis: str, dim: int, ndim: int):
+    """``(jitted program, input spec)``: collective ``kind`` under ``shard_map`` on an ``ndim``-D array split along
+    ``dim`` over mesh ``axis`` (what :func:`run_collective` runs and :func:`measure_collective` times)."""
+    import jax
+    from jax.sharding import PartitionSpec as P
+
+    from .compat import shard_map
+
+    spec_in = P(*[axis if i == dim else None for i in range(ndim)])
+    if kind == "all-gather":
+        body = lambda b: jax.lax.all_gather(b, axis, axis=dim, tiled=True)  # noqa: E731
+        out_spec, vma = P(), False
+    elif kind == "all-reduce":
+        body = lambda b: jax.lax.psum(b, axis)  # noqa: E731
+        out_spec, vma = P(), True
+    elif kind == "reduce-scatter":
+        body = lambda b: jax.lax.psum_scatter(b, axis, scatter_dimension=dim, tiled=True)  # noqa: E731
+        out_spec, vma = spec_in, True
+    else:
+        body = lambda b: jax.lax.all_to_all(b, axis, split_axis=dim + 1, concat_axis=dim, tiled=True)  # noqa: E731
+        out_spec, vma = P(*[axis if i == dim + 1 else None for i in range(ndim)]), True
+    return jax.jit(shard_map()(body, mesh=mesh, in_specs=spec_in, out_specs=out_spec, check_vma=vma)), spec_in
+
+
+def run_collective(kind: str, x, mesh, axis: str, *, dim: int = 0):
+    """Run collective ``kind`` for real with ``jax.shard_map`` on ``x`` split along ``dim`` over mesh ``axis``
+    (Chapter 3; :mod:`tpu_notes.collectives` prices the same ops).
+
+    Returns the global result as JAX sees it:
+
+    * ``"all-gather"``: every device ends with the whole of ``x`` (the result is ``x`` itself, replicated);
+    * ``"reduce-scatter"``: ``x`` holds one addend per device stacked along ``dim`` (shape ``(N·m, ...)``); the
+      result is their sum, split over ``axis``;
+    * ``"all-reduce"``: same input; the result is the sum, replicated;
+    * ``"all-to-all"``: ``x`` split along ``dim`` becomes split along ``dim + 1``: the values are unchanged, only
+      which device holds which block moves.
+    """
+    import jax
+    from jax.sharding import NamedSharding
+
+    from . import collectives
+
+    kind = collectives.canonical_kind(kind)
+    n = _check_mesh_axis(mesh, axis)
+    if not hasattr(x, "ndim") or not hasattr(x, "shape"):
+        raise TypeError(f"x must be an array; got {type(x).__name__}")
+    nd = x.ndim
+    top = nd - 2 if kind == "all-to-all" else nd - 1
+    if isinstance(dim, bool) or not isinstance(dim, Integral) or not 0 <= dim <= top:
+        raise ValueError(f"dim must be an integer from 0 to {top} for a {kind} of a {nd}-D array; got {dim!r}")
+    dim = int(dim)
+    if x.shape[dim] % n:
+        raise ValueError(f"x.shape[{dim}]={x.shape[dim]} must be divisible by the {n} devices of mesh axis {axis!r}")
+    check_fits("x", 2 * n * x.size * x.dtype.itemsize)
+    f, spec_in = _collective_program(kind, mesh, axis, dim, nd)
+    return f(jax.device_put(x, NamedSharding(mesh, spec_in)))
+
+
+def ring_all_gather(x, mesh, axis: str):
+    """An AllGather written by hand as a bidirectional ring of ``jax.lax.ppermute`` hops (Chapter 3).
+
+    ``x`` (split along dimension 0 over ``axis``) comes back whole on every device, as ``lax.all_gather`` would
+    give; each of the ``⌈(N−1)/2⌉`` hops sends one block to each neighbour.
+    """
     import jax
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec as P
 
+    from .compat import shard_map
+
+    n = _check_mesh_axis(mesh, axis)
+    if not hasattr(x, "ndim") or x.ndim < 1:
+        raise TypeError(f"x must be an array of at least one dimension; got {type(x).__name__}")
+    if x.shape[0] % n:
+        raise ValueError(f"x.shape[0]={x.shape[0]} must be divisible by the {n} devices of mesh axis {axis!r}")
+    check_fits("x", 2 * n * x.size * x.dtype.itemsize)
+    x = jax.device_put(x, NamedSharding(mesh, P(axis)))
+    to_right = [(i, (i + 1) % n) for i in range(n)]
+    to_left = [(i, (i - 1) % n) for i in range(n)]
+
+    def body(block):
+        me = jax.lax.axis_index(axis)
+        out = jnp.zeros((n,) + block.shape, block.dtype).at[me].set(block)
+        r, l_ = block, block
+        for hop in range(1, math.ceil((n - 1) / 2) + 1):
+            r = jax.lax.ppermute(r, axis, to_right)       # now holds block me - hop
+            l_ = jax.lax.ppermute(l_, axis, to_left)      # now holds block me + hop
+            out = out.at[(me - hop) % n].set(r).at[(me + hop) % n].set(l_)
+        return out.reshape((n * block.shape[0],) + block.shape[1:])
+
+    f = jax.jit(shard_map()(body, mesh=mesh, in_specs=P(axis), out_specs=P(), check_vma=False))
+    return f(x)
+
+
+@checked
+def measure_collective(kind: str, nbytes: Annotated[float, Positive(maximum=MAX_COPY_BYTES)], n_devices: Devices = 8,
+                       dtype: str = "fp32", repeats: Repeats = 3) -> CollectiveMeasurement:
+    """Time one collective over a 1D mesh of ``n_devices`` devices (``tpu_notes.devices.demo_devices``) on an
+    array of ``nbytes`` bytes (the whole array ``V`` of the cost model). Uses ``jax.shard_map`` collectives."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+
     from . import collectives
-    from .compat import make_mesh, shard_map
+    from .compat import make_mesh
     from .devices import demo_devices
 
     kind = collectives.canonical_kind(kind)
-    n = _check_int("n_devices", n_devices, 1)
+    n = n_devices
     available = len(demo_devices(n))
     if n > available:
         raise ValueError(f"n_devices={n} but only {available} devices are available "
                          "(tpu_notes.devices.setup(n) before JAX starts gives more simulated ones)")
     _jnp_dtype(dtype)
     dtype = canonical_dtype(dtype)
-    nbytes = check_positive("nbytes", nbytes)
-    _check_fits("nbytes", 2 * nbytes * n)
-    repeats = _check_int("repeats", repeats, 1)
+    check_fits("nbytes", 2 * nbytes * n)
     reduction = kind in ("reduce-scatter", "all-reduce")
     target = nbytes * (n if reduction else 1)          # the whole global array to place on the mesh
     step = n * n                                       # rows divisible by n (split) and n again (scatter)
     rows = max(step, int(round(target / dtype_bytes(dtype) / (8 * n) / step)) * step)
     mesh = make_mesh((n,), ("x",), devices=demo_devices(n))
-    spec = P("x")
+    f, spec = _collective_program(kind, mesh, "x", 0, 2)
     x = jax.device_put(jnp.ones((rows, 8 * n), _jnp_dtype(dtype)), NamedSharding(mesh, spec))
-    if kind == "all-gather":
-        body, out, vma = (lambda b: jax.lax.all_gather(b, "x", tiled=True)), P(), False
-    elif kind == "all-reduce":
-        body, out, vma = (lambda b: jax.lax.psum(b, "x")), P(), True
-    elif kind == "reduce-scatter":
-        body, out, vma = (lambda b: jax.lax.psum_scatter(b, "x", scatter_dimension=0, tiled=True)), spec, True
-    else:
-        body, out, vma = (lambda b: jax.lax.all_to_all(b, "x", 1, 0, tiled=True)), P(None, "x"), True
-    f = jax.jit(shard_map()(body, mesh=mesh, in_specs=spec, out_specs=out, check_vma=vma))
     t = time_fn(f, x, repeats=repeats)
     whole = rows * 8 * n * dtype_bytes(dtype)
     # the per-device unreduced array of a reduction is the local block (rows/n x 8n); V is the array each device
@@ -767,9 +889,10 @@ def measure_collective(kind: str, nbytes: float, n_devices: int = 8, dtype: str 
     return CollectiveMeasurement(kind, v, n, t.median_s, t)
 
 
+@checked
 def collective_sweep(kinds: Sequence[str] = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all"),
-                     sizes: Sequence[float] = (1e4, 1e5, 1e6, 4e6), n_devices: int = 8,
-                     repeats: int = 3) -> tuple[CollectiveMeasurement, ...]:
+                     sizes: Sequence[float] = (1e4, 1e5, 1e6, 4e6), n_devices: Devices = 8,
+                     repeats: Repeats = 3) -> tuple[CollectiveMeasurement, ...]:
     """Time each collective in ``kinds`` at each array size in ``sizes`` (bytes, the model's ``V``)."""
     from . import collectives
 
@@ -778,15 +901,15 @@ def collective_sweep(kinds: Sequence[str] = ("all-gather", "reduce-scatter", "al
             raise TypeError(f"{name} must be a list; got {type(seq).__name__} {seq!r}")
         if not seq:
             raise ValueError(f"{name} must not be empty")
+        if len(seq) > MAX_SWEEP:
+            raise ValueError(f"{name} lists {len(seq)} entries; a sweep takes at most {MAX_SWEEP}")
     for i, k in enumerate(kinds):
         try:
             collectives.canonical_kind(k)
         except (TypeError, ValueError) as err:
             raise type(err)(f"kinds[{i}]: {err}") from None
-    _check_int("n_devices", n_devices, 1)
-    _check_int("repeats", repeats, 1)
     for i, v in enumerate(sizes):
-        _check_fits(f"sizes[{i}]", 2 * n_devices * check_positive(f"sizes[{i}]", v))
+        check_fits(f"sizes[{i}]", 2 * n_devices * check_positive(f"sizes[{i}]", v, maximum=MAX_COPY_BYTES))
     return tuple(measure_collective(k, v, n_devices, repeats=repeats) for k in kinds for v in sizes)
 
 

@@ -13,10 +13,12 @@ import os
 import sys
 from dataclasses import dataclass
 
-from .units import check_bool, check_positive, check_sizes
+from .units import Bool, capped, check_sizes, checked
 
 #: Most devices :func:`setup` asks for: simulated CPU devices each cost memory and threads.
 MAX_DEVICES = 4096
+#: A device count, 1 to MAX_DEVICES.
+DeviceCount = capped(MAX_DEVICES)
 
 
 def in_colab() -> bool:
@@ -26,7 +28,8 @@ def in_colab() -> bool:
     return "google.colab" in sys.modules
 
 
-def setup(n: int = 8) -> list:
+@checked
+def setup(n: DeviceCount = 8) -> list:
     """Ask JAX for ``n`` simulated CPU devices and return the devices the chapter's demos run on.
 
     Real accelerators are returned when there are at least ``n`` of them; otherwise the simulated CPU devices are
@@ -34,7 +37,6 @@ def setup(n: int = 8) -> list:
     started with fewer CPU devices (a cell used JAX before this one), this prints how to get ``n`` and returns the
     devices there are: the demos then shrink to them (:func:`demo_mesh`) instead of failing.
     """
-    n = check_positive("n", n, integer=True, maximum=MAX_DEVICES)
     import jax
 
     try:
@@ -63,7 +65,8 @@ def cpu_devices() -> list:
     return list(jax.devices("cpu"))
 
 
-def demo_devices(n: int = 8, *, backend: str | None = None, devices=None) -> list:
+@checked
+def demo_devices(n: DeviceCount = 8, *, backend: str | None = None, devices=None) -> list:
     """The devices a demo of ``n`` devices runs on; the one rule every notebook and library mesh follows.
 
     - ``devices`` given (a sequence of JAX devices, e.g. the setup cell's ``DEVICES``): its first ``n``.
@@ -75,7 +78,6 @@ def demo_devices(n: int = 8, *, backend: str | None = None, devices=None) -> lis
     Callers that need exactly ``n`` check the length (:func:`enough`, or the ``ValueError`` of the function that
     builds the mesh).
     """
-    n = check_positive("n", n, integer=True, maximum=MAX_DEVICES)
     if devices is not None:
         devs = _device_list(devices)
         return devs[:n]
@@ -107,14 +109,15 @@ def _device_list(devices) -> list:
     return devs
 
 
-def fit_shape(shape, n_devices: int) -> tuple[int, ...]:
+@checked
+def fit_shape(shape, n_devices: DeviceCount) -> tuple[int, ...]:
     """The mesh shape a demo of ``shape`` uses on ``n_devices`` devices: ``shape`` itself when it fits, else the
     axes shrunk, first axis first, by their smallest prime factor until the product fits.
 
     ``fit_shape((2, 4), 8) == (2, 4)``; ``fit_shape((2, 4), 4) == (1, 4)``; ``fit_shape((2, 4), 1) == (1, 1)``.
     """
     shape = list(_check_shape(shape))
-    n = check_positive("n_devices", n_devices, integer=True, maximum=MAX_DEVICES)
+    n = n_devices
     while math.prod(shape) > n:
         i = next(i for i, s in enumerate(shape) if s > 1)
         shape[i] //= next(p for p in range(2, shape[i] + 1) if shape[i] % p == 0)
@@ -128,7 +131,8 @@ def _check_shape(shape) -> tuple[int, ...]:
     return shape
 
 
-def demo_mesh(shape, names, devices=None, *, explicit: bool = False, quiet: bool = False):
+@checked
+def demo_mesh(shape, names, devices=None, *, explicit: Bool = False, quiet: Bool = False):
     """A ``jax.sharding.Mesh`` of ``shape`` over the demo's devices (:func:`demo_devices`), for the chapters.
 
     ``devices`` is the setup cell's ``DEVICES`` (or None: :func:`demo_devices`). When there are fewer devices
@@ -139,8 +143,6 @@ def demo_mesh(shape, names, devices=None, *, explicit: bool = False, quiet: bool
     from .compat import make_mesh
 
     shape = _check_shape(shape)
-    check_bool("explicit", explicit)
-    check_bool("quiet", quiet)
     devs = demo_devices(math.prod(shape), devices=devices)
     fitted = fit_shape(shape, len(devs))
     if fitted != shape and not quiet:
@@ -153,7 +155,8 @@ class NotEnoughDevices(RuntimeError):
     """Raised by :func:`require` when a demo or an exercise needs more devices than this runtime has."""
 
 
-def require(n: int, devices=None, what: str = "this demo") -> list:
+@checked
+def require(n: DeviceCount, devices=None, what: str = "this demo") -> list:
     """The first ``n`` of the demo's devices (:func:`demo_devices`), or :class:`NotEnoughDevices` saying how to
     get them. ``exercises.check`` reports that error as "needs n devices" instead of failing the cell."""
     devs = demo_devices(n, devices=devices)
@@ -164,12 +167,12 @@ def require(n: int, devices=None, what: str = "this demo") -> list:
     return devs
 
 
-def enough(n: int, devices, what: str = "this cell") -> bool:
+@checked
+def enough(n: DeviceCount, devices, what: str = "this cell") -> bool:
     """True when ``devices`` holds at least ``n`` devices; else print why ``what`` is skipped and return False.
 
     For the few cells whose point is a fixed device count (an XLA oracle compiled for 8 devices, say).
     """
-    n = check_positive("n", n, integer=True, maximum=MAX_DEVICES)
     have = len(_device_list(devices))
     if have >= n:
         return True

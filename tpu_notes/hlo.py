@@ -1,5 +1,12 @@
 """Read what XLA compiled: the collectives in an HLO module and XLA's own cost analysis (Chapters 3 and 9).
 
+This is the package's one reader of HLO text. :func:`parse_module` reads a module, in either of XLA's printings
+(``compiled.as_text()`` or the short parsable one), into an :class:`HloModule`: every :class:`HloInstruction` with
+its name, result shape, opcode, operand names and attributes, the computations and what each instruction calls.
+Everything else that reads HLO builds on it: :func:`collectives`, :func:`normalize_cpu_collectives`,
+:func:`single_op_module` (one instruction cut out as a module, what :mod:`tpu_notes.profile` costs op by op), and
+:mod:`tpu_notes.parallel`'s split of combined collectives.
+
 ``collectives(compiled)`` parses the text of a compiled (partitioned, per-device) HLO module and returns every
 collective with its operand and result shapes, bytes per device and replica groups. It understands the
 synchronous ops (``all-gather``), the asynchronous pairs (``all-gather-start`` / ``-done``; the ``-done`` is
@@ -17,7 +24,16 @@ import itertools
 import math
 import re
 from dataclasses import dataclass
-from typing import Mapping, Optional, Sequence
+from typing import Annotated, Mapping, Optional, Sequence
+
+from .units import Bool, OneOf, capped, checked
+
+#: Most devices a module's replica groups or a mesh may name, and most axes a mesh may have (mesh_axes tries every
+#: subset of the axes).
+MAX_DEVICES = 2**24
+MAX_MESH_AXES = 8
+#: Largest dimension of a matmul oracle case (compile_case allocates its arrays).
+MAX_CASE_DIM = 2**14
 
 #: Collective opcodes recognised (the ``-start`` forms map to these).
 KINDS = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute",
@@ -90,9 +106,17 @@ class HloCollective:
 
 
 _SHAPE_RE = re.compile(r"\b([a-z][a-z0-9]*)\[([0-9,\s]*)\]")
+#: One instruction line, in both of XLA's printings: the long one of ``compiled.as_text()`` (``%name``, operand
+#: shapes, metadata) and the short parsable one (bare names). A tuple result shape may nest; ``.*?`` stops at the
+#: first ``) opcode(`` (the ``/*index=5*/`` comments are stripped before matching).
 _INSTR_RE = re.compile(
-    r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?P<shape>\([^=]*?\)|[a-z][a-z0-9]*\[[0-9,\s]*\](?:\{[^}]*\})?)"
+    r"^\s*(?P<root>ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?P<shape>\(.*?\)|[a-z][a-z0-9]*\[[^\]]*\](?:\{[^}]*\})?)"
     r"\s+(?P<op>[a-z][\w\-]*)\((?P<rest>.*)$")
+#: The first line of a computation: ``%add (a: f32[], b: f32[]) -> f32[] {``, ``ENTRY main.5 {``.
+_HEADER_RE = re.compile(r"^\s*(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)(?:\s.*)?\{\s*$")
+_TOKEN_RE = re.compile(r"[A-Za-z_][\w.\-]*")
+#: Opcodes whose parenthesised "operands" are literals, not instructions: ``parameter(0)``, ``constant(1.5)``.
+_LITERAL_OPCODES = ("parameter", "constant")
 
 
 def _shapes(text: str) -> tuple[HloShape, ...]:
@@ -116,21 +140,25 @@ def _split_call(rest: str) -> tuple[str, str]:
     return rest, ""
 
 
+def _split_top(text: str) -> list[str]:
+    """``text`` split at the commas outside any (), [] or {} (an operand list: ``f32[8,16]{1,0} %p, %q``)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
 def _strip_comments(text: str) -> str:
     """Drop the ``/*index=5*/`` comments XLA prints inside long tuple shapes (their ``=`` cut the shape short, and
     the instruction, e.g. a combined all-reduce of every gradient, was silently skipped)."""
     return re.sub(r"/\*.*?\*/", "", text)
-
-
-def _text_of(compiled_or_text, argument: str = "compiled_or_hlo_text") -> str:
-    if isinstance(compiled_or_text, str):
-        return _strip_comments(compiled_or_text)
-    if hasattr(compiled_or_text, "as_text"):
-        text = compiled_or_text.as_text()
-        if isinstance(text, str):
-            return _strip_comments(text)
-    raise TypeError(f"{argument} must be HLO text or a compiled JAX object with .as_text(); "
-                    f"got {type(compiled_or_text).__name__}")
 
 
 def _attr(attrs: str, key: str) -> Optional[str]:
@@ -155,7 +183,176 @@ def _attr(attrs: str, key: str) -> Optional[str]:
     return attrs[start:i].strip()
 
 
-def parse_replica_groups(text: Optional[str], num_devices: Optional[int] = None) -> tuple[tuple[int, ...], ...]:
+@dataclass(frozen=True)
+class HloInstruction:
+    """One instruction of an HLO module, as :func:`parse_module` reads its line."""
+
+    name: str                   # instruction name without "%", e.g. "all-gather.3"
+    shape: str                  # result shape as printed (layout kept, /*index=N*/ comments dropped): "f32[8]{0}"
+    opcode: str                 # e.g. "fusion", "all-gather-start", "get-tuple-element"
+    operands: tuple[str, ...]   # names of the operand instructions, in order (() for parameter and constant)
+    operand_text: str           # the operand list as printed (the long printing puts each operand's shape in it)
+    attributes: str             # the text after the operand list, e.g. ", replica_groups={{0,1}}, to_apply=%add"
+    computation: str            # name of the computation holding it ("" for a line outside any computation)
+    root: bool                  # True for the ROOT of its computation
+    text: str                   # the whole line, stripped
+
+    @property
+    def result_shapes(self) -> tuple[HloShape, ...]:
+        """The array shapes of the result (several for a tuple)."""
+        return _shapes(self.shape)
+
+    @property
+    def printed_operand_shapes(self) -> tuple[HloShape, ...]:
+        """The shapes printed in the operand list (empty in the short printing, which gives names only)."""
+        return _shapes(self.operand_text)
+
+    def attribute(self, key: str) -> Optional[str]:
+        """The raw text of attribute ``key`` (``"{{0,1},{2,3}}"`` for ``replica_groups``), None when absent."""
+        if not isinstance(key, str) or not key:
+            raise TypeError(f"key must be an attribute name such as 'replica_groups'; got {key!r}")
+        return _attr(self.attributes, key)
+
+
+@dataclass(frozen=True)
+class HloModule:
+    """An HLO module read by :func:`parse_module`: its computations and every instruction in text order."""
+
+    name: str                                        # module name, e.g. "jit_step" ("" without an HloModule line)
+    entry: Optional[str]                             # name of the ENTRY computation (None when there is none)
+    num_partitions: Optional[int]                    # devices the SPMD program runs on, when the header says
+    instructions: tuple[HloInstruction, ...]         # every instruction of every computation, in text order
+    computations: dict                               # computation name -> its instructions (a tuple), in order
+    computation_text: dict                           # computation name -> its text, header to closing brace
+
+    def computation(self, name: str) -> tuple[HloInstruction, ...]:
+        """The instructions of computation ``name``, in order."""
+        if name not in self.computations:
+            raise ValueError(f"name must be a computation of the module, one of {sorted(self.computations)}; "
+                             f"got {name!r}")
+        return self.computations[name]
+
+    def callees(self, instruction: HloInstruction) -> tuple[str, ...]:
+        """The computations ``instruction`` calls (``calls=``, ``to_apply=``, ``body=``, ...), in order of mention;
+        the entry computation excluded."""
+        if not isinstance(instruction, HloInstruction):
+            raise TypeError(f"instruction must be an HloInstruction; got {type(instruction).__name__}")
+        attrs = re.sub(r'"(?:[^"\\]|\\.)*"', "", instruction.attributes)   # strings (metadata, configs) name nothing
+        return tuple(dict.fromkeys(t for t in _TOKEN_RE.findall(attrs)
+                                   if t in self.computation_text and t != self.entry))
+
+    def called_computations(self, instruction: HloInstruction) -> tuple[str, ...]:
+        """Every computation ``instruction`` needs, directly or through the computations it calls, ordered so that
+        each comes after the ones it calls (the order a module's text defines them in)."""
+        called: list[str] = []
+        todo = list(self.callees(instruction))
+        while todo:
+            c = todo.pop()
+            if c in called:
+                continue
+            called.append(c)
+            todo += [t for i in self.computation(c) for t in self.callees(i) if t not in called]
+        return tuple(reversed(called))
+
+
+def _text_of(compiled_or_text, argument: str = "compiled_or_hlo_text") -> str:
+    if isinstance(compiled_or_text, str):
+        return compiled_or_text
+    if hasattr(compiled_or_text, "as_text"):
+        text = compiled_or_text.as_text()
+        if isinstance(text, str):
+            return text
+    raise TypeError(f"{argument} must be HLO text or a compiled JAX object with .as_text(); "
+                    f"got {type(compiled_or_text).__name__}")
+
+
+def _module_of(compiled_or_text, argument: str = "compiled_or_hlo_text") -> HloModule:
+    if isinstance(compiled_or_text, HloModule):
+        return compiled_or_text
+    return _parse_text(_text_of(compiled_or_text, argument))
+
+
+#: Most characters of HLO text parse_module reads (a 10^5-op program prints about 10^7 characters).
+MAX_TEXT_CHARS = 2**28
+
+
+def parse_module(compiled_or_hlo_text) -> HloModule:
+    """Read HLO text (``compiled.as_text()``, the short parsable printing, or a compiled object) into an
+    :class:`HloModule`: every instruction with its name, result shape, opcode, operand names and attributes, and
+    the text of each computation. The one reader of HLO text in the package: :func:`collectives`,
+    :func:`normalize_cpu_collectives`, :mod:`tpu_notes.parallel` and :mod:`tpu_notes.profile` all use it.
+    ``/*index=5*/`` comments are dropped from the parsed fields (``text`` and ``computation_text`` keep them);
+    lines that are neither instructions nor computation headers are skipped."""
+    return _module_of(compiled_or_hlo_text)
+
+
+def _parse_text(text: str) -> HloModule:
+    if len(text) > MAX_TEXT_CHARS:
+        raise ValueError(f"compiled_or_hlo_text holds {len(text)} characters; at most {MAX_TEXT_CHARS} are read")
+    head = re.match(r"\s*HloModule\s+([^\s,]+)", text)
+    num = re.search(r"num_partitions=(\d+)", text)
+    instructions, blocks, entry = [], {}, None
+    comp, comp_lines = "", []
+    for line in text.splitlines():
+        im = _INSTR_RE.match(_strip_comments(line))
+        if im is None:
+            hm = _HEADER_RE.match(line)
+            if hm and "=" not in line.split("(")[0]:
+                comp, comp_lines = hm.group("name"), [line]
+                if hm.group("entry"):
+                    entry = comp
+                continue
+            if comp and line.strip() == "}":
+                comp_lines.append(line)
+                blocks[comp] = "\n".join(comp_lines).strip()
+                comp, comp_lines = "", []
+            continue
+        if comp:
+            comp_lines.append(line)
+        op, (operand_text, attrs) = im.group("op"), _split_call(im.group("rest"))
+        operands = () if op in _LITERAL_OPCODES else tuple(
+            p.split()[-1].lstrip("%") for p in _split_top(operand_text))
+        instructions.append(HloInstruction(name=im.group("name"), shape=im.group("shape"), opcode=op,
+                                           operands=operands, operand_text=operand_text, attributes=attrs,
+                                           computation=comp, root=bool(im.group("root")), text=line.strip()))
+    by_computation: dict[str, list[HloInstruction]] = {c: [] for c in blocks}
+    for ins in instructions:
+        if ins.computation in by_computation:
+            by_computation[ins.computation].append(ins)
+    return HloModule(name=head.group(1) if head else "", entry=entry,
+                     num_partitions=int(num.group(1)) if num else None, instructions=tuple(instructions),
+                     computations={c: tuple(v) for c, v in by_computation.items()}, computation_text=blocks)
+
+
+def single_op_module(module, name: str) -> Optional[str]:
+    """Instruction ``name`` of the entry computation of ``module`` (an :class:`HloModule` or what
+    :func:`parse_module` reads) cut out into an HLO module of its own: its operands become parameters, the
+    computations it calls come along, control dependencies are dropped. None when an operand's shape is unknown.
+    What :func:`tpu_notes.profile.op_costs` hands to XLA's cost analysis, one op at a time."""
+    module = _module_of(module, "module")
+    if module.entry is None:
+        raise ValueError("module has no ENTRY computation")
+    entry = module.computation(module.entry)
+    shapes = {i.name: i.shape for i in entry}
+    found = [i for i in entry if i.name == name]
+    if not found:
+        raise ValueError(f"name must be an instruction of the entry computation; got {name!r}")
+    ins = found[0]
+    params = []
+    for k, o in enumerate(dict.fromkeys(ins.operands)):
+        if o not in shapes:
+            return None
+        params.append(f"  {o} = {shapes[o]} parameter({k})")
+    body = ins.text[5:] if ins.text.startswith("ROOT ") else ins.text
+    body = re.sub(r",\s*control-predecessors=\{[^}]*\}", "", body)
+    return "\n\n".join([f"HloModule single_{ins.name}"] + [module.computation_text[c]
+                                                            for c in module.called_computations(ins)] +
+                       ["ENTRY e {\n" + "\n".join(params) + f"\n  ROOT {body}\n}}"])
+
+
+@checked
+def parse_replica_groups(text: Optional[str],
+                         num_devices: Optional[capped(MAX_DEVICES)] = None) -> tuple[tuple[int, ...], ...]:
     """Expand any spelling of ``replica_groups`` into explicit groups of device ids.
 
     ``{{0,1},{2,3}}`` (explicit), ``[2,4]<=[8]`` and ``[4,2]<=[2,4]T(1,0)`` (iota), ``mesh['a'=2,'b'=4] {'b'}``
@@ -166,10 +363,6 @@ def parse_replica_groups(text: Optional[str], num_devices: Optional[int] = None)
     """
     import numpy as np
 
-    from .units import check_positive
-
-    if num_devices is not None:
-        num_devices = check_positive("num_devices", num_devices, integer=True, maximum=2**24)
     if text is not None and not isinstance(text, str):
         raise TypeError(f"text must be the replica_groups string of an HLO op, or None; got {type(text).__name__}")
     if text is None or text.strip() in ("", "{}"):
@@ -258,30 +451,23 @@ def _parse_groups(t: str, np) -> tuple[tuple[int, ...], ...]:
 def collectives(compiled_or_hlo_text) -> list[HloCollective]:
     """Every collective in a compiled module (or its HLO text), in program order, with per-device shapes.
 
-    ``compiled_or_hlo_text`` is ``jax.jit(f).lower(...).compile()`` or the string of ``.as_text()``.
+    ``compiled_or_hlo_text`` is ``jax.jit(f).lower(...).compile()``, the string of ``.as_text()``, or the
+    :class:`HloModule` :func:`parse_module` read from either.
     """
-    text = _text_of(compiled_or_hlo_text)
-    num = None
-    m = re.search(r"num_partitions=(\d+)", text)
-    if m:
-        num = int(m.group(1))
-    shapes_of: dict[str, tuple[HloShape, ...]] = {}
+    module = _module_of(compiled_or_hlo_text)
+    num = module.num_partitions
+    shapes_of: dict[str, tuple[HloShape, ...]] = {}   # result shapes of the instructions read so far, by name
     found = []
-    for line in text.splitlines():
-        im = _INSTR_RE.match(line)
-        if not im:
-            continue
-        name, shape_text, op, rest = im.group("name"), im.group("shape"), im.group("op"), im.group("rest")
-        result = _shapes(shape_text)
+    for ins in module.instructions:
+        name, shape_text, op, attrs = ins.name, ins.shape, ins.opcode, ins.attributes
+        result = ins.result_shapes
         shapes_of[name] = result
         base = op[:-6] if op.endswith("-start") else op
         if op.endswith("-done") or base not in KINDS:
             continue
-        operands_text, attrs = _split_call(rest)
-        operand_shapes = _shapes(operands_text)
+        operand_shapes = ins.printed_operand_shapes
         if not operand_shapes:
-            names = re.findall(r"%([\w.\-]+)", operands_text)
-            operand_shapes = tuple(s for n in names for s in shapes_of.get(n, ()))
+            operand_shapes = tuple(s for n in ins.operands for s in shapes_of.get(n, ()))
         if op.endswith("-start") and shape_text.startswith("(") and base in ("all-gather", "collective-permute",
                                                                                 "all-to-all"):
             # async start ops return (operands..., results...[, context]): keep the results part
@@ -311,8 +497,8 @@ def _mesh_ids(mesh) -> tuple[list[str], "object"]:
                 raise ValueError(f"mesh entries must be axis name -> positive integer size; got {a!r}: {s!r}")
         names = list(mesh)
         shape = [int(mesh[n]) for n in names]
-        if math.prod(shape) > 2**24:
-            raise ValueError(f"mesh {dict(mesh)} has more than 2**24 devices")
+        if math.prod(shape) > MAX_DEVICES:
+            raise ValueError(f"mesh {dict(mesh)} has more than {MAX_DEVICES} devices")
         return names, np.arange(math.prod(shape)).reshape(shape)
     if hasattr(mesh, "devices") and hasattr(mesh, "axis_names"):
         ids = np.vectorize(lambda d: d.id)(mesh.devices)
@@ -341,6 +527,8 @@ def mesh_axes(groups: Sequence[Sequence[int]], mesh) -> Optional[tuple[str, ...]
     axes produces exactly these groups. ``mesh`` is a ``jax.sharding.Mesh`` or a dict of axis sizes (devices
     numbered in row-major order)."""
     names, _ = _mesh_ids(mesh)
+    if len(names) > MAX_MESH_AXES:
+        raise ValueError(f"mesh has {len(names)} axes; mesh_axes tries every subset of at most {MAX_MESH_AXES}")
     if isinstance(groups, (str, bytes)) or not isinstance(groups, (list, tuple)) or not all(
             isinstance(g, (list, tuple)) and all(not isinstance(i, bool) and isinstance(i, int) and i >= 0 for i in g)
             for g in groups):
@@ -364,32 +552,21 @@ def normalize_cpu_collectives(found: Sequence[HloCollective], hlo_text=None) -> 
     _check_found("found", found)
     if hlo_text is None:
         return list(found)
-    text = _text_of(hlo_text, "hlo_text")
-    users: dict[str, list[tuple[str, str, tuple[HloShape, ...]]]] = {}
-    fused_has_slice: dict[str, bool] = {}
-    comp = None
-    for line in text.splitlines():
-        hm = re.match(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$", line)
-        if hm and "=" not in line.split("(")[0]:
-            comp = hm.group(1)
-            fused_has_slice.setdefault(comp, False)
-            continue
-        im = _INSTR_RE.match(line)
-        if not im:
-            continue
-        if comp is not None and im.group("op") == "dynamic-slice":
-            fused_has_slice[comp] = True
-        ops_text, attrs = _split_call(im.group("rest"))
-        for n in re.findall(r"%([\w.\-]+)", ops_text):
-            users.setdefault(n, []).append((im.group("op"), attrs, _shapes(im.group("shape"))))
+    module = _module_of(hlo_text, "hlo_text")
+    users: dict[str, list[HloInstruction]] = {}
+    for ins in module.instructions:
+        for n in ins.operands:
+            users.setdefault(n, []).append(ins)
+    has_slice = {i.computation for i in module.instructions if i.opcode == "dynamic-slice"}
     out = []
     for c in found:
         if c.kind == "all-reduce":
             sliced = None
-            for op, attrs, shp in users.get(c.name, []):
-                called = re.search(r"calls=%?([\w.\-]+)", attrs)
-                is_slice = op == "dynamic-slice" or (op == "fusion" and called
-                                                    and fused_has_slice.get(called.group(1), False))
+            for user in users.get(c.name, []):
+                called = (user.attribute("calls") or "").lstrip("%")
+                is_slice = user.opcode == "dynamic-slice" or (user.opcode == "fusion" and bool(called)
+                                                              and called in has_slice)
+                shp = user.result_shapes
                 if is_slice and shp and sum(s.nbytes for s in shp) < c.result_bytes:
                     sliced = shp
             if sliced is not None:
@@ -422,7 +599,7 @@ def cost(compiled, keys: Optional[Sequence[str]] = ("flops", "bytes accessed", "
 # The oracle: the collectives matmul_plan predicts vs the ones XLA's SPMD partitioner inserts (Chapter 3)
 # --------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class OracleCase:
+class MatmulCase:
     """A sharded computation to compile: one matmul, or a chain of two (a Megatron-style MLP)."""
 
     id: str                                # short name, e.g. "case3-rs-1d"
@@ -439,6 +616,9 @@ class OracleCase:
                     isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and not isinstance(p[1], bool)
                     and isinstance(p[1], int) and p[1] > 0 for p in pairs):
                 raise ValueError(f"{argument} must be a non-empty tuple of (name, positive int) pairs; got {pairs!r}")
+        if any(s > MAX_CASE_DIM for _, s in self.sizes) or math.prod(s for _, s in self.mesh) > 4096:
+            raise ValueError(f"sizes must be at most {MAX_CASE_DIM} (MAX_CASE_DIM) and the mesh at most 4096 devices; "
+                             f"got sizes={self.sizes!r}, mesh={self.mesh!r}")
         if not isinstance(self.matmuls, tuple) or not self.matmuls or \
                 not all(isinstance(t, str) for t in self.matmuls):
             raise TypeError(f"matmuls must be a non-empty tuple of 'LHS · RHS -> OUT' strings; got {self.matmuls!r}")
@@ -469,8 +649,8 @@ def _split_matmul(text: str):
 
 
 def _check_case(case) -> None:
-    if not isinstance(case, OracleCase):
-        raise TypeError(f"case must be an OracleCase (see oracle_cases()); got {type(case).__name__} {case!r}")
+    if not isinstance(case, MatmulCase):
+        raise TypeError(f"case must be a MatmulCase (see matmul_cases()); got {type(case).__name__} {case!r}")
 
 
 def _check_found(argument: str, found) -> None:
@@ -481,15 +661,14 @@ def _check_found(argument: str, found) -> None:
 
 #: Dtypes the oracle compiles in.
 ORACLE_DTYPES = ("fp32", "bf16")
+OracleDType = Annotated[str, OneOf(ORACLE_DTYPES)]
 
 
-def predict(case: OracleCase, dtype: str = "fp32") -> list:
+@checked
+def predict(case: MatmulCase, dtype: OracleDType = "fp32") -> list:
     """The plan's collectives for ``case`` (a list of ``sharding.Step``), chained matmuls in order."""
     from .sharding import matmul_plan
-    from .units import check_choice
-
     _check_case(case)
-    dtype = check_choice("dtype", dtype, ORACLE_DTYPES)
     steps = []
     for text in case.matmuls:
         lhs, rhs, out = _split_matmul(text)
@@ -498,7 +677,8 @@ def predict(case: OracleCase, dtype: str = "fp32") -> list:
     return steps
 
 
-def compile_case(case: OracleCase, devices=None, dtype: str = "fp32", *, return_inputs: bool = False):
+@checked
+def compile_case(case: MatmulCase, devices=None, dtype: OracleDType = "fp32", *, return_inputs: Bool = False):
     """Compile ``case`` with ``jax.jit`` on a mesh with Auto axes (inputs placed with ``device_put``, the final
     output's sharding given as ``out_shardings``); returns ``(compiled, jax_mesh)``, plus the list of placed
     input arrays when ``return_inputs`` (call ``compiled(*inputs)`` to run it)."""
@@ -509,11 +689,7 @@ def compile_case(case: OracleCase, devices=None, dtype: str = "fp32", *, return_
 
     from .compat import make_mesh
 
-    from .units import check_bool, check_choice
-
     _check_case(case)
-    dtype = check_choice("dtype", dtype, ORACLE_DTYPES)
-    check_bool("return_inputs", return_inputs)
     names = [a for a, _ in case.mesh]
     shape = [s for _, s in case.mesh]
     if devices is None:  # XLA's CPU program: the stored oracle outputs are the CPU compiler's
@@ -602,10 +778,10 @@ def signatures_from_plan(steps) -> tuple[CollectiveSig, ...]:
 
 
 @dataclass(frozen=True)
-class OracleRow:
+class MatmulRow:
     """One line of the oracle table."""
 
-    case: OracleCase                           # what was compiled
+    case: MatmulCase                           # what was compiled
     predicted: tuple[CollectiveSig, ...]       # matmul_plan's collectives
     xla: tuple[CollectiveSig, ...]             # XLA's, after folding CPU's reduce-scatter spelling
     xla_raw_kinds: tuple[str, ...]             # XLA's kinds before folding (shows the all-reduce spelling)
@@ -615,12 +791,13 @@ class OracleRow:
         return self.predicted == self.xla
 
 
-def run_case(case: OracleCase, devices=None, dtype: str = "fp32") -> OracleRow:
+@checked
+def run_matmul_case(case: MatmulCase, devices=None, dtype: OracleDType = "fp32") -> MatmulRow:
     """Compile ``case``, parse and normalise its collectives, and pair them with the plan's prediction."""
     compiled, mesh = compile_case(case, devices, dtype)
     raw = collectives(compiled)
     found = normalize_cpu_collectives(raw, compiled)
-    return OracleRow(case, signatures_from_plan(predict(case, dtype)), signatures_from_xla(found, mesh),
+    return MatmulRow(case, signatures_from_plan(predict(case, dtype)), signatures_from_xla(found, mesh),
                      tuple(c.kind for c in raw))
 
 
@@ -630,62 +807,62 @@ _M2 = (("X", 2), ("Y", 4))
 _MLP = (("B", 64), ("D", 128), ("F", 256))
 
 #: The sharding combinations the oracle compiles (tests/test_hlo_oracle.py and Chapter 3's table).
-ORACLE_CASES: tuple[OracleCase, ...] = (
-    OracleCase("c1-replicated", _M1, ("A[I, J] · B[J, K] -> C[I, K]",), _Z),
-    OracleCase("c1-rows", _M1, ("A[I_X, J] · B[J, K] -> C[I_X, K]",), _Z),
-    OracleCase("c1-rows-then-gather", _M1, ("A[I_X, J] · B[J, K] -> C[I, K]",), _Z),
-    OracleCase("c1-move-to-cols", _M1, ("A[I_X, J] · B[J, K] -> C[I, K_X]",), _Z,
+MATMUL_CASES: tuple[MatmulCase, ...] = (
+    MatmulCase("c1-replicated", _M1, ("A[I, J] · B[J, K] -> C[I, K]",), _Z),
+    MatmulCase("c1-rows", _M1, ("A[I_X, J] · B[J, K] -> C[I_X, K]",), _Z),
+    MatmulCase("c1-rows-then-gather", _M1, ("A[I_X, J] · B[J, K] -> C[I, K]",), _Z),
+    MatmulCase("c1-move-to-cols", _M1, ("A[I_X, J] · B[J, K] -> C[I, K_X]",), _Z,
                note="XLA gathers A (32.8 kB per device) and slices B instead of an AllToAll of the output, which "
                     "the model rates cheaper (an AllToAll of 65.5 kB costs a quarter of an AllGather of it)"),
-    OracleCase("c2-gather-lhs", _M1, ("A[I, J_X] · B[J, K] -> C[I, K]",), _Z),
-    OracleCase("c2-reduce-instead", _M1, ("A[I, J_X] · B[J, K] -> C[I, K]",), (("I", 256), ("J", 256), ("K", 64))),
-    OracleCase("c2-rhs-split", _M1, ("A[I, J] · B[J_X, K] -> C[I, K]",), _Z),
-    OracleCase("c2-fsdp", _M1, ("A[I_X, J] · B[J_X, K] -> C[I_X, K]",), _Z),
-    OracleCase("c3-allreduce", _M1, ("A[I, J_X] · B[J_X, K] -> C[I, K]",), _Z),
-    OracleCase("c3-rs-cols", _M1, ("A[I, J_X] · B[J_X, K] -> C[I, K_X]",), _Z),
-    OracleCase("c3-rs-rows", _M1, ("A[I, J_X] · B[J_X, K] -> C[I_X, K]",), _Z),
-    OracleCase("c4-keep-rows", _M1, ("A[I_X, J] · B[J, K_X] -> C[I_X, K]",), _Z),
-    OracleCase("c4-keep-cols", _M1, ("A[I_X, J] · B[J, K_X] -> C[I, K_X]",), _Z),
-    OracleCase("2d-c1", _M2, ("A[I_X, J] · B[J, K_Y] -> C[I_X, K_Y]",), _Z),
-    OracleCase("2d-c1-XY", _M2, ("A[I_XY, J] · B[J, K] -> C[I_XY, K]",), _Z),
-    OracleCase("2d-c2", _M2, ("A[I_X, J_Y] · B[J, K] -> C[I_X, K]",), _Z),
-    OracleCase("2d-c2-fsdp-tp", _M2, ("A[I_X, J] · B[J_X, K_Y] -> C[I_X, K_Y]",), _Z),
-    OracleCase("2d-c3-ar", _M2, ("A[I_X, J_Y] · B[J_Y, K] -> C[I_X, K]",), _Z),
-    OracleCase("2d-c3-rs", _M2, ("A[I_X, J_Y] · B[J_Y, K] -> C[I_X, K_Y]",), _Z),
-    OracleCase("2d-c3-XY", _M2, ("A[I, J_XY] · B[J_XY, K] -> C[I, K]",), _Z),
-    OracleCase("2d-c3-rs-spare-Y", _M2, ("A[I, J_X] · B[J_X, K] -> C[I, K_X]",), _Z,
+    MatmulCase("c2-gather-lhs", _M1, ("A[I, J_X] · B[J, K] -> C[I, K]",), _Z),
+    MatmulCase("c2-reduce-instead", _M1, ("A[I, J_X] · B[J, K] -> C[I, K]",), (("I", 256), ("J", 256), ("K", 64))),
+    MatmulCase("c2-rhs-split", _M1, ("A[I, J] · B[J_X, K] -> C[I, K]",), _Z),
+    MatmulCase("c2-fsdp", _M1, ("A[I_X, J] · B[J_X, K] -> C[I_X, K]",), _Z),
+    MatmulCase("c3-allreduce", _M1, ("A[I, J_X] · B[J_X, K] -> C[I, K]",), _Z),
+    MatmulCase("c3-rs-cols", _M1, ("A[I, J_X] · B[J_X, K] -> C[I, K_X]",), _Z),
+    MatmulCase("c3-rs-rows", _M1, ("A[I, J_X] · B[J_X, K] -> C[I_X, K]",), _Z),
+    MatmulCase("c4-keep-rows", _M1, ("A[I_X, J] · B[J, K_X] -> C[I_X, K]",), _Z),
+    MatmulCase("c4-keep-cols", _M1, ("A[I_X, J] · B[J, K_X] -> C[I, K_X]",), _Z),
+    MatmulCase("2d-c1", _M2, ("A[I_X, J] · B[J, K_Y] -> C[I_X, K_Y]",), _Z),
+    MatmulCase("2d-c1-XY", _M2, ("A[I_XY, J] · B[J, K] -> C[I_XY, K]",), _Z),
+    MatmulCase("2d-c2", _M2, ("A[I_X, J_Y] · B[J, K] -> C[I_X, K]",), _Z),
+    MatmulCase("2d-c2-fsdp-tp", _M2, ("A[I_X, J] · B[J_X, K_Y] -> C[I_X, K_Y]",), _Z),
+    MatmulCase("2d-c3-ar", _M2, ("A[I_X, J_Y] · B[J_Y, K] -> C[I_X, K]",), _Z),
+    MatmulCase("2d-c3-rs", _M2, ("A[I_X, J_Y] · B[J_Y, K] -> C[I_X, K_Y]",), _Z),
+    MatmulCase("2d-c3-XY", _M2, ("A[I, J_XY] · B[J_XY, K] -> C[I, K]",), _Z),
+    MatmulCase("2d-c3-rs-spare-Y", _M2, ("A[I, J_X] · B[J_X, K] -> C[I, K_X]",), _Z,
                note="with Y idle, XLA AllReduces only the half of C that each Y-group needs (32.8 kB) and then "
                     "permutes the halves into place: the same bytes per link as the predicted ReduceScatter"),
-    OracleCase("2d-c4-spare-Y", _M2, ("A[I_X, J] · B[J, K_X] -> C[I_X, K]",), _Z,
+    MatmulCase("2d-c4-spare-Y", _M2, ("A[I_X, J] · B[J, K_X] -> C[I_X, K]",), _Z,
                note="with Y idle, XLA re-splits B over Y with a permute and gathers over the 4 devices of Y "
                     "instead of the 2 of X: the same gathered bytes, one extra permute"),
-    OracleCase("mlp-megatron-1d", _M1, ("X[B, D] · W[D, F_X] -> H[B, F_X]", "H[B, F_X] · V[F_X, D] -> O[B, D]"),
+    MatmulCase("mlp-megatron-1d", _M1, ("X[B, D] · W[D, F_X] -> H[B, F_X]", "H[B, F_X] · V[F_X, D] -> O[B, D]"),
                _MLP),
-    OracleCase("mlp-dp-tp-2d", _M2, ("X[B_X, D] · W[D, F_Y] -> H[B_X, F_Y]",
+    MatmulCase("mlp-dp-tp-2d", _M2, ("X[B_X, D] · W[D, F_Y] -> H[B_X, F_Y]",
                                      "H[B_X, F_Y] · V[F_Y, D] -> O[B_X, D]"), _MLP),
-    OracleCase("mlp-megatron-rs-1d", _M1, ("X[B, D] · W[D, F_X] -> H[B, F_X]",
+    MatmulCase("mlp-megatron-rs-1d", _M1, ("X[B, D] · W[D, F_X] -> H[B, F_X]",
                                            "H[B, F_X] · V[F_X, D] -> O[B_X, D]"), _MLP),
 )
 
 
-def oracle_cases(ids: Optional[Sequence[str]] = None) -> tuple[OracleCase, ...]:
+def matmul_cases(ids: Optional[Sequence[str]] = None) -> tuple[MatmulCase, ...]:
     """The oracle's cases, all or those named by ``ids``."""
     if ids is None:
-        return ORACLE_CASES
+        return MATMUL_CASES
     if isinstance(ids, (str, bytes)) or not isinstance(ids, (list, tuple)):
         raise TypeError(f"ids must be a list of case ids, e.g. ['c1-rows'], or None; got {ids!r}")
-    by_id = {c.id: c for c in ORACLE_CASES}
+    by_id = {c.id: c for c in MATMUL_CASES}
     unknown = [i for i in ids if i not in by_id]
     if unknown:
         raise ValueError(f"ids: unknown oracle case id(s) {unknown}; known: {sorted(by_id)}")
     return tuple(by_id[i] for i in ids)
 
 
-def format_oracle_table(rows: Sequence[OracleRow]) -> str:
+def format_matmul_table(rows: Sequence[MatmulRow]) -> str:
     """The oracle's rows as a plain-text table: case, predicted collectives, XLA's, agreement."""
     if isinstance(rows, (str, bytes)) or not isinstance(rows, (list, tuple)) or \
-            not all(isinstance(r, OracleRow) for r in rows):
-        raise TypeError(f"rows must be a list of OracleRow (from run_case); got {rows!r}")
+            not all(isinstance(r, MatmulRow) for r in rows):
+        raise TypeError(f"rows must be a list of MatmulRow (from run_matmul_case); got {rows!r}")
     def show(sigs):
         return " + ".join(map(str, sigs)) or "none"
 

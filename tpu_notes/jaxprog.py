@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from numbers import Integral
 from typing import Callable, Optional, Sequence
 
 import jax
@@ -37,25 +36,24 @@ from .compat import make_mesh as _make_mesh
 from .compat import shard_map as _shard_map
 from .hardware import get_chip
 from .roofline import compute_time
-from .units import check_bool, check_choice, check_positive, dtype_bytes
+from .units import Bool, capped, check_bool, check_choice, check_positive, checked, dtype_bytes
 
 #: Most devices a 1-D mesh of this module spans (a ring of ``ppermute`` hops is unrolled in the program).
 MAX_RING = 64
 #: Largest array (elements) a program of this module accepts: these are teaching programs, not production ones.
 MAX_ELEMENTS = 2**26
+#: Largest side of a teaching program's array (rows, cols, B, D, F) and of a Pallas block.
+MAX_SIDE = 2**14
+MAX_BLOCK = 2**16
+
+#: The argument kinds of this module.
+RingSize = capped(MAX_RING)
+Side = capped(MAX_SIDE)
+Capacity = capped(MAX_ELEMENTS)
 
 # ------------------------------------------------------------------------------------------------------------
 # Checks
 # ------------------------------------------------------------------------------------------------------------
-
-
-def _check_int(name: str, value, minimum: int = 1, maximum: Optional[int] = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{name} must be an integer >= {minimum}; got {type(value).__name__} {value!r}")
-    if value < minimum or (maximum is not None and value > maximum):
-        top = f" and <= {maximum}" if maximum is not None else ""
-        raise ValueError(f"{name} must be an integer >= {minimum}{top}; got {value!r}")
-    return int(value)
 
 
 def _check_mesh(mesh, axis) -> int:
@@ -91,7 +89,8 @@ def _divides(what: str, size: int, n: int, axis: str) -> None:
 # ------------------------------------------------------------------------------------------------------------
 
 
-def ring_mesh(n_devices: Optional[int] = None, axis: str = "x", *, devices=None):
+@checked
+def ring_mesh(n_devices: Optional[RingSize] = None, axis: str = "x", *, devices=None):
     """A 1-D mesh with one Auto axis named ``axis`` over ``n_devices`` of the demo's devices.
 
     ``devices`` is the setup cell's ``DEVICES`` (None: :func:`tpu_notes.devices.demo_devices`); ``n_devices``
@@ -106,7 +105,7 @@ def ring_mesh(n_devices: Optional[int] = None, axis: str = "x", *, devices=None)
         devs = demo_devices(MAX_RING, devices=devices) if devices is not None else demo_devices(8)
         n = len(devs)
     else:
-        n = _check_int("n_devices", n_devices, 1, MAX_RING)
+        n = n_devices
         devs = demo_devices(n, devices=devices)
         if len(devs) < n:
             raise ValueError(f"n_devices ({n}) is more than the {len(devs)} devices available; allowed: "
@@ -144,7 +143,8 @@ _LAX_CALLS = {
 }
 
 
-def collective_table(mesh, axis: str = "x", rows: int = 64, cols: int = 128) -> list[CollectiveRow]:
+@checked
+def collective_table(mesh, axis: str = "x", rows: Side = 64, cols: Side = 128) -> list[CollectiveRow]:
     """Run each collective of Chapter 3 on a ``float32[rows, cols]`` array split over ``axis``; one row each.
 
     The input of every program is the array split along its rows, so each device starts with ``[rows/N, cols]``
@@ -155,8 +155,6 @@ def collective_table(mesh, axis: str = "x", rows: int = 64, cols: int = 128) -> 
     block for an AllToAll, the whole block for a permute.
     """
     n = _check_mesh(mesh, axis)
-    rows = _check_int("rows", rows, 1, 2**14)
-    cols = _check_int("cols", cols, 1, 2**14)
     _divides("rows", rows, n, axis)
     _divides("cols", cols, n, axis)
     x = jax.device_put(jnp.arange(rows * cols, dtype=jnp.float32).reshape(rows, cols),
@@ -316,8 +314,9 @@ def _reducescatter_program(mesh, axis: str, collective: bool):
                                 in_specs=(P(None, axis), P(axis, None)), out_specs=P(None, axis)))
 
 
-def matmul_hlo_collectives(program: str, mesh, axis: str = "x", B: int = 64, D: int = 256,
-                           F: int = 256) -> dict:
+@checked
+def matmul_hlo_collectives(program: str, mesh, axis: str = "x", B: Side = 64, D: Side = 256,
+                           F: Side = 256) -> dict:
     """The collectives XLA compiles for one of the matmul programs, counted by kind (e.g. ``{"all-gather": 1}``).
 
     ``program`` is ``"allgather"``, ``"collective"`` or ``"bidirectional"`` (``x[B, D_X] · w[D, F_X]``), or
@@ -327,8 +326,6 @@ def matmul_hlo_collectives(program: str, mesh, axis: str = "x", B: int = 64, D: 
     program = check_choice("program", program, ("allgather", "collective", "bidirectional", "reducescatter",
                                                  "collective-reducescatter"))
     n = _check_mesh(mesh, axis)
-    for name, v in (("B", B), ("D", D), ("F", F)):
-        _check_int(name, v, 1, 2**14)
     _divides("D", D, n, axis)
     _divides("F", F, n, axis)
     x = jax.device_put(jnp.zeros((B, D), jnp.float32), NamedSharding(mesh, P(None, axis)))
@@ -362,8 +359,9 @@ class CollectiveMatmulTime:
         return self.sequential_s / self.overlapped_s if self.overlapped_s else 1.0
 
 
-def collective_matmul_time(B: int, D: int, F: int, n: int, chip="v5e", dtype: str = "bf16",
-                           bidirectional: bool = False) -> CollectiveMatmulTime:
+@checked
+def collective_matmul_time(B: capped(2**40), D: capped(2**40), F: capped(2**40), n: capped(2**16), chip="v5e",
+                           dtype: str = "bf16", bidirectional: Bool = False) -> CollectiveMatmulTime:
     """Predicted times of the two programs above on ``n`` chips of ``chip`` (a 1-D ICI ring with wraparound).
 
     Each device does ``2·B·D·F/n`` FLOPs in ``N`` partial matmuls of ``2·B·(D/n)·(F/n)``. The AllGather moves A
@@ -371,8 +369,6 @@ def collective_matmul_time(B: int, D: int, F: int, n: int, chip="v5e", dtype: st
     The ring's time is the first partial matmul, then for every hop the slower of the hop and the partial matmuls
     it overlaps (two per hop both ways round, one at the meeting point of an even ring).
     """
-    B, D, F = (_check_int(k, v, 1, 2**40) for k, v in (("B", B), ("D", D), ("F", F)))
-    n = _check_int("n", n, 1, 2**16)
     check_bool("bidirectional", bidirectional)
     c = get_chip(chip)
     if not c.ici_bw_bidi:
@@ -400,12 +396,20 @@ def collective_matmul_time(B: int, D: int, F: int, n: int, chip="v5e", dtype: st
 # ------------------------------------------------------------------------------------------------------------
 
 
-def moe_capacity(tokens_per_group: int, n_experts: int, capacity_factor: float = 1.0) -> int:
+@checked
+def moe_capacity(tokens_per_group: capped(2**30), n_experts: capped(2**16), capacity_factor: float = 1.0) -> int:
     """Slots each expert keeps for the tokens of one group (one sending device): ``⌈f · t / E⌉``, at least 1."""
-    t = _check_int("tokens_per_group", tokens_per_group, 1, 2**30)
-    e = _check_int("n_experts", n_experts, 1, 2**16)
+    t, e = tokens_per_group, n_experts
     f = check_positive("capacity_factor", capacity_factor, maximum=1e3)
     return max(1, math.ceil(f * t / e))
+
+
+def _check_buffer(n_experts: int, capacity: int, d_model: int) -> None:
+    """The ``[E, capacity, D]`` dispatch buffer within :data:`MAX_ELEMENTS`, or an error naming ``capacity``."""
+    if n_experts * capacity * d_model > MAX_ELEMENTS:
+        raise ValueError(f"capacity ({capacity}) makes the [E, capacity, D] = [{n_experts}, {capacity}, {d_model}] "
+                         f"buffer larger than {MAX_ELEMENTS} elements (MAX_ELEMENTS); allowed: capacity <= "
+                         f"{max(1, MAX_ELEMENTS // (n_experts * d_model))}")
 
 
 def _moe_inputs(x, router, w_in, w_out):
@@ -435,7 +439,8 @@ def _route(x, router, capacity):
     return expert, gate, slot, slot < capacity
 
 
-def moe_reference(x, router, w_in, w_out, n_groups: int, capacity: int):
+@checked
+def moe_reference(x, router, w_in, w_out, n_groups: RingSize, capacity: Capacity):
     """The MoE layer computed densely: ``y[t] = g_t · W_out[e_t] · gelu(W_in[e_t] · x[t])``, or 0 if dropped.
 
     Tokens are split into ``n_groups`` consecutive groups (one per sending device); within a group, an expert keeps
@@ -443,8 +448,8 @@ def moe_reference(x, router, w_in, w_out, n_groups: int, capacity: int):
     tokens dropped in all groups.
     """
     T, D, E = _moe_inputs(x, router, w_in, w_out)
-    g = _check_int("n_groups", n_groups, 1, MAX_RING)
-    cap = _check_int("capacity", capacity, 1, 2**30)
+    g, cap = n_groups, capacity
+    _check_buffer(E, cap, D)
     if T % g:
         raise ValueError(f"n_groups ({g}) must divide the {T} tokens of x")
     expert, gate, _, kept = jax.vmap(lambda xs: _route(xs, router, cap))(x.reshape(g, T // g, D))
@@ -454,7 +459,8 @@ def moe_reference(x, router, w_in, w_out, n_groups: int, capacity: int):
     return y, int(T - jnp.sum(kept))
 
 
-def moe_expert_parallel(x, router, w_in, w_out, mesh, axis: str = "x", capacity: Optional[int] = None):
+@checked
+def moe_expert_parallel(x, router, w_in, w_out, mesh, axis: str = "x", capacity: Optional[Capacity] = None):
     """The MoE layer with its ``E`` experts split over ``axis`` (``E/N`` per device) and tokens split too.
 
     Under ``shard_map`` each device routes its ``T/N`` tokens (top-1), packs them into a ``[E, capacity, D]``
@@ -467,19 +473,23 @@ def moe_expert_parallel(x, router, w_in, w_out, mesh, axis: str = "x", capacity:
     T, D, E = _moe_inputs(x, router, w_in, w_out)
     _divides("the number of tokens x.shape[0]", T, n, axis)
     _divides("the number of experts router.shape[1]", E, n, axis)
-    cap = moe_capacity(T // n, E) if capacity is None else _check_int("capacity", capacity, 1, 2**30)
+    cap = moe_capacity(T // n, E) if capacity is None else capacity
+    _check_buffer(E, cap, D)
     y, dropped = _moe_program(mesh, axis, cap)(x, router, w_in, w_out)
     return y, int(dropped)
 
 
-def moe_hlo_collectives(x, router, w_in, w_out, mesh, axis: str = "x", capacity: Optional[int] = None) -> list:
+@checked
+def moe_hlo_collectives(x, router, w_in, w_out, mesh, axis: str = "x",
+                        capacity: Optional[Capacity] = None) -> list:
     """The collectives XLA compiles for :func:`moe_expert_parallel` on these inputs (``hlo.HloCollective`` each):
     two AllToAlls of the ``[E, capacity, D]`` buffer and one small AllReduce of the dropped count."""
     n = _check_mesh(mesh, axis)
     T, D, E = _moe_inputs(x, router, w_in, w_out)
     _divides("the number of tokens x.shape[0]", T, n, axis)
     _divides("the number of experts router.shape[1]", E, n, axis)
-    cap = moe_capacity(T // n, E) if capacity is None else _check_int("capacity", capacity, 1, 2**30)
+    cap = moe_capacity(T // n, E) if capacity is None else capacity
+    _check_buffer(E, cap, D)
     compiled = _moe_program(mesh, axis, cap).lower(x, router, w_in, w_out).compile()
     return hlo.collectives(compiled)
 
@@ -512,7 +522,9 @@ def _moe_program(mesh, axis: str, cap: int):
 # ------------------------------------------------------------------------------------------------------------
 
 
-def pallas_matmul(x, y, *, bm: int = 128, bn: int = 128, bk: Optional[int] = None,
+@checked
+def pallas_matmul(x, y, *, bm: capped(MAX_BLOCK) = 128, bn: capped(MAX_BLOCK) = 128,
+                  bk: Optional[capped(MAX_BLOCK)] = None,
                   interpret: Optional[bool] = None, k_loop: Optional[bool] = None):
     """``x[M, K] @ y[K, N]`` by a Pallas kernel over ``(M/bm, N/bn)`` output tiles, in ``K/bk`` steps of ``bk``.
 
@@ -540,7 +552,6 @@ def pallas_matmul(x, y, *, bm: int = 128, bn: int = 128, bk: Optional[int] = Non
     N = y.shape[1]
     bk = K if bk is None else bk
     for name, b, size, dim in (("bm", bm, M, "M"), ("bn", bn, N, "N"), ("bk", bk, K, "K")):
-        _check_int(name, b, 1, 2**16)
         if size % b:
             raise ValueError(f"{name} ({b}) must divide {dim} ({size}): a Pallas block must tile the array; "
                              f"allowed: divisors of {size}")
@@ -620,10 +631,10 @@ class ProgramCheck:
                 raise TypeError(f"{name} must be callable; got {type(f).__name__}")
         self.reference = reference
         self.make_inputs = make_inputs
-        self.trials = _check_int("trials", trials, 1, 100)
+        self.trials = check_positive("trials", trials, integer=True, maximum=100)
         self.rtol = check_positive("rtol", rtol, allow_zero=True, maximum=0.1)
         self.atol = check_positive("atol", atol, allow_zero=True, maximum=1.0)
-        self.seed = _check_int("seed", seed, 0, 2**32)
+        self.seed = check_positive("seed", seed, integer=True, allow_zero=True, maximum=2**32)
         if isinstance(wrong, (str, bytes)) or not isinstance(wrong, Sequence) or \
                 not all(callable(f) for f in wrong):
             raise TypeError("wrong must be a sequence of callables (wrong programs to reject)")

@@ -31,7 +31,9 @@ import sys
 import time
 from dataclasses import dataclass
 
-from .units import check_positive
+from typing import Annotated
+
+from .units import OneOf, Positive, capped, checked
 
 TASKS = ("train", "collective_matmul")
 #: Most processes (and devices per process) :func:`launch` starts: each is a Python process with JAX loaded.
@@ -60,31 +62,27 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def train_layout(n_devices: int, n_processes: int):
+@checked
+def train_layout(n_devices: capped(MAX_PROCESSES * MAX_DEVICES_PER_PROCESS), n_processes: capped(MAX_PROCESSES)):
     """The layout the "train" task uses on ``n_devices`` devices in ``n_processes`` processes: data parallelism
     across the processes, FSDP over each process's devices (``data=2 x fsdp=4`` on 2 x 4)."""
     from .training import Parallelism
 
-    n_devices = check_positive("n_devices", n_devices, integer=True, maximum=MAX_PROCESSES * MAX_DEVICES_PER_PROCESS)
-    n_processes = check_positive("n_processes", n_processes, integer=True, maximum=MAX_PROCESSES)
     if n_devices % n_processes:
         raise ValueError(f"n_devices ({n_devices}) must be a multiple of n_processes ({n_processes})")
     return Parallelism(data=n_processes, fsdp=n_devices // n_processes)
 
 
-def launch(task: str, n_processes: int = 2, devices_per_process: int = 4, timeout_s: float = 240.0) -> list:
+@checked
+def launch(task: Annotated[str, OneOf(TASKS)], n_processes: capped(MAX_PROCESSES) = 2,
+           devices_per_process: capped(MAX_DEVICES_PER_PROCESS) = 4,
+           timeout_s: Annotated[float, Positive(maximum=3600)] = 240.0) -> list:
     """Start ``n_processes`` JAX processes joined by ``jax.distributed.initialize``, run ``task`` in each, and
     return their :class:`ProcessResult` in process order.
 
     Every process is killed if the whole run outlives ``timeout_s`` seconds (``TimeoutError``); a process that
     fails raises ``RuntimeError`` with the end of its output; a JAX without gloo raises :class:`GlooUnavailable`.
     """
-    if task not in TASKS:
-        raise ValueError(f"task must be one of {TASKS}; got {task!r}")
-    n_processes = check_positive("n_processes", n_processes, integer=True, maximum=MAX_PROCESSES)
-    devices_per_process = check_positive("devices_per_process", devices_per_process, integer=True,
-                                         maximum=MAX_DEVICES_PER_PROCESS)
-    timeout_s = check_positive("timeout_s", timeout_s, maximum=3600)
     port = _free_port()
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_NUM_CPU_DEVICES": str(devices_per_process),
            "PYTHONHASHSEED": "0"}

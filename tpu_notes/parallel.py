@@ -23,7 +23,7 @@ axes dropped) and a ``PartitionSpec`` for every weight (:func:`param_specs`):
 Without pipeline the loss is :func:`layout_loss`: :func:`tpu_notes.model.loss` plus two sharding constraints that
 pin the layout (weights used gathered, residual stream split over the batch only), optionally with each layer
 rematerialised (``remat=True``). :func:`compiled_step` lowers and compiles one SGD step (loss, gradients, update)
-with those shardings: what the oracle (:func:`oracle_rows`, :data:`ORACLE_CASES`, :func:`oracle_summary`) parses
+with those shardings: what the oracle (:func:`oracle_rows`, :data:`TRAINING_CASES`, :func:`oracle_summary`) parses
 with :mod:`tpu_notes.hlo` and compares with :func:`tpu_notes.training.collectives.predicted_collectives`; where
 they differ, :data:`FINDINGS` says why. :func:`train` runs a few steps and returns the losses, equal to a single
 device's to fp32 rounding; :func:`measure_step` times a step with :func:`tpu_notes.bench.time_fn`.
@@ -32,10 +32,9 @@ Importing this module imports JAX.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache, partial
-from typing import Optional, Sequence
+from typing import Annotated, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -50,24 +49,34 @@ from .compat import shard_map as _shard_map
 from .training.collectives import predicted_collectives
 from .training.parallelism import MESH_AXES, Parallelism
 from .transformer import TransformerConfig, as_config
-from .units import check_positive
+from .units import Bool, OneOf, Positive, capped, checked, dtype_bytes
 
-#: Most tokens (batch x seq_len) one step of this small-model trainer accepts, and most steps one train() call
-#: runs: generous for a notebook, and a bound that refuses absurd sizes before XLA tries to compile them.
-MAX_TOKENS_PER_STEP = 2**24
-MAX_STEPS = 100_000
+#: Caps of this trainer of small models, checked before anything is compiled or allocated: the most tokens
+#: (batch x seq_len) in one step, the most sequences (batch) and tokens per sequence (seq_len), the most steps one
+#: train() call runs, the most bytes of parameters in the step's dtype (llama3-8b's 32 GB in fp32 is refused; the
+#: book's models take kilobytes to megabytes), and the most bytes of the logits [batch, seq_len, vocab] in fp32.
+#: Each is sized so that a call at the cap finishes in seconds on a 2-core CPU.
+MAX_TOKENS_PER_STEP = 2**16
+MAX_BATCH = 4096
+MAX_SEQ_LEN = 4096
+MAX_STEPS = 256
+MAX_PARAM_BYTES = 2**28
+MAX_LOGIT_BYTES = 2**30
+#: Most timed samples measure_step takes.
+MAX_REPEATS = 100
 
 #: Parameter dtypes a step can run in.
 STEP_DTYPES = {"fp32": jnp.float32, "bf16": jnp.bfloat16}
 
-def train_layouts(n_devices: int = 8) -> dict[str, Parallelism]:
+@checked
+def train_layouts(n_devices: capped(4096) = 8) -> dict[str, Parallelism]:
     """The layouts Chapter 5 trains side by side on ``n_devices`` devices, by name (``"fsdp=2 x tensor=4"``).
 
     On 8 devices: data, FSDP and tensor parallelism over all 8, FSDP x tensor (2 x 4) and data x pipeline (4 x 2,
     two microbatches). Fewer devices give the same kinds at smaller degrees, and only those that split anything
     (one device: none). ``tensor=n`` needs ``n`` to divide the heads (8 in :data:`ORACLE_CONFIG`).
     """
-    n = check_positive("n_devices", n_devices, integer=True, maximum=4096)
+    n = n_devices
     layouts = [Parallelism(data=n), Parallelism(fsdp=n), Parallelism(tensor=n)]
     if n % 2 == 0 and n >= 4:
         layouts.append(Parallelism(fsdp=2, tensor=n // 2))
@@ -87,21 +96,6 @@ TRAIN_LAYOUTS: dict[str, Parallelism] = train_layouts(8)
 # ------------------------------------------------------------------------------------------------------------
 # Checks
 # ------------------------------------------------------------------------------------------------------------
-
-def _check_int(name: str, value, minimum: int = 1) -> int:
-    """A whole number >= ``minimum`` (not a bool, not a float), or an error naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer >= {minimum}; got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
-
-
-def _check_flag(name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False; got {value!r}")
-    return value
-
 
 def _check_devices(devices, n: int) -> list:
     """The devices to lay the mesh on: ``devices.demo_devices(n)`` when None, else a sequence of JAX devices."""
@@ -136,22 +130,19 @@ def _check_parallelism(parallelism) -> Parallelism:
     return parallelism
 
 
-def _check_dtype(dtype) -> str:
-    if not isinstance(dtype, str) or dtype not in STEP_DTYPES:
-        raise ValueError(f"dtype must be one of {list(STEP_DTYPES)}; got {dtype!r}")
-    return dtype
-
-
 def _check_fits(c: TransformerConfig, p: Parallelism, batch: int, seq_len: int) -> None:
-    """Each degree must divide what it splits; raise a ValueError naming both."""
-    for name, v in (("batch", batch), ("seq_len", seq_len)):
-        _check_int(name, v)
+    """The sizes within the caps, and each degree dividing what it splits; a ValueError naming both."""
     if batch * seq_len > MAX_TOKENS_PER_STEP:
         raise ValueError(f"batch x seq_len = {batch} x {seq_len} tokens is more than this trainer of small models "
                          f"takes in one step ({MAX_TOKENS_PER_STEP}); allowed: batch x seq_len <= "
                          f"{MAX_TOKENS_PER_STEP}")
     if seq_len < 2:
         raise ValueError(f"seq_len must be >= 2 (the loss predicts token t+1 from t); got {seq_len}")
+    logits = batch * seq_len * c.vocab * 4
+    if logits > MAX_LOGIT_BYTES:
+        raise ValueError(f"batch x seq_len x vocab = {batch} x {seq_len} x {c.vocab}: the fp32 logits take "
+                         f"{logits:.3g} bytes, more than this trainer allows (MAX_LOGIT_BYTES = {MAX_LOGIT_BYTES}); use a smaller "
+                         "batch or seq_len")
     if p.expert > 1 and not c.is_moe:
         raise ValueError(f"parallelism.expert = {p.expert} needs a mixture-of-experts model; "
                          f"{c.name or 'this model'} is dense (n_experts = 1). Allowed: expert=1")
@@ -270,13 +261,13 @@ def param_specs(model, parallelism: Parallelism):
     return specs
 
 
-def stage_params(params, n_stages: int):
+@checked
+def stage_params(params, n_stages: capped(4096)):
     """Regroup ``params`` for a pipeline of ``n_stages``: ``"layers"`` (a list of ``L`` layers) becomes
     ``"stages"``, a list of ``L / n_stages`` layers whose arrays gain a leading stage axis: entry ``j`` of stage
     ``s`` is layer ``s · L/n_stages + j`` (stages hold consecutive layers)."""
     if not isinstance(params, dict) or not isinstance(params.get("layers"), list):
         raise TypeError("params must be a parameter pytree of tpu_notes.model (a dict with a 'layers' list)")
-    n_stages = _check_int("n_stages", n_stages)
     layers = params["layers"]
     L = len(layers)
     if L % n_stages:
@@ -378,10 +369,19 @@ def pipeline_loss(params, tokens, model: TransformerConfig, parallelism: Paralle
 # The training step
 # ------------------------------------------------------------------------------------------------------------
 
+def _check_param_bytes(c: TransformerConfig, dtype: str) -> None:
+    nbytes = c.param_count() * dtype_bytes(dtype)
+    if nbytes > MAX_PARAM_BYTES:
+        raise ValueError(f"model {c.name or ''}: its {c.param_count():,} parameters take {nbytes:.3g} bytes in "
+                         f"{dtype}, more than this trainer of small models builds (MAX_PARAM_BYTES = {MAX_PARAM_BYTES} bytes); "
+                         "allowed: configs such as ORACLE_CONFIG or the tiny presets. Price large models with "
+                         "tpu_notes.training instead")
+
+
 def _prepare(model, parallelism, batch, seq_len, devices, dtype):
     c = M._check_supported(as_config(model, "model"))
     p = _check_parallelism(parallelism)
-    _check_dtype(dtype)
+    _check_param_bytes(c, dtype)
     mesh = make_mesh(p, devices)
     _check_fits(c, p, batch, seq_len)
     return c, p, mesh
@@ -394,7 +394,8 @@ def _gathered_specs(c: TransformerConfig, p: Parallelism):
     return param_specs(c, replace(p, fsdp=1, data=p.data * p.fsdp))
 
 
-def layout_loss(params, tokens, model: TransformerConfig, parallelism: Parallelism, mesh, remat: bool = False):
+@checked
+def layout_loss(params, tokens, model: TransformerConfig, parallelism: Parallelism, mesh, remat: Bool = False):
     """:func:`tpu_notes.model.loss` with the layout's sharding constraints (``pipeline == 1``).
 
     Two ``with_sharding_constraint`` s pin the layout the chapter describes, instead of leaving the choice to
@@ -406,7 +407,6 @@ def layout_loss(params, tokens, model: TransformerConfig, parallelism: Paralleli
     that of :func:`tpu_notes.model.forward` and :func:`tpu_notes.model.loss`.
     """
     c, p = as_config(model, "model"), _check_parallelism(parallelism)
-    _check_flag("remat", remat)
     wsc = jax.lax.with_sharding_constraint
     gathered = None
     if p.fsdp > 1:
@@ -490,9 +490,6 @@ def _compiled(c: TransformerConfig, p: Parallelism, batch: int, seq_len: int, de
 
 
 def _get(model, parallelism, batch, seq_len, devices, dtype, constrain=True, optimize=False, remat=False):
-    _check_flag("constrain", constrain)
-    _check_flag("remat", remat)
-    _check_flag("optimize", optimize)
     c, p, _ = _prepare(model, parallelism, batch, seq_len, devices, dtype)
     devs = tuple(_check_devices(devices, p.chips_per_slice))
     if remat and (p.pipeline > 1 or not constrain):
@@ -501,8 +498,15 @@ def _get(model, parallelism, batch, seq_len, devices, dtype, constrain=True, opt
     return (c, p) + _compiled(c, p, int(batch), int(seq_len), devs, dtype, constrain, optimize, remat)
 
 
-def compiled_step(model, parallelism: Parallelism, batch: int, seq_len: int, devices=None, dtype: str = "fp32",
-                  constrain: bool = True, optimize: bool = False, remat: bool = False):
+#: Argument kinds shared by the step functions.
+Batch = capped(MAX_BATCH)
+SeqLen = capped(MAX_SEQ_LEN)
+StepDType = Annotated[str, OneOf(tuple(STEP_DTYPES))]
+
+
+@checked
+def compiled_step(model, parallelism: Parallelism, batch: Batch, seq_len: SeqLen, devices=None,
+                  dtype: StepDType = "fp32", constrain: Bool = True, optimize: Bool = False, remat: Bool = False):
     """One SGD training step (loss, gradients, update) of :mod:`tpu_notes.model` laid out per ``parallelism``,
     jitted with in/out shardings, lowered from shapes alone and compiled: the object :func:`tpu_notes.hlo.collectives`
     parses. ``batch`` sequences of ``seq_len`` tokens, parameters in ``dtype`` (``"fp32"`` or ``"bf16"``).
@@ -537,9 +541,11 @@ def _default_devices(parallelism, devices):
     return devices
 
 
-def train(model, parallelism: Parallelism, steps: int, batch: int, seq_len: int, seed: int = 0,
-          lr: float = 0.5, devices=None, dtype: str = "fp32", same_batch: bool = True,
-          remat: bool = False) -> np.ndarray:
+@checked
+def train(model, parallelism: Parallelism, steps: capped(MAX_STEPS), batch: Batch, seq_len: SeqLen,
+          seed: Annotated[int, Positive(integer=True, allow_zero=True, maximum=2**62)] = 0,
+          lr: Annotated[float, Positive(maximum=1e3)] = 0.5, devices=None, dtype: StepDType = "fp32",
+          same_batch: Bool = True, remat: Bool = False) -> np.ndarray:
     """Train ``model`` (a config or preset name) for ``steps`` SGD steps (learning rate ``lr``) laid out per
     ``parallelism``; the loss before each step's update (nats), as a numpy array.
 
@@ -549,14 +555,8 @@ def train(model, parallelism: Parallelism, steps: int, batch: int, seq_len: int,
     step ``i``. ``Parallelism()`` runs on one device: the reference curve, which every layout reproduces to fp32
     rounding (tests/test_parallel.py). ``remat=True`` recomputes each layer in the backward pass (same losses).
     """
-    _check_int("steps", steps)
-    if steps > MAX_STEPS:
-        raise ValueError(f"steps must be <= {MAX_STEPS} (a notebook-scale run); got {steps}")
-    _check_int("seed", seed, 0)
     if seed + steps >= 2**62:
         raise ValueError(f"seed must be < 2**62 - steps (it seeds a JAX PRNG key); got {seed}")
-    _check_flag("same_batch", same_batch)
-    check_positive("lr", lr)
     devices = _default_devices(parallelism, devices)
     c, fn, params, bshard, lr_arr = _setup(model, parallelism, batch, seq_len, seed, lr, devices, dtype,
                                            remat=remat)
@@ -568,8 +568,9 @@ def train(model, parallelism: Parallelism, steps: int, batch: int, seq_len: int,
     return np.asarray(losses)
 
 
-def measure_step(model, parallelism: Parallelism, batch: int, seq_len: int, repeats: int = 5, devices=None,
-                 dtype: str = "fp32", timing: bool = False):
+@checked
+def measure_step(model, parallelism: Parallelism, batch: Batch, seq_len: SeqLen, repeats: capped(MAX_REPEATS) = 5,
+                 devices=None, dtype: StepDType = "fp32", timing: Bool = False):
     """Median seconds of one training step laid out per ``parallelism`` on the devices present, timed by
     :func:`tpu_notes.bench.time_fn` (warmed up, ``block_until_ready``, median of ``repeats`` samples). The step
     comes compiled, fully optimised, from :func:`compiled_step`'s cache. ``timing=True`` returns the whole
@@ -577,7 +578,6 @@ def measure_step(model, parallelism: Parallelism, batch: int, seq_len: int, repe
     simulated CPU devices this measures the host CPU running all of them, not a chip."""
     from .bench import time_fn
 
-    _check_flag("timing", timing)
     devices = _default_devices(parallelism, devices)
     c, fn, params, bshard, lr = _setup(model, parallelism, batch, seq_len, 0, 1e-2, devices, dtype, optimize=True)
     tokens = jax.device_put(M.random_tokens(c, batch, seq_len, 0), bshard)
@@ -607,31 +607,6 @@ class XlaCollective:
     raw_kind: str              # the HLO opcode before folding CPU's reduce-scatter spelling
 
 
-def _explicit_mesh_groups(m) -> str:
-    names_sizes = re.findall(r"'([^']+)'\s*=\s*(\d+)", m.group(1))
-    shape = [int(n) for _, n in names_sizes]
-    names = [a for a, _ in names_sizes]
-    src = [int(x) for x in m.group(2).split(",") if x.strip()]
-    ids = np.arange(int(np.prod(src))).reshape(src)
-    if m.group(3):
-        ids = ids.transpose([int(x) for x in m.group(3).split(",") if x.strip()])
-    ids = ids.reshape(shape)
-    keep = [names.index(a) for a in re.findall(r"'([^']+)'", m.group(4))]
-    other = [i for i in range(len(shape)) if i not in keep]
-    rows = ids.transpose(other + keep).reshape(-1, int(np.prod([shape[i] for i in keep])) if keep else 1)
-    return "replica_groups={" + ",".join("{" + ",".join(map(str, r)) + "}" for r in rows) + "}"
-
-
-def _clean_hlo(text: str) -> str:
-    """Two spellings :func:`tpu_notes.hlo.collectives` does not read yet, rewritten into ones it does: the
-    ``/*index=5*/`` comments XLA prints inside long tuple shapes (their ``=`` stops the instruction pattern), and
-    mesh-form replica groups whose device order is an iota, ``mesh['a'=4,'b'=2], device_ids=([2,4]T(1,0)) {'a'}``
-    (written out as explicit groups)."""
-    text = re.sub(r"/\*index=\d+\*/", "", text)
-    return re.sub(r"replica_groups=mesh\[([^\]]*)\],\s*device_ids=\(\[([0-9,\s]*)\](?:T\(([0-9,\s]*)\))?\)"
-                  r"\s*\{([^}]*)\}", _explicit_mesh_groups, text)
-
-
 def _permute_axes(pairs, mesh) -> tuple[str, ...]:
     """The mesh axes along which a collective-permute's source and target devices differ."""
     where = {int(d.id): idx for idx, d in np.ndenumerate(mesh.devices)}
@@ -654,12 +629,11 @@ def xla_collectives(compiled, mesh) -> list[XlaCollective]:
     if not isinstance(compiled, str) and not hasattr(compiled, "as_text"):
         raise TypeError(f"compiled must be a compiled step (compiled_step(...)) or its HLO text; "
                         f"got {type(compiled).__name__}")
-    text = _clean_hlo(compiled if isinstance(compiled, str) else compiled.as_text())
-    gte = {}
-    for m in re.finditer(r"%([\w.\-]+) = [^\n]*? get-tuple-element\(%([\w.\-]+)\), index=(\d+)", text):
-        gte[(m.group(2), int(m.group(3)))] = m.group(1)
+    module = hlo.parse_module(compiled)
+    gte = {(i.operands[0], int(i.attribute("index"))): i.name for i in module.instructions
+           if i.opcode == "get-tuple-element" and len(i.operands) == 1 and (i.attribute("index") or "").isdigit()}
     out = []
-    for c in hlo.collectives(text):
+    for c in hlo.collectives(module):
         if len(c.operand_shapes) > 1 and len(c.operand_shapes) == len(c.result_shapes):
             pieces = [hlo.HloCollective(kind=c.kind, name=gte.get((c.name, i), f"{c.name}#{i}"),
                                         operand_shapes=(o,), result_shapes=(r,), replica_groups=c.replica_groups,
@@ -667,7 +641,7 @@ def xla_collectives(compiled, mesh) -> list[XlaCollective]:
                       for i, (o, r) in enumerate(zip(c.operand_shapes, c.result_shapes))]
         else:
             pieces = [c]
-        for piece in hlo.normalize_cpu_collectives(pieces, text):
+        for piece in hlo.normalize_cpu_collectives(pieces, module):
             if c.kind == "collective-permute":
                 axes = _permute_axes(c.source_target_pairs, mesh)
             else:
@@ -677,7 +651,7 @@ def xla_collectives(compiled, mesh) -> list[XlaCollective]:
 
 
 @dataclass(frozen=True)
-class OracleCase:
+class TrainingCase:
     """One layout the oracle compiles: a name, the degrees, and the model and batch it runs."""
 
     id: str                          # e.g. "fsdp=2 x tensor=4"
@@ -744,33 +718,34 @@ FINDINGS: dict[str, str] = {
 }
 
 #: The layouts the oracle compares (tests/test_training_oracle.py and Chapter 5's table), 8 devices each.
-ORACLE_CASES: tuple[OracleCase, ...] = (
-    OracleCase("data=8", Parallelism(data=8), findings=("combined",)),
-    OracleCase("fsdp=8", Parallelism(fsdp=8), findings=("combined", "fsdp-gathers-once")),
-    OracleCase("tensor=8", Parallelism(tensor=8), findings=("combined", "tp-backward-per-projection")),
-    OracleCase("fsdp=2 x tensor=4", Parallelism(fsdp=2, tensor=4),
-               findings=("combined", "fsdp-gathers-once", "tp-backward-per-projection")),
-    OracleCase("fsdp=4 x tensor=2", Parallelism(fsdp=4, tensor=2),
-               findings=("combined", "fsdp-gathers-once", "tp-backward-per-projection")),
-    OracleCase("data=2 x fsdp=4", Parallelism(data=2, fsdp=4),
-               findings=("combined", "fsdp-gathers-once", "dp-fsdp-one-reduction")),
-    OracleCase("data=2 x tensor=4", Parallelism(data=2, tensor=4), findings=("combined", "tp-backward-per-projection")),
-    OracleCase("data=8 tied", Parallelism(data=8), config=ORACLE_CONFIG.with_(tied_embeddings=True,
-                                                                               name="oracle-tiny-tied"),
-               findings=("combined", "tied-embedding-reduced-twice")),
-    OracleCase("fsdp=2 x tensor=4 remat", Parallelism(fsdp=2, tensor=4), remat=True,
-               findings=("combined", "fsdp-gathers-once", "tp-backward-per-projection")),
-    OracleCase("data=4 x pipeline=2", Parallelism(data=4, pipeline=2, microbatches=2), findings=("combined",)),
-    OracleCase("data=2 x pipeline=4", Parallelism(data=2, pipeline=4, microbatches=4),
-               config=ORACLE_CONFIG.with_(n_layers=4, name="oracle-tiny-4l"), findings=("combined",)),
+TRAINING_CASES: tuple[TrainingCase, ...] = (
+    TrainingCase("data=8", Parallelism(data=8), findings=("combined",)),
+    TrainingCase("fsdp=8", Parallelism(fsdp=8), findings=("combined", "fsdp-gathers-once")),
+    TrainingCase("tensor=8", Parallelism(tensor=8), findings=("combined", "tp-backward-per-projection")),
+    TrainingCase("fsdp=2 x tensor=4", Parallelism(fsdp=2, tensor=4),
+                 findings=("combined", "fsdp-gathers-once", "tp-backward-per-projection")),
+    TrainingCase("fsdp=4 x tensor=2", Parallelism(fsdp=4, tensor=2),
+                 findings=("combined", "fsdp-gathers-once", "tp-backward-per-projection")),
+    TrainingCase("data=2 x fsdp=4", Parallelism(data=2, fsdp=4),
+                 findings=("combined", "fsdp-gathers-once", "dp-fsdp-one-reduction")),
+    TrainingCase("data=2 x tensor=4", Parallelism(data=2, tensor=4),
+                 findings=("combined", "tp-backward-per-projection")),
+    TrainingCase("data=8 tied", Parallelism(data=8), config=ORACLE_CONFIG.with_(tied_embeddings=True,
+                                                                                 name="oracle-tiny-tied"),
+                 findings=("combined", "tied-embedding-reduced-twice")),
+    TrainingCase("fsdp=2 x tensor=4 remat", Parallelism(fsdp=2, tensor=4), remat=True,
+                 findings=("combined", "fsdp-gathers-once", "tp-backward-per-projection")),
+    TrainingCase("data=4 x pipeline=2", Parallelism(data=4, pipeline=2, microbatches=2), findings=("combined",)),
+    TrainingCase("data=2 x pipeline=4", Parallelism(data=2, pipeline=4, microbatches=4),
+                 config=ORACLE_CONFIG.with_(n_layers=4, name="oracle-tiny-4l"), findings=("combined",)),
 )
 
 
-def oracle_cases(ids: Optional[Sequence[str]] = None) -> tuple[OracleCase, ...]:
+def training_cases(ids: Optional[Sequence[str]] = None) -> tuple[TrainingCase, ...]:
     """The oracle's layouts, all or those named by ``ids``."""
     if ids is None:
-        return ORACLE_CASES
-    by_id = {c.id: c for c in ORACLE_CASES}
+        return TRAINING_CASES
+    by_id = {c.id: c for c in TRAINING_CASES}
     if isinstance(ids, str) or not isinstance(ids, Sequence):
         raise TypeError(f"ids must be None or a list of case ids from {list(by_id)}; got {ids!r}")
     unknown = [i for i in ids if i not in by_id]
@@ -780,7 +755,7 @@ def oracle_cases(ids: Optional[Sequence[str]] = None) -> tuple[OracleCase, ...]:
 
 
 @dataclass(frozen=True)
-class OracleRow:
+class TrainingRow:
     """One line of the training oracle: collectives of one kind, axes and size, as many as predicted and found."""
 
     kind: str                    # "all-gather", "reduce-scatter", "all-reduce", "collective-permute"
@@ -800,8 +775,9 @@ class OracleRow:
         return self.predicted == self.xla
 
 
-def oracle_rows(model, parallelism: Parallelism, batch: int, seq_len: int, devices=None, dtype: str = "fp32",
-                *, remat: bool = False) -> list[OracleRow]:
+@checked
+def oracle_rows(model, parallelism: Parallelism, batch: Batch, seq_len: SeqLen, devices=None,
+                dtype: StepDType = "fp32", *, remat: Bool = False) -> list[TrainingRow]:
     """Compile the layout's training step and pair XLA's collectives with the model's, one row per
     (kind, axes, bytes per device), sorted. ``batch`` sequences of ``seq_len`` tokens."""
     c = as_config(model, "model")
@@ -819,18 +795,18 @@ def oracle_rows(model, parallelism: Parallelism, batch: int, seq_len: int, devic
         ops.setdefault(key, set()).add(x.op)
     kinds = ("all-gather", "reduce-scatter", "all-reduce", "collective-permute")
     keys = sorted(set(pred) | set(found), key=lambda k: (kinds.index(k[0]) if k[0] in kinds else 9, k[1], k[2]))
-    return [OracleRow(k[0], k[1], k[2], pred.get(k, 0), found.get(k, 0), tuple(sorted(ops.get(k, ()))))
+    return [TrainingRow(k[0], k[1], k[2], pred.get(k, 0), found.get(k, 0), tuple(sorted(ops.get(k, ()))))
             for k in keys]
 
 
-def run_oracle_case(case: OracleCase, devices=None) -> list[OracleRow]:
-    """:func:`oracle_rows` of one :class:`OracleCase`."""
-    if not isinstance(case, OracleCase):
-        raise TypeError(f"case must be a parallel.OracleCase (see ORACLE_CASES); got {type(case).__name__}")
+def run_training_case(case: TrainingCase, devices=None) -> list[TrainingRow]:
+    """:func:`oracle_rows` of one :class:`TrainingCase`."""
+    if not isinstance(case, TrainingCase):
+        raise TypeError(f"case must be a parallel.TrainingCase (see TRAINING_CASES); got {type(case).__name__}")
     return oracle_rows(case.config, case.parallelism, case.batch, case.seq_len, devices=devices, remat=case.remat)
 
 
-def format_oracle_table(rows: Sequence[OracleRow], title: Optional[str] = None) -> str:
+def format_training_table(rows: Sequence[TrainingRow], title: Optional[str] = None) -> str:
     """Rows as a plain-text table (at most 88 characters wide): kind, axes, bytes per device, the model's count,
     XLA's count of arrays (and of HLO ops, when combined), and whether they agree."""
     from .units import fmt
@@ -838,8 +814,8 @@ def format_oracle_table(rows: Sequence[OracleRow], title: Optional[str] = None) 
     short = {"all-gather": "AllGather", "reduce-scatter": "ReduceScatter", "all-reduce": "AllReduce",
              "collective-permute": "Permute"}
     rows = list(rows) if isinstance(rows, (list, tuple)) else rows
-    if not isinstance(rows, list) or not all(isinstance(r, OracleRow) for r in rows):
-        raise TypeError("rows must be a list of parallel.OracleRow (from oracle_rows)")
+    if not isinstance(rows, list) or not all(isinstance(r, TrainingRow) for r in rows):
+        raise TypeError("rows must be a list of parallel.TrainingRow (from oracle_rows)")
     if title is not None and not isinstance(title, str):
         raise TypeError(f"title must be a string or None; got {title!r}")
     lines = [title] if title else []
@@ -851,15 +827,15 @@ def format_oracle_table(rows: Sequence[OracleRow], title: Optional[str] = None) 
     return "\n".join(lines)
 
 
-def oracle_summary(cases: Optional[Sequence[OracleCase]] = None, devices=None) -> list[tuple[OracleCase, list]]:
-    """Run the oracle on ``cases`` (default :data:`ORACLE_CASES`): ``[(case, rows), ...]`` for
+def oracle_summary(cases: Optional[Sequence[TrainingCase]] = None, devices=None) -> list[tuple[TrainingCase, list]]:
+    """Run the oracle on ``cases`` (default :data:`TRAINING_CASES`): ``[(case, rows), ...]`` for
     :func:`format_oracle_summary`. Each layout is compiled once (and cached, so :func:`train` on the same layout,
     batch and sequence length reuses it)."""
-    cases = ORACLE_CASES if cases is None else cases
+    cases = TRAINING_CASES if cases is None else cases
     if isinstance(cases, (str, bytes)) or not isinstance(cases, Sequence) or \
-            not all(isinstance(c, OracleCase) for c in cases):
-        raise TypeError("cases must be None or a list of parallel.OracleCase (see ORACLE_CASES, oracle_cases)")
-    return [(case, run_oracle_case(case, devices)) for case in cases]
+            not all(isinstance(c, TrainingCase) for c in cases):
+        raise TypeError("cases must be None or a list of parallel.TrainingCase (see TRAINING_CASES, training_cases)")
+    return [(case, run_training_case(case, devices)) for case in cases]
 
 
 def format_oracle_summary(results) -> str:
@@ -867,8 +843,8 @@ def format_oracle_summary(results) -> str:
     collectives the model counts, the arrays XLA moves and the distinct HLO ops they travel in, and the findings
     that concern the layout ("combined", which concerns all, left out)."""
     if isinstance(results, (str, bytes)) or not isinstance(results, (list, tuple)) or not all(
-            isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], OracleCase) for r in results):
-        raise TypeError("results must be oracle_summary's list of (OracleCase, rows)")
+            isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], TrainingCase) for r in results):
+        raise TypeError("results must be oracle_summary's list of (TrainingCase, rows)")
     import textwrap
 
     width = max([22] + [len(case.id) for case, _ in results])

@@ -36,12 +36,13 @@ import re
 import shutil
 import tempfile
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Annotated, Any, Callable, Optional, Sequence
 
 import jax
 import numpy as np
 
-from .units import fmt
+from . import hlo
+from .units import Bool, Positive, capped, checked, fmt
 
 #: Most steps :func:`capture` traces (a notebook-scale trace; each step's events are kept in memory).
 MAX_STEPS = 100
@@ -177,14 +178,6 @@ class MemoryUse:
 
 
 # --------------------------------------------------------------------------------------------------- checks
-def _check_int(name: str, value, minimum: int, maximum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be a whole number in [{minimum}, {maximum}]; got {value!r}")
-    if not minimum <= value <= maximum:
-        raise ValueError(f"{name} must be in [{minimum}, {maximum}]; got {value}")
-    return int(value)
-
-
 def _check_trace(trace) -> Trace:
     if not isinstance(trace, Trace):
         raise TypeError(f"trace must be a tpu_notes.profile.Trace (from capture); got {type(trace).__name__}")
@@ -248,8 +241,7 @@ def _compile(fn: Callable, args: tuple):
 
 
 def _module_name(hlo_text: str) -> str:
-    m = re.match(r"\s*HloModule\s+([^\s,]+)", hlo_text)
-    return m.group(1) if m else "?"
+    return hlo.parse_module(hlo_text).name or "?"
 
 
 def _find_xplane(directory: str) -> str:
@@ -275,7 +267,10 @@ def _step_windows(profile, step_name: str) -> list[tuple[int, float, float]]:
     return sorted(out)
 
 
-def capture(fn: Callable, *args, steps: int = 3, warmup: int = 1, logdir: Optional[str] = None,
+@checked
+def capture(fn: Callable, *args, steps: capped(MAX_STEPS) = 3,
+            warmup: Annotated[int, Positive(integer=True, allow_zero=True, maximum=MAX_WARMUP)] = 1,
+            logdir: Optional[str] = None,
             step_name: str = "step") -> Trace:
     """Compile ``fn`` for ``args``, call it ``warmup`` times, then trace ``steps`` calls with
     :func:`jax.profiler.trace`, each inside a :class:`jax.profiler.StepTraceAnnotation` named ``step_name`` and
@@ -291,8 +286,6 @@ def capture(fn: Callable, *args, steps: int = 3, warmup: int = 1, logdir: Option
     if not callable(fn):
         raise TypeError(f"fn must be a callable (a function, a jitted function or a compiled one); got "
                         f"{type(fn).__name__}")
-    steps = _check_int("steps", steps, 1, MAX_STEPS)
-    warmup = _check_int("warmup", warmup, 0, MAX_WARMUP)
     if not isinstance(step_name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}", step_name):
         raise ValueError(f"step_name must be a short identifier (letters, digits, _ . -); got {step_name!r}")
     if logdir is not None:
@@ -367,71 +360,31 @@ def _raw_events(trace: Trace, profile=None) -> list[OpEvent]:
     return out
 
 
-def events(trace: Trace, step: Optional[int] = None) -> list[OpEvent]:
+@checked
+def events(trace: Trace, step: Optional[Annotated[int, Positive(integer=True, allow_zero=True,
+                                                                maximum=MAX_STEPS - 1)]] = None) -> list[OpEvent]:
     """Every op execution of the traced program inside the step annotations (``step``: only that step), read
     with :class:`jax.profiler.ProfileData`, sorted by step, device and start time."""
     trace = _check_trace(trace)
     if step is not None:
-        step = _check_int("step", step, 0, trace.steps - 1)
+        if step > trace.steps - 1:
+            raise ValueError(f"step must be in [0, {trace.steps - 1}] (the trace holds {trace.steps} steps); "
+                             f"got {step}")
     evs = [e for e in _raw_events(trace) if step is None or e.step == step]
     return sorted(evs, key=lambda e: (e.step, e.device, e.start_s, e.name))
 
 
 # --------------------------------------------------------------------------------------------------- costs
-_INSTR = re.compile(r"^\s*(?:ROOT\s+)?(\S+)\s*=\s*(.*?)\s([a-z][a-z0-9\-]*)\((.*)$")
-_TOKEN = re.compile(r"[A-Za-z_][\w.\-]*")
-
-
-def _blocks(text: str) -> tuple[dict, str]:
-    """Computations of a short-parsable module text: ({name: block text}, entry name)."""
-    blocks, entry = {}, None
-    for block in re.split(r"\n\s*\n", text):
-        lines = block.strip().splitlines()
-        if not lines or not lines[0].rstrip().endswith("{"):
-            continue
-        head = lines[0].split()
-        if head[0] == "ENTRY":
-            entry = head[1]
-            blocks[head[1]] = block.strip()
-        else:
-            blocks[head[0]] = block.strip()
-    return blocks, entry
-
-
-def _single_op_module(line: str, shapes: dict, blocks: dict, entry: str) -> Optional[str]:
-    m = _INSTR.match(line)
-    if not m:
-        return None
-    name, shape, opcode, rest = m.groups()
-    depth, i = 1, 0
-    while i < len(rest) and depth:
-        depth += {"(": 1, ")": -1}.get(rest[i], 0)
-        i += 1
-    operands = [o.strip() for o in rest[:i - 1].split(",") if o.strip()]
-    params = []
-    for k, o in enumerate(dict.fromkeys(operands)):
-        if o not in shapes:
-            return None
-        params.append(f"  {o} = {shapes[o]} parameter({k})")
-    called, todo = [], [t for t in _TOKEN.findall(rest[i:]) if t in blocks and t != entry]
-    while todo:
-        c = todo.pop()
-        if c in called:
-            continue
-        called.append(c)
-        todo += [t for t in _TOKEN.findall(blocks[c].split("{", 1)[1]) if t in blocks and t not in called]
-    body = line.strip()
-    body = body[5:] if body.startswith("ROOT ") else body
-    body = re.sub(r",\s*control-predecessors=\{[^}]*\}", "", body)
-    return "\n\n".join([f"HloModule single_{name}"] + [blocks[c] for c in reversed(called)] +
-                       ["ENTRY e {\n" + "\n".join(params) + f"\n  ROOT {body}\n}}"])
-
-
-def _category(opcode: str, module_text: str) -> str:
+def _category(ins: hlo.HloInstruction, module: Optional[hlo.HloModule]) -> str:
+    """"matmul" for a dot, a convolution or (with ``module``) a fusion or call holding one; "collective";
+    "fusion"; "other"."""
+    opcode = ins.opcode
     base = opcode.replace("-start", "").replace("-done", "")
     if base in COLLECTIVE_OPCODES:
         return "collective"
-    if opcode in ("dot", "convolution") or re.search(r"\s(dot|convolution)\(", module_text):
+    inside = () if module is None else [i.opcode for c in module.called_computations(ins)
+                                         for i in module.computation(c)]
+    if opcode in ("dot", "convolution") or "dot" in inside or "convolution" in inside:
         return "matmul"
     if opcode == "fusion":
         return "fusion"
@@ -455,10 +408,10 @@ def entry_computation(compiled_or_hlo_text) -> str:
     """The entry computation of a compiled program as short HLO text (no metadata, operands by name): the ops
     that run one after another, each line ``name = shape opcode(operands), attributes``."""
     text = _check_text("compiled_or_hlo_text", compiled_or_hlo_text)
-    blocks, entry = _blocks(_clean_module_text(text))
-    if entry is None:
+    module = hlo.parse_module(_clean_module_text(text))
+    if module.entry is None:
         raise ValueError("compiled_or_hlo_text: no ENTRY computation found")
-    return blocks[entry]
+    return module.computation_text[module.entry]
 
 
 def op_costs(compiled_or_hlo_text) -> dict[str, OpCost]:
@@ -486,25 +439,17 @@ def _op_costs(text: str) -> dict:
     from jax._src.lib import _jax
     from jaxlib import _hlo
 
-    blocks, entry = _blocks(_clean_module_text(text))
-    if entry is None:
+    module = hlo.parse_module(_clean_module_text(text))
+    if module.entry is None:
         raise ValueError("compiled_or_hlo_text: no ENTRY computation found")
-    lines = blocks[entry].splitlines()[1:-1]
-    shapes = {}
-    for line in lines:
-        m = _INSTR.match(line)
-        if m:
-            shapes[m.group(1)] = m.group(2)
     from .devices import default_devices
 
     client = default_devices()[0].client
     out = {}
-    for line in lines:
-        m = _INSTR.match(line)
-        if not m or m.group(3) in _FREE_OPCODES:
+    for ins in module.computation(module.entry):
+        if ins.opcode in _FREE_OPCODES:
             continue
-        name, shape, opcode = m.group(1), m.group(2), m.group(3)
-        single = _single_op_module(line, shapes, blocks, entry)
+        single = hlo.single_op_module(module, ins.name)
         cost = {}
         if single is not None:
             try:
@@ -513,9 +458,10 @@ def _op_costs(text: str) -> dict:
             except Exception:  # noqa: BLE001 - an op XLA cannot cost alone keeps nan
                 cost = {}
         miss = 0.0 if cost else float("nan")  # XLA leaves out keys that are zero
-        out[name] = OpCost(name=name, opcode=opcode, category=_category(opcode, single or ""), shape=shape,
-                           flops=float(cost.get("flops", miss)), bytes=float(cost.get("bytes accessed", miss)),
-                           transcendentals=float(cost.get("transcendentals", miss)))
+        category = _category(ins, module if single is not None else None)
+        out[ins.name] = OpCost(name=ins.name, opcode=ins.opcode, category=category, shape=ins.shape,
+                               flops=float(cost.get("flops", miss)), bytes=float(cost.get("bytes accessed", miss)),
+                               transcendentals=float(cost.get("transcendentals", miss)))
     return out
 
 
@@ -596,7 +542,8 @@ def category_totals(rows: Sequence[OpRow]) -> dict[str, float]:
     return out
 
 
-def format_op_table(rows: Sequence[OpRow], top: int = 10, timings: bool = True) -> str:
+@checked
+def format_op_table(rows: Sequence[OpRow], top: capped(10_000) = 10, timings: Bool = True) -> str:
     """A text table of the first ``top`` rows. ``timings=False`` prints only what the compiler decides
     (op, opcode, executions per step, XLA's FLOPs, bytes and intensity), sorted by FLOPs then name: identical
     on every run, so a notebook can compare it."""
@@ -605,9 +552,6 @@ def format_op_table(rows: Sequence[OpRow], top: int = 10, timings: bool = True) 
     rows = list(rows)
     if not all(isinstance(r, OpRow) for r in rows):
         raise TypeError("rows must be a list of OpRow (from op_table)")
-    top = _check_int("top", top, 1, 10_000)
-    if not isinstance(timings, bool):
-        raise TypeError(f"timings must be True or False; got {timings!r}")
 
     def num(x, unit=""):
         return "?" if not math.isfinite(x) else fmt(x, unit) if unit else f"{x:.3g}"

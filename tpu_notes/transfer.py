@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from .units import check_positive, fmt
+from .bench import MAX_COPY_BYTES, MAX_SWEEP, Repeats, check_fits, time_fn
+from .units import check_positive, checked, fmt
 
 #: Sizes in bytes measured by default: 1 MiB to 64 MiB, a few seconds in all on a 2-core CPU.
 DEFAULT_SIZES = (2**20, 2**22, 2**24, 2**26)
@@ -34,28 +35,27 @@ class HostTransfer:
                 f"{fmt(self.bytes_per_s, 'B/s')} on {self.platform})")
 
 
-def measure_host_to_device(sizes: Sequence[int] = DEFAULT_SIZES, repeats: int = 5,
+@checked
+def measure_host_to_device(sizes: Sequence[int] = DEFAULT_SIZES, repeats: Repeats = 5,
                            device=None) -> tuple[HostTransfer, ...]:
     """Time ``jax.device_put`` of a float32 numpy array of each size in ``sizes`` (bytes) onto ``device``
-    (default: JAX's first default device). Returns one :class:`HostTransfer` per size, medians of ``repeats`` runs."""
+    (default: JAX's first default device). Returns one :class:`HostTransfer` per size, medians of ``repeats`` runs.
+    At most ``bench.MAX_SWEEP`` sizes of at most ``bench.MAX_COPY_BYTES`` bytes each."""
     import jax
     import numpy as np
-
-    from .bench import time_fn
-
-    from .bench import MAX_REPEATS, _check_fits
 
     if isinstance(sizes, (str, bytes)) or not isinstance(sizes, (list, tuple)):
         raise TypeError(f"sizes must be a list of sizes in bytes; got {type(sizes).__name__} {sizes!r}")
     sizes = tuple(sizes)
     if not sizes:
         raise ValueError("sizes must list at least one size in bytes")
+    if len(sizes) > MAX_SWEEP:
+        raise ValueError(f"sizes lists {len(sizes)} sizes; at most {MAX_SWEEP} are measured in one call")
     for i, nbytes in enumerate(sizes):        # all checked before anything is measured
-        nbytes = check_positive(f"sizes[{i}]", nbytes, integer=True)
+        nbytes = check_positive(f"sizes[{i}]", nbytes, integer=True, maximum=MAX_COPY_BYTES)
         if nbytes % 4:
             raise ValueError(f"each size must be a multiple of 4 bytes (float32 elements); got sizes[{i}]={nbytes}")
-        _check_fits(f"sizes[{i}]", 2 * nbytes)
-    repeats = check_positive("repeats", repeats, integer=True, maximum=MAX_REPEATS)
+        check_fits(f"sizes[{i}]", 2 * nbytes)
     if device is not None and not hasattr(device, "platform"):
         raise TypeError(f"device must be a JAX device or None; got {type(device).__name__} {device!r}")
     if device is None:
