@@ -4,7 +4,7 @@ Merged into ``hostile_cases.CASES`` at the end of that file; see its docstring f
 """
 from __future__ import annotations
 
-from hostile_cases import ODD, Case, ChipArg, Choice, Fixed, Flag, Int, Model, Num, Opt, Raw, Sizes
+from hostile_cases import INF, NAN, ODD, Case, ChipArg, Choice, Fixed, Flag, Int, Model, Num, Opt, Raw, Sizes, lazy
 
 I = "tpu_notes.inference."
 DT = ("bf16", "fp32", "fp8", "int8", "int4")
@@ -19,6 +19,12 @@ def lazy_steps():
     from tpu_notes.inference import latency_throughput_curve
 
     return list(latency_throughput_curve("llama3-8b", "v5e", 4, 2048, [1, 8, 64]))
+
+
+def _step_model():
+    from tpu_notes.inference import decode_step_model
+
+    return decode_step_model("llama3-8b", "v5e", 4, 16)
 
 
 def _sim_result():
@@ -47,6 +53,11 @@ CASES = {
                                     compute_dtype=Choice("bf16")),
     I + "step.serving_memory": Case(model=Model("llama3-8b"), batch=Int(8, big=True), seq_len=Int(1024, big=True),
                                     n_chips=Int(4, big=True), weight_dtype=Choice("bf16"), kv_dtype=Choice("int8")),
+    I + "step.decode_step_model": Case(model=Model("llama3-8b"), chip=ChipArg("v5e"), n_chips=4, max_batch=16,
+                                       weight_dtype="bf16", kv_dtype="int8", compute_dtype="bf16"),
+    I + "step.DecodeStepModel.seconds": Case(self_=_step_model,
+                                             batch=Raw(8, [0, -1, 2.5, 17, 10**12, "8", None, True, NAN]),
+                                             kv_tokens=Raw(8192, [-1, 2.5, 2**60, "8", None, True, NAN, INF])),
     I + "step.prefill_time": Case(model=Model("llama3-8b"), chip=ChipArg("v5e"), n_chips=Int(4, big=True),
                                   prompt_len=Int(2048, big=True), batch=Int(2, big=True),
                                   mfu=Num(0.5, top=1.0), weight_dtype=Choice("bf16"), compute_dtype=Choice("bf16"),
@@ -134,6 +145,17 @@ def _cache():
     return generate.prefill(_params(), _prompt(), TINY, 8)[1]
 
 
+def _big_tokens():
+    import jax.numpy as jnp
+
+    return jnp.full((1, 4), 10**6, jnp.int32)       # ids past the vocabulary (JAX's gather would clamp them)
+
+
+def _one_layer_cache():
+    c = _cache()
+    return {"k": c["k"][:1], "v": c["v"][:1]}       # a cache of fewer layers than the parameters
+
+
 def _token():
     import jax.numpy as jnp
 
@@ -173,12 +195,13 @@ CASES.update({
     G + "init_cache": Case(config=Model(TINY), batch=Int(2, big=True), max_len=Int(16, big=True),
                            dtype=Choice("float32")),
     G + "cache_bytes": Case(cache=Raw(_cache, hostile=["x", None, 3, {"k": 1}, ODD], lazy=True)),
-    G + "prefill": Case(params=Fixed(_params, lazy=True), tokens=Fixed(_prompt, lazy=True), config=Model(TINY),
-                        max_len=Int(8, big=True)),
-    G + "decode_step": Case(params=Fixed(_params, lazy=True), cache=Raw(_cache, hostile=["x", None, 3, ODD],
-                                                                        lazy=True),
+    G + "prefill": Case(params=Fixed(_params, lazy=True), tokens=Raw(_prompt, [lazy(_big_tokens)], lazy=True),
+                        config=Model(TINY), max_len=Int(8, big=True)),
+    G + "decode_step": Case(params=Fixed(_params, lazy=True),
+                            cache=Raw(_cache, hostile=["x", None, 3, ODD, lazy(_one_layer_cache)], lazy=True),
                             token=Fixed(_token, lazy=True), pos=Int(4, zero=True, big=True), config=Model(TINY)),
-    G + "generate": Case(params=Fixed(_params, lazy=True), prompt=Fixed(_prompt, lazy=True), config=Model(TINY),
+    G + "generate": Case(params=Fixed(_params, lazy=True), prompt=Raw(_prompt, [lazy(_big_tokens)], lazy=True),
+                         config=Model(TINY),
                          new_tokens=Int(3, big=True), temperature=Num(0.5, zero=True),
                          seed=Int(0, zero=True, big=True)),
     G + "generate_uncached": Case(params=Fixed(_params, lazy=True), prompt=Fixed(_prompt, lazy=True),
@@ -216,5 +239,5 @@ COVERED = ("inference.step", "inference.serving", "inference.sharding", "inferen
 RESULT_RECORDS = {
     "inference.step.Machine", "inference.step.DecodeStepTime", "inference.step.ServingMemory",
     "inference.step.PrefillTime", "inference.sharding.GenerationMatmulTimes", "inference.sharding.KVSharding",
-    "inference.sharding.WeightStationary", "inference.simulator.SimResult",
+    "inference.sharding.WeightStationary", "inference.simulator.SimResult", "inference.step.DecodeStepModel",
 }

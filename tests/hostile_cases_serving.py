@@ -5,7 +5,7 @@ Merged into ``hostile_cases.CASES`` at the end of that file; see its docstring f
 """
 from __future__ import annotations
 
-from hostile_cases import ODD, Case, ChipArg, Choice, Flag, Int, Model, Num, Opt, Raw, Sizes
+from hostile_cases import INF, NAN, ODD, Case, ChipArg, Choice, Fixed, Flag, Int, Model, Num, Opt, Raw, Sizes
 
 I = "tpu_notes.inference."
 _TEXT_BAD = [3, None, ODD, ["x"], True]
@@ -49,7 +49,37 @@ CASES = {
         overlap=Flag(False)),
 }
 
-COVERED = ("inference.published", "inference.deployment")
+# -- tpu_notes.runs: the framework both published-run modules share ---------------------------------------------------
+R = "tpu_notes.runs."
+
+
+def _record_type():
+    from tpu_notes.inference.published import PublishedServing
+
+    return PublishedServing
+
+
+def _row_type():
+    from tpu_notes.inference.published import ServingReconciliation
+
+    return ServingReconciliation
+
+
+CASES.update({
+    R + "PublishedRecord": Case(name=Raw("run", _TEXT_BAD), source=Raw("a benchmark", _TEXT_BAD),
+                                model=Model("llama3-8b")),
+    R + "check_under_roofline": Case(field=Fixed("reported_tokens_per_s"),
+                                     ratio=Raw(0.5, [2.0, 1e5, NAN, INF, -1.0, None, "0.5"],
+                                               names=("roofline", "reported_tokens_per_s"))),
+    R + "check_runs": Case(runs=Raw(lambda: [_run()], ["abc", None, 3, [], [ODD], ODD], lazy=True),
+                           record_type=Fixed(_record_type, lazy=True)),
+    R + "check_rows": Case(rows=Raw(_rows, ["abc", None, 3, [ODD], ODD], lazy=True),
+                           row_type=Fixed(_row_type, lazy=True)),
+    R + "median_ratio": Case(rows=Raw(_rows, ["abc", None, 3, [ODD], ODD, []], lazy=True)),
+})
+
+COVERED = ("inference.published", "inference.deployment", "runs")
 
 #: Records the library builds itself (their fields are computed): constructors not fuzzed; methods have entries.
-RESULT_RECORDS = {"inference.published.ServingReconciliation", "inference.deployment.ShardedStepTime"}
+RESULT_RECORDS = {"inference.published.ServingReconciliation", "inference.deployment.ShardedStepTime",
+                  "runs.Reconciliation"}

@@ -1,6 +1,5 @@
 """tpu_notes.generate: the KV-cached decoder against the uncached forward pass, speculative sampling against the
 target distribution (exactly, and by a seeded sample), and XLA's bytes of one decode step against the model."""
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -133,3 +132,25 @@ def test_measured_vs_predicted_rows_are_positive_and_named():
     assert r["batch"] == 2 and r["seq_len"] == 16 and r["measured_s"] > 0
     pred = I.decode_step_time("tiny-mha", Fit(), 1, 2, 16, weight_dtype="fp32", kv_dtype="fp32")
     assert r["predicted_s"] == pytest.approx(pred.total) and r["ratio"] == pytest.approx(r["measured_s"] / pred.total)
+
+
+# -- hostile inputs the decoder used to accept ----------------------------------------------------------------------
+def test_init_cache_refuses_terabytes():
+    with pytest.raises(ValueError, match="max_len"):
+        g.init_cache("tiny-gqa", 2**20, 2**16)
+    assert g.cache_bytes(g.init_cache("tiny-gqa", 2, 16)) == 2 * 2 * 2 * 2 * 16 * 16 * 4
+
+
+def test_token_ids_past_the_vocabulary_and_short_caches_are_refused():
+    c = get_model("tiny-gqa")
+    params = M.init_params(c, 0)
+    with pytest.raises(ValueError, match="prompt"):
+        g.generate(params, jnp.full((1, 4), c.vocab, jnp.int32), c, 2)
+    with pytest.raises(ValueError, match="tokens"):
+        g.prefill(params, jnp.full((1, 4), -1, jnp.int32), c, 8)
+    _, cache = g.prefill(params, M.random_tokens(c, 1, 4, seed=1), c, 8)
+    short = {"k": cache["k"][:1], "v": cache["v"][:1]}
+    with pytest.raises(ValueError, match="cache"):
+        g.decode_step(params, short, jnp.zeros((1,), jnp.int32), 4, c)
+    with pytest.raises(ValueError, match="params"):
+        g.decode_step({**params, "layers": params["layers"][:1]}, cache, jnp.zeros((1,), jnp.int32), 4, c)

@@ -318,3 +318,52 @@ def test_pareto_frontier_keeps_only_undominated_settings():
     for s in steps:
         if s.fits and s not in front:      # each left-out setting is beaten on both counts by one on the front
             assert any(f.total <= s.total and f.tokens_per_s_per_chip >= s.tokens_per_s_per_chip for f in front)
+
+
+# -- one step-time formula; bounded searches; impossible deployments refused ----------------------------------------
+def test_the_simulator_clock_is_the_decode_step_formula():
+    clock = I.decode_step_model("llama3-8b", "v5e", 4, 64, kv_dtype="int8")
+    for b in (1, 7, 64):
+        step = I.decode_step_time("llama3-8b", "v5e", 4, b, 3000, kv_dtype="int8")
+        assert clock.seconds(b, b * 3000) == step.total
+    with pytest.raises(ValueError, match="batch"):
+        clock.seconds(65, 100)
+    with pytest.raises(ValueError, match="kv_tokens"):
+        clock.seconds(1, -1)
+
+
+def test_the_simulator_refuses_a_model_that_does_not_fit():
+    for kw in ({}, {"max_batch": 8}):
+        with pytest.raises(ValueError, match="n_chips=1 TPU v5e"):
+            I.simulate("llama3-405b", "v5e", 1, arrival_rate=1.0, **kw)
+    with pytest.raises(ValueError, match="max_batch"):
+        I.simulate("llama3-8b", "v5e", 4, arrival_rate=1.0, max_batch=4000)
+
+
+def test_candidate_lists_are_capped():
+    with pytest.raises(ValueError, match="batches"):
+        I.latency_throughput_curve("llama3-8b", "v5e", 4, 1024, list(range(1, 10**6 + 1)))
+    with pytest.raises(ValueError, match="candidates"):
+        I.best_deployment("llama3-70b", "v5e", 8192, 0.05, chip_counts=(8,) * 64, batches=list(range(1, 129)))
+
+
+def test_plan_top_0_and_bench_flags_exit_2_with_a_message(capsys):
+    from tpu_notes.__main__ import main
+
+    assert main(["plan", "--model", "llama3-8b", "--slice", "v5e:4x4", "--batch-tokens", "1Mi", "--seq-len",
+                 "4096", "--top", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--top" in err[0]
+    for argv, word in ((["--repeats", "0"], "--repeats"), (["--chip", "nosuch"], "--chip")):
+        with pytest.raises(SystemExit) as exc:
+            main(["bench", *argv])
+        assert exc.value.code == 2 and word in capsys.readouterr().err
+
+
+def test_parse_slice_lives_in_topology():
+    from tpu_notes import __main__, topology, widgets
+
+    assert __main__.parse_slice is topology.parse_slice is widgets.parse_slice
+    assert topology.parse_slice("v5p:4x4x4") == Slice("v5p", (4, 4, 4))
+    with pytest.raises(ValueError, match="shape"):
+        topology.parse_slice("v5p:4x²")

@@ -45,3 +45,33 @@ def test_bad_input():
         P.predict(P.RUNS[0], efficiency=1.5)
     with pytest.raises(TypeError, match="PublishedRun"):
         P.predict("llama3-405b")
+
+
+# -- one framework for Chapters 6 and 8 (tpu_notes.runs), and the roofline as a physical bound -----------------------
+def test_training_runs_use_the_shared_framework_and_the_presets():
+    from tpu_notes import runs
+    from tpu_notes.transformer import get_model
+
+    assert issubclass(P.PublishedRun, runs.PublishedRecord) and issubclass(P.Reconciliation, runs.Reconciliation)
+    assert P.LLAMA2_70B is get_model("llama2-70b")
+    row = P.reconcile()[0]
+    assert row.predicted_tokens_per_s == row.predicted and row.reported_tokens_per_s == row.reported
+
+
+def test_a_run_faster_than_the_roofline_is_refused():
+    import dataclasses
+
+    from tpu_notes.runs import ROOFLINE_TOLERANCE
+
+    run = next(r for r in P.RUNS if r.reported_tokens_per_s is not None)
+    roof = P.predict(run, 1.0).predicted
+    with pytest.raises(ValueError, match="reported_tokens_per_s"):
+        dataclasses.replace(run, reported_tokens_per_s=run.reported_tokens_per_s * 1e5)
+    with pytest.raises(ValueError, match="reported_tokens_per_s"):
+        dataclasses.replace(run, reported_tokens_per_s=roof * ROOFLINE_TOLERANCE * 1.01)
+    dataclasses.replace(run, reported_tokens_per_s=roof * ROOFLINE_TOLERANCE * 0.99)   # within the tolerance
+    flops_run = next(r for r in P.RUNS if r.reported_flops_per_s is not None)
+    with pytest.raises(ValueError, match="reported_flops_per_s"):
+        dataclasses.replace(flops_run, reported_flops_per_s=flops_run.reported_flops_per_s * 1e5)
+    # every recorded run is at or under the roofline
+    assert all(r.ratio <= 1.0 for r in P.reconcile(efficiency=1.0))

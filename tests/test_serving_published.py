@@ -201,3 +201,25 @@ def test_pareto_explorer_static_and_live():
     with pytest.raises(TypeError):
         widgets.pareto_explorer(static="yes")
     assert "ipywidgets" in sys.modules
+
+
+def test_serving_runs_share_the_framework_and_refuse_beating_the_roofline():
+    import dataclasses
+
+    from tpu_notes import runs
+    from tpu_notes.transformer import get_model
+
+    assert issubclass(published.PublishedServing, runs.PublishedRecord)
+    assert issubclass(published.ServingReconciliation, runs.Reconciliation)
+    assert published.LLAMA2_7B is get_model("llama2-7b") and published.LLAMA2_70B is get_model("llama2-70b")
+    tput = next(r for r in published.RUNS if r.mode != "latency")
+    with pytest.raises(ValueError, match="reported_tokens_per_s"):
+        dataclasses.replace(tput, reported_tokens_per_s=tput.reported_tokens_per_s * 1e5)
+    lat = next(r for r in published.RUNS if r.mode == "latency")
+    with pytest.raises(ValueError, match="reported_latency_s"):
+        dataclasses.replace(lat, reported_latency_s=lat.reported_latency_s / 1e5)
+    assert all(r.ratio <= 1.0 for r in published.reconcile(efficiency=1.0))
+    with pytest.raises(ValueError, match="runs"):
+        published.reconcile([])
+    with pytest.raises(ValueError, match="efficiency"):
+        published.reconcile(efficiency=1.5)

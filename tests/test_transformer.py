@@ -376,3 +376,21 @@ def test_flops_breakdown_adds_up(name, training):
     one = c.flops_breakdown(4096, training=training, per_layer=True)
     assert one.projections * c.n_layers == pytest.approx(b.projections)
     assert one.mlp * c.n_layers == pytest.approx(b.mlp) and one.unembedding == b.unembedding
+
+
+def test_llama2_presets_match_the_released_configs():
+    # Totals of the released Llama 2 7B / 70B checkpoints (HF config.json shapes).
+    assert get_model("llama2-7b").param_count() == 6_738_415_616
+    assert get_model("llama2-70b").param_count() == 68_976_648_192
+
+
+def test_moe_capacity_is_one_function():
+    from tpu_notes import transformer
+
+    assert transformer.moe_capacity(512, 16, 1.0) == 32
+    assert transformer.moe_capacity(100, 16, 1.25) == 8
+    assert transformer.moe_capacity(12, 4, 1.0, experts_per_token=2) == 6
+    with pytest.raises(ValueError, match="experts_per_token"):
+        transformer.moe_capacity(8, 4, experts_per_token=5)
+    with pytest.raises(ValueError, match="capacity_factor"):
+        transformer.moe_capacity(8, 4, 1e4)

@@ -16,6 +16,8 @@ import signal
 import sys
 from typing import Optional, Sequence
 
+from .topology import parse_slice  # noqa: F401  (re-exported: tests and readers call tpu_notes.__main__.parse_slice)
+
 _SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "ki": 2**10, "mi": 2**20, "gi": 2**30}
 
 
@@ -33,24 +35,13 @@ def parse_count(text: str, name: str = "value") -> int:
     return int(value)
 
 
-def parse_slice(text: str):
-    """``"v5p:16x16x16"`` → ``Slice("v5p", (16, 16, 16))``; ``"v5p"`` alone → the full pod."""
-    from .topology import Slice, pod
-
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("slice must look like CHIP:AxBxC, e.g. v5p:16x16x16 or v5e:16x16 (or a chip name for a "
-                         f"full pod); got {text!r}")
-    chip, _, shape = text.strip().partition(":")
-    if not shape:
-        return pod(chip)
-    if not re.fullmatch(r"\d+(x\d+)*", shape.lower()):
-        raise ValueError(f"slice shape must be axis sizes joined by 'x', e.g. 16x16x16; got {shape!r}")
-    return Slice(chip, tuple(int(s) for s in shape.lower().split("x")))
-
-
 def _plan(args) -> int:
     from .training import plan
+    from .units import check_positive
 
+    check_positive("--top", args.top, integer=True)
+    check_positive("--slices", args.slices, integer=True)
+    check_positive("--seq-len", args.seq_len, integer=True)
     slc = parse_slice(args.slice)
     result = plan(args.model, slc, parse_count(args.batch_tokens, "--batch-tokens"), args.seq_len,
                   n_slices=args.slices, sequence_sharding=args.sequence_sharding,
@@ -236,7 +227,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if argv[:1] == ["bench"]:            # everything after "bench", --help included, belongs to the bench
         from .bench import main as bench_main
 
-        return bench_main(argv[1:])
+        try:
+            return bench_main(argv[1:])
+        except (ValueError, TypeError) as err:
+            print(f"python -m tpu_notes bench: error: {err}", file=sys.stderr)
+            return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -9,11 +9,11 @@ restates the step-time formulas with the chapter and function behind each.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Annotated, Optional, Sequence
 
 from .hardware import get_chip
 from .transformer import as_config
-from .units import fmt
+from .units import Positive, checked, fmt
 
 
 @dataclass(frozen=True)
@@ -51,20 +51,20 @@ FORMULAS = (
 )
 
 
+@checked
 def numbers_to_know(chips: Sequence[str] = ("v5e", "v5p", "v6e", "h100"),
                     models: Sequence[str] = ("llama3-8b", "llama3-70b", "llama3-405b"),
-                    ring: int = 16) -> list[Number]:
+                    ring: Annotated[int, Positive(integer=True, maximum=2**16)] = 16) -> list[Number]:
     """The rows of Chapter 12's table for ``chips`` (names) and ``models`` (preset names); collectives are priced on a
     ``ring``-chip ICI ring with wraparound of each TPU."""
     from .collectives import all_gather_time, all_reduce_time, all_to_all_time
     from .roofline import critical_batch_size
     from .training import critical_batch_per_chip, flops_per_token
-    from .units import check_positive
-
     for name, seq in (("chips", chips), ("models", models)):
         if isinstance(seq, (str, bytes)) or not isinstance(seq, (list, tuple)):
             raise TypeError(f"{name} must be a list of names, e.g. ['v5e'] or ['llama3-8b']; got {seq!r}")
-    ring = check_positive("ring", ring, integer=True)
+        if len(seq) > 64:
+            raise ValueError(f"{name} may name at most 64 entries; got {len(seq)}")
     rows: list[Number] = []
     for name in chips:
         c = get_chip(name, "chips")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from typing import Annotated
 
 import jax
 import jax.numpy as jnp
@@ -35,7 +36,7 @@ import numpy as np
 
 from . import model as M
 from .transformer import TransformerConfig, as_config
-from .units import check_positive
+from .units import Positive, checked
 
 #: Largest prompt + generated length the generation buffers are built for.
 MAX_LEN = 2**16
@@ -45,32 +46,56 @@ def _config(config, name: str = "config") -> TransformerConfig:
     return M._check_supported(as_config(config, name))
 
 
-def _check_len(name, value, maximum=MAX_LEN):
-    return check_positive(name, value, integer=True, maximum=maximum)
-
-
-def _check_temperature(t) -> float:
-    return check_positive("temperature", t, allow_zero=True, maximum=1e6)
+#: Most speculative generations :func:`speculative_samples` vmaps in one call.
+MAX_SAMPLES = 2**15
+_Len = Annotated[int, Positive(integer=True, maximum=MAX_LEN)]
+_Short = Annotated[int, Positive(integer=True, maximum=4096)]           # speculative outputs
+_Batch = Annotated[int, Positive(integer=True, maximum=2**16)]          # measured decode steps
+_Temperature = Annotated[float, Positive(allow_zero=True, maximum=1e6)]
+_Seed = Annotated[int, Positive(integer=True, allow_zero=True, maximum=2**32 - 1)]
+_Drafts = Annotated[int, Positive(integer=True, maximum=64)]
 
 
 # ------------------------------------------------------------------------------------------------ the cache
-def _check_cache(cache) -> dict:
+def _check_cache(cache, config: TransformerConfig | None = None) -> dict:
+    """``cache`` must be an :func:`init_cache` dict (with ``config``'s layers and KV heads, when given: a cache of
+    fewer layers than the parameters would silently skip the rest)."""
     ok = isinstance(cache, dict) and isinstance(cache.get("k"), list) and isinstance(cache.get("v"), list) and \
         cache["k"] and all(hasattr(x, "shape") and getattr(x, "ndim", 0) == 4 for x in cache["k"] + cache["v"])
     if not ok:
         raise TypeError("cache must be the dict of init_cache or prefill ({'k': [arrays], 'v': [arrays]}); "
                         f"got {type(cache).__name__}")
+    if config is not None:
+        L, K, H = config.n_layers, config.n_kv_heads, config.d_head
+        if len(cache["k"]) != L or len(cache["v"]) != L:
+            raise ValueError(f"cache must hold the {L} layers of config {config.name or ''}; got {len(cache['k'])} "
+                             f"key and {len(cache['v'])} value buffers")
+        shape = tuple(cache["k"][0].shape)
+        if any(tuple(x.shape) != shape for x in cache["k"] + cache["v"]) or shape[1] != K or shape[3] != H:
+            raise ValueError(f"cache buffers must all have shape [batch, {K} KV heads, max_len, {H}] of config "
+                             f"{config.name or ''}; got {shape} (first)")
     return cache
 
 
-def init_cache(config, batch: int, max_len: int, dtype=jnp.float32) -> dict:
+#: Most bytes :func:`init_cache` allocates (keys and values of every layer): 1 GiB. The chapter's models need
+#: kilobytes to megabytes; ``init_cache(config, 2**20, 2**16)`` would ask for terabytes.
+MAX_CACHE_BYTES = 2**30
+
+
+@checked
+def init_cache(config, batch: Annotated[int, Positive(integer=True, maximum=M.MAX_BATCH)], max_len: _Len,
+               dtype=jnp.float32) -> dict:
     """Zeroed key/value buffers: ``{"k": [L arrays of [B, K, max_len, H]], "v": [...]}`` (heads before positions:
-    the layout both attention contractions read without a transpose)."""
+    the layout both attention contractions read without a transpose). At most :data:`MAX_CACHE_BYTES` in all."""
     c = _config(config)
-    B = _check_len("batch", batch, M.MAX_BATCH)
-    S = _check_len("max_len", max_len)
+    B, S = batch, max_len
     dtype = M._check_float_dtype("dtype", dtype)
     shape = (B, c.n_kv_heads, S, c.d_head)
+    nbytes = 2 * c.n_layers * math.prod(shape) * jnp.dtype(dtype).itemsize
+    if nbytes > MAX_CACHE_BYTES:
+        raise ValueError(f"batch={B} x max_len={S} asks for a {nbytes / 1e9:.3g} GB cache (2 x {c.n_layers} layers "
+                         f"of {list(shape)}); at most {MAX_CACHE_BYTES / 2**30:g} GiB (MAX_CACHE_BYTES): lower batch "
+                         "or max_len")
     return {"k": [jnp.zeros(shape, dtype) for _ in range(c.n_layers)],
             "v": [jnp.zeros(shape, dtype) for _ in range(c.n_layers)]}
 
@@ -128,13 +153,13 @@ def _prefill(params, tokens, config, max_len):
     return logits[:, -1], cache
 
 
-def prefill(params, tokens, config, max_len: int):
+@checked
+def prefill(params, tokens, config, max_len: _Len):
     """Run the prompt ``tokens[B, T]``: ``(logits of the last position [B, V], cache with T positions filled)``.
     ``max_len`` (>= T) sizes the cache for the tokens to come."""
     c = _config(config)
-    M._check_params("params", params)
+    M._check_params("params", params, c)
     M._check_tokens(tokens, c)
-    max_len = _check_len("max_len", max_len)
     if max_len < tokens.shape[1]:
         raise ValueError(f"max_len ({max_len}) must be at least the prompt length ({tokens.shape[1]})")
     return _prefill(params, tokens, c, max_len)
@@ -151,11 +176,15 @@ def decode_step(params, cache, token, pos, config):
 
     The cache is donated (updated in place; do not reuse the one passed in)."""
     c = _config(config)
-    M._check_params("params", params)
+    M._check_params("params", params, c)
     M._check_array("token", token, ndim=1)
-    _check_cache(cache)
+    _check_cache(cache, c)
+    if token.shape[0] != cache["k"][0].shape[0]:
+        raise ValueError(f"token must hold one id per cached sequence ({cache['k'][0].shape[0]}); got shape "
+                         f"{tuple(token.shape)}")
+    M._check_tokens(token[:, None], c, name="token")
     if not isinstance(pos, (jax.Array, jax.core.Tracer)):
-        pos = check_positive("pos", pos, integer=True, allow_zero=True, maximum=cache["k"][0].shape[2] - 1)
+        pos = Positive(integer=True, allow_zero=True, maximum=cache["k"][0].shape[2] - 1).check("pos", pos)
     return _decode_step(params, cache, token, jnp.asarray(pos, jnp.int32), c)
 
 
@@ -182,29 +211,26 @@ def _generate(params, prompt, key, config, new_tokens, temperature):
     return jnp.concatenate([first[:, None], rest.T], axis=1)
 
 
-def generate(params, prompt, config, new_tokens: int, *, temperature: float = 0.0, seed: int = 0):
+@checked
+def generate(params, prompt, config, new_tokens: _Len, *, temperature: _Temperature = 0.0, seed: _Seed = 0):
     """``new_tokens`` tokens ``[B, new_tokens]`` after ``prompt[B, T]``: prefill, then cached decode steps.
     ``temperature=0`` is greedy; otherwise step ``i`` samples with ``jax.random.fold_in(PRNGKey(seed), i)``."""
     c = _config(config)
-    M._check_params("params", params)
-    M._check_tokens(prompt, c)
-    new_tokens = _check_len("new_tokens", new_tokens)
+    M._check_params("params", params, c)
+    M._check_tokens(prompt, c, name="prompt")
     if prompt.shape[1] + new_tokens > MAX_LEN:
         raise ValueError(f"prompt length + new_tokens must be at most {MAX_LEN}")
-    temperature = _check_temperature(temperature)
-    seed = check_positive("seed", seed, integer=True, allow_zero=True, maximum=2**32 - 1)
     return _generate(params, prompt, jax.random.PRNGKey(seed), c, new_tokens, temperature)
 
 
-def generate_uncached(params, prompt, config, new_tokens: int, *, temperature: float = 0.0, seed: int = 0):
+@checked
+def generate_uncached(params, prompt, config, new_tokens: _Short, *, temperature: _Temperature = 0.0,
+                      seed: _Seed = 0):
     """The same tokens as :func:`generate`, by running :func:`tpu_notes.model.forward` on the whole sequence at every
     step (no cache: the quadratic algorithm): the reference the cached decoder is tested against."""
     c = _config(config)
-    M._check_params("params", params)
-    M._check_tokens(prompt, c)
-    new_tokens = _check_len("new_tokens", new_tokens, 4096)
-    temperature = _check_temperature(temperature)
-    seed = check_positive("seed", seed, integer=True, allow_zero=True, maximum=2**32 - 1)
+    M._check_params("params", params, c)
+    M._check_tokens(prompt, c, name="prompt")
     key = jax.random.PRNGKey(seed)
     fwd = jax.jit(M.forward, static_argnames=("config",))
     T = prompt.shape[1]
@@ -222,9 +248,9 @@ def generate_uncached(params, prompt, config, new_tokens: int, *, temperature: f
 
 
 # ------------------------------------------------------------------------------------ speculative sampling
-def token_probs(logits, temperature: float):
+@checked
+def token_probs(logits, temperature: _Temperature):
     """Next-token probabilities: ``softmax(logits / temperature)``, or one-hot at the argmax when it is 0."""
-    temperature = _check_temperature(temperature)
     if temperature == 0:
         return jax.nn.one_hot(jnp.argmax(logits, axis=-1), logits.shape[-1], dtype=jnp.float32)
     return jax.nn.softmax(logits.astype(jnp.float32) / temperature, axis=-1)
@@ -291,8 +317,9 @@ def _speculative(tp, dp, prompt, key, tc, dc, new_tokens, k, temperature):
     return buf[0, T:stop], rounds, accepted
 
 
-def speculative_generate(target_params, target_config, draft_params, draft_config, prompt, new_tokens: int, *,
-                         k: int = 4, temperature: float = 1.0, seed: int = 0) -> dict:
+@checked
+def speculative_generate(target_params, target_config, draft_params, draft_config, prompt, new_tokens: _Short, *,
+                         k: _Drafts = 4, temperature: _Temperature = 1.0, seed: _Seed = 0) -> dict:
     """Speculative sampling of ``new_tokens`` after ``prompt[1, T]`` (one sequence).
 
     Returns ``{"tokens": [new_tokens], "rounds": target passes, "accepted": draft tokens kept}``; tokens per
@@ -302,31 +329,24 @@ def speculative_generate(target_params, target_config, draft_params, draft_confi
     tc, dc = _config(target_config, "target_config"), _config(draft_config, "draft_config")
     if tc.vocab != dc.vocab:
         raise ValueError(f"draft_config must share the target's vocabulary ({tc.vocab}); got {dc.vocab}")
-    M._check_params("target_params", target_params)
-    M._check_params("draft_params", draft_params)
-    M._check_tokens(prompt, tc)
+    M._check_params("target_params", target_params, tc)
+    M._check_params("draft_params", draft_params, dc)
+    M._check_tokens(prompt, tc, name="prompt")
     if prompt.shape[0] != 1:
         raise ValueError(f"prompt must hold one sequence, shape [1, T]; got {tuple(prompt.shape)}")
-    new_tokens = _check_len("new_tokens", new_tokens, 4096)
-    k = check_positive("k", k, integer=True, maximum=64)
-    temperature = _check_temperature(temperature)
-    seed = check_positive("seed", seed, integer=True, allow_zero=True, maximum=2**32 - 1)
     tokens, rounds, accepted = _speculative(target_params, draft_params, prompt, jax.random.PRNGKey(seed), tc, dc,
                                             new_tokens, k, temperature)
     return {"tokens": tokens, "rounds": int(rounds), "accepted": int(accepted)}
 
 
-def speculative_samples(target_params, target_config, draft_params, draft_config, prompt, new_tokens: int,
-                        n_samples: int, *, k: int = 2, temperature: float = 1.0, seed: int = 0):
+@checked
+def speculative_samples(target_params, target_config, draft_params, draft_config, prompt, new_tokens: _Short,
+                        n_samples: Annotated[int, Positive(integer=True, maximum=MAX_SAMPLES)], *, k: _Drafts = 2,
+                        temperature: _Temperature = 1.0, seed: _Seed = 0):
     """``n_samples`` independent speculative generations (vmapped over keys): tokens ``[n_samples, new_tokens]``
     and the acceptance rate (draft tokens kept / drafted)."""
     tc, dc = _config(target_config, "target_config"), _config(draft_config, "draft_config")
-    M._check_tokens(prompt, tc)
-    new_tokens = _check_len("new_tokens", new_tokens, 4096)
-    n_samples = _check_len("n_samples", n_samples, 10**6)
-    k = check_positive("k", k, integer=True, maximum=64)
-    temperature = _check_temperature(temperature)
-    seed = check_positive("seed", seed, integer=True, allow_zero=True, maximum=2**32 - 1)
+    M._check_tokens(prompt, tc, name="prompt")
     keys = jax.random.split(jax.random.PRNGKey(seed), n_samples)
     run = jax.jit(jax.vmap(lambda key: _speculative(target_params, draft_params, prompt, key, tc, dc, new_tokens,
                                                     k, temperature)))
@@ -335,15 +355,15 @@ def speculative_samples(target_params, target_config, draft_params, draft_config
     return tokens, rate
 
 
-def target_distribution(params, config, prompt, new_tokens: int = 2, *, temperature: float = 1.0) -> np.ndarray:
+@checked
+def target_distribution(params, config, prompt, new_tokens: Annotated[int, Positive(integer=True, maximum=4)] = 2, *,
+                        temperature: _Temperature = 1.0) -> np.ndarray:
     """The exact probability of every continuation of ``new_tokens`` tokens (``vocab ** new_tokens`` of them, in
     row-major order) under ``params``: the chain rule over the model's own next-token distributions. For tiny
     vocabularies only (the speculative-sampling test)."""
     c = _config(config)
-    new_tokens = _check_len("new_tokens", new_tokens, 4)
     if c.vocab ** new_tokens > 2**16:
         raise ValueError(f"vocab ** new_tokens must be at most 65,536; got {c.vocab ** new_tokens:,}")
-    temperature = _check_temperature(temperature)
     fwd = jax.jit(M.forward, static_argnames=("config",))
     probs = np.ones(1)
     seqs = np.asarray(prompt)
@@ -370,12 +390,11 @@ def _decode_args(c, batch, seq_len, dtype, concrete: bool):
     return params, cache, token, jnp.int32(seq_len)
 
 
-def decode_cost(config, batch: int, seq_len: int, dtype=jnp.float32) -> dict:
+@checked
+def decode_cost(config, batch: _Batch, seq_len: _Len, dtype=jnp.float32) -> dict:
     """XLA's cost analysis (keys sorted) of one compiled :func:`decode_step` of ``batch`` sequences whose caches
     hold ``seq_len`` tokens (buffer ``seq_len + 1``, the new token written at ``seq_len``), cache donated."""
     c = _config(config)
-    batch = _check_len("batch", batch, 2**16)
-    seq_len = _check_len("seq_len", seq_len)
     dtype = M._check_float_dtype("dtype", dtype)
     params, cache, token, pos = _decode_args(c, batch, seq_len, dtype, concrete=False)
     compiled = _decode_step.lower(params, cache, token, pos, c).compile()
@@ -385,7 +404,10 @@ def decode_cost(config, batch: int, seq_len: int, dtype=jnp.float32) -> dict:
     return {key: float(cost[key]) for key in sorted(cost)}
 
 
-def measure_decode_step(config, batch: int, seq_len: int, dtype=jnp.float32, repeats: int = 5, steps: int = 4):
+@checked
+def measure_decode_step(config, batch: _Batch, seq_len: _Len, dtype=jnp.float32,
+                        repeats: Annotated[int, Positive(integer=True, maximum=1000)] = 5,
+                        steps: Annotated[int, Positive(integer=True, maximum=64)] = 4):
     """Seconds per decode step at ``batch`` sequences with ``seq_len`` tokens of cache, on the default device.
 
     Times (:func:`tpu_notes.bench.time_fn`) one jitted loop of ``steps`` greedy decode steps from position
@@ -394,9 +416,6 @@ def measure_decode_step(config, batch: int, seq_len: int, dtype=jnp.float32, rep
     from .bench import time_fn
 
     c = _config(config)
-    batch = _check_len("batch", batch, 2**16)
-    seq_len = _check_len("seq_len", seq_len)
-    steps = _check_len("steps", steps, 64)
     dtype = M._check_float_dtype("dtype", dtype)
     params = M.init_params(c, 0, dtype)
     cache = init_cache(c, batch, seq_len + steps, dtype)
@@ -423,8 +442,8 @@ def _check_cases(name: str, cases, width: int) -> list:
         if isinstance(case, (str, bytes)) or not isinstance(case, (list, tuple)) or len(case) != width:
             raise TypeError(f"{name}[{i}] must be a {what} tuple; got {case!r}")
         head = [_config(case[0], f"{name}[{i}] config")] if width == 3 else []
-        out.append((*head, _check_len(f"{name}[{i}] batch", case[-2], 2**16),
-                    _check_len(f"{name}[{i}] seq_len", case[-1])))
+        out.append((*head, Positive(integer=True, maximum=2**16).check(f"{name}[{i}] batch", case[-2]),
+                    Positive(integer=True, maximum=MAX_LEN).check(f"{name}[{i}] seq_len", case[-1])))
     return out
 
 

@@ -29,13 +29,15 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from typing import Annotated
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .transformer import TransformerConfig, as_config
-from .units import check_bool, check_positive
+from .transformer import moe_capacity as transformer_moe_capacity
+from .units import Bool, Positive, PositiveFloat, check_bool, check_positive, checked
 
 #: Largest sequence length and batch the model builds tables or shapes for (a typo must not allocate terabytes).
 MAX_SEQ_LEN = 2**20
@@ -55,19 +57,33 @@ def _check_array(name: str, x, ndim: int | None = None, min_ndim: int = 1):
     return x
 
 
-def _check_params(name: str, params) -> dict:
+def _check_params(name: str, params, config: TransformerConfig | None = None) -> dict:
+    """``params`` must be an :func:`init_params` pytree (of ``config``'s layer count and vocabulary, when given)."""
     if not isinstance(params, dict) or "embed" not in params or "layers" not in params:
         raise TypeError(f"{name} must be the parameter pytree of init_params (a dict with 'embed' and 'layers'); "
                         f"got {type(params).__name__}")
+    if config is not None:
+        if not isinstance(params["layers"], (list, tuple)) or len(params["layers"]) != config.n_layers:
+            got = len(params["layers"]) if isinstance(params["layers"], (list, tuple)) else type(params["layers"])
+            raise ValueError(f"{name} must hold the {config.n_layers} layers of config {config.name or ''}; got {got}")
+        if getattr(params["embed"], "shape", (None,))[0] != config.vocab:
+            raise ValueError(f"{name}['embed'] must have {config.vocab} rows (config's vocab); got shape "
+                             f"{tuple(getattr(params['embed'], 'shape', ()))}")
     return params
 
 
-def _check_tokens(tokens, config: TransformerConfig, min_len: int = 1):
-    _check_array("tokens", tokens, ndim=2)
+def _check_tokens(tokens, config: TransformerConfig, min_len: int = 1, name: str = "tokens"):
+    """Integer ids ``[batch, seq_len]`` in ``[0, vocab)`` (the range is checked on concrete arrays: JAX's gather
+    would clamp an id past the table silently; a traced array under ``jit`` is checked by its caller)."""
+    _check_array(name, tokens, ndim=2)
     if not jnp.issubdtype(tokens.dtype, jnp.integer):
-        raise TypeError(f"tokens must hold integer token ids; got dtype {tokens.dtype}")
+        raise TypeError(f"{name} must hold integer token ids; got dtype {tokens.dtype}")
     if tokens.shape[0] < 1 or tokens.shape[1] < min_len:
-        raise ValueError(f"tokens must have shape [batch >= 1, seq_len >= {min_len}]; got {tuple(tokens.shape)}")
+        raise ValueError(f"{name} must have shape [batch >= 1, seq_len >= {min_len}]; got {tuple(tokens.shape)}")
+    if not isinstance(tokens, jax.core.Tracer):
+        lo, hi = int(tokens.min()), int(tokens.max())
+        if lo < 0 or hi >= config.vocab:
+            raise ValueError(f"{name} must hold token ids in [0, vocab={config.vocab}); got ids from {lo} to {hi}")
     return tokens
 
 
@@ -217,16 +233,22 @@ def rms_norm(x, gain, eps: float = 1e-6):
     return (x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + eps)).astype(x.dtype) * gain
 
 
-def rotary_tables(seq_len: int, d_head: int, base: float = 10_000.0, offset: int = 0):
+_SeqLen = Annotated[int, Positive(integer=True, maximum=MAX_SEQ_LEN)]
+_Batch = Annotated[int, Positive(integer=True, maximum=MAX_BATCH)]
+_Seed = Annotated[int, Positive(integer=True, allow_zero=True, maximum=2**32 - 1)]
+
+
+@checked
+def rotary_tables(seq_len: _SeqLen, d_head: Annotated[int, Positive(integer=True, maximum=2**16)],
+                  base: PositiveFloat = 10_000.0,
+                  offset: Annotated[int, Positive(integer=True, allow_zero=True, maximum=2**31)] = 0):
     """``(cos, sin)`` of shape ``[seq_len, d_head/2]`` for positions ``offset .. offset+seq_len-1``.
 
     ``d_head`` must be even (pairs of features rotate together); ``base`` > 0."""
-    seq_len = check_positive("seq_len", seq_len, integer=True, maximum=MAX_SEQ_LEN)
-    d_head = check_positive("d_head", d_head, integer=True, maximum=2**16)
     if d_head % 2:
         raise ValueError(f"d_head must be even for rotary embeddings; got {d_head}")
-    base = check_positive("base", base)
-    offset = check_positive("offset", offset, integer=True, allow_zero=True, maximum=2**31 - seq_len)
+    if offset + seq_len > 2**31:
+        raise ValueError(f"offset + seq_len must be at most 2**31 (int32 positions); got offset={offset:,}")
     inv = 1.0 / base ** (np.arange(0, d_head, 2) / d_head)
     ang = np.arange(offset, offset + seq_len)[:, None] * inv[None, :]
     return jnp.asarray(np.cos(ang), jnp.float32), jnp.asarray(np.sin(ang), jnp.float32)
@@ -266,7 +288,9 @@ def attention(q, k, v, causal: bool = True):
     return jnp.einsum("bkgts,bskh->btkgh", p, v).reshape(B, T, N, H)
 
 
-def flash_attention(q, k, v, causal: bool = True, block_size: int = 128):
+@checked
+def flash_attention(q, k, v, causal: Bool = True,
+                    block_size: Annotated[int, Positive(integer=True, maximum=2**20)] = 128):
     """The same result as :func:`attention`, computed one block of ``block_size`` keys at a time.
 
     Online softmax: a ``lax.scan`` over key blocks updates a running row maximum ``m``, a running denominator ``l``
@@ -277,7 +301,6 @@ def flash_attention(q, k, v, causal: bool = True, block_size: int = 128):
     _check_qkv(q, k, v, causal)
     B, T, N, H = q.shape
     S, K = k.shape[1], k.shape[2]
-    block_size = check_positive("block_size", block_size, integer=True)
     if block_size <= 0 or S % block_size:
         raise ValueError(f"block_size ({block_size}) must be positive and divide the key length ({S})")
     G, nb = N // K, S // block_size
@@ -326,11 +349,10 @@ def _mlp(x, p, gated: bool):
 
 
 def moe_capacity(n_tokens: int, config: TransformerConfig, capacity_factor: float = 1.0) -> int:
-    """Slots per expert: ``ceil(capacity_factor · n_tokens · k / E)``."""
-    n_tokens = check_positive("n_tokens", n_tokens, integer=True)
+    """Slots per expert of ``config``'s MoE layers: :func:`tpu_notes.transformer.moe_capacity` with its experts,
+    ``ceil(capacity_factor · n_tokens · k / E)``."""
     c = as_config(config, "config")
-    capacity_factor = check_positive("capacity_factor", capacity_factor, maximum=1e6)
-    return max(1, math.ceil(capacity_factor * n_tokens * c.experts_per_token / c.n_experts))
+    return transformer_moe_capacity(n_tokens, c.n_experts, capacity_factor, experts_per_token=c.experts_per_token)
 
 
 def moe_mlp(x, p, config: TransformerConfig, capacity_factor: float = 1.0):
@@ -404,7 +426,7 @@ def block(x, layer, config: TransformerConfig, cos, sin, capacity_factor: float 
 def forward(params, tokens, config: TransformerConfig, capacity_factor: float = 1.0, attention_fn=attention):
     """Logits ``[B, T, V]`` for integer ``tokens[B, T]``. ``attention_fn`` may be :func:`flash_attention`."""
     c = _check_supported(config)
-    _check_params("params", params)
+    _check_params("params", params, c)
     _check_tokens(tokens, c)
     _check_scalar("capacity_factor", capacity_factor, maximum=1e6)
     _check_fn("attention_fn", attention_fn)
@@ -443,14 +465,12 @@ def train_step(params, tokens, config: TransformerConfig, lr: float = 1e-2, capa
     return jax.tree_util.tree_map(lambda p, d: p - lr * d.astype(p.dtype), params, g), value
 
 
-def random_tokens(config: TransformerConfig, batch: int, seq_len: int, seed: int = 0):
+@checked
+def random_tokens(config: TransformerConfig, batch: _Batch, seq_len: _SeqLen, seed: _Seed = 0):
     """Uniform random token ids ``[batch, seq_len]`` (int32), reproducible from ``seed``."""
     c = as_config(config, "config")
-    batch = check_positive("batch", batch, integer=True, maximum=MAX_BATCH)
-    seq_len = check_positive("seq_len", seq_len, integer=True, maximum=MAX_SEQ_LEN)
     if batch * seq_len > MAX_TOKENS:
         raise ValueError(f"batch x seq_len = {batch * seq_len:,} tokens exceeds MAX_TOKENS={MAX_TOKENS:,}")
-    seed = check_positive("seed", seed, integer=True, allow_zero=True, maximum=2**32 - 1)
     return jax.random.randint(jax.random.PRNGKey(seed), (batch, seq_len), 0, c.vocab, dtype=jnp.int32)
 
 
@@ -458,7 +478,8 @@ def random_tokens(config: TransformerConfig, batch: int, seq_len: int, seed: int
 # XLA's own FLOP count
 # ------------------------------------------------------------------------------------------------------------
 
-def xla_cost(fn, *args, compiled: bool = True) -> dict:
+@checked
+def xla_cost(fn, *args, compiled: Bool = True) -> dict:
     """XLA's cost analysis of ``jax.jit(fn)(*args)`` on one device, keys sorted (``"flops"``, ``"bytes accessed"``...).
 
     ``compiled=True`` analyses the optimised program that would run (``.lower(...).compile()``); ``False`` the
@@ -466,7 +487,6 @@ def xla_cost(fn, *args, compiled: bool = True) -> dict:
     and for a forward pass nearly identical. ``args`` may be arrays or ``jax.ShapeDtypeStruct`` objects.
     """
     _check_fn("fn", fn)
-    check_bool("compiled", compiled)
     lowered = jax.jit(fn).lower(*args)
     cost = lowered.compile().cost_analysis() if compiled else lowered.cost_analysis()
     if isinstance(cost, (list, tuple)):          # older JAX returned one dict per device
@@ -474,15 +494,12 @@ def xla_cost(fn, *args, compiled: bool = True) -> dict:
     return {key: float(cost[key]) for key in sorted(cost)}
 
 
-def xla_flops(config: TransformerConfig, batch: int, seq_len: int, training: bool = False,
-              compiled: bool = True) -> float:
+@checked
+def xla_flops(config: TransformerConfig, batch: _Batch, seq_len: _SeqLen, training: Bool = False,
+              compiled: Bool = True) -> float:
     """FLOPs XLA counts for the model's forward pass (``training=False``) or loss + gradients (``True``)
     on ``batch × seq_len`` tokens, for one device, from shapes alone (see :func:`xla_cost` for ``compiled``)."""
     c = _check_supported(config)
-    batch = check_positive("batch", batch, integer=True, maximum=MAX_BATCH)
-    seq_len = check_positive("seq_len", seq_len, integer=True, maximum=MAX_SEQ_LEN)
-    check_bool("training", training)
-    check_bool("compiled", compiled)
     if training and seq_len < 2:
         raise ValueError(f"seq_len must be >= 2 with training=True (the loss predicts the next token); got {seq_len}")
     params = param_shapes(c)
@@ -499,7 +516,10 @@ def param_shapes(config: TransformerConfig, dtype=jnp.float32):
     return _build(c, lambda shape, fan_in: jax.ShapeDtypeStruct(shape, dtype))
 
 
-def xla_component_flops(config: TransformerConfig, batch: int, seq_len: int, compiled: bool = False) -> dict:
+@checked
+def xla_component_flops(config: TransformerConfig, batch: _Batch,
+                        seq_len: Annotated[int, Positive(integer=True, maximum=2**14)],   # it compiles a [T, T]
+                        compiled: Bool = False) -> dict:
     """FLOPs XLA counts for the forward pass's non-matmul pieces, each compiled on its own, summed over layers.
 
     Keys (sorted): ``"mlp_activation"`` (SiLU·up or GELU), ``"residual_adds"``, ``"rms_norms"``, ``"rotary"``,
@@ -509,9 +529,6 @@ def xla_component_flops(config: TransformerConfig, batch: int, seq_len: int, com
     XLA's total and the formula.
     """
     c = _check_supported(config)
-    batch = check_positive("batch", batch, integer=True, maximum=MAX_BATCH)
-    seq_len = check_positive("seq_len", seq_len, integer=True, maximum=2**14)   # it compiles a [T, T] matrix
-    check_bool("compiled", compiled)
     B, T, D, N, K, H = batch, seq_len, c.d_model, c.n_heads, c.n_kv_heads, c.d_head
     G = N // K
     f32 = jnp.float32

@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, fields, replace
-from typing import Optional
+from typing import Annotated, Optional
 
-from .units import check_bool, check_choice, check_positive, dtype_bytes, canonical_dtype
+from .units import (Kind, Positive, PositiveInt, check_bool, check_choice, check_positive, checked,
+                    dtype_bytes)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -457,6 +458,24 @@ class TransformerConfig:
         return replace(self, **changes)
 
 
+#: Largest capacity factor :func:`moe_capacity` takes (slots per expert over the even share): beyond it every
+#: expert keeps a slot for every token many times over.
+MAX_CAPACITY_FACTOR = 1e3
+
+
+@checked
+def moe_capacity(n_tokens: Annotated[int, Positive(integer=True, maximum=2**40)],
+                 n_experts: Annotated[int, Positive(integer=True, maximum=2**16)],
+                 capacity_factor: Annotated[float, Positive(maximum=MAX_CAPACITY_FACTOR)] = 1.0,
+                 experts_per_token: PositiveInt = 1) -> int:
+    """Slots each expert keeps for ``n_tokens`` tokens routed to ``experts_per_token`` of ``n_experts`` experts:
+    ``⌈capacity_factor · n_tokens · k / E⌉``, at least 1 (Chapter 4; the JAX MoE layers of :mod:`tpu_notes.model`
+    and :mod:`tpu_notes.jaxprog` both size their dispatch with it). Tokens past an expert's capacity are dropped."""
+    if experts_per_token > n_experts:
+        raise ValueError(f"experts_per_token ({experts_per_token}) must be at most n_experts ({n_experts})")
+    return max(1, math.ceil(capacity_factor * n_tokens * experts_per_token / n_experts))
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Presets
 # ----------------------------------------------------------------------------------------------------------------
@@ -470,6 +489,12 @@ def _llama3(name, L, D, F, N) -> TransformerConfig:
 _PRESETS: dict[str, TransformerConfig] = {
     "llama2-13b": TransformerConfig(d_model=5120, d_ff=13824, n_layers=40, n_heads=40, n_kv_heads=40, d_head=128,
                                     vocab=32_000, name="llama2-13b"),   # Llama 2 paper / HF config.json
+    # Llama 2 7B (Llama 2 paper, Table 1 / HF config.json): multi-head attention (32 KV heads), vocabulary 32,000.
+    "llama2-7b": TransformerConfig(d_model=4096, d_ff=11008, n_layers=32, n_heads=32, n_kv_heads=32, d_head=128,
+                                   vocab=32_000, name="llama2-7b"),
+    # Llama 2 70B (Llama 2 paper, Table 1 / HF config.json): GQA with 8 KV heads, vocabulary 32,000.
+    "llama2-70b": TransformerConfig(d_model=8192, d_ff=28672, n_layers=80, n_heads=64, n_kv_heads=8, d_head=128,
+                                    vocab=32_000, name="llama2-70b"),
     "llama3-8b": _llama3("llama3-8b", 32, 4096, 14336, 32),
     "llama3-70b": _llama3("llama3-70b", 80, 8192, 28672, 64),
     "llama3-405b": _llama3("llama3-405b", 126, 16384, 53248, 128),
@@ -533,3 +558,27 @@ def get_model(name: str, argument: str = "model") -> TransformerConfig:
 def as_config(model, argument: str = "model") -> TransformerConfig:
     """Accept a :class:`TransformerConfig` or a preset name (errors call it ``argument``)."""
     return get_model(model, argument)
+
+
+@dataclass(frozen=True)
+class _ModelKind(Kind):
+    """The kind of a ``model`` argument: a :class:`TransformerConfig` or a preset name (:func:`get_model`); the
+    config is passed on."""
+
+    def check(self, name: str, value):
+        return get_model(value, name)
+
+    def hostile(self) -> list:
+        return ["no-such-model", "", None, 3, ["llama3-8b"]]
+
+    def example(self):
+        return "tiny-mha"
+
+    def describe(self) -> str:
+        return f"a TransformerConfig or one of {list(PRESETS)}"
+
+
+#: Annotation of a model argument for :func:`tpu_notes.units.checked`: a config or a preset name, passed on as the
+#: :class:`TransformerConfig`.
+Model = Annotated[TransformerConfig, _ModelKind()]
+

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from .hardware import CHIPS, get_chip
 from .roofline import RooflineTime, matmul_time
+from .topology import parse_slice
 from .units import canonical_dtype, check_positive, fmt
 
 #: Choices offered by the explorer (powers of two keep the sliders short).
@@ -66,14 +67,7 @@ def roofline_explorer(chip="v5e", dtype: str = "bf16", B: int = 256, D: int = 81
     from . import plots
 
     point = matmul_point(chip, dtype, B, D, F)  # validates the starting settings either way
-    if not isinstance(static, bool):
-        raise TypeError(f"static must be True or False; got {type(static).__name__}")
-    widgets = None
-    if not static:
-        try:
-            import ipywidgets as widgets
-        except ImportError:
-            widgets = None
+    widgets = _widgets_or_none(static)
     if widgets is None:
         return plots.matmul_on_roofline(point.B, point.D, point.F, chip=point.chip, dtype=point.dtype)
 
@@ -371,19 +365,11 @@ def planner_explorer(model: str = "llama3-70b", slice: str = "v5p:16x16x16", bat
     :func:`tpu_notes.plots.planner_chart` of the starting settings.
     """
     from . import plots
-    from .__main__ import parse_slice
     from .training import plan
 
-    if not isinstance(static, bool):
-        raise TypeError(f"static must be True or False; got {type(static).__name__}")
     top = check_positive("top", top, integer=True)
     first = plan(model, parse_slice(slice), batch_tokens, seq_len)     # validates the starting settings
-    widgets = None
-    if not static:
-        try:
-            import ipywidgets as widgets
-        except ImportError:
-            widgets = None
+    widgets = _widgets_or_none(static)
     if widgets is None:
         return plots.planner_chart(first, top=top)
 
@@ -539,15 +525,8 @@ def training_explorer(model: str = "llama3-70b", chip: str = "v5p", pods: int = 
     """Pick a Llama 3 model, a TPU generation, a number of full pods, a batch and a sequence length; read the
     planner's best layout, memory per chip, step time, MFU and days (:func:`training_run`). Without ipywidgets, or
     with ``static=True``, returns the text for the starting settings."""
-    if not isinstance(static, bool):
-        raise TypeError(f"static must be True or False; got {type(static).__name__}")
     first = training_run(model, chip, pods, batch_tokens, seq_len)     # validates the starting settings
-    widgets = None
-    if not static:
-        try:
-            import ipywidgets as widgets
-        except ImportError:
-            widgets = None
+    widgets = _widgets_or_none(static)
     if widgets is None:
         return first
     style = {"description_width": "90px"}
@@ -660,9 +639,9 @@ def gpu_cluster(chip: str = "h100", nodes: int = 8, fat_tree: str = "superpod"):
 
 def gpu_strategies(chip: str = "h100", nodes: int = 8, fat_tree: str = "superpod", model: str = "llama3-70b",
                    tokens_per_gpu: int = 2048):
-    """``(cluster, rows, text)``: the comms-vs-compute of DP/TP/EP/PP (:func:`tpu_notes.gpu.strategy_times`)
+    """``(cluster, rows, text)``: the comms-vs-compute of DP/TP/EP/PP (:func:`tpu_notes.training.strategy_times`)
     of ``model`` on :func:`gpu_cluster` with ``tokens_per_gpu`` tokens of batch per GPU, and a summary."""
-    from .gpu import critical_batch_per_gpu, strategy_times
+    from .training import critical_batch_per_gpu, strategy_times
 
     cluster = gpu_cluster(chip, nodes, fat_tree)
     b = check_positive("tokens_per_gpu", tokens_per_gpu, integer=True)

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Annotated, Sequence
 
 from ..hardware import get_chip
-from ..transformer import as_config
-from ..units import check_bool, check_positive, dtype_bytes, fmt
+from ..transformer import Model
+from ..units import Bool, Positive, Shape, checked, dtype_bytes, fmt
+from .serving import MAX_CANDIDATES
 from .sharding import ICI_HOP_LATENCY
-from .step import DecodeStepTime, _chips, _storage, decode_step_time
+from .step import Batch, Chips, ComputeDType, Context, DecodeStepTime, StorageDType, decode_step_time
+
+_Axes = Annotated[int, Positive(integer=True, maximum=3)]
 
 
 @dataclass(frozen=True)
@@ -52,19 +56,21 @@ class ShardedStepTime:
                 f"{fmt(self.comms_latency, 's')}); bound={self.bound}, tp={self.tp} over {self.tp_axes} axes)")
 
 
-def sharded_step_time(model, chip, n_chips: int, batch: int, seq_len: int, *, tp_axes: int = 2,
-                      weight_dtype: str = "bf16", kv_dtype: str = "bf16", compute_dtype: str = "bf16",
-                      activation_dtype: str = "bf16", overlap: bool = False) -> ShardedStepTime:
+@checked
+def sharded_step_time(model: Model, chip, n_chips: Chips, batch: Batch, seq_len: Context, *, tp_axes: _Axes = 2,
+                      weight_dtype: StorageDType = "bf16", kv_dtype: StorageDType = "bf16",
+                      compute_dtype: ComputeDType = "bf16", activation_dtype: StorageDType = "bf16",
+                      overlap: Bool = False) -> ShardedStepTime:
     """A generation step of ``model`` on ``n_chips`` TPU chips, all of them one model-parallel group laid over
     ``tp_axes`` torus axes, with the activation collectives priced (see the module docstring)."""
-    c = as_config(model)
+    c = model
     chip_ = get_chip(chip)
     if chip_.ici_bw_bidi is None:
         raise ValueError(f"chip must have ICI links (a TPU); {chip_.long_name} has none in tpu_notes.hardware")
-    n = _chips(n_chips)
-    axes = check_positive("tp_axes", tp_axes, integer=True, maximum=chip_.ici_dims or 3)
-    act = dtype_bytes(_storage(activation_dtype, "activation_dtype"))
-    overlap = check_bool("overlap", overlap)
+    n, axes = n_chips, tp_axes
+    if axes > (chip_.ici_dims or 3):
+        raise ValueError(f"tp_axes must be at most the {chip_.ici_dims} torus axes of {chip_.long_name}; got {axes}")
+    act = dtype_bytes(activation_dtype)
     step = decode_step_time(c, chip_, n, batch, seq_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                             compute_dtype=compute_dtype)
     B, D = step.batch, c.d_model
@@ -85,19 +91,25 @@ def sharded_step_time(model, chip, n_chips: int, batch: int, seq_len: int, *, tp
                            tp_axes=axes)
 
 
-def best_deployment(model, chip, seq_len: int, latency_limit_s: float, *, chip_counts=(8, 16, 32, 64),
-                    batches=(8, 16, 32, 48, 64, 96, 128, 192, 256), tp_axes: int = 2, weight_dtype: str = "bf16",
-                    kv_dtype: str = "bf16", compute_dtype: str = "bf16", overlap: bool = False):
+@checked
+def best_deployment(model: Model, chip, seq_len: Context,
+                    latency_limit_s: Annotated[float, Positive(maximum=3600.0)], *,
+                    chip_counts: Annotated[Sequence[int], Shape()] = (8, 16, 32, 64),
+                    batches: Annotated[Sequence[int], Shape()] = (8, 16, 32, 48, 64, 96, 128, 192, 256),
+                    tp_axes: _Axes = 2, weight_dtype: StorageDType = "bf16", kv_dtype: StorageDType = "bf16",
+                    compute_dtype: ComputeDType = "bf16", overlap: Bool = False):
     """The :func:`sharded_step_time` with the most tokens/s per chip whose step (collectives included) is at most
     ``latency_limit_s``, over ``chip_counts`` model-parallel groups and the ``batches`` that fit in memory at
-    ``seq_len``; ``None`` when nothing meets the limit."""
-    from ..units import check_sizes
-
-    limit = check_positive("latency_limit_s", latency_limit_s, maximum=3600.0)
-    counts = [check_positive(f"chip_counts[{i}]", n, integer=True, maximum=2**16)
-              for i, n in enumerate(check_sizes("chip_counts", chip_counts))]
-    bs = [check_positive(f"batches[{i}]", b, integer=True, maximum=2**20)
-          for i, b in enumerate(check_sizes("batches", batches))]
+    ``seq_len`` (at most :data:`~tpu_notes.inference.serving.MAX_CANDIDATES` pairs); ``None`` when nothing meets
+    the limit."""
+    limit, counts, bs = latency_limit_s, chip_counts, batches
+    for name, values, top in (("chip_counts", counts, 2**16), ("batches", bs, 2**20)):
+        for i, v in enumerate(values):
+            if v > top:
+                raise ValueError(f"{name}[{i}] must be at most {top:,}; got {v}")
+    if len(counts) * len(bs) > MAX_CANDIDATES:
+        raise ValueError(f"chip_counts x batches may hold at most {MAX_CANDIDATES} candidates; got "
+                         f"{len(counts)} x {len(bs)}")
     best = None
     for n in counts:
         for b in bs:

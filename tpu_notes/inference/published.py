@@ -36,15 +36,14 @@ Sources (all read for this chapter; figures restated, not copied):
 """
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Annotated, Sequence
 
 from ..hardware import get_chip
-from ..training.published import LLAMA2_70B
-from ..transformer import TransformerConfig, as_config
-from ..units import check_choice, check_positive, fmt
-from .step import _storage, decode_step_time, prefill_time
+from ..runs import PublishedRecord, Reconciliation, check_rows, check_runs, check_under_roofline, median_ratio
+from ..transformer import get_model
+from ..units import Fraction, OneOf, Positive, PositiveFloat, checked, fmt
+from .step import ComputeDType, StorageDType, decode_step_time, prefill_time
 
 #: How a row is priced (see the module docstring).
 MODES = ("static", "decode", "latency")
@@ -55,64 +54,57 @@ MODES = ("static", "decode", "latency")
 #: ND GB200 v6 delivers record performance for inference workloads"); we round down to one figure for both.
 EFFICIENCY = 0.8
 
-#: Llama 2 7B (Llama 2 paper, Table 1 / HF config.json): multi-head attention (32 KV heads), vocabulary 32,000.
-LLAMA2_7B = TransformerConfig(d_model=4096, d_ff=11008, n_layers=32, n_heads=32, n_kv_heads=32, d_head=128,
-                              vocab=32_000, name="llama2-7b")
+#: Prompt, output or cache length of one benchmark row, tokens.
+_Len = Annotated[int, Positive(integer=True, maximum=2**22)]
+
+#: Llama 2 7B and 70B: the presets ``"llama2-7b"`` and ``"llama2-70b"`` of :mod:`tpu_notes.transformer` (these names
+#: are kept as aliases).
+LLAMA2_7B = get_model("llama2-7b")
+LLAMA2_70B = get_model("llama2-70b")
 
 
 @dataclass(frozen=True)
-class PublishedServing:
+class PublishedServing(PublishedRecord):
     """One measured serving benchmark and its configuration (what the source states; ``notes`` say what is
-    assumed)."""
+    assumed). ``name``, ``source`` and ``model`` come first (:class:`~tpu_notes.runs.PublishedRecord`); a benchmark
+    whose measured figure beats the roofline by more than :data:`~tpu_notes.runs.ROOFLINE_TOLERANCE` is refused."""
 
-    name: str                             # short label for tables
-    source: str                           # key of the module docstring's source list, with the table / row
-    model: object                         # preset name or TransformerConfig
     chip: str                             # chip name in tpu_notes.hardware
-    n_chips: int                          # chips of one model replica (tensor parallelism), as stated
-    batch: int                            # batch size or concurrency, sequences
-    mode: str                             # "static", "decode" or "latency" (how it is priced)
-    weight_dtype: str = "bf16"            # as stated
-    kv_dtype: str = "bf16"                # as stated, or assumed (then notes say so)
-    compute_dtype: str = "bf16"           # the matmul dtype whose peak applies
-    input_len: Optional[int] = None       # prompt tokens per request (static, latency)
-    output_len: Optional[int] = None      # generated tokens per request (static, latency)
-    cache_len: Optional[int] = None       # tokens of KV cache read per step (decode)
-    reported_tokens_per_s: Optional[float] = None   # output tokens/s, all n_chips together (static, decode)
-    reported_latency_s: Optional[float] = None      # seconds per output token of one sequence (latency)
+    n_chips: Annotated[int, Positive(integer=True, maximum=2**16)]   # chips of one model replica (TP), as stated
+    batch: Annotated[int, Positive(integer=True, maximum=2**20)]     # batch size or concurrency, sequences
+    mode: Annotated[str, OneOf(MODES)]    # "static", "decode" or "latency" (how it is priced)
+    weight_dtype: StorageDType = "bf16"   # as stated
+    kv_dtype: StorageDType = "bf16"       # as stated, or assumed (then notes say so)
+    compute_dtype: ComputeDType = "bf16"  # the matmul dtype whose peak applies
+    input_len: _Len | None = None         # prompt tokens per request (static, latency)
+    output_len: _Len | None = None        # generated tokens per request (static, latency)
+    cache_len: _Len | None = None         # tokens of KV cache read per step (decode)
+    reported_tokens_per_s: PositiveFloat | None = None   # output tokens/s, all n_chips together (static, decode)
+    reported_latency_s: Annotated[float, Positive(maximum=10.0)] | None = None   # s per output token (latency)
     notes: str = ""                       # mapping choices and assumptions
 
     def __post_init__(self):
-        for f in ("name", "source", "notes"):
-            if not isinstance(getattr(self, f), str):
-                raise TypeError(f"{f} must be a string; got {type(getattr(self, f)).__name__}")
-        as_config(self.model)
+        super().__post_init__()
         if not isinstance(self.chip, str):
             raise TypeError(f"chip must be a chip name such as 'v5e' or 'h100'; got {type(self.chip).__name__}")
         get_chip(self.chip)
-        check_positive("n_chips", self.n_chips, integer=True, maximum=2**16)
-        check_positive("batch", self.batch, integer=True, maximum=2**20)
-        mode = check_choice("mode", self.mode, MODES)
-        _storage(self.weight_dtype, "weight_dtype")
-        _storage(self.kv_dtype, "kv_dtype")
-        check_choice("compute_dtype", self.compute_dtype, ("bf16", "fp8", "int8"))
-        for f in ("input_len", "output_len", "cache_len"):
-            if getattr(self, f) is not None:
-                check_positive(f, getattr(self, f), integer=True, maximum=2**22)
+        mode = self.mode
         if mode in ("static", "latency") and (self.input_len is None or self.output_len is None):
             raise ValueError(f"mode={mode!r} needs input_len and output_len (tokens per request)")
         if mode == "decode" and self.cache_len is None:
             raise ValueError("mode='decode' needs cache_len (the KV tokens read per step)")
-        if self.reported_tokens_per_s is not None:
-            check_positive("reported_tokens_per_s", self.reported_tokens_per_s)
-        if self.reported_latency_s is not None:
-            check_positive("reported_latency_s", self.reported_latency_s, maximum=10.0)
         if mode == "latency" and (self.reported_latency_s is None or self.reported_tokens_per_s is not None):
             raise ValueError("mode='latency' takes reported_latency_s (seconds per token) and no "
                              "reported_tokens_per_s")
         if mode != "latency" and (self.reported_tokens_per_s is None or self.reported_latency_s is not None):
             raise ValueError(f"mode={mode!r} takes reported_tokens_per_s (output tokens/s) and no "
                              "reported_latency_s")
+        check_under_roofline(self.measured_field, predict(self).ratio)
+
+    @property
+    def measured_field(self) -> str:
+        """The field that holds the measured figure."""
+        return "reported_latency_s" if self.mode == "latency" else "reported_tokens_per_s"
 
     @property
     def context(self) -> int:
@@ -132,6 +124,51 @@ class PublishedServing:
         if self.mode == "latency":
             return self.reported_latency_s
         return self.reported_tokens_per_s / self.n_chips
+
+
+@dataclass(frozen=True)
+class ServingReconciliation(Reconciliation):
+    """A published serving benchmark beside the model's prediction for its configuration: ``predicted`` and
+    ``reported`` are in ``run.metric`` units (tokens/s per chip, or seconds per token), ``ratio`` is achieved speed
+    / modelled speed (< 1: slower than the model)."""
+
+    step_s: float         # the priced generation step, seconds (at the efficiency)
+    prefill_s: float      # the priced prefill of the whole batch, seconds (0 when not priced)
+    bound: str            # what bounds the step: "weights", "compute" or "kv"
+    fits: bool            # weights and caches fit the chips' memory
+
+    def __repr__(self) -> str:
+        unit = "s" if self.run.metric == "s/token" else "tokens/s"
+        return (f"ServingReconciliation({self.run.name}: reported {fmt(self.reported, unit)}, predicted "
+                f"{fmt(self.predicted, unit)}, ratio {self.ratio:.2f})")
+
+
+@checked
+def predict(run: PublishedServing, efficiency: Fraction = 1.0) -> ServingReconciliation:
+    """Price ``run`` with Chapter 7's :func:`~tpu_notes.inference.decode_step_time` and
+    :func:`~tpu_notes.inference.prefill_time` (see the module docstring for the three modes) at ``efficiency``
+    of the datasheet rates, and compare with what was measured."""
+    if not isinstance(run, PublishedServing):
+        raise TypeError(f"run must be a PublishedServing; got {type(run).__name__}")
+    eff = efficiency
+    step = decode_step_time(run.model, run.chip, run.n_chips, run.batch, run.context, weight_dtype=run.weight_dtype,
+                            kv_dtype=run.kv_dtype, compute_dtype=run.compute_dtype)
+    step_s = step.total / eff
+    prefill_s = 0.0
+    if run.mode == "latency":
+        predicted = step_s
+        ratio = predicted / run.reported
+    else:
+        if run.mode == "static":
+            prefill_s = prefill_time(run.model, run.chip, run.n_chips, run.input_len, run.batch, mfu=eff,
+                                     weight_dtype=run.weight_dtype, compute_dtype=run.compute_dtype).total
+            tokens = run.batch * run.output_len
+            predicted = tokens / (prefill_s + run.output_len * step_s) / run.n_chips
+        else:
+            predicted = run.batch / step_s / run.n_chips
+        ratio = run.reported / predicted
+    return ServingReconciliation(run=run, predicted=predicted, reported=run.reported, ratio=ratio, step_s=step_s,
+                                 prefill_s=prefill_s, bound=step.bound, fits=step.fits)
 
 
 _JP = "jetstream-pt, benchmarks/summary.md"
@@ -198,89 +235,23 @@ RUNS: tuple[PublishedServing, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class ServingReconciliation:
-    """A published serving benchmark beside the model's prediction for its configuration."""
-
-    run: PublishedServing
-    predicted: float      # in run.metric units: tokens/s per chip, or seconds per token
-    reported: float       # the same units
-    ratio: float          # achieved speed / modelled speed (< 1: slower than the model)
-    step_s: float         # the priced generation step, seconds (at the efficiency)
-    prefill_s: float      # the priced prefill of the whole batch, seconds (0 when not priced)
-    bound: str            # what bounds the step: "weights", "compute" or "kv"
-    fits: bool            # weights and caches fit the chips' memory
-
-    def __repr__(self) -> str:
-        unit = "s" if self.run.metric == "s/token" else "tokens/s"
-        return (f"ServingReconciliation({self.run.name}: reported {fmt(self.reported, unit)}, predicted "
-                f"{fmt(self.predicted, unit)}, ratio {self.ratio:.2f})")
-
-
-def _efficiency(efficiency) -> float:
-    eff = check_positive("efficiency", efficiency)
-    if eff > 1:
-        raise ValueError(f"efficiency is a fraction of the datasheet rates and must be in (0, 1]; got {efficiency!r}")
-    return eff
-
-
-def predict(run: PublishedServing, efficiency: float = 1.0) -> ServingReconciliation:
-    """Price ``run`` with Chapter 7's :func:`~tpu_notes.inference.decode_step_time` and
-    :func:`~tpu_notes.inference.prefill_time` (see the module docstring for the three modes) at ``efficiency``
-    of the datasheet rates, and compare with what was measured."""
-    if not isinstance(run, PublishedServing):
-        raise TypeError(f"run must be a PublishedServing; got {type(run).__name__}")
-    eff = _efficiency(efficiency)
-    step = decode_step_time(run.model, run.chip, run.n_chips, run.batch, run.context, weight_dtype=run.weight_dtype,
-                            kv_dtype=run.kv_dtype, compute_dtype=run.compute_dtype)
-    step_s = step.total / eff
-    prefill_s = 0.0
-    if run.mode == "latency":
-        predicted = step_s
-        ratio = predicted / run.reported
-    else:
-        if run.mode == "static":
-            prefill_s = prefill_time(run.model, run.chip, run.n_chips, run.input_len, run.batch, mfu=eff,
-                                     weight_dtype=run.weight_dtype, compute_dtype=run.compute_dtype).total
-            tokens = run.batch * run.output_len
-            predicted = tokens / (prefill_s + run.output_len * step_s) / run.n_chips
-        else:
-            predicted = run.batch / step_s / run.n_chips
-        ratio = run.reported / predicted
-    return ServingReconciliation(run=run, predicted=predicted, reported=run.reported, ratio=ratio, step_s=step_s,
-                                 prefill_s=prefill_s, bound=step.bound, fits=step.fits)
-
-
-def _check_runs(runs) -> list:
-    if isinstance(runs, (str, bytes)) or not hasattr(runs, "__iter__"):
-        raise TypeError(f"runs must be a sequence of PublishedServing; got {type(runs).__name__}")
-    runs = list(runs)
-    if not runs or not all(isinstance(r, PublishedServing) for r in runs):
-        raise ValueError("runs must be a non-empty sequence of PublishedServing (e.g. published.RUNS)")
-    return runs
-
-
-def reconcile(runs: Sequence[PublishedServing] = RUNS, efficiency: float = 1.0) -> list:
+@checked
+def reconcile(runs: Sequence[PublishedServing] = RUNS, efficiency: Fraction = 1.0) -> list[ServingReconciliation]:
     """:func:`predict` for every run."""
-    return [predict(r, efficiency) for r in _check_runs(runs)]
+    return [predict(r, efficiency) for r in check_runs(runs, PublishedServing)]
 
 
 def fitted_efficiency(runs: Sequence[PublishedServing] = RUNS) -> float:
     """The median of achieved / roofline speed over ``runs``: the efficiency that would make the typical run come
     out exact (what the chapter compares its stated assumption with). Exact for latency and decode rows; for static
     rows the prefill MFU moves too, so this is a summary, not a fit."""
-    return statistics.median(r.ratio for r in reconcile(_check_runs(runs), 1.0))
+    return median_ratio(reconcile(runs, 1.0))
 
 
-def format_table(rows) -> str:
+def format_table(rows: Sequence[ServingReconciliation]) -> str:
     """One line per run: the source key, reported and predicted figure, their ratio and the step's bound."""
-    if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
-        raise TypeError(f"rows must be a list of ServingReconciliation from reconcile(); got {type(rows).__name__}")
-    rows = list(rows)
-    if not all(isinstance(r, ServingReconciliation) for r in rows):
-        raise TypeError("rows must be a list of ServingReconciliation from reconcile()")
     lines = [f"{'run':40s} {'source':12s} {'reported':>10} {'predicted':>10} {'ratio':>5}  bound"]
-    for r in rows:
+    for r in check_rows(rows, ServingReconciliation):
         if r.run.metric == "s/token":
             rep, pre = f"{r.reported * 1e3:7.1f} ms", f"{r.predicted * 1e3:7.1f} ms"
         else:
@@ -290,5 +261,5 @@ def format_table(rows) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["EFFICIENCY", "LLAMA2_7B", "MODES", "RUNS", "PublishedServing", "ServingReconciliation",
+__all__ = ["EFFICIENCY", "LLAMA2_70B", "LLAMA2_7B", "MODES", "RUNS", "PublishedServing", "ServingReconciliation",
            "fitted_efficiency", "format_table", "predict", "reconcile"]

@@ -7,24 +7,39 @@ the memory holds; the smallest slice is the first standard slice shape with enou
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Annotated, Optional, Sequence
 
 from ..hardware import get_chip
 from ..topology import Slice
-from ..transformer import as_config
-from ..units import check_positive, check_sizes, dtype_bytes
-from .step import (MAX_BATCH, MAX_CONTEXT, DecodeStepTime, _batch, _chips, _context, _storage, decode_step_time, machine)
+from ..transformer import Model
+from ..units import Bool, PositiveFloat, Range, Shape, check_positive, checked, dtype_bytes
+from .step import (MAX_BATCH, Batch, Chips, ComputeDType, Context, DecodeStepTime, StorageDType, decode_step_time,
+                   machine)
+
+#: Most candidates (batches, or chip counts × batches) one search or curve evaluates.
+MAX_CANDIDATES = 4096
+#: The share of memory kept free for activations and the runtime: [0, 0.99].
+Reserve = Annotated[float, Range(0.0, 0.99)]
 
 
-def _memory(model, weight_dtype, kv_dtype):
-    c = as_config(model)
-    w = c.param_count() * dtype_bytes(_storage(weight_dtype, "weight_dtype"))
-    kv = c.kv_bytes_per_token(_storage(kv_dtype, "kv_dtype"))
-    return c, w, kv
+def _memory(c, weight_dtype, kv_dtype):
+    return c, c.param_count() * dtype_bytes(weight_dtype), c.kv_bytes_per_token(kv_dtype)
 
 
-def max_batch(model, chip, n_chips: int, seq_len: int, *, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
-              reserve_fraction: float = 0.0) -> int:
+def _candidates(name: str, values) -> tuple:
+    """A checked list of candidate batches (at most :data:`MAX_CANDIDATES`), each a whole number in [1, MAX_BATCH]."""
+    values = Shape().check(name, values)
+    if len(values) > MAX_CANDIDATES:
+        raise ValueError(f"{name} may hold at most {MAX_CANDIDATES} candidates; got {len(values):,}")
+    for i, b in enumerate(values):
+        if b > MAX_BATCH:
+            raise ValueError(f"{name}[{i}] must be at most {MAX_BATCH:,}; got {b}")
+    return values
+
+
+@checked
+def max_batch(model: Model, chip, n_chips: Chips, seq_len: Context, *, weight_dtype: StorageDType = "bf16",
+              kv_dtype: StorageDType = "bf16", reserve_fraction: Reserve = 0.0) -> int:
     """Largest number of sequences of ``seq_len`` tokens whose KV caches fit beside the weights on ``n_chips``:
     ``floor((n · HBM · (1 − reserve) − weights) / (seq_len · kv_bytes))``.
 
@@ -33,8 +48,7 @@ def max_batch(model, chip, n_chips: int, seq_len: int, *, weight_dtype: str = "b
     """
     c, w, kv = _memory(model, weight_dtype, kv_dtype)
     m = machine(chip)
-    n, S = _chips(n_chips), _context(seq_len)
-    r = check_positive("reserve_fraction", reserve_fraction, allow_zero=True, maximum=0.99)
+    n, S, r = n_chips, seq_len, reserve_fraction
     free = n * m.hbm_bytes * (1.0 - r) - w
     b = math.floor(free / (S * kv)) if free > 0 else 0
     if b < 1:
@@ -46,16 +60,18 @@ def max_batch(model, chip, n_chips: int, seq_len: int, *, weight_dtype: str = "b
     return int(min(b, MAX_BATCH))
 
 
-def min_chips(model, chip, *, batch: Optional[int] = None, seq_len: Optional[int] = None,
-              weight_dtype: str = "bf16", kv_dtype: str = "bf16", reserve_fraction: float = 0.0) -> int:
+@checked
+def min_chips(model: Model, chip, *, batch: Batch | None = None, seq_len: Context | None = None,
+              weight_dtype: StorageDType = "bf16", kv_dtype: StorageDType = "bf16",
+              reserve_fraction: Reserve = 0.0) -> int:
     """Fewest chips whose memory holds the weights (and, given ``batch`` and ``seq_len``, their KV caches):
     ``ceil(bytes / (HBM · (1 − reserve)))``. Memory only: no slice shape, no speed."""
     c, w, kv = _memory(model, weight_dtype, kv_dtype)
     m = machine(chip)
-    r = check_positive("reserve_fraction", reserve_fraction, allow_zero=True, maximum=0.99)
+    r = reserve_fraction
     if (batch is None) != (seq_len is None):
         raise ValueError("batch and seq_len go together: give both (to count KV caches) or neither")
-    need = w + (0.0 if batch is None else _batch(batch) * _context(seq_len) * kv)
+    need = w + (0.0 if batch is None else batch * seq_len * kv)
     return max(1, math.ceil(need / (m.hbm_bytes * (1.0 - r)) - 1e-9))
 
 
@@ -85,8 +101,10 @@ def slice_shapes(chip) -> tuple[tuple[int, ...], ...]:
     return tuple(sorted(out, key=lambda s: (math.prod(s), s)))
 
 
-def smallest_topology(model, chip, *, batch: Optional[int] = None, seq_len: Optional[int] = None,
-                      weight_dtype: str = "bf16", kv_dtype: str = "bf16", reserve_fraction: float = 0.0) -> Slice:
+@checked
+def smallest_topology(model: Model, chip, *, batch: Batch | None = None, seq_len: Context | None = None,
+                      weight_dtype: StorageDType = "bf16", kv_dtype: StorageDType = "bf16",
+                      reserve_fraction: Reserve = 0.0) -> Slice:
     """The smallest standard slice (:func:`slice_shapes`) with at least :func:`min_chips` chips."""
     need = min_chips(model, chip, batch=batch, seq_len=seq_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                      reserve_fraction=reserve_fraction)
@@ -97,40 +115,42 @@ def smallest_topology(model, chip, *, batch: Optional[int] = None, seq_len: Opti
     raise ValueError(f"model needs {need} {c.long_name} chips, more than one pod ({math.prod(c.pod_shape)}) holds")
 
 
-def throughput_per_chip(model, chip, n_chips: int, batch: int, seq_len: int, *, decode_len: Optional[int] = None,
-                        weight_dtype: str = "bf16", kv_dtype: str = "bf16", compute_dtype: str = "bf16") -> float:
+@checked
+def throughput_per_chip(model: Model, chip, n_chips: Chips, batch: Batch, seq_len: Context, *,
+                        decode_len: Context | None = None, weight_dtype: StorageDType = "bf16",
+                        kv_dtype: StorageDType = "bf16", compute_dtype: ComputeDType = "bf16") -> float:
     """Tokens per second per chip of generation at ``batch`` and ``seq_len`` (``B / (step · n)``); with
     ``decode_len``, queries per second per chip instead (``B / (step · decode_len · n)``)."""
     step = decode_step_time(model, chip, n_chips, batch, seq_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                             compute_dtype=compute_dtype)
     if decode_len is None:
         return step.tokens_per_s_per_chip
-    return step.tokens_per_s_per_chip / check_positive("decode_len", decode_len, integer=True, maximum=MAX_CONTEXT)
+    return step.tokens_per_s_per_chip / decode_len
 
 
-def latency_throughput_curve(model, chip, n_chips: int, seq_len: int, batches: Optional[Sequence[int]] = None, *,
-                             weight_dtype: str = "bf16", kv_dtype: str = "bf16", compute_dtype: str = "bf16",
-                             fitting_only: bool = False) -> tuple[DecodeStepTime, ...]:
-    """The step at each batch of ``batches`` (default: powers of two up to 1024): latency is ``.total``,
-    throughput ``.tokens_per_s_per_chip``. ``fitting_only`` drops the batches whose caches do not fit."""
-    if batches is None:
-        batches = tuple(2**i for i in range(11))
-    batches = tuple(check_positive(f"batches[{i}]", b, integer=True, maximum=MAX_BATCH)
-                    for i, b in enumerate(check_sizes("batches", batches)))
-    if not isinstance(fitting_only, bool):
-        raise TypeError(f"fitting_only must be True or False; got {fitting_only!r}")
+@checked
+def latency_throughput_curve(model: Model, chip, n_chips: Chips, seq_len: Context,
+                             batches: Optional[Sequence[int]] = None, *, weight_dtype: StorageDType = "bf16",
+                             kv_dtype: StorageDType = "bf16", compute_dtype: ComputeDType = "bf16",
+                             fitting_only: Bool = False) -> tuple[DecodeStepTime, ...]:
+    """The step at each batch of ``batches`` (default: powers of two up to 1024; at most :data:`MAX_CANDIDATES`):
+    latency is ``.total``, throughput ``.tokens_per_s_per_chip``. ``fitting_only`` drops the batches whose caches
+    do not fit."""
+    batches = _candidates("batches", tuple(2**i for i in range(11)) if batches is None else batches)
     out = [decode_step_time(model, chip, n_chips, b, seq_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                             compute_dtype=compute_dtype) for b in batches]
     return tuple(s for s in out if s.fits or not fitting_only)
 
 
-def pareto_frontier(steps) -> tuple:
+def pareto_frontier(steps: Sequence[DecodeStepTime]) -> tuple:
     """The steps no other step beats on both latency (``.total``, lower is better) and throughput per chip
     (``.tokens_per_s_per_chip``, higher is better), sorted by latency: the latency–throughput frontier across
     batches, topologies and precisions. ``steps`` is a sequence of :class:`~tpu_notes.inference.DecodeStepTime`; ones that do not fit in
     memory are left out."""
     if isinstance(steps, (str, bytes)) or not isinstance(steps, (list, tuple)):
         raise TypeError(f"steps must be a list of DecodeStepTime; got {type(steps).__name__}")
+    if len(steps) > 2**20:
+        raise ValueError(f"steps may hold at most {2**20:,} steps; got {len(steps):,}")
     for i, s in enumerate(steps):
         if not isinstance(s, DecodeStepTime):
             raise TypeError(f"steps[{i}] must be a DecodeStepTime; got {type(s).__name__}")
@@ -142,7 +162,8 @@ def pareto_frontier(steps) -> tuple:
     return tuple(front)
 
 
-def cost_per_million_tokens(tokens_per_s_per_chip, dollars_per_chip_hour: Optional[float] = None, *,
+@checked
+def cost_per_million_tokens(tokens_per_s_per_chip, dollars_per_chip_hour: PositiveFloat | None = None, *,
                             chip=None) -> float:
     """Dollars per million generated tokens: ``1e6 / (tokens/s/chip) × price / 3600``.
 
@@ -161,29 +182,27 @@ def cost_per_million_tokens(tokens_per_s_per_chip, dollars_per_chip_hour: Option
             raise ValueError(f"chip {c.long_name} has no price in tpu_notes.hardware; give dollars_per_chip_hour")
         price = c.dollars_per_hour
     else:
-        price = check_positive("dollars_per_chip_hour", dollars_per_chip_hour)
+        price = dollars_per_chip_hour
     return 1e6 / rate * price / 3600.0
 
 
-def disaggregation_ratio(prefill_s: float, step_s: float, batch: int, decode_len: int) -> float:
+@checked
+def disaggregation_ratio(prefill_s: PositiveFloat, step_s: PositiveFloat, batch: Batch, decode_len: Context) -> float:
     """Prefill servers per generation server that keep both busy.
 
     Prefill servers turn out ``P / prefill_s`` sequences a second; generation servers finish ``G · B /
     (step_s · decode_len)``. Equal rates give ``P / G = prefill_s · B / (step_s · decode_len)``.
     """
-    p = check_positive("prefill_s", prefill_s)
-    s = check_positive("step_s", step_s)
-    return p * _batch(batch) / (s * check_positive("decode_len", decode_len, integer=True))
+    return prefill_s * batch / (step_s * decode_len)
 
 
-def eviction_per_step(batch: int, prompt_len: int, decode_len: int) -> dict:
+@checked
+def eviction_per_step(batch: Batch, prompt_len: Context, decode_len: Context) -> dict:
     """With continuous batching and every sequence ``prompt_len + decode_len`` long: sequences finishing per step
     ``B / G`` and KV tokens freed per step ``B · (P + G) / G``."""
-    B = _batch(batch)
-    P = check_positive("prompt_len", prompt_len, integer=True)
-    G = check_positive("decode_len", decode_len, integer=True)
+    B, P, G = batch, prompt_len, decode_len
     return {"sequences": B / G, "tokens": B * (P + G) / G}
 
 
-__all__ = ["cost_per_million_tokens", "disaggregation_ratio", "eviction_per_step", "latency_throughput_curve",
+__all__ = ["MAX_CANDIDATES", "cost_per_million_tokens", "disaggregation_ratio", "eviction_per_step", "latency_throughput_curve",
            "max_batch", "min_chips", "pareto_frontier", "slice_shapes", "smallest_topology", "throughput_per_chip"]

@@ -19,14 +19,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Annotated
 
-from ..hardware import get_chip
-from ..transformer import as_config
-from ..units import check_choice, check_positive, dtype_bytes, fmt
-from .step import _batch, _storage
+from ..hardware import ICI_HOP_LATENCY, get_chip
+from ..transformer import Model
+from ..units import OneOf, Positive, PositiveInt, checked, dtype_bytes, fmt
+from .step import Batch, Chips, StorageDType
 
-#: The hop latency of Appendix C: a collective whose per-hop transfer is shorter than this is latency-bound.
-ICI_HOP_LATENCY = 1e-6
+#: A model dimension (d_model, d_ff), a whole number up to 2**24.
+Dim = Annotated[int, Positive(integer=True, maximum=2**24)]
+
+# ICI_HOP_LATENCY (imported from tpu_notes.hardware, re-exported): the hop latency of Appendix C; a collective
+# whose per-hop transfer is shorter than this is latency-bound.
 
 
 def _ici(chip, kind="ici"):
@@ -50,14 +54,13 @@ class GenerationMatmulTimes:
                 f"math={fmt(self.math, 's')}, bound={self.bound})")
 
 
-def generation_matmul_times(chip, batch: int, d_model: int, d_ff: int, tp: int, *,
-                            weight_dtype: str = "bf16") -> GenerationMatmulTimes:
+@checked
+def generation_matmul_times(chip, batch: Batch, d_model: Dim, d_ff: Dim, tp: Chips, *,
+                            weight_dtype: StorageDType = "bf16") -> GenerationMatmulTimes:
     """The three times of one model-parallel matmul in a generation step (see the module docstring)."""
     c, w_ici = _ici(chip)
-    B, D = _batch(batch), check_positive("d_model", d_model, integer=True)
-    F = check_positive("d_ff", d_ff, integer=True)
-    Y = check_positive("tp", tp, integer=True)
-    wb = dtype_bytes(_storage(weight_dtype, "weight_dtype"))
+    B, D, F, Y = batch, d_model, d_ff, tp
+    wb = dtype_bytes(weight_dtype)
     hbm = wb * D * F / (Y * c.hbm_bw)
     ici = 2.0 * B * D / w_ici
     mth = 2.0 * B * D * F / (Y * c.peak_flops("bf16"))
@@ -65,29 +68,29 @@ def generation_matmul_times(chip, batch: int, d_model: int, d_ff: int, tp: int, 
     return GenerationMatmulTimes(hbm=hbm, ici=ici, math=mth, bound=bound)
 
 
-def max_tp_memory(chip, d_ff: int, batch: int) -> float:
+@checked
+def max_tp_memory(chip, d_ff: Dim, batch: Batch) -> float:
     """Largest model-parallel degree before ICI time exceeds the weight-load time in a memory-bound generation
     step: ``Y = F / (B · β)``, ``β = W_hbm / W_ici`` (about 9 on v5e)."""
     c, w_ici = _ici(chip)
-    F = check_positive("d_ff", d_ff, integer=True)
-    return F / (_batch(batch) * c.hbm_bw / w_ici)
+    return d_ff / (batch * c.hbm_bw / w_ici)
 
 
-def max_tp_ici(chip, d_ff: int, n_axes: int = 1) -> float:
+@checked
+def max_tp_ici(chip, d_ff: Dim, n_axes: Annotated[int, Positive(integer=True, maximum=3)] = 1) -> float:
     """Largest model-parallel degree that stays compute-bound against ICI (large batches):
     ``Y = n_axes · F / α``, ``α = C / W_ici`` (as in training, Chapter 5)."""
     c, w_ici = _ici(chip)
-    F = check_positive("d_ff", d_ff, integer=True)
-    return check_positive("n_axes", n_axes, integer=True) * F * w_ici / c.peak_flops("bf16")
+    return n_axes * d_ff * w_ici / c.peak_flops("bf16")
 
 
-def latency_bound_tp(chip, batch: int, d_model: int, *, dtype: str = "int8") -> float:
+@checked
+def latency_bound_tp(chip, batch: Batch, d_model: Dim, *, dtype: StorageDType = "int8") -> float:
     """Model-parallel degree above which the activation collectives are latency-bound: each of the ``Y`` shards
     of the ``[B, D]`` activations takes less than one hop latency (1 µs) on a one-way link,
     ``Y > B · D · bytes / (W_ici_oneway · 1 µs)`` (``B·D / 45,000`` in int8 on v5e)."""
     c, w = _ici(chip, "ici_oneway")
-    B, D = _batch(batch), check_positive("d_model", d_model, integer=True)
-    return B * D * dtype_bytes(_storage(dtype, "dtype")) / (w * ICI_HOP_LATENCY)
+    return batch * d_model * dtype_bytes(dtype) / (w * ICI_HOP_LATENCY)
 
 
 @dataclass(frozen=True)
@@ -100,24 +103,24 @@ class KVSharding:
     replicated: int         # copies of each cache shard (1 when fully distributed)
 
 
-def kv_sharding(model, n_chips: int, *, heads: int | None = None, batch: int | None = None) -> KVSharding:
+@checked
+def kv_sharding(model: Model, n_chips: Chips, *, heads: PositiveInt | None = None,
+                batch: Batch | None = None) -> KVSharding:
     """Shard the KV cache of ``model`` over ``n_chips``: ``heads`` ways over the KV heads (default: the largest
     divisor of both ``K`` and ``n_chips``), the rest over the batch (``batch`` sequences must divide by it, when
     given). Asking for more head shards than the model has KV heads is a ``ValueError``."""
-    c = as_config(model)
-    n = check_positive("n_chips", n_chips, integer=True)
+    c, n = model, n_chips
     K = c.n_kv_heads
     if heads is None:
         heads = max(d for d in range(1, min(K, n) + 1) if K % d == 0 and n % d == 0)
     else:
-        heads = check_positive("heads", heads, integer=True)
         if heads > K:
             raise ValueError(f"heads={heads} exceeds the model's {K} KV heads; shard the rest over the batch")
         if K % heads or n % heads:
             raise ValueError(f"heads={heads} must divide both the {K} KV heads and n_chips={n}")
     ways = n // heads
     if batch is not None:
-        B = _batch(batch)
+        B = batch
         if B % ways and B >= ways:
             raise ValueError(f"batch={B} must be divisible by the {ways} batch shards")
         ways = min(ways, B)
@@ -135,18 +138,16 @@ class WeightStationary:
     yz: float            # 2D: ways the F dimension is sharded (N for 1D)
 
 
-def weight_stationary_comms(chip, batch: int, d_model: int, d_ff: int, n_chips: int, layout: str = "1d", *,
-                            n_axes: int = 3) -> WeightStationary:
+@checked
+def weight_stationary_comms(chip, batch: Batch, d_model: Dim, d_ff: Dim, n_chips: Chips,
+                            layout: Annotated[str, OneOf(("1d", "2d"))] = "1d", *,
+                            n_axes: Annotated[int, Positive(integer=True, maximum=3)] = 3) -> WeightStationary:
     """ICI time of an MLP block's collectives under 1D (``F`` sharded over all chips: AllGather + ReduceScatter of
     the bf16 ``[B, D]`` activations on ``n_axes`` axes, ``4·B·D / (n_axes · W)``) or 2D weight-stationary sharding
     (``2·B·D / (X·W) + 4·B·F / (YZ·W)`` at the best real ``X = sqrt(N·D / (2F))``), ``W`` the bidirectional
     link bandwidth."""
     c, w = _ici(chip)
-    B, D = _batch(batch), check_positive("d_model", d_model, integer=True)
-    F = check_positive("d_ff", d_ff, integer=True)
-    N = check_positive("n_chips", n_chips, integer=True)
-    layout = check_choice("layout", layout, ("1d", "2d"))
-    axes = check_positive("n_axes", n_axes, integer=True, maximum=3)
+    B, D, F, N, axes = batch, d_model, d_ff, n_chips, n_axes
     if layout == "1d":
         return WeightStationary("1d", 4.0 * B * D / (axes * w), 1.0, N)
     x = max(1.0, math.sqrt(N * D / (2.0 * F)))
@@ -154,12 +155,11 @@ def weight_stationary_comms(chip, batch: int, d_model: int, d_ff: int, n_chips: 
     return WeightStationary("2d", 2.0 * B * D / (x * w) + 4.0 * B * F / (yz * w), x, yz)
 
 
-def ws_2d_crossover(d_model: int, d_ff: int) -> float:
+@checked
+def ws_2d_crossover(d_model: Dim, d_ff: Dim) -> float:
     """Chips above which 2D weight-stationary sharding communicates less than 1D on a 3D torus:
     ``N = 32 · (F/D) · (3/4)²`` (72 when ``F = 4D``)."""
-    D = check_positive("d_model", d_model, integer=True)
-    F = check_positive("d_ff", d_ff, integer=True)
-    return 32.0 * (F / D) * (3.0 / 4.0) ** 2
+    return 32.0 * (d_ff / d_model) * (3.0 / 4.0) ** 2
 
 
 __all__ = ["ICI_HOP_LATENCY", "GenerationMatmulTimes", "KVSharding", "WeightStationary", "generation_matmul_times",

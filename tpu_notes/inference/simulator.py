@@ -13,7 +13,9 @@ engines:
   generation slice only ever runs generation steps.
 
 A generation step takes :func:`~tpu_notes.inference.step.decode_step_time`'s time for the current batch, with the
-KV load of the tokens actually cached (paged attention: sum of the active contexts). A prefill takes
+KV load of the tokens actually cached (paged attention: sum of the active contexts), through the same formula
+(:meth:`~tpu_notes.inference.step.DecodeStepModel.seconds`). The weights and the largest batch's KV caches must fit
+in the chips' memory: a deployment that cannot hold them is refused (naming ``n_chips`` and the chip). A prefill takes
 :func:`~tpu_notes.inference.step.prefill_time` at ``prefill_mfu``; with ``prefix_hit_rate`` > 0 that share of
 requests finds its first ``prefix_len`` tokens in a prefix cache and computes only the rest.
 
@@ -25,13 +27,14 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
+from typing import Annotated
 
 import numpy as np
 
-from ..transformer import as_config
-from ..units import check_bool, check_positive, dtype_bytes, fmt
+from ..transformer import Model
+from ..units import Bool, Fraction, Positive, PositiveFloat, Range, checked, fmt
 from .serving import max_batch as _max_batch
-from .step import _chips, _storage, machine, prefill_time, weight_params_read
+from .step import MAX_MODEL_BATCH, Chips, ComputeDType, StorageDType, decode_step_model, machine, prefill_time
 
 #: Largest number of requests one simulation serves (each is simulated token by token).
 MAX_REQUESTS = 100_000
@@ -74,34 +77,34 @@ def _lengths(rng, median: int, spread: float, n: int, name: str) -> np.ndarray:
     return np.maximum(1, np.round(median * np.exp(spread * rng.standard_normal(n)))).astype(np.int64)
 
 
-def simulate(model, chip, n_chips: int, *, arrival_rate: float, n_requests: int = 200, prompt_len: int = 1024,
-             decode_len: int = 256, length_spread: float = 0.0, max_batch: int | None = None,
-             weight_dtype: str = "bf16", kv_dtype: str = "bf16", compute_dtype: str = "bf16",
-             prefill_mfu: float = 0.5, prefix_hit_rate: float = 0.0, prefix_len: int = 0,
-             disaggregated: bool = False, prefill_chips: int | None = None, prefill_servers: int = 1,
-             seed: int = 0) -> SimResult:
+#: Longest prompt or generation (median, tokens) one simulated request may have.
+MAX_REQUEST_LEN = 2**20
+_Len = Annotated[int, Positive(integer=True, maximum=MAX_REQUEST_LEN)]
+_Share = Annotated[float, Range(0.0, 1.0)]
+
+
+@checked
+def simulate(model: Model, chip, n_chips: Chips, *, arrival_rate: PositiveFloat,
+             n_requests: Annotated[int, Positive(integer=True, maximum=MAX_REQUESTS)] = 200,
+             prompt_len: _Len = 1024, decode_len: _Len = 256,
+             length_spread: Annotated[float, Range(0.0, 3.0)] = 0.0,
+             max_batch: Annotated[int, Positive(integer=True, maximum=MAX_MODEL_BATCH)] | None = None,
+             weight_dtype: StorageDType = "bf16", kv_dtype: StorageDType = "bf16",
+             compute_dtype: ComputeDType = "bf16", prefill_mfu: Fraction = 0.5, prefix_hit_rate: _Share = 0.0,
+             prefix_len: Annotated[int, Positive(integer=True, allow_zero=True, maximum=MAX_REQUEST_LEN)] = 0,
+             disaggregated: Bool = False, prefill_chips: Chips | None = None,
+             prefill_servers: Annotated[int, Positive(integer=True, maximum=1024)] = 1,
+             seed: Annotated[int, Positive(integer=True, allow_zero=True, maximum=2**32 - 1)] = 0) -> SimResult:
     """Serve ``n_requests`` Poisson arrivals (``arrival_rate`` requests/s) of ``prompt_len`` prompt tokens and
     ``decode_len`` generated tokens (log-normal around those medians when ``length_spread`` > 0) on ``n_chips``
     chips; see the module docstring for the two engines. Returns a :class:`SimResult`."""
-    c = as_config(model)
+    c = model
     m = machine(chip, compute_dtype)
-    n = _chips(n_chips)
-    rate = check_positive("arrival_rate", arrival_rate)
-    N = check_positive("n_requests", n_requests, integer=True, maximum=MAX_REQUESTS)
-    P = check_positive("prompt_len", prompt_len, integer=True, maximum=2**20)
-    G = check_positive("decode_len", decode_len, integer=True, maximum=2**20)
-    spread = check_positive("length_spread", length_spread, allow_zero=True, maximum=3.0)
-    wd, kd = _storage(weight_dtype, "weight_dtype"), _storage(kv_dtype, "kv_dtype")
-    check_positive("prefill_mfu", prefill_mfu, maximum=1.0)
-    hit = check_positive("prefix_hit_rate", prefix_hit_rate, allow_zero=True, maximum=1.0)
-    plen = check_positive("prefix_len", prefix_len, integer=True, allow_zero=True, maximum=2**20)
+    n, rate, N, P, G, spread = n_chips, arrival_rate, n_requests, prompt_len, decode_len, length_spread
+    wd, kd, hit, plen, n_pre = weight_dtype, kv_dtype, prefix_hit_rate, prefix_len, prefill_servers
     if hit and not plen:
         raise ValueError("prefix_hit_rate > 0 needs prefix_len (the cached prefix, in tokens)")
-    disaggregated = check_bool("disaggregated", disaggregated)
-    n_pre = check_positive("prefill_servers", prefill_servers, integer=True, maximum=1024)
-    pchips = n if prefill_chips is None else check_positive("prefill_chips", prefill_chips, integer=True,
-                                                             maximum=2**20)
-    seed = check_positive("seed", seed, integer=True, allow_zero=True, maximum=2**32 - 1)
+    pchips = n if prefill_chips is None else prefill_chips
 
     rng = np.random.default_rng(seed)
     arrivals = np.cumsum(rng.exponential(1.0 / rate, N))
@@ -109,11 +112,14 @@ def simulate(model, chip, n_chips: int, *, arrival_rate: float, n_requests: int 
     gens = _lengths(rng, G, spread, N, "decode_len")
     hits = rng.random(N) < hit
     longest = int(prompts.max() + gens.max())
-    if max_batch is None:
-        cap = _max_batch(c, chip, n, longest, weight_dtype=wd, kv_dtype=kd) if math.isfinite(m.hbm_bytes) else 256
-    else:
-        cap = check_positive("max_batch", max_batch, integer=True, maximum=2**16)
-    cap = min(cap, 4096)
+    # what memory holds (refuses a deployment whose weights and one longest sequence do not fit, naming n_chips)
+    fits = _max_batch(c, chip, n, longest, weight_dtype=wd, kv_dtype=kd) if math.isfinite(m.hbm_bytes) else 256
+    if max_batch is not None and max_batch > fits:
+        raise ValueError(f"max_batch={max_batch} sequences of up to {longest:,} tokens do not fit in the memory of "
+                         f"n_chips={n} {m.name} chips beside the weights; at most {fits}")
+    cap = min(fits if max_batch is None else max_batch, MAX_MODEL_BATCH)
+    if disaggregated and math.isfinite(m.hbm_bytes):
+        _max_batch(c, chip, pchips, longest, weight_dtype=wd, kv_dtype=kd)   # a prefill slice must hold the model
 
     # prefill durations (computed once per distinct (prompt, cached) pair)
     memo: dict = {}
@@ -127,11 +133,8 @@ def simulate(model, chip, n_chips: int, *, arrival_rate: float, n_requests: int 
                                      compute_dtype=compute_dtype, cached_len=cached).total
         return memo[key]
 
-    # one generation step: kv_per_token · sum(context) + max(weights(B), flops_per_seq · B)
-    kv_t = c.kv_bytes_per_token(kd) / (n * m.hbm_bw)
-    flop_t = 2.0 * c.matmul_params_per_token() / (n * m.peak_flops)
-    wbytes = dtype_bytes(wd) / (n * m.hbm_bw)
-    w_t = [0.0] + [weight_params_read(c, b) * wbytes for b in range(1, cap + 1)]
+    # one generation step: Chapter 7's step-time formula at the current batch and the sum of its contexts
+    step_s = decode_step_model(c, chip, n, cap, weight_dtype=wd, kv_dtype=kd, compute_dtype=compute_dtype).seconds
 
     first = np.full(N, np.nan)
     last = np.full(N, np.nan)
@@ -189,7 +192,7 @@ def simulate(model, chip, n_chips: int, *, arrival_rate: float, n_requests: int 
                 t = max(t, float(arrivals[nxt]))
                 continue
         B = len(active)
-        t += kv_t * ctx_sum + max(w_t[B], flop_t * B)
+        t += step_s(B, ctx_sum)
         ctx_sum += B
         step_idx += 1
         steps += 1

@@ -8,34 +8,34 @@ target's step is memory-bound that costs about as much as a normal step.
 """
 from __future__ import annotations
 
-from ..units import check_positive
+from typing import Annotated
+
+from ..units import NonNegativeFloat, Positive, PositiveFloat, Probability, checked
+
+#: Most drafts per round the functions take.
+MAX_DRAFTS = 1024
+Drafts = Annotated[int, Positive(integer=True, maximum=MAX_DRAFTS)]
 
 
-def _acceptance(a) -> float:
-    a = check_positive("acceptance", a, allow_zero=True)
-    if a > 1:
-        raise ValueError(f"acceptance must be a probability in [0, 1]; got {a!r}")
-    return a
-
-
-def expected_tokens_per_round(acceptance: float, k: int) -> float:
+@checked
+def expected_tokens_per_round(acceptance: Probability, k: Drafts) -> float:
     """Expected tokens a round of ``k`` drafts yields: ``(1 − a^{k+1}) / (1 − a)`` (``k + 1`` when ``a = 1``)."""
-    a = _acceptance(acceptance)
-    k = check_positive("k", k, integer=True, maximum=1024)
+    a = acceptance
     return float(k + 1) if a == 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
 
 
-def speculative_speedup(acceptance: float, k: int, draft_cost: float = 0.0, verify_cost: float = 1.0) -> float:
+@checked
+def speculative_speedup(acceptance: Probability, k: Drafts, draft_cost: NonNegativeFloat = 0.0,
+                        verify_cost: PositiveFloat = 1.0) -> float:
     """Tokens per unit time relative to plain decoding: ``E[tokens] / (k · draft_cost + verify_cost)``, with costs
     in units of one target decode step (``verify_cost`` > 1 when scoring ``k + 1`` positions is not free)."""
-    dc = check_positive("draft_cost", draft_cost, allow_zero=True)
-    vc = check_positive("verify_cost", verify_cost)
-    return expected_tokens_per_round(acceptance, k) / (k * dc + vc)
+    return expected_tokens_per_round(acceptance, k) / (k * draft_cost + verify_cost)
 
 
-def best_k(acceptance: float, draft_cost: float, k_max: int = 16, verify_cost: float = 1.0) -> int:
+@checked
+def best_k(acceptance: Probability, draft_cost: NonNegativeFloat, k_max: Drafts = 16,
+           verify_cost: PositiveFloat = 1.0) -> int:
     """The number of drafts per round (1..``k_max``) with the largest :func:`speculative_speedup`."""
-    k_max = check_positive("k_max", k_max, integer=True, maximum=1024)
     return max(range(1, k_max + 1), key=lambda k: speculative_speedup(acceptance, k, draft_cost, verify_cost))
 
 

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Annotated, Optional
 
 from ..hardware import Chip, get_chip
-from ..transformer import as_config
-from ..units import canonical_dtype, check_positive, dtype_bytes, fmt
+from ..transformer import Model
+from ..units import (DType, Fraction, NonNegativeFloat, OneOf, Positive, PositiveFloat, Range, check_positive, checked, dtype_bytes, fmt)
 
 #: Dtype names the step-time functions take for weights and KV caches.
 STORAGE_DTYPES = ("bf16", "fp32", "fp8", "int8", "int4")
@@ -36,6 +36,15 @@ COMPUTE_DTYPES = ("bf16", "fp8", "int8")
 #: Largest batch (sequences) and context (tokens) the functions accept: a typo must not mean 10**15 sequences.
 MAX_BATCH = 2**24
 MAX_CONTEXT = 2**26
+#: Largest number of chips one step is shared by.
+MAX_CHIPS = 2**20
+
+#: The kinds of this package's serving arguments (for :func:`tpu_notes.units.checked`).
+StorageDType = Annotated[str, DType(), OneOf(STORAGE_DTYPES)]
+ComputeDType = Annotated[str, DType(), OneOf(COMPUTE_DTYPES)]
+Batch = Annotated[int, Positive(integer=True, maximum=MAX_BATCH)]
+Context = Annotated[int, Positive(integer=True, maximum=MAX_CONTEXT)]
+Chips = Annotated[int, Positive(integer=True, maximum=MAX_CHIPS)]
 
 
 @dataclass(frozen=True)
@@ -49,11 +58,12 @@ class Machine:
     chip: Optional[Chip]   # the Chip, when there is one (prices, ICI, slices)
 
 
-def machine(chip, compute_dtype: str = "bf16") -> Machine:
+@checked
+def machine(chip, compute_dtype: ComputeDType = "bf16") -> Machine:
     """Resolve ``chip`` (a name, a :class:`~tpu_notes.hardware.Chip`, or a measured roofline) into a :class:`Machine`."""
     if isinstance(chip, (str, Chip)):
         c = get_chip(chip)
-        return Machine(c.long_name, c.peak_flops(_compute(compute_dtype)), c.hbm_bw, c.hbm_bytes, c)
+        return Machine(c.long_name, c.peak_flops(compute_dtype), c.hbm_bw, c.hbm_bytes, c)
     peak, bw = getattr(chip, "peak_flops", None), getattr(chip, "bandwidth", None)
     if isinstance(peak, (int, float)) and isinstance(bw, (int, float)) and not isinstance(peak, bool):
         check_positive("chip.peak_flops", peak)
@@ -63,42 +73,16 @@ def machine(chip, compute_dtype: str = "bf16") -> Machine:
                     f"with float peak_flops and bandwidth (tpu_notes.bench.FittedRoofline); got {type(chip).__name__}")
 
 
-def _storage(name: str, argument: str) -> str:
-    d = canonical_dtype(name, argument)
-    if d not in STORAGE_DTYPES:
-        raise ValueError(f"{argument} must be one of {list(STORAGE_DTYPES)}; got {name!r}")
-    return d
-
-
-def _compute(name: str) -> str:
-    d = canonical_dtype(name, "compute_dtype")
-    if d not in COMPUTE_DTYPES:
-        raise ValueError(f"compute_dtype must be one of {list(COMPUTE_DTYPES)}; got {name!r}")
-    return d
-
-
-def _batch(batch) -> int:
-    return check_positive("batch", batch, integer=True, maximum=MAX_BATCH)
-
-
-def _context(seq_len, name: str = "seq_len") -> int:
-    return check_positive(name, seq_len, integer=True, maximum=MAX_CONTEXT)
-
-
-def _chips(n_chips) -> int:
-    return check_positive("n_chips", n_chips, integer=True, maximum=2**20)
-
-
 # ----------------------------------------------------------------------------------------------- what is read
-def weight_params_read(model, batch: int = 1) -> float:
+@checked
+def weight_params_read(model: Model, batch: Batch = 1) -> float:
     """Parameters one generation step of ``batch`` sequences reads from memory.
 
     Every parameter but the input embedding (a lookup reads ``batch`` rows of it; a tied embedding is read whole by
     the unembedding). A mixture of experts reads only the experts the batch visits: with ``E`` experts and ``k`` per
     token, ``E·(1 − (1 − k/E)^B)`` of them per MoE layer on average (all of them once ``B`` is large).
     """
-    c = as_config(model)
-    B = _batch(batch)
+    c, B = model, batch
     total = float(c.param_count())
     if not c.tied_embeddings:
         total -= c.vocab * c.d_model - min(B, c.vocab) * c.d_model
@@ -109,23 +93,23 @@ def weight_params_read(model, batch: int = 1) -> float:
     return total
 
 
-def kv_bytes_per_token(model, kv_dtype: str = "bf16", *, local_window: Optional[int] = None,
-                       local_fraction: float = 0.0, seq_len: Optional[int] = None) -> float:
+@checked
+def kv_bytes_per_token(model: Model, kv_dtype: StorageDType = "bf16", *, local_window: Context | None = None,
+                       local_fraction: Annotated[float, Range(0.0, 1.0)] = 0.0,
+                       seq_len: Context | None = None) -> float:
     """Bytes of KV cache one token of context costs, averaged over layers.
 
     With local (sliding-window) attention on ``local_fraction`` of the layers, those layers keep only the last
     ``local_window`` tokens, so at context ``seq_len`` the average per token is
     ``kv · (1 − f + f · min(window, S)/S)``.
     """
-    c = as_config(model)
-    kv = c.kv_bytes_per_token(_storage(kv_dtype, "kv_dtype"))
+    kv = model.kv_bytes_per_token(kv_dtype)
     if local_window is None:
         if local_fraction:
             raise ValueError("local_fraction needs local_window (the sliding window, in tokens)")
         return kv
-    window = check_positive("local_window", local_window, integer=True, maximum=MAX_CONTEXT)
-    f = check_positive("local_fraction", local_fraction, allow_zero=True, maximum=1.0)
-    S = _context(seq_len if seq_len is not None else window)
+    window, f = local_window, local_fraction
+    S = seq_len if seq_len is not None else window
     return kv * (1.0 - f + f * min(window, S) / S)
 
 
@@ -171,20 +155,23 @@ class DecodeStepTime:
                 f"memory/chip={fmt(self.memory_per_chip, 'B')})")
 
 
-def step_time_from_counts(weight_bytes: float, kv_bytes: float, flops: float, chip, n_chips: int, batch: int,
-                          seq_len: int, *, compute_dtype: str = "bf16",
-                          resident_bytes: Optional[float] = None) -> DecodeStepTime:
+def _decode_parts(m: Machine, n: int, weight_bytes: float, kv_bytes: float, flops: float):
+    """The one generation-step formula: ``(kv_load, weight_load, flops_time, total)`` in seconds, with
+    ``total = kv_load + max(weight_load, flops_time)`` (counts are all chips together, shared by ``n``)."""
+    kv_t, w_t, f_t = kv_bytes / (n * m.hbm_bw), weight_bytes / (n * m.hbm_bw), flops / (n * m.peak_flops)
+    return kv_t, w_t, f_t, kv_t + max(w_t, f_t)
+
+
+@checked
+def step_time_from_counts(weight_bytes: NonNegativeFloat, kv_bytes: NonNegativeFloat, flops: NonNegativeFloat, chip,
+                          n_chips: Chips, batch: Batch, seq_len: Context, *, compute_dtype: ComputeDType = "bf16",
+                          resident_bytes: PositiveFloat | None = None) -> DecodeStepTime:
     """The step-time formula on raw counts (all chips together): ``weight_bytes`` and ``kv_bytes`` read, weight
     ``flops`` done. ``resident_bytes`` (default ``weight_bytes + kv_bytes``) is what must stay in memory."""
     m = machine(chip, compute_dtype)
-    n = _chips(n_chips)
-    wb = check_positive("weight_bytes", weight_bytes, allow_zero=True)
-    kb = check_positive("kv_bytes", kv_bytes, allow_zero=True)
-    fl = check_positive("flops", flops, allow_zero=True)
-    B, S = _batch(batch), _context(seq_len)
-    resident = wb + kb if resident_bytes is None else check_positive("resident_bytes", resident_bytes)
-    kv_t, w_t, f_t = kb / (n * m.hbm_bw), wb / (n * m.hbm_bw), fl / (n * m.peak_flops)
-    total = kv_t + max(w_t, f_t)
+    n, wb, kb, fl, B, S = n_chips, weight_bytes, kv_bytes, flops, batch, seq_len
+    resident = wb + kb if resident_bytes is None else resident_bytes
+    kv_t, w_t, f_t, total = _decode_parts(m, n, wb, kb, fl)
     bound = "kv" if kv_t >= max(w_t, f_t) else ("compute" if f_t > w_t else "weights")
     return DecodeStepTime(kv_load=kv_t, weight_load=w_t, flops_time=f_t, total=total, bound=bound, batch=B,
                           seq_len=S, n_chips=n, weight_bytes=wb, kv_bytes=kb, flops=fl,
@@ -204,9 +191,11 @@ def _cluster_chips(chip, n_chips):
     return chip, n_chips
 
 
-def decode_step_time(model, chip, n_chips: int | None, batch: int, seq_len: int, *, weight_dtype: str = "bf16",
-                     kv_dtype: str = "bf16", compute_dtype: str = "bf16", local_window: Optional[int] = None,
-                     local_fraction: float = 0.0) -> DecodeStepTime:
+@checked
+def decode_step_time(model: Model, chip, n_chips: Chips | None, batch: Batch, seq_len: Context, *,
+                     weight_dtype: StorageDType = "bf16", kv_dtype: StorageDType = "bf16",
+                     compute_dtype: ComputeDType = "bf16", local_window: Context | None = None,
+                     local_fraction: Annotated[float, Range(0.0, 1.0)] = 0.0) -> DecodeStepTime:
     """Time of one generation step of ``model`` (a config or preset name): ``batch`` sequences, each with
     ``seq_len`` tokens of context, on ``n_chips`` chips (perfect sharding, no communication). ``chip`` may also be
     a :class:`~tpu_notes.gpu.GpuCluster` (Chapter 11): its GPU and its GPU count, with ``n_chips=None``.
@@ -217,10 +206,9 @@ def decode_step_time(model, chip, n_chips: int | None, batch: int, seq_len: int,
     Paged attention is the default here: the caches read are the ``seq_len`` tokens that exist, not a padded
     maximum; pass the padded length to see what padding costs.
     """
-    c = as_config(model)
+    c = model
     chip, n_chips = _cluster_chips(chip, n_chips)
-    wd, kd = _storage(weight_dtype, "weight_dtype"), _storage(kv_dtype, "kv_dtype")
-    B, S = _batch(batch), _context(seq_len)
+    wd, kd, B, S = weight_dtype, kv_dtype, batch, seq_len
     kv = B * S * kv_bytes_per_token(c, kd, local_window=local_window, local_fraction=local_fraction, seq_len=S)
     wb = weight_params_read(c, B) * dtype_bytes(wd)
     flops = 2.0 * B * c.matmul_params_per_token()
@@ -229,13 +217,63 @@ def decode_step_time(model, chip, n_chips: int | None, batch: int, seq_len: int,
                                  resident_bytes=resident)
 
 
-def critical_batch(model, chip, *, weight_dtype: str = "bf16", compute_dtype: str = "bf16") -> float:
+#: Largest batch a :class:`DecodeStepModel` precomputes its weight reads for (the serving simulator's batch cap).
+MAX_MODEL_BATCH = 4096
+
+
+@dataclass(frozen=True)
+class DecodeStepModel:
+    """:func:`decode_step_time`'s formula for one deployment, ready to evaluate once per step (the serving
+    simulator's clock): the weights read at each batch up to :attr:`max_batch` precomputed, KV bytes and FLOPs per
+    unit. :meth:`seconds` goes through the same formula as :func:`step_time_from_counts`."""
+
+    machine: Machine                  # the rates (see :func:`machine`)
+    n_chips: int                      # chips sharing each step
+    weight_bytes: tuple               # bytes of weights one step reads, all chips together; index = batch (0..max)
+    kv_bytes_per_token: float         # bytes of KV cache one token of context costs
+    flops_per_sequence: float         # weight-matmul FLOPs per sequence per step
+
+    @property
+    def max_batch(self) -> int:
+        """Largest batch :meth:`seconds` takes."""
+        return len(self.weight_bytes) - 1
+
+    def seconds(self, batch: int, kv_tokens: int) -> float:
+        """Seconds of one generation step of ``batch`` sequences whose contexts add up to ``kv_tokens`` tokens
+        (paged attention: the caches that exist are read)."""
+        if type(batch) is not int or not 1 <= batch <= self.max_batch:
+            raise ValueError(f"batch must be a whole number in [1, {self.max_batch}]; got {batch!r}")
+        if type(kv_tokens) is not int or not 0 <= kv_tokens <= MAX_BATCH * MAX_CONTEXT:
+            raise ValueError(f"kv_tokens must be a whole number in [0, {MAX_BATCH * MAX_CONTEXT}]; got {kv_tokens!r}")
+        return _decode_parts(self.machine, self.n_chips, self.weight_bytes[batch], kv_tokens * self.kv_bytes_per_token,
+                             self.flops_per_sequence * batch)[3]
+
+
+@checked
+def decode_step_model(model: Model, chip, n_chips: Chips,
+                      max_batch: Annotated[int, Positive(integer=True, maximum=MAX_MODEL_BATCH)], *,
+                      weight_dtype: StorageDType = "bf16", kv_dtype: StorageDType = "bf16",
+                      compute_dtype: ComputeDType = "bf16") -> DecodeStepModel:
+    """A :class:`DecodeStepModel` of ``model`` on ``n_chips`` chips for batches up to ``max_batch`` (at most
+    :data:`MAX_MODEL_BATCH`); the arguments mean what they mean for :func:`decode_step_time`."""
+    c = model
+    m = machine(chip, compute_dtype)
+    per_param = dtype_bytes(weight_dtype)
+    weights = (0.0,) + tuple(weight_params_read(c, b) * per_param for b in range(1, max_batch + 1))
+    return DecodeStepModel(machine=m, n_chips=n_chips, weight_bytes=weights,
+                           kv_bytes_per_token=c.kv_bytes_per_token(kv_dtype),
+                           flops_per_sequence=2.0 * c.matmul_params_per_token())
+
+
+@checked
+def critical_batch(model: Model, chip, *, weight_dtype: StorageDType = "bf16",
+                   compute_dtype: ComputeDType = "bf16") -> float:
     """Sequences per step above which the weight matmuls of a generation step are compute-bound:
     ``C / W_hbm × bytes per weight`` (240 in bf16 on v5e, 120 with int8 weights and bf16 math); a MoE multiplies
     it by ``E / k``."""
-    c = as_config(model)
+    c = model
     m = machine(chip, compute_dtype)
-    per_param = dtype_bytes(_storage(weight_dtype, "weight_dtype"))
+    per_param = dtype_bytes(weight_dtype)
     return m.peak_flops / m.hbm_bw * per_param / 2.0 * c.n_experts / c.experts_per_token
 
 
@@ -254,14 +292,15 @@ class ServingMemory:
                 f"total={fmt(self.total, 'B')}, per_chip={fmt(self.per_chip, 'B')})")
 
 
-def serving_memory(model, batch: int, seq_len: int, *, n_chips: int = 1, weight_dtype: str = "bf16",
-                   kv_dtype: str = "bf16") -> ServingMemory:
+@checked
+def serving_memory(model: Model, batch: Batch, seq_len: Context, *, n_chips: Chips = 1,
+                   weight_dtype: StorageDType = "bf16", kv_dtype: StorageDType = "bf16") -> ServingMemory:
     """Weights + KV caches of ``batch`` sequences of ``seq_len`` tokens (activations are negligible in
     generation and are left out)."""
-    c = as_config(model)
-    w = c.param_count() * dtype_bytes(_storage(weight_dtype, "weight_dtype"))
-    kv = _batch(batch) * _context(seq_len) * c.kv_bytes_per_token(_storage(kv_dtype, "kv_dtype"))
-    return ServingMemory(weights=w, kv_cache=kv, total=w + kv, per_chip=(w + kv) / _chips(n_chips))
+    c = model
+    w = c.param_count() * dtype_bytes(weight_dtype)
+    kv = batch * seq_len * c.kv_bytes_per_token(kv_dtype)
+    return ServingMemory(weights=w, kv_cache=kv, total=w + kv, per_chip=(w + kv) / n_chips)
 
 
 # ----------------------------------------------------------------------------------------------- prefill
@@ -281,21 +320,21 @@ class PrefillTime:
                 f"weight_load={fmt(self.weight_load, 's')}, tokens={self.tokens:,}, mfu={self.mfu:.2f})")
 
 
-def prefill_time(model, chip, n_chips: int, prompt_len: int, batch: int = 1, *, mfu: float = 0.5,
-                 weight_dtype: str = "bf16", compute_dtype: str = "bf16", cached_len: int = 0) -> PrefillTime:
+@checked
+def prefill_time(model: Model, chip, n_chips: Chips, prompt_len: Context, batch: Batch = 1, *,
+                 mfu: Fraction = 0.5, weight_dtype: StorageDType = "bf16", compute_dtype: ComputeDType = "bf16",
+                 cached_len: Annotated[int, Positive(integer=True, allow_zero=True, maximum=MAX_CONTEXT)] = 0
+                 ) -> PrefillTime:
     """Prefill (the time to first token, less queueing) of ``batch`` prompts of ``prompt_len`` tokens at ``mfu``.
 
     FLOPs are the forward pass with causal attention; ``cached_len`` tokens of each prompt come from a prefix
     cache, so only the rest are computed (each still attends to the whole prompt).
     """
-    c = as_config(model)
+    c = model
     m = machine(chip, compute_dtype)
-    n = _chips(n_chips)
-    T, B = _context(prompt_len, "prompt_len"), _batch(batch)
-    cached = check_positive("cached_len", cached_len, integer=True, allow_zero=True)
+    n, T, B, cached = n_chips, prompt_len, batch, cached_len
     if cached >= T:
         raise ValueError(f"cached_len must be smaller than prompt_len ({T}); got {cached}")
-    mfu = check_positive("mfu", mfu, maximum=1.0)
     new = T - cached
     per_token = 2.0 * c.matmul_params_per_token()
     # causal attention: new token i (at position cached + i) sees cached + i + 1 keys
@@ -303,12 +342,13 @@ def prefill_time(model, chip, n_chips: int, prompt_len: int, batch: int = 1, *, 
     attn = 2.0 * c.n_layers * c.n_heads * (c.qk_head_dim + c.v_dim) * keys
     flops = B * (new * per_token + attn)
     compute = flops / (n * m.peak_flops * mfu)
-    w = weight_params_read(c, min(B * new, MAX_BATCH)) * dtype_bytes(_storage(weight_dtype, "weight_dtype"))
+    w = weight_params_read(c, min(B * new, MAX_BATCH)) * dtype_bytes(weight_dtype)
     w_t = w / (n * m.hbm_bw)
     return PrefillTime(flops=flops, compute=compute, weight_load=w_t, total=max(compute, w_t), tokens=B * T,
                        mfu=mfu)
 
 
-__all__ = ["COMPUTE_DTYPES", "STORAGE_DTYPES", "DecodeStepTime", "Machine", "PrefillTime", "ServingMemory",
-           "critical_batch", "decode_step_time", "kv_bytes_per_token", "machine", "prefill_time",
-           "serving_memory", "step_time_from_counts", "weight_params_read"]
+__all__ = ["COMPUTE_DTYPES", "MAX_MODEL_BATCH", "STORAGE_DTYPES", "DecodeStepModel", "DecodeStepTime", "Machine",
+           "PrefillTime", "ServingMemory", "critical_batch", "decode_step_model", "decode_step_time",
+           "kv_bytes_per_token", "machine", "prefill_time", "serving_memory", "step_time_from_counts",
+           "weight_params_read"]

@@ -21,15 +21,15 @@ Sources (all read for this chapter; figures restated, not copied):
 """
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Annotated, Sequence
 
 from ..gpu import GpuCluster
+from ..runs import PublishedRecord, check_rows, check_runs, check_under_roofline, median_ratio
+from ..runs import Reconciliation as _Reconciliation
 from ..topology import Slice
-from ..transformer import TransformerConfig, as_config
-from ..units import check_choice, check_positive
-from .cost import flops_per_token
+from ..transformer import TransformerConfig, as_config, get_model
+from ..units import Fraction, OneOf, PositiveFloat, PositiveInt, checked
 from .parallelism import Parallelism
 from .step import StepTime, step_time
 
@@ -48,63 +48,87 @@ def _synthetic(name: str, d_model: int, heads: int, d_ff: int, layers: int) -> T
                              d_head=128, vocab=32_000, name=name)
 
 
-#: Llama 2 70B (Llama 2 paper, Table 1 / HF config.json): GQA with 8 KV heads, vocabulary 32,000.
-LLAMA2_70B = TransformerConfig(d_model=8192, d_ff=28672, n_layers=80, n_heads=64, n_kv_heads=8, d_head=128,
-                               vocab=32_000, name="llama2-70b")
+#: Llama 2 70B: the preset ``"llama2-70b"`` of :mod:`tpu_notes.transformer` (this name is kept as an alias).
+LLAMA2_70B = get_model("llama2-70b")
 
 
 @dataclass(frozen=True)
-class PublishedRun:
-    """One measured training run and its configuration (what the source states; ``notes`` say what is assumed)."""
+class PublishedRun(PublishedRecord):
+    """One measured training run and its configuration (what the source states; ``notes`` say what is assumed).
+    ``name``, ``source`` and ``model`` come first (:class:`~tpu_notes.runs.PublishedRecord`); a run whose measured
+    throughput beats the roofline by more than :data:`~tpu_notes.runs.ROOFLINE_TOLERANCE` is refused."""
 
-    name: str                       # short label for tables
-    source: str                     # key of the module docstring's source list, with the table / file
-    model: object                   # preset name or TransformerConfig
     system: object                  # topology.Slice or gpu.GpuCluster
     parallelism: Parallelism        # the stated layout in this package's terms
-    batch_tokens: int               # global batch, tokens
-    seq_len: int                    # tokens per sequence
-    remat: str                      # closest remat policy of this package to the stated one
-    reported_mfu: float             # the MFU as the source states (or computes from its own numbers)
-    reported_tokens_per_s: Optional[float] = None   # per chip, when the source states it
-    reported_flops_per_s: Optional[float] = None    # per chip, when the source states it (its counting)
-    counting: str = "noncausal"     # how the source counts attention FLOPs
-    circular_repeats: int = 1       # interleaved pipeline stages per chip
+    batch_tokens: PositiveInt       # global batch, tokens
+    seq_len: PositiveInt            # tokens per sequence
+    remat: Annotated[str, OneOf(("none", "save_matmul_outputs", "full_block"))]   # closest remat policy here
+    reported_mfu: Fraction          # the MFU as the source states (or computes from its own numbers)
+    reported_tokens_per_s: PositiveFloat | None = None   # per chip, when the source states it
+    reported_flops_per_s: PositiveFloat | None = None    # per chip, when the source states it (its counting)
+    counting: Annotated[str, OneOf(COUNTINGS)] = "noncausal"   # how the source counts attention FLOPs
+    circular_repeats: PositiveInt = 1   # interleaved pipeline stages per chip
     notes: str = ""                 # mapping choices and assumptions
 
     def __post_init__(self):
-        for f in ("name", "source", "notes"):
-            if not isinstance(getattr(self, f), str):
-                raise TypeError(f"{f} must be a string; got {type(getattr(self, f)).__name__}")
-        as_config(self.model)
+        super().__post_init__()
         if not isinstance(self.system, (Slice, GpuCluster)):
             raise TypeError(f"system must be a topology.Slice or a gpu.GpuCluster; got {type(self.system).__name__}")
         if not isinstance(self.parallelism, Parallelism):
             raise TypeError(f"parallelism must be a Parallelism; got {type(self.parallelism).__name__}")
-        check_positive("batch_tokens", self.batch_tokens, integer=True)
-        check_positive("seq_len", self.seq_len, integer=True)
-        check_choice("remat", self.remat, ("none", "save_matmul_outputs", "full_block"))
-        mfu = check_positive("reported_mfu", self.reported_mfu)
-        if mfu > 1:
-            raise ValueError(f"reported_mfu is a fraction, in (0, 1]; got {self.reported_mfu!r}")
         if self.reported_tokens_per_s is None and self.reported_flops_per_s is None:
             raise ValueError("give reported_tokens_per_s or reported_flops_per_s (a measured throughput)")
-        for f in ("reported_tokens_per_s", "reported_flops_per_s"):
-            if getattr(self, f) is not None:
-                check_positive(f, getattr(self, f))
-        check_choice("counting", self.counting, COUNTINGS)
-        check_positive("circular_repeats", self.circular_repeats, integer=True)
         if self.parallelism.chips_per_slice != self.system.n_chips:
             raise ValueError(f"parallelism {self.parallelism} needs {self.parallelism.chips_per_slice} chips per "
                              f"slice; system has {self.system.n_chips}")
+        check_under_roofline(self.measured_field, predict(self).ratio)
+
+    @property
+    def measured_field(self) -> str:
+        """The field that holds the measured throughput."""
+        return "reported_tokens_per_s" if self.reported_tokens_per_s is not None else "reported_flops_per_s"
 
     def reported_tokens_per_chip(self) -> float:
         """Measured tokens per second per chip: stated, or the stated FLOP/s over the source's FLOPs per token."""
         if self.reported_tokens_per_s is not None:
             return self.reported_tokens_per_s
-        causal = check_choice("counting", self.counting, COUNTINGS) == "causal"
+        causal = self.counting == "causal"
         per_token = as_config(self.model).flops_per_token(self.seq_len, training=True, causal=causal)
         return self.reported_flops_per_s / per_token
+
+
+@dataclass(frozen=True)
+class Reconciliation(_Reconciliation):
+    """A published run beside the model's prediction for its configuration: ``predicted`` and ``reported`` are
+    tokens/s per chip, ``ratio`` is reported / predicted (< 1: the run was slower than the model)."""
+
+    step: StepTime                  # the model's step at the given efficiency
+
+    @property
+    def predicted_tokens_per_s(self) -> float:
+        """The model's tokens/s per chip (= ``predicted``)."""
+        return self.predicted
+
+    @property
+    def reported_tokens_per_s(self) -> float:
+        """The measured tokens/s per chip (= ``reported``)."""
+        return self.reported
+
+
+@checked
+def predict(run: PublishedRun, efficiency: Fraction = 1.0) -> Reconciliation:
+    """Price ``run`` with :func:`~tpu_notes.training.step_time` and compare tokens/s per chip.
+
+    ``efficiency`` is the one assumption: the fraction of peak FLOP/s a compute-bound matmul reaches in practice
+    (Chapter 6 states the value it uses and why). 1 gives the roofline.
+    """
+    if not isinstance(run, PublishedRun):
+        raise TypeError(f"run must be a PublishedRun; got {type(run).__name__}")
+    st = step_time(run.model, run.parallelism, run.system, run.batch_tokens, run.seq_len, remat=run.remat,
+                   circular_repeats=run.circular_repeats, matmul_efficiency=efficiency)
+    predicted = run.batch_tokens / st.total / run.parallelism.n_chips
+    reported = run.reported_tokens_per_chip()
+    return Reconciliation(run=run, predicted=predicted, reported=reported, ratio=reported / predicted, step=st)
 
 
 def _v5p(shape):
@@ -180,65 +204,22 @@ RUNS: tuple[PublishedRun, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Reconciliation:
-    """A published run beside the model's prediction for its configuration."""
-
-    run: PublishedRun
-    step: StepTime                  # the model's step at the given efficiency
-    predicted_tokens_per_s: float   # per chip
-    reported_tokens_per_s: float    # per chip
-    ratio: float                    # reported / predicted (1: the model is exact; < 1: the run was slower)
-
-
-def predict(run: PublishedRun, efficiency: float = 1.0) -> Reconciliation:
-    """Price ``run`` with :func:`~tpu_notes.training.step_time` and compare tokens/s per chip.
-
-    ``efficiency`` is the one assumption: the fraction of peak FLOP/s a compute-bound matmul reaches in practice
-    (Chapter 6 states the value it uses and why). 1 gives the roofline.
-    """
-    if not isinstance(run, PublishedRun):
-        raise TypeError(f"run must be a PublishedRun; got {type(run).__name__}")
-    eff = check_positive("efficiency", efficiency)
-    if eff > 1:
-        raise ValueError(f"efficiency is a fraction of peak and must be in (0, 1]; got {efficiency!r}")
-    st = step_time(run.model, run.parallelism, run.system, run.batch_tokens, run.seq_len, remat=run.remat,
-                   circular_repeats=run.circular_repeats, matmul_efficiency=eff)
-    predicted = run.batch_tokens / st.total / run.parallelism.n_chips
-    reported = run.reported_tokens_per_chip()
-    return Reconciliation(run=run, step=st, predicted_tokens_per_s=predicted, reported_tokens_per_s=reported,
-                          ratio=reported / predicted)
-
-
-def _check_runs(runs) -> list[PublishedRun]:
-    if isinstance(runs, (str, bytes)) or not hasattr(runs, "__iter__"):
-        raise TypeError(f"runs must be a sequence of PublishedRun; got {type(runs).__name__}")
-    runs = list(runs)
-    if not runs or not all(isinstance(r, PublishedRun) for r in runs):
-        raise ValueError("runs must be a non-empty sequence of PublishedRun (e.g. published.RUNS)")
-    return runs
-
-
-def reconcile(runs: Sequence[PublishedRun] = RUNS, efficiency: float = 1.0) -> list[Reconciliation]:
+@checked
+def reconcile(runs: Sequence[PublishedRun] = RUNS, efficiency: Fraction = 1.0) -> list[Reconciliation]:
     """:func:`predict` for every run."""
-    return [predict(r, efficiency) for r in _check_runs(runs)]
+    return [predict(r, efficiency) for r in check_runs(runs, PublishedRun)]
 
 
 def fitted_efficiency(runs: Sequence[PublishedRun] = RUNS) -> float:
     """The median of reported / roofline-predicted throughput over ``runs``: the efficiency that makes the typical
     run come out exact (what Chapter 6 compares its stated assumption with)."""
-    return statistics.median(r.ratio for r in reconcile(_check_runs(runs), 1.0))
+    return median_ratio(reconcile(runs, 1.0))
 
 
 def format_table(rows: Sequence[Reconciliation]) -> str:
     """One line per run: reported and predicted tokens/s per chip, their ratio, and what bounds the model's step."""
-    if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
-        raise TypeError(f"rows must be a list of Reconciliation from reconcile(); got {type(rows).__name__}")
-    rows = list(rows)
-    if not all(isinstance(r, Reconciliation) for r in rows):
-        raise TypeError("rows must be a list of Reconciliation from reconcile()")
     lines = [f"{'run':32s} {'reported':>9} {'predicted':>9} {'ratio':>6} {'MFU rep.':>8}  bound"]
-    for r in rows:
-        lines.append(f"{r.run.name:32.32s} {r.reported_tokens_per_s:9,.0f} {r.predicted_tokens_per_s:9,.0f} "
+    for r in check_rows(rows, Reconciliation):
+        lines.append(f"{r.run.name:32.32s} {r.reported:9,.0f} {r.predicted:9,.0f} "
                      f"{r.ratio:6.2f} {r.run.reported_mfu:8.1%}  {r.step.bound}")
     return "\n".join(lines)

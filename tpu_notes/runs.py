@@ -1,0 +1,99 @@
+"""Published, measured runs beside the model's prediction: the framework Chapters 6 and 8 share.
+
+A domain module (:mod:`tpu_notes.training.published` for training runs, :mod:`tpu_notes.inference.published` for
+serving benchmarks) defines its record (a subclass of :class:`PublishedRecord` with the configuration its source
+states), its prediction (a subclass of :class:`Reconciliation`) and a ``predict(run, efficiency)`` that prices one
+record with that domain's step-time model. What is the same for both lives here once: the fields every record has,
+the checks of a list of records or of rows, the median achieved/modelled ratio, and the physical sanity check that
+refuses a record faster than the roofline.
+
+**Faster than the roofline.** Priced at the datasheet rates (efficiency 1), the model is an upper bound on every
+measured speed, so ``ratio = achieved / modelled`` should be at most 1. A record is refused at construction when its
+ratio passes :data:`ROOFLINE_TOLERANCE`: then the measured figure is wrong (a typo, or a per-chip figure entered as
+all chips together), not the physics.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from .transformer import as_config
+from .units import NonNegativeFloat, check_fields, checked
+
+#: The largest achieved / modelled-at-the-roofline ratio a published record may have: 1.5. The roofline is an upper
+#: bound, but mapping a source's configuration onto this package's can overprice the step: full-block remat, the
+#: closest policy to some custom ones, prices one forward pass more (8/6 = 1.33 × the FLOPs of a run that recomputes
+#: nothing), and a fixed-size serving cache is read whole. Beyond 1.5 × the roofline a record is refused.
+ROOFLINE_TOLERANCE = 1.5
+
+
+@dataclass(frozen=True)
+class PublishedRecord:
+    """The fields every published, measured run has; a domain's subclass adds its configuration, the measured
+    figure and a ``notes`` string (what was assumed), and names the measured field in ``measured_field``."""
+
+    name: str       # short label for tables
+    source: str     # key of the domain module's source list, with the table / row / file
+    model: object   # preset name or TransformerConfig
+
+    def __post_init__(self):
+        check_fields(self)       # every field whose annotation declares a kind (the subclass's included)
+        for f in ("name", "source", "notes"):
+            if not isinstance(getattr(self, f, ""), str):
+                raise TypeError(f"{f} must be a string; got {type(getattr(self, f)).__name__}")
+        as_config(self.model)
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """A published run beside the model's prediction for its configuration (a domain's subclass adds the parts)."""
+
+    run: PublishedRecord   # the record priced
+    predicted: float       # the modelled figure, in the record's units (tokens/s per chip, or seconds per token)
+    reported: float        # the measured figure, the same units
+    ratio: float           # achieved speed / modelled speed (1: the model is exact; < 1: the run was slower)
+
+
+@checked
+def check_under_roofline(field: str, ratio: NonNegativeFloat) -> None:
+    """Refuse a record whose measured figure (in ``field``) is ``ratio`` × faster than the roofline allows, when
+    ``ratio`` passes :data:`ROOFLINE_TOLERANCE`."""
+    if not ratio <= ROOFLINE_TOLERANCE:
+        raise ValueError(f"{field} is {ratio:.3g} x faster than the roofline (the model at the datasheet rates, an "
+                         f"upper bound); at most {ROOFLINE_TOLERANCE} x is accepted: check the figure and its units "
+                         "(per chip or all chips together)")
+
+
+def check_runs(runs, record_type: type) -> list:
+    """``runs`` as a non-empty list of ``record_type`` records (a TypeError or ValueError naming ``runs``)."""
+    kind = record_type.__name__
+    if isinstance(runs, (str, bytes)) or not hasattr(runs, "__iter__"):
+        raise TypeError(f"runs must be a sequence of {kind}; got {type(runs).__name__}")
+    runs = list(runs)
+    if not runs or not all(isinstance(r, record_type) for r in runs):
+        raise ValueError(f"runs must be a non-empty sequence of {kind} (e.g. published.RUNS)")
+    return runs
+
+
+def check_rows(rows, row_type: type) -> list:
+    """``rows`` as a list of ``row_type`` predictions (what a domain's ``reconcile`` returns)."""
+    kind = row_type.__name__
+    if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
+        raise TypeError(f"rows must be a list of {kind} from reconcile(); got {type(rows).__name__}")
+    rows = list(rows)
+    if not all(isinstance(r, row_type) for r in rows):
+        raise TypeError(f"rows must be a list of {kind} from reconcile()")
+    return rows
+
+
+def median_ratio(rows) -> float:
+    """The median achieved / modelled ratio of ``rows`` (predictions at efficiency 1: the efficiency that would
+    make the typical run come out exact)."""
+    rows = check_rows(rows, Reconciliation)
+    if not rows:
+        raise ValueError("rows must hold at least one Reconciliation")
+    return statistics.median(r.ratio for r in rows)
+
+
+__all__ = ["ROOFLINE_TOLERANCE", "PublishedRecord", "Reconciliation", "check_rows", "check_runs",
+           "check_under_roofline", "median_ratio"]
