@@ -82,7 +82,6 @@ CASES = {
                                        D=Int(64), F=Int(64)),
     J + "collective_matmul_time": Case(B=Int(2048), D=Int(8192), F=Int(32768), n=Int(8), chip=ChipArg("v5e"),
                                        dtype=Choice("bf16"), bidirectional=Flag(False)),
-    J + "moe_capacity": Case(tokens_per_group=Int(512), n_experts=Int(16), capacity_factor=Num(1.25)),
     J + "moe_reference": Case(x=_MX, router=_MR, w_in=_MWI, w_out=_MWO, n_groups=Int(8), capacity=Int(2)),
     J + "moe_expert_parallel": Case(x=_MX, router=_MR, w_in=_MWI, w_out=_MWO, mesh=_MESH, axis=_AXIS,
                                     capacity=Opt(Int(2))),

@@ -36,6 +36,7 @@ from .compat import make_mesh as _make_mesh
 from .compat import shard_map as _shard_map
 from .hardware import get_chip
 from .roofline import compute_time
+from .transformer import moe_capacity  # the one capacity formula (Chapter 4), used by the MoE layer below
 from .units import Bool, capped, check_bool, check_choice, check_positive, checked, dtype_bytes
 
 #: Most devices a 1-D mesh of this module spans (a ring of ``ppermute`` hops is unrolled in the program).
@@ -397,13 +398,6 @@ def collective_matmul_time(B: capped(2**40), D: capped(2**40), F: capped(2**40),
 
 
 @checked
-def moe_capacity(tokens_per_group: capped(2**30), n_experts: capped(2**16), capacity_factor: float = 1.0) -> int:
-    """Slots each expert keeps for the tokens of one group (one sending device): ``⌈f · t / E⌉``, at least 1."""
-    t, e = tokens_per_group, n_experts
-    f = check_positive("capacity_factor", capacity_factor, maximum=1e3)
-    return max(1, math.ceil(f * t / e))
-
-
 def _check_buffer(n_experts: int, capacity: int, d_model: int) -> None:
     """The ``[E, capacity, D]`` dispatch buffer within :data:`MAX_ELEMENTS`, or an error naming ``capacity``."""
     if n_experts * capacity * d_model > MAX_ELEMENTS:
