@@ -360,6 +360,12 @@ def _coll_measurements():
             CollectiveMeasurement(kind="all-gather", nbytes=1e6, n_devices=8, seconds=5e-4))
 
 
+def _hlo_module():
+    from tpu_notes import hlo
+
+    return hlo.parse_module(_hlo_text())
+
+
 def _hlo_text():
     return ("HloModule m, num_partitions=8\n"
             "ENTRY %main (p: f32[8,16]) -> f32[64,16] {\n"
@@ -369,16 +375,16 @@ def _hlo_text():
 
 
 def _oracle_case():
-    from tpu_notes.hlo import oracle_cases
+    from tpu_notes.hlo import matmul_cases
 
-    return oracle_cases(["c1-rows"])[0]
+    return matmul_cases(["c1-rows"])[0]
 
 
 def _oracle_row():
-    from tpu_notes.hlo import CollectiveSig, OracleRow
+    from tpu_notes.hlo import CollectiveSig, MatmulRow
 
     sig = CollectiveSig("all-gather", "X", 4096, 32768)
-    return OracleRow(_oracle_case(), (sig,), (sig,), ("all-gather",))
+    return MatmulRow(_oracle_case(), (sig,), (sig,), ("all-gather",))
 
 
 def _compiled():
@@ -541,12 +547,12 @@ CASES: dict[str, Case] = {
                                             nbytes=Num(1e8, zero=True), bidirectional=Flag(True)),
     T + "collectives.ring_reduce_scatter_schedule": Case(axis_size=Int(8, big=True)),
     T + "collectives.ring_all_to_all_schedule": Case(axis_size=Int(8, big=True)),
-    T + "collectives.run_collective": Case(kind=Choice("all-gather"), x=Raw(lambda: _jnp((16, 8)),
+    T + "bench.run_collective": Case(kind=Choice("all-gather"), x=Raw(lambda: _jnp((16, 8)),
                                                                              ["abc", None, 3], lazy=True),
                                            mesh=Raw(_mesh, [None, "x", {"x": 8}], lazy=True),
                                            axis=Raw("x", ["y", None, 3]),
                                            dim=Raw(0, [-1, 2, 2.5, "0", None, True])),
-    T + "collectives.ring_all_gather": Case(x=Raw(lambda: _jnp((16, 8)), ["abc", None, 3,
+    T + "bench.ring_all_gather": Case(x=Raw(lambda: _jnp((16, 8)), ["abc", None, 3,
                                                                            lazy(lambda: _jnp((3, 2)))], lazy=True),
                                             mesh=Raw(_mesh, [None, "x", {"x": 8}], lazy=True),
                                             axis=Raw("x", ["y", None, 3])),
@@ -565,10 +571,13 @@ CASES: dict[str, Case] = {
     T + "topology.Slice.transfer_time": Case(self_=_slice, nbytes=Num(1e8, zero=True),
                                              src=Raw((0, 0), [0, (0,), (5, 0), None, "00"]),
                                              dst=Raw((3, 3), [3, (3, 5), None]),
-                                             ports=Opt(Int(2, top=4)), hop_latency=Num(1e-6, zero=True)),
+                                             ports=Opt(Int(2, top=4)), hop_latency=Opt(Num(1e-6, zero=True))),
     T + "topology.Slice.collective_time": Case(self_=_slice, kind=Choice("all_gather"), nbytes=Num(1e8, zero=True),
                                                axes=Raw("x", ["w", 5, -1, (), ("x", "x"), True, 2.5]),
-                                               hop_latency=Num(1e-6, zero=True)),
+                                               hop_latency=Opt(Num(1e-6, zero=True))),
+    T + "topology.Slice.axis_size": Case(self_=_slice, axis=Raw("x", ["w", "", None, ("x",), 5, -1, True, ODD])),
+    T + "topology.Slice.bandwidth": Case(self_=_slice, axis=Raw("y", ["w", "", None, ("y",), 5, ODD])),
+    T + "topology.Slice.latency": Case(self_=_slice, axis=Raw(1, ["w", None, [1], 5, -1, 2.5, ODD])),
     T + "topology.hop_grid": Case(shape=Sizes((4, 4), big=True), wraparound=Raw((True, False),
                                                                                  [(True,), ("yes", True), None, 1,
                                                                                   "TT"]),
@@ -576,12 +585,14 @@ CASES: dict[str, Case] = {
     T + "topology.transfer_time": Case(nbytes=Num(1e8, zero=True), src=Raw((0, 0), [(0,), None, "00"]),
                                        dst=Raw((3, 3), [(9, 9), None]),
                                        topology=Raw(_slice, ["v5e", None, ODD], lazy=True),
-                                       ports=Opt(Int(2, top=4)), hop_latency=Num(1e-6, zero=True)),
+                                       ports=Opt(Int(2, top=4)), hop_latency=Opt(Num(1e-6, zero=True))),
     T + "topology.host_transfer_time": Case(nbytes=Num(1e8, zero=True), chip=ChipArg("v5e"), n_chips=Int(4),
                                             latency=Num(0.0, zero=True)),
     T + "topology.dcn_transfer_time": Case(nbytes=Num(1e8, zero=True), chip=ChipArg("v5e"), n_chips=Int(4),
                                            latency=Num(0.0, zero=True)),
     T + "topology.pod": Case(chip=ChipArg("v5e", tpu=True)),
+    T + "topology.parse_slice": Case(text=Raw("v5p:4x4x4", ["", "  ", "v5p:4xx4", "v5p:4x4.5", "v5p:²", "nosuch:4x4",
+                                                    "nosuch", None, 3, ODD], names=("slice", "chip", "shape"))),
     T + "topology.bandwidth_ladder": Case(chip=ChipArg("v5e", tpu=True)),
     # ---- systolic
     T + "systolic.tile_schedule": Case(n_tiles=Int(4, big=True), rows=Int(8), array_size=Int(4)),
@@ -628,9 +639,9 @@ CASES: dict[str, Case] = {
     T + "sharding.parse": Case(text=Text("A[I_X, J]", bad=("A[I_X, J_X]", "A[", "A[I, I]", "[I]", "A[I_x1]"))),
     T + "sharding.MatmulPlan.describe": Case(self_=_plan),
     T + "sharding.MatmulPlan.times": Case(self_=_plan, chip_or_slice=ChipArg("v5e"),
-                                          hop_latency=Num(1e-6, zero=True)),
+                                          hop_latency=Opt(Num(1e-6, zero=True))),
     T + "sharding.MatmulPlan.total_time": Case(self_=_plan, chip_or_slice=ChipArg("v5e"),
-                                               hop_latency=Num(1e-6, zero=True)),
+                                               hop_latency=Opt(Num(1e-6, zero=True))),
     T + "sharding.matmul_plan": Case(lhs=Text("A[I_X, J]", bad=("A[I_X, J_X]", "A[")),
                                      rhs=Text("B[J, K_Y]", bad=("B[K, L]", "B[J_Z, K]")),
                                      out=Opt(Text("C[I_X, K_Y]", bad=("C[I, Q]",))),
@@ -678,6 +689,7 @@ CASES: dict[str, Case] = {
     T + "transformer.TransformerConfig.with_": Case(self_=_cfg, d_model=Int(64), n_kv_heads=Raw(2, [3, 0, "2"])),
     T + "transformer.get_model": Case(name=Model("llama3-8b", names=("model",))),
     T + "transformer.as_config": Case(model=Model("llama3-8b")),
+    T + "transformer.moe_capacity": Case(n_tokens=512, n_experts=16, capacity_factor=1.25, experts_per_token=2),
     # ---- hlo
     T + "hlo.parse_replica_groups": Case(
         text=Opt(Text("{{0,1},{2,3}}", bad=("{{0,1},{2,", "{{0,1}", "{0,1},{2,3}}", "{{0,a}}", "[2,4]<=[9]",
@@ -685,6 +697,16 @@ CASES: dict[str, Case] = {
                                             "{{-1}}"))),
         num_devices=Opt(Int(4), none_baseline=True)),
     T + "hlo.collectives": Case(compiled_or_hlo_text=Raw(_hlo_text(), [3, None, ["x"], ODD])),
+    T + "hlo.parse_module": Case(compiled_or_hlo_text=Raw(_hlo_text(), [3, None, ["x"], ODD])),
+    T + "hlo.single_op_module": Case(module=Raw(_hlo_text(), [3, None, ["x"], ODD, "no module"]),
+                                     name=Raw("all-gather.1", ["nope", None, 3])),
+    T + "hlo.HloInstruction.attribute": Case(self_=lambda: _hlo_module().instructions[-1],
+                                             key=Raw("replica_groups", [None, 3, ""])),
+    T + "hlo.HloModule.computation": Case(self_=_hlo_module, name=Raw("main", ["nope", None, 3])),
+    T + "hlo.HloModule.callees": Case(self_=_hlo_module, instruction=Raw(lambda: _hlo_module().instructions[-1],
+                                                                          [None, "x", 3], lazy=True)),
+    T + "hlo.HloModule.called_computations": Case(self_=_hlo_module, instruction=Raw(
+        lambda: _hlo_module().instructions[-1], [None, "x", 3], lazy=True)),
     T + "hlo.axis_groups": Case(mesh=Raw({"X": 2, "Y": 4}, NOT_A_MESH), axes=Raw(("X",), ["Z", ("Z",), "X", None,
                                                                                          (3,), ("X", "X")])),
     T + "hlo.mesh_axes": Case(groups=Raw(((0, 1), (2, 3)), ["ab", None, 3, ((0, "a"),), ((0, -1),)]),
@@ -693,7 +715,7 @@ CASES: dict[str, Case] = {
                                               hlo_text=Raw(_hlo_text(), [3, ["x"], ODD])),
     T + "hlo.cost": Case(compiled=Raw(_compiled, ["abc", None, 3], lazy=True),
                          keys=Raw(("flops",), ["flops", [3], 3])),
-    T + "hlo.OracleCase": Case(id=Raw("x", ["", 3, None]), mesh=Raw((("X", 8),), [(("X", 0),), {"X": 8}, "X8",
+    T + "hlo.MatmulCase": Case(id=Raw("x", ["", 3, None]), mesh=Raw((("X", 8),), [(("X", 0),), {"X": 8}, "X8",
                                                                                      (("X", 2.5),), None]),
                                matmuls=Raw(("A[I_X, J] · B[J, K] -> C[I_X, K]",), ["A", (), ("A[I] B[J]",), None]),
                                sizes=Raw((("I", 64), ("J", 128), ("K", 256)), [(("I", 0),), {"I": 64}, None])),
@@ -704,10 +726,10 @@ CASES: dict[str, Case] = {
     T + "hlo.signatures_from_xla": Case(found=Raw(_found, ["abc", None, 3, [3]], lazy=True),
                                         mesh=Raw({"X": 8}, NOT_A_MESH)),
     T + "hlo.signatures_from_plan": Case(steps=Raw(lambda: _plan().collectives, ["abc", None, 3, [3]], lazy=True)),
-    T + "hlo.run_case": Case(case=Raw(_oracle_case, ["c1-rows", None, 3], lazy=True),
+    T + "hlo.run_matmul_case": Case(case=Raw(_oracle_case, ["c1-rows", None, 3], lazy=True),
                              devices=Raw(None, ["cpu", 3, [1, 2]]), dtype=Choice("fp32")),
-    T + "hlo.oracle_cases": Case(ids=Raw(["c1-rows"], ["c1-rows", ["nope"], [3], 3])),
-    T + "hlo.format_oracle_table": Case(rows=Raw(lambda: [_oracle_row()], ["abc", None, 3, [3]], lazy=True)),
+    T + "hlo.matmul_cases": Case(ids=Raw(["c1-rows"], ["c1-rows", ["nope"], [3], 3])),
+    T + "hlo.format_matmul_table": Case(rows=Raw(lambda: [_oracle_row()], ["abc", None, 3, [3]], lazy=True)),
     # ---- model (JAX)
     T + "model.init_params": Case(config=Model("tiny-gqa"), key=Raw(0, [-1, 2.5, "0", None, INF, True]),
                                   dtype=Raw("float32", ["float99", 3, None])),
@@ -798,6 +820,8 @@ CASES: dict[str, Case] = {
     T + "bench.default_matmul_shapes": Case(platform=Opt(Choice("cpu"))),
     T + "bench.default_copy_sizes": Case(platform=Opt(Choice("cpu")), cache_bytes=Opt(Num(32e6))),
     T + "bench.last_level_cache_bytes": Case(),
+    T + "bench.memory_limit_bytes": Case(),
+    T + "bench.check_fits": Case(name=Raw("nbytes", [None, 3]), nbytes=Num(1e6, zero=True)),
     T + "bench.available_memory_bytes": Case(),
     T + "bench.memory_level": Case(platform=Choice("cpu"), array_bytes=Num(1e9), cache_bytes=Opt(Num(32e6))),
     T + "bench.measure_matmul": Case(run_baseline=False, B=Int(8, big=True), D=Int(8, big=True),
@@ -859,7 +883,7 @@ RESULT_RECORDS = {
     "roofline.RooflineTime", "collectives.CollectiveTime", "topology.TransferTime", "systolic.Snapshot",
     "systolic.SystolicResult", "transfer.HostTransfer", "sharding.Step", "sharding.StepTime", "sharding.MatmulPlan",
     "transformer.ParamBreakdown", "transformer.FlopsBreakdown", "hlo.HloShape", "hlo.HloCollective",
-    "hlo.CollectiveSig", "hlo.OracleRow", "devices.DeviceInfo", "bench.Timing", "bench.Measurement",
+    "hlo.CollectiveSig", "hlo.MatmulRow", "hlo.HloInstruction", "hlo.HloModule", "devices.DeviceInfo", "bench.Timing", "bench.Measurement",
     "bench.FittedRoofline", "bench.RooflineMeasurement", "bench.BenchRow", "bench.CollectiveMeasurement",
     "bench.Prediction", "devices.NotEnoughDevices", "multihost.ProcessResult", "multihost.GlooUnavailable",
 }

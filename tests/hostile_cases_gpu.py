@@ -1,12 +1,17 @@
-"""Baseline calls of Chapter 11's GPU model (tpu_notes.gpu) for tests/test_hostile_input.py.
+"""Baseline calls of Chapter 11's GPU model (tpu_notes.gpu.cluster, tpu_notes.gpu.routing) and of the System both
+machines are (tpu_notes.system) for tests/test_hostile_input.py. The GPU rooflines live in training.rooflines (see
+hostile_cases_training.py).
 
-Merged into ``hostile_cases.CASES`` at the end of that file; see its docstring for the kinds of argument.
+Merged into ``hostile_cases.CASES`` at the end of that file; see its docstring for the kinds of argument. Arguments
+whose kind the signature declares (``@checked``) are given as plain valid values.
 """
 from __future__ import annotations
 
-from hostile_cases import ODD, Case, ChipArg, Choice, Flag, Int, Model, Num, Opt, Raw
+from hostile_cases import ODD, Case, ChipArg, Choice, Int, Num, Raw, lazy
 
-T = "tpu_notes.gpu."
+G = "tpu_notes.gpu.cluster."
+R = "tpu_notes.gpu.routing."
+S = "tpu_notes.system."
 
 
 def _cluster():
@@ -15,50 +20,61 @@ def _cluster():
     return GpuCluster("h100", 64)
 
 
-_CLUSTER = Raw(_cluster, ["h100", None, 3, ODD], lazy=True)
-_DTYPE = Choice("bf16")
+def _slice():
+    from tpu_notes.topology import Slice
+
+    return Slice("v5e", (4, 4))
+
+
+def _big():
+    from tpu_notes.gpu import MAX_DIRECT_GPUS, GpuCluster
+
+    return GpuCluster("h100", MAX_DIRECT_GPUS)
+
+
+_BIG = Raw(_big, ["h100", None, 3, ODD, lazy(lambda: __import__("tpu_notes.gpu").gpu.GpuCluster("h100", 1024))],
+           lazy=True)
+#: ``group`` of a collective: a size, None (every GPU) or a run of axis names; these are none of those.
+_GROUP = Raw(16, [0, -1, 2.5, float("nan"), float("inf"), "abc", ("node", "abc"), ("node", "node"), (), [3], ODD,
+                  True, 10**400, 128])
+_AXIS = Raw("node", ["abc", "", None, 3, ("node",), ODD])
 
 CASES = {
-    T + "FatTreeLevel": Case(name=Raw("leaf", ["", 3, None]), degree=Int(4), oversubscription=Num(1.0)),
-    T + "GpuCluster": Case(chip=ChipArg("h100"), n_gpus=Int(64), node_size=Int(8, zero=True),
-                           levels=Opt(Raw((("leaf", 8),), [3, "leaf", (("leaf", 3),), ("x",), [ODD], ODD]))),
-    T + "GpuCluster.subtree_sizes": Case(self_=_cluster),
-    T + "GpuCluster.per_gpu_bw": Case(self_=_cluster),
-    T + "GpuCluster.level_table": Case(self_=_cluster),
-    T + "GpuCluster.bisection_bandwidth": Case(self_=_cluster),
-    T + "GpuCluster.collective_terms": Case(self_=_cluster, kind=Choice("all-gather"), nbytes=Num(1e8, zero=True),
-                                            group=Int(16), inner=Opt(Int(8)),
-                                            span=Opt(Int(16), none_baseline=True), sharp=Flag(False),
-                                            top_k=Opt(Int(2), none_baseline=True)),
-    T + "GpuCluster.collective_time": Case(self_=_cluster, kind=Choice("all-gather"), nbytes=Num(1e8, zero=True),
-                                           group=Int(16), inner=Opt(Int(8)), span=Opt(Int(16), none_baseline=True),
-                                           hop_latency=Num(5e-6, zero=True), sharp=Flag(False),
-                                           top_k=Opt(Int(2), none_baseline=True)),
-    T + "GpuCluster.send_time": Case(self_=_cluster, nbytes=Num(1e8, zero=True), across_nodes=Flag(True),
-                                     hop_latency=Num(5e-6, zero=True)),
-    T + "dgx_superpod": Case(chip=ChipArg("h100"), n_gpus=Int(1024), nodes_per_su=Int(32), sus_per_spine=Int(8)),
-    T + "ragged_fraction": Case(top_k=Int(4), n_shards=Int(8), exact=Flag(True)),
-    T + "link_loads": Case(cluster=_CLUSTER, kind=Choice("all-gather"), nbytes=Num(1e8, zero=True), group=Int(16),
-                           inner=Opt(Int(8)), span=Opt(Int(16), none_baseline=True)),
-    T + "direct_collective_time": Case(cluster=_CLUSTER, kind=Choice("all-gather"), nbytes=Num(1e8, zero=True),
-                                       group=Int(16), inner=Opt(Int(8)), span=Opt(Int(16), none_baseline=True)),
-    T + "collective_bandwidth": Case(chip=ChipArg("h100"), across_nodes=Flag(True)),
-    T + "critical_batch_per_gpu": Case(chip=ChipArg("h100"), across_nodes=Flag(True), experts=Int(1),
-                                       experts_per_token=Int(1), nodes=Opt(Int(2), none_baseline=True),
-                                       model_parallel_nodes=Int(1), dtype=_DTYPE),
-    T + "max_tensor_parallelism": Case(chip=ChipArg("h100"), d_ff=Int(28672), across_nodes=Flag(False),
-                                       dtype=_DTYPE),
-    T + "two_node_tensor_parallelism_ok": Case(chip=ChipArg("h100"), d_ff=Int(28672), degree=Int(16),
-                                               dtype=_DTYPE),
-    T + "expert_parallel_times": Case(chip=ChipArg("h100"), batch_tokens=Num(1e6), d_model=Int(7168),
-                                      d_ff=Int(2048), experts_per_token=Int(8), degree=Int(64), dtype=_DTYPE),
-    T + "pipeline_comms_time": Case(batch_tokens=Num(1e6), d_model=Int(8192), bandwidth=Num(5e10),
-                                    microbatches=Int(16), stages=Int(8), bytes_per_value=Int(2)),
-    T + "strategy_times": Case(cluster=_CLUSTER, model=Model("llama3-8b"), batch_tokens=Num(2**17), dtype=_DTYPE,
-                               microbatches=Int(16)),
+    G + "FatTreeLevel": Case(name=Raw("leaf", ["", 3, None, "node", "NODE"]), degree=Int(4),
+                             oversubscription=Num(1.0)),
+    G + "GpuCluster": Case(chip=ChipArg("h100"), n_gpus=Int(64), node_size=Int(8, zero=True),
+                           levels=Raw((("leaf", 8),), [3, "leaf", (("leaf", 3),), ("x",), [ODD], ODD,
+                                                       (("leaf", 2), ("leaf", 4)), (("node", 8),)])),
+    G + "GpuCluster.subtree_sizes": Case(self_=_cluster),
+    G + "GpuCluster.per_gpu_bw": Case(self_=_cluster),
+    G + "GpuCluster.level_table": Case(self_=_cluster),
+    G + "GpuCluster.bisection_bandwidth": Case(self_=_cluster),
+    G + "GpuCluster.axis_size": Case(self_=_cluster, axis=_AXIS),
+    G + "GpuCluster.bandwidth": Case(self_=_cluster, axis=_AXIS),
+    G + "GpuCluster.latency": Case(self_=_cluster, axis=_AXIS),
+    G + "GpuCluster.collective_terms": Case(self_=_cluster, kind=Choice("all-gather"), nbytes=1e8, group=_GROUP,
+                                            inner=8, span=None, sharp=False, top_k=None),
+    G + "GpuCluster.collective_time": Case(self_=_cluster, kind=Choice("all-gather"), nbytes=1e8, group=_GROUP,
+                                           inner=8, span=None, hop_latency=5e-6, sharp=False, top_k=None),
+    G + "GpuCluster.send_time": Case(self_=_cluster, nbytes=1e8, across_nodes=True, hop_latency=5e-6),
+    G + "dgx_superpod": Case(chip=ChipArg("h100"), n_gpus=1024, nodes_per_su=32, sus_per_spine=8),
+    G + "ragged_fraction": Case(top_k=4, n_shards=8, exact=True),
+    # on a cluster as large as link_loads takes, so that its cap on group can be reached (tests/test_bounded_work)
+    R + "link_loads": Case(cluster=_BIG, kind=Choice("all-gather"), nbytes=1e8, group=16, inner=8, span=None),
+    R + "direct_collective_time": Case(cluster=_BIG, kind=Choice("all-gather"), nbytes=1e8, group=16, inner=8,
+                                       span=None),
+    # the System protocol: each method called on a Slice (a GpuCluster's have their own entries above)
+    S + "check_system": Case(value=Raw(_slice, ["v5e", None, 3, ODD, (4, 4)], lazy=True, names=("system",)),
+                             argument="system"),
+    S + "System.axis_size": Case(self_=_slice, axis=Raw("x", ["w", "", None, ("x",), 5, -1, ODD])),
+    S + "System.bandwidth": Case(self_=_slice, axis=Raw("x", ["w", "", None, ("x",), 5, ODD])),
+    S + "System.latency": Case(self_=_slice, axis=Raw("y", ["w", "", None, ("y",), 5, ODD])),
+    S + "System.collective_time": Case(self_=_slice, kind=Choice("all_gather"), nbytes=Raw(1e8, [-1.0, None]),
+                                       axes=Raw(("x",), ["w", ("x", "x"), (), 7, ODD])),
 }
 
-COVERED = ("gpu",)
+COVERED = ("gpu.cluster", "gpu.routing", "system")
 
 #: Records the library builds itself (their fields are computed): constructors not fuzzed; methods have entries.
-RESULT_RECORDS = {"gpu.LevelInfo", "gpu.LinkLoad", "gpu.RooflineTimes"}
+#: ``system.System`` is a Protocol (it has no instances of its own; its methods are tried on a Slice).
+RESULT_RECORDS = {"gpu.cluster.LevelInfo", "gpu.routing.LinkLoad", "system.System"}

@@ -4,7 +4,7 @@ Merged into ``hostile_cases.CASES`` at the end of that file; see its docstring f
 """
 from __future__ import annotations
 
-from hostile_cases import ODD, Case, ChipArg, Choice, Fixed, Flag, Int, Model, Num, Opt, Raw, Text, lazy
+from hostile_cases import ODD, Case, ChipArg, Choice, Flag, Int, Model, Num, Opt, Raw, lazy
 
 T = "tpu_notes."
 TR = T + "training."
@@ -82,6 +82,9 @@ def _numbers():
 
 
 _NOT_PAR = ["abc", None, 3, ODD, {"fsdp": 8}]
+#: Layouts llama3-8b (32 query heads, 8 KV heads, 32 layers, dense) cannot take on 64 chips: refused by name.
+_IMPOSSIBLE_PAR = [lazy(lambda: _par(tensor=64)), lazy(lambda: _par(pipeline=64, microbatches=64)),
+                   lazy(lambda: _par(fsdp=16, expert=4))]
 _NOT_SLICE = ["v5p:4x4x4", None, 3, ODD, (4, 4, 4)]
 REMAT = Choice("full_block", names=("remat", "policy"))
 #: A remat argument that also takes a number of D-sized checkpoints per layer (3 is valid there).
@@ -126,27 +129,41 @@ CASES = {
                                     parallelism=Raw(lambda: _par(fsdp=64), _NOT_PAR, lazy=True)),
     TR + "memory.MemoryBreakdown.fits": Case(self_=_memory, chip=ChipArg("v5p"), fraction=Num(1.0)),
     # -- training.rooflines ------------------------------------------------------------------------------------------
-    TR + "rooflines.ici_intensity": Case(chip=ChipArg("v5p", tpu=True), dtype=Choice("bf16")),
-    TR + "rooflines.critical_batch_per_chip": Case(strategy=Choice("fsdp+tp"), chip=ChipArg("v5p", tpu=True),
-                                                   n_axes=Int(1), d_ff=Opt(Int(28672)), fsdp_axes=Int(2),
-                                                   tp_axes=Int(1), dtype=Choice("bf16")),
-    TR + "rooflines.max_tensor_parallelism": Case(chip=ChipArg("v5p", tpu=True), d_ff=Int(28672), n_axes=Int(1),
-                                                  dtype=Choice("bf16")),
-    TR + "rooflines.optimal_fsdp_degree": Case(batch_tokens=Num(4e6), n_chips=Int(8960), d_ff=Int(28672),
-                                               fsdp_axes=Int(2), tp_axes=Int(1)),
-    TR + "rooflines.mlp_layer_times": Case(strategy=Choice("fsdp+tensor"), chip=ChipArg("v5p", tpu=True),
-                                           batch_tokens=Num(2**20), d_model=Int(8192), d_ff=Int(28672), data=Int(1),
-                                           fsdp=Int(64), tensor=Int(4), fsdp_axes=Int(2), tp_axes=Int(1),
-                                           dtype=Choice("bf16")),
-    TR + "rooflines.pipeline_bubble_fraction": Case(stages=Int(4), microbatches=Int(16), circular_repeats=Int(1)),
+    TR + "rooflines.ici_intensity": Case(chip=ChipArg("v5p", tpu=True), dtype="bf16"),
+    TR + "rooflines.collective_bandwidth": Case(chip=ChipArg("h100"), across_nodes=True, n_axes=1),
+    TR + "rooflines.critical_batch_per_chip": Case(strategy="fsdp+tp", chip=ChipArg("v5p", tpu=True), n_axes=1,
+                                                   d_ff=28672, fsdp_axes=2, tp_axes=1, dtype="bf16",
+                                                   across_nodes=None, experts=1, experts_per_token=1,
+                                                   nodes=None, model_parallel_nodes=1),
+    TR + "rooflines.critical_batch_per_gpu": Case(chip=ChipArg("h100"), across_nodes=True, experts=8,
+                                                  experts_per_token=2, nodes=2, model_parallel_nodes=1,
+                                                  dtype="bf16"),
+    TR + "rooflines.max_tensor_parallelism": Case(chip=ChipArg("v5p"), d_ff=28672, n_axes=1, dtype="bf16",
+                                                  across_nodes=False),
+    TR + "rooflines.two_node_tensor_parallelism_ok": Case(chip=ChipArg("h100"), d_ff=28672, degree=16,
+                                                          dtype="bf16"),
+    TR + "rooflines.optimal_fsdp_degree": Case(batch_tokens=4e6, n_chips=8960, d_ff=28672, fsdp_axes=2, tp_axes=1),
+    TR + "rooflines.mlp_layer_times": Case(strategy="fsdp+tensor", chip=ChipArg("v5p"), batch_tokens=2**20,
+                                           d_model=8192, d_ff=28672, data=1, fsdp=64, tensor=4, fsdp_axes=2,
+                                           tp_axes=1, dtype="bf16", across_nodes=False),
+    TR + "rooflines.pipeline_bubble_fraction": Case(stages=4, microbatches=16, circular_repeats=1),
+    TR + "rooflines.expert_parallel_times": Case(chip=ChipArg("h100"), batch_tokens=1e6, d_model=7168, d_ff=2048,
+                                                 experts_per_token=8, degree=64, dtype="bf16"),
+    TR + "rooflines.pipeline_comms_time": Case(batch_tokens=1e6, d_model=8192, bandwidth=5e10, microbatches=16,
+                                               stages=8, bytes_per_value=2),
+    TR + "rooflines.strategy_times": Case(cluster=Raw(_cluster, ["h100", None, 3, ODD, _cube], lazy=True),
+                                          model=Model("llama3-8b"), batch_tokens=2**17, dtype="bf16",
+                                          microbatches=16),
     # -- training.step -----------------------------------------------------------------------------------------------
     TR + "step.map_to_slice": Case(parallelism=Raw(lambda: _par(fsdp=16, tensor=4), _NOT_PAR, lazy=True),
                                    slc=Raw(_cube, _NOT_SLICE, lazy=True, names=("slice",))),
     TR + "step.step_time": Case(
-        model=Model("llama3-8b"), parallelism=Raw(lambda: _par(fsdp=16, tensor=4), _NOT_PAR, lazy=True),
-        slice=Raw(_cube, _NOT_SLICE, lazy=True), batch_tokens=Int(2**20), seq_len=Int(4096), remat=REMAT_ANY,
-        dtype=Choice("bf16"), overlap=Flag(True), hop_latency=Opt(Num(1e-6, zero=True)), circular_repeats=Int(1),
-        matmul_efficiency=Num(0.8, top=1.0), layout=Opt(Raw(_layout, ["abc", 3, ODD], lazy=True))),
+        model=Model("llama3-8b"), parallelism=Raw(lambda: _par(fsdp=16, tensor=4), _NOT_PAR + _IMPOSSIBLE_PAR,
+                                                  lazy=True, names=("tensor", "pipeline", "expert")),
+        slice=Raw(_cube, _NOT_SLICE, lazy=True), batch_tokens=Raw(2**20, [1000, 4097]), seq_len=4096,
+        remat=REMAT_ANY,
+        dtype="bf16", overlap=True, hop_latency=1e-6, circular_repeats=1, matmul_efficiency=0.8,
+        layout=Opt(Raw(_layout, ["abc", 3, ODD], lazy=True))),
     TR + "step.Layout.sizes": Case(self_=_layout, kind=Choice("fsdp")),
     TR + "step.Layout.wraps": Case(self_=_layout, kind=Choice("fsdp")),
     TR + "step.Layout.describe": Case(self_=_layout),
@@ -162,11 +179,10 @@ CASES = {
     TR + "planner.PlanResult.reasons": Case(self_=_plan_result),
     TR + "planner.Plan.row": Case(self_=lambda: _plan_result()[0]),
     # -- training.pipeline -------------------------------------------------------------------------------------------
-    TR + "pipeline.simulate": Case(stages=Int(4, big=True), microbatches=Int(8, big=True), schedule=Choice("1f1b"),
-                                   forward_time=Num(1.0), backward_time=Num(2.0)),
+    TR + "pipeline.simulate": Case(stages=1, microbatches=8, schedule="1f1b", forward_time=1.0, backward_time=2.0),
     TR + "pipeline.bubble_fraction": Case(tasks=Raw(_tasks, ["abc", None, 3, [], [ODD], ODD], lazy=True)),
     TR + "pipeline.peak_in_flight": Case(tasks=Raw(_tasks, ["abc", None, 3, [], [ODD], ODD], lazy=True),
-                                         stage=Int(0, zero=True, top=3)),
+                                         stage=Raw(0, [4])),
     # -- training.published ------------------------------------------------------------------------------------------
     TR + "published.PublishedRun": Case(
         name=Raw("run", [3, None, ODD, ["x"], True]), source=Raw("a paper", [3, None, ODD, ["x"], True]),

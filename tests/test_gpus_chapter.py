@@ -6,7 +6,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from tpu_notes import gpu, plots, widgets  # noqa: E402
+from tpu_notes import gpu, plots, training, widgets  # noqa: E402
 from tpu_notes.plots.style import PAGE_WIDTH_IN  # noqa: E402
 
 
@@ -21,7 +21,7 @@ def _close():
     lambda: plots.gpu_collective_chart(gpu.dgx_superpod("h100", 256), 1e9, direct_up_to=64),
     lambda: plots.sharded_all_gather_chart(gpu.dgx_superpod("h100", 256)),
     lambda: plots.gpu_critical_batch_chart(),
-    lambda: plots.gpu_strategy_chart(gpu.strategy_times(gpu.GpuCluster("h100", 64), "llama3-70b", 2**17)),
+    lambda: plots.gpu_strategy_chart(training.strategy_times(gpu.GpuCluster("h100", 64), "llama3-70b", 2**17)),
 ])
 def test_figures_fit_the_page(make):
     fig = make()

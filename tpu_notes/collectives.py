@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from numbers import Integral
 from typing import Sequence, Union
 
+from .hardware import ICI_HOP_LATENCY
 from .units import check_bool, check_choice, check_positive, fmt
 
 AxisSizes = Union[int, Sequence[int]]
@@ -127,7 +128,8 @@ def _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_laten
 
 
 def all_gather_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *, wraparound: Wraparound = True,
-                    n_axes: int = 1, hop_latency: float = 1e-6, bidirectional: bool = True) -> CollectiveTime:
+                    n_axes: int = 1, hop_latency: float = ICI_HOP_LATENCY,
+                    bidirectional: bool = True) -> CollectiveTime:
     """Time to AllGather a ``nbytes``-byte array (the *gathered* size) over ``axis_size`` devices.
 
     ``link_bw_bidi`` is the bidirectional bandwidth of one link in bytes/s (``Chip.ici_bw_bidi``). With
@@ -142,7 +144,7 @@ def all_gather_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *,
 
 def reduce_scatter_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *,
                         wraparound: Wraparound = True, n_axes: int = 1,
-                        hop_latency: float = 1e-6, bidirectional: bool = True) -> CollectiveTime:
+                        hop_latency: float = ICI_HOP_LATENCY, bidirectional: bool = True) -> CollectiveTime:
     """Time to ReduceScatter a ``nbytes``-byte array (the *unreduced* size on each device) over ``axis_size``
     devices: the transpose of an AllGather, with the same hops and bytes (see :func:`all_gather_time`)."""
     bw, lat, _, _ = _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency, bidirectional)
@@ -150,14 +152,16 @@ def reduce_scatter_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float
 
 
 def all_reduce_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *, wraparound: Wraparound = True,
-                    n_axes: int = 1, hop_latency: float = 1e-6, bidirectional: bool = True) -> CollectiveTime:
+                    n_axes: int = 1, hop_latency: float = ICI_HOP_LATENCY,
+                    bidirectional: bool = True) -> CollectiveTime:
     """Time to AllReduce a ``nbytes``-byte array: a ReduceScatter then an AllGather (twice the time of either)."""
     bw, lat, _, _ = _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency, bidirectional)
     return _result(2 * bw, 2 * lat)
 
 
 def all_to_all_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *, wraparound: Wraparound = True,
-                    n_axes: int = 1, hop_latency: float = 1e-6, bidirectional: bool = True) -> CollectiveTime:
+                    n_axes: int = 1, hop_latency: float = ICI_HOP_LATENCY,
+                    bidirectional: bool = True) -> CollectiveTime:
     """Time to AllToAll a ``nbytes``-byte array (the whole array; each device holds ``nbytes / N``).
 
     On one axis with wraparound: 1/4 of an AllGather's bandwidth term (``V / (4 W_bidi)`` for even ``N``; for odd
@@ -224,7 +228,7 @@ def canonical_kind(kind: str) -> str:
 LATENCY_BOUND_PER = ("array", "hop")
 
 
-def latency_bound_bytes(axis_size: int, link_bw_bidi: float, hop_latency: float = 1e-6,
+def latency_bound_bytes(axis_size: int, link_bw_bidi: float, hop_latency: float = ICI_HOP_LATENCY,
                         wraparound: bool = True, per: str = "array") -> float:
     """The size (bytes) below which an AllGather over ``axis_size`` devices is latency-bound.
 
@@ -248,7 +252,7 @@ def latency_bound_bytes(axis_size: int, link_bw_bidi: float, hop_latency: float 
 
 
 # --------------------------------------------------------------------------------------------------------------
-# A ring AllGather hop by hop (for the figure and the tests), and the collectives run for real with shard_map
+# A ring AllGather hop by hop (for the figure and the tests); tpu_notes.bench runs them for real (shard_map)
 # --------------------------------------------------------------------------------------------------------------
 def ring_all_gather_schedule(axis_size: int, wraparound: bool = True) -> list[list[frozenset]]:
     """Which shards each device holds after each hop of a ring AllGather (a pure simulation, no JAX).
@@ -402,93 +406,3 @@ def ring_all_to_all_schedule(axis_size: int) -> list[list[dict]]:
                 b[0] = (b[0] + b[2]) % n
         states.append(snapshot())
     return states
-
-
-def _check_mesh_axis(mesh, axis) -> None:
-    if not hasattr(mesh, "axis_names") or not hasattr(mesh, "shape"):
-        raise TypeError(f"mesh must be a jax.sharding.Mesh; got {type(mesh).__name__}")
-    if not isinstance(axis, str) or axis not in mesh.axis_names:
-        raise ValueError(f"axis must name a mesh axis, one of {list(mesh.axis_names)}; got {axis!r}")
-
-
-def run_collective(kind: str, x, mesh, axis: str, *, dim: int = 0):
-    """Run collective ``kind`` for real with ``jax.shard_map`` on ``x`` split along ``dim`` over mesh ``axis``.
-
-    Returns the global result as JAX sees it:
-
-    * ``"all-gather"``: every device ends with the whole of ``x`` (the result is ``x`` itself, replicated);
-    * ``"reduce-scatter"``: ``x`` holds one addend per device stacked along ``dim`` (shape ``(N·m, ...)``); the
-      result is their sum, split over ``axis``;
-    * ``"all-reduce"``: same input; the result is the sum, replicated;
-    * ``"all-to-all"``: ``x`` split along ``dim`` becomes split along ``dim + 1``: the values are unchanged, only
-      which device holds which block moves.
-    """
-    import jax
-    from jax.sharding import NamedSharding, PartitionSpec as P
-
-    from .compat import shard_map
-
-    kind = canonical_kind(kind)
-    _check_mesh_axis(mesh, axis)
-    if not hasattr(x, "ndim") or not hasattr(x, "shape"):
-        raise TypeError(f"x must be an array; got {type(x).__name__}")
-    nd = x.ndim
-    top = nd - 2 if kind == "all-to-all" else nd - 1
-    if isinstance(dim, bool) or not isinstance(dim, Integral) or not 0 <= dim <= top:
-        raise ValueError(f"dim must be an integer from 0 to {top} for a {kind} of a {nd}-D array; got {dim!r}")
-    if x.shape[dim] % mesh.shape[axis]:
-        raise ValueError(f"x.shape[{dim}]={x.shape[dim]} must be divisible by the {mesh.shape[axis]} devices of "
-                         f"mesh axis {axis!r}")
-    spec_in = P(*[axis if i == dim else None for i in range(nd)])
-    x = jax.device_put(x, NamedSharding(mesh, spec_in))
-    sm = shard_map()
-    if kind == "all-gather":
-        body = lambda b: jax.lax.all_gather(b, axis, axis=dim, tiled=True)  # noqa: E731
-        out_spec, vma = P(), False
-    elif kind == "all-reduce":
-        body = lambda b: jax.lax.psum(b, axis)  # noqa: E731
-        out_spec, vma = P(), True
-    elif kind == "reduce-scatter":
-        body = lambda b: jax.lax.psum_scatter(b, axis, scatter_dimension=dim, tiled=True)  # noqa: E731
-        out_spec, vma = spec_in, True
-    else:
-        body = lambda b: jax.lax.all_to_all(b, axis, split_axis=dim + 1, concat_axis=dim, tiled=True)  # noqa: E731
-        out_spec, vma = P(*[axis if i == dim + 1 else None for i in range(nd)]), True
-    f = jax.jit(sm(body, mesh=mesh, in_specs=spec_in, out_specs=out_spec, check_vma=vma))
-    return f(x)
-
-
-def ring_all_gather(x, mesh, axis: str):
-    """An AllGather written by hand as a bidirectional ring of ``jax.lax.ppermute`` hops (Chapter 3).
-
-    ``x`` (split along dimension 0 over ``axis``) comes back whole on every device, as ``lax.all_gather`` would
-    give; each of the ``⌈(N−1)/2⌉`` hops sends one block to each neighbour.
-    """
-    import jax
-    import jax.numpy as jnp
-    from jax.sharding import NamedSharding, PartitionSpec as P
-
-    from .compat import shard_map
-
-    _check_mesh_axis(mesh, axis)
-    if not hasattr(x, "ndim") or x.ndim < 1:
-        raise TypeError(f"x must be an array of at least one dimension; got {type(x).__name__}")
-    n = mesh.shape[axis]
-    if x.shape[0] % n:
-        raise ValueError(f"x.shape[0]={x.shape[0]} must be divisible by the {n} devices of mesh axis {axis!r}")
-    x = jax.device_put(x, NamedSharding(mesh, P(axis)))
-    to_right = [(i, (i + 1) % n) for i in range(n)]
-    to_left = [(i, (i - 1) % n) for i in range(n)]
-
-    def body(block):
-        me = jax.lax.axis_index(axis)
-        out = jnp.zeros((n,) + block.shape, block.dtype).at[me].set(block)
-        r, l_ = block, block
-        for hop in range(1, math.ceil((n - 1) / 2) + 1):
-            r = jax.lax.ppermute(r, axis, to_right)       # now holds block me - hop
-            l_ = jax.lax.ppermute(l_, axis, to_left)      # now holds block me + hop
-            out = out.at[(me - hop) % n].set(r).at[(me + hop) % n].set(l_)
-        return out.reshape((n * block.shape[0],) + block.shape[1:])
-
-    f = jax.jit(shard_map()(body, mesh=mesh, in_specs=P(axis), out_specs=P(), check_vma=False))
-    return f(x)

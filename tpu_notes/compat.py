@@ -13,6 +13,13 @@ def shard_map():
     return _shard_map
 
 
+def partition_spec(*entries):
+    """``jax.sharding.PartitionSpec(*entries)``, for the JAX-free modules (``sharding``) that describe one."""
+    from jax.sharding import PartitionSpec
+
+    return PartitionSpec(*entries)
+
+
 def make_mesh(shape, names, devices, *, explicit: bool = False):
     """A mesh of ``shape`` over exactly ``devices`` (a sequence of ``prod(shape)`` JAX devices), with *Auto* axes
     (classic GSPMD propagation), or Explicit axes when ``explicit``.

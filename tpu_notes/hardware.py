@@ -12,11 +12,11 @@ the v5e's "16 GiB" of the body text is recorded in its note); on-chip VMEM is bi
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping, Optional
 
-from .units import canonical_dtype, check_choice, check_positive
+from .units import canonical_dtype, check_choice, check_positive, fmt
 
 #: One vector register (VREG) of a TPU TensorCore: 8 sublanes × 128 lanes of 32-bit words (scaling book, tpus.md
 #: Appendix A), so 4 KiB; the VPU works on whole registers.
@@ -30,6 +30,16 @@ _SM = "scaling book, gpus.md (4 subpartitions per SM, each 32 fp32 CUDA cores, o
 _TC = "scaling book, gpus.md tensor-core footnote (an estimate: V100 256, A100 512, H100 1024, B200 ~2048)"
 _NVL = "scaling book, gpus.md NVLink table"
 _NODE_IB = "scaling book, gpus.md (8 x 400 Gb/s InfiniBand NICs per node = 400 GB/s)"
+
+#: Latency of one ICI hop (one link between neighbouring TPU chips), seconds: every TPU's ``Chip.hop_latency``.
+ICI_HOP_LATENCY = 1e-6
+_ICI_HOP = "scaling book, sharding.md ('about 1 us per hop' of ICI)"
+
+#: Latency of one step of a GPU ring collective (NCCL over NVLink or InfiniBand), seconds: every GPU's
+#: ``Chip.hop_latency``.
+GPU_HOP_LATENCY = 5e-6
+_GPU_HOP = ("assumed: a few us per NCCL ring step over NVLink/InfiniBand (the scaling book, gpus.md, gives no "
+            "figure); 5 us is this book's default")
 
 
 def _sm_parts(tc_flops_per_cycle: int) -> dict:
@@ -58,47 +68,48 @@ class Chip:
     kind: str                                   # "tpu" or "gpu"
     long_name: str                              # e.g. "TPU v5e"
     bf16_flops: float                           # peak dense bf16 matmul FLOP/s
-    int8_flops: Optional[float]                 # peak int8 matmul OP/s
-    fp8_flops: Optional[float]                  # peak dense fp8 matmul FLOP/s
+    int8_flops: float | None                 # peak int8 matmul OP/s
+    fp8_flops: float | None                  # peak dense fp8 matmul FLOP/s
     hbm_bytes: float                            # HBM capacity, bytes
     hbm_bw: float                               # HBM bandwidth, bytes/s
-    vmem_bytes: Optional[float] = None          # on-chip vector memory (TPU VMEM), bytes
-    vmem_bw: Optional[float] = None             # VMEM bandwidth, bytes/s (where the book gives one)
-    ici_bw_oneway: Optional[float] = None       # ICI bandwidth per link, one direction, bytes/s
-    ici_bw_bidi: Optional[float] = None         # ICI bandwidth per link, both directions together, bytes/s
-    ici_dims: Optional[int] = None              # 2 (2D torus) or 3 (3D torus)
-    pod_shape: Optional[tuple[int, ...]] = None  # largest ICI-connected slice, chips per axis
-    host_shape: Optional[tuple[int, ...]] = None  # chips attached to one host, per axis
-    pcie_bw: Optional[float] = None             # host<->chip PCIe bandwidth, one direction, bytes/s
-    dcn_bw: Optional[float] = None              # data-centre network bandwidth PER CHIP (per GPU), bytes/s
-    mxu_size: Optional[int] = None              # systolic array edge (128 or 256)
-    cores_per_chip: Optional[int] = None        # TensorCores per chip
-    mxus_per_core: Optional[int] = None         # MXUs per TensorCore
-    clock_hz: Optional[float] = None            # core clock, Hz
-    vpu_alus_per_lane: Optional[int] = None     # TPU: VPU ALUs in each of the 8 × 128 lanes (4 on v5p, 2 on v4)
-    vregs_per_core: Optional[int] = None        # TPU: vector registers per TensorCore, each VREG_BYTES (4 KiB)
-    nvlink_bw: Optional[float] = None           # GPU: NVLink egress per GPU, one direction, bytes/s
-    node_size: Optional[int] = None             # GPU: GPUs per NVLink node
-    dollars_per_hour: Optional[float] = None    # on-demand cloud price per chip-hour, USD
+    vmem_bytes: float | None = None          # on-chip vector memory (TPU VMEM), bytes
+    vmem_bw: float | None = None             # VMEM bandwidth, bytes/s (where the book gives one)
+    ici_bw_oneway: float | None = None       # ICI bandwidth per link, one direction, bytes/s
+    ici_bw_bidi: float | None = None         # ICI bandwidth per link, both directions together, bytes/s
+    ici_dims: int | None = None              # 2 (2D torus) or 3 (3D torus)
+    pod_shape: tuple[int, ...] | None = None  # largest ICI-connected slice, chips per axis
+    host_shape: tuple[int, ...] | None = None  # chips attached to one host, per axis
+    pcie_bw: float | None = None             # host<->chip PCIe bandwidth, one direction, bytes/s
+    dcn_bw: float | None = None              # data-centre network bandwidth PER CHIP (per GPU), bytes/s
+    mxu_size: int | None = None              # systolic array edge (128 or 256)
+    cores_per_chip: int | None = None        # TensorCores per chip
+    mxus_per_core: int | None = None         # MXUs per TensorCore
+    clock_hz: float | None = None            # core clock, Hz
+    vpu_alus_per_lane: int | None = None     # TPU: VPU ALUs in each of the 8 × 128 lanes (4 on v5p, 2 on v4)
+    vregs_per_core: int | None = None        # TPU: vector registers per TensorCore, each VREG_BYTES (4 KiB)
+    nvlink_bw: float | None = None           # GPU: NVLink egress per GPU, one direction, bytes/s
+    node_size: int | None = None             # GPU: GPUs per NVLink node
+    dollars_per_hour: float | None = None    # on-demand cloud price per chip-hour, USD
     # -- GPU parts (Chapter 11); clock_hz above is a GPU's BOOST clock ------------------------------------------
-    base_clock_hz: Optional[float] = None       # GPU: base (sustained) clock, Hz
-    tensor_clock_hz: Optional[float] = None     # GPU: the clock the scaling book uses for tensor-core FLOPs/cycle
-    sms: Optional[int] = None                   # GPU: streaming multiprocessors
-    subpartitions_per_sm: Optional[int] = None  # GPU: SM subpartitions (each a warp scheduler + a tensor core)
-    fp32_cores_per_subpartition: Optional[int] = None  # GPU: fp32 CUDA cores (ALUs) per subpartition
-    tensor_cores_per_sm: Optional[int] = None   # GPU: tensor cores per SM
-    tc_flops_per_cycle: Optional[int] = None    # GPU: dense bf16/fp16 FLOPs per tensor core per cycle
-    fp32_flops: Optional[float] = None          # GPU: vector fp32 FLOP/s WITHOUT FMA (one op per core per cycle)
-    fp32_fma_flops: Optional[float] = None      # GPU: vector fp32 FLOP/s counting an FMA as 2 (the datasheet)
-    register_bytes_per_sm: Optional[float] = None  # GPU: register file per SM, bytes
-    smem_bytes_per_sm: Optional[float] = None   # GPU: shared memory / L1 per SM, bytes
-    l2_bytes: Optional[float] = None            # GPU: L2 cache per chip, bytes
-    l2_bw: Optional[float] = None               # GPU: L2 bandwidth, bytes/s (measured; NVIDIA publishes none)
-    nvlink_links: Optional[int] = None          # GPU: NVLink links (ports) per GPU
-    nvlink_link_bw: Optional[float] = None      # GPU: one NVLink link, one direction, bytes/s
-    nvswitches_per_node: Optional[int] = None   # GPU: NVSwitch chips in one NVLink node
-    nvswitch_ports: Optional[int] = None        # GPU: NVLink ports of one NVSwitch
-    node_egress_bw: Optional[float] = None      # GPU: scale-out (InfiniBand) bandwidth of a WHOLE NODE, bytes/s
+    base_clock_hz: float | None = None       # GPU: base (sustained) clock, Hz
+    tensor_clock_hz: float | None = None     # GPU: the clock the scaling book uses for tensor-core FLOPs/cycle
+    sms: int | None = None                   # GPU: streaming multiprocessors
+    subpartitions_per_sm: int | None = None  # GPU: SM subpartitions (each a warp scheduler + a tensor core)
+    fp32_cores_per_subpartition: int | None = None  # GPU: fp32 CUDA cores (ALUs) per subpartition
+    tensor_cores_per_sm: int | None = None   # GPU: tensor cores per SM
+    tc_flops_per_cycle: int | None = None    # GPU: dense bf16/fp16 FLOPs per tensor core per cycle
+    fp32_flops: float | None = None          # GPU: vector fp32 FLOP/s WITHOUT FMA (one op per core per cycle)
+    fp32_fma_flops: float | None = None      # GPU: vector fp32 FLOP/s counting an FMA as 2 (the datasheet)
+    register_bytes_per_sm: float | None = None  # GPU: register file per SM, bytes
+    smem_bytes_per_sm: float | None = None   # GPU: shared memory / L1 per SM, bytes
+    l2_bytes: float | None = None            # GPU: L2 cache per chip, bytes
+    l2_bw: float | None = None               # GPU: L2 bandwidth, bytes/s (measured; NVIDIA publishes none)
+    nvlink_links: int | None = None          # GPU: NVLink links (ports) per GPU
+    nvlink_link_bw: float | None = None      # GPU: one NVLink link, one direction, bytes/s
+    nvswitches_per_node: int | None = None   # GPU: NVSwitch chips in one NVLink node
+    nvswitch_ports: int | None = None        # GPU: NVLink ports of one NVSwitch
+    node_egress_bw: float | None = None      # GPU: scale-out (InfiniBand) bandwidth of a WHOLE NODE, bytes/s
+    hop_latency: float | None = None         # seconds per ring-collective hop: an ICI link / an NCCL ring step
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
@@ -114,7 +125,7 @@ class Chip:
         for f in ("int8_flops", "fp8_flops", "vmem_bytes", "vmem_bw", "ici_bw_oneway", "ici_bw_bidi", "pcie_bw",
                   "dcn_bw", "clock_hz", "nvlink_bw", "dollars_per_hour", "base_clock_hz", "tensor_clock_hz",
                   "fp32_flops", "fp32_fma_flops", "register_bytes_per_sm", "smem_bytes_per_sm", "l2_bytes",
-                  "l2_bw", "nvlink_link_bw", "node_egress_bw"):
+                  "l2_bw", "nvlink_link_bw", "node_egress_bw", "hop_latency"):
             if getattr(self, f) is not None:
                 check_positive(f, getattr(self, f))
         for f in ("mxu_size", "cores_per_chip", "mxus_per_core", "node_size", "vpu_alus_per_lane",
@@ -186,23 +197,23 @@ class Chip:
         return self.peak_flops(dtype) / bw
 
     @property
-    def vreg_file_bytes(self) -> Optional[int]:
+    def vreg_file_bytes(self) -> int | None:
         """Bytes of one TensorCore's vector register file: ``vregs_per_core × 4 KiB`` (256 KiB on v5p)."""
         return None if self.vregs_per_core is None else self.vregs_per_core * VREG_BYTES
 
     @property
-    def cuda_cores(self) -> Optional[int]:
+    def cuda_cores(self) -> int | None:
         """GPU: fp32 CUDA cores, ``SMs × subpartitions × cores per subpartition`` (16,896 on H100)."""
         parts = (self.sms, self.subpartitions_per_sm, self.fp32_cores_per_subpartition)
         return None if None in parts else math.prod(parts)
 
     @property
-    def tensor_cores(self) -> Optional[int]:
+    def tensor_cores(self) -> int | None:
         """GPU: tensor cores per chip, ``SMs × tensor cores per SM`` (528 on H100)."""
         return None if self.sms is None or self.tensor_cores_per_sm is None else self.sms * self.tensor_cores_per_sm
 
     @property
-    def nvlink_node_bw(self) -> Optional[float]:
+    def nvlink_node_bw(self) -> float | None:
         """GPU: the node's NVLink bandwidth, ``min(GPUs × egress, switches × ports × link)`` (3.6 TB/s on H100)."""
         if None in (self.node_size, self.nvlink_bw):
             return None
@@ -212,7 +223,7 @@ class Chip:
         return min(gpus, self.nvswitches_per_node * self.nvswitch_ports * self.nvlink_link_bw)
 
     @property
-    def n_cores(self) -> Optional[int]:
+    def n_cores(self) -> int | None:
         """TensorCores per chip (alias of ``cores_per_chip``)."""
         return self.cores_per_chip
 
@@ -221,10 +232,14 @@ BANDWIDTH_KINDS = ("hbm", "vmem", "ici", "ici_oneway", "pcie", "dcn", "nvlink", 
 
 
 def _tpu(**kw) -> Chip:
+    kw.setdefault("hop_latency", ICI_HOP_LATENCY)
+    kw["sources"] = {"hop_latency": _ICI_HOP, **kw.get("sources", {})}
     return Chip(kind="tpu", **kw)
 
 
 def _gpu(**kw) -> Chip:
+    kw.setdefault("hop_latency", GPU_HOP_LATENCY)
+    kw["sources"] = {"hop_latency": _GPU_HOP, **kw.get("sources", {})}
     return Chip(kind="gpu", **kw)
 
 
@@ -348,7 +363,8 @@ _CHIP_LIST = [
          l2_bytes=50e6, nvlink_link_bw=2.5e10,
          sources={**_GPU_DERIVED, "nvlink_links": "left unset: the scaling book's 300 GB/s implies 12 links of "
                                                   "25 GB/s, NVIDIA's datasheet quotes 400 GB/s both ways (8 links)",
-                  "nvlink_link_bw": _NVL, "*": "NVIDIA H800 SXM: the H100 SXM's compute and memory with NVLink cut down (DeepSeek-V3 "
+                  "nvlink_link_bw": _NVL,
+                  "*": "NVIDIA H800 SXM: the H100 SXM's compute and memory with NVLink cut down (DeepSeek-V3 "
                        "technical report trained on it)",
                   "fp8_flops": "H100 SXM dense fp8, 1.979e15 (3958 TFLOP/s sparse / 2)",
                   "nvlink_bw": "scaling book, gpus.md (DeepSeek discussion: 300 GB/s per H800)"}),
@@ -365,7 +381,8 @@ _CHIP_LIST = [
          nvswitches_per_node=4, nvswitch_ports=64, node_egress_bw=4e11,
          sources={"*": _GPU_TABLE, **_GPU_DERIVED, "nvlink_links": _NVL, "nvlink_link_bw": _NVL,
                   "nvswitches_per_node": _NVL, "nvswitch_ports": "scaling book, gpus.md",
-                  "node_egress_bw": _NODE_IB, "tensor_clock_hz": "as H100 (same Hopper die)", "bf16_flops": "NVIDIA H200 datasheet (same Hopper compute as H100)",
+                  "node_egress_bw": _NODE_IB, "tensor_clock_hz": "as H100 (same Hopper die)",
+                  "bf16_flops": "NVIDIA H200 datasheet (same Hopper compute as H100)",
                   "dcn_bw": "scaling book, gpus.md (one 400 Gb/s NIC per GPU)",
                   "dollars_per_hour": "scaling book, gpus.md (approximate)"}),
     _gpu(name="b200", long_name="NVIDIA B200", bf16_flops=2.25e15, int8_flops=4.5e15, fp8_flops=4.5e15,
@@ -459,8 +476,6 @@ def spec_table(names=None) -> list[dict]:
 
 def format_spec_table(names=None) -> str:
     """``spec_table`` as an aligned plain-text table with SI formatting."""
-    from .units import fmt
-
     units = {"bf16 FLOP/s": "FLOP/s", "int8 OP/s": "OP/s", "HBM bytes": "B", "HBM B/s": "B/s",
              "ICI B/s/link (one way)": "B/s", "critical intensity (bf16, HBM)": "FLOPs/B"}
     rows = spec_table(names)

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Sequence, Union
 
 from . import collectives as _coll
-from .units import canonical_dtype, dtype_bytes, fmt
+from . import compat, hardware, roofline
+from .topology import Slice
+from .units import NonNegativeFloat, canonical_dtype, checked, dtype_bytes, fmt
 
 Mesh = Mapping[str, int]
-Sizes = Union[Mapping[str, int], Sequence[int]]
+Sizes = Mapping[str, int] | Sequence[int]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -96,7 +98,7 @@ class ShardedArray:
                 return d
         raise ValueError(f"name {name!r} is not a dimension of {self}; its dimensions are {self.dim_names}")
 
-    def with_dims(self, **axes: Sequence[str]) -> "ShardedArray":
+    def with_dims(self, **axes: Sequence[str]) -> ShardedArray:
         """A copy with the named dimensions' mesh axes replaced, e.g. ``a.with_dims(J=())``."""
         for n, v in axes.items():
             if n not in self.dim_names:
@@ -111,11 +113,11 @@ class ShardedArray:
         except ValueError as err:
             raise ValueError(f"{', '.join(axes)}: {err}") from None
 
-    def renamed(self, name: str) -> "ShardedArray":
+    def renamed(self, name: str) -> ShardedArray:
         return ShardedArray(name, self.dims, self.unreduced)
 
     # -- validation -----------------------------------------------------------------------------------------
-    def validate(self, mesh: Mesh, sizes: Optional[Sizes] = None) -> "ShardedArray":
+    def validate(self, mesh: Mesh, sizes: Sizes | None = None) -> ShardedArray:
         """Check the sharding against ``mesh`` (and the dimension sizes, if given); return ``self``.
 
         Raises ``ValueError`` for an axis not in the mesh, an axis used twice, or a dimension the product of
@@ -146,7 +148,8 @@ class ShardedArray:
             try:
                 seq = list(sizes)
             except TypeError:
-                raise TypeError(f"sizes must be a dict of dimension sizes or a sequence; got {type(sizes).__name__}")
+                raise TypeError(f"sizes must be a dict of dimension sizes or a sequence; got {type(sizes).__name__}") \
+                    from None
             if len(seq) != len(self.dims):
                 raise ValueError(f"sizes has {len(seq)} entries for the {len(self.dims)} dimensions of {self}")
             out = dict(zip(self.dim_names, seq))
@@ -177,20 +180,19 @@ class ShardedArray:
         return math.prod(s for a, s in _check_mesh(mesh).items() if a not in used)
 
     def partition_spec(self):
-        """The ``jax.sharding.PartitionSpec`` of this sharding (``{U_X}`` has no PartitionSpec and is dropped)."""
-        from jax.sharding import PartitionSpec
-
+        """The ``jax.sharding.PartitionSpec`` of this sharding (``{U_X}`` has no PartitionSpec and is dropped;
+        built by :func:`tpu_notes.compat.partition_spec`, which imports JAX)."""
         entries = []
         for d in self.dims:
             entries.append(None if not d.axes else d.axes[0] if len(d.axes) == 1 else tuple(d.axes))
-        return PartitionSpec(*entries)
+        return compat.partition_spec(*entries)
 
 
 _ARRAY_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)\s*\[(.*)\]\s*(\{\s*U_([A-Za-z]+)\s*\})?\s*$")
 _DIM_RE = re.compile(r"^([A-Za-z][A-Za-z0-9]*)(?:_([A-Za-z]+))?$")
 
 
-def parse(text: Union[str, ShardedArray]) -> ShardedArray:
+def parse(text: str | ShardedArray) -> ShardedArray:
     """Parse the notation: ``parse("A[I_X, J_YZ]")``, ``parse("C[I, K]{U_X}")``.
 
     Dimension names are letters and digits; each mesh axis in a subscript is one letter (``J_YZ`` = ``J`` split
@@ -342,20 +344,18 @@ class MatmulPlan:
     def __str__(self) -> str:
         return self.describe()
 
-    def times(self, chip_or_slice, *, hop_latency: float = 1e-6) -> tuple[StepTime, ...]:
+    @checked
+    def times(self, chip_or_slice, *, hop_latency: NonNegativeFloat | None = None) -> tuple[StepTime, ...]:
         """Predicted time of each step on a chip (every mesh axis a ring with wraparound, ICI links) or on a
         ``tpu_notes.topology.Slice`` (its ``collective_time`` decides per axis, mesh axes named like its axes).
 
         Collectives use :mod:`tpu_notes.collectives`; the local matmul uses the HBM roofline of the chip.
-        ``hop_latency`` is seconds per ICI hop (>= 0).
+        ``hop_latency`` is seconds per ICI hop (>= 0; ``None``: the chip's ``hop_latency``, 1 µs).
         """
-        from . import hardware, roofline
-        from .topology import Slice
-        from .units import check_positive
-
-        hop_latency = check_positive("hop_latency", hop_latency, allow_zero=True)
         slice_ = chip_or_slice if isinstance(chip_or_slice, Slice) else None
         chip = hardware.get_chip(slice_.chip if slice_ is not None else chip_or_slice, "chip_or_slice")
+        if hop_latency is None:
+            hop_latency = chip.hop_latency if chip.hop_latency is not None else hardware.ICI_HOP_LATENCY
         if self.collectives and slice_ is None and chip.ici_bw_bidi is None:
             raise ValueError(f"chip_or_slice {chip.long_name} has no ICI figure; pass a TPU chip or a Slice")
         out = []
@@ -377,7 +377,8 @@ class MatmulPlan:
                 out.append(StepTime(s, t.total, t.bound))
         return tuple(out)
 
-    def total_time(self, chip_or_slice, *, hop_latency: float = 1e-6) -> float:
+    @checked
+    def total_time(self, chip_or_slice, *, hop_latency: NonNegativeFloat | None = None) -> float:
         """Sum of the step times (no overlap of communication and compute), seconds."""
         return sum(t.time for t in self.times(chip_or_slice, hop_latency=hop_latency))
 
@@ -420,7 +421,7 @@ class _Builder:
                                self.mesh[axis]))
         return new
 
-    def reduce(self, arr: ShardedArray, axes: tuple[str, ...], dim: Optional[str]) -> ShardedArray:
+    def reduce(self, arr: ShardedArray, axes: tuple[str, ...], dim: str | None) -> ShardedArray:
         """ReduceScatter ``{U_axes}`` onto ``dim`` (or AllReduce when ``dim`` is None)."""
         if not axes:
             return arr
@@ -578,7 +579,7 @@ def _local_output(lhs: ShardedArray, rhs: ShardedArray, k: str, name: str) -> Sh
     return ShardedArray(name, dims, tuple(lhs.dim(k).axes))
 
 
-def _finish(b: _Builder, local: ShardedArray, out: Optional[ShardedArray]) -> ShardedArray:
+def _finish(b: _Builder, local: ShardedArray, out: ShardedArray | None) -> ShardedArray:
     """Reduce partial sums (ReduceScatter onto a dimension ``out`` splits over them, else AllReduce), then reshard."""
     arr = local
     if arr.unreduced:

@@ -16,23 +16,32 @@ Wraparound links (the edges that close each ring into a torus) follow each gener
   is neither, cannot be built, and :class:`Slice` rejects it.
 
 The point-to-point transfer model is the book's: ``T = bytes / (ports · W_link_oneway) + hops · T_hop`` with
-``T_hop ≈ 1 µs``; latency and bandwidth add.
+``T_hop ≈ 1 µs`` (``Chip.hop_latency`` of :mod:`tpu_notes.hardware`); latency and bandwidth add.
+
+A :class:`Slice` is a :class:`tpu_notes.system.System`: its axes are ``"x"``, ``"y"`` (and ``"z"``), each with its
+size, the bidirectional per-link ICI bandwidth the collective formulas of Chapter 3 take, the chip's hop latency,
+and :meth:`Slice.collective_time` over any set of them, as a :class:`~tpu_notes.gpu.GpuCluster` answers for its
+NVLink node and fat-tree levels.
 """
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
-from .hardware import Chip, get_chip
-from .units import check_choice, check_positive, check_sizes, fmt
+import numpy as np
+
+from . import collectives
+from .hardware import CHIPS, ICI_HOP_LATENCY, Chip, get_chip
+from .units import DTypeName, NonNegativeFloat, PositiveInt, check_choice, check_positive, check_sizes, checked, fmt
 
 #: Most chips :func:`hop_grid` draws (it builds an array with one entry per chip).
 MAX_GRID_CHIPS = 2**20
 
-#: Default per-hop ICI latency in seconds (scaling book, sharding.md: "about 1 µs per hop").
-HOP_LATENCY = 1e-6
+#: Per-hop ICI latency in seconds: ``tpu_notes.hardware.ICI_HOP_LATENCY`` (every TPU's ``Chip.hop_latency``), kept
+#: under this name for Chapter 2.
+HOP_LATENCY = ICI_HOP_LATENCY
 
 #: Edge of the optically switched cube that 3D pods (v4p, v5p) are built from, in chips (scaling book, tpus.md).
 CUBE = 4
@@ -69,8 +78,6 @@ def _check_tpu(chip) -> Chip:
 
 
 def _tpu_chips():
-    from .hardware import CHIPS
-
     return [(n, c) for n, c in CHIPS.items() if c.kind == "tpu" and c.ici_dims is not None]
 
 
@@ -133,7 +140,8 @@ class Slice:
 
     @property
     def n_hosts(self) -> int:
-        """Host CPUs serving the slice: ``ceil(n_chips / chips_per_host)`` (a slice smaller than a host still needs one)."""
+        """Host CPUs serving the slice: ``ceil(n_chips / chips_per_host)`` (a slice smaller than a host still needs
+        one)."""
         return math.ceil(self.n_chips / self.chips_per_host)
 
     @property
@@ -148,7 +156,8 @@ class Slice:
         """ICI ports on each chip: 2 per torus axis (4 on a 2D torus, 6 on a 3D torus)."""
         return 2 * self.chip.ici_dims
 
-    def total_flops(self, dtype: str = "bf16") -> float:
+    @checked
+    def total_flops(self, dtype: DTypeName = "bf16") -> float:
         """Peak matmul throughput of the whole slice, FLOP/s (OP/s for int8)."""
         return self.n_chips * self.chip.peak_flops(dtype)
 
@@ -225,20 +234,20 @@ class Slice:
         return hop_grid(self.shape, self.wraparound, origin)
 
     # ---- moving bytes ------------------------------------------------------------------------------------------
-    def transfer_time(self, nbytes: float, src, dst, *, ports: int | None = None,
-                      hop_latency: float = HOP_LATENCY) -> TransferTime:
+    @checked
+    def transfer_time(self, nbytes: NonNegativeFloat, src, dst, *, ports: PositiveInt | None = None,
+                      hop_latency: NonNegativeFloat | None = None) -> TransferTime:
         """Point-to-point ICI transfer of ``nbytes`` bytes from chip ``src`` to chip ``dst``.
 
-        ``T = nbytes / (ports · W_link_oneway) + hops · hop_latency``. ``ports`` (the links used in parallel)
-        defaults to the number of axes along which ``src`` and ``dst`` differ (data can leave along each of them),
-        at least 1, and at most ``links_per_chip``.
+        ``T = nbytes / (ports · W_link_oneway) + hops · hop_latency`` (``hop_latency`` in seconds; ``None``: the
+        chip's ``hop_latency``, 1 µs). ``ports`` (the links used in parallel) defaults to the number of axes along
+        which ``src`` and ``dst`` differ (data can leave along each of them), at least 1, and at most
+        ``links_per_chip``.
         """
-        nbytes = check_positive("nbytes", nbytes, allow_zero=True)
-        hop_latency = check_positive("hop_latency", hop_latency, allow_zero=True)
+        hop_latency = self._hop_latency(hop_latency)
         per_axis = self.axis_hops(src, dst, _names=("src", "dst"))
         if ports is None:
             ports = max(1, sum(h > 0 for h in per_axis))
-        ports = check_positive("ports", ports, integer=True)
         if ports > self.links_per_chip:
             raise ValueError(f"ports must be at most links_per_chip={self.links_per_chip}; got {ports}")
         hops = sum(per_axis)
@@ -248,17 +257,22 @@ class Slice:
         return TransferTime(nbytes=nbytes, bandwidth_time=bw_t, latency_time=lat_t, total=bw_t + lat_t, hops=hops,
                             bandwidth=bw)
 
-    def collective_time(self, kind: str, nbytes: float, axes=None, *, hop_latency: float = HOP_LATENCY):
+    def collective_time(self, kind: str, nbytes: float, axes=None, *, hop_latency: float | None = None):
         """Time of a collective over ``axes`` of this slice, from :mod:`tpu_notes.collectives`.
 
-        ``kind``: "all_gather", "reduce_scatter", "all_reduce" or "all_to_all". ``nbytes`` is the size of the whole
+        ``kind``: "all_gather", "reduce_scatter", "all_reduce" or "all_to_all" (any spelling
+        :func:`tpu_notes.collectives.canonical_kind` reads, e.g. "all-gather"). ``nbytes`` is the size of the whole
         (gathered / unreduced) array. ``axes``: an axis index or name ("x", "y", "z"), a sequence of them, or ``None``
         for every axis. Each chosen axis is passed with its own size and wraparound flag; the collective uses the
         bidirectional per-link bandwidth (``Chip.ici_bw_bidi``) and ``n_axes = len(axes)`` sets of links.
-        Returns a ``tpu_notes.collectives.CollectiveTime``.
+        ``hop_latency``: seconds per hop (``None``: the chip's, 1 µs). Returns a
+        ``tpu_notes.collectives.CollectiveTime``.
         """
-        from . import collectives
-
+        if isinstance(kind, str) and kind not in COLLECTIVE_KINDS:
+            try:
+                kind = collectives.canonical_kind(kind).replace("-", "_")
+            except ValueError:
+                pass                          # check_choice below names the allowed kinds
         kind = check_choice("kind", kind, COLLECTIVE_KINDS)
         idx = self._axis_indices(axes)
         sizes = tuple(self.shape[i] for i in idx)
@@ -267,9 +281,45 @@ class Slice:
         if len(idx) == 1:
             sizes, wraps = sizes[0], wraps[0]
         return fn(nbytes, sizes, self.chip.bandwidth("ici"), wraparound=wraps, n_axes=len(idx),
-                  hop_latency=hop_latency)
+                  hop_latency=self._hop_latency(hop_latency))
 
-    def _axis_indices(self, axes) -> tuple[int, ...]:
+    # ---- the System questions (tpu_notes.system) ---------------------------------------------------------------
+    @property
+    def n_devices(self) -> int:
+        """Chips in the slice (``n_chips``: the name every :class:`~tpu_notes.system.System` answers to)."""
+        return self.n_chips
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        """The torus axes by name: ``("x", "y")`` on a 2D torus, ``("x", "y", "z")`` on a 3D one."""
+        return AXIS_NAMES[:len(self.shape)]
+
+    def axis_size(self, axis) -> int:
+        """Chips along ``axis`` (a name from :attr:`axes` or an index)."""
+        return self.shape[self._one_axis(axis)]
+
+    def bandwidth(self, axis) -> float:
+        """Bytes/s of one ICI link **both directions together** (``Chip.ici_bw_bidi``) along ``axis``: the
+        ``W_ici`` of Chapters 3 and 5 (the collective formulas halve it per direction and handle wraparound)."""
+        self._one_axis(axis)
+        return self.chip.bandwidth("ici")
+
+    def latency(self, axis) -> float:
+        """Seconds per ICI hop along ``axis`` (``Chip.hop_latency``, 1 µs on every TPU here)."""
+        self._one_axis(axis)
+        return self._hop_latency(None)
+
+    def _one_axis(self, axis) -> int:
+        if isinstance(axis, (list, tuple)) or axis is None:
+            raise TypeError(f"axis must be one axis name or index, from {self.axes}; got {axis!r}")
+        return self._axis_indices(axis, "axis")[0]
+
+    def _hop_latency(self, hop_latency) -> float:
+        if hop_latency is None:
+            hop_latency = self.chip.hop_latency if self.chip.hop_latency is not None else ICI_HOP_LATENCY
+        return check_positive("hop_latency", hop_latency, allow_zero=True)
+
+    def _axis_indices(self, axes, argument: str = "axes") -> tuple[int, ...]:
         dims = len(self.shape)
         allowed = list(range(dims)) + list(AXIS_NAMES[:dims])
         if axes is None:
@@ -277,8 +327,8 @@ class Slice:
         if isinstance(axes, (int, str)) and not isinstance(axes, bool):
             axes = (axes,)
         if not isinstance(axes, (list, tuple)):
-            raise TypeError(f"axes must be an axis index or name, a sequence of them, or None (from {allowed}); "
-                            f"got {axes!r}")
+            raise TypeError(f"{argument} must be an axis index or name, a sequence of them, or None (from "
+                            f"{allowed}); got {axes!r}")
         idx = []
         for ax in axes:
             if isinstance(ax, str) and ax.lower() in AXIS_NAMES[:dims]:
@@ -286,17 +336,15 @@ class Slice:
             elif isinstance(ax, int) and not isinstance(ax, bool) and 0 <= ax < dims:
                 idx.append(ax)
             else:
-                raise ValueError(f"axes must name axes of shape {self.shape}, from {allowed}; got {ax!r}")
+                raise ValueError(f"{argument} must name axes of shape {self.shape}, from {allowed}; got {ax!r}")
         if len(set(idx)) != len(idx) or not idx:
-            raise ValueError(f"axes must be distinct and non-empty, from {allowed}; got {axes!r}")
+            raise ValueError(f"{argument} must be distinct and non-empty, from {allowed}; got {axes!r}")
         return tuple(idx)
 
 
 def hop_grid(shape, wraparound, origin=None):
     """Hops from ``origin`` (default all zeros) to every chip of a mesh of ``shape`` whose axes wrap where
     ``wraparound`` (one bool per axis) says: pure geometry, for drawing tori a generation would not build."""
-    import numpy as np
-
     shape = check_sizes("shape", shape)
     if math.prod(shape) > MAX_GRID_CHIPS:
         raise ValueError(f"shape {shape} has {math.prod(shape):,} chips; hop_grid draws at most "
@@ -319,29 +367,32 @@ def hop_grid(shape, wraparound, origin=None):
     return total
 
 
-def transfer_time(nbytes: float, src, dst, topology: Slice, *, ports: int | None = None,
-                  hop_latency: float = HOP_LATENCY) -> TransferTime:
+@checked
+def transfer_time(nbytes: NonNegativeFloat, src, dst, topology: Slice, *, ports: PositiveInt | None = None,
+                  hop_latency: NonNegativeFloat | None = None) -> TransferTime:
     """Point-to-point ICI transfer time on ``topology`` (a :class:`Slice`); see :meth:`Slice.transfer_time`."""
     if not isinstance(topology, Slice):
         raise TypeError(f"topology must be a tpu_notes.topology.Slice; got {type(topology).__name__}")
     return topology.transfer_time(nbytes, src, dst, ports=ports, hop_latency=hop_latency)
 
 
-def host_transfer_time(nbytes: float, chip, n_chips: int = 1, *, latency: float = 0.0) -> TransferTime:
+@checked
+def host_transfer_time(nbytes: NonNegativeFloat, chip, n_chips: PositiveInt = 1, *,
+                       latency: NonNegativeFloat = 0.0) -> TransferTime:
     """Host ↔ device copy of ``nbytes`` bytes spread over ``n_chips`` chips, each with its own PCIe link.
 
     ``T = nbytes / (n_chips · W_pcie) + latency`` (``latency`` in seconds, default 0).
     """
     c = get_chip(chip)
-    nbytes = check_positive("nbytes", nbytes, allow_zero=True)
-    n = check_positive("n_chips", n_chips, integer=True)
-    latency = check_positive("latency", latency, allow_zero=True)
+    n = n_chips
     bw = n * c.bandwidth("pcie")
     return TransferTime(nbytes=nbytes, bandwidth_time=nbytes / bw, latency_time=latency,
                         total=nbytes / bw + latency, hops=0, bandwidth=bw)
 
 
-def dcn_transfer_time(nbytes: float, chip, n_chips: int = 1, *, latency: float = 0.0) -> TransferTime:
+@checked
+def dcn_transfer_time(nbytes: NonNegativeFloat, chip, n_chips: PositiveInt = 1, *,
+                      latency: NonNegativeFloat = 0.0) -> TransferTime:
     """Slice ↔ slice transfer of ``nbytes`` bytes over DCN, spread over ``n_chips`` chips' share of their hosts' NICs
     (same argument order as :func:`host_transfer_time`).
 
@@ -349,9 +400,7 @@ def dcn_transfer_time(nbytes: float, chip, n_chips: int = 1, *, latency: float =
     chip (a host's NIC bandwidth divided among its chips), so a whole slice sending at once uses ``n_chips`` shares.
     """
     c = get_chip(chip)
-    nbytes = check_positive("nbytes", nbytes, allow_zero=True)
-    n = check_positive("n_chips", n_chips, integer=True)
-    latency = check_positive("latency", latency, allow_zero=True)
+    n = n_chips
     bw = n * c.bandwidth("dcn")
     return TransferTime(nbytes=nbytes, bandwidth_time=nbytes / bw, latency_time=latency,
                         total=nbytes / bw + latency, hops=0, bandwidth=bw)
@@ -365,6 +414,21 @@ def pod(chip) -> Slice:
     """
     c = _check_tpu(chip)
     return Slice(c, c.pod_shape)
+
+
+def parse_slice(text: str) -> Slice:
+    """``"v5p:16x16x16"`` → ``Slice("v5p", (16, 16, 16))``; ``"v5p"`` alone → the full pod (the spelling the CLI's
+    ``--slice`` and the planner widget take)."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("slice must look like CHIP:AxBxC, e.g. v5p:16x16x16 or v5e:16x16 (or a chip name for a "
+                         f"full pod); got {text!r}")
+    chip, _, shape = text.strip().partition(":")
+    if not shape:
+        return pod(chip)
+    parts = shape.lower().split("x")
+    if not all(p.isascii() and p.isdigit() for p in parts):
+        raise ValueError(f"slice shape must be axis sizes joined by 'x', e.g. 16x16x16; got {shape!r}")
+    return Slice(chip, tuple(int(p) for p in parts))
 
 
 def bandwidth_ladder(chip) -> dict:

@@ -135,7 +135,7 @@ def _q17():
 
 
 def _q18():
-    from ..gpu import critical_batch_per_gpu, max_tensor_parallelism
+    from ..training import critical_batch_per_gpu, max_tensor_parallelism
 
     return {"tp_intensity": _chip("b200").critical_intensity("bf16", "nvlink"),
             "dp_across_nodes": critical_batch_per_gpu("b200"),
@@ -159,21 +159,21 @@ def _q19b():
 
 
 def _q19c():
-    from ..gpu import max_tensor_parallelism
+    from ..training import max_tensor_parallelism
     from ..transformer import get_model
 
     return max_tensor_parallelism("h100", get_model("llama3-70b").d_ff)
 
 
 def _q19d():
-    from ..gpu import critical_batch_per_gpu
+    from ..training import critical_batch_per_gpu
 
     return {"per_gpu_batch": 4 * 2**20 / 4096, "critical_8_way_pp": critical_batch_per_gpu("h100",
                                                                                         model_parallel_nodes=8)}
 
 
 def _q20():
-    from ..gpu import critical_batch_per_gpu
+    from ..training import critical_batch_per_gpu
 
     return {"b16": 192 * 4096 / 192, "b70": 384 * 4096 / 768, "b314": 1536 * 4096 / 3072,
             "crit70": critical_batch_per_gpu("h100", model_parallel_nodes=2),
@@ -181,21 +181,21 @@ def _q20():
 
 
 def _t1():
-    from ..gpu import critical_batch_per_gpu
+    from ..training import critical_batch_per_gpu
 
     return {"in_node": critical_batch_per_gpu("h100", across_nodes=False),
             "across_nodes": critical_batch_per_gpu("h100")}
 
 
 def _t2():
-    from ..gpu import critical_batch_per_gpu
+    from ..training import critical_batch_per_gpu
 
     per_gpu = critical_batch_per_gpu("h800", across_nodes=False)
     return {"per_gpu": per_gpu, "batch_2048": 2048 * per_gpu}
 
 
 def _t3():
-    from ..gpu import critical_batch_per_gpu
+    from ..training import critical_batch_per_gpu
 
     return {"llama3_16k": 16_384 * critical_batch_per_gpu("h100"),
             "moe_e128_k4": critical_batch_per_gpu("h100", experts=128, experts_per_token=4),
@@ -203,7 +203,7 @@ def _t3():
 
 
 def _t4():
-    from ..gpu import max_tensor_parallelism
+    from ..training import max_tensor_parallelism
 
     F = 28_672
     one = max_tensor_parallelism("h100", F, across_nodes=False)
@@ -218,7 +218,7 @@ def _t5():
 
 
 def _t6():
-    from ..gpu import pipeline_comms_time
+    from ..training import pipeline_comms_time
     from ..transformer import get_model
 
     m = get_model("llama3-405b")
@@ -226,7 +226,7 @@ def _t6():
 
 
 def _o1():
-    from ..gpu import critical_batch_per_gpu
+    from ..training import critical_batch_per_gpu
 
     return critical_batch_per_gpu("gb200")
 

@@ -76,7 +76,7 @@ def sharded_all_gather_chart(cluster, d: int = 8192, f: int = 32768, ys=(1, 2, 4
 
 def gpu_strategy_chart(rows, title: str = ""):
     """Compute and communication time of one MLP block for each strategy (from
-    :func:`tpu_notes.gpu.strategy_times`), side by side; a strategy whose communication bar is taller than its
+    :func:`tpu_notes.training.strategy_times`), side by side; a strategy whose communication bar is taller than its
     compute bar is communication-bound."""
     fig, ax = figure_and_axes(width=6.0, height=3.4)
     x = np.arange(len(rows))
@@ -94,7 +94,7 @@ def gpu_strategy_chart(rows, title: str = ""):
 def gpu_critical_batch_chart(names=("a100", "h100", "h800", "b200", "gb200")):
     """Tokens per GPU that data parallelism needs to stay compute-bound, inside a node (``C / W_nvlink``) and
     across nodes (``C / W_node``), for each GPU with both figures."""
-    from ..gpu import critical_batch_per_gpu
+    from ..training import critical_batch_per_gpu
 
     chips = [get_chip(n) for n in names]
     fig, ax = figure_and_axes(width=6.0, height=3.2)

@@ -35,7 +35,7 @@ import math
 from dataclasses import dataclass
 
 from ..transformer import TransformerConfig, as_config
-from ..units import canonical_dtype, check_positive, dtype_bytes, fmt
+from ..units import Bool, DTypeName, PositiveInt, checked, dtype_bytes, fmt
 from .parallelism import Parallelism
 
 #: Collective kinds, spelled as in HLO (and :data:`tpu_notes.hlo.KINDS`).
@@ -78,7 +78,7 @@ def _weights(c: TransformerConfig, p: Parallelism) -> list[tuple[str, float, int
     return out
 
 
-def _check(model, parallelism, batch_tokens, seq_len, dtype):
+def _check(model, parallelism, batch_tokens, seq_len):
     c = as_config(model)
     if not isinstance(parallelism, Parallelism):
         raise TypeError(f"parallelism must be a tpu_notes.training.Parallelism; got {type(parallelism).__name__}")
@@ -88,9 +88,6 @@ def _check(model, parallelism, batch_tokens, seq_len, dtype):
                          f"AllToAll is Chapter 7's); got {c.name or 'a MoE model'} with expert={p.expert}")
     if c.is_mla:
         raise ValueError("predicted_collectives covers GQA attention (tpu_notes.model's); MLA is not supported")
-    check_positive("batch_tokens", batch_tokens, integer=True)
-    check_positive("seq_len", seq_len, integer=True)
-    dtype = canonical_dtype(dtype)
     if batch_tokens % seq_len:
         raise ValueError(f"batch_tokens ({batch_tokens}) must be a whole number of sequences of seq_len ({seq_len})")
     seqs = batch_tokens // seq_len
@@ -110,11 +107,12 @@ def _check(model, parallelism, batch_tokens, seq_len, dtype):
                 raise ValueError(f"tensor ({p.tensor}) must divide {what} ({n})")
     if p.fsdp > 1 and c.d_model % p.fsdp:
         raise ValueError(f"fsdp ({p.fsdp}) must divide d_model ({c.d_model})")
-    return c, p, dtype
+    return c, p
 
 
-def predicted_collectives(model, parallelism: Parallelism, batch_tokens: int, seq_len: int, dtype: str = "bf16",
-                          *, remat: bool = False) -> list[PredictedCollective]:
+@checked
+def predicted_collectives(model, parallelism: Parallelism, batch_tokens: PositiveInt, seq_len: PositiveInt,
+                          dtype: DTypeName = "bf16", *, remat: Bool = False) -> list[PredictedCollective]:
     """The collectives one training step of ``model`` runs per device, laid out per ``parallelism``.
 
     ``batch_tokens`` is the global batch in tokens (a whole number of ``seq_len`` sequences); ``dtype`` the type of
@@ -123,9 +121,7 @@ def predicted_collectives(model, parallelism: Parallelism, batch_tokens: int, se
     there, Megatron redoes the attention output's AllReduce). Entries with the same kind, axes, size and meaning
     are merged (``count``); the list is in the order kind, axes, size.
     """
-    c, p, dtype = _check(model, parallelism, batch_tokens, seq_len, dtype)
-    if not isinstance(remat, bool):
-        raise TypeError(f"remat must be True or False; got {remat!r}")
+    c, p = _check(model, parallelism, batch_tokens, seq_len)
     if remat and p.pipeline > 1:
         raise ValueError("remat=True is modelled for layouts without pipeline (as tpu_notes.parallel runs them); "
                          "allowed with pipeline > 1: remat=False")

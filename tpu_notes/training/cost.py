@@ -2,9 +2,10 @@
 
 Conventions (stated once, used everywhere in the book):
 
-- **Model FLOPs** per token are :meth:`~tpu_notes.transformer.TransformerConfig.flops_per_token` with ``training=True``: ``6 ×`` the weights a
-  token multiplies by (the unembedding included, the input-embedding lookup not), plus attention when asked
-  (``include_attention=True``, causal by default: each query sees ``seq_len / 2`` keys on average).
+- **Model FLOPs** per token are :meth:`~tpu_notes.transformer.TransformerConfig.flops_per_token` with
+  ``training=True``: ``6 ×`` the weights a token multiplies by (the unembedding included, the input-embedding
+  lookup not), plus attention when asked (``include_attention=True``, causal by default: each query sees
+  ``seq_len / 2`` keys on average).
 - **MFU** (model FLOPs utilisation) divides the model FLOPs a run achieves per second by the chips' dense bf16
   peak. FLOPs spent recomputing activations (rematerialisation) do not count: they count in **HFU** (hardware
   FLOPs utilisation), which is always ``>= MFU``.
@@ -12,25 +13,22 @@ Conventions (stated once, used everywhere in the book):
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Annotated
 
 from ..hardware import get_chip
 from ..transformer import REMAT_POLICIES, as_config
-from ..units import check_choice, check_positive
+from ..units import Bool, DTypeName, Fraction, OneOf, PositiveFloat, PositiveInt, checked
 
 SECONDS_PER_DAY = 86_400.0
 SECONDS_PER_HOUR = 3_600.0
 
 
-def _check_fraction(name: str, value) -> float:
-    v = check_positive(name, value)
-    if v > 1:
-        raise ValueError(f"{name} is a fraction of peak and must be in (0, 1]; got {value!r}")
-    return v
+Remat = Annotated[str, OneOf(REMAT_POLICIES)]
 
 
-def flops_per_token(model, *, include_attention: bool = False, seq_len: Optional[int] = None,
-                    causal: bool = True, remat: str = "none") -> float:
+@checked
+def flops_per_token(model, *, include_attention: Bool = False, seq_len: PositiveInt | None = None,
+                    causal: Bool = True, remat: Remat = "none") -> float:
     """Training FLOPs per token (forward + backward) of ``model`` (a preset name or a ``TransformerConfig``).
 
     ``include_attention`` adds the dot-product attention of sequences of ``seq_len`` tokens. ``remat`` adds the
@@ -38,69 +36,65 @@ def flops_per_token(model, *, include_attention: bool = False, seq_len: Optional
     ``8·params`` instead of ``6·params``); those are hardware FLOPs, not model FLOPs.
     """
     m = as_config(model)
-    for name, flag in (("include_attention", include_attention), ("causal", causal)):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name} must be True or False; got {flag!r}")
-    remat = check_choice("remat", remat, REMAT_POLICIES)
     if include_attention or remat != "none":
         if seq_len is None:
             raise ValueError("seq_len is needed when include_attention=True or remat is not 'none'")
-    s = check_positive("seq_len", seq_len, integer=True) if seq_len is not None else 1
+    s = seq_len if seq_len is not None else 1
     f = m.flops_per_token(s, training=True, causal=causal, include_attention=include_attention)
     if remat != "none":
         f += m.recompute_flops(s, policy=remat, causal=causal)
     return f
 
 
-def training_flops(model, tokens: float, *, include_attention: bool = False, seq_len: Optional[int] = None,
-                   causal: bool = True) -> float:
+@checked
+def training_flops(model, tokens: PositiveFloat, *, include_attention: Bool = False,
+                   seq_len: PositiveInt | None = None, causal: Bool = True) -> float:
     """Model FLOPs to train ``model`` on ``tokens`` tokens: ``tokens × flops_per_token`` (about ``6·params·tokens``)."""
-    tokens = check_positive("tokens", tokens)
     return tokens * flops_per_token(model, include_attention=include_attention, seq_len=seq_len, causal=causal)
 
 
-def training_time(model, tokens: float, chip, n_chips: int, mfu: float, *, dtype: str = "bf16",
-                  include_attention: bool = False, seq_len: Optional[int] = None) -> float:
-    """Seconds to train ``model`` on ``tokens`` tokens with ``n_chips`` chips running at ``mfu`` of peak:
-    ``training_flops / (n_chips · peak · mfu)``."""
+@checked
+def training_time(model, tokens: PositiveFloat, chip, n_chips: PositiveInt, mfu: Fraction, *,
+                  dtype: DTypeName = "bf16", include_attention: Bool = False,
+                  seq_len: PositiveInt | None = None) -> float:
+    """Seconds to train ``model`` on ``tokens`` tokens with ``n_chips`` chips running at ``mfu`` of peak (a
+    fraction in (0, 1]): ``training_flops / (n_chips · peak · mfu)``."""
     c = get_chip(chip)
-    n = check_positive("n_chips", n_chips, integer=True)
-    u = _check_fraction("mfu", mfu)
     flops = training_flops(model, tokens, include_attention=include_attention, seq_len=seq_len)
-    return flops / (n * c.peak_flops(dtype) * u)
+    return flops / (n_chips * c.peak_flops(dtype) * mfu)
 
 
-def mfu(model, tokens_per_s: float, chip, n_chips: int, *, dtype: str = "bf16", include_attention: bool = False,
-        seq_len: Optional[int] = None) -> float:
+@checked
+def mfu(model, tokens_per_s: PositiveFloat, chip, n_chips: PositiveInt, *, dtype: DTypeName = "bf16",
+        include_attention: Bool = False, seq_len: PositiveInt | None = None) -> float:
     """Model FLOPs utilisation of a run that trains ``tokens_per_s`` tokens per second on ``n_chips`` chips.
 
     ``tokens_per_s × flops_per_token / (n_chips × peak)``; remat FLOPs are not counted (see :func:`hfu`). May exceed
     1 when the inputs are inconsistent: the caller learns that the claimed throughput is impossible.
     """
     c = get_chip(chip)
-    rate = check_positive("tokens_per_s", tokens_per_s)
-    n = check_positive("n_chips", n_chips, integer=True)
     f = flops_per_token(model, include_attention=include_attention, seq_len=seq_len)
-    return rate * f / (n * c.peak_flops(dtype))
+    return tokens_per_s * f / (n_chips * c.peak_flops(dtype))
 
 
-def hfu(model, tokens_per_s: float, chip, n_chips: int, *, seq_len: int, remat: str = "full_block",
-        dtype: str = "bf16", include_attention: bool = True) -> float:
+@checked
+def hfu(model, tokens_per_s: PositiveFloat, chip, n_chips: PositiveInt, *, seq_len: PositiveInt,
+        remat: Remat = "full_block", dtype: DTypeName = "bf16", include_attention: Bool = True) -> float:
     """Hardware FLOPs utilisation: like :func:`mfu` but counting the FLOPs ``remat`` recomputes."""
     c = get_chip(chip)
-    rate = check_positive("tokens_per_s", tokens_per_s)
-    n = check_positive("n_chips", n_chips, integer=True)
     f = flops_per_token(model, include_attention=include_attention, seq_len=seq_len, remat=remat)
-    return rate * f / (n * c.peak_flops(dtype))
+    return tokens_per_s * f / (n_chips * c.peak_flops(dtype))
 
 
-def chip_hours(model, tokens: float, chip, mfu: float, **kwargs) -> float:
+@checked
+def chip_hours(model, tokens: PositiveFloat, chip, mfu: Fraction, **kwargs) -> float:
     """Chip-hours to train on ``tokens`` tokens at ``mfu`` (independent of how many chips share the work)."""
     return training_time(model, tokens, chip, 1, mfu, **kwargs) / SECONDS_PER_HOUR
 
 
-def training_cost(model, tokens: float, chip, mfu: float, dollars_per_chip_hour: Optional[float] = None,
-                  **kwargs) -> float:
+@checked
+def training_cost(model, tokens: PositiveFloat, chip, mfu: Fraction,
+                  dollars_per_chip_hour: PositiveFloat | None = None, **kwargs) -> float:
     """US dollars to train on ``tokens`` tokens at ``mfu``: chip-hours × price (default: the chip's on-demand
     price in :mod:`tpu_notes.hardware`; a ``ValueError`` if it has none and none is given)."""
     c = get_chip(chip)
@@ -108,5 +102,4 @@ def training_cost(model, tokens: float, chip, mfu: float, dollars_per_chip_hour:
         if c.dollars_per_hour is None:
             raise ValueError(f"{c.long_name} has no price in tpu_notes.hardware; pass dollars_per_chip_hour")
         dollars_per_chip_hour = c.dollars_per_hour
-    price = check_positive("dollars_per_chip_hour", dollars_per_chip_hour)
-    return chip_hours(model, tokens, c, mfu, **kwargs) * price
+    return chip_hours(model, tokens, c, mfu, **kwargs) * dollars_per_chip_hour

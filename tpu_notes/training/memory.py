@@ -18,11 +18,24 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 from numbers import Real
-from typing import Optional, Union
+from typing import Annotated
 
 from ..hardware import get_chip
 from ..transformer import REMAT_POLICIES, as_config
-from ..units import DTYPE_BYTES, canonical_dtype, check_choice, check_positive, fmt
+from ..units import (
+    DTYPE_BYTES,
+    Bool,
+    DTypeName,
+    Kind,
+    OneOf,
+    PositiveFloat,
+    PositiveInt,
+    Range,
+    check_choice,
+    check_positive,
+    checked,
+    fmt,
+)
 from .parallelism import Parallelism
 
 #: Optimizer moments kept per parameter.
@@ -33,23 +46,41 @@ REMAT = REMAT_POLICIES + ("mlp_outputs",)
 #: Pipeline schedules: GPipe keeps every microbatch's activations until its backward; 1F1B at most ``stages``.
 SCHEDULES = ("1f1b", "gpipe")
 
-Remat = Union[str, float]
+
+
+@dataclass(frozen=True)
+class _RematPolicy(Kind):
+    """The kind of a ``remat`` argument: a policy name from :data:`REMAT` or a positive number of D-sized
+    checkpoints per layer."""
+
+    def check(self, name: str, value):
+        if isinstance(value, str):
+            return check_choice(name, value, REMAT)
+        if isinstance(value, bool) or not isinstance(value, Real):
+            raise TypeError(f"{name} must be one of {list(REMAT)} or a number of D-sized checkpoints per layer; "
+                            f"got {value!r}")
+        return check_positive(name, value)
+
+    def hostile(self) -> list:
+        return ["sometimes", "", None, -1, 0, float("nan"), float("inf"), True, [3]]
+
+    def example(self):
+        return "full_block"
+
+
+Remat = Annotated[str | float, _RematPolicy()]
+Optimizer = Annotated[str, OneOf(tuple(OPTIMIZERS))]
 
 
 def check_remat(remat) -> Remat:
     """A remat policy name from :data:`REMAT` or a positive number of D-sized checkpoints per layer."""
-    if isinstance(remat, str):
-        return check_choice("remat", remat, REMAT)
-    if isinstance(remat, bool) or not isinstance(remat, Real):
-        raise TypeError(f"remat must be one of {list(REMAT)} or a number of D-sized checkpoints per layer; "
-                        f"got {remat!r}")
-    return check_positive("remat", remat)
+    return _RematPolicy().check("remat", remat)
 
 
+@checked
 def activation_values_per_token_layer(model, remat: Remat = "full_block") -> float:
     """Values saved per token and layer for the backward pass under ``remat`` (elements, not bytes)."""
     m = as_config(model)
-    remat = check_remat(remat)
     if not isinstance(remat, str):
         return remat * m.d_model
     if remat == "mlp_outputs":
@@ -68,9 +99,10 @@ class MemoryBreakdown:
     activations: float   # activations saved for the backward pass
     total: float         # sum of the above
 
-    def fits(self, chip, fraction: float = 1.0) -> bool:
+    @checked
+    def fits(self, chip, fraction: PositiveFloat = 1.0) -> bool:
         """True when ``total`` is at most ``fraction`` of the chip's HBM."""
-        return self.total <= check_positive("fraction", fraction) * get_chip(chip).hbm_bytes
+        return self.total <= fraction * get_chip(chip).hbm_bytes
 
     def __repr__(self) -> str:
         return "MemoryBreakdown(" + ", ".join(f"{f.name}={fmt(getattr(self, f.name), 'B')}" for f in fields(self)) + ")"
@@ -82,47 +114,40 @@ def _param_counts(m) -> tuple[float, float]:
     return float(m.param_count() - expert), float(expert)
 
 
-def optimizer_bytes_per_param(optimizer: str = "adam", moment_dtype: str = "fp32",
-                              master_weights: bool = False) -> float:
+@checked
+def optimizer_bytes_per_param(optimizer: Optimizer = "adam", moment_dtype: DTypeName = "fp32",
+                              master_weights: Bool = False) -> float:
     """Bytes of optimizer state per parameter: moments × bytes (Adam in fp32: 8), +4 with an fp32 master copy."""
-    n = OPTIMIZERS[check_choice("optimizer", optimizer, OPTIMIZERS)]
-    if not isinstance(master_weights, bool):
-        raise TypeError(f"master_weights must be True or False; got {master_weights!r}")
-    return n * DTYPE_BYTES[canonical_dtype(moment_dtype, "moment_dtype")] + (4.0 if master_weights else 0.0)
+    return OPTIMIZERS[optimizer] * DTYPE_BYTES[moment_dtype] + (4.0 if master_weights else 0.0)
 
 
-def training_memory(model, parallelism: Optional[Parallelism] = None, batch_tokens: int = 1, seq_len: int = 1, *,
-                    optimizer: str = "adam", param_dtype: str = "bf16", grad_dtype: Optional[str] = None,
-                    moment_dtype: str = "fp32", master_weights: bool = False, remat: Remat = "full_block",
-                    activation_dtype: str = "bf16", zero: int = 0, offload_optimizer: bool = False,
-                    schedule: str = "1f1b") -> MemoryBreakdown:
+@checked
+def training_memory(model, parallelism: Parallelism | None = None, batch_tokens: PositiveInt = 1,
+                    seq_len: PositiveInt = 1, *, optimizer: Optimizer = "adam", param_dtype: DTypeName = "bf16",
+                    grad_dtype: DTypeName | None = None, moment_dtype: DTypeName = "fp32",
+                    master_weights: Bool = False, remat: Remat = "full_block", activation_dtype: DTypeName = "bf16",
+                    zero: Annotated[int, Range(0, 3, integer=True)] = 0, offload_optimizer: Bool = False,
+                    schedule: Annotated[str, OneOf(SCHEDULES)] = "1f1b") -> MemoryBreakdown:
     """Bytes per chip of a training step of ``model`` laid out as ``parallelism`` (default: one chip).
 
     ``batch_tokens`` is the global batch in tokens (all slices), ``seq_len`` the sequence length. Adam with bf16
     parameters and fp32 moments costs ``2 + 8 = 10`` bytes per parameter before gradients (``grad_dtype`` defaults to
     ``param_dtype``); ``master_weights=True`` adds an fp32 copy (16 bytes with bf16 gradients). ``zero`` (0–3) is the
     ZeRO stage applied over the pure ``data`` axis. ``offload_optimizer`` keeps the optimizer state in host memory
-    (it then costs PCIe time, not HBM). ``schedule`` is the pipeline schedule (:data:`~tpu_notes.training.memory.SCHEDULES`).
+    (it then costs PCIe time, not HBM). ``schedule`` is the pipeline schedule
+    (:data:`~tpu_notes.training.memory.SCHEDULES`).
     """
     m = as_config(model)
     p = Parallelism() if parallelism is None else parallelism
     if not isinstance(p, Parallelism):
         raise TypeError(f"parallelism must be a Parallelism; got {type(p).__name__}")
-    batch_tokens = check_positive("batch_tokens", batch_tokens, integer=True)
-    seq_len = check_positive("seq_len", seq_len, integer=True)
-    zero = check_positive("zero", zero, integer=True, allow_zero=True)
-    if zero > 3:
-        raise ValueError(f"zero must be a ZeRO stage 0, 1, 2 or 3; got {zero}")
-    schedule = check_choice("schedule", schedule, SCHEDULES)
-    if not isinstance(offload_optimizer, bool):
-        raise TypeError(f"offload_optimizer must be True or False; got {offload_optimizer!r}")
     if p.expert > 1 and not m.is_moe:
         raise ValueError(f"expert={p.expert} needs a mixture-of-experts model; {m.name or 'this model'} is dense")
     if p.pipeline > 1 and m.n_layers % p.pipeline:
         raise ValueError(f"pipeline={p.pipeline} must divide n_layers={m.n_layers}")
-    pb = DTYPE_BYTES[canonical_dtype(param_dtype, "param_dtype")]
-    gb = pb if grad_dtype is None else DTYPE_BYTES[canonical_dtype(grad_dtype, "grad_dtype")]
-    ab = DTYPE_BYTES[canonical_dtype(activation_dtype, "activation_dtype")]
+    pb = DTYPE_BYTES[param_dtype]
+    gb = pb if grad_dtype is None else DTYPE_BYTES[grad_dtype]
+    ab = DTYPE_BYTES[activation_dtype]
     ob = optimizer_bytes_per_param(optimizer, moment_dtype, master_weights)
 
     dense, expert = _param_counts(m)
@@ -141,8 +166,9 @@ def training_memory(model, parallelism: Optional[Parallelism] = None, batch_toke
                            total=params + grads + optim + acts)
 
 
-def min_chips_for_memory(model, chip, batch_tokens: int, seq_len: int, *, include_grads: bool = True,
-                         fraction: float = 1.0, **kwargs) -> int:
+@checked
+def min_chips_for_memory(model, chip, batch_tokens: PositiveInt, seq_len: PositiveInt, *,
+                         include_grads: Bool = True, fraction: PositiveFloat = 1.0, **kwargs) -> int:
     """Fewest chips whose HBM holds a training step of ``model`` if everything is sharded evenly (memory alone).
 
     ``ceil(total bytes / (fraction × HBM per chip))`` where the total is :func:`training_memory` on one chip (same
@@ -150,9 +176,7 @@ def min_chips_for_memory(model, chip, batch_tokens: int, seq_len: int, *, includ
     parameters, optimizer state and checkpoints only.
     """
     c = get_chip(chip)
-    f = check_positive("fraction", fraction)
-    if not isinstance(include_grads, bool):
-        raise TypeError(f"include_grads must be True or False; got {include_grads!r}")
+    f = fraction
     mem = training_memory(model, None, batch_tokens, seq_len, **kwargs)
     total = mem.total - (0.0 if include_grads else mem.grads)
     return max(1, math.ceil(total / (f * c.hbm_bytes)))
@@ -180,15 +204,14 @@ class BatchSplit:
                 f"shard; {how}{'' if self.even else '; UNEVEN: some shards get one sequence more'}")
 
 
-def batch_split(batch_tokens: int, seq_len: int, parallelism: Parallelism) -> BatchSplit:
+@checked
+def batch_split(batch_tokens: PositiveInt, seq_len: PositiveInt, parallelism: Parallelism) -> BatchSplit:
     """Split ``batch_tokens`` (whole sequences of ``seq_len``) over the batch shards of ``parallelism``.
 
     Unlike the sharding notation of Chapter 3, this accepts splits that do not divide: 4M tokens of 4096-token
     sequences (1024 sequences) over 4096 chips is a quarter sequence per chip, which works only with sequence
     (context) sharding; 1000 sequences over 64 shards is uneven (some get 16, some 15).
     """
-    batch_tokens = check_positive("batch_tokens", batch_tokens, integer=True)
-    seq_len = check_positive("seq_len", seq_len, integer=True)
     if not isinstance(parallelism, Parallelism):
         raise TypeError(f"parallelism must be a Parallelism; got {type(parallelism).__name__}")
     if batch_tokens % seq_len:

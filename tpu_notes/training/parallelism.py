@@ -7,9 +7,9 @@ axes after the fields (:data:`MESH_AXES`), so XLA's collectives can be compared 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
-from ..units import check_positive
+from ..units import Bool, PositiveInt, check_fields, checked
 
 #: Mesh axis names of the parallelism kinds, in the order a mesh lists them (outermost first).
 MESH_AXES = ("data", "fsdp", "pipeline", "expert", "tensor")
@@ -27,18 +27,16 @@ class Parallelism:
     over DCN (the other degrees are per slice).
     """
 
-    data: int = 1            # pure data-parallel degree (within a slice)
-    fsdp: int = 1            # fully-sharded data-parallel degree (ZeRO-3)
-    tensor: int = 1          # tensor (Megatron) parallel degree
-    pipeline: int = 1        # pipeline stages
-    expert: int = 1          # expert-parallel degree (MoE)
-    microbatches: int = 1    # microbatches per step (pipeline schedule, gradient accumulation)
-    dcn: int = 1             # slices in data parallelism over DCN
+    data: PositiveInt = 1            # pure data-parallel degree (within a slice)
+    fsdp: PositiveInt = 1            # fully-sharded data-parallel degree (ZeRO-3)
+    tensor: PositiveInt = 1          # tensor (Megatron) parallel degree
+    pipeline: PositiveInt = 1        # pipeline stages
+    expert: PositiveInt = 1          # expert-parallel degree (MoE)
+    microbatches: PositiveInt = 1    # microbatches per step (pipeline schedule, gradient accumulation)
+    dcn: PositiveInt = 1             # slices in data parallelism over DCN
 
     def __post_init__(self):
-        for f in fields(self):
-            check_positive(f.name, getattr(self, f.name), integer=True)
-            object.__setattr__(self, f.name, int(getattr(self, f.name)))
+        check_fields(self)
         if self.pipeline > 1 and self.microbatches < self.pipeline:
             raise ValueError(f"microbatches ({self.microbatches}) must be >= pipeline ({self.pipeline}) so every "
                              "stage has work; use at least as many microbatches as stages")
@@ -58,11 +56,10 @@ class Parallelism:
         """Ways the global batch is split: ``data × fsdp × expert × dcn`` (tensor and pipeline ranks share it)."""
         return self.data * self.fsdp * self.expert * self.dcn
 
-    def mesh_shape(self, drop_ones: bool = True) -> dict[str, int]:
+    @checked
+    def mesh_shape(self, drop_ones: Bool = True) -> dict[str, int]:
         """The mesh of one slice as ``{axis name: size}`` in :data:`~tpu_notes.training.parallelism.MESH_AXES` order
         (size-1 axes dropped)."""
-        if not isinstance(drop_ones, bool):
-            raise TypeError(f"drop_ones must be True or False; got {drop_ones!r}")
         shape = {a: getattr(self, a) for a in MESH_AXES}
         return {a: n for a, n in shape.items() if n > 1 or not drop_ones}
 

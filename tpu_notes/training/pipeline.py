@@ -15,12 +15,17 @@ Both leave the same idle time, ``(P − 1)(t_F + t_B)`` per stage, i.e. the bubb
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
-from ..units import check_choice, check_positive
+from ..units import NonNegativeInt, OneOf, PositiveFloat, capped, checked
 
 SCHEDULE_NAMES = ("gpipe", "1f1b")
-#: Largest stages × microbatches simulated (each task is a Python object).
+#: Largest 2 × stages × microbatches simulated (each task is a Python object).
 MAX_TASKS = 100_000
+#: Most stages simulated: the event loop sweeps every stage once per round and a backward pass advances one stage
+#: per round, so the work grows as stages² × (tasks per stage); at this cap with MAX_TASKS it takes about 1.5 s
+#: (50,000 stages of one microbatch, within MAX_TASKS, took minutes).
+MAX_STAGES = 1024
 
 
 @dataclass(frozen=True)
@@ -49,16 +54,15 @@ def _order(stage: int, stages: int, microbatches: int, schedule: str) -> list[tu
     return order
 
 
-def simulate(stages: int, microbatches: int, schedule: str = "1f1b", forward_time: float = 1.0,
-             backward_time: float = 2.0) -> list[Task]:
-    """Every task of one pipelined step with its start and end time (see the module docstring)."""
-    P = check_positive("stages", stages, integer=True)
-    M = check_positive("microbatches", microbatches, integer=True)
+@checked
+def simulate(stages: capped(MAX_STAGES), microbatches: capped(MAX_TASKS // 2),
+             schedule: Annotated[str, OneOf(SCHEDULE_NAMES)] = "1f1b", forward_time: PositiveFloat = 1.0,
+             backward_time: PositiveFloat = 2.0) -> list[Task]:
+    """Every task of one pipelined step with its start and end time (see the module docstring). At most
+    :data:`MAX_STAGES` stages and ``2 · stages · microbatches <=`` :data:`MAX_TASKS` tasks."""
+    P, M, tf, tb = stages, microbatches, forward_time, backward_time
     if 2 * P * M > MAX_TASKS:
         raise ValueError(f"stages x microbatches = {P * M} is too large to simulate; keep 2·P·M <= {MAX_TASKS}")
-    schedule = check_choice("schedule", schedule, SCHEDULE_NAMES)
-    tf = check_positive("forward_time", forward_time)
-    tb = check_positive("backward_time", backward_time)
     orders = [_order(s, P, M, schedule) for s in range(P)]
     done: dict[tuple[str, int, int], float] = {}
     nxt = [0] * P
@@ -104,10 +108,10 @@ def bubble_fraction(tasks: list[Task]) -> float:
     return 1 - busy / (stages * span)
 
 
-def peak_in_flight(tasks: list[Task], stage: int = 0) -> int:
+@checked
+def peak_in_flight(tasks: list[Task], stage: NonNegativeInt = 0) -> int:
     """Most microbatches whose forward has run but whose backward has not, on ``stage`` (activations held)."""
     tasks = _check_tasks(tasks)
-    stage = check_positive("stage", stage, integer=True, allow_zero=True)
     if stage > max(t.stage for t in tasks):
         raise ValueError(f"stage {stage} is not in the schedule (stages 0..{max(t.stage for t in tasks)})")
     events = sorted([(t.end, 1) for t in tasks if t.stage == stage and t.kind == "F"]

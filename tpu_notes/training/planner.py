@@ -11,13 +11,14 @@ why; the planner never raises for a layout, only for bad arguments.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Annotated
 
 from ..gpu import GpuCluster
-from ..topology import Slice
+from ..system import System, check_system
 from ..transformer import as_config
-from ..units import check_choice, check_positive, fmt
+from ..units import Bool, DTypeName, Fraction, OneOf, PositiveInt, checked, fmt
 from .memory import OPTIMIZERS, MemoryBreakdown, check_remat, training_memory
 from .parallelism import Parallelism
 from .step import Layout, StepTime, map_to_slice, step_time
@@ -32,9 +33,9 @@ class Plan:
 
     parallelism: Parallelism
     remat: object                        # remat policy name, or D-sized checkpoints per layer
-    layout: Optional[Layout]             # placement on the torus (None if it could not be placed)
-    memory: Optional[MemoryBreakdown]    # bytes per chip (None if not computed)
-    step: Optional[StepTime]             # seconds (None when rejected)
+    layout: Layout | None             # placement on the torus (None if it could not be placed)
+    memory: MemoryBreakdown | None    # bytes per chip (None if not computed)
+    step: StepTime | None             # seconds (None when rejected)
     reason: str = ""                     # why it was rejected; "" for a runnable layout
 
     @property
@@ -84,9 +85,9 @@ class PlanResult:
             out[key] = out.get(key, 0) + 1
         return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
-    def table(self, top: int = 10) -> str:
+    @checked
+    def table(self, top: PositiveInt = 10) -> str:
         """The ``top`` layouts as a fixed-width table (≤ 88 columns), or the rejection reasons if none can run."""
-        top = check_positive("top", top, integer=True)
         if not self.ranked:
             lines = [f"No layout fits ({self.searched} candidates). Rejected because:"]
             lines += [f"  {n:6d} x {r}" for r, n in self.reasons().items()]
@@ -105,32 +106,30 @@ def _divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
-def plan(model, slice: Slice, batch_tokens: int, seq_len: int, *, n_slices: int = 1,
-         remat: Sequence = DEFAULT_REMAT, sequence_sharding: bool = False, max_pipeline: int = 16,
-         optimizer: str = "adam", dtype: str = "bf16", hbm_fraction: float = 1.0, overlap: bool = True,
-         max_microbatches: int = 64, matmul_efficiency: float = 1.0) -> PlanResult:
+@checked
+def plan(model, slice: System, batch_tokens: PositiveInt, seq_len: PositiveInt, *, n_slices: PositiveInt = 1,
+         remat: Sequence = DEFAULT_REMAT, sequence_sharding: Bool = False, max_pipeline: PositiveInt = 16,
+         optimizer: Annotated[str, OneOf(tuple(OPTIMIZERS))] = "adam", dtype: DTypeName = "bf16",
+         hbm_fraction: Fraction = 1.0, overlap: Bool = True, max_microbatches: PositiveInt = 64,
+         matmul_efficiency: Fraction = 1.0) -> PlanResult:
     """Rank every layout of a training step of ``model`` on ``n_slices`` copies of ``slice`` (joined over DCN).
+
+    ``slice`` is a :class:`~tpu_notes.system.System`: a TPU ``Slice`` or a ``GpuCluster`` (which includes its
+    whole network: ``n_slices=1``).
 
     ``batch_tokens`` is the global batch, ``seq_len`` the sequence length. Without ``sequence_sharding`` a batch
     shard must hold whole sequences (at most ``batch_tokens / seq_len`` shards). Tensor parallelism must divide
     the query heads and ``d_ff``; pipeline stages must divide the layers (at most ``max_pipeline``); expert
     parallelism must divide the experts of a MoE model. A layout fits when its
     :func:`~tpu_notes.training.training_memory` is at most
-    ``hbm_fraction`` of HBM. ``matmul_efficiency`` (fraction of peak the matmuls reach) is passed to
+    ``hbm_fraction`` (in (0, 1]) of HBM. ``matmul_efficiency`` (fraction of peak the matmuls reach) is passed to
     :func:`~tpu_notes.training.step_time`; 1 ranks by the roofline. Returns a :class:`PlanResult`.
     """
     m = as_config(model)
-    if not isinstance(slice, (Slice, GpuCluster)):
-        raise TypeError(f"slice must be a tpu_notes.topology.Slice, e.g. Slice('v5p', (16, 16, 16)), or a "
-                        f"tpu_notes.gpu.GpuCluster; got {type(slice).__name__}")
+    check_system(slice, "slice")
     if isinstance(slice, GpuCluster) and n_slices != 1:
         raise ValueError("n_slices joins TPU slices over DCN; a GpuCluster includes its whole network (n_slices=1)")
-    B = check_positive("batch_tokens", batch_tokens, integer=True)
-    S = check_positive("seq_len", seq_len, integer=True)
-    n_slices = check_positive("n_slices", n_slices, integer=True)
-    max_pipeline = check_positive("max_pipeline", max_pipeline, integer=True)
-    max_mb = check_positive("max_microbatches", max_microbatches, integer=True)
-    frac = check_positive("hbm_fraction", hbm_fraction)
+    B, S, max_mb, frac = batch_tokens, seq_len, max_microbatches, hbm_fraction
     if isinstance(remat, (str, int, float)):
         remat = (remat,)
     if not isinstance(remat, (tuple, list)):
@@ -139,20 +138,12 @@ def plan(model, slice: Slice, batch_tokens: int, seq_len: int, *, n_slices: int 
     policies = tuple(check_remat(r) for r in remat)
     if not policies:
         raise ValueError("remat must name at least one policy")
-    if not isinstance(sequence_sharding, bool):
-        raise TypeError(f"sequence_sharding must be True or False; got {sequence_sharding!r}")
     if B % S:
         raise ValueError(f"batch_tokens ({B:,}) must be a whole number of sequences of seq_len ({S:,})")
-    if not isinstance(overlap, bool):
-        raise TypeError(f"overlap must be True or False; got {overlap!r}")
-    check_choice("optimizer", optimizer, OPTIMIZERS)
     slice.chip.peak_flops(dtype)                      # a dtype the chip has a peak for
-    eff = check_positive("matmul_efficiency", matmul_efficiency)
-    if eff > 1:
-        raise ValueError(f"matmul_efficiency is a fraction of peak, in (0, 1]; got {matmul_efficiency!r}")
     hbm = frac * slice.chip.hbm_bytes
     seqs = B // S
-    N = slice.n_chips
+    N = slice.n_devices
     divs = _divisors(N)
     tensors = [t for t in divs if m.n_heads % t == 0 and m.d_ff % t == 0]
     pipes = [p for p in divs if m.n_layers % p == 0 and p <= max_pipeline]

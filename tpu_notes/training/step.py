@@ -1,4 +1,5 @@
-"""The time of one training step for a layout on a TPU slice: compute, each collective, the pipeline bubble (Ch. 5).
+"""The time of one training step for a layout on a system (a TPU slice or a GPU cluster): compute, each collective,
+the pipeline bubble (Chapter 5).
 
 Two steps, each a small function:
 
@@ -28,25 +29,44 @@ Two steps, each a small function:
 
    With ``overlap=True`` communication hides under compute (``max``, the chapter's lower bound); otherwise they
    add. The bubble always adds.
+
+A layout the model cannot take is refused, each with the argument and its limit: a tensor degree that does not
+divide the query heads and ``d_ff`` (every rank holds whole heads; KV heads fewer than the degree are replicated),
+more pipeline stages × circular repeats than layers, expert parallelism on a dense model or not dividing the
+experts, and a batch that is not a whole number of sequences.
 """
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Annotated
 
 from .. import collectives as coll
-from ..gpu import GPU_HOP_LATENCY, GpuCluster
+from ..gpu import GpuCluster
+from ..system import System, check_system
 from ..topology import Slice
-from ..transformer import as_config
-from ..units import check_choice, check_positive, dtype_bytes, fmt
+from ..transformer import TransformerConfig, as_config
+from ..units import (
+    Bool,
+    DTypeName,
+    Fraction,
+    NonNegativeFloat,
+    OneOf,
+    PositiveInt,
+    checked,
+    dtype_bytes,
+    fmt,
+)
 from .cost import flops_per_token
-from .memory import SCHEDULES, _param_counts, check_remat
+from .memory import Remat, _param_counts
 from .parallelism import Parallelism
 
 #: Placement order of the kinds on the torus: the most bandwidth-hungry first.
 PLACEMENT_ORDER = ("tensor", "expert", "fsdp", "data", "pipeline")
+#: A kind of parallelism, as a ``Layout`` method's argument.
+ParallelKind = Annotated[str, OneOf(PLACEMENT_ORDER)]
 
 
 @dataclass(frozen=True)
@@ -63,23 +83,21 @@ NODE, NETWORK = -1, -2
 
 @dataclass(frozen=True)
 class Layout:
-    """A :class:`~tpu_notes.training.Parallelism` placed on the axes of a :class:`~tpu_notes.topology.Slice` (or the nodes and network
-    of a :class:`~tpu_notes.gpu.GpuCluster`)."""
+    """A :class:`~tpu_notes.training.Parallelism` placed on a :class:`~tpu_notes.system.System`: the axes of a
+    :class:`~tpu_notes.topology.Slice`, or the nodes and network of a :class:`~tpu_notes.gpu.GpuCluster`."""
 
     parallelism: Parallelism
-    slice: Slice | GpuCluster
+    slice: System
     parts: Mapping[str, tuple[AxisPart, ...]]   # kind -> the axis parts it uses (empty for a degree of 1)
 
     @property
     def is_gpu(self) -> bool:
         return isinstance(self.slice, GpuCluster)
 
-    def collective(self, kind: str, op: str, nbytes: float, hop_latency: float) -> float:
+    @checked
+    def collective(self, kind: ParallelKind, op: Annotated[str, OneOf(coll.KINDS)], nbytes: NonNegativeFloat,
+                   hop_latency: NonNegativeFloat) -> float:
         """Seconds of collective ``op`` ("all-gather", "all-reduce", ...) over the chips of parallelism ``kind``."""
-        kind = check_choice("kind", kind, PLACEMENT_ORDER)
-        op = check_choice("op", op, coll.KINDS)
-        nbytes = check_positive("nbytes", nbytes, allow_zero=True)
-        hop_latency = check_positive("hop_latency", hop_latency, allow_zero=True)
         if not self.parts[kind]:
             return 0.0
         if self.is_gpu:
@@ -96,13 +114,15 @@ class Layout:
         return fn(nbytes, list(self.sizes(kind)), self.slice.chip.bandwidth("ici"), wraparound=list(self.wraps(kind)),
                   hop_latency=hop_latency).total
 
-    def sizes(self, kind: str) -> tuple[int, ...]:
+    @checked
+    def sizes(self, kind: ParallelKind) -> tuple[int, ...]:
         """Chips of each axis part ``kind`` uses (``()`` for a degree of 1)."""
-        return tuple(p.size for p in self.parts[check_choice("kind", kind, PLACEMENT_ORDER)])
+        return tuple(p.size for p in self.parts[kind])
 
-    def wraps(self, kind: str) -> tuple[bool, ...]:
+    @checked
+    def wraps(self, kind: ParallelKind) -> tuple[bool, ...]:
         """Wraparound of each axis part ``kind`` uses."""
-        return tuple(p.wraparound for p in self.parts[check_choice("kind", kind, PLACEMENT_ORDER)])
+        return tuple(p.wraparound for p in self.parts[kind])
 
     def describe(self) -> str:
         """E.g. ``"tensor: x4(line); fsdp: y16(ring) z16(ring) x4(line)"``; on GPUs ``"tensor: node8; data: net64"``."""
@@ -120,15 +140,17 @@ class Layout:
         return "; ".join(out) or "one chip"
 
 
-def map_to_slice(parallelism: Parallelism, slc: Slice) -> Layout:
-    """Place ``parallelism`` on ``slc`` (see the module docstring); ``ValueError`` when the degrees do not fit."""
+def map_to_slice(parallelism: Parallelism, slc: System) -> Layout:
+    """Place ``parallelism`` on the system ``slc`` (a TPU ``Slice`` or a ``GpuCluster``; see the module docstring);
+    ``ValueError`` when the degrees do not fit."""
     if not isinstance(parallelism, Parallelism):
         raise TypeError(f"parallelism must be a Parallelism; got {type(parallelism).__name__}")
+    check_system(slc, "slice")
     if isinstance(slc, GpuCluster):
         return _map_to_gpus(parallelism, slc)
     if not isinstance(slc, Slice):
-        raise TypeError(f"slice must be a tpu_notes.topology.Slice or a tpu_notes.gpu.GpuCluster; "
-                        f"got {type(slc).__name__}")
+        raise TypeError(f"slice must be a tpu_notes.topology.Slice or a tpu_notes.gpu.GpuCluster (the two Systems "
+                        f"a layout can be placed on); got {type(slc).__name__}")
     if parallelism.chips_per_slice != slc.n_chips:
         raise ValueError(f"the degrees of {parallelism} multiply to {parallelism.chips_per_slice} chips, but the slice "
                          f"{slc.shape} has {slc.n_chips}; they must be equal (dcn counts slices, not chips)")
@@ -219,48 +241,64 @@ class StepTime:
                 f"mfu={self.mfu:.1%})")
 
 
-def step_time(model, parallelism: Parallelism, slice, batch_tokens: int, seq_len: int, *,
-              remat="full_block", dtype: str = "bf16", overlap: bool = True, hop_latency: float | None = None,
-              circular_repeats: int = 1, matmul_efficiency: float = 1.0, layout: Layout | None = None) -> StepTime:
-    """Seconds of one training step of ``model`` with ``parallelism`` on ``slice`` (``parallelism.dcn`` copies of
-    it over DCN), for a global batch of ``batch_tokens`` tokens in sequences of ``seq_len``. ``slice`` is a TPU
-    :class:`~tpu_notes.topology.Slice` or a :class:`~tpu_notes.gpu.GpuCluster`. See the module docstring for what
-    is priced; ``hop_latency`` defaults to 1 µs per ICI hop and 5 µs per GPU ring step; ``circular_repeats``
-    (``v``) gives each pipeline stage ``v`` interleaved groups of layers, dividing the bubble by ``v`` and
-    multiplying the stage-boundary sends by ``v``; ``matmul_efficiency`` is the fraction of peak FLOP/s the
-    matmuls reach (1: the roofline; Chapter 6 calibrates it against published runs); ``layout`` reuses a placement
-    from :func:`map_to_slice`."""
+def _check_layout(model, parallelism: Parallelism, batch_tokens: int, seq_len: int,
+                 circular_repeats: int = 1) -> TransformerConfig:
+    """Refuse a layout ``model`` cannot take (see the module docstring), naming the argument and its limit; return
+    the model's config. :func:`step_time` calls it; the planner builds only layouts that pass."""
     m = as_config(model)
+    p = parallelism
+    if p.tensor > 1 and (m.n_heads % p.tensor or m.d_ff % p.tensor):
+        raise ValueError(f"tensor ({p.tensor}) must divide the {m.n_heads} query heads and d_ff ({m.d_ff:,}) of "
+                         f"{m.name or 'the model'} (each rank holds whole heads; its {m.n_kv_heads} KV heads are "
+                         "replicated when fewer)")
+    if p.pipeline * circular_repeats > m.n_layers:
+        raise ValueError(f"pipeline ({p.pipeline}) x circular_repeats ({circular_repeats}) must be at most the "
+                         f"{m.n_layers} layers of {m.name or 'the model'}: every stage holds at least one layer")
+    if p.expert > 1 and not m.is_moe:
+        raise ValueError(f"expert ({p.expert}) needs a mixture-of-experts model; {m.name or 'the model'} is dense "
+                         "(expert=1)")
+    if p.expert > 1 and m.n_experts % p.expert:
+        raise ValueError(f"expert ({p.expert}) must divide the {m.n_experts} experts of {m.name or 'the model'}")
+    if batch_tokens % seq_len:
+        raise ValueError(f"batch_tokens ({batch_tokens:,}) must be a whole number of sequences of seq_len "
+                         f"({seq_len:,}): at least {seq_len:,} tokens")
+    return m
+
+
+@checked
+def step_time(model, parallelism: Parallelism, slice, batch_tokens: PositiveInt, seq_len: PositiveInt, *,
+              remat: Remat = "full_block", dtype: DTypeName = "bf16", overlap: Bool = True,
+              hop_latency: NonNegativeFloat | None = None, circular_repeats: PositiveInt = 1,
+              matmul_efficiency: Fraction = 1.0, layout: Layout | None = None) -> StepTime:
+    """Seconds of one training step of ``model`` with ``parallelism`` on ``slice`` (``parallelism.dcn`` copies of
+    it over DCN), for a global batch of ``batch_tokens`` tokens in sequences of ``seq_len``. ``slice`` is a
+    :class:`~tpu_notes.system.System`: a TPU :class:`~tpu_notes.topology.Slice` or a
+    :class:`~tpu_notes.gpu.GpuCluster`. See the module docstring for what is priced and what is refused;
+    ``hop_latency`` defaults to the system's (``Chip.hop_latency``: 1 µs per ICI hop, 5 µs per GPU ring step);
+    ``circular_repeats`` (``v``, at most the layers per stage) gives each pipeline stage ``v`` interleaved groups
+    of layers, dividing the bubble by ``v`` and multiplying the stage-boundary sends by ``v``;
+    ``matmul_efficiency`` is the fraction of peak FLOP/s the matmuls reach, in (0, 1] (1: the roofline; Chapter 6
+    calibrates it against published runs); ``layout`` reuses a placement from :func:`map_to_slice`."""
     p = parallelism
     if not isinstance(p, Parallelism):
         raise TypeError(f"parallelism must be a Parallelism; got {type(p).__name__}")
-    if not isinstance(slice, (Slice, GpuCluster)):
-        raise TypeError(f"slice must be a tpu_notes.topology.Slice or a tpu_notes.gpu.GpuCluster; "
-                        f"got {type(slice).__name__}")
+    check_system(slice, "slice")
     if layout is not None and not isinstance(layout, Layout):
         raise TypeError(f"layout must be a Layout from map_to_slice (or None); got {type(layout).__name__}")
     if layout is not None and (layout.slice != slice or any(
             getattr(layout.parallelism, k) != getattr(p, k) for k in PLACEMENT_ORDER + ("dcn",))):
         raise ValueError("layout must be map_to_slice(parallelism, slice) for the same degrees and slice")
+    B, S, v_rep, eff = batch_tokens, seq_len, circular_repeats, matmul_efficiency
+    m = _check_layout(model, p, B, S, v_rep)
     lay = layout if layout is not None else map_to_slice(p, slice)
     c = lay.slice.chip
-    B = check_positive("batch_tokens", batch_tokens, integer=True)
-    S = check_positive("seq_len", seq_len, integer=True)
-    remat = check_remat(remat)
-    if not isinstance(overlap, bool):
-        raise TypeError(f"overlap must be True or False; got {overlap!r}")
     flops_remat = remat if isinstance(remat, str) and remat in ("none", "save_matmul_outputs", "full_block") \
         else "save_matmul_outputs"
     peak = c.peak_flops(dtype)
     b = dtype_bytes(dtype)
     n = p.n_chips
     if hop_latency is None:
-        hop_latency = GPU_HOP_LATENCY if lay.is_gpu else 1e-6
-    hop_latency = check_positive("hop_latency", hop_latency, allow_zero=True)
-    v_rep = check_positive("circular_repeats", circular_repeats, integer=True)
-    eff = check_positive("matmul_efficiency", matmul_efficiency)
-    if eff > 1:
-        raise ValueError(f"matmul_efficiency is a fraction of peak, in (0, 1]; got {matmul_efficiency!r}")
+        hop_latency = lay.slice.latency(lay.slice.axes[0])        # the chip's: 1 µs (ICI) or 5 µs (GPU)
 
     model_flops = B * flops_per_token(m, include_attention=True, seq_len=S) / n
     hw_flops = B * flops_per_token(m, include_attention=True, seq_len=S, remat=flops_remat) / n
@@ -306,5 +344,6 @@ def step_time(model, parallelism: Parallelism, slice, batch_tokens: int, seq_len
         bound = max(times, key=times.get)
     else:
         bound = "compute" if flops_time >= hbm_time else "hbm"
-    return StepTime(compute=compute, flops_time=flops_time, hbm_time=hbm_time, collectives={k: v for k, v in times.items() if v}, bubble=bubble, comms=comms,
-                    total=total, bound=bound, mfu=model_flops / (total * peak), hfu=hw_flops / (total * peak))
+    return StepTime(compute=compute, flops_time=flops_time, hbm_time=hbm_time,
+                    collectives={k: v for k, v in times.items() if v}, bubble=bubble, comms=comms, total=total,
+                    bound=bound, mfu=model_flops / (total * peak), hfu=hw_flops / (total * peak))

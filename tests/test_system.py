@@ -1,0 +1,107 @@
+"""One system abstraction: a TPU Slice and a GpuCluster answer the same questions; one roofline API for both; the hop
+latency in the chip table; the impossible layouts and unbounded calls of issue 21 refused by name."""
+import math
+import time
+
+import pytest
+
+from tpu_notes import collectives, hardware, topology
+from tpu_notes import training as T
+from tpu_notes.gpu import MAX_DIRECT_GPUS, GpuCluster, dgx_superpod, link_loads
+from tpu_notes.system import System, check_system
+from tpu_notes.topology import Slice
+from tpu_notes.training import pipeline
+
+SYSTEMS = [Slice("v5e", (4, 4)), Slice("v5p", (4, 4, 8)), GpuCluster("h100", 64), dgx_superpod("h100", 1024),
+           dgx_superpod("gb200", 576, nodes_per_su=8)]
+
+
+@pytest.mark.parametrize("system", SYSTEMS, ids=repr)
+def test_both_machines_answer_the_same_questions(system):
+    assert isinstance(system, System)
+    assert check_system(system) is system
+    assert system.n_devices == system.n_chips
+    sizes = [system.axis_size(a) for a in system.axes]
+    if isinstance(system, Slice):
+        assert tuple(sizes) == system.shape
+        assert all(system.bandwidth(a) == system.chip.ici_bw_bidi for a in system.axes)   # bidirectional, per link
+    else:
+        assert sizes[0] == system.node_size and math.prod(sizes) == system.n_gpus
+        assert system.bandwidth("node") == system.chip.nvlink_bw                              # one way, per GPU
+        assert list(system.bandwidth(a) for a in system.axes[1:]) == list(system.per_gpu_bw())
+    for a in system.axes:
+        assert system.latency(a) == system.chip.hop_latency
+    whole = system.collective_time("all_gather", 1e9, None)
+    assert isinstance(whole, collectives.CollectiveTime) and whole.total > 0
+    assert system.collective_time("all-reduce", 1e9, system.axes[:1]).total > 0
+
+
+def test_the_system_form_delegates_to_the_existing_formulas():
+    s = Slice("v5e", (4, 4))
+    assert s.collective_time("all-gather", 1e9, ("x",)) == s.collective_time("all_gather", 1e9, "x")
+    pod = dgx_superpod("h100", 1024)
+    # the node and the leaf level together: the whole scalable units of 256 GPUs, 8 per node
+    assert pod.collective_time("all-gather", 1e9, ("node", "leaf")) == pod.collective_time("all-gather", 1e9, 256, 8)
+    # the leaf level alone: one GPU per node, 32 of them spread over 256 GPUs
+    assert pod.collective_time("all-gather", 1e9, "leaf") == pod.collective_time("all-gather", 1e9, 32, 1, span=256)
+    assert pod.collective_time("all-reduce", 1e9) == pod.collective_time("all-reduce", 1e9, 1024)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: check_system("v5e"), "system"),
+    (lambda: GpuCluster("h100", 64).axis_size("spine"), "axis"),
+    (lambda: Slice("v5e", (4, 4)).bandwidth("z"), "axis"),
+    (lambda: dgx_superpod("h100", 1024).collective_time("all-gather", 1e9, ("node", "spine")), "group"),
+    (lambda: GpuCluster("h100", 64).collective_time("all-gather", 1e9, ("node",), 8), "inner"),
+    (lambda: GpuCluster("h100", 64, levels=(("leaf", 2), ("leaf", 4))), "levels"),
+    (lambda: GpuCluster("h100", 64, levels=(("node", 8),)), "node"),
+    (lambda: T.step_time("llama3-8b", T.Parallelism(tensor=64), Slice("v5p", (4, 4, 4)), 2**20, 4096), "tensor"),
+    (lambda: T.step_time("llama3-8b", T.Parallelism(pipeline=64, microbatches=64), Slice("v5p", (4, 4, 4)),
+                         2**20, 4096), "pipeline"),
+    (lambda: T.step_time("llama3-8b", T.Parallelism(fsdp=16, expert=4), Slice("v5p", (4, 4, 4)), 2**20, 4096),
+     "expert"),
+    (lambda: T.step_time("llama3-8b", T.Parallelism(fsdp=64), Slice("v5p", (4, 4, 4)), 2**20, 4096,
+                         circular_repeats=10**9), "circular_repeats"),
+    (lambda: T.step_time("llama3-8b", T.Parallelism(fsdp=64), Slice("v5p", (4, 4, 4)), 1000, 4096), "batch_tokens"),
+    (lambda: pipeline.simulate(50000, 1), "stages"),
+    (lambda: link_loads(GpuCluster("h100", 1024), "all-gather", 1e9, 8), "cluster"),
+    (lambda: T.critical_batch_per_chip("dcn", "h100"), "chip"),
+    (lambda: T.critical_batch_per_chip("dp", "v5p", nodes=2), "nodes"),
+    (lambda: T.max_tensor_parallelism("h100", 28672, 2), "n_axes"),
+    (lambda: T.max_tensor_parallelism("v5p", 28672, across_nodes=True), "across_nodes"),
+])
+def test_impossible_inputs_are_refused_by_name(call, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        call()
+
+
+def test_one_roofline_api_for_both_machines():
+    # the TPU figures of Chapter 5 and the GPU figures of Chapter 11 from the same functions
+    assert T.critical_batch_per_chip("dp", "v5p", n_axes=3) == pytest.approx(850, rel=1e-3)
+    assert T.critical_batch_per_chip("dp", "h100") == T.critical_batch_per_gpu("h100") == pytest.approx(2472.5)
+    assert T.critical_batch_per_chip("fsdp", GpuCluster("h100", 8)) == pytest.approx(2197.8, rel=1e-4)  # one node
+    assert T.critical_batch_per_chip("fsdp", Slice("v5p", (4, 4, 4)), n_axes=3) == pytest.approx(850, rel=1e-3)
+    assert T.max_tensor_parallelism("h100", 28672) == pytest.approx(28672 / 2197.8, rel=1e-4)
+    assert T.max_tensor_parallelism(Slice("v5p", (4, 4, 4)), 28672) == pytest.approx(28672 / 2550, rel=1e-3)
+    gpu = T.mlp_layer_times("data", "h100", 2**20, 8192, 28672, data=64)
+    assert gpu.backward_comms == pytest.approx(2 * 2 * 8192 * 28672 * 2 / 450e9)
+    ep = T.expert_parallel_times("h100", 1e6, 7168, 2048, 8, 64)
+    assert isinstance(ep, T.LayerTimes) and ep.math == ep.compute and ep.degree == 64
+
+
+def test_hop_latency_lives_in_the_chip_table():
+    assert topology.HOP_LATENCY == hardware.ICI_HOP_LATENCY == 1e-6
+    for c in hardware.CHIPS.values():
+        assert c.hop_latency == (hardware.ICI_HOP_LATENCY if c.kind == "tpu" else hardware.GPU_HOP_LATENCY)
+        assert hardware.source(c, "hop_latency") != "unknown"
+    from tpu_notes.gpu import GPU_HOP_LATENCY
+    from tpu_notes.inference import ICI_HOP_LATENCY
+
+    assert GPU_HOP_LATENCY == hardware.GPU_HOP_LATENCY and ICI_HOP_LATENCY == hardware.ICI_HOP_LATENCY
+
+
+def test_the_capped_simulations_finish_in_seconds():
+    start = time.perf_counter()
+    pipeline.simulate(pipeline.MAX_STAGES, pipeline.MAX_TASKS // (2 * pipeline.MAX_STAGES))
+    link_loads(dgx_superpod("gb200", MAX_DIRECT_GPUS, nodes_per_su=8), "all-to-all", 1e9, MAX_DIRECT_GPUS)
+    assert time.perf_counter() - start < 10
