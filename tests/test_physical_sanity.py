@@ -4,21 +4,27 @@
 - MFU and HFU are in (0, 1], and MFU <= HFU (recompute only adds FLOPs);
 - a chip holds at least its share of the weights: weights / the degree that shards them;
 - throughput never beats the peak's bound (tokens/s <= chips x peak / FLOPs per token);
-- the planner ranks only layouts whose degrees multiply to the chips, that divide the model, and that fit in HBM.
+- the planner ranks only layouts whose degrees multiply to the chips, that divide the model, and that fit in HBM;
+- a published run whose measured figure beats the roofline (beyond ``runs.ROOFLINE_TOLERANCE``) is refused.
 
 Each property draws its inputs from the presets and the legal layouts (the planner's own candidates), so a failure
 is a prediction no machine could produce, not bad input (that is tests/test_hostile_input.py's business).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tpu_notes import inference as I, training as T
 from tpu_notes.hardware import get_chip
+from tpu_notes.inference import published as IP
 from tpu_notes.roofline import roofline
+from tpu_notes.runs import ROOFLINE_TOLERANCE
 from tpu_notes.topology import Slice
+from tpu_notes.training import published as TP
 from tpu_notes.transformer import get_model
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
@@ -91,3 +97,24 @@ def test_every_decode_step_is_physical(model, chip, n, batch, seq):
     assert s.tokens_per_s <= n * hw.peak_flops("bf16") / (2 * cfg.matmul_params_per_token()) * (1 + 1e-6)
     assert s.memory_per_chip * n >= cfg.param_count() * 2.0 * (1 - 1e-9)
     assert math.isfinite(s.total) and s.total > 0
+
+
+def _faster(run, factor: float):
+    """``run`` with its measured figure ``factor`` x faster (a speed multiplied, a latency divided)."""
+    field = run.measured_field
+    value = getattr(run, field)
+    return dataclasses.replace(run, **{field: value / factor if field.endswith("_s") and "per_s" not in field
+                                       else value * factor})
+
+
+@SETTINGS
+@given(index=st.integers(0, 10**6), factor=st.floats(1.0, 1e6), serving=st.booleans())
+def test_a_published_run_faster_than_the_roofline_is_refused(index, factor, serving):
+    runs = IP.RUNS if serving else TP.RUNS
+    run = runs[index % len(runs)]
+    ratio = (IP.predict(run) if serving else TP.predict(run)).ratio * factor
+    if ratio <= ROOFLINE_TOLERANCE:
+        assert _faster(run, factor).measured_field == run.measured_field   # accepted: still physical
+        return
+    with pytest.raises(ValueError, match=run.measured_field):
+        _faster(run, factor)
