@@ -64,6 +64,8 @@ CASES = {
     R + "direct_collective_time": Case(cluster=_BIG, kind=Choice("all-gather"), nbytes=1e8, group=16, inner=8,
                                        span=None),
     # the System protocol: each method called on a Slice (a GpuCluster's have their own entries above)
+    S + "parse_system": Case(text=Raw("h100:1024", ["", "h100", "h100:x", "h100:100", "h100:-8", "nosuch:8",
+                                                    "v5p:4xx4", None, 3, ODD], names=("system", "slice", "chip"))),
     S + "check_system": Case(value=Raw(_slice, ["v5e", None, 3, ODD, (4, 4)], lazy=True, names=("system",)),
                              argument="system"),
     S + "System.axis_size": Case(self_=_slice, axis=Raw("x", ["w", "", None, ("x",), 5, -1, ODD])),

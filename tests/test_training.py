@@ -201,8 +201,19 @@ def test_cli_plan_prints_ranked_json():
     assert len(data["ranked"]) == 3 and data["ranked"][0]["step_s"] <= data["ranked"][1]["step_s"]
 
 
+def test_cli_plan_takes_a_gpu_cluster():
+    out = _cli("plan", "--model", "llama3-8b", "--slice", "h100:256", "--batch-tokens", "4Mi", "--seq-len", "4096",
+               "--json", "--top", "2")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["slice"].startswith("GpuCluster('h100', 256 GPUs") and len(data["ranked"]) == 2
+    assert all("node" in row["placement"] or "net" in row["placement"] for row in data["ranked"])
+
+
 @pytest.mark.parametrize("args, words", [
     (("--model", "llama9", "--slice", "v5p:16x16x16"), "unknown model"),
+    (("--model", "llama3-8b", "--slice", "h100:100"), "multiple of"),
+    (("--model", "llama3-8b", "--slice", "h100:256", "--slices", "2"), "GPU cluster"),
     (("--model", "llama3-70b", "--slice", "v5p:16x16x17"), "cannot be built"),
     (("--model", "llama3-70b", "--slice", "v5p:16x16x16", "--batch-tokens", "lots"), "batch-tokens"),
 ])

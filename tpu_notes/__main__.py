@@ -16,7 +16,8 @@ import signal
 import sys
 from typing import Optional, Sequence
 
-from .topology import parse_slice  # noqa: F401  (re-exported: tests and readers call tpu_notes.__main__.parse_slice)
+from .system import parse_system
+from .topology import Slice, parse_slice  # noqa: F401  (re-exported: tests and readers call tpu_notes.__main__.parse_slice)
 
 _SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "ki": 2**10, "mi": 2**20, "gi": 2**30}
 
@@ -42,7 +43,9 @@ def _plan(args) -> int:
     check_positive("--top", args.top, integer=True)
     check_positive("--slices", args.slices, integer=True)
     check_positive("--seq-len", args.seq_len, integer=True)
-    slc = parse_slice(args.slice)
+    slc = parse_system(args.slice)
+    if not isinstance(slc, Slice) and args.slices != 1:
+        raise ValueError("--slices joins TPU slices over DCN; a GPU cluster includes its whole network (use 1)")
     result = plan(args.model, slc, parse_count(args.batch_tokens, "--batch-tokens"), args.seq_len,
                   n_slices=args.slices, sequence_sharding=args.sequence_sharding,
                   remat=tuple(args.remat) if args.remat else ("none", "save_matmul_outputs", "full_block"))
@@ -179,12 +182,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m tpu_notes",
                                      description="The command-line entry of Scale Your Model: one subcommand per job.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{plan,serve,spec,bench}")
-    p = sub.add_parser("plan", help="rank training layouts of a model on a TPU slice (Chapter 5)",
+    p = sub.add_parser("plan", help="rank training layouts of a model on a TPU slice or GPU cluster (Chapters 5, 11)",
                        description="Rank every data/FSDP/tensor/pipeline layout of one training step by predicted "
                                    "step time, with memory per chip, the comms/compute ratio and MFU.")
     p.add_argument("--model", required=True, help="a preset model name (e.g. llama3-70b, llama3-405b, llama2-13b)")
     p.add_argument("--slice", required=True,
-                   help="the TPU slice as CHIP:AxBxC (e.g. v5p:16x16x16, v5e:16x16), or a chip name for a full pod")
+                   help="the TPU slice as CHIP:AxBxC (e.g. v5p:16x16x16, v5e:16x16), a chip name for a full pod, or "
+                        "a GPU cluster as GPU:N (e.g. h100:1024, a DGX SuperPod of N GPUs)")
     p.add_argument("--batch-tokens", required=True,
                    help="global batch in tokens; suffixes k/M/G are powers of 1000, Ki/Mi of 1024 (4M or 4Mi)")
     p.add_argument("--seq-len", required=True, type=int, help="tokens per sequence (the batch holds whole sequences)")

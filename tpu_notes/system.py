@@ -24,9 +24,11 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from .hardware import Chip
+from .gpu import dgx_superpod
+from .hardware import Chip, get_chip
+from .topology import parse_slice
 
-__all__ = ["System", "check_system"]
+__all__ = ["System", "check_system", "parse_system"]
 
 
 @runtime_checkable
@@ -63,3 +65,22 @@ def check_system(value, argument: str = "system") -> System:
         return value
     raise TypeError(f"{argument} must be a System: a tpu_notes.topology.Slice (e.g. Slice('v5p', (4, 4, 4))) or a "
                     f"tpu_notes.gpu.GpuCluster (e.g. GpuCluster('h100', 64)); got {type(value).__name__}")
+
+
+def parse_system(text: str) -> System:
+    """A system from the spelling the CLI and the explorers take: ``"v5p:16x16x16"`` (a TPU slice, or ``"v5p"`` for
+    the full pod; see :func:`tpu_notes.topology.parse_slice`) or ``"h100:1024"`` (a DGX SuperPod of that many GPUs,
+    :func:`tpu_notes.gpu.dgx_superpod`; ``"gb200:576"`` builds NVL72 nodes in units of 8)."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("system must look like CHIP:AxBxC for a TPU slice (e.g. v5p:16x16x16) or GPU:N for a GPU "
+                         f"cluster (e.g. h100:1024); got {text!r}")
+    name, _, size = text.strip().partition(":")
+    chip = get_chip(name, "system")
+    if chip.kind != "gpu":
+        return parse_slice(text)
+    if not (size.isascii() and size.isdigit()) or int(size) < 1:
+        raise ValueError(f"a GPU cluster is spelled GPU:N with N the number of GPUs (e.g. h100:1024); got {text!r}")
+    try:
+        return dgx_superpod(chip.name, int(size), nodes_per_su=8 if chip.node_size and chip.node_size > 8 else 32)
+    except ValueError as err:
+        raise ValueError(f"system {text!r}: {err}") from None
