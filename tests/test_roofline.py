@@ -1,11 +1,14 @@
 """Rooflines: worked numbers, invariants and input checks."""
 import math
 
+import numpy as np
 import pytest
-from hypothesis import assume, given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tpu_notes import roofline as rl
 from tpu_notes.hardware import CHIPS, get_chip
+from tpu_notes.units import DType, Positive, argument_kinds
 
 pos = st.floats(min_value=1.0, max_value=1e18, allow_nan=False, allow_infinity=False)
 dims = st.integers(min_value=1, max_value=2**16)
@@ -154,3 +157,31 @@ def test_moved_worked_cases_stay_importable_from_the_exercises():
     assert ch01.smallest_compute_bound_batch is rl.smallest_compute_bound_batch
     assert rl.per_example_weights_time(4096, 4096, 16384, "v5e").bound == "bandwidth"
     assert rl.elementwise_add_time(2**20, "v5e").intensity == pytest.approx(1 / 6)
+
+
+def test_arguments_declare_their_kinds():
+    # the kinds live in the signatures (read by the hostile-input test); the function bodies hold no checks
+    kinds = argument_kinds(rl.matmul_time)
+    assert {"B", "D", "F", "dtype", "w_dtype", "out_dtype"} <= set(kinds)
+    assert kinds["B"].kinds == (Positive(integer=True),) and isinstance(kinds["dtype"].kinds[0], DType)
+    assert kinds["w_dtype"].optional and not kinds["dtype"].optional
+    cap = argument_kinds(rl.smallest_compute_bound_batch)["limit"].kinds[0]
+    assert cap.maximum == rl.MAX_BATCH_SEARCH_LIMIT
+    with pytest.raises(ValueError, match="limit must be at most"):
+        rl.smallest_compute_bound_batch(4096, 4096, limit=rl.MAX_BATCH_SEARCH_LIMIT + 1)
+
+
+def test_a_bandwidth_is_a_kind_of_link_or_bytes_per_second():
+    assert rl.memory_time(8.2e11, "v5e", bandwidth="HBM") == rl.memory_time(8.2e11, "v5e", bandwidth=8.2e11)
+    assert rl.crossover_batch(4096, 4096, "v5e", bandwidth="hbm") == rl.crossover_batch(4096, 4096, "v5e",
+                                                                                       bandwidth=8.2e11)
+    for bad, error in (("dram", ValueError), (0, ValueError), (float("nan"), ValueError), (None, TypeError),
+                       (True, TypeError)):
+        with pytest.raises(error, match="bandwidth"):
+            rl.memory_time(1e9, "v5e", bandwidth=bad)
+
+
+def test_normalised_values_reach_the_body():
+    # whole floats and numpy integers are accepted as sizes and give the same numbers as ints
+    assert rl.matmul_flops(8.0, np.int64(4096), 16384) == rl.matmul_flops(8, 4096, 16384) == 2.0 * 8 * 4096 * 16384
+    assert rl.matmul_bytes(8, 4096, 16384, "bfloat16") == rl.matmul_bytes(8, 4096, 16384, "bf16")

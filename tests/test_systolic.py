@@ -3,7 +3,8 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tpu_notes import systolic
 from tpu_notes.hardware import get_chip
@@ -173,7 +174,13 @@ def test_padding_sweep_figure():
 def test_simulations_are_bounded():
     with pytest.raises(ValueError, match="n_tiles must be at most"):
         systolic.tile_schedule(10**12, 8, 128)
-    with pytest.raises(ValueError, match="MAX_PE_CYCLES"):
+    with pytest.raises(ValueError, match="MAX_CYCLES"):
         systolic.simulate_matmul(np.ones((10**5, 128)), np.ones((128, 128)))
+    with pytest.raises(ValueError, match="MAX_PE_CYCLES"):
+        systolic.simulate_matmul(np.ones((2000, 128)), np.ones((128, 256)))
+    with pytest.raises(ValueError, match="record_cycles.*MAX_RECORD_PE_CYCLES"):
+        systolic.simulate_matmul(np.ones((2, 2)), np.ones((2, 1)), array_size=256, record_cycles=4096)
+    with pytest.raises(ValueError, match="array_size must be at most 256"):
+        systolic.simulate_matmul(np.ones((2, 2)), np.ones((2, 1)), array_size=257)
     with pytest.raises(ValueError, match="record_cycles must be at most"):
         systolic.simulate_matmul(np.ones((2, 2)), np.ones((2, 2)), array_size=2, record_cycles=10**6)

@@ -7,9 +7,48 @@ arithmetic intensity ``FLOPs / bytes`` against the chip's critical intensity ``p
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
-from .hardware import BANDWIDTH_KINDS, Chip, get_chip
-from .units import canonical_dtype, check_choice, check_positive, dtype_bytes, fmt
+from .hardware import BANDWIDTH_KINDS, get_chip
+from .units import (
+    DTypeName,
+    Kind,
+    NonNegativeFloat,
+    OneOf,
+    PositiveFloat,
+    PositiveInt,
+    capped,
+    check_choice,
+    check_positive,
+    checked,
+    dtype_bytes,
+    fmt,
+)
+
+
+class _BandwidthArg(Kind):
+    """A bandwidth given either as a kind of link or memory of the chip (one of ``BANDWIDTH_KINDS``, e.g.
+    ``"hbm"``) or as a number of bytes/s > 0."""
+
+    def check(self, name: str, value):
+        if isinstance(value, str):
+            return check_choice(name, value, BANDWIDTH_KINDS)
+        return check_positive(name, value)
+
+    def hostile(self) -> list:
+        return ["dram", "", -1, 0, float("nan"), float("inf"), None, True, [8.2e11]]
+
+    def example(self):
+        return "hbm"
+
+    def describe(self) -> str:
+        return f"one of {list(BANDWIDTH_KINDS)} or bytes/s > 0"
+
+
+#: A bandwidth argument: a kind (``"hbm"``, ``"ici_oneway"``...) or bytes/s.
+_Bandwidth = Annotated[object, _BandwidthArg()]
+#: A kind of link or memory of the chip.
+_LinkKind = Annotated[str, OneOf(BANDWIDTH_KINDS)]
 
 
 @dataclass(frozen=True)
@@ -31,13 +70,11 @@ class RooflineTime:
                 f"intensity={self.intensity:.4g} FLOPs/B, bound={self.bound!r})")
 
 
-def roofline(flops: float, nbytes: float, peak_flops: float, bandwidth: float) -> RooflineTime:
+@checked
+def roofline(flops: NonNegativeFloat, nbytes: NonNegativeFloat, peak_flops: PositiveFloat,
+             bandwidth: PositiveFloat) -> RooflineTime:
     """Bound an operation of ``flops`` FLOPs that moves ``nbytes`` bytes on hardware with ``peak_flops`` FLOP/s
     and ``bandwidth`` bytes/s."""
-    flops = check_positive("flops", flops, allow_zero=True)
-    nbytes = check_positive("nbytes", nbytes, allow_zero=True)
-    peak_flops = check_positive("peak_flops", peak_flops)
-    bandwidth = check_positive("bandwidth", bandwidth)
     if flops == 0 and nbytes == 0:
         raise ValueError("flops and nbytes cannot both be zero: there is nothing to bound")
     t_math = flops / peak_flops
@@ -48,51 +85,50 @@ def roofline(flops: float, nbytes: float, peak_flops: float, bandwidth: float) -
                         bound="compute" if t_math >= t_comms else "bandwidth")
 
 
-def attainable_flops(intensity: float, peak_flops: float, bandwidth: float) -> float:
+@checked
+def attainable_flops(intensity: PositiveFloat, peak_flops: PositiveFloat, bandwidth: PositiveFloat) -> float:
     """The roofline itself: FLOP/s attainable at ``intensity`` FLOPs/byte, ``min(peak, intensity * bandwidth)``."""
-    intensity = check_positive("intensity", intensity)
-    return min(check_positive("peak_flops", peak_flops), intensity * check_positive("bandwidth", bandwidth))
+    return min(peak_flops, intensity * bandwidth)
 
 
-def matmul_flops(B: int, D: int, F: int) -> float:
+@checked
+def matmul_flops(B: PositiveInt, D: PositiveInt, F: PositiveInt) -> float:
     """FLOPs of ``[B, D] @ [D, F]``: one multiply and one add per (b, d, f), ``2·B·D·F``."""
-    B, D, F = (check_positive(n, v, integer=True) for n, v in (("B", B), ("D", D), ("F", F)))
     return 2.0 * B * D * F
 
 
-def matmul_bytes(B: int, D: int, F: int, x_dtype: str = "bf16", w_dtype: str = "bf16",
-                 out_dtype: str = "bf16") -> float:
+@checked
+def matmul_bytes(B: PositiveInt, D: PositiveInt, F: PositiveInt, x_dtype: DTypeName = "bf16",
+                 w_dtype: DTypeName = "bf16", out_dtype: DTypeName = "bf16") -> float:
     """Bytes to read ``x[B, D]`` and ``w[D, F]`` and write ``out[B, F]`` once each."""
-    B, D, F = (check_positive(n, v, integer=True) for n, v in (("B", B), ("D", D), ("F", F)))
-    return (B * D * dtype_bytes(x_dtype, "x_dtype") + D * F * dtype_bytes(w_dtype, "w_dtype")
-            + B * F * dtype_bytes(out_dtype, "out_dtype"))
+    return B * D * dtype_bytes(x_dtype) + D * F * dtype_bytes(w_dtype) + B * F * dtype_bytes(out_dtype)
 
 
-def matmul_intensity(B: int, D: int, F: int, x_dtype: str = "bf16", w_dtype: str = "bf16",
-                     out_dtype: str = "bf16") -> float:
+@checked
+def matmul_intensity(B: PositiveInt, D: PositiveInt, F: PositiveInt, x_dtype: DTypeName = "bf16",
+                     w_dtype: DTypeName = "bf16", out_dtype: DTypeName = "bf16") -> float:
     """Arithmetic intensity of ``[B, D] @ [D, F]`` in FLOPs/byte (tends to ``B`` in bf16 when ``B ≪ D, F``)."""
     return matmul_flops(B, D, F) / matmul_bytes(B, D, F, x_dtype, w_dtype, out_dtype)
 
 
-def compute_time(flops: float, chip, dtype: str = "bf16") -> float:
+@checked
+def compute_time(flops: NonNegativeFloat, chip, dtype: DTypeName = "bf16") -> float:
     """Seconds to perform ``flops`` FLOPs at ``chip``'s peak matmul rate for ``dtype`` (``flops / peak``): the
     ``T_math`` of a roofline, for when no bytes are counted."""
-    flops = check_positive("flops", flops, allow_zero=True)
     return flops / get_chip(chip).peak_flops(dtype)
 
 
-def memory_time(nbytes: float, chip, bandwidth="hbm") -> float:
+@checked
+def memory_time(nbytes: NonNegativeFloat, chip, bandwidth: _Bandwidth = "hbm") -> float:
     """Seconds to move ``nbytes`` bytes over ``chip``'s ``bandwidth`` (a kind such as ``"hbm"``, or bytes/s):
     the ``T_comms`` of a roofline."""
-    nbytes = check_positive("nbytes", nbytes, allow_zero=True)
     c = get_chip(chip)
-    bw = (c.bandwidth(check_choice("bandwidth", bandwidth, BANDWIDTH_KINDS)) if isinstance(bandwidth, str)
-          else check_positive("bandwidth", bandwidth))
-    return nbytes / bw
+    return nbytes / (c.bandwidth(bandwidth) if isinstance(bandwidth, str) else bandwidth)
 
 
-def matmul_time(B: int, D: int, F: int, chip, dtype: str = "bf16", w_dtype: str | None = None,
-                out_dtype: str | None = None) -> RooflineTime:
+@checked
+def matmul_time(B: PositiveInt, D: PositiveInt, F: PositiveInt, chip, dtype: DTypeName = "bf16",
+                w_dtype: DTypeName | None = None, out_dtype: DTypeName | None = None) -> RooflineTime:
     """Roofline of ``x[B, D] @ w[D, F]`` on ``chip`` against HBM.
 
     ``dtype`` is the compute dtype (it picks the peak FLOP/s) and the dtype of ``x``; ``w_dtype`` (default ``dtype``)
@@ -100,14 +136,14 @@ def matmul_time(B: int, D: int, F: int, chip, dtype: str = "bf16", w_dtype: str 
     ``matmul_time(B, D, F, "v5e", dtype="bf16", w_dtype="int8")``.
     """
     c = get_chip(chip)
-    dtype = canonical_dtype(dtype)
-    w_dtype = canonical_dtype(w_dtype, "w_dtype") if w_dtype is not None else dtype
-    out_dtype = canonical_dtype(out_dtype, "out_dtype") if out_dtype is not None else dtype
+    w_dtype = w_dtype if w_dtype is not None else dtype
+    out_dtype = out_dtype if out_dtype is not None else dtype
     return roofline(matmul_flops(B, D, F), matmul_bytes(B, D, F, dtype, w_dtype, out_dtype),
                     c.peak_flops(dtype), c.hbm_bw)
 
 
-def critical_batch_size(chip, compute_dtype: str = "bf16", weight_dtype: str | None = None) -> float:
+@checked
+def critical_batch_size(chip, compute_dtype: DTypeName = "bf16", weight_dtype: DTypeName | None = None) -> float:
     """Token batch above which a weight-streaming matmul (``B ≪ D, F``) is compute-bound on ``chip``.
 
     With ``B ≪ D, F`` the bytes are dominated by the weights, ``D·F·w_bytes``, and the FLOPs are ``2·B·D·F``, so
@@ -116,13 +152,13 @@ def critical_batch_size(chip, compute_dtype: str = "bf16", weight_dtype: str | N
     and 240 again for int8 throughout (twice the OP/s, half the bytes).
     """
     c = get_chip(chip)
-    compute_dtype = canonical_dtype(compute_dtype, "compute_dtype")
-    weight_dtype = canonical_dtype(weight_dtype, "weight_dtype") if weight_dtype is not None else compute_dtype
+    weight_dtype = weight_dtype if weight_dtype is not None else compute_dtype
     return c.peak_flops(compute_dtype) * dtype_bytes(weight_dtype) / (2.0 * c.hbm_bw)
 
 
-def sharded_contraction_time(B: int, D: int, F: int, chip, n_chips: int = 2, dtype: str = "bf16",
-                             link: str = "ici_oneway") -> RooflineTime:
+@checked
+def sharded_contraction_time(B: PositiveInt, D: PositiveInt, F: PositiveInt, chip, n_chips: PositiveInt = 2,
+                             dtype: DTypeName = "bf16", link: _LinkKind = "ici_oneway") -> RooflineTime:
     """Network roofline of ``x[B, D] @ w[D, F]`` with ``D`` split over ``n_chips`` chips (Chapter 1).
 
     Each chip multiplies its ``D / n`` slice (``2·B·D·F / n`` FLOPs) and then its ``B × F`` partial sum
@@ -134,15 +170,11 @@ def sharded_contraction_time(B: int, D: int, F: int, chip, n_chips: int = 2, dty
     a v5e, for two chips): the threshold depends on the model dimension ``D``, not the batch.
     """
     c = get_chip(chip)
-    B, D, F = (check_positive(n, v, integer=True) for n, v in (("B", B), ("D", D), ("F", F)))
-    n = check_positive("n_chips", n_chips, integer=True)
-    if n < 2:
+    if n_chips < 2:
         raise ValueError(f"n_chips must be >= 2 for a sharded contraction; got {n_chips}")
-    if D % n:
-        raise ValueError(f"D={D} must be divisible by n_chips={n}")
-    dtype = canonical_dtype(dtype)
-    link = check_choice("link", link, BANDWIDTH_KINDS)
-    flops = matmul_flops(B, D, F) / n
+    if D % n_chips:
+        raise ValueError(f"D={D} must be divisible by n_chips={n_chips}")
+    flops = matmul_flops(B, D, F) / n_chips
     nbytes = B * F * dtype_bytes(dtype)
     return roofline(flops, nbytes, c.peak_flops(dtype), c.bandwidth(link))
 
@@ -152,21 +184,20 @@ def sharded_contraction_time(B: int, D: int, F: int, chip, n_chips: int = 2, dty
 # --------------------------------------------------------------------------------------------------------------
 #: Largest batch :func:`smallest_compute_bound_batch` searches by default.
 BATCH_SEARCH_LIMIT = 2**24
+#: Largest ``limit`` :func:`smallest_compute_bound_batch` accepts: its bisection takes ``log2(limit)`` roofline
+#: evaluations (62 at the cap, well under a millisecond each).
+MAX_BATCH_SEARCH_LIMIT = 2**62
 
 
-def smallest_compute_bound_batch(D: int, F: int, chip="v5e", dtype: str = "bf16", limit: int = BATCH_SEARCH_LIMIT,
-                                 w_dtype: str | None = None) -> int:
+@checked
+def smallest_compute_bound_batch(D: PositiveInt, F: PositiveInt, chip="v5e", dtype: DTypeName = "bf16",
+                                 limit: capped(MAX_BATCH_SEARCH_LIMIT) = BATCH_SEARCH_LIMIT,
+                                 w_dtype: DTypeName | None = None) -> int:
     """Smallest token batch ``B`` for which ``x[B, D] @ w[D, F]`` is compute-bound on ``chip`` (exact byte
     count, activations and output included; see :func:`matmul_time`). ``dtype`` is the activation and compute
     dtype, ``w_dtype`` (default ``dtype``) the stored weights'. A bisection over ``1 .. limit``; raises
     ``ValueError`` if no batch up to ``limit`` is compute-bound (small ``D`` or ``F`` never are)."""
-    D = check_positive("D", D, integer=True)
-    F = check_positive("F", F, integer=True)
-    limit = check_positive("limit", limit, integer=True, maximum=2**62)
     get_chip(chip)
-    canonical_dtype(dtype)
-    if w_dtype is not None:
-        canonical_dtype(w_dtype, "w_dtype")
 
     def compute_bound(b: int) -> bool:
         return matmul_time(b, D, F, chip, dtype=dtype, w_dtype=w_dtype).bound == "compute"
@@ -184,19 +215,17 @@ def smallest_compute_bound_batch(D: int, F: int, chip="v5e", dtype: str = "bf16"
     return hi
 
 
-def crossover_batch(D: int, F: int, chip="v5e", dtype: str = "bf16", bandwidth="hbm") -> float:
+@checked
+def crossover_batch(D: PositiveInt, F: PositiveInt, chip="v5e", dtype: DTypeName = "bf16",
+                    bandwidth: _Bandwidth = "hbm") -> float:
     """The closed form behind :func:`smallest_compute_bound_batch`: the (real) batch at which
     ``x[B, D] @ w[D, F]`` (all in ``dtype``) has ``T_math = T_comms`` against ``bandwidth`` (a kind, or bytes/s).
 
     ``2·B·D·F / C = (D·F + B·(D + F))·b / W``  gives  ``B = (D·F·b / W) / (2·D·F / C − (D + F)·b / W)``.
     Raises ``ValueError`` when no batch is compute-bound (the denominator is not positive).
     """
-    D = check_positive("D", D, integer=True)
-    F = check_positive("F", F, integer=True)
     c = get_chip(chip)
-    dtype = canonical_dtype(dtype)
-    w = (c.bandwidth(check_choice("bandwidth", bandwidth, BANDWIDTH_KINDS)) if isinstance(bandwidth, str)
-         else check_positive("bandwidth", bandwidth))
+    w = c.bandwidth(bandwidth) if isinstance(bandwidth, str) else bandwidth
     b = dtype_bytes(dtype)
     denom = 2 * D * F / c.peak_flops(dtype) - (D + F) * b / w
     if denom <= 0:
@@ -205,27 +234,29 @@ def crossover_batch(D: int, F: int, chip="v5e", dtype: str = "bf16", bandwidth="
     return (D * F * b / w) / denom
 
 
-def per_example_weights_time(B: int, D: int, F: int, chip="v5e", dtype: str = "int8") -> RooflineTime:
+@checked
+def per_example_weights_time(B: PositiveInt, D: PositiveInt, F: PositiveInt, chip="v5e",
+                             dtype: DTypeName = "int8") -> RooflineTime:
     """Roofline of ``x[B, D] @ w[B, D, F]`` (every example has its own weights): ``2·B·D·F`` FLOPs over
     ``B·D + B·D·F + B·F`` elements, so the intensity stays below 2 FLOPs/element however large ``B``."""
-    B, D, F = (check_positive(n, v, integer=True) for n, v in (("B", B), ("D", D), ("F", F)))
     nbytes = (B * D + B * D * F + B * F) * dtype_bytes(dtype)
     c = get_chip(chip)
     return roofline(matmul_flops(B, D, F), nbytes, c.peak_flops(dtype), c.hbm_bw)
 
 
-def elementwise_add_time(N: int, chip="v5e", dtype: str = "bf16") -> RooflineTime:
+@checked
+def elementwise_add_time(N: PositiveInt, chip="v5e", dtype: DTypeName = "bf16") -> RooflineTime:
     """Roofline of ``z = x + y`` on ``[N]`` vectors against HBM: ``N`` FLOPs; reads two vectors and writes one.
 
     The FLOPs are timed at the chip's matmul peak, as the scaling book does; they actually run on the VPU,
     whose peak is far lower (:func:`tpu_notes.systolic.vpu_flops`), which only makes the op more bandwidth-bound.
     """
-    N = check_positive("N", N, integer=True)
     c = get_chip(chip)
     return roofline(float(N), 3 * N * dtype_bytes(dtype), c.peak_flops(dtype), c.hbm_bw)
 
 
-def tiled_matmul_intensity(bm: int, bn: int, dtype: str = "bf16") -> float:
+@checked
+def tiled_matmul_intensity(bm: PositiveInt, bn: PositiveInt, dtype: DTypeName = "bf16") -> float:
     """Arithmetic intensity (FLOPs per byte) that memory sees when a matmul ``[M, K] x [K, N]`` is computed in
     output tiles of ``bm × bn``: each tile streams a ``[bm, K]`` strip of the left operand and a ``[K, bn]`` strip
     of the right one through on-chip memory, doing ``2·bm·bn·K`` FLOPs over ``(bm + bn)·K`` elements, so
@@ -234,6 +265,4 @@ def tiled_matmul_intensity(bm: int, bn: int, dtype: str = "bf16") -> float:
 
     whatever ``M``, ``N`` and ``K`` (output writes, amortised over ``K``, are left out). A matmul too big for
     on-chip memory is only as compute-bound as its tiles: they must satisfy this > ``C / W`` (Chapter 1)."""
-    bm = check_positive("bm", bm, integer=True)
-    bn = check_positive("bn", bn, integer=True)
     return 2.0 * bm * bn / ((bm + bn) * dtype_bytes(dtype))

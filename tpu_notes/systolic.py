@@ -25,19 +25,29 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 
-from .units import check_positive
+from .hardware import get_chip
+from .units import Positive, PositiveInt, capped, checked
 
-#: Most weight tiles :func:`tile_schedule` lists (it builds one entry per tile).
+#: Most weight tiles :func:`tile_schedule` lists (it builds one entry per tile; well under a second at the cap).
 MAX_TILES = 2**20
-#: Largest array edge the simulator builds (PEs per side).
-MAX_ARRAY_SIZE = 1024
-#: Most PE-cycles (``S² × cycles``) :func:`simulate_matmul` simulates: about a minute of numpy on one core.
-MAX_PE_CYCLES = 2**28
+#: Largest array edge the simulator builds (PEs per side): the largest MXU (256 × 256, v6e). The smallest product
+#: on an array this size, ``3·S`` cycles of ``S²`` PEs, fits :data:`MAX_PE_CYCLES` and runs in about a second.
+MAX_ARRAY_SIZE = 256
+#: Most PE-cycles (``S² × cycles``) :func:`simulate_matmul` simulates: a few seconds of numpy on one core
+#: (about 30 ns per PE-cycle).
+MAX_PE_CYCLES = 2**26
+#: Most cycles :func:`simulate_matmul` simulates, whatever the array size: each costs tens of microseconds of
+#: Python even on a tiny array, so this bounds a long stream of rows (a second or two at the cap).
+MAX_CYCLES = 2**15
 #: Most cycles :func:`simulate_matmul` records as snapshots.
 MAX_RECORD_CYCLES = 4096
+#: Most PE-cycles it records (``S²`` × recorded cycles; four float64/int64 ``S × S`` arrays per cycle, 32 bytes
+#: per PE-cycle: 128 MiB at the cap).
+MAX_RECORD_PE_CYCLES = 2**22
 
 
 @dataclass(frozen=True)
@@ -70,15 +80,14 @@ class SystolicResult:
                 f"n_tiles={self.n_tiles}, utilization={self.utilization:.3f})")
 
 
-def tile_schedule(n_tiles: int, rows: int, array_size: int) -> tuple[int, ...]:
+@checked
+def tile_schedule(n_tiles: capped(MAX_TILES), rows: PositiveInt, array_size: PositiveInt) -> tuple[int, ...]:
     """Cycle at which each weight tile starts streaming, with one weight loader and a shadow weight buffer.
 
     Loading a tile takes ``array_size`` cycles (one row per cycle). Tile ``τ + 1`` may load while tile ``τ`` streams,
     and streams once it is loaded and tile ``τ``'s ``rows`` rows have entered: ``start_τ = S + τ · max(rows, S)``.
     """
-    n_tiles = check_positive("n_tiles", n_tiles, integer=True, maximum=MAX_TILES)
-    rows = check_positive("rows", rows, integer=True)
-    s = check_positive("array_size", array_size, integer=True)
+    s = array_size
     starts = []
     load_end = s                        # tile 0 loads on cycles 0 .. S-1
     start = s
@@ -91,45 +100,45 @@ def tile_schedule(n_tiles: int, rows: int, array_size: int) -> tuple[int, ...]:
     return tuple(starts)
 
 
-def predicted_cycles(M: int, K: int, N: int, array_size: int = 128) -> int:
+@checked
+def predicted_cycles(M: PositiveInt, K: PositiveInt, N: PositiveInt, array_size: PositiveInt = 128) -> int:
     """Closed-form cycle count of :func:`simulate_matmul` for ``[M, K] @ [K, N]`` on an ``S × S`` array.
 
     ``T = ceil(K/S)·ceil(N/S)`` tiles; ``cycles = S + (T - 1)·max(M, S) + M + 2S - 2``.
     """
-    M, K, N = (check_positive(n, v, integer=True) for n, v in (("M", M), ("K", K), ("N", N)))
-    s = check_positive("array_size", array_size, integer=True)
+    s = array_size
     T = math.ceil(K / s) * math.ceil(N / s)
     return s + (T - 1) * max(M, s) + M + 2 * s - 2
 
 
-def padded_dim(n: int, mxu_size: int = 128) -> int:
+@checked
+def padded_dim(n: PositiveInt, mxu_size: PositiveInt = 128) -> int:
     """``n`` rounded up to a multiple of the MXU edge: what the hardware actually multiplies."""
-    n = check_positive("n", n, integer=True)
-    s = check_positive("mxu_size", mxu_size, integer=True)
-    return math.ceil(n / s) * s
+    return math.ceil(n / mxu_size) * mxu_size
 
 
-def padding_efficiency(K: int, N: int, mxu_size: int = 128) -> float:
+@checked
+def padding_efficiency(K: PositiveInt, N: PositiveInt, mxu_size: PositiveInt = 128) -> float:
     """Fraction of the MXU's multiply-adds that are useful for a ``[·, K] @ [K, N]`` matmul whose weight dimensions
     are padded to multiples of ``mxu_size``: ``K·N / (padded K · padded N)``."""
-    K = check_positive("K", K, integer=True)
-    N = check_positive("N", N, integer=True)
     return (K * N) / (padded_dim(K, mxu_size) * padded_dim(N, mxu_size))
 
 
-def simulate_matmul(a, b, array_size: int = 128, record_cycles: int = 0) -> SystolicResult:
+@checked
+def simulate_matmul(a, b, array_size: capped(MAX_ARRAY_SIZE) = 128,
+                    record_cycles: Annotated[int, Positive(integer=True, allow_zero=True,
+                                                           maximum=MAX_RECORD_CYCLES)] = 0) -> SystolicResult:
     """Multiply ``a[M, K] @ b[K, N]`` the way a weight-stationary MXU does, one clock cycle at a time.
 
     ``b`` is cut into ``S × S`` weight tiles (zero-padded to multiples of ``S = array_size``), ordered by output column
     block then contraction block; all ``M`` rows of ``a`` stream past each tile. ``record_cycles`` keeps a
     :class:`Snapshot` of the first that many cycles (for :func:`tpu_notes.plots.systolic_steps`). Arithmetic is done in
     float64, so the output matches ``a @ b`` to rounding. The simulation is bounded: ``array_size`` at most
-    :data:`MAX_ARRAY_SIZE`, ``S² × cycles`` at most :data:`MAX_PE_CYCLES` (use :func:`predicted_cycles` beyond),
-    ``record_cycles`` at most :data:`MAX_RECORD_CYCLES`.
+    :data:`MAX_ARRAY_SIZE`, the cycles at most :data:`MAX_CYCLES` and ``S² × cycles`` at most :data:`MAX_PE_CYCLES`
+    (use :func:`predicted_cycles` beyond), ``record_cycles`` at most :data:`MAX_RECORD_CYCLES` and the recorded
+    ``S² × cycles`` at most :data:`MAX_RECORD_PE_CYCLES`: a call at the caps runs in seconds.
     """
-    s = check_positive("array_size", array_size, integer=True, maximum=MAX_ARRAY_SIZE)
-    record_cycles = check_positive("record_cycles", record_cycles, integer=True, allow_zero=True,
-                                   maximum=MAX_RECORD_CYCLES)
+    s = array_size
     arrays = []
     for name, m in (("a", a), ("b", b)):
         if isinstance(m, (str, bytes)) or m is None:
@@ -152,9 +161,16 @@ def simulate_matmul(a, b, array_size: int = 128, record_cycles: int = 0) -> Syst
         raise ValueError(f"a and b must be non-empty; got shapes {a.shape} and {b.shape}")
 
     expected = predicted_cycles(M, K, N, s)
+    if expected > MAX_CYCLES:
+        raise ValueError(f"a is {a.shape} and b is {b.shape}: simulating {expected:,} cycles exceeds "
+                         f"MAX_CYCLES={MAX_CYCLES:,}; use predicted_cycles for large shapes")
     if s * s * expected > MAX_PE_CYCLES:
         raise ValueError(f"a is {a.shape} and b is {b.shape}: simulating {expected:,} cycles of a {s}x{s} array "
                          f"exceeds MAX_PE_CYCLES={MAX_PE_CYCLES:,}; use predicted_cycles for large shapes")
+    if s * s * min(record_cycles, expected) > MAX_RECORD_PE_CYCLES:
+        raise ValueError(f"record_cycles={record_cycles} on a {s}x{s} array would record "
+                         f"{s * s * min(record_cycles, expected):,} PE-cycles, more than "
+                         f"MAX_RECORD_PE_CYCLES={MAX_RECORD_PE_CYCLES:,}; record fewer cycles")
     kt, nt = math.ceil(K / s), math.ceil(N / s)
     Kp, Np = kt * s, nt * s
     a_pad = np.zeros((M, Kp))
@@ -169,12 +185,23 @@ def simulate_matmul(a, b, array_size: int = 128, record_cycles: int = 0) -> Syst
     tile_n = np.array([nb for nb, _ in order])
 
     starts = tile_schedule(T, M, s)
-    # Feed schedule at the left edge: entry_cycle[τ, m] is when row m of tile τ enters row 0 of the array.
-    entry = {}
+    # Feed schedule at the left edge: on cycle c, row entry_m[c] of tile entry_tau[c] enters row 0 of the array
+    # (-1: nothing enters). Tiles start at least M cycles apart, so no two rows enter on the same cycle.
+    last_entry = starts[-1] + M - 1
+    entry_tau = np.full(last_entry + 1, -1, dtype=np.int64)
+    entry_m = np.full(last_entry + 1, -1, dtype=np.int64)
     for tau, st in enumerate(starts):
-        for m in range(M):
-            entry[st + m] = (tau, m)
-    last_entry = max(entry)
+        entry_tau[st:st + M] = tau
+        entry_m[st:st + M] = np.arange(M)
+    # The skewed input of every cycle, worked out up front: on cycle t, row i of the left column receives the job
+    # that entered row 0 on cycle t - i (feed_row/feed_tile -1 and feed_x 0 where none does).
+    n_feed = last_entry + s
+    entered = np.arange(n_feed)[:, None] - np.arange(s)[None, :]          # [n_feed, S]
+    inside = (entered >= 0) & (entered <= last_entry)
+    feed_tile = np.where(inside, entry_tau[np.clip(entered, 0, last_entry)], -1)
+    feed_row = np.where(feed_tile >= 0, entry_m[np.clip(entered, 0, last_entry)], -1)
+    cols = np.where(feed_tile >= 0, tile_k[np.maximum(feed_tile, 0)] * s + np.arange(s)[None, :], 0)
+    feed_x = np.where(feed_tile >= 0, a_pad[np.maximum(feed_row, 0), cols], 0.0)
 
     x_reg = np.zeros((s, s))
     row_reg = np.full((s, s), -1, dtype=np.int64)    # tag: streamed row index, -1 = empty
@@ -190,25 +217,19 @@ def simulate_matmul(a, b, array_size: int = 128, record_cycles: int = 0) -> Syst
         x_reg[:, 1:] = x_reg[:, :-1]
         row_reg[:, 1:] = row_reg[:, :-1]
         tile_reg[:, 1:] = tile_reg[:, :-1]
-        x_reg[:, 0] = 0.0
-        row_reg[:, 0] = -1
-        tile_reg[:, 0] = -1
-        for i in range(s):
-            job = entry.get(t - i)        # row i sees the job that entered row 0 i cycles earlier
-            if job is not None:
-                tau, m = job
-                x_reg[i, 0] = a_pad[m, tile_k[tau] * s + i]
-                row_reg[i, 0] = m
-                tile_reg[i, 0] = tau
+        if t < n_feed:
+            x_reg[:, 0], row_reg[:, 0], tile_reg[:, 0] = feed_x[t], feed_row[t], feed_tile[t]
+        else:
+            x_reg[:, 0], row_reg[:, 0], tile_reg[:, 0] = 0.0, -1, -1
         # 2. every busy PE multiplies by the weight of its datum's tile and adds the sum arriving from above.
         busy = row_reg >= 0
         w = np.where(busy, w_tiles[np.where(busy, tile_reg, 0), ii, jj], 0.0)
         above = np.vstack([np.zeros((1, s)), psum[:-1, :]])
         psum = np.where(busy, above + x_reg * w, 0.0)
         # 3. the bottom row's sums are finished dot products: accumulate them into the output buffer.
-        for j in np.nonzero(busy[s - 1])[0]:
-            tau, m = tile_reg[s - 1, j], row_reg[s - 1, j]
-            acc[m, tile_n[tau] * s + j] += psum[s - 1, j]
+        #    (one result per column, so no output element is hit twice in a cycle)
+        j = np.nonzero(busy[s - 1])[0]
+        acc[row_reg[s - 1, j], tile_n[tile_reg[s - 1, j]] * s + j] += psum[s - 1, j]
         if t < record_cycles:
             snapshots.append(Snapshot(cycle=t, x=np.where(busy, x_reg, np.nan),
                                       psum=np.where(busy, psum, np.nan), row=row_reg.copy(),
@@ -224,18 +245,15 @@ def simulate_matmul(a, b, array_size: int = 128, record_cycles: int = 0) -> Syst
                           snapshots=tuple(snapshots))
 
 
-def mxu_flops_per_cycle(mxu_size: int = 128, rows: int = 8) -> float:
+@checked
+def mxu_flops_per_cycle(mxu_size: PositiveInt = 128, rows: PositiveInt = 8) -> float:
     """FLOPs per cycle of one MXU: a ``[rows, S] @ [S, S]`` step (``2·rows·S²`` FLOPs) takes ``rows`` cycles in
     steady state, so ``2·S²`` FLOPs per cycle (32 768 for a 128 × 128 array, 4× that for 256 × 256)."""
-    s = check_positive("mxu_size", mxu_size, integer=True)
-    rows = check_positive("rows", rows, integer=True)
-    return 2.0 * rows * s * s / rows
+    return 2.0 * rows * mxu_size * mxu_size / rows
 
 
 def derived_peak_flops(chip) -> float:
     """Peak bf16 FLOP/s of a TPU from its parts: cores × MXUs per core × FLOPs per cycle per MXU × clock (Hz)."""
-    from .hardware import get_chip
-
     c = get_chip(chip)
     missing = [f for f in ("cores_per_chip", "mxus_per_core", "clock_hz", "mxu_size") if getattr(c, f) is None]
     if missing:
@@ -244,12 +262,12 @@ def derived_peak_flops(chip) -> float:
     return c.cores_per_chip * c.mxus_per_core * mxu_flops_per_cycle(c.mxu_size) * c.clock_hz
 
 
-def vpu_flops(chip, sublanes: int = 8, lanes: int = 128, alus_per_lane: int | None = None) -> float:
+@checked
+def vpu_flops(chip, sublanes: PositiveInt = 8, lanes: PositiveInt = 128,
+              alus_per_lane: PositiveInt | None = None) -> float:
     """VPU throughput of one TensorCore in FLOP/s: ``sublanes × lanes × ALUs per lane × clock`` (one op per ALU per
     cycle; 4 ALUs per lane on v5p, 2 on v4). Elementwise work runs here, in fp32. ``alus_per_lane`` defaults to the
     chip's ``vpu_alus_per_lane`` (raises ``ValueError`` naming it where the table has none, e.g. v5e)."""
-    from .hardware import get_chip
-
     c = get_chip(chip)
     if c.clock_hz is None:
         raise ValueError(f"chip {c.name!r} has no clock_hz in tpu_notes.hardware; use e.g. 'v4p' or 'v5p'")
@@ -258,16 +276,12 @@ def vpu_flops(chip, sublanes: int = 8, lanes: int = 128, alus_per_lane: int | No
             raise ValueError(f"chip {c.name!r} has no vpu_alus_per_lane in tpu_notes.hardware; pass alus_per_lane "
                              "or use e.g. 'v4p' or 'v5p'")
         alus_per_lane = c.vpu_alus_per_lane
-    for n, v in (("sublanes", sublanes), ("lanes", lanes), ("alus_per_lane", alus_per_lane)):
-        check_positive(n, v, integer=True)
     return float(sublanes * lanes * alus_per_lane) * c.clock_hz
 
 
 def vreg_file_bytes(chip) -> int:
     """Bytes of one TensorCore's vector registers: ``vregs_per_core`` registers of 8 × 128 32-bit words (4 KiB)
     each, 256 KiB on v5p (Chapter 2's appendix). Raises ``ValueError`` where the table has no count."""
-    from .hardware import get_chip
-
     c = get_chip(chip)
     if c.vregs_per_core is None:
         raise ValueError(f"chip {c.name!r} has no vregs_per_core in tpu_notes.hardware; use e.g. 'v4p' or 'v5p'")

@@ -6,9 +6,17 @@ statements are the module constants below, so the notebook and the checker canno
 from __future__ import annotations
 
 from ..hardware import get_chip
-from ..roofline import matmul_bytes, matmul_flops, matmul_time, critical_batch_size
-# The modelling lives in tpu_notes.roofline; these names stay importable from here for old notebooks.
-from ..roofline import elementwise_add_time, per_example_weights_time, smallest_compute_bound_batch  # noqa: F401
+
+# The modelling lives in tpu_notes.roofline; these names also stay importable from here for old notebooks.
+from ..roofline import (
+    critical_batch_size,
+    elementwise_add_time,
+    matmul_bytes,
+    matmul_flops,
+    matmul_time,
+    per_example_weights_time,
+    smallest_compute_bound_batch,
+)
 from . import Exercise, register
 
 #: Exercise 1: an int8 matmul x[B, D] @ w[D, F] -> out[B, F] (all int8) on a TPU v5e.

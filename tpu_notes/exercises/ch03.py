@@ -6,6 +6,10 @@ collectives, roofline, topology, hardware); the statements are in the notebook. 
 """
 from __future__ import annotations
 
+from .. import collectives as c
+from .. import roofline, sharding
+from ..hardware import get_chip
+from ..topology import Slice
 from . import Exercise, register
 
 # ---- 3.1 (book pop quiz 1): memory of an int8 array sharded over two of three mesh axes ------------------------
@@ -13,8 +17,6 @@ _POP1 = dict(text="A[I_XY, J]", sizes={"I": 128, "J": 2048}, mesh={"X": 2, "Y": 
 
 
 def _q1():
-    from tpu_notes import sharding
-
     a = sharding.parse(_POP1["text"])
     return [a.bytes_per_device(_POP1["sizes"], _POP1["mesh"], "int8"),
             a.total_bytes(_POP1["sizes"], _POP1["mesh"], "int8")]
@@ -30,10 +32,6 @@ _POP2 = dict(mesh={"X": 8, "Y": 4})
 
 
 def _v5e_gather(E, F, wraparound):
-    from tpu_notes import collectives as c, sharding
-    from tpu_notes.hardware import get_chip
-    from tpu_notes.topology import Slice
-
     v = sharding.parse("A[E, F]").bytes_per_device({"E": E, "F": F}, _POP2["mesh"])   # gathered bf16[E, F]
     if wraparound:   # as if the 4-long axis closed into a ring
         return c.all_gather_time(v, 4, get_chip("v5e").ici_bw_bidi).total
@@ -60,8 +58,6 @@ register(Exercise(id="ch03.q3", title="a small AllGather on a v5e 8x4 (book pop 
 
 # ---- 3.4 (book Q1) ----------------------------------------------------------------------------------------------
 def _q4():
-    from tpu_notes import sharding
-
     return float(sharding.parse("A[I_X, J, K]").replication({"X": 4, "Y": 8, "Z": 2}))
 
 
@@ -74,9 +70,6 @@ _Q5 = dict(sizes={"B": 1024, "D": 4096}, mesh={"X": 4, "Y": 4, "Z": 4})
 
 
 def _q5():
-    from tpu_notes import sharding
-    from tpu_notes.topology import Slice
-
     sizes, mesh = _Q5["sizes"], _Q5["mesh"]
     sl = Slice("v4p", (4, 4, 4))      # every axis of 4 wraps around on a v4p cube
 
@@ -97,9 +90,6 @@ register(Exercise(id="ch03.q5", title="AllGather and AllReduce on a v4p 4x4x4 (b
 
 # ---- 3.6 (book Q3) ----------------------------------------------------------------------------------------------
 def _q6():
-    from tpu_notes import sharding
-    from tpu_notes.topology import Slice
-
     sl = Slice("v4p", (4, 4, 4))
     mesh = {"X": 4, "Y": 4, "Z": 4}
     tiny = sharding.parse("A[B]").bytes_per_device({"B": 128}, mesh)              # bf16[128], gathered over X
@@ -117,9 +107,6 @@ _Q7 = dict(sizes={"B": 512, "D": 8192, "F": 32768}, mesh={"X": 4})
 
 
 def _q7():
-    from tpu_notes import collectives as c, roofline, sharding
-    from tpu_notes.hardware import get_chip
-
     chip = get_chip("v5p")
     sizes, mesh = _Q7["sizes"], _Q7["mesh"]
     w = sharding.parse("W[D_X, F]")
@@ -147,14 +134,10 @@ Q8_LAYOUTS = {"rows": ("A[I_XYZ, J]", "B[J, K]"), "cols": ("A[I, J]", "B[J, K_XY
 
 def q8_plans():
     """The plan of each Q8 layout (used by the notebook to print the steps)."""
-    from tpu_notes import sharding
-
     return {k: sharding.matmul_plan(a, b, "C[I, K]", **_Q8) for k, (a, b) in Q8_LAYOUTS.items()}
 
 
 def _q8():
-    from tpu_notes.topology import Slice
-
     sl = Slice("v5p", (4, 4, 4))
     return {k: p.total_time(sl) for k, p in q8_plans().items()}
 
@@ -175,14 +158,10 @@ Q9_LAYOUTS = {"a": ("A[I_X, J_Y]", "B[J_Y, K]", "C[I_X, K]"),
 
 def q9_plans():
     """The plan of each Q9 layout (used by the notebook to print the steps)."""
-    from tpu_notes import sharding
-
     return {k: sharding.matmul_plan(*layout, **_Q9) for k, layout in Q9_LAYOUTS.items()}
 
 
 def _q9():
-    from tpu_notes.topology import Slice
-
     sl = Slice("v5e", (4, 4))          # no wraparound: a v5e axis wraps only at 16
     out = {}
     for k, plan in q9_plans().items():
@@ -203,17 +182,12 @@ _Q10 = dict(sizes={"B": 128, "D": 8192, "F": 32768}, mesh={"X": 2, "Y": 2})
 
 
 def _q10_plans():
-    from tpu_notes import sharding
-
     up = sharding.matmul_plan("x[B, D]", "Win[D, F_XY]", "h[B, F_XY]", **_Q10)
     down = sharding.matmul_plan("h[B, F_XY]", "Wout[F_XY, D]", "out[B, D]", **_Q10)
     return up, down
 
 
 def _q10():
-    from tpu_notes import sharding
-    from tpu_notes.topology import Slice
-
     sl = Slice("v5e", (2, 2))
     weights = sum(sharding.parse(w).bytes_per_device(_Q10["sizes"], _Q10["mesh"])
                   for w in ("Win[D, F_XY]", "Wout[F_XY, D]"))
@@ -234,8 +208,6 @@ _Q11 = dict(sizes={"N": 1024, "M": 8192, "K": 2048}, mesh={"X": 8})
 
 
 def _q11():
-    from tpu_notes import sharding
-
     sizes, mesh = _Q11["sizes"], _Q11["mesh"]
     gathered = sharding.parse("A[N, M]").bytes_per_device(sizes, mesh)      # V of AllGather_X(A[N, M_X])
     plan = sharding.matmul_plan("A[N, M_X]", "B[M_X, K]", "C[N_X, K]", mesh=mesh, sizes=sizes)
@@ -255,8 +227,6 @@ _Q12 = dict(n=8, nbytes=4096 * 4096 * 2)
 
 
 def _q12():
-    from tpu_notes import collectives as c
-
     n, v = _Q12["n"], _Q12["nbytes"]
     out = {}
     for way, bidi in (("one_way", False), ("two_way", True)):
@@ -276,9 +246,6 @@ register(Exercise(id="ch03.q12", title="the AllToAll's factor of 4, derived (boo
 
 # ---- our own -----------------------------------------------------------------------------------------------------
 def _q13():
-    from tpu_notes import collectives as c
-    from tpu_notes.hardware import get_chip
-
     w = get_chip("v5p").ici_bw_bidi
     v = 64e6
     ring = c.all_to_all_time(v, 4, w).total
@@ -293,8 +260,6 @@ register(Exercise(id="ch03.q13", title="AllToAll costs (our own)", solve=_q13, u
 
 
 def _q14():
-    from tpu_notes import sharding
-
     plan = sharding.matmul_plan("A[I, J_X]", "B[J_X, K]", "C[I_X, K]", mesh={"X": 8},
                                 sizes={"I": 1024, "J": 4096, "K": 2048})
     (rs,) = plan.collectives
@@ -306,9 +271,6 @@ register(Exercise(id="ch03.q14", title="bytes of a ReduceScatter (our own)", sol
 
 
 def _q15():
-    from tpu_notes import collectives as c
-    from tpu_notes.hardware import get_chip
-
     return c.latency_bound_bytes(8, get_chip("v5e").ici_bw_bidi)
 
 
@@ -317,9 +279,6 @@ register(Exercise(id="ch03.q15", title="smallest bandwidth-bound AllGather (our 
 
 
 def _q16():
-    from tpu_notes import collectives as c, sharding
-    from tpu_notes.hardware import get_chip
-
     sizes, mesh = {"D": 8192, "F": 32768}, {"X": 16}
     v = sharding.parse("W[D, F]").bytes_per_device(sizes, mesh)
     t = c.all_gather_time(v, 16, get_chip("v5p").ici_bw_bidi).total
@@ -334,8 +293,6 @@ _Q17 = dict(sizes={"B": 8192, "D": 8192, "F": 32768}, mesh={"Y": 8})
 
 
 def _q17():
-    from tpu_notes import sharding
-
     up = sharding.matmul_plan("In[B, D_Y]", "Win[D, F_Y]", "H[B, F_Y]", **_Q17)
     down = sharding.matmul_plan("H[B, F_Y]", "Wout[F_Y, D]", "Out[B, D_Y]", **_Q17)
     times = [t for p in (up, down) for t in p.times("v5p")]

@@ -6,13 +6,18 @@ dtype, the exercise asks for both readings (4.3 and 4.5), so the book's number i
 """
 from __future__ import annotations
 
+from ..collectives import all_to_all_time
+from ..hardware import get_chip
+from ..sharding import matmul_plan
+from ..transformer import TransformerConfig, einsum_flops, get_model
+from ..units import dtype_bytes
 from . import Exercise, register
 
 #: The fp8 peak the scaling book's transformers.md (question 7) uses for an H800: 3,026 TFLOP/s with 2:4 sparsity,
 #: halved (facts/hardware.json "H800"). 3,026 TFLOP/s is the spec of the *PCIe* H800 (and H100) card. DeepSeek-V3 ran
 #: on SXM boards (8 GPUs per node joined by NVLink and NVSwitch, arXiv 2412.19437 §3.1), and the H800 SXM is the
-#: H100 SXM die with slower NVLink and FP64, so its dense fp8 peak is the H100 SXM's, ``get_chip("h100").peak_flops("fp8")``
-#: (1,979 TFLOP/s). Exercise 4.13 uses the SXM figure; the chapter prints both.
+#: H100 SXM die with slower NVLink and FP64, so its dense fp8 peak is the H100 SXM's,
+#: ``get_chip("h100").peak_flops("fp8")`` (1,979 TFLOP/s). Exercise 4.13 uses the SXM figure; the chapter prints both.
 BOOK_H800_PCIE_FP8_DENSE_FLOPS = 1.513e15
 #: DeepSeek-V3 training run (arXiv 2412.19437, Table 1 and §3): tokens and H800 GPU-hours (whole run: pre-training,
 #: context extension and post-training), and the pre-training sequence length.
@@ -23,8 +28,6 @@ DEEPSEEK_V3_SEQ_LEN = 4096
 
 # ---- 4.1 (book Q3) ----------------------------------------------------------------------------------------------
 def _q1():
-    from ..transformer import einsum_flops
-
     return einsum_flops("btnh,nhd->btd", b=8, t=1024, n=32, h=128, d=4096)
 
 
@@ -39,8 +42,6 @@ _Q2 = dict(sizes={"B": 4096, "D": 8192, "F": 32768}, mesh={"X": 4, "Y": 8, "Z": 
 
 
 def _q2():
-    from ..sharding import matmul_plan
-
     plan = matmul_plan("In[B_X, D_Y]", "W[D_Y, F]", **_Q2)
     n_devices = 1
     for size in _Q2["mesh"].values():
@@ -59,8 +60,6 @@ register(Exercise(
 # ---- 4.3 (book Q1) ----------------------------------------------------------------------------------------------
 def q3_models():
     """Book Q1's model with its exact sizes, and with the rounded sizes its printed answer uses (D ≈ 4e3, F ≈ 16e3)."""
-    from ..transformer import TransformerConfig
-
     exact = TransformerConfig(d_model=4096, d_ff=4 * 4096, n_layers=64, n_heads=32, n_kv_heads=32, d_head=128,
                               vocab=32_000, name="exercise-4.3")
     rounded = exact.with_(d_model=4000, d_ff=16_000, d_head=125, name="exercise-4.3, rounded sizes")
@@ -86,8 +85,6 @@ register(Exercise(
 
 # ---- 4.4 (book Q5) ----------------------------------------------------------------------------------------------
 def _q4():
-    from ..transformer import TransformerConfig
-
     m = TransformerConfig(d_model=8192, d_ff=4 * 8192, n_layers=1, n_heads=64, n_kv_heads=64, d_head=128,
                           vocab=32_000)
     # attention FLOPs grow linearly in T: solve attention_flops(T) = 2 · (projection weights) per token
@@ -103,8 +100,6 @@ register(Exercise(
 
 # ---- 4.5 (book Q8) ----------------------------------------------------------------------------------------------
 def _q5():
-    from ..transformer import get_model
-
     m = get_model("deepseek-v3")
     return {"active_fraction": m.active_param_count() / m.param_count(),
             "critical_batch_bf16": m.critical_batch("v5e"),
@@ -124,11 +119,6 @@ _Q6 = dict(model="deepseek-v3", chip="v5p", axis=16, tokens_per_chip=4096)
 
 
 def _q6():
-    from ..collectives import all_to_all_time
-    from ..hardware import get_chip
-    from ..transformer import get_model
-    from ..units import dtype_bytes
-
     m, chip, n, b = get_model(_Q6["model"]), get_chip(_Q6["chip"]), _Q6["axis"], _Q6["tokens_per_chip"]
     # every chip sends each of its tokens' activations to the k experts chosen for it: B·k·D bf16 values per chip
     whole = n * b * m.experts_per_token * m.d_model * dtype_bytes("bf16")
@@ -147,8 +137,6 @@ register(Exercise(
 
 # ---- 4.7 (book Q6) and 4.8 (our own): remat --------------------------------------------------------------------
 def _q7():
-    from ..transformer import get_model
-
     m = get_model("llama3-8b")
     T = 8192
     return m.recompute_flops(T, "save_matmul_outputs") / m.flops_per_token(T, training=True)
@@ -162,8 +150,6 @@ register(Exercise(
 
 
 def _q8():
-    from ..transformer import get_model
-
     m = get_model("llama3-8b")
     tokens = 16 * 8192
     return {"none": m.checkpoint_bytes(tokens, "none"), "full_block": m.checkpoint_bytes(tokens, "full_block")}
@@ -178,8 +164,6 @@ register(Exercise(
 
 # ---- 4.9 (our own): the KV cache under MHA, GQA and MQA --------------------------------------------------------
 def _q9():
-    from ..transformer import get_model
-
     m = get_model("llama3-70b")
     mha, mqa = m.with_(n_kv_heads=m.n_heads), m.with_(n_kv_heads=1)
     gqa = m.kv_cache_bytes(32, 8192)
@@ -195,9 +179,6 @@ register(Exercise(
 
 # ---- 4.10 (book Q4) and 4.11 (our own): flash attention --------------------------------------------------------
 def _q10():
-    from ..hardware import get_chip
-    from ..transformer import get_model
-
     m = get_model("llama3-70b")
     # prefill intensity is T·G/(G+1): linear in T, so the compute-bound length is critical intensity / (G/(G+1))
     min_prefill = get_chip("v5e").critical_intensity("bf16") / m.attention_intensity(1, 1)
@@ -213,9 +194,6 @@ register(Exercise(
 
 
 def _q11():
-    from ..transformer import get_model
-    from ..units import dtype_bytes
-
     m = get_model("llama3-70b")
     T = 32768
     return dtype_bytes("fp32") * m.n_heads * T * T
@@ -229,8 +207,6 @@ register(Exercise(
 
 # ---- 4.12 (our own) and 4.13 (book Q7), in the closing Exercises section ----------------------------------------
 def _q12():
-    from ..transformer import get_model
-
     m = get_model("tiny-moe")
     # FLOPs per token of the MoE layers' MLPs: router + k routed + shared experts, forward
     D, Fe = m.d_model, m.expert_ff
@@ -245,9 +221,6 @@ register(Exercise(
 
 
 def _q13():
-    from ..hardware import get_chip
-    from ..transformer import get_model
-
     m = get_model("deepseek-v3")
     useful = m.flops_per_token(DEEPSEEK_V3_SEQ_LEN, training=True) * DEEPSEEK_V3_TOKENS
     available = DEEPSEEK_V3_GPU_HOURS * 3600.0 * get_chip("h100").peak_flops("fp8")   # H800 SXM = H100 SXM compute

@@ -6,6 +6,11 @@ Questions 4–5 are ours: counting a fusion's FLOPs as XLA does, and finding the
 """
 from __future__ import annotations
 
+from ..collectives import reduce_scatter_time
+from ..hardware import get_chip
+from ..hlo import parse_replica_groups
+from ..roofline import compute_time, matmul_flops, roofline
+from ..units import dtype_bytes
 from . import Exercise, register
 
 #: Question 1: the per-device op and the AllReduce's replica groups, as a profile shows them.
@@ -51,37 +56,26 @@ Q5_OPS = (("fusion.12 (attention scores)", 6.9e10, 1.3e9),
 
 
 def _q1():
-    from ..hlo import parse_replica_groups
-
     group = parse_replica_groups(Q1_GROUPS, Q1_DEVICES)[0]
     return Q1_LOCAL_ROWS * len(group)
 
 
 def _q2():
-    from ..roofline import compute_time, matmul_flops
-
     return compute_time(matmul_flops(Q2_BATCH * Q2_SEQ, Q2_D, Q2_F), "v5e") / Q2_CHIPS
 
 
 def _q3():
-    from ..collectives import reduce_scatter_time
-    from ..hardware import get_chip
-    from ..units import dtype_bytes
-
     shard = dtype_bytes("bf16") * (Q2_BATCH // Q3_DATA) * Q2_SEQ * Q2_D
     return reduce_scatter_time(shard, Q3_TENSOR, get_chip("v5e").ici_bw_bidi).total
 
 
 def _q4():
-    from ..profile import op_costs
+    from ..profile import op_costs  # local: tpu_notes.profile imports JAX; loading the exercises must not
 
     return op_costs(Q4_HLO)["f"].flops
 
 
 def _q5():
-    from ..hardware import get_chip
-    from ..roofline import roofline
-
     c = get_chip("v5e")
     return max(roofline(f, b, c.peak_flops("bf16"), c.hbm_bw).lower for _, f, b in Q5_OPS)
 

@@ -1,6 +1,10 @@
 """Exercises of Chapter 12 (ids ch12.*): end-to-end problems that need several chapters at once."""
 from __future__ import annotations
 
+from ..hardware import get_chip
+from ..inference import cost_per_million_tokens, decode_step_time, smallest_topology
+from ..topology import pod
+from ..training import plan, training_cost, training_flops
 from . import Exercise, register
 
 TOKENS = 15e12            # a Llama-3-sized pre-training run
@@ -9,25 +13,17 @@ TRAIN_MFU = 0.45
 
 
 def _q1():
-    from ..hardware import get_chip
-    from ..training import training_flops
-
     c = get_chip("v5p")
     chips = training_flops("llama3-70b", TOKENS) / (DEADLINE_DAYS * 86_400 * c.peak_flops() * TRAIN_MFU)
     return {"chips": chips, "dollars": chips * DEADLINE_DAYS * 24 * c.dollars_per_hour}
 
 
 def _q2():
-    from ..topology import pod
-    from ..training import plan
-
     best = plan("llama3-70b", pod("v5p"), 4 * 2**20, 4096, sequence_sharding=True, matmul_efficiency=0.8)[0]
     return {"tensor": best.parallelism.tensor, "mfu": best.step.mfu}
 
 
 def _q3():
-    from ..inference import cost_per_million_tokens, decode_step_time, smallest_topology
-
     need = dict(batch=32, seq_len=8192, weight_dtype="int8", kv_dtype="int8")
     topo = smallest_topology("llama3-70b", "v5e", **need)
     step = decode_step_time("llama3-70b", "v5e", topo.n_chips, 32, 8192, weight_dtype="int8", kv_dtype="int8")
@@ -35,8 +31,6 @@ def _q3():
 
 
 def _q4():
-    from ..training import training_cost
-
     return {"v5p": training_cost("llama3-70b", TOKENS, "v5p", 0.45),
             "h100": training_cost("llama3-70b", TOKENS, "h100", 0.40)}
 

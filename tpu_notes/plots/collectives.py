@@ -2,20 +2,25 @@
 times against the model."""
 from __future__ import annotations
 
-import matplotlib
+import math
 
-from .style import new_figure, panel_grid
+import matplotlib
+import numpy as np
+
+from ..collectives import (
+    canonical_kind,
+    ring_all_gather_schedule,
+    ring_all_to_all_schedule,
+    ring_reduce_scatter_schedule,
+)
+from ..topology import Slice
+from ..units import fmt
+from .style import figure_and_axes, new_figure, panel_grid
 
 
 def ring_all_gather_figure(n: int = 8, wraparound: bool = True, max_panels: int = 6):
     """A ring AllGather hop by hop: one panel per hop, devices around a circle, each showing which shards it holds
     (from ``tpu_notes.collectives.ring_all_gather_schedule``). Returns the figure."""
-    import math
-
-    import numpy as np
-
-    from ..collectives import ring_all_gather_schedule
-
     states = ring_all_gather_schedule(n, wraparound)[:max_panels]
     fig, axes = panel_grid(len(states), ncols=3, panel_width=2.4, panel_height=2.8)
     colors = matplotlib.colormaps["tab10"] if n <= 10 else matplotlib.colormaps["tab20"]
@@ -70,10 +75,6 @@ def collective_timing_chart(measurements, model_times: dict, title: str = ""):
 
 
 def _ring_positions(n: int):
-    import math
-
-    import numpy as np
-
     ang = [math.pi / 2 - 2 * math.pi * d / n for d in range(n)]
     return np.cos(ang), np.sin(ang)
 
@@ -86,10 +87,6 @@ def ring_collective_figure(kind: str = "reduce-scatter", n: int = 8, max_panels:
     ``collectives.ring_reduce_scatter_schedule``) or "all-to-all" (each device's pie shows the blocks it holds,
     coloured by destination, from ``collectives.ring_all_to_all_schedule``). Returns the figure.
     """
-    import math
-
-    from ..collectives import canonical_kind, ring_all_to_all_schedule, ring_reduce_scatter_schedule
-
     kind = canonical_kind(kind)
     if kind == "all-gather":
         return ring_all_gather_figure(n, True, max_panels)
@@ -153,12 +150,6 @@ def collective_cost_chart(chip="v5e", shape=(4, 4), kind: str = "all_gather", ax
     slice ``Slice(chip, shape)``, and marks ``nbytes``. ``axes`` as in ``Slice.collective_time`` ("x", ("x", "y"),
     None for all). Returns the figure (draws into ``ax`` when given).
     """
-    import numpy as np
-
-    from ..topology import Slice
-    from ..units import fmt
-    from .style import figure_and_axes
-
     sl = Slice(chip, tuple(shape))
     point = sl.collective_time(kind, nbytes, axes)
     sizes = np.geomspace(1e3, 1e10, 120)

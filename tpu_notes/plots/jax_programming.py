@@ -13,7 +13,7 @@ def collective_matmul_chart(B: int = 2048, D: int = 8192, n: int = 8, chip="v5e"
     matmul alone: AllGather then matmul, and the one-way and two-way rings of
     :func:`tpu_notes.jaxprog.collective_matmul_time`. A dotted line marks ``F/n = C / W_oneway``, where one hop
     takes as long as one partial matmul. Imports JAX (through :mod:`tpu_notes.jaxprog`) when called."""
-    from ..jaxprog import collective_matmul_time
+    from ..jaxprog import collective_matmul_time  # local: jaxprog imports JAX; `from tpu_notes import plots` must not
 
     c = get_chip(chip)
     fs = (np.unique((np.geomspace(1024, 262144, 33) // n * n).astype(int)) if widths is None

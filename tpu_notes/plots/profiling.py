@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+from matplotlib.patches import Patch
+from matplotlib.ticker import NullFormatter
+
 from ..units import fmt
 from .style import figure_and_axes
 
@@ -15,9 +19,7 @@ def timeline(trace, step: int = None, ax=None, width: float = 7.0, height: float
     (the picture XProf's trace viewer draws). ``step``: which traced step (default: the middle one).
 
     Returns the matplotlib Figure."""
-    from matplotlib.patches import Patch
-
-    from .. import profile
+    from .. import profile  # local: tpu_notes.profile imports JAX; `from tpu_notes import plots` must not
 
     trace = profile._check_trace(trace)
     step = trace.steps // 2 if step is None else step
@@ -48,7 +50,7 @@ def category_chart(tables: dict, ax=None, width: float = 7.0, height: float = 2.
     (``{label: rows of profile.op_table}``), with the total at the end of each bar.
 
     Returns the matplotlib Figure."""
-    from .. import profile
+    from .. import profile  # local: imports JAX (see timeline)
 
     if not isinstance(tables, dict) or not tables:
         raise TypeError("tables must be a non-empty dict {label: op_table rows}")
@@ -77,9 +79,6 @@ def ops_on_roofline(rows, fit, top: int = 8, ax=None, width: float = 7.0, height
     (:class:`tpu_notes.bench.FittedRoofline`, e.g. the measured CPU roofline of Chapter 1).
 
     Returns the matplotlib Figure."""
-    import numpy as np
-    from matplotlib.ticker import NullFormatter
-
     picked = [r for r in rows if math.isfinite(r.flops) and r.flops > 0 and r.bytes > 0 and r.mean_s > 0][:top]
     if not picked:
         raise ValueError("rows: no op with FLOPs, bytes and a time to place on the roofline")

@@ -1,7 +1,14 @@
 """Chapter 1 figures: rooflines, matmul intensity against the batch, and the measured roofline."""
 from __future__ import annotations
 
-from .style import PAGE_WIDTH_IN, CHIP_COLORS, _batch_range, figure_and_axes, new_figure, use_book_style
+import numpy as np
+
+from ..bench import RooflineMeasurement
+from ..hardware import get_chip
+from ..roofline import matmul_intensity, matmul_time
+from ..systolic import vpu_flops
+from ..units import check_positive, fmt
+from .style import CHIP_COLORS, PAGE_WIDTH_IN, _batch_range, figure_and_axes, new_figure, use_book_style
 
 
 def _as_ops(ops) -> list[tuple[str, float]]:
@@ -16,8 +23,6 @@ def _as_ops(ops) -> list[tuple[str, float]]:
         label, intensity = item
         if not isinstance(label, str):
             raise TypeError(f"op labels must be strings; got {type(label).__name__}")
-        from ..units import check_positive
-
         out.append((label, check_positive(f"intensity of op {label!r}", intensity)))
     return out
 
@@ -26,9 +31,6 @@ def _vpu_peak(chip) -> float | None:
     """FLOP/s of a TPU's vector units (VPU), all TensorCores of the chip, from
     :func:`tpu_notes.systolic.vpu_flops`; None for a GPU or where the table lacks the VPU's ALUs per lane
     (e.g. v5e, v6e). Elementwise ops and reductions (a dot product) run there, not on the MXUs."""
-    from ..hardware import get_chip
-    from ..systolic import vpu_flops
-
     c = get_chip(chip)
     if c.kind != "tpu" or not c.cores_per_chip:
         return None
@@ -39,8 +41,6 @@ def _vpu_peak(chip) -> float | None:
 
 
 def _roof(ax, intensities, peak: float, bandwidth: float, **kw):
-    import numpy as np
-
     ax.plot(intensities, np.minimum(peak, intensities * bandwidth), **kw)
 
 
@@ -57,10 +57,6 @@ def roofline_chart(chips=("v5e", "v5p", "v6e", "h100"), ops=None, dtype: str = "
 
     Returns the matplotlib Figure.
     """
-    import numpy as np
-
-    from ..hardware import get_chip
-
     chip_objs = [get_chip(c) for c in ([chips] if isinstance(chips, str) else chips)]
     if not chip_objs:
         raise ValueError("chips must name at least one chip")
@@ -114,11 +110,6 @@ def matmul_intensity_chart(D: int = 8192, F: int = 8192, chips=("v5e", "v5p", "v
 
     Returns the matplotlib Figure.
     """
-    import numpy as np
-
-    from ..hardware import get_chip
-    from ..roofline import matmul_intensity
-
     chip_objs = [get_chip(c) for c in ([chips] if isinstance(chips, str) else chips)]
     lo, hi = _batch_range(batch_range)
     fig, ax = figure_and_axes(ax)
@@ -146,12 +137,6 @@ def matmul_on_roofline(B: int, D: int, F: int, chip="v5e", dtype: str = "bf16", 
 
     Returns the matplotlib Figure.
     """
-    import numpy as np
-
-    from ..hardware import get_chip
-    from ..roofline import matmul_time
-    from ..units import fmt
-
     c = get_chip(chip)
     r = matmul_time(B, D, F, c, dtype=dtype, w_dtype=w_dtype)
     peak, bw = c.peak_flops(dtype), c.hbm_bw
@@ -185,11 +170,6 @@ def measured_roofline(result, chip=None, ax=None):
 
     Returns the matplotlib Figure.
     """
-    import numpy as np
-
-    from ..bench import RooflineMeasurement
-    from ..hardware import get_chip
-
     if not isinstance(result, RooflineMeasurement):
         raise TypeError(f"result must be a tpu_notes.bench.RooflineMeasurement; got {type(result).__name__}")
     fit = result.fit
@@ -261,11 +241,6 @@ def matmul_flops_vs_batch(dims=(4096, 1024), chip="v5e", dtype: str = "bf16", w_
 
     Returns the matplotlib Figure.
     """
-    import numpy as np
-
-    from ..hardware import get_chip
-    from ..roofline import matmul_time
-
     c = get_chip(chip)
     dims = [dims] if isinstance(dims, int) else list(dims)
     if not dims:

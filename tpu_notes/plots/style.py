@@ -6,6 +6,8 @@ and a fixed size, so committed PNGs stay small and comparable.
 from __future__ import annotations
 
 import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
 
 BOOK_RC = {
     "figure.figsize": (7.0, 4.2),
@@ -34,8 +36,6 @@ def use_book_style() -> None:
 
 def new_figure(ncols: int = 1, nrows: int = 1, width: float = 7.0, height: float = 4.2):
     """``(fig, axes)`` in the book style with a fixed size in inches."""
-    import matplotlib.pyplot as plt
-
     use_book_style()
     return plt.subplots(nrows, ncols, figsize=(width, height), squeeze=nrows * ncols == 1)
 
@@ -68,8 +68,6 @@ def panel_grid(n_panels: int, ncols: int = 3, panel_width: float = 2.4, panel_he
     """``(fig, axes)`` for ``n_panels`` small panels, ``ncols`` to a row (fewer when a row would pass
     :data:`PAGE_WIDTH_IN`), as a flat list; spare axes of the last row are switched off. Multi-panel figures use
     it so that they are shown at their natural size and their labels stay readable."""
-    import numpy as np
-
     if isinstance(n_panels, bool) or not isinstance(n_panels, int) or n_panels < 1:
         raise ValueError(f"n_panels must be a positive integer; got {n_panels!r}")
     if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:

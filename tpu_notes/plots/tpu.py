@@ -2,7 +2,13 @@
 from __future__ import annotations
 
 import matplotlib
+import numpy as np
+from matplotlib.colors import ListedColormap
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+from ..hardware import VREG_BYTES, get_chip
+from ..topology import Slice, bandwidth_ladder, hop_grid
+from ..units import check_positive, fmt
 from .style import CHIP_COLORS, MIN_FONT_PT, new_figure, panel_grid
 
 
@@ -10,9 +16,6 @@ def systolic_steps(result, cycles=None, ncols: int = 3):
     """Panels of a :func:`tpu_notes.systolic.simulate_matmul` run (recorded with ``record_cycles``): each panel is
     the array on one cycle, each PE coloured by the streamed row it works on and labelled with its running partial
     sum. Shows the skewed wavefront entering from the left and sums flowing down."""
-    import numpy as np
-    from matplotlib.colors import ListedColormap
-
     snaps = list(result.snapshots)
     if not snaps:
         raise ValueError("result has no snapshots; simulate with record_cycles > 0")
@@ -45,10 +48,6 @@ def torus_hops(items, origin=None):
     wraparound)`` pair for a mesh no generation builds (e.g. a 4×4 closed into a torus).
 
     A 2D item is one panel; a 3D item is shown as one panel per z-plane. Titles say which axes wrap."""
-    import numpy as np
-
-    from ..topology import Slice, hop_grid
-
     panels = []
     for item in items:
         if isinstance(item, Slice):
@@ -85,8 +84,6 @@ def torus_hops(items, origin=None):
 
 def bandwidth_ladder_chart(chips=("v4p", "v5e", "v5p", "v6e")):
     """Grouped bars (log scale) of HBM, ICI (one link, one way), PCIe and DCN (per chip) bandwidth per chip."""
-    from ..topology import bandwidth_ladder
-
     kinds = ("HBM", "ICI", "PCIe", "DCN")
     fig, ax = new_figure(width=7.0, height=3.4)
     width = 0.8 / len(chips)
@@ -108,8 +105,6 @@ def bandwidth_ladder_chart(chips=("v4p", "v5e", "v5p", "v6e")):
 def padding_sweep(sizes, seconds, mxu_size: int = 128, title: str = ""):
     """Measured time of ``[N, N] @ [N, N]`` against N, with the multiples of ``mxu_size`` marked, and the FLOP/s
     achieved (``2·N³ / seconds``) on a second axis."""
-    import numpy as np
-
     sizes = np.asarray(sizes, dtype=float)
     seconds = np.asarray(seconds, dtype=float)
     if sizes.ndim != 1 or sizes.shape != seconds.shape or not sizes.size:
@@ -142,11 +137,6 @@ def tpu_chip_diagram(chip="v5p"):
     HBM beside them; outside it: the ICI ports to neighbouring chips, PCIe to the host CPU and the host's share of
     the data-centre network. Every number is read from :mod:`tpu_notes.hardware` (``?`` where the table has none).
     """
-    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
-
-    from ..hardware import VREG_BYTES, get_chip
-    from ..units import fmt
-
     c = get_chip(chip)
     if c.kind != "tpu":
         raise ValueError(f"chip must be a TPU (the diagram draws TensorCores and ICI); got {c.name!r}")
@@ -217,11 +207,6 @@ def slice_hops_chart(chip="v5e", shape=(8, 16), nbytes: float = 2.0**26):
     """Two panels for one TPU slice (Chapter 2's explorer and its static figure): the ICI hops from chip 0 to
     every chip (the z = 0 plane of a 3D slice), and the time to move ``nbytes`` bytes three ways: to the farthest
     chip point to point, and AllGathered over each axis and over all axes, split into bandwidth and latency."""
-    import numpy as np
-
-    from ..topology import Slice
-    from ..units import check_positive, fmt
-
     sl = chip if isinstance(chip, Slice) else Slice(chip, shape)
     nbytes = check_positive("nbytes", nbytes)
     grid = sl.hop_grid()

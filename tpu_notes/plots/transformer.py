@@ -3,8 +3,13 @@ context, a decoder layer as einsums, and MoE routing."""
 from __future__ import annotations
 
 import matplotlib
+import numpy as np
+from matplotlib.patches import FancyBboxPatch
 
-from .style import new_figure
+from ..hardware import get_chip
+from ..transformer import REMAT_POLICIES, as_config, einsum_flops
+from ..units import check_positive, fmt
+from .style import figure_and_axes, new_figure
 
 
 def attention_share_chart(models=("llama3-8b", "llama3-70b", "llama3-405b"), seq_lens=None, causal: bool = False):
@@ -13,10 +18,6 @@ def attention_share_chart(models=("llama3-8b", "llama3-70b", "llama3-405b"), seq
     ``causal=False`` counts the full score matrix (the book's convention for the crossovers); a dot marks where
     attention equals the projections (QKVO) of the layer.
     """
-    import numpy as np
-
-    from ..transformer import as_config
-
     if seq_lens is None:
         seq_lens = np.unique(np.logspace(7, 20, 60, base=2).astype(int))
     fig, ax = new_figure()
@@ -42,8 +43,6 @@ def attention_share_chart(models=("llama3-8b", "llama3-70b", "llama3-405b"), seq
 def param_breakdown_chart(models=("tiny-mha", "llama2-13b", "llama3-8b", "llama3-70b", "llama3-405b",
                                   "deepseek-v3")):
     """Chapter 4: each model's parameters split by role (embedding, attention, MLP, norms, unembedding)."""
-    from ..transformer import as_config
-
     roles = ("embedding", "attention", "mlp", "norms", "unembedding")
     colors = ("#9467bd", "#1f77b4", "#ff7f0e", "#7f7f7f", "#2ca02c")
     fig, ax = new_figure(height=0.45 * len(models) + 1.4)
@@ -70,10 +69,6 @@ def kv_cache_chart(models=("llama2-13b", "llama3-70b", "deepseek-v3"), seq_lens=
 
     ``hbm_bytes`` draws a horizontal line (e.g. one chip's HBM) for scale.
     """
-    import numpy as np
-
-    from ..transformer import as_config
-
     if seq_lens is None:
         seq_lens = np.unique(np.logspace(9, 17, 40, base=2).astype(int))
     fig, ax = new_figure()
@@ -97,10 +92,6 @@ def remat_tradeoff_chart(models=("llama3-8b", "llama3-70b"), seq_len: int = 8192
     """Chapter 4: what each remat policy keeps and what it costs. Left: activation bytes kept per token (all
     layers); right: the FLOPs recomputation adds, as a fraction of a training step. One bar per policy and model.
     """
-    import numpy as np
-
-    from ..transformer import REMAT_POLICIES, as_config
-
     configs = [as_config(m) for m in models]
     if not configs:
         raise ValueError("models must name at least one model")
@@ -129,11 +120,6 @@ def transformer_layer_diagram(model="llama3-8b"):
     """One decoder layer as a flow of einsums, each box with its contraction, weight shape and forward FLOPs per
     token at the sizes of ``model`` (Chapter 4). Pre-norm, GQA, gated MLP; the shapes come from
     ``TransformerConfig.layer_shapes`` and the FLOPs from ``einsum_flops``. Returns the figure."""
-    from matplotlib.patches import FancyBboxPatch
-
-    from ..transformer import as_config, einsum_flops
-    from ..units import fmt
-
     m = as_config(model)
     if m.is_mla or m.is_moe:
         raise ValueError(f"model must be a dense GQA config (no MLA, no MoE) to draw this diagram; got {m.name!r}")
@@ -212,8 +198,6 @@ def moe_routing_figure(top_experts, n_experts: int, capacity: int, probs=None):
     does; an assignment that finds its expert full is dropped (dashed red). ``probs`` ``[T, k]`` (optional) sets the
     line widths. Returns the figure.
     """
-    import numpy as np
-
     top = np.asarray(top_experts)
     if top.ndim != 2 or top.size == 0 or not np.issubdtype(top.dtype, np.integer):
         raise ValueError(f"top_experts must be a non-empty integer array [T, k]; got shape {top.shape}")
@@ -272,13 +256,6 @@ def memory_vs_context_chart(model="llama3-8b", batch: int = 16, seq_len: int = 8
     """Bytes against context length for ``batch`` sequences (Chapter 4): the bf16 KV cache a server keeps, the
     activations training keeps under each remat policy, the bf16 weights, and one chip's HBM. A dot marks
     ``seq_len``. Returns the figure (draws into ``ax`` when given)."""
-    import numpy as np
-
-    from ..hardware import get_chip
-    from ..transformer import REMAT_POLICIES, as_config
-    from ..units import check_positive
-    from .style import figure_and_axes
-
     m, c = as_config(model), get_chip(chip)
     batch = check_positive("batch", batch, integer=True)
     seq_len = check_positive("seq_len", seq_len, integer=True)
