@@ -1,4 +1,5 @@
 """Shared test setup: 8 simulated CPU devices before anything imports JAX, and the repository root."""
+
 import os
 import sys
 from pathlib import Path
@@ -30,8 +31,9 @@ def built_book():
 
     # --if-stale: no rebuild when the inputs (config, toc, every page, vendored JS) hash as at the last build;
     # a lock inside build_book.py serialises concurrent builds.
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py"), "--if-stale"], cwd=ROOT,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "build_book.py"), "--if-stale"], cwd=ROOT, capture_output=True, text=True
+    )
     html = ROOT / "_build" / "html"
     if result.returncode != 0:
         pytest.fail(f"book build failed:\n{result.stdout[-4000:]}\n{result.stderr[-2000:]}")

@@ -2,6 +2,7 @@
 
 Merged into ``hostile_cases.CASES`` at the end of that file; see its docstring for the kinds of argument.
 """
+
 from __future__ import annotations
 
 from hostile_cases import INF, NAN, ODD, Case, ChipArg, Choice, Fixed, Flag, Int, Model, Num, Opt, Raw, Sizes, lazy
@@ -11,8 +12,14 @@ DT = ("bf16", "fp32", "fp8", "int8", "int4")
 
 
 def _step(**kw):
-    return dict(model=Model("llama3-8b"), chip=ChipArg("v5e"), n_chips=Int(4, big=True), batch=Int(8, big=True),
-                seq_len=Int(1024, big=True), **kw)
+    return dict(
+        model=Model("llama3-8b"),
+        chip=ChipArg("v5e"),
+        n_chips=Int(4, big=True),
+        batch=Int(8, big=True),
+        seq_len=Int(1024, big=True),
+        **kw,
+    )
 
 
 def lazy_steps():
@@ -37,88 +44,192 @@ CASES = {
     # step
     I + "step.machine": Case(chip=ChipArg("v5e"), compute_dtype=Choice("bf16")),
     I + "step.weight_params_read": Case(model=Model("tiny-moe"), batch=Int(4, big=True)),
-    I + "step.kv_bytes_per_token": Case(model=Model("llama3-8b"), kv_dtype=Choice("int8"),
-                                        local_window=Opt(Int(4096, big=True)), local_fraction=Num(0.5, zero=True,
-                                                                                                  top=1.0),
-                                        seq_len=Opt(Int(8192, big=True))),
-    I + "step.step_time_from_counts": Case(weight_bytes=Num(1e9, zero=True), kv_bytes=Num(1e8, zero=True),
-                                           flops=Num(1e10, zero=True), chip=ChipArg("v5e"),
-                                           n_chips=Int(4, big=True), batch=Int(8, big=True),
-                                           seq_len=Int(1024, big=True), compute_dtype=Choice("bf16"),
-                                           resident_bytes=Opt(Num(2e9))),
-    I + "step.decode_step_time": Case(**_step(weight_dtype=Choice("int8"), kv_dtype=Choice("bf16"),
-                                              compute_dtype=Choice("bf16"), local_window=Opt(Int(512, big=True)),
-                                              local_fraction=Num(0.5, zero=True, top=1.0))),
-    I + "step.critical_batch": Case(model=Model("llama3-8b"), chip=ChipArg("v5e"), weight_dtype=Choice("int8"),
-                                    compute_dtype=Choice("bf16")),
-    I + "step.serving_memory": Case(model=Model("llama3-8b"), batch=Int(8, big=True), seq_len=Int(1024, big=True),
-                                    n_chips=Int(4, big=True), weight_dtype=Choice("bf16"), kv_dtype=Choice("int8")),
-    I + "step.decode_step_model": Case(model=Model("llama3-8b"), chip=ChipArg("v5e"), n_chips=4, max_batch=16,
-                                       weight_dtype="bf16", kv_dtype="int8", compute_dtype="bf16"),
-    I + "step.DecodeStepModel.seconds": Case(self_=_step_model,
-                                             batch=Raw(8, [0, -1, 2.5, 17, 10**12, "8", None, True, NAN]),
-                                             kv_tokens=Raw(8192, [-1, 2.5, 2**60, "8", None, True, NAN, INF])),
-    I + "step.prefill_time": Case(model=Model("llama3-8b"), chip=ChipArg("v5e"), n_chips=Int(4, big=True),
-                                  prompt_len=Int(2048, big=True), batch=Int(2, big=True),
-                                  mfu=Num(0.5, top=1.0), weight_dtype=Choice("bf16"), compute_dtype=Choice("bf16"),
-                                  cached_len=Int(512, zero=True, big=True)),
+    I + "step.kv_bytes_per_token": Case(
+        model=Model("llama3-8b"),
+        kv_dtype=Choice("int8"),
+        local_window=Opt(Int(4096, big=True)),
+        local_fraction=Num(0.5, zero=True, top=1.0),
+        seq_len=Opt(Int(8192, big=True)),
+    ),
+    I + "step.step_time_from_counts": Case(
+        weight_bytes=Num(1e9, zero=True),
+        kv_bytes=Num(1e8, zero=True),
+        flops=Num(1e10, zero=True),
+        chip=ChipArg("v5e"),
+        n_chips=Int(4, big=True),
+        batch=Int(8, big=True),
+        seq_len=Int(1024, big=True),
+        compute_dtype=Choice("bf16"),
+        resident_bytes=Opt(Num(2e9)),
+    ),
+    I + "step.decode_step_time": Case(
+        **_step(
+            weight_dtype=Choice("int8"),
+            kv_dtype=Choice("bf16"),
+            compute_dtype=Choice("bf16"),
+            local_window=Opt(Int(512, big=True)),
+            local_fraction=Num(0.5, zero=True, top=1.0),
+        )
+    ),
+    I + "step.critical_batch": Case(
+        model=Model("llama3-8b"), chip=ChipArg("v5e"), weight_dtype=Choice("int8"), compute_dtype=Choice("bf16")
+    ),
+    I + "step.serving_memory": Case(
+        model=Model("llama3-8b"),
+        batch=Int(8, big=True),
+        seq_len=Int(1024, big=True),
+        n_chips=Int(4, big=True),
+        weight_dtype=Choice("bf16"),
+        kv_dtype=Choice("int8"),
+    ),
+    I + "step.decode_step_model": Case(
+        model=Model("llama3-8b"),
+        chip=ChipArg("v5e"),
+        n_chips=4,
+        max_batch=16,
+        weight_dtype="bf16",
+        kv_dtype="int8",
+        compute_dtype="bf16",
+    ),
+    I + "step.DecodeStepModel.seconds": Case(
+        self_=_step_model,
+        batch=Raw(8, [0, -1, 2.5, 17, 10**12, "8", None, True, NAN]),
+        kv_tokens=Raw(8192, [-1, 2.5, 2**60, "8", None, True, NAN, INF]),
+    ),
+    I + "step.prefill_time": Case(
+        model=Model("llama3-8b"),
+        chip=ChipArg("v5e"),
+        n_chips=Int(4, big=True),
+        prompt_len=Int(2048, big=True),
+        batch=Int(2, big=True),
+        mfu=Num(0.5, top=1.0),
+        weight_dtype=Choice("bf16"),
+        compute_dtype=Choice("bf16"),
+        cached_len=Int(512, zero=True, big=True),
+    ),
     # serving
-    I + "serving.max_batch": Case(model=Model("llama3-8b"), chip=ChipArg("v5e"), n_chips=Int(4, big=True),
-                                  seq_len=Int(8192, big=True), weight_dtype=Choice("bf16"), kv_dtype=Choice("bf16"),
-                                  reserve_fraction=Num(0.1, zero=True, top=0.99)),
-    I + "serving.min_chips": Case(model=Model("llama3-8b"), chip=ChipArg("v5e"), batch=Opt(Int(8, big=True)),
-                                  seq_len=Opt(Int(8192, big=True)), weight_dtype=Choice("bf16"),
-                                  kv_dtype=Choice("bf16"), reserve_fraction=Num(0.1, zero=True, top=0.99)),
+    I + "serving.max_batch": Case(
+        model=Model("llama3-8b"),
+        chip=ChipArg("v5e"),
+        n_chips=Int(4, big=True),
+        seq_len=Int(8192, big=True),
+        weight_dtype=Choice("bf16"),
+        kv_dtype=Choice("bf16"),
+        reserve_fraction=Num(0.1, zero=True, top=0.99),
+    ),
+    I + "serving.min_chips": Case(
+        model=Model("llama3-8b"),
+        chip=ChipArg("v5e"),
+        batch=Opt(Int(8, big=True)),
+        seq_len=Opt(Int(8192, big=True)),
+        weight_dtype=Choice("bf16"),
+        kv_dtype=Choice("bf16"),
+        reserve_fraction=Num(0.1, zero=True, top=0.99),
+    ),
     I + "serving.slice_shapes": Case(chip=ChipArg("v5p", tpu=True)),
-    I + "serving.smallest_topology": Case(model=Model("llama3-8b"), chip=ChipArg("v5e", tpu=True),
-                                          batch=Opt(Int(8, big=True)), seq_len=Opt(Int(8192, big=True)),
-                                          weight_dtype=Choice("int8"), kv_dtype=Choice("int8"),
-                                          reserve_fraction=Num(0.1, zero=True, top=0.99)),
-    I + "serving.throughput_per_chip": Case(**_step(decode_len=Opt(Int(512, big=True)), weight_dtype=Choice("bf16"),
-                                                    kv_dtype=Choice("bf16"), compute_dtype=Choice("bf16"))),
-    I + "serving.latency_throughput_curve": Case(model=Model("llama3-8b"), chip=ChipArg("v5e"),
-                                                 n_chips=Int(4, big=True), seq_len=Int(1024, big=True),
-                                                 batches=Opt(Sizes((1, 8, 64))),
-                                                 weight_dtype=Choice("bf16"), kv_dtype=Choice("bf16"),
-                                                 compute_dtype=Choice("bf16"), fitting_only=Flag(True)),
-    I + "serving.cost_per_million_tokens": Case(tokens_per_s_per_chip=Num(500.0),
-                                                dollars_per_chip_hour=Opt(Num(1.2), none_baseline=True),
-                                                chip=Opt(ChipArg("v5e"))),
-    I + "serving.pareto_frontier": Case(steps=Raw(lazy_steps, hostile=["abc", None, 3, [None], ("x",), ODD],
-                                                   lazy=True)),
-    I + "serving.disaggregation_ratio": Case(prefill_s=Num(0.9), step_s=Num(0.02), batch=Int(32, big=True),
-                                             decode_len=Int(512)),
+    I + "serving.smallest_topology": Case(
+        model=Model("llama3-8b"),
+        chip=ChipArg("v5e", tpu=True),
+        batch=Opt(Int(8, big=True)),
+        seq_len=Opt(Int(8192, big=True)),
+        weight_dtype=Choice("int8"),
+        kv_dtype=Choice("int8"),
+        reserve_fraction=Num(0.1, zero=True, top=0.99),
+    ),
+    I + "serving.throughput_per_chip": Case(
+        **_step(
+            decode_len=Opt(Int(512, big=True)),
+            weight_dtype=Choice("bf16"),
+            kv_dtype=Choice("bf16"),
+            compute_dtype=Choice("bf16"),
+        )
+    ),
+    I + "serving.latency_throughput_curve": Case(
+        model=Model("llama3-8b"),
+        chip=ChipArg("v5e"),
+        n_chips=Int(4, big=True),
+        seq_len=Int(1024, big=True),
+        batches=Opt(Sizes((1, 8, 64))),
+        weight_dtype=Choice("bf16"),
+        kv_dtype=Choice("bf16"),
+        compute_dtype=Choice("bf16"),
+        fitting_only=Flag(True),
+    ),
+    I + "serving.cost_per_million_tokens": Case(
+        tokens_per_s_per_chip=Num(500.0),
+        dollars_per_chip_hour=Opt(Num(1.2), none_baseline=True),
+        chip=Opt(ChipArg("v5e")),
+    ),
+    I + "serving.pareto_frontier": Case(
+        steps=Raw(lazy_steps, hostile=["abc", None, 3, [None], ("x",), ODD], lazy=True)
+    ),
+    I + "serving.disaggregation_ratio": Case(
+        prefill_s=Num(0.9), step_s=Num(0.02), batch=Int(32, big=True), decode_len=Int(512)
+    ),
     I + "serving.eviction_per_step": Case(batch=Int(32, big=True), prompt_len=Int(8192), decode_len=Int(4096)),
     # sharding
-    I + "sharding.generation_matmul_times": Case(chip=ChipArg("v5e", tpu=True), batch=Int(64, big=True),
-                                                 d_model=Int(8192), d_ff=Int(28672), tp=Int(16),
-                                                 weight_dtype=Choice("bf16")),
+    I + "sharding.generation_matmul_times": Case(
+        chip=ChipArg("v5e", tpu=True),
+        batch=Int(64, big=True),
+        d_model=Int(8192),
+        d_ff=Int(28672),
+        tp=Int(16),
+        weight_dtype=Choice("bf16"),
+    ),
     I + "sharding.max_tp_memory": Case(chip=ChipArg("v5e", tpu=True), d_ff=Int(16384), batch=Int(32, big=True)),
     I + "sharding.max_tp_ici": Case(chip=ChipArg("v5e", tpu=True), d_ff=Int(16384), n_axes=Int(2)),
-    I + "sharding.latency_bound_tp": Case(chip=ChipArg("v5e", tpu=True), batch=Int(16, big=True),
-                                          d_model=Int(8192), dtype=Choice("int8")),
-    I + "sharding.kv_sharding": Case(model=Model("llama3-70b"), n_chips=Int(16), heads=Opt(Int(8, big=True)),
-                                     batch=Opt(Int(16, big=True))),
-    I + "sharding.weight_stationary_comms": Case(chip=ChipArg("v5p", tpu=True), batch=Int(64, big=True),
-                                                 d_model=Int(8192), d_ff=Int(32768), n_chips=Int(128),
-                                                 layout=Choice("2d"), n_axes=Int(3)),
+    I + "sharding.latency_bound_tp": Case(
+        chip=ChipArg("v5e", tpu=True), batch=Int(16, big=True), d_model=Int(8192), dtype=Choice("int8")
+    ),
+    I + "sharding.kv_sharding": Case(
+        model=Model("llama3-70b"), n_chips=Int(16), heads=Opt(Int(8, big=True)), batch=Opt(Int(16, big=True))
+    ),
+    I + "sharding.weight_stationary_comms": Case(
+        chip=ChipArg("v5p", tpu=True),
+        batch=Int(64, big=True),
+        d_model=Int(8192),
+        d_ff=Int(32768),
+        n_chips=Int(128),
+        layout=Choice("2d"),
+        n_axes=Int(3),
+    ),
     I + "sharding.ws_2d_crossover": Case(d_model=Int(4096), d_ff=Int(16384)),
     # speculative
     I + "speculative.expected_tokens_per_round": Case(acceptance=Num(0.8, zero=True, top=1.0), k=Int(4, big=True)),
-    I + "speculative.speculative_speedup": Case(acceptance=Num(0.8, zero=True, top=1.0), k=Int(4, big=True),
-                                                draft_cost=Num(0.05, zero=True), verify_cost=Num(1.0)),
-    I + "speculative.best_k": Case(acceptance=Num(0.8, zero=True, top=1.0), draft_cost=Num(0.05, zero=True),
-                                   k_max=Int(16, big=True), verify_cost=Num(1.0)),
+    I + "speculative.speculative_speedup": Case(
+        acceptance=Num(0.8, zero=True, top=1.0),
+        k=Int(4, big=True),
+        draft_cost=Num(0.05, zero=True),
+        verify_cost=Num(1.0),
+    ),
+    I + "speculative.best_k": Case(
+        acceptance=Num(0.8, zero=True, top=1.0),
+        draft_cost=Num(0.05, zero=True),
+        k_max=Int(16, big=True),
+        verify_cost=Num(1.0),
+    ),
     # simulator
-    I + "simulator.simulate": Case(model=Model("llama3-8b"), chip=ChipArg("v5e"), n_chips=Int(4, big=True),
-                                   arrival_rate=Num(2.0), n_requests=Int(20, big=True), prompt_len=Int(512, big=True),
-                                   decode_len=Int(32, big=True), length_spread=Num(0.3, zero=True, top=3.0),
-                                   max_batch=Opt(Int(16, big=True), none_baseline=True),
-                                   weight_dtype=Choice("bf16"), kv_dtype=Choice("bf16"), compute_dtype=Choice("bf16"),
-                                   prefill_mfu=Num(0.5, top=1.0), prefix_hit_rate=Num(0.5, zero=True, top=1.0),
-                                   prefix_len=Int(128, zero=True, big=True), disaggregated=Flag(True),
-                                   prefill_chips=Opt(Int(4, big=True)), prefill_servers=Int(2, big=True),
-                                   seed=Int(3, zero=True, big=True)),
+    I + "simulator.simulate": Case(
+        model=Model("llama3-8b"),
+        chip=ChipArg("v5e"),
+        n_chips=Int(4, big=True),
+        arrival_rate=Num(2.0),
+        n_requests=Int(20, big=True),
+        prompt_len=Int(512, big=True),
+        decode_len=Int(32, big=True),
+        length_spread=Num(0.3, zero=True, top=3.0),
+        max_batch=Opt(Int(16, big=True), none_baseline=True),
+        weight_dtype=Choice("bf16"),
+        kv_dtype=Choice("bf16"),
+        compute_dtype=Choice("bf16"),
+        prefill_mfu=Num(0.5, top=1.0),
+        prefix_hit_rate=Num(0.5, zero=True, top=1.0),
+        prefix_len=Int(128, zero=True, big=True),
+        disaggregated=Flag(True),
+        prefill_chips=Opt(Int(4, big=True)),
+        prefill_servers=Int(2, big=True),
+        seed=Int(3, zero=True, big=True),
+    ),
     I + "simulator.SimResult.row": Case(self_=_sim_result),
 }
 
@@ -148,12 +259,12 @@ def _cache():
 def _big_tokens():
     import jax.numpy as jnp
 
-    return jnp.full((1, 4), 10**6, jnp.int32)       # ids past the vocabulary (JAX's gather would clamp them)
+    return jnp.full((1, 4), 10**6, jnp.int32)  # ids past the vocabulary (JAX's gather would clamp them)
 
 
 def _one_layer_cache():
     c = _cache()
-    return {"k": c["k"][:1], "v": c["v"][:1]}       # a cache of fewer layers than the parameters
+    return {"k": c["k"][:1], "v": c["v"][:1]}  # a cache of fewer layers than the parameters
 
 
 def _token():
@@ -167,6 +278,7 @@ def _probs(seed):
         import numpy as np
 
         return np.random.default_rng(seed).dirichlet(np.ones(5))
+
     return make
 
 
@@ -185,59 +297,115 @@ def _fit():
 
 
 def _spec(**kw):
-    return dict(target_params=Fixed(_params, lazy=True), target_config=Model(TINY),
-                draft_params=Fixed(_params, lazy=True), draft_config=Model(TINY),
-                prompt=Fixed(_prompt, lazy=True), new_tokens=Int(3, big=True), k=Int(2, big=True),
-                temperature=Num(1.0, zero=True), seed=Int(0, zero=True, big=True), **kw)
+    return dict(
+        target_params=Fixed(_params, lazy=True),
+        target_config=Model(TINY),
+        draft_params=Fixed(_params, lazy=True),
+        draft_config=Model(TINY),
+        prompt=Fixed(_prompt, lazy=True),
+        new_tokens=Int(3, big=True),
+        k=Int(2, big=True),
+        temperature=Num(1.0, zero=True),
+        seed=Int(0, zero=True, big=True),
+        **kw,
+    )
 
 
-CASES.update({
-    G + "init_cache": Case(config=Model(TINY), batch=Int(2, big=True), max_len=Int(16, big=True),
-                           dtype=Choice("float32")),
-    G + "cache_bytes": Case(cache=Raw(_cache, hostile=["x", None, 3, {"k": 1}, ODD], lazy=True)),
-    G + "prefill": Case(params=Fixed(_params, lazy=True), tokens=Raw(_prompt, [lazy(_big_tokens)], lazy=True),
-                        config=Model(TINY), max_len=Int(8, big=True)),
-    G + "decode_step": Case(params=Fixed(_params, lazy=True),
-                            cache=Raw(_cache, hostile=["x", None, 3, ODD, lazy(_one_layer_cache)], lazy=True),
-                            token=Fixed(_token, lazy=True), pos=Int(4, zero=True, big=True), config=Model(TINY)),
-    G + "generate": Case(params=Fixed(_params, lazy=True), prompt=Raw(_prompt, [lazy(_big_tokens)], lazy=True),
-                         config=Model(TINY),
-                         new_tokens=Int(3, big=True), temperature=Num(0.5, zero=True),
-                         seed=Int(0, zero=True, big=True)),
-    G + "generate_uncached": Case(params=Fixed(_params, lazy=True), prompt=Fixed(_prompt, lazy=True),
-                                  config=Model(TINY), new_tokens=Int(2, big=True), temperature=Num(0.5, zero=True),
-                                  seed=Int(0, zero=True, big=True)),
-    G + "token_probs": Case(logits=Fixed(_logits, lazy=True), temperature=Num(0.5, zero=True)),
-    G + "acceptance_probability": Case(p=Fixed(_probs(1), lazy=True), q=Fixed(_probs(2), lazy=True)),
-    G + "residual_distribution": Case(p=Fixed(_probs(1), lazy=True), q=Fixed(_probs(2), lazy=True)),
-    G + "speculative_step_distribution": Case(p=Fixed(_probs(1), lazy=True), q=Fixed(_probs(2), lazy=True)),
-    G + "speculative_generate": Case(**_spec()),
-    G + "speculative_samples": Case(**_spec(n_samples=Int(4, big=True))),
-    G + "target_distribution": Case(params=Fixed(_params, lazy=True), config=Model(TINY),
-                                    prompt=Fixed(_prompt, lazy=True), new_tokens=Int(1, top=4),
-                                    temperature=Num(1.0, zero=True)),
-    G + "decode_cost": Case(config=Model(TINY), batch=Int(2, big=True), seq_len=Int(16, big=True),
-                            dtype=Choice("float32")),
-    G + "measure_decode_step": Case(run_baseline=False, config=Model(TINY), batch=Int(2, big=True),
-                                    seq_len=Int(16, big=True), dtype=Choice("float32"), repeats=Int(1, big=True),
-                                    steps=Int(2, big=True)),
-    G + "measured_vs_predicted": Case(run_baseline=False, config=Model(TINY), fit=Raw(_fit, hostile=[
-                                          "no-such-chip", None, 3, ODD], lazy=True, names=("chip",)),
-                                      cases=Raw([(1, 16)], hostile=["abc", None, 3, [(1,)], [("x", 16)],
-                                                                    [(0, 16)], [(1, 2**40)], []]),
-                                      dtype=Choice("float32"), repeats=Int(1, big=True)),
-    G + "decode_bytes_oracle": Case(cases=Raw([(TINY, 1, 16)], hostile=["abc", None, 3, [(TINY, 1)],
-                                                                         [("no-such-model", 1, 16)],
-                                                                         [(TINY, 0, 16)], []]),
-                                    dtype=Choice("float32")),
-})
+CASES.update(
+    {
+        G + "init_cache": Case(
+            config=Model(TINY), batch=Int(2, big=True), max_len=Int(16, big=True), dtype=Choice("float32")
+        ),
+        G + "cache_bytes": Case(cache=Raw(_cache, hostile=["x", None, 3, {"k": 1}, ODD], lazy=True)),
+        G + "prefill": Case(
+            params=Fixed(_params, lazy=True),
+            tokens=Raw(_prompt, [lazy(_big_tokens)], lazy=True),
+            config=Model(TINY),
+            max_len=Int(8, big=True),
+        ),
+        G + "decode_step": Case(
+            params=Fixed(_params, lazy=True),
+            cache=Raw(_cache, hostile=["x", None, 3, ODD, lazy(_one_layer_cache)], lazy=True),
+            token=Fixed(_token, lazy=True),
+            pos=Int(4, zero=True, big=True),
+            config=Model(TINY),
+        ),
+        G + "generate": Case(
+            params=Fixed(_params, lazy=True),
+            prompt=Raw(_prompt, [lazy(_big_tokens)], lazy=True),
+            config=Model(TINY),
+            new_tokens=Int(3, big=True),
+            temperature=Num(0.5, zero=True),
+            seed=Int(0, zero=True, big=True),
+        ),
+        G + "generate_uncached": Case(
+            params=Fixed(_params, lazy=True),
+            prompt=Fixed(_prompt, lazy=True),
+            config=Model(TINY),
+            new_tokens=Int(2, big=True),
+            temperature=Num(0.5, zero=True),
+            seed=Int(0, zero=True, big=True),
+        ),
+        G + "token_probs": Case(logits=Fixed(_logits, lazy=True), temperature=Num(0.5, zero=True)),
+        G + "acceptance_probability": Case(p=Fixed(_probs(1), lazy=True), q=Fixed(_probs(2), lazy=True)),
+        G + "residual_distribution": Case(p=Fixed(_probs(1), lazy=True), q=Fixed(_probs(2), lazy=True)),
+        G + "speculative_step_distribution": Case(p=Fixed(_probs(1), lazy=True), q=Fixed(_probs(2), lazy=True)),
+        G + "speculative_generate": Case(**_spec()),
+        G + "speculative_samples": Case(**_spec(n_samples=Int(4, big=True))),
+        G + "target_distribution": Case(
+            params=Fixed(_params, lazy=True),
+            config=Model(TINY),
+            prompt=Fixed(_prompt, lazy=True),
+            new_tokens=Int(1, top=4),
+            temperature=Num(1.0, zero=True),
+        ),
+        G + "decode_cost": Case(
+            config=Model(TINY), batch=Int(2, big=True), seq_len=Int(16, big=True), dtype=Choice("float32")
+        ),
+        G + "measure_decode_step": Case(
+            run_baseline=False,
+            config=Model(TINY),
+            batch=Int(2, big=True),
+            seq_len=Int(16, big=True),
+            dtype=Choice("float32"),
+            repeats=Int(1, big=True),
+            steps=Int(2, big=True),
+        ),
+        G + "measured_vs_predicted": Case(
+            run_baseline=False,
+            config=Model(TINY),
+            fit=Raw(_fit, hostile=["no-such-chip", None, 3, ODD], lazy=True, names=("chip",)),
+            cases=Raw([(1, 16)], hostile=["abc", None, 3, [(1,)], [("x", 16)], [(0, 16)], [(1, 2**40)], []]),
+            dtype=Choice("float32"),
+            repeats=Int(1, big=True),
+        ),
+        G + "decode_bytes_oracle": Case(
+            cases=Raw(
+                [(TINY, 1, 16)], hostile=["abc", None, 3, [(TINY, 1)], [("no-such-model", 1, 16)], [(TINY, 0, 16)], []]
+            ),
+            dtype=Choice("float32"),
+        ),
+    }
+)
 
-COVERED = ("inference.step", "inference.serving", "inference.sharding", "inference.speculative",
-           "inference.simulator", "generate")
+COVERED = (
+    "inference.step",
+    "inference.serving",
+    "inference.sharding",
+    "inference.speculative",
+    "inference.simulator",
+    "generate",
+)
 
 #: Records the library builds itself (their fields are computed): constructors not fuzzed; methods have entries.
 RESULT_RECORDS = {
-    "inference.step.Machine", "inference.step.DecodeStepTime", "inference.step.ServingMemory",
-    "inference.step.PrefillTime", "inference.sharding.GenerationMatmulTimes", "inference.sharding.KVSharding",
-    "inference.sharding.WeightStationary", "inference.simulator.SimResult", "inference.step.DecodeStepModel",
+    "inference.step.Machine",
+    "inference.step.DecodeStepTime",
+    "inference.step.ServingMemory",
+    "inference.step.PrefillTime",
+    "inference.sharding.GenerationMatmulTimes",
+    "inference.sharding.KVSharding",
+    "inference.sharding.WeightStationary",
+    "inference.simulator.SimResult",
+    "inference.step.DecodeStepModel",
 }

@@ -2,6 +2,7 @@
 
 Merged into ``hostile_cases.CASES`` at the end of that file; see its docstring for the kinds of argument.
 """
+
 from __future__ import annotations
 
 from hostile_cases import ODD, Case, ChipArg, Choice, Flag, Int, Num, Opt, Raw, lazy
@@ -12,7 +13,7 @@ J = "tpu_notes.jaxprog."
 def _ring():
     from tpu_notes import jaxprog
 
-    return jaxprog.ring_mesh(8, axis="devices")   # hypothesis's random names (letters qzjx) never spell it
+    return jaxprog.ring_mesh(8, axis="devices")  # hypothesis's random names (letters qzjx) never spell it
 
 
 def _arr(*shape):
@@ -27,6 +28,7 @@ def _arr(*shape):
 
 def _not_array(good_shape_wrong: tuple):
     """Hostile values of an array argument: not arrays, integers, and an array of the wrong shape."""
+
     def ints():
         import numpy as np
 
@@ -73,31 +75,55 @@ def _inspect(fn, args):
 
 
 CASES = {
-    J + "ring_mesh": Case(n_devices=Opt(Int(8)), devices=Raw(None, ["cpu", [], [1, 2], ODD]), axis=Raw("x", [None, 3, "", "a b", ODD, ["x"]])),
+    J + "ring_mesh": Case(
+        n_devices=Opt(Int(8)),
+        devices=Raw(None, ["cpu", [], [1, 2], ODD]),
+        axis=Raw("x", [None, 3, "", "a b", ODD, ["x"]]),
+    ),
     J + "collective_table": Case(mesh=_MESH, axis=_AXIS, rows=Int(64), cols=Int(128)),
     J + "allgather_matmul": Case(x=_X, w=_W, mesh=_MESH, axis=_AXIS),
     J + "collective_matmul": Case(x=_X, w=_W, mesh=_MESH, axis=_AXIS, bidirectional=Flag(True)),
     J + "reducescatter_matmul": Case(x=_X, w=_W, mesh=_MESH, axis=_AXIS, collective=Flag(True)),
-    J + "matmul_hlo_collectives": Case(program=Choice("collective"), mesh=_MESH, axis=_AXIS, B=Int(8),
-                                       D=Int(64), F=Int(64)),
-    J + "collective_matmul_time": Case(B=Int(2048), D=Int(8192), F=Int(32768), n=Int(8), chip=ChipArg("v5e"),
-                                       dtype=Choice("bf16"), bidirectional=Flag(False)),
+    J + "matmul_hlo_collectives": Case(
+        program=Choice("collective"), mesh=_MESH, axis=_AXIS, B=Int(8), D=Int(64), F=Int(64)
+    ),
+    J + "collective_matmul_time": Case(
+        B=Int(2048),
+        D=Int(8192),
+        F=Int(32768),
+        n=Int(8),
+        chip=ChipArg("v5e"),
+        dtype=Choice("bf16"),
+        bidirectional=Flag(False),
+    ),
     J + "moe_reference": Case(x=_MX, router=_MR, w_in=_MWI, w_out=_MWO, n_groups=Int(8), capacity=Int(2)),
-    J + "moe_expert_parallel": Case(x=_MX, router=_MR, w_in=_MWI, w_out=_MWO, mesh=_MESH, axis=_AXIS,
-                                    capacity=Opt(Int(2))),
-    J + "moe_hlo_collectives": Case(x=_MX, router=_MR, w_in=_MWI, w_out=_MWO, mesh=_MESH, axis=_AXIS,
-                                    capacity=Opt(Int(2))),
-    J + "pallas_matmul": Case(x=Raw(_arr(64, 32), _not_array(((64, 30), (64, 32))), lazy=True),
-                              y=Raw(_arr(32, 48), _not_array(((30, 48), (32, 48))), lazy=True),
-                              bm=Int(32), bn=Int(16), bk=Opt(Int(16)), interpret=Opt(Flag(True))),
-    J + "ProgramCheck": Case(reference=Raw(_reference, [None, 3, "ref", ODD]),
-                             make_inputs=Raw(_inputs, [None, 3, "inputs", ODD]),
-                             trials=Int(3, top=100), rtol=Num(1e-4, zero=True, top=0.1),
-                             atol=Num(1e-4, zero=True, top=1.0), seed=Int(0, zero=True),
-                             wrong=Raw((), [None, 3, "wrong", ODD, [3], (None,)]),
-                             inspect=Opt(Raw(_inspect, [3, "inspect", ODD, [1.0]]))),
-    J + "ProgramCheck.check_program": Case(self_=_check, fn=Raw(lambda a, mesh: a, [None, 3, "shard_mean", ODD,
-                                                                                    [1.0]], names=("answer",))),
+    J + "moe_expert_parallel": Case(
+        x=_MX, router=_MR, w_in=_MWI, w_out=_MWO, mesh=_MESH, axis=_AXIS, capacity=Opt(Int(2))
+    ),
+    J + "moe_hlo_collectives": Case(
+        x=_MX, router=_MR, w_in=_MWI, w_out=_MWO, mesh=_MESH, axis=_AXIS, capacity=Opt(Int(2))
+    ),
+    J + "pallas_matmul": Case(
+        x=Raw(_arr(64, 32), _not_array(((64, 30), (64, 32))), lazy=True),
+        y=Raw(_arr(32, 48), _not_array(((30, 48), (32, 48))), lazy=True),
+        bm=Int(32),
+        bn=Int(16),
+        bk=Opt(Int(16)),
+        interpret=Opt(Flag(True)),
+    ),
+    J + "ProgramCheck": Case(
+        reference=Raw(_reference, [None, 3, "ref", ODD]),
+        make_inputs=Raw(_inputs, [None, 3, "inputs", ODD]),
+        trials=Int(3, top=100),
+        rtol=Num(1e-4, zero=True, top=0.1),
+        atol=Num(1e-4, zero=True, top=1.0),
+        seed=Int(0, zero=True),
+        wrong=Raw((), [None, 3, "wrong", ODD, [3], (None,)]),
+        inspect=Opt(Raw(_inspect, [3, "inspect", ODD, [1.0]])),
+    ),
+    J + "ProgramCheck.check_program": Case(
+        self_=_check, fn=Raw(lambda a, mesh: a, [None, 3, "shard_mean", ODD, [1.0]], names=("answer",))
+    ),
     J + "ProgramCheck.wrong_programs": Case(self_=_check),
 }
 

@@ -2,6 +2,7 @@
 
 Merged into ``hostile_cases.CASES`` at the end of that file; see its docstring for the kinds of argument.
 """
+
 from __future__ import annotations
 
 from hostile_cases import ODD, Case, ChipArg, Choice, Flag, Int, Model, Num, Opt, Raw, lazy
@@ -67,12 +68,20 @@ def _rows():
 def _bench_result():
     from tpu_notes import bench
 
-    mm = bench.Measurement(kind="matmul", label="m", flops=2e9, nbytes=1e7, seconds=0.01, dtype="fp32",
-                           shape=(8, 8, 8))
-    cp = bench.Measurement(kind="copy", label="c", flops=1e6, nbytes=1e9, seconds=0.02, dtype="fp32",
-                           shape=(250_000_000,), op="add")
-    return bench.RooflineMeasurement(platform="cpu", device_kind="cpu", chip=None, dtype="fp32", matmuls=(mm,),
-                                     copies=(cp,), fit=bench.fit_roofline([mm, cp], min_copy_bytes=1), wall_s=1.0)
+    mm = bench.Measurement(kind="matmul", label="m", flops=2e9, nbytes=1e7, seconds=0.01, dtype="fp32", shape=(8, 8, 8))
+    cp = bench.Measurement(
+        kind="copy", label="c", flops=1e6, nbytes=1e9, seconds=0.02, dtype="fp32", shape=(250_000_000,), op="add"
+    )
+    return bench.RooflineMeasurement(
+        platform="cpu",
+        device_kind="cpu",
+        chip=None,
+        dtype="fp32",
+        matmuls=(mm,),
+        copies=(cp,),
+        fit=bench.fit_roofline([mm, cp], min_copy_bytes=1),
+        wall_s=1.0,
+    )
 
 
 def _numbers():
@@ -83,8 +92,11 @@ def _numbers():
 
 _NOT_PAR = ["abc", None, 3, ODD, {"fsdp": 8}]
 #: Layouts llama3-8b (32 query heads, 8 KV heads, 32 layers, dense) cannot take on 64 chips: refused by name.
-_IMPOSSIBLE_PAR = [lazy(lambda: _par(tensor=64)), lazy(lambda: _par(pipeline=64, microbatches=64)),
-                   lazy(lambda: _par(fsdp=16, expert=4))]
+_IMPOSSIBLE_PAR = [
+    lazy(lambda: _par(tensor=64)),
+    lazy(lambda: _par(pipeline=64, microbatches=64)),
+    lazy(lambda: _par(fsdp=16, expert=4)),
+]
 _NOT_SLICE = ["v5p:4x4x4", None, 3, ODD, (4, 4, 4)]
 REMAT = Choice("full_block", names=("remat", "policy"))
 #: A remat argument that also takes a number of D-sized checkpoints per layer (3 is valid there).
@@ -92,130 +104,275 @@ REMAT_ANY = Raw("full_block", ["sometimes", "", None, ODD, -1, 0, float("nan"), 
 
 CASES = {
     # -- training.parallelism ------------------------------------------------------------------------------------
-    TR + "parallelism.Parallelism": Case(data=Int(2), fsdp=Int(4), tensor=Int(2), pipeline=Int(1), expert=Int(1),
-                                         microbatches=Int(1), dcn=Int(1)),
+    TR + "parallelism.Parallelism": Case(
+        data=Int(2), fsdp=Int(4), tensor=Int(2), pipeline=Int(1), expert=Int(1), microbatches=Int(1), dcn=Int(1)
+    ),
     TR + "parallelism.Parallelism.label": Case(self_=lambda: _par(fsdp=4, tensor=2)),
     TR + "parallelism.Parallelism.mesh_shape": Case(self_=lambda: _par(fsdp=4, tensor=2), drop_ones=Flag(True)),
     # -- training.cost --------------------------------------------------------------------------------------------
-    TR + "cost.flops_per_token": Case(model=Model("llama3-8b"), include_attention=Flag(True),
-                                      seq_len=Opt(Int(4096)), causal=Flag(True), remat=REMAT),
-    TR + "cost.training_flops": Case(model=Model("llama3-8b"), tokens=Num(1e12), include_attention=Flag(False),
-                                     seq_len=Opt(Int(4096)), causal=Flag(True)),
-    TR + "cost.training_time": Case(model=Model("llama3-8b"), tokens=Num(1e12), chip=ChipArg("v5p"),
-                                    n_chips=Int(256), mfu=Num(0.4, top=1.0), dtype=Choice("bf16"),
-                                    include_attention=Flag(False), seq_len=Opt(Int(4096))),
-    TR + "cost.mfu": Case(model=Model("llama3-8b"), tokens_per_s=Num(1e6), chip=ChipArg("v5p"), n_chips=Int(256),
-                          dtype=Choice("bf16"), include_attention=Flag(False), seq_len=Opt(Int(4096))),
-    TR + "cost.hfu": Case(model=Model("llama3-8b"), tokens_per_s=Num(1e6), chip=ChipArg("v5p"), n_chips=Int(256),
-                          seq_len=Int(4096), remat=REMAT, dtype=Choice("bf16"), include_attention=Flag(True)),
-    TR + "cost.chip_hours": Case(model=Model("llama3-8b"), tokens=Num(1e12), chip=ChipArg("v5p"),
-                                 mfu=Num(0.4, top=1.0)),
-    TR + "cost.training_cost": Case(model=Model("llama3-8b"), tokens=Num(1e12), chip=ChipArg("v5p"),
-                                    mfu=Num(0.4, top=1.0), dollars_per_chip_hour=Opt(Num(4.2))),
+    TR + "cost.flops_per_token": Case(
+        model=Model("llama3-8b"), include_attention=Flag(True), seq_len=Opt(Int(4096)), causal=Flag(True), remat=REMAT
+    ),
+    TR + "cost.training_flops": Case(
+        model=Model("llama3-8b"),
+        tokens=Num(1e12),
+        include_attention=Flag(False),
+        seq_len=Opt(Int(4096)),
+        causal=Flag(True),
+    ),
+    TR + "cost.training_time": Case(
+        model=Model("llama3-8b"),
+        tokens=Num(1e12),
+        chip=ChipArg("v5p"),
+        n_chips=Int(256),
+        mfu=Num(0.4, top=1.0),
+        dtype=Choice("bf16"),
+        include_attention=Flag(False),
+        seq_len=Opt(Int(4096)),
+    ),
+    TR + "cost.mfu": Case(
+        model=Model("llama3-8b"),
+        tokens_per_s=Num(1e6),
+        chip=ChipArg("v5p"),
+        n_chips=Int(256),
+        dtype=Choice("bf16"),
+        include_attention=Flag(False),
+        seq_len=Opt(Int(4096)),
+    ),
+    TR + "cost.hfu": Case(
+        model=Model("llama3-8b"),
+        tokens_per_s=Num(1e6),
+        chip=ChipArg("v5p"),
+        n_chips=Int(256),
+        seq_len=Int(4096),
+        remat=REMAT,
+        dtype=Choice("bf16"),
+        include_attention=Flag(True),
+    ),
+    TR + "cost.chip_hours": Case(
+        model=Model("llama3-8b"), tokens=Num(1e12), chip=ChipArg("v5p"), mfu=Num(0.4, top=1.0)
+    ),
+    TR + "cost.training_cost": Case(
+        model=Model("llama3-8b"),
+        tokens=Num(1e12),
+        chip=ChipArg("v5p"),
+        mfu=Num(0.4, top=1.0),
+        dollars_per_chip_hour=Opt(Num(4.2)),
+    ),
     # -- training.memory --------------------------------------------------------------------------------------------
     TR + "memory.check_remat": Case(remat=Raw("full_block", ["sometimes", "", None, ODD, -1, float("nan"), True])),
     TR + "memory.activation_values_per_token_layer": Case(model=Model("llama3-8b"), remat=REMAT_ANY),
-    TR + "memory.optimizer_bytes_per_param": Case(optimizer=Choice("adam"), moment_dtype=Choice("fp32"),
-                                                  master_weights=Flag(False)),
+    TR + "memory.optimizer_bytes_per_param": Case(
+        optimizer=Choice("adam"), moment_dtype=Choice("fp32"), master_weights=Flag(False)
+    ),
     TR + "memory.training_memory": Case(
-        model=Model("llama3-8b"), parallelism=Opt(Raw(lambda: _par(fsdp=64), _NOT_PAR, lazy=True)),
-        batch_tokens=Int(2**20), seq_len=Int(4096), optimizer=Choice("adam"), param_dtype=Choice("bf16"),
-        grad_dtype=Opt(Choice("bf16")), moment_dtype=Choice("fp32"), master_weights=Flag(False), remat=REMAT_ANY,
-        activation_dtype=Choice("bf16"), zero=Int(0, zero=True, top=3), offload_optimizer=Flag(False),
-        schedule=Choice("1f1b")),
-    TR + "memory.min_chips_for_memory": Case(model=Model("llama3-8b"), chip=ChipArg("v5p"), batch_tokens=Int(2**20),
-                                             seq_len=Int(4096), include_grads=Flag(True), fraction=Num(1.0)),
-    TR + "memory.batch_split": Case(batch_tokens=Int(2**20), seq_len=Int(4096),
-                                    parallelism=Raw(lambda: _par(fsdp=64), _NOT_PAR, lazy=True)),
+        model=Model("llama3-8b"),
+        parallelism=Opt(Raw(lambda: _par(fsdp=64), _NOT_PAR, lazy=True)),
+        batch_tokens=Int(2**20),
+        seq_len=Int(4096),
+        optimizer=Choice("adam"),
+        param_dtype=Choice("bf16"),
+        grad_dtype=Opt(Choice("bf16")),
+        moment_dtype=Choice("fp32"),
+        master_weights=Flag(False),
+        remat=REMAT_ANY,
+        activation_dtype=Choice("bf16"),
+        zero=Int(0, zero=True, top=3),
+        offload_optimizer=Flag(False),
+        schedule=Choice("1f1b"),
+    ),
+    TR + "memory.min_chips_for_memory": Case(
+        model=Model("llama3-8b"),
+        chip=ChipArg("v5p"),
+        batch_tokens=Int(2**20),
+        seq_len=Int(4096),
+        include_grads=Flag(True),
+        fraction=Num(1.0),
+    ),
+    TR + "memory.batch_split": Case(
+        batch_tokens=Int(2**20), seq_len=Int(4096), parallelism=Raw(lambda: _par(fsdp=64), _NOT_PAR, lazy=True)
+    ),
     TR + "memory.MemoryBreakdown.fits": Case(self_=_memory, chip=ChipArg("v5p"), fraction=Num(1.0)),
     # -- training.rooflines ------------------------------------------------------------------------------------------
     TR + "rooflines.ici_intensity": Case(chip=ChipArg("v5p", tpu=True), dtype="bf16"),
     TR + "rooflines.collective_bandwidth": Case(chip=ChipArg("h100"), across_nodes=True, n_axes=1),
-    TR + "rooflines.critical_batch_per_chip": Case(strategy="fsdp+tp", chip=ChipArg("v5p", tpu=True), n_axes=1,
-                                                   d_ff=28672, fsdp_axes=2, tp_axes=1, dtype="bf16",
-                                                   across_nodes=None, experts=1, experts_per_token=1,
-                                                   nodes=None, model_parallel_nodes=1),
-    TR + "rooflines.critical_batch_per_gpu": Case(chip=ChipArg("h100"), across_nodes=True, experts=8,
-                                                  experts_per_token=2, nodes=2, model_parallel_nodes=1,
-                                                  dtype="bf16"),
-    TR + "rooflines.max_tensor_parallelism": Case(chip=ChipArg("v5p"), d_ff=28672, n_axes=1, dtype="bf16",
-                                                  across_nodes=False),
-    TR + "rooflines.two_node_tensor_parallelism_ok": Case(chip=ChipArg("h100"), d_ff=28672, degree=16,
-                                                          dtype="bf16"),
+    TR + "rooflines.critical_batch_per_chip": Case(
+        strategy="fsdp+tp",
+        chip=ChipArg("v5p", tpu=True),
+        n_axes=1,
+        d_ff=28672,
+        fsdp_axes=2,
+        tp_axes=1,
+        dtype="bf16",
+        across_nodes=None,
+        experts=1,
+        experts_per_token=1,
+        nodes=None,
+        model_parallel_nodes=1,
+    ),
+    TR + "rooflines.critical_batch_per_gpu": Case(
+        chip=ChipArg("h100"),
+        across_nodes=True,
+        experts=8,
+        experts_per_token=2,
+        nodes=2,
+        model_parallel_nodes=1,
+        dtype="bf16",
+    ),
+    TR + "rooflines.max_tensor_parallelism": Case(
+        chip=ChipArg("v5p"), d_ff=28672, n_axes=1, dtype="bf16", across_nodes=False
+    ),
+    TR + "rooflines.two_node_tensor_parallelism_ok": Case(chip=ChipArg("h100"), d_ff=28672, degree=16, dtype="bf16"),
     TR + "rooflines.optimal_fsdp_degree": Case(batch_tokens=4e6, n_chips=8960, d_ff=28672, fsdp_axes=2, tp_axes=1),
-    TR + "rooflines.mlp_layer_times": Case(strategy="fsdp+tensor", chip=ChipArg("v5p"), batch_tokens=2**20,
-                                           d_model=8192, d_ff=28672, data=1, fsdp=64, tensor=4, fsdp_axes=2,
-                                           tp_axes=1, dtype="bf16", across_nodes=False),
+    TR + "rooflines.mlp_layer_times": Case(
+        strategy="fsdp+tensor",
+        chip=ChipArg("v5p"),
+        batch_tokens=2**20,
+        d_model=8192,
+        d_ff=28672,
+        data=1,
+        fsdp=64,
+        tensor=4,
+        fsdp_axes=2,
+        tp_axes=1,
+        dtype="bf16",
+        across_nodes=False,
+    ),
     TR + "rooflines.pipeline_bubble_fraction": Case(stages=4, microbatches=16, circular_repeats=1),
-    TR + "rooflines.expert_parallel_times": Case(chip=ChipArg("h100"), batch_tokens=1e6, d_model=7168, d_ff=2048,
-                                                 experts_per_token=8, degree=64, dtype="bf16"),
-    TR + "rooflines.pipeline_comms_time": Case(batch_tokens=1e6, d_model=8192, bandwidth=5e10, microbatches=16,
-                                               stages=8, bytes_per_value=2),
-    TR + "rooflines.strategy_times": Case(cluster=Raw(_cluster, ["h100", None, 3, ODD, _cube], lazy=True),
-                                          model=Model("llama3-8b"), batch_tokens=2**17, dtype="bf16",
-                                          microbatches=16),
+    TR + "rooflines.expert_parallel_times": Case(
+        chip=ChipArg("h100"), batch_tokens=1e6, d_model=7168, d_ff=2048, experts_per_token=8, degree=64, dtype="bf16"
+    ),
+    TR + "rooflines.pipeline_comms_time": Case(
+        batch_tokens=1e6, d_model=8192, bandwidth=5e10, microbatches=16, stages=8, bytes_per_value=2
+    ),
+    TR + "rooflines.strategy_times": Case(
+        cluster=Raw(_cluster, ["h100", None, 3, ODD, _cube], lazy=True),
+        model=Model("llama3-8b"),
+        batch_tokens=2**17,
+        dtype="bf16",
+        microbatches=16,
+    ),
     # -- training.step -----------------------------------------------------------------------------------------------
-    TR + "step.map_to_slice": Case(parallelism=Raw(lambda: _par(fsdp=16, tensor=4), _NOT_PAR, lazy=True),
-                                   slc=Raw(_cube, _NOT_SLICE, lazy=True, names=("slice",))),
+    TR + "step.map_to_slice": Case(
+        parallelism=Raw(lambda: _par(fsdp=16, tensor=4), _NOT_PAR, lazy=True),
+        slc=Raw(_cube, _NOT_SLICE, lazy=True, names=("slice",)),
+    ),
     TR + "step.step_time": Case(
-        model=Model("llama3-8b"), parallelism=Raw(lambda: _par(fsdp=16, tensor=4), _NOT_PAR + _IMPOSSIBLE_PAR,
-                                                  lazy=True, names=("tensor", "pipeline", "expert")),
-        slice=Raw(_cube, _NOT_SLICE, lazy=True), batch_tokens=Raw(2**20, [1000, 4097]), seq_len=4096,
+        model=Model("llama3-8b"),
+        parallelism=Raw(
+            lambda: _par(fsdp=16, tensor=4),
+            _NOT_PAR + _IMPOSSIBLE_PAR,
+            lazy=True,
+            names=("tensor", "pipeline", "expert"),
+        ),
+        slice=Raw(_cube, _NOT_SLICE, lazy=True),
+        batch_tokens=Raw(2**20, [1000, 4097]),
+        seq_len=4096,
         remat=REMAT_ANY,
-        dtype="bf16", overlap=True, hop_latency=1e-6, circular_repeats=1, matmul_efficiency=0.8,
-        layout=Opt(Raw(_layout, ["abc", 3, ODD], lazy=True))),
+        dtype="bf16",
+        overlap=True,
+        hop_latency=1e-6,
+        circular_repeats=1,
+        matmul_efficiency=0.8,
+        layout=Opt(Raw(_layout, ["abc", 3, ODD], lazy=True)),
+    ),
     TR + "step.Layout.sizes": Case(self_=_layout, kind=Choice("fsdp")),
     TR + "step.Layout.wraps": Case(self_=_layout, kind=Choice("fsdp")),
     TR + "step.Layout.describe": Case(self_=_layout),
-    TR + "step.Layout.collective": Case(self_=_layout, kind=Choice("fsdp"), op=Choice("all-gather"),
-                                        nbytes=Num(1e8, zero=True), hop_latency=Num(1e-6, zero=True)),
+    TR + "step.Layout.collective": Case(
+        self_=_layout,
+        kind=Choice("fsdp"),
+        op=Choice("all-gather"),
+        nbytes=Num(1e8, zero=True),
+        hop_latency=Num(1e-6, zero=True),
+    ),
     # -- training.planner --------------------------------------------------------------------------------------------
     TR + "planner.plan": Case(
-        model=Model("llama3-8b"), slice=Raw(_cube, _NOT_SLICE, lazy=True), batch_tokens=Int(2**20),
-        seq_len=Int(4096), n_slices=Int(1), remat=Raw(("full_block",), ["sometimes", (), ("x",), None, ODD, -1]),
-        sequence_sharding=Flag(False), max_pipeline=Int(16), optimizer=Choice("adam"), dtype=Choice("bf16"),
-        hbm_fraction=Num(1.0), overlap=Flag(True), max_microbatches=Int(64), matmul_efficiency=Num(1.0, top=1.0)),
+        model=Model("llama3-8b"),
+        slice=Raw(_cube, _NOT_SLICE, lazy=True),
+        batch_tokens=Int(2**20),
+        seq_len=Int(4096),
+        n_slices=Int(1),
+        remat=Raw(("full_block",), ["sometimes", (), ("x",), None, ODD, -1]),
+        sequence_sharding=Flag(False),
+        max_pipeline=Int(16),
+        optimizer=Choice("adam"),
+        dtype=Choice("bf16"),
+        hbm_fraction=Num(1.0),
+        overlap=Flag(True),
+        max_microbatches=Int(64),
+        matmul_efficiency=Num(1.0, top=1.0),
+    ),
     TR + "planner.PlanResult.table": Case(self_=_plan_result, top=Int(5)),
     TR + "planner.PlanResult.reasons": Case(self_=_plan_result),
     TR + "planner.Plan.row": Case(self_=lambda: _plan_result()[0]),
     # -- training.pipeline -------------------------------------------------------------------------------------------
     TR + "pipeline.simulate": Case(stages=1, microbatches=8, schedule="1f1b", forward_time=1.0, backward_time=2.0),
     TR + "pipeline.bubble_fraction": Case(tasks=Raw(_tasks, ["abc", None, 3, [], [ODD], ODD], lazy=True)),
-    TR + "pipeline.peak_in_flight": Case(tasks=Raw(_tasks, ["abc", None, 3, [], [ODD], ODD], lazy=True),
-                                         stage=Raw(0, [4])),
+    TR + "pipeline.peak_in_flight": Case(
+        tasks=Raw(_tasks, ["abc", None, 3, [], [ODD], ODD], lazy=True), stage=Raw(0, [4])
+    ),
     # -- training.published ------------------------------------------------------------------------------------------
     TR + "published.PublishedRun": Case(
-        name=Raw("run", [3, None, ODD, ["x"], True]), source=Raw("a paper", [3, None, ODD, ["x"], True]),
+        name=Raw("run", [3, None, ODD, ["x"], True]),
+        source=Raw("a paper", [3, None, ODD, ["x"], True]),
         model=Model("llama3-8b"),
-        system=Raw(_cube, _NOT_SLICE, lazy=True), parallelism=Raw(lambda: _par(fsdp=64), _NOT_PAR, lazy=True),
-        batch_tokens=Int(2**20), seq_len=Int(4096), remat=REMAT, reported_mfu=Num(0.5, top=1.0),
-        reported_tokens_per_s=Opt(Num(1000.0)), reported_flops_per_s=Opt(Num(2e14), none_baseline=True),
-        counting=Choice("causal"), circular_repeats=Int(1), notes=Raw("", [3, None, ODD, ["x"], True])),
+        system=Raw(_cube, _NOT_SLICE, lazy=True),
+        parallelism=Raw(lambda: _par(fsdp=64), _NOT_PAR, lazy=True),
+        batch_tokens=Int(2**20),
+        seq_len=Int(4096),
+        remat=REMAT,
+        reported_mfu=Num(0.5, top=1.0),
+        reported_tokens_per_s=Opt(Num(1000.0)),
+        reported_flops_per_s=Opt(Num(2e14), none_baseline=True),
+        counting=Choice("causal"),
+        circular_repeats=Int(1),
+        notes=Raw("", [3, None, ODD, ["x"], True]),
+    ),
     TR + "published.PublishedRun.reported_tokens_per_chip": Case(self_=_run),
     TR + "published.predict": Case(run=Raw(_run, ["abc", None, 3, ODD], lazy=True), efficiency=Num(0.8, top=1.0)),
-    TR + "published.reconcile": Case(runs=Raw(lambda: [_run()], ["abc", None, 3, [], [ODD], ODD], lazy=True),
-                                     efficiency=Num(0.8, top=1.0)),
-    TR + "published.fitted_efficiency": Case(runs=Raw(lambda: [_run()], ["abc", None, 3, [], [ODD], ODD],
-                                                      lazy=True)),
+    TR + "published.reconcile": Case(
+        runs=Raw(lambda: [_run()], ["abc", None, 3, [], [ODD], ODD], lazy=True), efficiency=Num(0.8, top=1.0)
+    ),
+    TR + "published.fitted_efficiency": Case(runs=Raw(lambda: [_run()], ["abc", None, 3, [], [ODD], ODD], lazy=True)),
     TR + "published.format_table": Case(rows=Raw(_rows, ["abc", None, 3, [ODD], ODD], lazy=True)),
     # Chapter 12's numbers to know
-    T + "cheatsheet.numbers_to_know": Case(chips=Raw(("v5e",), ["v5e", ("nochip",), (3,), None, ODD]),
-                                           models=Raw(("llama3-8b",), ["llama3-8b", ("nomodel",), (3,), None, ODD]),
-                                           ring=Int(16)),
+    T + "cheatsheet.numbers_to_know": Case(
+        chips=Raw(("v5e",), ["v5e", ("nochip",), (3,), None, ODD]),
+        models=Raw(("llama3-8b",), ["llama3-8b", ("nomodel",), (3,), None, ODD]),
+        ring=Int(16),
+    ),
     T + "cheatsheet.format_numbers": Case(rows=Raw(lambda: _numbers(), ["abc", [3], [ODD], 3], lazy=True)),
     T + "cheatsheet.Number.shown": Case(self_=lambda: _numbers()[0]),
     # the JSON that `python -m tpu_notes bench --json` prints (added with the command-line entry)
-    T + "bench.result_json": Case(result=Raw(_bench_result, ["abc", None, 3, ODD], lazy=True),
-                                  chip=Opt(ChipArg("v5e"))),
+    T + "bench.result_json": Case(
+        result=Raw(_bench_result, ["abc", None, 3, ODD], lazy=True), chip=Opt(ChipArg("v5e"))
+    ),
 }
 
-COVERED = ("cheatsheet", "training.parallelism", "training.cost", "training.memory", "training.rooflines",
-           "training.step", "training.planner", "training.pipeline", "training.published")
+COVERED = (
+    "cheatsheet",
+    "training.parallelism",
+    "training.cost",
+    "training.memory",
+    "training.rooflines",
+    "training.step",
+    "training.planner",
+    "training.pipeline",
+    "training.published",
+)
 
 #: Records the library builds itself (their fields are computed): constructors not fuzzed; methods have entries.
 RESULT_RECORDS = {
     "cheatsheet.Number",
-    "training.memory.MemoryBreakdown", "training.memory.BatchSplit", "training.rooflines.LayerTimes",
-    "training.step.AxisPart", "training.step.Layout", "training.step.StepTime", "training.planner.Plan",
-    "training.planner.PlanResult", "training.pipeline.Task", "training.published.Reconciliation",
+    "training.memory.MemoryBreakdown",
+    "training.memory.BatchSplit",
+    "training.rooflines.LayerTimes",
+    "training.step.AxisPart",
+    "training.step.Layout",
+    "training.step.StepTime",
+    "training.planner.Plan",
+    "training.planner.PlanResult",
+    "training.pipeline.Task",
+    "training.published.Reconciliation",
 }

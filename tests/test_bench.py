@@ -1,4 +1,5 @@
 """tpu_notes.bench: the timing helper, the sweeps on the CPU, and the roofline fit against a known roofline."""
+
 from __future__ import annotations
 
 import math
@@ -41,11 +42,18 @@ def test_time_fn_auto_number_makes_samples_long_enough():
     assert t.number * t.median_s > 1e-4
 
 
-@pytest.mark.parametrize("kwargs, exc", [
-    ({"repeats": 0}, ValueError), ({"repeats": 1.5}, ValueError), ({"warmup": -1}, ValueError),
-    ({"number": 0}, ValueError), ({"target_s": 0}, ValueError), ({"max_number": 0}, ValueError),
-    ({"repeats": True}, TypeError),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc",
+    [
+        ({"repeats": 0}, ValueError),
+        ({"repeats": 1.5}, ValueError),
+        ({"warmup": -1}, ValueError),
+        ({"number": 0}, ValueError),
+        ({"target_s": 0}, ValueError),
+        ({"max_number": 0}, ValueError),
+        ({"repeats": True}, TypeError),
+    ],
+)
 def test_time_fn_rejects_bad_arguments(kwargs, exc):
     with pytest.raises(exc) as err:
         bench.time_fn(lambda: None, **kwargs)
@@ -64,8 +72,8 @@ def test_matmul_sweep_on_cpu_gives_positive_flop_rates():
     assert len(ms) == 2
     for m, (B, D, F) in zip(ms, shapes):
         assert m.kind == "matmul" and m.shape == (B, D, F) and m.dtype == "fp32"
-        assert m.flops == 2 * B * D * F                       # hand count: one multiply-add per (b, d, f)
-        assert m.nbytes == 4 * (B * D + D * F + B * F)        # fp32 reads of x, w and write of out
+        assert m.flops == 2 * B * D * F  # hand count: one multiply-add per (b, d, f)
+        assert m.nbytes == 4 * (B * D + D * F + B * F)  # fp32 reads of x, w and write of out
         assert m.seconds > 0 and m.flops_per_s > 0 and m.bytes_per_s > 0
         assert m.timing is not None and m.timing.median_s == m.seconds
         assert m.intensity == pytest.approx(m.flops / m.nbytes)
@@ -93,7 +101,7 @@ def test_copy_probe_counts_read_and_write():
 def test_sum_probe_counts_reads_only():
     m = bench.measure_copy(2**16, dtype="fp32", repeats=2, op="sum")
     assert m.op == "sum" and m.label.startswith("sum(x)")
-    assert m.nbytes == 2**16 + 4 and m.flops == 2**14   # one read of the array, one fp32 scalar written
+    assert m.nbytes == 2**16 + 4 and m.flops == 2**14  # one read of the array, one fp32 scalar written
     assert m.bytes_per_s > 0
 
 
@@ -103,24 +111,26 @@ def test_copy_sweep_runs_each_probe_at_each_size():
     assert [m.op for m in bench.copy_sweep((2**12,), repeats=1, ops="add")] == ["add"]
 
 
-@pytest.mark.parametrize("call, exc", [
-    (lambda: bench.measure_matmul(0, 4, 4), ValueError),
-    (lambda: bench.measure_matmul(4, 4, 4, dtype="int8"), ValueError),
-    (lambda: bench.measure_copy(-1), ValueError),
-    (lambda: bench.matmul_sweep(()), ValueError),
-    (lambda: bench.matmul_sweep([(4, 4)]), ValueError),
-    (lambda: bench.copy_sweep(()), ValueError),
-    (lambda: bench.copy_sweep((2**12,), ops=()), ValueError),
-    (lambda: bench.measure_copy(2**12, op="memcpy"), ValueError),
-])
+@pytest.mark.parametrize(
+    "call, exc",
+    [
+        (lambda: bench.measure_matmul(0, 4, 4), ValueError),
+        (lambda: bench.measure_matmul(4, 4, 4, dtype="int8"), ValueError),
+        (lambda: bench.measure_copy(-1), ValueError),
+        (lambda: bench.matmul_sweep(()), ValueError),
+        (lambda: bench.matmul_sweep([(4, 4)]), ValueError),
+        (lambda: bench.copy_sweep(()), ValueError),
+        (lambda: bench.copy_sweep((2**12,), ops=()), ValueError),
+        (lambda: bench.measure_copy(2**12, op="memcpy"), ValueError),
+    ],
+)
 def test_sweeps_reject_bad_arguments(call, exc):
     with pytest.raises(exc):
         call()
 
 
 def test_measure_roofline_end_to_end_on_cpu():
-    r = bench.measure_roofline(matmul_shapes=((32, 256, 256),), copy_sizes=(2**18,), repeats=2,
-                               min_copy_bytes=0)
+    r = bench.measure_roofline(matmul_shapes=((32, 256, 256),), copy_sizes=(2**18,), repeats=2, min_copy_bytes=0)
     assert r.platform == "cpu" and r.chip is None and r.dtype == "fp32"
     assert len(r.matmuls) == 1 and len(r.copies) == 2 and r.measurements == r.matmuls + r.copies
     assert r.fit.peak_flops == pytest.approx(r.matmuls[0].flops_per_s)
@@ -131,8 +141,9 @@ def test_measure_roofline_end_to_end_on_cpu():
     assert all(row.predicted is None and row.ratio is None for row in rows)
     preds = bench.predict(r)
     assert [p.label for p in preds] == [m.label for m in r.measurements]
-    assert all(p.model_s is None and p.fitted_s > 0 and p.measured_s == m.seconds
-               for p, m in zip(preds, r.measurements))
+    assert all(
+        p.model_s is None and p.fitted_s > 0 and p.measured_s == m.seconds for p, m in zip(preds, r.measurements)
+    )
 
 
 def test_main_help_exits_cleanly(capsys):
@@ -186,7 +197,7 @@ def test_fit_is_exact_without_noise(ridge, bw, big_b):
     # recovered exactly when one matmul is compute-bound and one large copy is bandwidth-bound.
     D = 2**20  # synthetic: large enough that a matmul's intensity (up to D / 2) can pass any ridge tested
     peak = ridge * bw
-    b_compute = int(2 * ridge * big_b) + 1   # intensity ~ B / (1 + 2B/D) with bf16 and D = F; make it > ridge
+    b_compute = int(2 * ridge * big_b) + 1  # intensity ~ B / (1 + 2B/D) with bf16 and D = F; make it > ridge
     B = max(b_compute, 1)
     while (2.0 * B * D * D) / (2.0 * (2 * B * D + D * D)) < ridge * 1.01:
         B *= 2
@@ -201,7 +212,7 @@ def test_fit_rejects_incomplete_measurements():
     rng = np.random.default_rng(0)
     ms = synthetic(1e14, 1e12, [(64, 1024, 1024)], [2**20], noise=0.0, rng=rng)
     with pytest.raises(ValueError, match="min_copy_bytes"):
-        bench.fit_roofline(ms)                 # only a cache-sized copy
+        bench.fit_roofline(ms)  # only a cache-sized copy
     with pytest.raises(ValueError, match="matmul"):
         bench.fit_roofline([m for m in ms if m.kind == "copy"], min_copy_bytes=0)
     with pytest.raises(TypeError, match="Measurement"):
@@ -213,12 +224,20 @@ def test_fit_rejects_incomplete_measurements():
 def test_compare_against_a_chip_model():
     rng = np.random.default_rng(0)
     chip = hardware.get_chip("v5e")
-    ms = synthetic(chip.bf16_flops / 2, chip.hbm_bw / 4, [(1, 8192, 8192), (8192, 8192, 8192)], [2**29],
-                   noise=0.0, rng=rng)
+    ms = synthetic(
+        chip.bf16_flops / 2, chip.hbm_bw / 4, [(1, 8192, 8192), (8192, 8192, 8192)], [2**29], noise=0.0, rng=rng
+    )
     fit = bench.fit_roofline(ms)
-    result = bench.RooflineMeasurement(platform="tpu", device_kind="TPU v5 lite", chip="v5e", dtype="bf16",
-                                       matmuls=tuple(m for m in ms if m.kind == "matmul"),
-                                       copies=tuple(m for m in ms if m.kind == "copy"), fit=fit, wall_s=1.0)
+    result = bench.RooflineMeasurement(
+        platform="tpu",
+        device_kind="TPU v5 lite",
+        chip="v5e",
+        dtype="bf16",
+        matmuls=tuple(m for m in ms if m.kind == "matmul"),
+        copies=tuple(m for m in ms if m.kind == "copy"),
+        fit=fit,
+        wall_s=1.0,
+    )
     rows = {r.name: r for r in bench.compare(result)}
     assert rows["matmul peak"].predicted == chip.bf16_flops
     assert rows["matmul peak"].ratio == pytest.approx(0.5)
@@ -233,17 +252,24 @@ def test_predict_puts_each_measurement_beside_the_fit_and_the_chip_model():
     # A synthetic v5e that reaches half its datasheet peak and a quarter of its HBM bandwidth, without noise.
     rng = np.random.default_rng(0)
     chip = hardware.get_chip("v5e")
-    ms = synthetic(chip.bf16_flops / 2, chip.hbm_bw / 4, [(1, 8192, 8192), (8192, 8192, 8192)], [2**29],
-                   noise=0.0, rng=rng)
-    result = bench.RooflineMeasurement(platform="tpu", device_kind="TPU v5 lite", chip="v5e", dtype="bf16",
-                                       matmuls=tuple(m for m in ms if m.kind == "matmul"),
-                                       copies=tuple(m for m in ms if m.kind == "copy"),
-                                       fit=bench.fit_roofline(ms), wall_s=1.0)
+    ms = synthetic(
+        chip.bf16_flops / 2, chip.hbm_bw / 4, [(1, 8192, 8192), (8192, 8192, 8192)], [2**29], noise=0.0, rng=rng
+    )
+    result = bench.RooflineMeasurement(
+        platform="tpu",
+        device_kind="TPU v5 lite",
+        chip="v5e",
+        dtype="bf16",
+        matmuls=tuple(m for m in ms if m.kind == "matmul"),
+        copies=tuple(m for m in ms if m.kind == "copy"),
+        fit=bench.fit_roofline(ms),
+        wall_s=1.0,
+    )
     rows = {r.label: r for r in bench.predict(result)}
     assert list(rows) == [m.label for m in result.measurements]
     big, vector, copy = rows["mm8192"], rows["mm1"], rows[f"cp{2**29}"]
     for r in rows.values():
-        assert r.ratio_fit == pytest.approx(1.0)   # noise-free: the fitted roofline explains every time
+        assert r.ratio_fit == pytest.approx(1.0)  # noise-free: the fitted roofline explains every time
     # Hand derivation: the big matmul (intensity 8192/3 >> 240) runs at half the datasheet peak, so it takes 2x the
     # model's time; the copy and the B=1 matmul are bandwidth-bound at a quarter of the bandwidth: 4x.
     B = D = F = 8192
@@ -254,12 +280,28 @@ def test_predict_puts_each_measurement_beside_the_fit_and_the_chip_model():
     text = bench.format_predictions(bench.predict(result))
     assert "2.00" in text and "4.00" in text and "chip model" in text
     # No chip model for a CPU (or no datasheet peak for fp32): a dash, never a made-up number.
-    cpu = bench.RooflineMeasurement(platform="cpu", device_kind="cpu", chip=None, dtype="bf16",
-                                    matmuls=result.matmuls, copies=result.copies, fit=result.fit, wall_s=1.0)
+    cpu = bench.RooflineMeasurement(
+        platform="cpu",
+        device_kind="cpu",
+        chip=None,
+        dtype="bf16",
+        matmuls=result.matmuls,
+        copies=result.copies,
+        fit=result.fit,
+        wall_s=1.0,
+    )
     assert all(r.model_s is None and r.ratio_model is None for r in bench.predict(cpu))
     assert "—" in bench.format_predictions(bench.predict(cpu))
-    fp32 = bench.RooflineMeasurement(platform="tpu", device_kind="TPU v5 lite", chip="v5e", dtype="fp32",
-                                     matmuls=result.matmuls, copies=result.copies, fit=result.fit, wall_s=1.0)
+    fp32 = bench.RooflineMeasurement(
+        platform="tpu",
+        device_kind="TPU v5 lite",
+        chip="v5e",
+        dtype="fp32",
+        matmuls=result.matmuls,
+        copies=result.copies,
+        fit=result.fit,
+        wall_s=1.0,
+    )
     assert all(r.model_s is None for r in bench.predict(fp32))
     # An explicit chip overrides the detected one.
     assert bench.predict(cpu, chip="v5e")[0].model_s == pytest.approx(vector.model_s)
@@ -287,5 +329,4 @@ def test_measure_roofline_when_the_cache_outgrows_the_probes(monkeypatch):
     assert r.fit.min_copy_bytes == max(m.nbytes for m in r.copies)
     assert r.memory_level.startswith("partly the last-level cache")
     with pytest.raises(ValueError, match="min_copy_bytes"):
-        bench.measure_roofline(matmul_shapes=((64, 64, 64),), copy_sizes=(2**20,), repeats=1,
-                               min_copy_bytes=2**40)
+        bench.measure_roofline(matmul_shapes=((64, 64, 64),), copy_sizes=(2**20,), repeats=1, min_copy_bytes=2**40)

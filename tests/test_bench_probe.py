@@ -1,5 +1,6 @@
 """The bandwidth probe of Chapter 1 is sized from the detected last-level cache, fitted by its median with the
 spread reported, and says which level of the memory hierarchy it measured (tpu_notes.bench)."""
+
 import pytest
 
 from tpu_notes import bench
@@ -13,10 +14,12 @@ def probe(size, rate, op="add", samples=None):
     timing = None
     if samples is not None:
         secs = tuple(nbytes / r for r in samples)
-        timing = bench.Timing(compile_s=0.0, median_s=nbytes / rate, min_s=min(secs), max_s=max(secs),
-                              samples=secs, number=1, warmup=0)
-    return bench.Measurement("copy", f"{op} {size}", size / 4, nbytes, nbytes / rate, "fp32", timing=timing,
-                             shape=(size // 4,), op=op)
+        timing = bench.Timing(
+            compile_s=0.0, median_s=nbytes / rate, min_s=min(secs), max_s=max(secs), samples=secs, number=1, warmup=0
+        )
+    return bench.Measurement(
+        "copy", f"{op} {size}", size / 4, nbytes, nbytes / rate, "fp32", timing=timing, shape=(size // 4,), op=op
+    )
 
 
 MATMUL = bench.Measurement("matmul", "mm", 2e12, 1e9, 1.0, "fp32", shape=(512, 4096, 4096))
@@ -67,8 +70,7 @@ def test_memory_level_names_what_was_measured():
 
 def test_measure_roofline_sizes_its_threshold_from_the_cache(monkeypatch):
     monkeypatch.setattr(bench, "last_level_cache_bytes", lambda: 2**18)  # pretend a 256 KiB cache
-    r = bench.measure_roofline(matmul_shapes=((16, 128, 128),), copy_sizes=(2**16, 2**20), repeats=2,
-                               copy_ops=("add",))
+    r = bench.measure_roofline(matmul_shapes=((16, 128, 128),), copy_sizes=(2**16, 2**20), repeats=2, copy_ops=("add",))
     assert r.cache_bytes == 2**18 and r.fit.min_copy_bytes == 2 * 2**18
     assert r.fit.bandwidth_probes == ("x + 1 over 1.05 MB fp32",)  # the 64 KiB probe ran from cache
     assert "main memory" in r.memory_level and "4x" in r.memory_level
@@ -83,8 +85,16 @@ def test_measure_roofline_sizes_its_threshold_from_the_cache(monkeypatch):
 def test_one_table_of_measurements_within_the_page():
     probes = [probe(s, 50e9) for s in (MiB, 128 * MiB)]
     fit = bench.fit_roofline([MATMUL, *probes], min_copy_bytes=0)
-    result = bench.RooflineMeasurement(platform="cpu", device_kind="cpu", chip=None, dtype="fp32",
-                                       matmuls=(MATMUL,), copies=tuple(probes), fit=fit, wall_s=1.0)
+    result = bench.RooflineMeasurement(
+        platform="cpu",
+        device_kind="cpu",
+        chip=None,
+        dtype="fp32",
+        matmuls=(MATMUL,),
+        copies=tuple(probes),
+        fit=fit,
+        wall_s=1.0,
+    )
     lines = bench.format_measurements(result).splitlines()
     assert len(lines) == 2 + 3  # a caption, the header, one row per measurement
     assert lines[2].startswith("matmul B=512") and lines[3].startswith("x + 1 1.05 MB")

@@ -1,4 +1,5 @@
 """The HTML book builds from the committed outputs with no warning, and has a page per chapter."""
+
 import re
 from pathlib import Path
 

@@ -10,14 +10,15 @@ a compile cannot be interrupted: its caps are held to the up-front refusal, and 
 benchmarks' business. ``GROWING`` lists the functions known to grow with an argument: each must
 declare a cap on it.
 """
+
 from __future__ import annotations
 
 import time
 
 import pytest
-
 import test_hostile_input as T
 from test_layering import layer_of
+
 from tpu_notes.units import Positive
 
 #: Longest a call at its cap may take on this project's slowest machine (2 cores), seconds.

@@ -13,6 +13,7 @@ For every page of _toc.yml (the preface, every chapter, the other pages) this ch
 Screenshots of each page (its top, and its full length as *-full.png) are saved in _build/screenshots/.
 The table of contents (left sidebar) is visible and lists every page.
 """
+
 from __future__ import annotations
 
 import re
@@ -87,8 +88,7 @@ def test_page_in_browser(site, index):
     page = context.new_page()
     page.on("console", lambda m: errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
-    page.on("requestfailed", lambda r: failed.append(f"{r.url} ({r.failure})")
-            if r.url.startswith(base) else None)
+    page.on("requestfailed", lambda r: failed.append(f"{r.url} ({r.failure})") if r.url.startswith(base) else None)
     page.on("response", lambda r: failed.append(f"{r.url} (HTTP {r.status})") if r.status >= 400 else None)
     blocked_before = len(site["blocked"])
     try:
@@ -107,7 +107,8 @@ def test_page_in_browser(site, index):
 
         # Images.
         for src, complete, width in page.evaluate(
-                "() => Array.from(document.images).map(i => [i.currentSrc || i.src, i.complete, i.naturalWidth])"):
+            "() => Array.from(document.images).map(i => [i.currentSrc || i.src, i.complete, i.naturalWidth])"
+        ):
             if not complete or width == 0:
                 problems.append(f"image not loaded: {src}")
 
@@ -149,11 +150,16 @@ def test_page_in_browser(site, index):
         if nav.count() == 0 or not nav.first.is_visible():
             problems.append("the table of contents (left sidebar) is not visible")
         else:
-            listed = {urlsplit(h).path for h in nav.first.evaluate(
-                "n => Array.from(n.querySelectorAll('a[href]')).map(a => a.href)")}
+            listed = {
+                urlsplit(h).path
+                for h in nav.first.evaluate("n => Array.from(n.querySelectorAll('a[href]')).map(a => a.href)")
+            }
             # the API reference's module pages sit in a collapsed section under its index page
-            missing = [q.html for q in PAGES if q is not PAGES[0] and not q.docname.startswith("book/api/")
-                       and "/" + q.html not in listed]
+            missing = [
+                q.html
+                for q in PAGES
+                if q is not PAGES[0] and not q.docname.startswith("book/api/") and "/" + q.html not in listed
+            ]
             if missing:
                 problems.append(f"the table of contents lacks {missing}")
 
@@ -183,8 +189,9 @@ def test_page_in_browser(site, index):
         # Colab launch button of a chapter: this repository, this branch, a notebook that exists.
         if p.is_notebook:
             repo, branch, _ = nbcells.repo_settings()
-            links = page.evaluate("() => Array.from(document.querySelectorAll("
-                                  "'a[href*=\"colab.research.google.com\"]')).map(a => a.href)")
+            links = page.evaluate(
+                "() => Array.from(document.querySelectorAll('a[href*=\"colab.research.google.com\"]')).map(a => a.href)"
+            )
             want = f"https://colab.research.google.com/github/{repo}/blob/{branch}/"
             if not links:
                 problems.append("no Colab launch link")
@@ -192,13 +199,13 @@ def test_page_in_browser(site, index):
                 if not link.startswith(want):
                     problems.append(f"Colab link {link} does not start with {want}")
                     continue
-                target = link[len(want):]
+                target = link[len(want) :]
                 if target != p.source.relative_to(ROOT).as_posix() or not (ROOT / target).is_file():
                     problems.append(f"Colab link targets {target}, not this page's notebook {p.source.name}")
 
         page.evaluate("window.scrollTo(0, 0)")  # the clicks above scrolled the page
         page.screenshot(path=str(_screenshot_path(p)))  # the top of the page: header, sidebars, title
-        if not p.docname.startswith("book/api/"):   # reference pages: the top is enough (and much faster)
+        if not p.docname.startswith("book/api/"):  # reference pages: the top is enough (and much faster)
             page.screenshot(path=str(_screenshot_path(p, "-full")), full_page=True)
         title = page.locator("main h1").first.inner_text().strip().rstrip("#").strip()
 
@@ -208,8 +215,10 @@ def test_page_in_browser(site, index):
         word = _title_word(title)
         page.goto(base + f"search.html?q={word}")
         page.wait_for_selector("#search-results p.search-summary", timeout=15_000)
-        found = page.evaluate("() => Array.from(document.querySelectorAll('#search-results ul.search li a'))"
-                              ".map(a => new URL(a.href).pathname)")
+        found = page.evaluate(
+            "() => Array.from(document.querySelectorAll('#search-results ul.search li a'))"
+            ".map(a => new URL(a.href).pathname)"
+        )
         if "/" + p.html not in found:
             problems.append(f"search for {word!r} (from the title {title!r}) does not list the page: {found[:5]}")
     finally:
@@ -236,17 +245,21 @@ def test_every_chapter_notebook_is_a_page():
     assert {p.docname for p in PAGES} >= {"book/intro", "book/status"}
 
 
-
 def _overflow_page(body: str, css: str = "") -> str:
     """A page shaped like the book's (myst-nb's cell markup, the theme's scrolling <pre>) around ``body``."""
-    return (f"<html><head><style>pre {{ overflow: auto; }} main {{ width: 420px; }}</style><style>{css}</style>"
-            f"</head><body><main>{body}</main></body></html>")
+    return (
+        f"<html><head><style>pre {{ overflow: auto; }} main {{ width: 420px; }}</style><style>{css}</style>"
+        f"</head><body><main>{body}</main></body></html>"
+    )
 
 
 def _cell(code: str, output: str) -> str:
-    return ('<div class="cell"><div class="cell_input"><div class="highlight"><pre>' + code + "</pre></div></div>"
-            '<div class="cell_output"><div class="output stream"><div class="highlight"><pre>' + output +
-            "</pre></div></div></div></div>")
+    return (
+        '<div class="cell"><div class="cell_input"><div class="highlight"><pre>' + code + "</pre></div></div>"
+        '<div class="cell_output"><div class="output stream"><div class="highlight"><pre>'
+        + output
+        + "</pre></div></div></div></div>"
+    )
 
 
 def test_the_overflow_check_flags_wide_blocks_and_the_css_wraps_outputs(chromium):

@@ -1,4 +1,5 @@
 """tpu_notes.cheatsheet: every number comes from the function it names, and the table fits the page."""
+
 import pytest
 
 from tpu_notes import cheatsheet

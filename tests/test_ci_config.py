@@ -1,4 +1,5 @@
 """The GitHub workflows are valid YAML and run the README's commands: `make test`, and `make book` for Pages."""
+
 from pathlib import Path
 
 import yaml

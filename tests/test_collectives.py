@@ -1,10 +1,10 @@
 """The collective cost model (tpu_notes.collectives) against hand derivations, a hop-by-hop simulation and the
 collectives JAX runs on 8 simulated devices."""
-import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tpu_notes import bench
 from tpu_notes import collectives as C
@@ -42,10 +42,10 @@ def test_no_wraparound_matches_the_v5e_worked_example():
 def test_v4p_cube_worked_answers():
     # the scaling book's v4p 4x4x4 problem, B=1024, D=4096 bf16, 9e10 B/s bidirectional per link
     w, bd = get_chip("v4p").ici_bw_bidi, 2 * 1024 * 4096
-    assert C.all_gather_time(bd / 4, 4, w).total == pytest.approx(23.3e-6, rel=0.01)      # AllGather_X [B_X, D_Y]
-    t = C.all_gather_time(bd, (4, 4), w)                                                 # AllGather_XY
+    assert C.all_gather_time(bd / 4, 4, w).total == pytest.approx(23.3e-6, rel=0.01)  # AllGather_X [B_X, D_Y]
+    t = C.all_gather_time(bd, (4, 4), w)  # AllGather_XY
     assert t.total == pytest.approx(46.6e-6, rel=0.01) and t.latency_time == pytest.approx(4e-6)
-    assert C.all_gather_time(256, 4, w).total == pytest.approx(2e-6)                     # bf16[128]: 2 hops
+    assert C.all_gather_time(256, 4, w).total == pytest.approx(2e-6)  # bf16[128]: 2 hops
     # AllReduce of [B_X, D_Y]{U_Z}: two passes over the 524 kB local array (the book prints one pass, 5.8 µs)
     assert C.all_reduce_time(bd / 16, 4, w).total == pytest.approx(2 * 5.83e-6, rel=0.01)
 
@@ -82,8 +82,13 @@ def _a2a_link_time(n, wrap, v, w):
                 continue
             if wrap:
                 right = (j - i) % n
-                ways = [(+1, right, 1.0)] if right < n - right else [(-1, n - right, 1.0)] if right > n - right \
+                ways = (
+                    [(+1, right, 1.0)]
+                    if right < n - right
+                    else [(-1, n - right, 1.0)]
+                    if right > n - right
                     else [(+1, right, 0.5), (-1, right, 0.5)]
+                )
             else:
                 ways = [(+1 if j > i else -1, abs(j - i), 1.0)]
             for step, hops, share in ways:
@@ -102,15 +107,15 @@ def test_all_to_all_matches_busiest_link(n, wrap):
     oracle = _a2a_link_time(n, wrap, 1e9, W)
     assert t == pytest.approx(oracle)
     if wrap and n % 2 == 0 and n > 2:
-        assert t == pytest.approx(1e9 / (4 * W))       # the book's V / (4 W_ici) on an even ring
+        assert t == pytest.approx(1e9 / (4 * W))  # the book's V / (4 W_ici) on an even ring
 
 
 def test_several_axes():
     one = C.all_gather_time(1e9, 4, W)
     two = C.all_gather_time(1e9, (4, 4), W)
-    assert two.bandwidth_time == pytest.approx(1e9 / W / 2)      # even total 16: V/W over 2 sets of links
+    assert two.bandwidth_time == pytest.approx(1e9 / W / 2)  # even total 16: V/W over 2 sets of links
     assert two.latency_time == pytest.approx(2 * one.latency_time)
-    assert C.all_gather_time(1e9, 4, W, n_axes=2) == two          # int size with n_axes = same sizes per axis
+    assert C.all_gather_time(1e9, 4, W, n_axes=2) == two  # int size with n_axes = same sizes per axis
     # torus AllToAll: V * max(X_i) / (4 N W)
     assert C.all_to_all_time(1e9, (4, 4, 4), W, hop_latency=0).bandwidth_time == pytest.approx(1e9 * 4 / (4 * 64 * W))
 
@@ -147,7 +152,7 @@ def _simulated_time(n, wrap, v, w):
     for before, after in zip(states, states[1:]):
         for d in range(n):
             gained = len(after[d]) - len(before[d])
-            assert gained <= 2                       # at most one shard per incoming link per hop
+            assert gained <= 2  # at most one shard per incoming link per hop
     assert all(len(s) == n for s in states[-1])
     return (len(states) - 1) * (v / n) / (w / 2)
 
@@ -174,7 +179,7 @@ def test_total_is_max_and_monotone(n, v, lat):
 
 def test_latency_bound_bytes_is_the_crossover():
     v_star = C.latency_bound_bytes(8, get_chip("v5e").ici_bw_bidi)
-    assert v_star == pytest.approx(8 * 45e3)           # 45 kB per shard on v5e, 360 kB for 8-way
+    assert v_star == pytest.approx(8 * 45e3)  # 45 kB per shard on v5e, 360 kB for 8-way
     t = C.all_gather_time(v_star, 8, get_chip("v5e").ici_bw_bidi)
     assert t.bandwidth_time == pytest.approx(t.latency_time)
 
@@ -194,8 +199,10 @@ def test_run_collectives_numerically(mesh):
     x = rng.standard_normal((16, 3)).astype(np.float32)
     np.testing.assert_allclose(np.asarray(bench.run_collective("all-gather", x, mesh, "X")), x)
     y = rng.standard_normal((64, 3)).astype(np.float32)
-    total = y.reshape(8, 8, 3).sum(0)        # device d holds rows 8d..8d+7: the sum of the 8 addends
-    np.testing.assert_allclose(np.asarray(bench.run_collective("all-reduce", y, mesh, "X")), total, rtol=1e-5, atol=1e-5)
+    total = y.reshape(8, 8, 3).sum(0)  # device d holds rows 8d..8d+7: the sum of the 8 addends
+    np.testing.assert_allclose(
+        np.asarray(bench.run_collective("all-reduce", y, mesh, "X")), total, rtol=1e-5, atol=1e-5
+    )
     rs = bench.run_collective("reduce-scatter", y, mesh, "X")
     np.testing.assert_allclose(np.asarray(rs), total, rtol=1e-5, atol=1e-5)
     assert rs.sharding.spec[0] == "X"
@@ -220,8 +227,9 @@ def test_all_to_all_is_cheaper_than_all_gather(n, v):
         # and never faster than pushing V/4 (the blocks that must cross the middle) through the whole cut:
         # at most two links, W/2 each way
         assert a2a >= (n // 2) * ((n + 1) // 2) / n**2 * v / W * (1 - 1e-12)
-    assert C.all_to_all_time(v, n, W, wraparound=False).bandwidth_time >= \
-        C.all_to_all_time(v, n, W, wraparound=True).bandwidth_time * (1 - 1e-12)
+    assert C.all_to_all_time(v, n, W, wraparound=False).bandwidth_time >= C.all_to_all_time(
+        v, n, W, wraparound=True
+    ).bandwidth_time * (1 - 1e-12)
 
 
 @pytest.mark.parametrize("n", [3, 4, 8, 9, 16])
@@ -230,8 +238,9 @@ def test_one_way_ring(n):
     v = 1e9
     ag = C.all_gather_time(v, n, W, hop_latency=0, bidirectional=False)
     assert ag.bandwidth_time == pytest.approx(2 * (n - 1) * v / (n * W))
-    assert ag.bandwidth_time == pytest.approx(C.all_gather_time(v, n, W, wraparound=False, hop_latency=0)
-                                              .bandwidth_time)
+    assert ag.bandwidth_time == pytest.approx(
+        C.all_gather_time(v, n, W, wraparound=False, hop_latency=0).bandwidth_time
+    )
     assert C.gather_hops(n, True, bidirectional=False) == n - 1
     # AllToAll: half the AllGather one way; a quarter of the AllGather on a bidirectional ring (even N)
     a2a = C.all_to_all_time(v, n, W, hop_latency=0, bidirectional=False)
@@ -240,8 +249,9 @@ def test_one_way_ring(n):
     if n % 2 == 0:
         bidi = C.all_to_all_time(v, n, W, hop_latency=0).bandwidth_time
         assert bidi == pytest.approx(C.all_gather_time(v, n, W, hop_latency=0).bandwidth_time / 4)
-    assert C.all_reduce_time(v, n, W, hop_latency=0, bidirectional=False).bandwidth_time == \
-        pytest.approx(2 * ag.bandwidth_time)
+    assert C.all_reduce_time(v, n, W, hop_latency=0, bidirectional=False).bandwidth_time == pytest.approx(
+        2 * ag.bandwidth_time
+    )
     with pytest.raises(ValueError, match="wraparound"):
         C.all_gather_time(v, n, W, wraparound=False, bidirectional=False)
 
@@ -249,9 +259,9 @@ def test_one_way_ring(n):
 def test_latency_bound_bytes_per_hop_and_per_array():
     w = get_chip("v5e").ici_bw_bidi
     per_hop = C.latency_bound_bytes(8, w, per="hop")
-    assert per_hop == pytest.approx(1e-6 * w / 2)                       # one shard in one microsecond
-    assert C.latency_bound_bytes(8, w) == pytest.approx(8 * per_hop)    # the whole gathered array
-    assert C.latency_bound_bytes(64, w, per="hop") == per_hop            # independent of N
+    assert per_hop == pytest.approx(1e-6 * w / 2)  # one shard in one microsecond
+    assert C.latency_bound_bytes(8, w) == pytest.approx(8 * per_hop)  # the whole gathered array
+    assert C.latency_bound_bytes(64, w, per="hop") == per_hop  # independent of N
     with pytest.raises(ValueError, match="per"):
         C.latency_bound_bytes(8, w, per="shard")
 

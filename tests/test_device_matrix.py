@@ -1,6 +1,7 @@
 """The device-count matrix (tools/device_matrix.py) and the device script (tools/device_check.py): what they run,
 and that the matrix's scenarios really catch what they are there to catch. `make test` runs the matrix itself after
 pytest; these tests hold its definition and its teeth."""
+
 import json
 import subprocess
 import sys
@@ -43,8 +44,7 @@ def test_mesh_chapters_are_exactly_those_that_build_meshes():
     builds = set()
     for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         code = "\n".join("".join(c["source"]) for c in json.loads(p.read_text())["cells"] if c["cell_type"] == "code")
-        if re.search(r"demo_mesh\(|ring_mesh\(|parallel\.(train|compiled_step|oracle_summary)\(|n_devices=len",
-                     code):
+        if re.search(r"demo_mesh\(|ring_mesh\(|parallel\.(train|compiled_step|oracle_summary)\(|n_devices=len", code):
             builds.add(p.name[:2])
     assert builds == set(device_matrix.MESH_CHAPTERS)
 
@@ -74,30 +74,36 @@ def test_accel1_catches_a_mesh_of_jax_devices(tmp_path):
 
 
 def test_cpu1_starts_jax_with_one_device_before_the_setup_cell(tmp_path):
-    probe = _notebook(tmp_path, "from tpu_notes import devices\nDEVICES = devices.setup(8)\n"
-                                "assert len(DEVICES) == 1, DEVICES")
+    probe = _notebook(
+        tmp_path, "from tpu_notes import devices\nDEVICES = devices.setup(8)\nassert len(DEVICES) == 1, DEVICES"
+    )
     device_matrix.execute(_scenario("cpu1"), probe)
-    with pytest.raises(Exception):
-        device_matrix.execute(_scenario("cpu2"), probe)   # two devices there: the assertion fails
+    with pytest.raises(Exception):  # noqa: B017 - whatever nbclient raises for a failed cell is the finding
+        device_matrix.execute(_scenario("cpu2"), probe)  # two devices there: the assertion fails
 
 
 def test_device_check_dry_run(tmp_path):
     """The prepared accelerator script, in its dry mode: every step runs and the results name the device and the
     command."""
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "device_check.py"), "--dry-run", "--out",
-                           str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "device_check.py"), "--dry-run", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     (results,) = tmp_path.glob("*/results.json")
     r = json.loads(results.read_text())
     assert r["dry_run"] and r["command"] == "python tools/device_check.py --dry-run"
     assert r["device"].startswith("JAX ") and all(s["ok"] for s in r["steps"].values())
-    assert r["steps"]["bench"]["result"]                                   # bench --json's own output
+    assert r["steps"]["bench"]["result"]  # bench --json's own output
     multi = r["steps"]["multi_device"]
     assert multi["pallas"]["equal"] and multi["pallas"]["interpreted"]
     assert multi["train"]["equal_to_one_device"] and len(multi["collectives"]) == 2
     chapters = r["steps"]["cells"]["chapters"]
     assert sorted(chapters) == list(__import__("device_check").MEASURED_CHAPTERS)
-    assert all(entry["cells"] for entry in chapters.values())            # every listed chapter has measured cells
+    assert all(entry["cells"] for entry in chapters.values())  # every listed chapter has measured cells
     assert (results.parent / "cells.md").read_text().startswith("# JAX ")
 
 
@@ -111,10 +117,17 @@ def test_the_measured_page_lists_device_check_results(tmp_path):
     device_check.write_measured_page(page, measured)
     assert "No results yet" in page.read_text()
     (measured / "gpu-nvidia-h200").mkdir(parents=True)
-    (measured / "gpu-nvidia-h200" / "results.json").write_text(json.dumps(
-        {"device": "JAX 0.10.2 on 1 NVIDIA H200 devices", "command": "python tools/device_check.py",
-         "commit": "0123456789abcdef", "when_utc": "2026-12-01 12:00",
-         "steps": {"bench": {"ok": True}, "cells": {"ok": False}}}))
+    (measured / "gpu-nvidia-h200" / "results.json").write_text(
+        json.dumps(
+            {
+                "device": "JAX 0.10.2 on 1 NVIDIA H200 devices",
+                "command": "python tools/device_check.py",
+                "commit": "0123456789abcdef",
+                "when_utc": "2026-12-01 12:00",
+                "steps": {"bench": {"ok": True}, "cells": {"ok": False}},
+            }
+        )
+    )
     device_check.write_measured_page(page, measured)
     device_check.write_measured_page(page, measured)
     text = page.read_text()

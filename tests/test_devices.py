@@ -1,4 +1,5 @@
 """Device setup: simulated CPU devices, descriptions, and the Colab switch."""
+
 import subprocess
 import sys
 
@@ -30,9 +31,9 @@ def test_demo_devices_follow_one_rule():
     assert devices.demo_devices(8) == jax.devices()[:8]
     assert devices.demo_devices(3, backend="cpu") == jax.devices("cpu")[:3]
     given = jax.devices()[2:5]
-    assert devices.demo_devices(8, devices=given) == given          # fewer than asked: what there is
+    assert devices.demo_devices(8, devices=given) == given  # fewer than asked: what there is
     assert devices.demo_devices(2, devices=given) == given[:2]
-    assert len(devices.demo_devices(64)) == 8                         # no backend has 64: the longest list
+    assert len(devices.demo_devices(64)) == 8  # no backend has 64: the longest list
     with pytest.raises(ValueError, match="backend must be"):
         devices.demo_devices(2, backend="tpu")
     with pytest.raises(TypeError, match="devices must"):
@@ -53,9 +54,18 @@ def test_demo_devices_fall_back_to_the_cpu_when_the_accelerator_is_small(monkeyp
     assert devices.demo_devices(8) == jax.devices("cpu")[:8]
 
 
-@pytest.mark.parametrize("shape, n, fitted", [((2, 4), 8, (2, 4)), ((2, 4), 4, (1, 4)), ((2, 4), 2, (1, 2)),
-                                              ((2, 4), 1, (1, 1)), ((8,), 3, (2,)), ((3, 5), 5, (1, 5)),
-                                              ((2, 4), 16, (2, 4))])
+@pytest.mark.parametrize(
+    "shape, n, fitted",
+    [
+        ((2, 4), 8, (2, 4)),
+        ((2, 4), 4, (1, 4)),
+        ((2, 4), 2, (1, 2)),
+        ((2, 4), 1, (1, 1)),
+        ((8,), 3, (2,)),
+        ((3, 5), 5, (1, 5)),
+        ((2, 4), 16, (2, 4)),
+    ],
+)
 def test_fit_shape(shape, n, fitted):
     assert devices.fit_shape(shape, n) == fitted
 
@@ -107,9 +117,17 @@ def test_exercises_report_missing_devices_instead_of_failing(monkeypatch):
     assert not g.correct and "not graded here" in g.message and "needs 8 devices" in g.message
 
 
-@pytest.mark.parametrize("kind, chip", [("TPU v5 lite", "v5e"), ("TPU v5p", "v5p"), ("TPU v4", "v4p"),
-                                        ("TPU v6 lite", "v6e"), ("NVIDIA H100 80GB HBM3", "h100"),
-                                        ("cpu", None)])
+@pytest.mark.parametrize(
+    "kind, chip",
+    [
+        ("TPU v5 lite", "v5e"),
+        ("TPU v5p", "v5p"),
+        ("TPU v4", "v4p"),
+        ("TPU v6 lite", "v6e"),
+        ("NVIDIA H100 80GB HBM3", "h100"),
+        ("cpu", None),
+    ],
+)
 def test_device_kind_mapping(kind, chip):
     assert devices.chip_for_device_kind(kind) == chip
 
@@ -129,6 +147,8 @@ def test_in_colab_switch(monkeypatch):
 
 
 def test_importing_tpu_notes_does_not_import_jax():
-    code = ("import sys, tpu_notes; from tpu_notes import hardware, roofline, units, exercises, devices;"
-            "exercises.all_ids(); assert 'jax' not in sys.modules, 'jax was imported'")
+    code = (
+        "import sys, tpu_notes; from tpu_notes import hardware, roofline, units, exercises, devices;"
+        "exercises.all_ids(); assert 'jax' not in sys.modules, 'jax was imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

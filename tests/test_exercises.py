@@ -1,4 +1,5 @@
 """Every registered exercise: its reference passes its checker and perturbed answers are rejected."""
+
 import json
 from pathlib import Path
 
@@ -61,6 +62,7 @@ def test_notebook_exercises_are_registered_and_solved():
 
 
 # --- the checker itself, on a throwaway registry entry -------------------------------------------------------
+
 
 def _temp(ref, **kw):
     ex = Exercise(id=f"test.{len(exercises._REGISTRY)}", title="temp", solve=lambda: ref, hint="think", **kw)

@@ -1,5 +1,6 @@
 """tpu_notes.generate: the KV-cached decoder against the uncached forward pass, speculative sampling against the
 target distribution (exactly, and by a seeded sample), and XLA's bytes of one decode step against the model."""
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -9,10 +10,12 @@ from tpu_notes import inference as I
 from tpu_notes import model as M
 from tpu_notes.transformer import TransformerConfig, get_model
 
-TARGET = TransformerConfig(d_model=32, d_ff=64, n_layers=2, n_heads=4, n_kv_heads=2, d_head=8, vocab=6,
-                           name="spec-target")
-DRAFT = TransformerConfig(d_model=16, d_ff=32, n_layers=1, n_heads=2, n_kv_heads=1, d_head=8, vocab=6,
-                          name="spec-draft")
+TARGET = TransformerConfig(
+    d_model=32, d_ff=64, n_layers=2, n_heads=4, n_kv_heads=2, d_head=8, vocab=6, name="spec-target"
+)
+DRAFT = TransformerConfig(
+    d_model=16, d_ff=32, n_layers=1, n_heads=2, n_kv_heads=1, d_head=8, vocab=6, name="spec-draft"
+)
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +55,7 @@ def test_speculative_step_distribution_is_the_target_exactly():
         p = rng.dirichlet(np.full(7, 0.5))
         q = rng.dirichlet(np.full(7, 0.5))
         if trial % 3 == 0:
-            q[rng.integers(7)] = 0.0          # a token the draft never proposes
+            q[rng.integers(7)] = 0.0  # a token the draft never proposes
             q /= q.sum()
         np.testing.assert_allclose(g.speculative_step_distribution(p, q), p, atol=1e-6)
     # greedy: one-hot p and q
@@ -84,17 +87,18 @@ def test_speculative_samples_follow_the_target_distribution():
     counts = np.bincount(tokens[:, 0] * TARGET.vocab + tokens[:, 1], minlength=exact.size)
     expected = n * exact
     chi2 = float(np.sum((counts - expected) ** 2 / expected))
-    assert chi2 < 70.0, chi2                    # 35 degrees of freedom: p ~ 5e-4 at 70
+    assert chi2 < 70.0, chi2  # 35 degrees of freedom: p ~ 5e-4 at 70
     se = np.sqrt(expected * (1 - exact))
     assert np.all(np.abs(counts - expected) < 5 * se + 1)
-    assert 0.05 < rate < 1.0                    # drafts are sometimes kept and sometimes not
+    assert 0.05 < rate < 1.0  # drafts are sometimes kept and sometimes not
     # the draft's own distribution is measurably different (the check has power)
     draft_exact = g.target_distribution(dp, DRAFT, prompt, 2)
     assert float(np.sum((counts - n * draft_exact) ** 2 / (n * draft_exact))) > 10 * chi2
 
 
-@pytest.mark.parametrize("name, batch, seq_len", [("tiny-gqa", 1, 64), ("tiny-gqa", 8, 256),
-                                                  ("small", 4, 512), ("small", 16, 2048)])
+@pytest.mark.parametrize(
+    "name, batch, seq_len", [("tiny-gqa", 1, 64), ("tiny-gqa", 8, 256), ("small", 4, 512), ("small", 16, 2048)]
+)
 def test_xla_bytes_of_a_decode_step_match_the_model(name, batch, seq_len):
     """XLA's bytes accessed for one compiled decode step against weights + KV cache read (fp32). XLA also counts
     the whole embedding table for the token lookup (a gather; the model counts B rows), the in-place cache write
@@ -123,7 +127,7 @@ def test_bad_input():
 
 
 def test_measured_vs_predicted_rows_are_positive_and_named():
-    class Fit:                                   # a stand-in roofline: the test times, it does not judge speed
+    class Fit:  # a stand-in roofline: the test times, it does not judge speed
         peak_flops = 1e11
         bandwidth = 1e10
 

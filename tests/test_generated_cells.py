@@ -4,6 +4,7 @@
 that it does catch a stale, missing or moved cell (on copies, never on the committed notebooks), and that the
 status page (tools/status.py) matches book/status.json.
 """
+
 from __future__ import annotations
 
 import copy
@@ -29,8 +30,9 @@ def _src(cell) -> str:
 
 
 def test_generated_cells_are_current():
-    run = subprocess.run([sys.executable, str(ROOT / "tools" / "nbcells.py"), "--check"], cwd=ROOT,
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "nbcells.py"), "--check"], cwd=ROOT, capture_output=True, text=True
+    )
     assert run.returncode == 0, run.stdout + run.stderr
 
 
@@ -40,15 +42,21 @@ def _sample_notebook(stem: str = "01_rooflines") -> dict:
     if path.exists():
         nb = json.loads(path.read_text())
     else:
-        nb = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "# Chapter 1 · Rooflines"},
-                        {"cell_type": "code", "metadata": {}, "source": "x = 1", "outputs": [],
-                         "execution_count": None}],
-              "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        nb = {
+            "cells": [
+                {"cell_type": "markdown", "metadata": {}, "source": "# Chapter 1 · Rooflines"},
+                {"cell_type": "code", "metadata": {}, "source": "x = 1", "outputs": [], "execution_count": None},
+            ],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
     return nbcells.refresh(nb, stem)
 
 
-@pytest.mark.parametrize("damage", ["edit setup", "edit badge", "edit footer", "drop setup", "untag setup",
-                                    "move footer", "old repository"])
+@pytest.mark.parametrize(
+    "damage", ["edit setup", "edit badge", "edit footer", "drop setup", "untag setup", "move footer", "old repository"]
+)
 def test_check_catches_stale_cells(damage):
     stem = "01_rooflines"
     fresh = _sample_notebook(stem)
@@ -118,8 +126,9 @@ def test_status_page_is_current():
 
 
 def test_status_page_lists_every_chapter():
-    text = status.render({"01_rooflines": {"seconds": 12.34, "jax": "9.9.9", "device": "8 x test (cpu)"}},
-                         linked={"01_rooflines"})
+    text = status.render(
+        {"01_rooflines": {"seconds": 12.34, "jax": "9.9.9", "device": "8 x test (cpu)"}}, linked={"01_rooflines"}
+    )
     rows = [line for line in text.splitlines() if line.startswith("| ") and "·" in line]
     assert len(rows) == len(nbcells.CHAPTERS)
     assert "12.3 s" in rows[0] and "9.9.9" in rows[0] and "8 x test (cpu)" in rows[0]

@@ -1,4 +1,5 @@
 """tpu_notes.gpu: collective times on NVLink nodes and the scale-out network, and GPU layouts in step_time."""
+
 import pytest
 
 from tpu_notes import gpu as G
@@ -49,15 +50,18 @@ def test_step_time_on_gpus_interleaving_shrinks_the_bubble():
     assert inter.mfu > plain.mfu
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: GpuCluster("v5p", 8), "GPU"),
-    (lambda: GpuCluster("h100", 12), "multiple of node_size"),
-    (lambda: GpuCluster("h100", 16).collective_time("all-gather", 1e6, 32), "group"),
-    (lambda: GpuCluster("h100", 16).collective_time("all-gather", 1e6, 16, inner=3), "inner"),
-    (lambda: GpuCluster("h100", 16).collective_time("broadcast", 1e6, 16), "kind"),
-    (lambda: T.map_to_slice(T.Parallelism(data=8, dcn=2), GpuCluster("h100", 8)), "dcn"),
-    (lambda: T.plan("llama3-8b", GpuCluster("h100", 64), 2**20, 4096, n_slices=2), "n_slices"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: GpuCluster("v5p", 8), "GPU"),
+        (lambda: GpuCluster("h100", 12), "multiple of node_size"),
+        (lambda: GpuCluster("h100", 16).collective_time("all-gather", 1e6, 32), "group"),
+        (lambda: GpuCluster("h100", 16).collective_time("all-gather", 1e6, 16, inner=3), "inner"),
+        (lambda: GpuCluster("h100", 16).collective_time("broadcast", 1e6, 16), "kind"),
+        (lambda: T.map_to_slice(T.Parallelism(data=8, dcn=2), GpuCluster("h100", 8)), "dcn"),
+        (lambda: T.plan("llama3-8b", GpuCluster("h100", 64), 2**20, 4096, n_slices=2), "n_slices"),
+    ],
+)
 def test_bad_input(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
@@ -75,7 +79,7 @@ CASES = [  # (cluster, group, inner, span)
     (lambda: G.dgx_superpod("h100", 256), 128, 4, None),
     (lambda: GpuCluster("h100", 256, levels=(("leaf", 8), ("spine", 4, 2.0))), 256, 8, None),
     (lambda: GpuCluster("h100", 256, levels=(("leaf", 8), ("spine", 4, 2.0))), 32, 1, None),
-    (lambda: G.dgx_superpod("h100", 512), 512, 8, None),      # leaf and spine (link_loads takes <= 576 GPUs)
+    (lambda: G.dgx_superpod("h100", 512), 512, 8, None),  # leaf and spine (link_loads takes <= 576 GPUs)
     (lambda: G.dgx_superpod("h100", 512), 64, 1, None),
     (lambda: G.dgx_superpod("gb200", 576, nodes_per_su=8), 576, 72, None),
 ]
@@ -97,7 +101,7 @@ def test_the_explicit_graph_finds_the_busiest_link_where_the_formula_says():
     worst = max(loads, key=lambda ld: ld.time)
     terms = c.collective_terms("all-gather", 1e9, 256, 8)
     assert max(terms, key=terms.get) == "leaf"
-    assert worst.link[1][0] == "gpu" and worst.link[0][0] == "leaf"    # a NIC's downlink
+    assert worst.link[1][0] == "gpu" and worst.link[0][0] == "leaf"  # a NIC's downlink
     assert sum(ld.nbytes for ld in loads if ld.link[1] == ("gpu", 0)) == pytest.approx(1e9 * 255 / 256)
 
 
@@ -108,12 +112,12 @@ def test_the_books_superpod_numbers():
     assert [r.gpus for r in table] == [8, 256, 1024]
     assert table[1].collective_bw == pytest.approx(400e9) and table[2].child_uplink_bw == pytest.approx(12.8e12)
     terms = c.collective_terms("all-gather", 1.0, 1024, 8)
-    assert 1 / terms["node"] == pytest.approx(514e9, rel=0.01)          # 450e9 * 8/7
+    assert 1 / terms["node"] == pytest.approx(514e9, rel=0.01)  # 450e9 * 8/7
     # the book's per-level (D-1)/D gives 413 GB/s at the leaf; a node receives from all 127 others: 403 GB/s
     assert 1 / terms["leaf"] == pytest.approx(400e9 * 128 / 127)
     assert 1 / terms["spine"] > 1e13
     two = GpuCluster("h100", 16).collective_terms("all-gather", 1.0, 16, 8)
-    assert two["node"] > two["network"]                                 # Quiz 4 Q5: the node level binds
+    assert two["node"] > two["network"]  # Quiz 4 Q5: the node level binds
     assert 1 / two["network"] == pytest.approx(800e9)
 
 
@@ -124,11 +128,11 @@ def test_sharp_halves_the_all_reduce_and_inner_sharding_divides_by_nodes_spanned
     assert sharp == pytest.approx(1e9 / 450e9) and plain / sharp == pytest.approx(2 * 7 / 8)
     su = G.dgx_superpod("h100", 256)
     V = 2 * 8192 * 32768
-    base = su.collective_time("all-gather", V, 32, 1, span=256, hop_latency=0).total   # Y = 8 inside the node
+    base = su.collective_time("all-gather", V, 32, 1, span=256, hop_latency=0).total  # Y = 8 inside the node
     y16 = su.collective_time("all-gather", V / 16, 16, 1, span=256, hop_latency=0).total
     y8 = su.collective_time("all-gather", V / 8, 32, 1, span=256, hop_latency=0).total
-    assert y8 == pytest.approx(V * 31 / 32 / 400e9)                     # Y <= 8: no gain over the leaf
-    assert y16 == pytest.approx(V / 16 * 15 / 16 / 50e9)                # Y = 16: 2 nodes spanned
+    assert y8 == pytest.approx(V * 31 / 32 / 400e9)  # Y <= 8: no gain over the leaf
+    assert y16 == pytest.approx(V / 16 * 15 / 16 / 50e9)  # Y = 16: 2 nodes spanned
     assert base > y8
 
 
@@ -203,23 +207,30 @@ def test_step_time_on_a_superpod_uses_the_inner_axes():
 def test_strategy_times_cover_each_strategy():
     rows = T.strategy_times(GpuCluster("h100", 64), "llama3-70b", 64 * 2048)
     assert [r.strategy for r in rows] == ["dp", "tp", "pp"]
-    assert rows[0].bound == "comms"   # 2048 tokens per GPU < 2475
+    assert rows[0].bound == "comms"  # 2048 tokens per GPU < 2475
     moe = T.strategy_times(GpuCluster("h100", 64), "deepseek-v3", 64 * 4096)
     assert "ep" in [r.strategy for r in moe]
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: GpuCluster("h100", 64, levels=(("leaf", 4),)), "levels"),
-    (lambda: GpuCluster("h100", 64, levels=(("leaf", 8, 0.0),)), "oversubscription"),
-    (lambda: GpuCluster("h100", 64, levels=(("leaf", 8, -1.0),)), "oversubscription"),
-    (lambda: GpuCluster("a800", 8), "chip"),
-    (lambda: G.dgx_superpod("h100", 1000), "n_gpus"),
-    (lambda: GpuCluster("h100", 64).collective_time("all-gather", 1e6, 16, 1, span=100), "span"),
-    (lambda: GpuCluster("h100", 8).collective_time("all-gather", 1e6, 8, sharp=True), "sharp"),
-    (lambda: GpuCluster("h100", 768, levels=(("leaf", 32), ("spine", 3))).collective_time(
-        "all-gather", 1e6, 32, span=768), "line up"),
-    (lambda: T.critical_batch_per_gpu("v5p"), "chip"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: GpuCluster("h100", 64, levels=(("leaf", 4),)), "levels"),
+        (lambda: GpuCluster("h100", 64, levels=(("leaf", 8, 0.0),)), "oversubscription"),
+        (lambda: GpuCluster("h100", 64, levels=(("leaf", 8, -1.0),)), "oversubscription"),
+        (lambda: GpuCluster("a800", 8), "chip"),
+        (lambda: G.dgx_superpod("h100", 1000), "n_gpus"),
+        (lambda: GpuCluster("h100", 64).collective_time("all-gather", 1e6, 16, 1, span=100), "span"),
+        (lambda: GpuCluster("h100", 8).collective_time("all-gather", 1e6, 8, sharp=True), "sharp"),
+        (
+            lambda: GpuCluster("h100", 768, levels=(("leaf", 32), ("spine", 3))).collective_time(
+                "all-gather", 1e6, 32, span=768
+            ),
+            "line up",
+        ),
+        (lambda: T.critical_batch_per_gpu("v5p"), "chip"),
+    ],
+)
 def test_bad_input_ch11(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()

@@ -1,4 +1,5 @@
 """The chip table: lookups, errors, derived figures and sources."""
+
 import pytest
 
 from tpu_notes import hardware
@@ -6,8 +7,23 @@ from tpu_notes.hardware import CHIPS, get_chip
 
 
 def test_all_promised_chips_and_aliases():
-    for name in ["v3", "v4p", "v4", "v5e", "v5p", "v6e", "trillium", "tpu7x", "ironwood",
-                 "a100", "h100", "h200", "b200", "H100", "V5E"]:
+    for name in [
+        "v3",
+        "v4p",
+        "v4",
+        "v5e",
+        "v5p",
+        "v6e",
+        "trillium",
+        "tpu7x",
+        "ironwood",
+        "a100",
+        "h100",
+        "h200",
+        "b200",
+        "H100",
+        "V5E",
+    ]:
         assert get_chip(name).name in CHIPS
     assert get_chip("v4") is get_chip("v4p")
     assert get_chip("Trillium") is get_chip("v6e")
@@ -100,7 +116,7 @@ def test_v6e_and_v4p_are_complete():
 def test_vector_register_file():
     from tpu_notes import systolic
 
-    assert systolic.vreg_file_bytes("v5p") == 256 * 2**10          # 64 VREGs of 8 x 128 x 4 bytes
+    assert systolic.vreg_file_bytes("v5p") == 256 * 2**10  # 64 VREGs of 8 x 128 x 4 bytes
     assert systolic.vreg_file_bytes("v4p") == 128 * 2**10
     with pytest.raises(ValueError, match="vregs_per_core"):
         systolic.vreg_file_bytes("v5e")
@@ -122,12 +138,24 @@ def test_vmem_is_binary_on_every_chip():
 def test_a_chip_built_by_hand_is_validated():
     from tpu_notes.hardware import Chip
 
-    good = dict(name="x", kind="tpu", long_name="X", bf16_flops=1e14, int8_flops=None, fp8_flops=None,
-                hbm_bytes=1e10, hbm_bw=1e12)
+    good = dict(
+        name="x",
+        kind="tpu",
+        long_name="X",
+        bf16_flops=1e14,
+        int8_flops=None,
+        fp8_flops=None,
+        hbm_bytes=1e10,
+        hbm_bw=1e12,
+    )
     Chip(**good)
-    for field, bad, err in (("kind", "cpu", ValueError), ("bf16_flops", -1.0, ValueError),
-                            ("hbm_bw", float("nan"), ValueError), ("name", "", TypeError),
-                            ("mxu_size", 2.5, ValueError)):
+    for field, bad, err in (
+        ("kind", "cpu", ValueError),
+        ("bf16_flops", -1.0, ValueError),
+        ("hbm_bw", float("nan"), ValueError),
+        ("name", "", TypeError),
+        ("mxu_size", 2.5, ValueError),
+    ):
         with pytest.raises(err, match=field):
             Chip(**{**good, field: bad})
     with pytest.raises(ValueError, match="pod_shape"):

@@ -3,6 +3,7 @@ matmul is compiled with jax.jit on 8 simulated CPU devices (a 1D mesh of 8 and a
 
 Also unit tests of the HLO parser on hand-written HLO text covering the formats XLA prints.
 """
+
 import pytest
 
 from tpu_notes import hlo
@@ -34,8 +35,15 @@ ENTRY %main (p: f32[8,16]) -> f32[64,16] {
 
 def test_parser_formats():
     found = hlo.collectives(SYNTHETIC)
-    assert [c.kind for c in found] == ["all-gather", "all-reduce", "reduce-scatter", "all-reduce",
-                                       "collective-permute", "all-gather", "all-to-all"]
+    assert [c.kind for c in found] == [
+        "all-gather",
+        "all-reduce",
+        "reduce-scatter",
+        "all-reduce",
+        "collective-permute",
+        "all-gather",
+        "all-to-all",
+    ]
     ag, ar, rs, ar2, cp, tpu, a2a = found
     # TPU-style tiled layouts (with parentheses inside the braces) do not confuse the shapes
     assert tpu.operand_bytes == 8 * 128 * 2 and tpu.result_bytes == 64 * 128 * 2 and tpu.dtype == "bf16"
@@ -50,7 +58,7 @@ def test_parser_formats():
     # mesh form: groups along axis_0 of a 2x4 device grid
     assert ar2.replica_groups == ((0, 4), (1, 5), (2, 6), (3, 7)) and ar2.asynchronous
     assert cp.source_target_pairs == ((0, 1), (1, 0)) and cp.replica_groups == ()
-    assert a2a.replica_groups == (tuple(range(8)),)      # {} = all partitions
+    assert a2a.replica_groups == (tuple(range(8)),)  # {} = all partitions
     assert ag.dtype == "f32"
 
 
@@ -79,8 +87,9 @@ ENTRY %main (p: f32[8]) -> f32[4] {
 """
     (c,) = hlo.normalize_cpu_collectives(hlo.collectives(text), text)
     assert c.kind == "reduce-scatter" and c.operand_bytes == 32 and c.result_bytes == 16
-    plain = text.replace("ROOT %ds = f32[4]{0} dynamic-slice(%ar, %i), dynamic_slice_sizes={4}",
-                         "ROOT %n = f32[8]{0} negate(%ar)")
+    plain = text.replace(
+        "ROOT %ds = f32[4]{0} dynamic-slice(%ar, %i), dynamic_slice_sizes={4}", "ROOT %n = f32[8]{0} negate(%ar)"
+    )
     (c,) = hlo.normalize_cpu_collectives(hlo.collectives(plain), plain)
     assert c.kind == "all-reduce"
 
@@ -106,10 +115,12 @@ def test_cases_cover_the_brief():
     plans = [hlo.predict(c) for c in cases]
     kinds = {s.kind for p in plans for s in p}
     assert {"all-gather", "all-reduce", "reduce-scatter", "all-to-all"} <= kinds
-    assert any(len(c.matmuls) == 2 for c in cases)                  # the MLP
-    assert any("_XY" in m for c in cases for m in c.matmuls)        # a two-axis sharding
-    from tpu_notes.sharding import matmul_plan
+    assert any(len(c.matmuls) == 2 for c in cases)  # the MLP
+    assert any("_XY" in m for c in cases for m in c.matmuls)  # a two-axis sharding
     import re
+
+    from tpu_notes.sharding import matmul_plan
+
     seen = set()
     for c in cases:
         for m in c.matmuls:
@@ -142,7 +153,7 @@ def test_cost_analysis_is_per_device():
     compiled, _ = hlo.compile_case(hlo.matmul_cases(["c1-rows"])[0])
     c = hlo.cost(compiled)
     assert list(c) == sorted(c)
-    assert c["flops"] == 2 * (64 // 8) * 128 * 256          # the local [8,128] x [128,256] matmul
+    assert c["flops"] == 2 * (64 // 8) * 128 * 256  # the local [8,128] x [128,256] matmul
     assert c["bytes accessed"] > 0
 
 
@@ -169,9 +180,22 @@ def test_partitioned_programs_compute_the_right_numbers(case_id):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
 
 
-@pytest.mark.parametrize("text", ["{{0,1},{2,", "{{0,1},{2,3}", "{{0,1},{2,3}}}", "{{0,a}}", "[2,4]<=[8",
-                                  "[2,4]<=[9]", "[4,2]<=[2,4]T(1,", "[4,2]<=[2,4]T(0,0)", "mesh['x'=2,'y'=4] {'y'",
-                                  "mesh['x'=2,'y'=4", "{{0,1},{1,2}}"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{{0,1},{2,",
+        "{{0,1},{2,3}",
+        "{{0,1},{2,3}}}",
+        "{{0,a}}",
+        "[2,4]<=[8",
+        "[2,4]<=[9]",
+        "[4,2]<=[2,4]T(1,",
+        "[4,2]<=[2,4]T(0,0)",
+        "mesh['x'=2,'y'=4] {'y'",
+        "mesh['x'=2,'y'=4",
+        "{{0,1},{1,2}}",
+    ],
+)
 def test_truncated_or_malformed_replica_groups_are_refused(text):
     # a truncated HLO dump must fail loudly, not compare wrongly ('{{0,1},{2,' used to parse as ((0, 1),))
     from tpu_notes.hlo import parse_replica_groups
@@ -190,9 +214,11 @@ def test_replica_group_ids_must_fit_num_devices():
 
 def test_long_tuple_shapes_with_index_comments_are_parsed():
     """XLA prints /*index=5*/ inside long tuple shapes (a combined gradient all-reduce); the op must be found."""
-    text = ("%all-reduce.1 = (f32[2]{0}, f32[3]{0}, f32[4]{0}, f32[5]{0}, f32[6]{0}, /*index=5*/f32[7]{0}) "
-            "all-reduce(f32[2]{0} %a, f32[3]{0} %b, f32[4]{0} %c, f32[5]{0} %d, f32[6]{0} %e, f32[7]{0} %f), "
-            "replica_groups={{0,1}}, to_apply=%add")
+    text = (
+        "%all-reduce.1 = (f32[2]{0}, f32[3]{0}, f32[4]{0}, f32[5]{0}, f32[6]{0}, /*index=5*/f32[7]{0}) "
+        "all-reduce(f32[2]{0} %a, f32[3]{0} %b, f32[4]{0} %c, f32[5]{0} %d, f32[6]{0} %e, f32[7]{0} %f), "
+        "replica_groups={{0,1}}, to_apply=%add"
+    )
     (found,) = hlo.collectives(text)
     assert found.kind == "all-reduce" and len(found.result_shapes) == 6
     assert found.result_bytes == 4 * (2 + 3 + 4 + 5 + 6 + 7)
@@ -238,7 +264,7 @@ def test_parse_module_reads_real_compiled_text():
     (ar,) = [i for i in module.instructions if i.opcode == "all-reduce"]
     assert ar.operands and ar.operands[0] in {i.name for i in module.computation(module.entry)}
     assert ar.attribute("replica_groups").startswith("mesh[") and ar.computation == module.entry
-    assert module.callees(ar) and all(c in module.computations for c in module.callees(ar))   # to_apply=%add
+    assert module.callees(ar) and all(c in module.computations for c in module.callees(ar))  # to_apply=%add
     fusions = [i for i in module.computation(module.entry) if i.opcode == "fusion"]
     assert fusions and all(module.called_computations(f) for f in fusions)
     roots = [i for i in module.computation(module.entry) if i.root]
@@ -270,7 +296,7 @@ def test_single_op_module_of_real_text_is_valid_hlo():
             continue
         single = hlo.single_op_module(module, ins.name)
         assert single is not None and single.startswith(f"HloModule single_{ins.name}")
-        _hlo.hlo_module_from_text(single)             # XLA's own parser accepts it
+        _hlo.hlo_module_from_text(single)  # XLA's own parser accepts it
         assert hlo.parse_module(single).computation("e")[-1].opcode == ins.opcode
     with pytest.raises(ValueError, match="name must be an instruction"):
         hlo.single_op_module(module, "no-such-op")

@@ -12,6 +12,7 @@ Functions decorated with ``tpu_notes.units.checked`` declare each argument's kin
 of those kinds (``Kind.hostile()``) are tried in addition to the registry's, and a checked function whose required
 arguments all declare kinds is covered without any entry: its call is built from the kinds' examples.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -20,10 +21,11 @@ import pkgutil
 import re
 import signal
 
-import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-
 import hostile_cases as H
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from tpu_notes.units import argument_kinds
 
 #: Longest a single hostile call may run, seconds: a check that raises takes microseconds; a JAX compile started by
@@ -100,8 +102,7 @@ def _check_one(dotted: str, case: H.Case, fn, valid: dict, name: str, bad) -> st
     except Exception as err:  # noqa: BLE001 - any other exception is the finding
         return f"{name}={shown}: raised {type(err).__name__} (not ValueError/TypeError): {str(err)[:160]}"
     # an array's repr would compute it; show its type and shape instead
-    what = (f"{type(result).__name__} of shape {tuple(result.shape)}" if hasattr(result, "shape")
-            else repr(result)[:80])
+    what = f"{type(result).__name__} of shape {tuple(result.shape)}" if hasattr(result, "shape") else repr(result)[:80]
     return f"{name}={shown}: returned {what} silently"
 
 
@@ -123,7 +124,7 @@ def _declared(fn) -> dict:
 
 
 def _declared_of(dotted: str, case: H.Case) -> dict:
-    if case.self_ is not None:   # a method: the kinds are on the class's function
+    if case.self_ is not None:  # a method: the kinds are on the class's function
         mod, attrs = _resolve(dotted)
         obj = mod
         for a in attrs:
@@ -166,8 +167,11 @@ def _public_callables(modname: str) -> set[str]:
             if f"{modname}.{n}" not in H.RESULT_RECORDS:
                 out.add(f"tpu_notes.{modname}.{n}")
             for m, v in vars(o).items():
-                if not m.startswith("_") and isinstance(v, (staticmethod, classmethod)) or \
-                        (not m.startswith("_") and inspect.isfunction(v)):
+                if (
+                    not m.startswith("_")
+                    and isinstance(v, (staticmethod, classmethod))
+                    or (not m.startswith("_") and inspect.isfunction(v))
+                ):
                     out.add(f"tpu_notes.{modname}.{n}.{m}")
     return out
 
@@ -182,14 +186,16 @@ def test_every_module_is_covered_or_listed():
     for m in pkgutil.iter_modules(tpu_notes.__path__):
         if m.name in H.NOT_ANALYSIS or m.name in H.NOT_YET_COVERED:
             continue
-        if m.ispkg:   # a subpackage: its modules count one by one
+        if m.ispkg:  # a subpackage: its modules count one by one
             sub = importlib.import_module(f"tpu_notes.{m.name}")
             found |= {f"{m.name}.{s.name}" for s in pkgutil.iter_modules(sub.__path__)}
         else:
             found.add(m.name)
     unlisted = found - listed
-    assert not unlisted, (f"modules {sorted(unlisted)} are neither in hostile_cases.COVERED_MODULES nor in "
-                          "NOT_YET_COVERED (with a reason) nor in NOT_ANALYSIS")
+    assert not unlisted, (
+        f"modules {sorted(unlisted)} are neither in hostile_cases.COVERED_MODULES nor in "
+        "NOT_YET_COVERED (with a reason) nor in NOT_ANALYSIS"
+    )
 
 
 def _auto_case(dotted: str) -> H.Case | None:
@@ -233,8 +239,10 @@ ALL_CASES = {**H.CASES, **AUTO_CASES}
 @pytest.mark.parametrize("modname", H.COVERED_MODULES)
 def test_every_public_function_has_a_baseline(modname):
     missing = sorted(_public_callables(modname) - set(ALL_CASES))
-    assert not missing, (f"public functions of tpu_notes.{modname} without an entry in tests/hostile_cases.CASES "
-                         f"(see its docstring): {missing}")
+    assert not missing, (
+        f"public functions of tpu_notes.{modname} without an entry in tests/hostile_cases.CASES "
+        f"(see its docstring): {missing}"
+    )
 
 
 def test_no_stale_entries():

@@ -1,4 +1,5 @@
 """tpu_notes.inference against the scaling book's inference numbers, its own identities, and bad input."""
+
 import math
 
 import pytest
@@ -14,9 +15,9 @@ def test_llama2_13b_table_matches_the_book():
     book = {1: 4.98e-3, 8: 12.13e-3, 16: 20.30e-3, 32: 36.65e-3, 64: 69.33e-3, 240: 249.09e-3}
     for b, t in book.items():
         s = I.decode_step_time("llama2-13b", "v5e", 8, b, 8192)
-        assert s.total == pytest.approx(t, rel=0.015), b       # we leave the input embedding out of the reads
+        assert s.total == pytest.approx(t, rel=0.015), b  # we leave the input embedding out of the reads
     assert I.decode_step_time("llama2-13b", "v5e", 8, 8, 8192).fits
-    assert not I.decode_step_time("llama2-13b", "v5e", 8, 16, 8192).fits   # "we OOM beyond batch size 16"
+    assert not I.decode_step_time("llama2-13b", "v5e", 8, 16, 8192).fits  # "we OOM beyond batch size 16"
 
 
 def test_gqa_variant_is_five_times_smaller_and_faster():
@@ -39,8 +40,9 @@ def test_pop_quiz_step_times():
 def test_critical_batch_bf16_and_int8():
     assert I.critical_batch("llama3-70b", "v5e") == pytest.approx(240, rel=0.01)
     assert I.critical_batch("llama3-70b", "v5e", weight_dtype="int8") == pytest.approx(120, rel=0.01)
-    assert I.critical_batch("llama3-70b", "v5e", weight_dtype="int8", compute_dtype="int8") == \
-        pytest.approx(240, rel=0.01)
+    assert I.critical_batch("llama3-70b", "v5e", weight_dtype="int8", compute_dtype="int8") == pytest.approx(
+        240, rel=0.01
+    )
 
 
 def test_step_time_crosses_to_compute_at_the_critical_batch():
@@ -52,8 +54,10 @@ def test_step_time_crosses_to_compute_at_the_critical_batch():
 
 def test_smallest_v5e_topologies_for_llama3_70b():
     # applied-inference.md: bf16 on 4x4, int8 on 4x2 (8 chips), int4 on 2x2
-    shapes = {wd: I.smallest_topology("llama3-70b", "v5e", weight_dtype=wd, kv_dtype=wd).n_chips
-              for wd in ("bf16", "int8", "int4")}
+    shapes = {
+        wd: I.smallest_topology("llama3-70b", "v5e", weight_dtype=wd, kv_dtype=wd).n_chips
+        for wd in ("bf16", "int8", "int4")
+    }
     assert shapes == {"bf16": 16, "int8": 8, "int4": 4}
     assert I.min_chips("llama3-70b", "v5e", weight_dtype="bf16") == 9
 
@@ -86,7 +90,7 @@ def test_disaggregation_ratio_matches_the_book():
 
 def test_generation_sharding_limits_match_the_book():
     assert I.max_tp_memory("v5e", 16384, 32) == pytest.approx(16384 / (32 * 8.2e11 / 9e10))
-    assert I.latency_bound_tp("v5e", 1, 45_000) == pytest.approx(1.0)      # Y > B·D / 45,000 in int8
+    assert I.latency_bound_tp("v5e", 1, 45_000) == pytest.approx(1.0)  # Y > B·D / 45,000 in int8
     assert I.ws_2d_crossover(4096, 16384) == pytest.approx(72)
     t = I.generation_matmul_times("v5e", 64, 8192, 28672, 32)
     assert t.ici == pytest.approx(2 * 64 * 8192 / 9e10) and t.bound == "hbm"
@@ -180,7 +184,7 @@ def test_simulator_is_deterministic_and_reports_percentiles():
 def test_simulator_throughput_tracks_the_offered_load_until_saturation():
     light = I.simulate("llama3-8b", "v5e", 4, arrival_rate=1.0, n_requests=150, decode_len=128)
     heavy = I.simulate("llama3-8b", "v5e", 4, arrival_rate=1e4, n_requests=150, decode_len=128)
-    assert light.throughput == pytest.approx(128.0, rel=0.25)       # ~ 1 request/s x 128 tokens
+    assert light.throughput == pytest.approx(128.0, rel=0.25)  # ~ 1 request/s x 128 tokens
     assert heavy.mean_batch > 10 * light.mean_batch
     assert heavy.throughput > 5 * light.throughput
 
@@ -201,22 +205,25 @@ def test_prefix_cache_lowers_ttft():
 
 
 # -- bad input -----------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("call, name", [
-    (lambda: I.decode_step_time("llama3-8b", "v5e", 4, 0, 1024), "batch"),
-    (lambda: I.decode_step_time("llama3-8b", "v5e", 4, 8, -1), "seq_len"),
-    (lambda: I.decode_step_time("llama3-8b", "v5e", 4, 8, 1024, weight_dtype="int3"), "weight_dtype"),
-    (lambda: I.decode_step_time("llama3-8b", "v5e", 4, 8, 1024, kv_dtype="float64"), "kv_dtype"),
-    (lambda: I.decode_step_time("llama3-8b", "v5e", 4, 8, 1024, compute_dtype="int4"), "compute_dtype"),
-    (lambda: I.decode_step_time("llama3-8b", "v5e", 0, 8, 1024), "n_chips"),
-    (lambda: I.prefill_time("llama3-8b", "v5e", 4, 1024, mfu=1.5), "mfu"),
-    (lambda: I.max_batch("llama3-70b", "v5e", 2, 1024), "n_chips"),
-    (lambda: I.kv_sharding("llama3-8b", 16, heads=9), "heads"),
-    (lambda: I.simulate("llama3-8b", "v5e", 4, arrival_rate=0.0), "arrival_rate"),
-    (lambda: I.simulate("llama3-8b", "v5e", 4, arrival_rate=-1.0), "arrival_rate"),
-    (lambda: I.cost_per_million_tokens(100.0), "dollars_per_chip_hour"),
-    (lambda: I.disaggregation_ratio(1.0, 0.01, 0, 100), "batch"),
-    (lambda: I.expected_tokens_per_round(1.5, 4), "acceptance"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: I.decode_step_time("llama3-8b", "v5e", 4, 0, 1024), "batch"),
+        (lambda: I.decode_step_time("llama3-8b", "v5e", 4, 8, -1), "seq_len"),
+        (lambda: I.decode_step_time("llama3-8b", "v5e", 4, 8, 1024, weight_dtype="int3"), "weight_dtype"),
+        (lambda: I.decode_step_time("llama3-8b", "v5e", 4, 8, 1024, kv_dtype="float64"), "kv_dtype"),
+        (lambda: I.decode_step_time("llama3-8b", "v5e", 4, 8, 1024, compute_dtype="int4"), "compute_dtype"),
+        (lambda: I.decode_step_time("llama3-8b", "v5e", 0, 8, 1024), "n_chips"),
+        (lambda: I.prefill_time("llama3-8b", "v5e", 4, 1024, mfu=1.5), "mfu"),
+        (lambda: I.max_batch("llama3-70b", "v5e", 2, 1024), "n_chips"),
+        (lambda: I.kv_sharding("llama3-8b", 16, heads=9), "heads"),
+        (lambda: I.simulate("llama3-8b", "v5e", 4, arrival_rate=0.0), "arrival_rate"),
+        (lambda: I.simulate("llama3-8b", "v5e", 4, arrival_rate=-1.0), "arrival_rate"),
+        (lambda: I.cost_per_million_tokens(100.0), "dollars_per_chip_hour"),
+        (lambda: I.disaggregation_ratio(1.0, 0.01, 0, 100), "batch"),
+        (lambda: I.expected_tokens_per_round(1.5, 4), "acceptance"),
+    ],
+)
 def test_bad_input_names_the_argument(call, name):
     with pytest.raises((ValueError, TypeError), match=name):
         call()
@@ -226,8 +233,10 @@ def test_analysis_layer_does_not_import_jax():
     import subprocess
     import sys
 
-    code = "import sys, tpu_notes.inference as I; I.simulate('llama3-8b', 'v5e', 4, arrival_rate=1.0, " \
-           "n_requests=5); print('jax' in sys.modules)"
+    code = (
+        "import sys, tpu_notes.inference as I; I.simulate('llama3-8b', 'v5e', 4, arrival_rate=1.0, "
+        "n_requests=5); print('jax' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -236,11 +245,28 @@ def test_analysis_layer_does_not_import_jax():
 def test_serve_command_prints_the_step_and_the_smallest_slice(capsys):
     from tpu_notes.__main__ import main
 
-    assert main(["serve", "--model", "llama3-70b", "--chip", "v5e", "--batch", "64", "--context", "8192",
-                 "--weights", "int8"]) == 0
+    assert (
+        main(
+            [
+                "serve",
+                "--model",
+                "llama3-70b",
+                "--chip",
+                "v5e",
+                "--batch",
+                "64",
+                "--context",
+                "8192",
+                "--weights",
+                "int8",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     s = I.decode_step_time("llama3-70b", "v5e", 16, 64, 8192, weight_dtype="int8", kv_dtype="int8")
     from tpu_notes.units import fmt
+
     assert fmt(s.total, "s") in out and "v5e 4x4 (16 chips)" in out and "fits" in out
 
 
@@ -249,17 +275,22 @@ def test_serve_command_json_and_gpu(capsys):
 
     from tpu_notes.__main__ import main
 
-    assert main(["serve", "--model", "llama3-8b", "--chip", "h100", "--batch", "8", "--context", "4096",
-                 "--json"]) == 0
+    assert main(["serve", "--model", "llama3-8b", "--chip", "h100", "--batch", "8", "--context", "4096", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["smallest_topology"] is None and data["smallest_topology_chips"] == 1
     assert data["step_s"] == pytest.approx(I.decode_step_time("llama3-8b", "h100", 1, 8, 4096).total)
 
 
-@pytest.mark.parametrize("argv, word", [
-    (["--batch", "0"], "--batch"), (["--weights", "int3"], "--weights"), (["--chip", "v9"], "chip"),
-    (["--context", "-5"], "--context"), (["--chips", "0"], "--chips"),
-])
+@pytest.mark.parametrize(
+    "argv, word",
+    [
+        (["--batch", "0"], "--batch"),
+        (["--weights", "int3"], "--weights"),
+        (["--chip", "v9"], "chip"),
+        (["--context", "-5"], "--context"),
+        (["--chips", "0"], "--chips"),
+    ],
+)
 def test_serve_command_bad_input_exits_2_with_one_line(argv, word, capsys):
     from tpu_notes.__main__ import main
 
@@ -284,10 +315,18 @@ def test_inference_figures_draw_the_library_numbers():
     fig2 = plots.latency_throughput_chart("llama2-13b", "v5e", 8, 8192, batches=[1, 8, 64])
     assert fig2.axes[0].get_xlabel().startswith("throughput")
     runs = {"a": [(1.0, I.simulate("llama3-8b", "v5e", 4, arrival_rate=1.0, n_requests=10, decode_len=8))]}
-    for f in (plots.speculative_speedup_chart(), plots.weight_stationary_chart(), plots.kv_share_chart(),
-              plots.serving_sweep_chart(runs),
-              plots.measured_decode_chart([dict(batch=1, seq_len=64, measured_s=2e-3, predicted_s=1e-3),
-                                           dict(batch=4, seq_len=64, measured_s=3e-3, predicted_s=1e-3)])):
+    for f in (
+        plots.speculative_speedup_chart(),
+        plots.weight_stationary_chart(),
+        plots.kv_share_chart(),
+        plots.serving_sweep_chart(runs),
+        plots.measured_decode_chart(
+            [
+                dict(batch=1, seq_len=64, measured_s=2e-3, predicted_s=1e-3),
+                dict(batch=4, seq_len=64, measured_s=3e-3, predicted_s=1e-3),
+            ]
+        ),
+    ):
         assert f.axes
     plt.close("all")
 
@@ -300,6 +339,7 @@ def test_serving_explorer_static_and_summary():
     text = widgets.serving_summary("llama3-8b", "v5e", 4, 4096, 16)
     s = I.decode_step_time("llama3-8b", "v5e", 4, 16, 4096)
     from tpu_notes.units import fmt
+
     assert fmt(s.total, "s") in text and "fits" in text
     with pytest.raises(ValueError, match="batch"):
         widgets.serving_explorer("llama3-8b", "v5e", 4, 4096, batch=0, static=True)
@@ -308,15 +348,16 @@ def test_serving_explorer_static_and_summary():
 def test_pareto_frontier_keeps_only_undominated_settings():
     steps = []
     for n in (4, 8, 16):
-        steps += I.latency_throughput_curve("llama3-70b", "v5e", n, 8192, [1, 4, 16, 64, 256],
-                                            weight_dtype="int8", kv_dtype="int8")
+        steps += I.latency_throughput_curve(
+            "llama3-70b", "v5e", n, 8192, [1, 4, 16, 64, 256], weight_dtype="int8", kv_dtype="int8"
+        )
     front = I.pareto_frontier(list(steps))
     assert front and all(s.fits for s in front)
     lat = [s.total for s in front]
     thr = [s.tokens_per_s_per_chip for s in front]
     assert lat == sorted(lat) and thr == sorted(thr)
     for s in steps:
-        if s.fits and s not in front:      # each left-out setting is beaten on both counts by one on the front
+        if s.fits and s not in front:  # each left-out setting is beaten on both counts by one on the front
             assert any(f.total <= s.total and f.tokens_per_s_per_chip >= s.tokens_per_s_per_chip for f in front)
 
 
@@ -350,8 +391,24 @@ def test_candidate_lists_are_capped():
 def test_plan_top_0_and_bench_flags_exit_2_with_a_message(capsys):
     from tpu_notes.__main__ import main
 
-    assert main(["plan", "--model", "llama3-8b", "--slice", "v5e:4x4", "--batch-tokens", "1Mi", "--seq-len",
-                 "4096", "--top", "0"]) == 2
+    assert (
+        main(
+            [
+                "plan",
+                "--model",
+                "llama3-8b",
+                "--slice",
+                "v5e:4x4",
+                "--batch-tokens",
+                "1Mi",
+                "--seq-len",
+                "4096",
+                "--top",
+                "0",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--top" in err[0]
     for argv, word in ((["--repeats", "0"], "--repeats"), (["--chip", "nosuch"], "--chip")):

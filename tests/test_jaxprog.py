@@ -1,10 +1,12 @@
 """Chapter 10's programs (tpu_notes.jaxprog) equal their plain references, and refuse bad input clearly."""
+
 import numpy as np
 import pytest
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
-from jax.sharding import NamedSharding, PartitionSpec as P  # noqa: E402
+from jax.sharding import NamedSharding  # noqa: E402
+from jax.sharding import PartitionSpec as P
 
 from tpu_notes import collectives, exercises, hardware, jaxprog  # noqa: E402
 
@@ -15,13 +17,19 @@ def _rand(rng, *shape):
 
 # --- the collectives one by one ---------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("n", [4, 8])
 def test_collective_table_matches_the_notation(n):
     rows, cols = 8 * n, 4 * n
     table = {r.kind: r for r in jaxprog.collective_table(jaxprog.ring_mesh(n), rows=rows, cols=cols)}
     local = (rows // n, cols)
-    expected_out = {"all-gather": (rows, cols), "reduce-scatter": (rows // n // n, cols), "all-reduce": local,
-                    "all-to-all": (rows, cols // n), "collective-permute": local}
+    expected_out = {
+        "all-gather": (rows, cols),
+        "reduce-scatter": (rows // n // n, cols),
+        "all-reduce": local,
+        "all-to-all": (rows, cols // n),
+        "collective-permute": local,
+    }
     block = rows // n * cols * 4
     for kind, out in expected_out.items():
         r = table[kind]
@@ -34,10 +42,12 @@ def test_collective_table_matches_the_notation(n):
     assert table["all-to-all"].received_bytes == pytest.approx((n - 1) / n * block)
     # what one device receives of an AllGather on a one-way ring is the busiest link's one-way load (Chapter 3)
     assert table["all-gather"].received_bytes == pytest.approx(
-        collectives.ring_link_bytes("all-gather", n, n * block, bidirectional=False))
+        collectives.ring_link_bytes("all-gather", n, n * block, bidirectional=False)
+    )
 
 
 # --- collective matmul ------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8])
 def test_matmul_programs_equal_the_product(n):
@@ -45,8 +55,11 @@ def test_matmul_programs_equal_the_product(n):
     mesh = jaxprog.ring_mesh(n)
     x, w = _rand(rng, 16, 8 * n), _rand(rng, 8 * n, 4 * n)
     want = np.asarray(x, np.float64) @ np.asarray(w, np.float64)
-    for out in (jaxprog.allgather_matmul(x, w, mesh), jaxprog.collective_matmul(x, w, mesh),
-                jaxprog.collective_matmul(x, w, mesh, bidirectional=True)):
+    for out in (
+        jaxprog.allgather_matmul(x, w, mesh),
+        jaxprog.collective_matmul(x, w, mesh),
+        jaxprog.collective_matmul(x, w, mesh, bidirectional=True),
+    ):
         assert out.shape == want.shape
         np.testing.assert_allclose(np.asarray(out), want, rtol=1e-4, atol=1e-4)
         assert out.sharding.spec == P(None, "x")
@@ -66,9 +79,10 @@ def test_hlo_shows_the_gather_or_the_ring(n):
     for program in ("collective", "bidirectional"):
         assert jaxprog.matmul_hlo_collectives(program, mesh, D=8 * n, F=8 * n) == {"collective-permute": n - 1}
     assert jaxprog.matmul_hlo_collectives("collective-reducescatter", mesh, D=8 * n, F=8 * n) == {
-        "collective-permute": n - 1}
+        "collective-permute": n - 1
+    }
     rs = jaxprog.matmul_hlo_collectives("reducescatter", mesh, D=8 * n, F=8 * n)
-    assert rs in ({"reduce-scatter": 1}, {"all-reduce": 1})     # CPU may spell it all-reduce + slice
+    assert rs in ({"reduce-scatter": 1}, {"all-reduce": 1})  # CPU may spell it all-reduce + slice
 
 
 def test_collective_matmul_time_follows_chapter_3():
@@ -78,8 +92,9 @@ def test_collective_matmul_time_follows_chapter_3():
     two = jaxprog.collective_matmul_time(B, D, F, n, "v5e", bidirectional=True)
     assert one.steps == n - 1 and two.steps == n // 2
     assert one.matmul_s == pytest.approx(2 * B * D * F / n / v5e.peak_flops("bf16"))
-    assert one.allgather_s == pytest.approx(collectives.all_gather_time(B * D * 2, n, v5e.ici_bw_bidi,
-                                                                         hop_latency=0).total)
+    assert one.allgather_s == pytest.approx(
+        collectives.all_gather_time(B * D * 2, n, v5e.ici_bw_bidi, hop_latency=0).total
+    )
     assert one.sequential_s == pytest.approx(one.allgather_s + one.matmul_s)
     # F/n above C / W_oneway: every hop is hidden and the ring costs the matmul alone
     assert F / n > v5e.peak_flops("bf16") / v5e.ici_bw_oneway
@@ -94,6 +109,7 @@ def test_collective_matmul_time_follows_chapter_3():
 
 # --- mixture of experts -----------------------------------------------------------------------------------------
 
+
 def _moe(rng, T=128, D=16, E=8, F=32):
     return (_rand(rng, T, D), _rand(rng, D, E), _rand(rng, E, D, F) / 4, _rand(rng, E, F, D) / 4)
 
@@ -106,7 +122,7 @@ def test_moe_expert_parallel_equals_the_dense_reference(n, capacity):
     y_ref, dropped_ref = jaxprog.moe_reference(x, r, wi, wo, n, capacity)
     assert dropped == dropped_ref
     np.testing.assert_allclose(np.asarray(y), np.asarray(y_ref), rtol=1e-4, atol=1e-5)
-    if capacity >= 128 // n:            # room for every token: nothing dropped
+    if capacity >= 128 // n:  # room for every token: nothing dropped
         assert dropped == 0
 
 
@@ -141,7 +157,7 @@ def test_moe_compiles_two_all_to_alls_of_the_buffer():
     found = jaxprog.moe_hlo_collectives(x, r, wi, wo, jaxprog.ring_mesh(8), capacity=3)
     a2a = [c for c in found if c.kind == "all-to-all"]
     assert len(a2a) == 2
-    assert all(c.bytes == 8 * 3 * 16 * 4 for c in a2a)          # [E, C, D] float32 per device
+    assert all(c.bytes == 8 * 3 * 16 * 4 for c in a2a)  # [E, C, D] float32 per device
     assert [c.kind for c in found if c.kind != "all-to-all"] == ["all-reduce"]
 
 
@@ -153,6 +169,7 @@ def test_moe_capacity():
 
 # --- Pallas -----------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("k_loop", [False, True], ids=["k-grid-axis", "k-loop-in-kernel"])
 @pytest.mark.parametrize("tiles", [dict(bm=64, bn=64), dict(bm=128, bn=32, bk=32), dict(bm=16, bn=96, bk=48)])
 def test_pallas_matmul_equals_dot(tiles, k_loop):
@@ -161,16 +178,17 @@ def test_pallas_matmul_equals_dot(tiles, k_loop):
     rng = np.random.default_rng(5)
     x, y = _rand(rng, 128, 96), _rand(rng, 96, 192)
     out = jaxprog.pallas_matmul(x, y, k_loop=k_loop, **tiles)
-    np.testing.assert_allclose(np.asarray(out), np.asarray(x, np.float64) @ np.asarray(y, np.float64),
-                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        np.asarray(out), np.asarray(x, np.float64) @ np.asarray(y, np.float64), rtol=1e-4, atol=1e-4
+    )
 
 
 # --- the code exercises' checker --------------------------------------------------------------------------------
 
+
 def _reader_shard_mean(a, mesh):
     spec = P("X", "Y")
-    return jax.shard_map(lambda b: jnp.mean(b, axis=0, keepdims=True), mesh=mesh, in_specs=spec,
-                         out_specs=spec)(a)
+    return jax.shard_map(lambda b: jnp.mean(b, axis=0, keepdims=True), mesh=mesh, in_specs=spec, out_specs=spec)(a)
 
 
 def _reader_ring(x, w, mesh):
@@ -191,14 +209,18 @@ def test_program_checker_accepts_correct_programs_and_rejects_wrong_ones():
     fixed = lambda a, mesh: np.asarray(a).reshape(2, -1, a.shape[1]).mean(axis=1)  # noqa: E731
     g = exercises.grade("ch10.q2", fixed)
     assert not g.correct and "trial" in g.message
+
     # a shard_map program with the wrong spec (averages over the Y blocks too)
     def wrong_spec(a, mesh):
         f = lambda b: jax.lax.pmean(jnp.mean(b, axis=0, keepdims=True), "Y")  # noqa: E731
         return jax.shard_map(f, mesh=mesh, in_specs=P("X", "Y"), out_specs=P("X", "Y"))(a)
+
     assert not exercises.grade("ch10.q2", wrong_spec).correct
+
     # a program that raises is a wrong answer with the error in the message, not a crash
     def boom(a, mesh):
         raise RuntimeError("not written yet")
+
     g = exercises.grade("ch10.q2", boom)
     assert not g.correct and "RuntimeError" in g.message
     # not a function at all
@@ -217,6 +239,7 @@ def test_program_check_runs_several_shapes():
 
 
 # --- bad input --------------------------------------------------------------------------------------------------
+
 
 def test_bad_input_is_refused_with_the_argument_named():
     rng = np.random.default_rng(6)

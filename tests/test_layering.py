@@ -15,6 +15,7 @@ The rules (``shared/DESIGN.md``, "The package, by layer"):
 
 Each rule is also shown to catch a violation written for the purpose, so that a rule cannot pass vacuously.
 """
+
 from __future__ import annotations
 
 import ast
@@ -52,11 +53,11 @@ def layer_of(top: str) -> str:
 class Import:
     """One import statement found in a module: who imports what (dotted, absolute) and where."""
 
-    module: str          # importing module, dotted (tpu_notes.training.step)
-    target: str          # imported module, dotted (tpu_notes.parallel or jax.numpy)
-    names: tuple         # names imported from it (from-imports), else ()
+    module: str  # importing module, dotted (tpu_notes.training.step)
+    target: str  # imported module, dotted (tpu_notes.parallel or jax.numpy)
+    names: tuple  # names imported from it (from-imports), else ()
     line: int
-    local: bool          # inside a function
+    local: bool  # inside a function
 
 
 def _absolute(module: str, is_package: bool, level: int, name: str | None) -> str:
@@ -85,8 +86,9 @@ def imports_of(path: Path, module: str) -> list[Import]:
                 found.append(Import(module, target, names, child.lineno, local))
                 # ``from . import hardware`` imports the submodule tpu_notes.hardware
                 for n in names:
-                    if (PACKAGE.parent / (target.replace(".", "/") + f"/{n}.py")).exists() or \
-                            (PACKAGE.parent / (target.replace(".", "/") + f"/{n}")).is_dir():
+                    if (PACKAGE.parent / (target.replace(".", "/") + f"/{n}.py")).exists() or (
+                        PACKAGE.parent / (target.replace(".", "/") + f"/{n}")
+                    ).is_dir():
                         found.append(Import(module, f"{target}.{n}", (), child.lineno, local))
             visit(child, inner)
 
@@ -167,23 +169,37 @@ def _fake(tmp_path: Path, files: dict[str, str]) -> list[Import]:
     return package_imports(root)
 
 
-@pytest.mark.parametrize("files, fragment", [
-    ({"units.py": "from .training import step\n", "training/__init__.py": ""}, "ground may not import analysis"),
-    ({"roofline.py": "def f():\n    from . import parallel\n", "parallel.py": ""}, "analysis may not import measure"),
-    ({"bench.py": "from .plots import style\n", "plots/__init__.py": "", "plots/style.py": ""},
-     "nothing outside the book layer"),
-    ({"topology.py": "import jax.numpy as jnp\n"}, "never imports JAX"),
-    ({"training/step.py": "def f():\n    import jax\n"}, "never imports JAX"),
-    ({"transfer.py": "from .bench import _probe\n", "bench.py": ""}, "imports private"),
-    ({"training/memory.py": "from ..parallel import train\n", "parallel.py": ""}, "never imports parallel"),
-])
+@pytest.mark.parametrize(
+    "files, fragment",
+    [
+        ({"units.py": "from .training import step\n", "training/__init__.py": ""}, "ground may not import analysis"),
+        (
+            {"roofline.py": "def f():\n    from . import parallel\n", "parallel.py": ""},
+            "analysis may not import measure",
+        ),
+        (
+            {"bench.py": "from .plots import style\n", "plots/__init__.py": "", "plots/style.py": ""},
+            "nothing outside the book layer",
+        ),
+        ({"topology.py": "import jax.numpy as jnp\n"}, "never imports JAX"),
+        ({"training/step.py": "def f():\n    import jax\n"}, "never imports JAX"),
+        ({"transfer.py": "from .bench import _probe\n", "bench.py": ""}, "imports private"),
+        ({"training/memory.py": "from ..parallel import train\n", "parallel.py": ""}, "never imports parallel"),
+    ],
+)
 def test_each_rule_catches_a_violation(tmp_path, files, fragment):
     found = violations(_fake(tmp_path, files))
     assert any(fragment in line for line in found), found
 
 
 def test_allowed_imports_pass(tmp_path):
-    files = {"compat.py": "def f():\n    import jax\n", "parallel.py": "from .training import step\nimport jax\n",
-             "training/__init__.py": "", "training/step.py": "from ..units import fmt\nfrom . import memory\n",
-             "training/memory.py": "", "plots/x.py": "from ..parallel import train\n", "plots/__init__.py": ""}
+    files = {
+        "compat.py": "def f():\n    import jax\n",
+        "parallel.py": "from .training import step\nimport jax\n",
+        "training/__init__.py": "",
+        "training/step.py": "from ..units import fmt\nfrom . import memory\n",
+        "training/memory.py": "",
+        "plots/x.py": "from ..parallel import train\n",
+        "plots/__init__.py": "",
+    }
     assert violations(_fake(tmp_path, files)) == []

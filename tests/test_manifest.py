@@ -1,4 +1,5 @@
 """The chapter manifest (tools/chapters.json) is the one list of chapters, and what it says of each is true."""
+
 import importlib
 import json
 import re
@@ -29,8 +30,11 @@ def test_entry_names_what_exists(chapter):
     assert exercises.all_ids(prefix), f"{chapter.exercises} registers no exercise"
     assert f'exercises.check(\\"{prefix}.' in source, f"{chapter.stem} checks none of {prefix}'s exercises"
     plots = importlib.import_module(chapter.plots)
-    public = [n for n, o in vars(plots).items()
-              if callable(o) and not n.startswith("_") and getattr(o, "__module__", "") == plots.__name__]
+    public = [
+        n
+        for n, o in vars(plots).items()
+        if callable(o) and not n.startswith("_") and getattr(o, "__module__", "") == plots.__name__
+    ]
     assert any(re.search(rf"\b{n}\(", source) for n in public), f"{chapter.stem} draws nothing from {chapter.plots}"
     for case_file in chapter.hostile_cases:
         assert (ROOT / "tests" / f"{case_file}.py").is_file(), case_file

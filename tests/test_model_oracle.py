@@ -3,6 +3,7 @@
 Oracles: the parameter pytree's size vs ``param_count()``; XLA's ``cost_analysis()`` FLOPs of the compiled forward
 and forward+backward vs ``flops_per_token × tokens``; a numpy attention and a numpy mixture of experts.
 """
+
 import math
 
 import numpy as np
@@ -15,7 +16,7 @@ from tpu_notes import model as M  # noqa: E402
 from tpu_notes.transformer import get_model  # noqa: E402
 
 CONFIGS = ["tiny-mha", "tiny-gqa", "tiny-tied", "tiny-moe", "tiny-mlp2"]
-B, T = 4, 64          # 256 tokens: T·k = 512 assignments divide evenly over the 4 experts of tiny-moe
+B, T = 4, 64  # 256 tokens: T·k = 512 assignments divide evenly over the 4 experts of tiny-moe
 
 
 @pytest.mark.parametrize("name", CONFIGS)
@@ -24,16 +25,19 @@ def test_param_pytree_matches_count(name):
     params = M.init_params(c, jax.random.PRNGKey(0))
     assert M.count_params(params) == c.param_count()
     b = c.param_breakdown()
-    assert M.param_groups(params) == {f: getattr(b, f) for f in
-                                      ("embedding", "attention", "mlp", "norms", "unembedding", "total")}
+    assert M.param_groups(params) == {
+        f: getattr(b, f) for f in ("embedding", "attention", "mlp", "norms", "unembedding", "total")
+    }
 
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_layer_shapes_match_the_model(name):
     c = get_model(name)
     layer = M.init_params(c, jax.random.PRNGKey(0))["layers"][-1]
-    got = {"/".join(str(k.key) for k in path): tuple(leaf.shape)
-           for path, leaf in jax.tree_util.tree_leaves_with_path(layer)}
+    got = {
+        "/".join(str(k.key) for k in path): tuple(leaf.shape)
+        for path, leaf in jax.tree_util.tree_leaves_with_path(layer)
+    }
     assert got == c.layer_shapes()
 
 
@@ -44,7 +48,7 @@ def test_xla_flops_match_formula(name):
     # The model computes the full masked score matrix, so the matching count is causal=False.
     fwd_pred = c.flops_per_token(T, causal=False) * tokens
     train_pred = c.flops_per_token(T, training=True, causal=False) * tokens
-    for compiled in (True, False):       # the optimised program, and the program as lowered
+    for compiled in (True, False):  # the optimised program, and the program as lowered
         fwd = M.xla_flops(c, B, T, compiled=compiled)
         train = M.xla_flops(c, B, T, training=True, compiled=compiled)
         assert fwd == pytest.approx(fwd_pred, rel=0.05)
@@ -106,7 +110,7 @@ def test_moe_matches_numpy_when_nothing_is_dropped():
     probs /= probs.sum(-1, keepdims=True)
     ref = np.zeros_like(xn)
     for t in range(xn.shape[0]):
-        top = np.argsort(-probs[t])[:c.experts_per_token]
+        top = np.argsort(-probs[t])[: c.experts_per_token]
         w = probs[t, top] / probs[t, top].sum()
         for e, we in zip(top, w):
             h = silu(xn[t] @ P["w_gate"][e]) * (xn[t] @ P["w_up"][e])
@@ -127,7 +131,7 @@ def test_forward_is_causal_and_training_learns():
     assert logits.shape == (2, 16, c.vocab)
     changed = tokens.at[:, 10].set((tokens[:, 10] + 1) % c.vocab)
     logits2 = M.forward(params, changed, c)
-    np.testing.assert_allclose(logits[:, :10], logits2[:, :10], atol=1e-5)    # the past ignores the future
+    np.testing.assert_allclose(logits[:, :10], logits2[:, :10], atol=1e-5)  # the past ignores the future
     assert not np.allclose(logits[:, 10:], logits2[:, 10:])
     # a fresh model is close to uniform: loss near log(V)
     first = float(M.loss(params, tokens, c))
@@ -154,8 +158,11 @@ def test_unsupported_configs_raise():
     with pytest.raises(ValueError, match="d_head"):
         M.init_params(odd, jax.random.PRNGKey(0))
     with pytest.raises(ValueError, match="tokens"):
-        M.forward(M.init_params(get_model("tiny-mha"), jax.random.PRNGKey(0)), jnp.zeros((4,), jnp.int32),
-                  get_model("tiny-mha"))
+        M.forward(
+            M.init_params(get_model("tiny-mha"), jax.random.PRNGKey(0)),
+            jnp.zeros((4,), jnp.int32),
+            get_model("tiny-mha"),
+        )
 
 
 def test_router_learns_with_one_expert_per_token_and_init_is_reproducible():
@@ -163,7 +170,7 @@ def test_router_learns_with_one_expert_per_token_and_init_is_reproducible():
     p = M.init_params(c, jax.random.PRNGKey(5))["layers"][-1]["mlp"]
     x = jax.random.normal(jax.random.PRNGKey(6), (32, c.d_model))
     g = jax.grad(lambda p: jnp.sum(M.moe_mlp(x, p, c, capacity_factor=4.0) ** 2))(p)
-    assert float(jnp.abs(g["router"]).sum()) > 0            # k = 1 keeps the raw router score as the weight
+    assert float(jnp.abs(g["router"]).sum()) > 0  # k = 1 keeps the raw router score as the weight
     a, b = M.init_params(c, jax.random.PRNGKey(5)), M.init_params(c, jax.random.PRNGKey(5))
     assert all(np.array_equal(u, v) for u, v in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
     assert not np.array_equal(M.init_params(c, 1)["embed"], M.init_params(c, 2)["embed"])

@@ -1,5 +1,6 @@
 """Two JAX processes, one mesh (jax.distributed over 127.0.0.1, gloo CPU collectives, 4 devices each): Chapter 5's
 training layout and Chapter 10's collective matmul give the single-process answers."""
+
 import numpy as np
 import pytest
 
@@ -20,13 +21,25 @@ def test_training_across_two_processes_matches_one_process():
     assert layout == Parallelism(data=2, fsdp=4)
     for r in results:
         assert r.result["layout"] == layout.label() and r.result["devices"] == 8 and r.result["local_devices"] == 4
-    one = parallel.train(parallel.ORACLE_CONFIG, Parallelism(), steps=multihost.TRAIN_STEPS,
-                         batch=multihost.TRAIN_BATCH, seq_len=multihost.TRAIN_SEQ, seed=0)
-    same_layout = parallel.train(parallel.ORACLE_CONFIG, layout, steps=multihost.TRAIN_STEPS,
-                                 batch=multihost.TRAIN_BATCH, seq_len=multihost.TRAIN_SEQ, seed=0)
+    one = parallel.train(
+        parallel.ORACLE_CONFIG,
+        Parallelism(),
+        steps=multihost.TRAIN_STEPS,
+        batch=multihost.TRAIN_BATCH,
+        seq_len=multihost.TRAIN_SEQ,
+        seed=0,
+    )
+    same_layout = parallel.train(
+        parallel.ORACLE_CONFIG,
+        layout,
+        steps=multihost.TRAIN_STEPS,
+        batch=multihost.TRAIN_BATCH,
+        seq_len=multihost.TRAIN_SEQ,
+        seed=0,
+    )
     for r in results:
         losses = np.asarray(r.result["losses"])
-        assert losses[-1] < losses[0] - 1.0                      # it trained
+        assert losses[-1] < losses[0] - 1.0  # it trained
         np.testing.assert_allclose(losses, same_layout, rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(losses, one, rtol=1e-5, atol=1e-5)
 
@@ -61,7 +74,7 @@ def test_a_hung_run_is_killed_at_its_timeout(monkeypatch):
     started = []
     real = subprocess.Popen
 
-    def one_process_only(cmd, **kw):           # start only process 0 of 2: it waits for its peer forever
+    def one_process_only(cmd, **kw):  # start only process 0 of 2: it waits for its peer forever
         started.append(cmd)
         return real(cmd if len(started) == 1 else ["sleep", "600"], **kw)
 

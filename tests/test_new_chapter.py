@@ -1,4 +1,5 @@
 """tools/new_chapter.py scaffolds a chapter that has the template's structure and registers it everywhere."""
+
 import json
 import shutil
 import sys
@@ -37,8 +38,11 @@ def test_scaffold_follows_the_template(repo):
     assert 'exercises.check("ch05.q1"' in solution[0]["source"]
     # Generated cells slot in as usual (badge first, setup after the title, footer last).
     refreshed = nbcells.refresh(nb, "05_training_parallelism")
-    assert [c["metadata"].get("tpu_notes", {}).get("generated") for c in refreshed["cells"]][:3] == \
-        ["badge", None, "setup"]
+    assert [c["metadata"].get("tpu_notes", {}).get("generated") for c in refreshed["cells"]][:3] == [
+        "badge",
+        None,
+        "setup",
+    ]
 
 
 def test_scaffold_registers_the_chapter(repo):

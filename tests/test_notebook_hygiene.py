@@ -1,4 +1,5 @@
 """Every chapter follows the template (CONTRIBUTING.md) and is safe to render and to compare."""
+
 import json
 import re
 from pathlib import Path
@@ -87,8 +88,9 @@ def test_the_reason_check_catches_each_mistake():
     assert ignore_output_problems(cell(tags=["nbval-ignore-output"]))
     assert ignore_output_problems(cell(tags=["nbval-ignore-output"], reason="timing"))
     assert ignore_output_problems(cell(reason="timings differ run to run"))
-    old_style = cell("# nbval-ignore-output: timings differ\nx = 1", tags=["nbval-ignore-output"],
-                     reason="timings differ run to run")
+    old_style = cell(
+        "# nbval-ignore-output: timings differ\nx = 1", tags=["nbval-ignore-output"], reason="timings differ run to run"
+    )
     assert ignore_output_problems(old_style)
 
 
@@ -155,8 +157,10 @@ def test_tools_import_without_a_cycle():
     import subprocess
     import sys
 
-    code = ("import sys; sys.path.insert(0, 'tools'); import status; "
-            "assert 'nbcells' not in sys.modules, 'status imports nbcells'; import nbcells")
+    code = (
+        "import sys; sys.path.insert(0, 'tools'); import status; "
+        "assert 'nbcells' not in sys.modules, 'status imports nbcells'; import nbcells"
+    )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 
 

@@ -1,5 +1,6 @@
 """Figures stay readable at the page's width: multi-panel figures fit the content column at their natural size
 (tpu_notes.plots.style.panel_grid), so no label is shrunk below MIN_FONT_PT; Chapter 1's roofline has VPU roofs."""
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -33,13 +34,19 @@ def test_panel_grid_wraps_rows_within_the_page():
             style.panel_grid(bad)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: plots.ring_all_gather_figure(8),
-    lambda: plots.ring_collective_figure("reduce-scatter", 8),
-    lambda: plots.ring_collective_figure("all-to-all", 8),
-    lambda: plots.systolic_steps(systolic.simulate_matmul(np.ones((2, 3)), np.ones((3, 3)), array_size=3,
-                                                          record_cycles=12), cycles=range(3, 9)),
-], ids=["ring-all-gather", "ring-reduce-scatter", "ring-all-to-all", "systolic"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: plots.ring_all_gather_figure(8),
+        lambda: plots.ring_collective_figure("reduce-scatter", 8),
+        lambda: plots.ring_collective_figure("all-to-all", 8),
+        lambda: plots.systolic_steps(
+            systolic.simulate_matmul(np.ones((2, 3)), np.ones((3, 3)), array_size=3, record_cycles=12),
+            cycles=range(3, 9),
+        ),
+    ],
+    ids=["ring-all-gather", "ring-reduce-scatter", "ring-all-to-all", "systolic"],
+)
 def test_multi_panel_figures_are_readable_at_page_width(make):
     _fits_and_reads(make())
 

@@ -1,5 +1,6 @@
 """The layouts of tpu_notes.parallel train the same model to the same losses as one device (fp32 rounding), and
 refuse impossible layouts with a ValueError that names the argument and what is allowed."""
+
 import jax
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ from tpu_notes import model, parallel
 from tpu_notes.training import Parallelism
 from tpu_notes.transformer import TransformerConfig, get_model
 
-C = parallel.ORACLE_CONFIG          # 8 heads, F = 256: every 8-way layout divides it
+C = parallel.ORACLE_CONFIG  # 8 heads, F = 256: every 8-way layout divides it
 C4 = C.with_(n_layers=4, name="oracle-tiny-4l")
 STEPS, BATCH, SEQ = 3, 16, 16
 _REF = {}
@@ -22,13 +23,19 @@ def reference(config):
     return _REF[config]
 
 
-LAYOUTS = [(C, Parallelism(data=8), None), (C, Parallelism(fsdp=8), None), (C, Parallelism(tensor=8), None),
-           (C, Parallelism(fsdp=2, tensor=4), None), (C, Parallelism(fsdp=4, tensor=2), None),
-           (C, Parallelism(data=2, fsdp=4), None), (C, Parallelism(data=2, tensor=4), None),
-           (C, Parallelism(data=4, pipeline=2, microbatches=2), None),
-           (C, Parallelism(pipeline=2, microbatches=4), 2),           # a pure 2-stage pipeline on 2 devices
-           (C4, Parallelism(data=2, pipeline=4, microbatches=4), None),
-           (get_model("tiny-moe").with_(n_layers=2), Parallelism(data=2, expert=4), None)]   # 1 dense + 1 MoE layer
+LAYOUTS = [
+    (C, Parallelism(data=8), None),
+    (C, Parallelism(fsdp=8), None),
+    (C, Parallelism(tensor=8), None),
+    (C, Parallelism(fsdp=2, tensor=4), None),
+    (C, Parallelism(fsdp=4, tensor=2), None),
+    (C, Parallelism(data=2, fsdp=4), None),
+    (C, Parallelism(data=2, tensor=4), None),
+    (C, Parallelism(data=4, pipeline=2, microbatches=2), None),
+    (C, Parallelism(pipeline=2, microbatches=4), 2),  # a pure 2-stage pipeline on 2 devices
+    (C4, Parallelism(data=2, pipeline=4, microbatches=4), None),
+    (get_model("tiny-moe").with_(n_layers=2), Parallelism(data=2, expert=4), None),
+]  # 1 dense + 1 MoE layer
 
 
 @pytest.mark.parametrize("config,layout,n_dev", LAYOUTS, ids=[f"{p.label()}" for _, p, _ in LAYOUTS])
@@ -38,7 +45,7 @@ def test_losses_equal_single_device(config, layout, n_dev):
     got = parallel.train(config, layout, STEPS, BATCH, SEQ, devices=devices)
     assert got.shape == (STEPS,) and np.all(np.isfinite(got))
     np.testing.assert_allclose(got, ref, rtol=2e-6, atol=1e-5)
-    assert ref[-1] < ref[0] - 0.3          # the model learns its batch: the curve is not flat
+    assert ref[-1] < ref[0] - 0.3  # the model learns its batch: the curve is not flat
 
 
 def test_remat_keeps_the_losses():
@@ -63,11 +70,13 @@ def test_param_specs_follow_the_layout_rules():
     for p in (Parallelism(data=8), Parallelism(fsdp=2, tensor=4)):
         specs = parallel.param_specs(C, p)
         is_spec = lambda x: isinstance(x, P)  # noqa: E731
-        assert jax.tree_util.tree_structure(specs, is_leaf=is_spec) == \
-            jax.tree_util.tree_structure(jax.tree_util.tree_map(lambda _: P(), shapes), is_leaf=is_spec)
+        assert jax.tree_util.tree_structure(specs, is_leaf=is_spec) == jax.tree_util.tree_structure(
+            jax.tree_util.tree_map(lambda _: P(), shapes), is_leaf=is_spec
+        )
     dp = parallel.param_specs(C, Parallelism(data=8))
-    assert all(s == P() or all(a is None for a in s) for s in jax.tree_util.tree_leaves(
-        dp, is_leaf=lambda x: isinstance(x, P)))
+    assert all(
+        s == P() or all(a is None for a in s) for s in jax.tree_util.tree_leaves(dp, is_leaf=lambda x: isinstance(x, P))
+    )
     mix = parallel.param_specs(C, Parallelism(fsdp=2, tensor=4))
     layer = mix["layers"][0]
     assert layer["wq"] == P("fsdp", "tensor", None) and layer["wo"] == P("tensor", None, "fsdp")
@@ -102,21 +111,30 @@ def test_measure_step_times_a_step():
     assert isinstance(seconds, float) and 0 < seconds < 10 * t.max_s
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(parallelism=Parallelism(data=16)), "parallelism data=16 needs 16 devices .* but 8"),
-    (dict(parallelism=Parallelism(data=8), batch=12), "batch .12. must be divisible by data x fsdp x expert = 8"),
-    (dict(parallelism=Parallelism(data=2, pipeline=4, microbatches=4)), r"pipeline \(4\) must divide n_layers \(2\)"),
-    (dict(parallelism=Parallelism(expert=8)), "needs a mixture-of-experts model"),
-    (dict(dtype="fp16"), r"dtype must be one of \['fp32', 'bf16'\]"),
-    (dict(model=get_model("tiny-mha"), parallelism=Parallelism(tensor=8)), r"tensor \(8\) must divide n_heads \(4\)"),
-    (dict(model=C.with_(d_ff=260), parallelism=Parallelism(tensor=8)), r"must divide d_ff \(260\)"),
-    (dict(model=C.with_(d_model=36), parallelism=Parallelism(fsdp=8)), r"fsdp \(8\) must divide d_model \(36\)"),
-    (dict(parallelism=Parallelism(data=4, pipeline=2, microbatches=4), batch=8), "microbatches .4. must divide"),
-    (dict(parallelism=Parallelism(fsdp=4, pipeline=2, microbatches=2)), "pipeline combines only with data"),
-    (dict(parallelism=Parallelism(data=8, microbatches=2)), "gradient accumulation is not implemented"),
-    (dict(parallelism=Parallelism(data=4, dcn=2)), "dcn must be 1"),
-    (dict(seq_len=1), "seq_len must be >= 2"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(parallelism=Parallelism(data=16)), "parallelism data=16 needs 16 devices .* but 8"),
+        (dict(parallelism=Parallelism(data=8), batch=12), "batch .12. must be divisible by data x fsdp x expert = 8"),
+        (
+            dict(parallelism=Parallelism(data=2, pipeline=4, microbatches=4)),
+            r"pipeline \(4\) must divide n_layers \(2\)",
+        ),
+        (dict(parallelism=Parallelism(expert=8)), "needs a mixture-of-experts model"),
+        (dict(dtype="fp16"), r"dtype must be one of \['fp32', 'bf16'\]"),
+        (
+            dict(model=get_model("tiny-mha"), parallelism=Parallelism(tensor=8)),
+            r"tensor \(8\) must divide n_heads \(4\)",
+        ),
+        (dict(model=C.with_(d_ff=260), parallelism=Parallelism(tensor=8)), r"must divide d_ff \(260\)"),
+        (dict(model=C.with_(d_model=36), parallelism=Parallelism(fsdp=8)), r"fsdp \(8\) must divide d_model \(36\)"),
+        (dict(parallelism=Parallelism(data=4, pipeline=2, microbatches=4), batch=8), "microbatches .4. must divide"),
+        (dict(parallelism=Parallelism(fsdp=4, pipeline=2, microbatches=2)), "pipeline combines only with data"),
+        (dict(parallelism=Parallelism(data=8, microbatches=2)), "gradient accumulation is not implemented"),
+        (dict(parallelism=Parallelism(data=4, dcn=2)), "dcn must be 1"),
+        (dict(seq_len=1), "seq_len must be >= 2"),
+    ],
+)
 def test_bad_layouts_raise(kwargs, match):
     args = dict(model=C, parallelism=Parallelism(data=8), batch=16, seq_len=16, dtype="fp32")
     args.update(kwargs)
@@ -141,17 +159,18 @@ def test_bad_types_and_steps():
         parallel.train(C, Parallelism(data=8), 8, 16, 16, seed=2**62 - 4)
     with pytest.raises(ValueError, match="steps must be at most 256"):  # refused before anything runs
         parallel.train(C, Parallelism(data=8), 10**12, 16, 16)
-    with pytest.raises(ValueError, match="batch must be at most"):       # refused before XLA compiles it
+    with pytest.raises(ValueError, match="batch must be at most"):  # refused before XLA compiles it
         parallel.compiled_step(C, Parallelism(data=8), 8 * 10**11, 16)
     with pytest.raises(ValueError, match="batch x seq_len"):
         parallel.compiled_step(C, Parallelism(data=8), 4096, 4096)
     with pytest.raises(ValueError, match="logits"):
         parallel.compiled_step(C.with_(vocab=2**16), Parallelism(data=8), 1024, 64)
-    with pytest.raises(ValueError, match="model llama3-8b: .*MAX_PARAM_BYTES"):   # 32 GB of fp32 parameters
+    with pytest.raises(ValueError, match="model llama3-8b: .*MAX_PARAM_BYTES"):  # 32 GB of fp32 parameters
         parallel.train("llama3-8b", Parallelism(), 1, 1, 16)
     with pytest.raises(TypeError, match="same_batch"):
         parallel.train(C, Parallelism(data=8), 1, 16, 16, same_batch="yes")
-    moe = TransformerConfig(d_model=64, d_ff=256, n_layers=2, n_heads=8, n_kv_heads=8, d_head=8, vocab=256,
-                            n_experts=4, experts_per_token=1)
+    moe = TransformerConfig(
+        d_model=64, d_ff=256, n_layers=2, n_heads=8, n_kv_heads=8, d_head=8, vocab=256, n_experts=4, experts_per_token=1
+    )
     with pytest.raises(ValueError, match=r"expert \(8\) must divide n_experts \(4\)"):
         parallel.compiled_step(moe, Parallelism(expert=8), 16, 16)

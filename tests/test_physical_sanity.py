@@ -10,15 +10,18 @@
 Each property draws its inputs from the presets and the legal layouts (the planner's own candidates), so a failure
 is a prediction no machine could produce, not bad input (that is tests/test_hostile_input.py's business).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from tpu_notes import inference as I, training as T
+from tpu_notes import inference as I
+from tpu_notes import training as T
 from tpu_notes.hardware import get_chip
 from tpu_notes.inference import published as IP
 from tpu_notes.roofline import roofline
@@ -34,8 +37,7 @@ SERVE_MODELS = ("llama3-8b", "llama3-70b", "llama3-405b", "tiny-gqa")
 
 
 @SETTINGS
-@given(flops=st.floats(1.0, 1e20), nbytes=st.floats(1.0, 1e15), peak=st.floats(1e9, 1e16),
-       bw=st.floats(1e6, 1e13))
+@given(flops=st.floats(1.0, 1e20), nbytes=st.floats(1.0, 1e15), peak=st.floats(1e9, 1e16), bw=st.floats(1e6, 1e13))
 def test_a_roofline_is_never_faster_than_either_bound(flops, nbytes, peak, bw):
     r = roofline(flops, nbytes, peak, bw)
     assert r.lower >= flops / peak * (1 - 1e-12) and r.lower >= nbytes / bw * (1 - 1e-12)
@@ -43,8 +45,11 @@ def test_a_roofline_is_never_faster_than_either_bound(flops, nbytes, peak, bw):
 
 
 def _slice(chip: str, n: int) -> Slice:
-    shape = {16: (4, 4), 64: (8, 8), 256: (16, 16)}[n] if chip in ("v5e", "v6e") else \
-        {16: (2, 2, 4), 64: (4, 4, 4), 256: (4, 8, 8)}[n]
+    shape = (
+        {16: (4, 4), 64: (8, 8), 256: (16, 16)}[n]
+        if chip in ("v5e", "v6e")
+        else {16: (2, 2, 4), 64: (4, 4, 4), 256: (4, 8, 8)}[n]
+    )
     return Slice(chip, shape)
 
 
@@ -55,20 +60,24 @@ def _plan(model: str, chip: str, n: int, batch_seqs: int):
     key = (model, chip, n, batch_seqs)
     if key not in _PLANS:
         seq = 512 if model.startswith("tiny") else 4096
-        _PLANS[key] = (T.plan(model, _slice(chip, n), batch_seqs * seq, seq, max_pipeline=4, max_microbatches=8),
-                       seq)
+        _PLANS[key] = (T.plan(model, _slice(chip, n), batch_seqs * seq, seq, max_pipeline=4, max_microbatches=8), seq)
     return _PLANS[key]
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
-@given(model=st.sampled_from(TRAIN_MODELS), chip=st.sampled_from(TPU), n=st.sampled_from((16, 64)),
-       batch_seqs=st.sampled_from((64, 256)), pick=st.integers(0, 10**6))
+@given(
+    model=st.sampled_from(TRAIN_MODELS),
+    chip=st.sampled_from(TPU),
+    n=st.sampled_from((16, 64)),
+    batch_seqs=st.sampled_from((64, 256)),
+    pick=st.integers(0, 10**6),
+)
 def test_every_ranked_training_layout_is_physical(model, chip, n, batch_seqs, pick):
     result, seq = _plan(model, chip, n, batch_seqs)
     if not result.ranked:
         return
     cfg, hw = get_model(model), get_chip(chip)
-    for p in result.ranked:   # the planner ranks only what can run
+    for p in result.ranked:  # the planner ranks only what can run
         par = p.parallelism
         assert par.data * par.fsdp * par.tensor * par.pipeline * par.expert == n, par
         assert cfg.n_layers % par.pipeline == 0 and cfg.n_heads % par.tensor == 0 and cfg.d_ff % par.tensor == 0
@@ -77,15 +86,20 @@ def test_every_ranked_training_layout_is_physical(model, chip, n, batch_seqs, pi
     step, par = plan.step, plan.parallelism
     assert step.total >= step.flops_time * (1 - 1e-9) and step.total >= step.hbm_time * (1 - 1e-9)
     assert 0 < step.mfu <= step.hfu * (1 + 1e-9) and step.hfu <= 1 + 1e-9
-    weight_shards = par.fsdp * par.tensor * par.pipeline * par.expert   # the most any weight is split
+    weight_shards = par.fsdp * par.tensor * par.pipeline * par.expert  # the most any weight is split
     assert plan.memory.params >= cfg.param_count() * 2.0 / weight_shards * (1 - 1e-6), (par, plan.memory)
-    tokens_per_s = batch_seqs * seq / step.total   # training: at least 6 FLOPs per matmul parameter per token
+    tokens_per_s = batch_seqs * seq / step.total  # training: at least 6 FLOPs per matmul parameter per token
     assert tokens_per_s <= n * hw.peak_flops("bf16") / (6 * cfg.matmul_params_per_token()) * (1 + 1e-6)
 
 
 @SETTINGS
-@given(model=st.sampled_from(SERVE_MODELS), chip=st.sampled_from(TPU), n=st.sampled_from((1, 4, 8, 16, 64)),
-       batch=st.integers(1, 512), seq=st.integers(1, 32768))
+@given(
+    model=st.sampled_from(SERVE_MODELS),
+    chip=st.sampled_from(TPU),
+    n=st.sampled_from((1, 4, 8, 16, 64)),
+    batch=st.integers(1, 512),
+    seq=st.integers(1, 32768),
+)
 def test_every_decode_step_is_physical(model, chip, n, batch, seq):
     s = I.decode_step_time(model, chip, n, batch, seq)
     hw = get_chip(chip)
@@ -103,8 +117,9 @@ def _faster(run, factor: float):
     """``run`` with its measured figure ``factor`` x faster (a speed multiplied, a latency divided)."""
     field = run.measured_field
     value = getattr(run, field)
-    return dataclasses.replace(run, **{field: value / factor if field.endswith("_s") and "per_s" not in field
-                                       else value * factor})
+    return dataclasses.replace(
+        run, **{field: value / factor if field.endswith("_s") and "per_s" not in field else value * factor}
+    )
 
 
 @SETTINGS
@@ -114,7 +129,7 @@ def test_a_published_run_faster_than_the_roofline_is_refused(index, factor, serv
     run = runs[index % len(runs)]
     ratio = (IP.predict(run) if serving else TP.predict(run)).ratio * factor
     if ratio <= ROOFLINE_TOLERANCE:
-        assert _faster(run, factor).measured_field == run.measured_field   # accepted: still physical
+        assert _faster(run, factor).measured_field == run.measured_field  # accepted: still physical
         return
     with pytest.raises(ValueError, match=run.measured_field):
         _faster(run, factor)

@@ -1,5 +1,6 @@
 """tpu_notes.profile against things it did not compute: the trace's own wall time, XLA's whole-program cost
 analysis, the compiled HLO text, and xprof's reading of the same trace file."""
+
 from __future__ import annotations
 
 import math
@@ -10,7 +11,8 @@ import pytest
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
-from tpu_notes import hlo, model as M, parallel, profile  # noqa: E402
+from tpu_notes import hlo, parallel, profile  # noqa: E402
+from tpu_notes import model as M
 from tpu_notes.training import Parallelism  # noqa: E402
 
 CFG, LAYOUT, BATCH, SEQ = parallel.ORACLE_CONFIG, Parallelism(fsdp=8), 8, 64
@@ -113,7 +115,8 @@ def test_xprof_reads_the_same_events(step_trace):
 def test_fusion_exercise_counts_like_xla():
     c = profile.op_costs(
         "HloModule m\n\nENTRY e {\n  a = f32[16,32]{1,0} parameter(0)\n  b = f32[32,8]{1,0} parameter(1)\n"
-        "  ROOT d = f32[16,8]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n")
+        "  ROOT d = f32[16,8]{1,0} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n"
+    )
     assert c["d"].flops == 2 * 16 * 32 * 8
     assert c["d"].bytes == 4 * (16 * 32 + 32 * 8 + 16 * 8)
     assert c["d"].category == "matmul"
@@ -172,8 +175,9 @@ def test_figures(step_trace, matmul_trace):
     assert fig.get_size_inches()[0] <= plots.style.PAGE_WIDTH_IN
     fig = plots.category_chart({"step": profile.op_table(step_trace), "matmul": profile.op_table(matmul_trace)})
     assert len(fig.axes[0].get_yticklabels()) == 2
-    fit = bench.FittedRoofline(peak_flops=1e11, bandwidth=1e10, critical_intensity=10.0, peak_from="m",
-                               bandwidth_from="c")
+    fit = bench.FittedRoofline(
+        peak_flops=1e11, bandwidth=1e10, critical_intensity=10.0, peak_from="m", bandwidth_from="c"
+    )
     fig = plots.ops_on_roofline(profile.op_table(matmul_trace), fit, top=3)
     assert fig.axes[0].collections  # the ops were placed
     with pytest.raises(ValueError, match="rows"):

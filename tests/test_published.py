@@ -1,4 +1,5 @@
 """Chapter 6's reconciliation: published, measured training runs against tpu_notes' FLOP counts and step times."""
+
 import statistics
 
 import pytest
@@ -37,7 +38,7 @@ def test_the_stated_efficiency_brings_the_typical_run_close():
     rows = P.reconcile(efficiency=P.MATMUL_EFFICIENCY)
     median = statistics.median(r.ratio for r in rows)
     assert 0.7 <= median <= 1.1, P.format_table(rows)
-    assert P.fitted_efficiency() < P.MATMUL_EFFICIENCY   # real runs lose more than the matmul kernel alone
+    assert P.fitted_efficiency() < P.MATMUL_EFFICIENCY  # real runs lose more than the matmul kernel alone
 
 
 def test_bad_input():
@@ -69,7 +70,7 @@ def test_a_run_faster_than_the_roofline_is_refused():
         dataclasses.replace(run, reported_tokens_per_s=run.reported_tokens_per_s * 1e5)
     with pytest.raises(ValueError, match="reported_tokens_per_s"):
         dataclasses.replace(run, reported_tokens_per_s=roof * ROOFLINE_TOLERANCE * 1.01)
-    dataclasses.replace(run, reported_tokens_per_s=roof * ROOFLINE_TOLERANCE * 0.99)   # within the tolerance
+    dataclasses.replace(run, reported_tokens_per_s=roof * ROOFLINE_TOLERANCE * 0.99)  # within the tolerance
     flops_run = next(r for r in P.RUNS if r.reported_flops_per_s is not None)
     with pytest.raises(ValueError, match="reported_flops_per_s"):
         dataclasses.replace(flops_run, reported_flops_per_s=flops_run.reported_flops_per_s * 1e5)

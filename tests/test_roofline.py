@@ -1,4 +1,5 @@
 """Rooflines: worked numbers, invariants and input checks."""
+
 import math
 
 import numpy as np
@@ -27,7 +28,8 @@ def test_bounds_ordering(flops, nbytes, peak, bw):
     r = rl.roofline(flops, nbytes, peak, bw)
     assert max(r.t_math, r.t_comms) == r.lower <= r.upper <= 2 * r.lower * (1 + 1e-12)
     assert (r.bound == "compute") == (r.intensity >= peak / bw * (1 - 1e-12)) or math.isclose(
-        r.intensity, peak / bw, rel_tol=1e-9)
+        r.intensity, peak / bw, rel_tol=1e-9
+    )
 
 
 @given(pos, pos, pos, pos, st.floats(min_value=1.01, max_value=100))
@@ -115,20 +117,23 @@ def test_attainable_flops_is_the_roofline():
     assert rl.attainable_flops(1e4, 1e14, 1e12) == 1e14
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: rl.roofline(-1, 1, 1, 1), "flops"),
-    (lambda: rl.roofline(1, 1, 0, 1), "peak_flops"),
-    (lambda: rl.roofline(0, 0, 1, 1), "both be zero"),
-    (lambda: rl.matmul_flops(0, 1, 1), "B"),
-    (lambda: rl.matmul_bytes(1, 2.5, 1), "D"),
-    (lambda: rl.matmul_time(1, 1, 1, "v99"), "unknown chip"),
-    (lambda: rl.matmul_time(1, 1, 1, "v5e", dtype="fp8"), "fp8"),
-    (lambda: rl.matmul_time(1, 1, 1, "v5e", w_dtype="int2"), "w_dtype"),
-    (lambda: rl.critical_batch_size("v5e", weight_dtype="q4"), "weight_dtype"),
-    (lambda: rl.sharded_contraction_time(1, 3, 1, "v5e"), "divisible"),
-    (lambda: rl.sharded_contraction_time(1, 4, 1, "v5e", n_chips=1), "n_chips"),
-    (lambda: rl.sharded_contraction_time(1, 4, 1, "v5e", link="wifi"), "wifi"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: rl.roofline(-1, 1, 1, 1), "flops"),
+        (lambda: rl.roofline(1, 1, 0, 1), "peak_flops"),
+        (lambda: rl.roofline(0, 0, 1, 1), "both be zero"),
+        (lambda: rl.matmul_flops(0, 1, 1), "B"),
+        (lambda: rl.matmul_bytes(1, 2.5, 1), "D"),
+        (lambda: rl.matmul_time(1, 1, 1, "v99"), "unknown chip"),
+        (lambda: rl.matmul_time(1, 1, 1, "v5e", dtype="fp8"), "fp8"),
+        (lambda: rl.matmul_time(1, 1, 1, "v5e", w_dtype="int2"), "w_dtype"),
+        (lambda: rl.critical_batch_size("v5e", weight_dtype="q4"), "weight_dtype"),
+        (lambda: rl.sharded_contraction_time(1, 3, 1, "v5e"), "divisible"),
+        (lambda: rl.sharded_contraction_time(1, 4, 1, "v5e", n_chips=1), "n_chips"),
+        (lambda: rl.sharded_contraction_time(1, 4, 1, "v5e", link="wifi"), "wifi"),
+    ],
+)
 def test_bad_input_raises_clearly(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
@@ -173,10 +178,16 @@ def test_arguments_declare_their_kinds():
 
 def test_a_bandwidth_is_a_kind_of_link_or_bytes_per_second():
     assert rl.memory_time(8.2e11, "v5e", bandwidth="HBM") == rl.memory_time(8.2e11, "v5e", bandwidth=8.2e11)
-    assert rl.crossover_batch(4096, 4096, "v5e", bandwidth="hbm") == rl.crossover_batch(4096, 4096, "v5e",
-                                                                                       bandwidth=8.2e11)
-    for bad, error in (("dram", ValueError), (0, ValueError), (float("nan"), ValueError), (None, TypeError),
-                       (True, TypeError)):
+    assert rl.crossover_batch(4096, 4096, "v5e", bandwidth="hbm") == rl.crossover_batch(
+        4096, 4096, "v5e", bandwidth=8.2e11
+    )
+    for bad, error in (
+        ("dram", ValueError),
+        (0, ValueError),
+        (float("nan"), ValueError),
+        (None, TypeError),
+        (True, TypeError),
+    ):
         with pytest.raises(error, match="bandwidth"):
             rl.memory_time(1e9, "v5e", bandwidth=bad)
 

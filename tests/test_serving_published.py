@@ -1,5 +1,6 @@
 """Chapter 8: published serving benchmarks against the model, the communication-aware step, the deployment search,
 the chapter's exercises and figures."""
+
 from __future__ import annotations
 
 import math
@@ -42,8 +43,8 @@ def test_batch_one_latency_matches_a_hand_count():
     from 2 H100s' HBM (3.35 TB/s each)."""
     row = next(r for r in published.RUNS if r.name.endswith("c=1 5000/500"))
     m = get_model("llama3-70b")
-    weights = m.param_count() - m.vocab * m.d_model + m.d_model          # the embedding reads one row
-    kv = (5000 + 250) * 2 * m.n_layers * m.n_kv_heads * m.d_head          # 1 byte per number
+    weights = m.param_count() - m.vocab * m.d_model + m.d_model  # the embedding reads one row
+    kv = (5000 + 250) * 2 * m.n_layers * m.n_kv_heads * m.d_head  # 1 byte per number
     expected = (weights + kv) / (2 * 3.35e12)
     assert published.predict(row).predicted == pytest.approx(expected, rel=1e-3)
     assert published.predict(row, 0.5).predicted == pytest.approx(2 * expected, rel=1e-3)
@@ -52,10 +53,10 @@ def test_batch_one_latency_matches_a_hand_count():
 def test_static_rows_count_the_prefill_and_every_step():
     row = next(r for r in published.RUNS if r.name == "Llama 2 70B fp8 2048/128, 1 H200")
     r = published.predict(row)
-    pre = inference.prefill_time(row.model, "h200", 1, 2048, 32, mfu=1.0, weight_dtype="fp8",
-                                 compute_dtype="fp8").total
-    step = inference.decode_step_time(row.model, "h200", 1, 32, 2048 + 64, weight_dtype="fp8", kv_dtype="fp8",
-                                      compute_dtype="fp8").total
+    pre = inference.prefill_time(row.model, "h200", 1, 2048, 32, mfu=1.0, weight_dtype="fp8", compute_dtype="fp8").total
+    step = inference.decode_step_time(
+        row.model, "h200", 1, 32, 2048 + 64, weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8"
+    ).total
     assert r.predicted == pytest.approx(32 * 128 / (pre + 128 * step))
     assert r.prefill_s > 0.5 * pre
 
@@ -69,8 +70,9 @@ def test_records_refuse_inconsistent_configurations():
     with pytest.raises(ValueError, match="reported_latency_s"):
         published.PublishedServing(mode="latency", input_len=8, output_len=8, reported_tokens_per_s=1.0, **base)
     with pytest.raises(ValueError, match="chip"):
-        published.PublishedServing(mode="decode", cache_len=8, reported_tokens_per_s=1.0,
-                                   **{**base, "chip": "no-such-chip"})
+        published.PublishedServing(
+            mode="decode", cache_len=8, reported_tokens_per_s=1.0, **{**base, "chip": "no-such-chip"}
+        )
 
 
 def test_format_table_has_a_line_per_row_with_the_ratio():
@@ -94,37 +96,46 @@ def test_communication_terms_match_the_formula():
     assert s.comms_bandwidth == pytest.approx(m.n_layers * 2 * 2 * 32 * m.d_model * 2 / (2 * w))
     assert s.comms_latency == pytest.approx(m.n_layers * 4 * 2 * 2 * 1e-6)
     assert s.total == pytest.approx(s.step.total + s.comms)
-    hidden = inference.sharded_step_time(m, "v5e", 16, 32, 8192, weight_dtype="int8", kv_dtype="int8",
-                                         overlap=True)
+    hidden = inference.sharded_step_time(m, "v5e", 16, 32, 8192, weight_dtype="int8", kv_dtype="int8", overlap=True)
     assert s.step.total <= hidden.total < s.total
 
 
 def test_more_chips_cost_more_communication_per_step():
-    a, b = (inference.sharded_step_time("llama3-70b", "v5e", n, 32, 8192, weight_dtype="int8", kv_dtype="int8")
-            for n in (16, 64))
+    a, b = (
+        inference.sharded_step_time("llama3-70b", "v5e", n, 32, 8192, weight_dtype="int8", kv_dtype="int8")
+        for n in (16, 64)
+    )
     assert b.comms > a.comms and b.bound == "comms"
     assert b.tokens_per_s_per_chip < a.tokens_per_s_per_chip
 
 
 def test_best_deployment_is_the_best_point_of_its_grid():
     grid = [(n, b) for n in (8, 16, 32) for b in (16, 32, 64, 128)]
-    best = inference.best_deployment("llama3-70b", "v5e", 8192, 0.02, chip_counts=(8, 16, 32),
-                                     batches=(16, 32, 64, 128), weight_dtype="int8", kv_dtype="int8")
+    best = inference.best_deployment(
+        "llama3-70b",
+        "v5e",
+        8192,
+        0.02,
+        chip_counts=(8, 16, 32),
+        batches=(16, 32, 64, 128),
+        weight_dtype="int8",
+        kv_dtype="int8",
+    )
     assert best.total <= 0.02 and best.step.fits
     for n, b in grid:
         s = inference.sharded_step_time("llama3-70b", "v5e", n, b, 8192, weight_dtype="int8", kv_dtype="int8")
         if s.step.fits and s.total <= 0.02:
             assert s.tokens_per_s_per_chip <= best.tokens_per_s_per_chip
-    assert inference.best_deployment("llama3-70b", "v5e", 8192, 1e-4, weight_dtype="int8",
-                                     kv_dtype="int8") is None
+    assert inference.best_deployment("llama3-70b", "v5e", 8192, 1e-4, weight_dtype="int8", kv_dtype="int8") is None
 
 
 # ------------------------------------------------------------------------------------------------ exercises
 def test_405b_under_15ms_is_the_largest_batch_under_the_limit():
     best = ch08.best_under_latency("llama3-405b", 15e-3)
     assert best.total <= 15e-3
-    nxt = inference.decode_step_time("llama3-405b", "v5e", best.n_chips, best.batch + 1, 8192,
-                                     weight_dtype="int8", kv_dtype="int8")
+    nxt = inference.decode_step_time(
+        "llama3-405b", "v5e", best.n_chips, best.batch + 1, 8192, weight_dtype="int8", kv_dtype="int8"
+    )
     assert nxt.total > 15e-3 or not nxt.fits
 
 
@@ -191,7 +202,7 @@ def test_pareto_explorer_static_and_live():
     image, text = box.children[1], box.children[2]
     assert bytes(image.value).startswith(b"\x89PNG") and "on the frontier" in text.value
     first = bytes(image.value)
-    seq_w.value = 32768     # longer caches: fewer settings fit
+    seq_w.value = 32768  # longer caches: fewer settings fit
     assert bytes(image.value) != first
     steps8k, _ = widgets.pareto_summary("llama3-70b", "v5e", 8192, "int8")
     steps32k, _ = widgets.pareto_summary("llama3-70b", "v5e", 32768, "int8")

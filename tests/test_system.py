@@ -1,5 +1,6 @@
 """One system abstraction: a TPU Slice and a GpuCluster answer the same questions; one roofline API for both; the hop
 latency in the chip table; the impossible layouts and unbounded calls of issue 21 refused by name."""
+
 import math
 import time
 
@@ -12,8 +13,13 @@ from tpu_notes.system import System, check_system
 from tpu_notes.topology import Slice
 from tpu_notes.training import pipeline
 
-SYSTEMS = [Slice("v5e", (4, 4)), Slice("v5p", (4, 4, 8)), GpuCluster("h100", 64), dgx_superpod("h100", 1024),
-           dgx_superpod("gb200", 576, nodes_per_su=8)]
+SYSTEMS = [
+    Slice("v5e", (4, 4)),
+    Slice("v5p", (4, 4, 8)),
+    GpuCluster("h100", 64),
+    dgx_superpod("h100", 1024),
+    dgx_superpod("gb200", 576, nodes_per_su=8),
+]
 
 
 @pytest.mark.parametrize("system", SYSTEMS, ids=repr)
@@ -24,10 +30,10 @@ def test_both_machines_answer_the_same_questions(system):
     sizes = [system.axis_size(a) for a in system.axes]
     if isinstance(system, Slice):
         assert tuple(sizes) == system.shape
-        assert all(system.bandwidth(a) == system.chip.ici_bw_bidi for a in system.axes)   # bidirectional, per link
+        assert all(system.bandwidth(a) == system.chip.ici_bw_bidi for a in system.axes)  # bidirectional, per link
     else:
         assert sizes[0] == system.node_size and math.prod(sizes) == system.n_gpus
-        assert system.bandwidth("node") == system.chip.nvlink_bw                              # one way, per GPU
+        assert system.bandwidth("node") == system.chip.nvlink_bw  # one way, per GPU
         assert list(system.bandwidth(a) for a in system.axes[1:]) == list(system.per_gpu_bw())
     for a in system.axes:
         assert system.latency(a) == system.chip.hop_latency
@@ -47,29 +53,42 @@ def test_the_system_form_delegates_to_the_existing_formulas():
     assert pod.collective_time("all-reduce", 1e9) == pod.collective_time("all-reduce", 1e9, 1024)
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: check_system("v5e"), "system"),
-    (lambda: GpuCluster("h100", 64).axis_size("spine"), "axis"),
-    (lambda: Slice("v5e", (4, 4)).bandwidth("z"), "axis"),
-    (lambda: dgx_superpod("h100", 1024).collective_time("all-gather", 1e9, ("node", "spine")), "group"),
-    (lambda: GpuCluster("h100", 64).collective_time("all-gather", 1e9, ("node",), 8), "inner"),
-    (lambda: GpuCluster("h100", 64, levels=(("leaf", 2), ("leaf", 4))), "levels"),
-    (lambda: GpuCluster("h100", 64, levels=(("node", 8),)), "node"),
-    (lambda: T.step_time("llama3-8b", T.Parallelism(tensor=64), Slice("v5p", (4, 4, 4)), 2**20, 4096), "tensor"),
-    (lambda: T.step_time("llama3-8b", T.Parallelism(pipeline=64, microbatches=64), Slice("v5p", (4, 4, 4)),
-                         2**20, 4096), "pipeline"),
-    (lambda: T.step_time("llama3-8b", T.Parallelism(fsdp=16, expert=4), Slice("v5p", (4, 4, 4)), 2**20, 4096),
-     "expert"),
-    (lambda: T.step_time("llama3-8b", T.Parallelism(fsdp=64), Slice("v5p", (4, 4, 4)), 2**20, 4096,
-                         circular_repeats=10**9), "circular_repeats"),
-    (lambda: T.step_time("llama3-8b", T.Parallelism(fsdp=64), Slice("v5p", (4, 4, 4)), 1000, 4096), "batch_tokens"),
-    (lambda: pipeline.simulate(50000, 1), "stages"),
-    (lambda: link_loads(GpuCluster("h100", 1024), "all-gather", 1e9, 8), "cluster"),
-    (lambda: T.critical_batch_per_chip("dcn", "h100"), "chip"),
-    (lambda: T.critical_batch_per_chip("dp", "v5p", nodes=2), "nodes"),
-    (lambda: T.max_tensor_parallelism("h100", 28672, 2), "n_axes"),
-    (lambda: T.max_tensor_parallelism("v5p", 28672, across_nodes=True), "across_nodes"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: check_system("v5e"), "system"),
+        (lambda: GpuCluster("h100", 64).axis_size("spine"), "axis"),
+        (lambda: Slice("v5e", (4, 4)).bandwidth("z"), "axis"),
+        (lambda: dgx_superpod("h100", 1024).collective_time("all-gather", 1e9, ("node", "spine")), "group"),
+        (lambda: GpuCluster("h100", 64).collective_time("all-gather", 1e9, ("node",), 8), "inner"),
+        (lambda: GpuCluster("h100", 64, levels=(("leaf", 2), ("leaf", 4))), "levels"),
+        (lambda: GpuCluster("h100", 64, levels=(("node", 8),)), "node"),
+        (lambda: T.step_time("llama3-8b", T.Parallelism(tensor=64), Slice("v5p", (4, 4, 4)), 2**20, 4096), "tensor"),
+        (
+            lambda: T.step_time(
+                "llama3-8b", T.Parallelism(pipeline=64, microbatches=64), Slice("v5p", (4, 4, 4)), 2**20, 4096
+            ),
+            "pipeline",
+        ),
+        (
+            lambda: T.step_time("llama3-8b", T.Parallelism(fsdp=16, expert=4), Slice("v5p", (4, 4, 4)), 2**20, 4096),
+            "expert",
+        ),
+        (
+            lambda: T.step_time(
+                "llama3-8b", T.Parallelism(fsdp=64), Slice("v5p", (4, 4, 4)), 2**20, 4096, circular_repeats=10**9
+            ),
+            "circular_repeats",
+        ),
+        (lambda: T.step_time("llama3-8b", T.Parallelism(fsdp=64), Slice("v5p", (4, 4, 4)), 1000, 4096), "batch_tokens"),
+        (lambda: pipeline.simulate(50000, 1), "stages"),
+        (lambda: link_loads(GpuCluster("h100", 1024), "all-gather", 1e9, 8), "cluster"),
+        (lambda: T.critical_batch_per_chip("dcn", "h100"), "chip"),
+        (lambda: T.critical_batch_per_chip("dp", "v5p", nodes=2), "nodes"),
+        (lambda: T.max_tensor_parallelism("h100", 28672, 2), "n_axes"),
+        (lambda: T.max_tensor_parallelism("v5p", 28672, across_nodes=True), "across_nodes"),
+    ],
+)
 def test_impossible_inputs_are_refused_by_name(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()

@@ -1,4 +1,5 @@
 """The systolic-array simulator: products against numpy, cycle counts against hand derivations."""
+
 import math
 
 import numpy as np
@@ -104,7 +105,7 @@ def test_peaks_from_parts_match_the_hardware_table():
         systolic.derived_peak_flops("tpu7x")
 
 
-@settings(deadline=None)   # the CPU is shared: no per-example time limit
+@settings(deadline=None)  # the CPU is shared: no per-example time limit
 @given(st.integers(1, 2000), st.integers(1, 2000), st.sampled_from([128, 256]))
 def test_padding(K, N, s):
     pk = systolic.padded_dim(K, s)
@@ -131,6 +132,7 @@ def test_bad_input_raises():
 
 def test_systolic_steps_figure():
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -149,6 +151,7 @@ def test_systolic_steps_figure():
 
 def test_padding_sweep_figure():
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -1,10 +1,11 @@
 """Slices, hops and transfer times: checked against a breadth-first search, the book's facts and hand derivations."""
-import itertools
+
 import math
 from collections import deque
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tpu_notes import topology as tp
 from tpu_notes.hardware import get_chip
@@ -23,7 +24,7 @@ def bfs_hops(shape, wrap, origin):
                     v %= n
                 elif not 0 <= v < n:
                     continue
-                nb = c[:ax] + (v,) + c[ax + 1:]
+                nb = c[:ax] + (v,) + c[ax + 1 :]
                 if nb not in dist:
                     dist[nb] = dist[c] + 1
                     queue.append(nb)
@@ -43,22 +44,25 @@ def coord(sl, data):
 
 
 # ---- wraparound rules: the generations' facts (scaling book tpus.md) -----------------------------------------
-@pytest.mark.parametrize("chip, shape, expected", [
-    ("v5e", (16, 16), (True, True)),       # a full v5e pod is a torus
-    ("v5e", (8, 16), (False, True)),       # an 8x16 wraps on the long axis only
-    ("v5e", (4, 4), (False, False)),       # small 2D slices have no wraparound
-    ("v6e", (16, 4), (True, False)),
-    ("v5p", (4, 4, 4), (True, True, True)),   # a full cube wraps on every axis
-    ("v5p", (2, 4, 4), (False, False, False)),   # half a cube: no optical links
-    ("v5p", (4, 4, 2), (False, False, False)),
-    ("v5p", (4, 4, 8), (True, True, True)),
-    ("v5p", (2, 2, 4), (False, False, False)),   # smaller than a cube: no optical wraparound at all
-    ("v5p", (4, 8, 12), (True, True, True)),
-    ("tpu7x", (4, 4, 576), (True, True, True)),
-    ("v5p", (2, 2, 1), (False, False, False)),
-    ("v4p", (16, 16, 16), (True, True, True)),
-    ("v4p", (2, 2, 2), (False, False, False)),
-])
+@pytest.mark.parametrize(
+    "chip, shape, expected",
+    [
+        ("v5e", (16, 16), (True, True)),  # a full v5e pod is a torus
+        ("v5e", (8, 16), (False, True)),  # an 8x16 wraps on the long axis only
+        ("v5e", (4, 4), (False, False)),  # small 2D slices have no wraparound
+        ("v6e", (16, 4), (True, False)),
+        ("v5p", (4, 4, 4), (True, True, True)),  # a full cube wraps on every axis
+        ("v5p", (2, 4, 4), (False, False, False)),  # half a cube: no optical links
+        ("v5p", (4, 4, 2), (False, False, False)),
+        ("v5p", (4, 4, 8), (True, True, True)),
+        ("v5p", (2, 2, 4), (False, False, False)),  # smaller than a cube: no optical wraparound at all
+        ("v5p", (4, 8, 12), (True, True, True)),
+        ("tpu7x", (4, 4, 576), (True, True, True)),
+        ("v5p", (2, 2, 1), (False, False, False)),
+        ("v4p", (16, 16, 16), (True, True, True)),
+        ("v4p", (2, 2, 2), (False, False, False)),
+    ],
+)
 def test_wraparound_rules(chip, shape, expected):
     assert tp.Slice(chip, shape).wraparound == expected
 
@@ -118,8 +122,17 @@ def test_full_pod_totals_by_hand():
     assert v5p.n_chips == 16 * 20 * 28 == 8960 and v5p.n_hosts == 2240 and v5p.n_cores == 17920
 
 
-@pytest.mark.parametrize("chip, shape, hosts", [("v5e", (2, 2), 1), ("v5e", (4, 4), 2), ("v5e", (1, 1), 1),
-                                                ("v5p", (2, 2, 1), 1), ("v5p", (4, 4, 4), 16), ("v5p", (2, 2, 3), 3)])
+@pytest.mark.parametrize(
+    "chip, shape, hosts",
+    [
+        ("v5e", (2, 2), 1),
+        ("v5e", (4, 4), 2),
+        ("v5e", (1, 1), 1),
+        ("v5p", (2, 2, 1), 1),
+        ("v5p", (4, 4, 4), 16),
+        ("v5p", (2, 2, 3), 3),
+    ],
+)
 def test_hosts_round_up(chip, shape, hosts):
     assert tp.Slice(chip, shape).n_hosts == hosts
 
@@ -132,8 +145,12 @@ def test_totals_scale_with_chip_count(shape, k):
     big = tp.Slice("v5p", big_shape)
     c = get_chip("v5p")
     assert big.n_chips == k * small.n_chips == k * math.prod(shape)
-    for got, per_chip in ((big.total_flops(), c.bf16_flops), (big.total_flops("int8"), c.int8_flops),
-                          (big.total_hbm_bytes, c.hbm_bytes), (big.total_hbm_bw, c.hbm_bw)):
+    for got, per_chip in (
+        (big.total_flops(), c.bf16_flops),
+        (big.total_flops("int8"), c.int8_flops),
+        (big.total_hbm_bytes, c.hbm_bytes),
+        (big.total_hbm_bw, c.hbm_bw),
+    ):
         assert got == pytest.approx(big.n_chips * per_chip)
 
 
@@ -143,20 +160,23 @@ def test_links_per_chip():
 
 
 # ---- invalid input -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("chip, shape, match", [
-    ("v5e", (4, 4, 4), "2 axes"),            # v5e is a 2D torus
-    ("v5p", (4, 4), "3 axes"),
-    ("v5e", (32, 8), "does not fit"),        # bigger than the pod
-    ("v5p", (16, 20, 32), "does not fit"),
-    ("v5p", (4, 4, 6), "whole cubes"),       # bigger than a cube but not made of whole 4x4x4 cubes
-    ("v5p", (2, 2, 8), "whole cubes"),
-    ("v4p", (5, 5, 5), "whole cubes"),
-    ("tpu7x", (4, 4, 570), "whole cubes"),
-    ("v5e", (0, 4), ">= 1"),
-    ("v5e", (-2, 4), ">= 1"),
-    ("h100", (2, 2), "TPU"),
-    ("nonsense", (2, 2), "unknown chip"),
-])
+@pytest.mark.parametrize(
+    "chip, shape, match",
+    [
+        ("v5e", (4, 4, 4), "2 axes"),  # v5e is a 2D torus
+        ("v5p", (4, 4), "3 axes"),
+        ("v5e", (32, 8), "does not fit"),  # bigger than the pod
+        ("v5p", (16, 20, 32), "does not fit"),
+        ("v5p", (4, 4, 6), "whole cubes"),  # bigger than a cube but not made of whole 4x4x4 cubes
+        ("v5p", (2, 2, 8), "whole cubes"),
+        ("v4p", (5, 5, 5), "whole cubes"),
+        ("tpu7x", (4, 4, 570), "whole cubes"),
+        ("v5e", (0, 4), ">= 1"),
+        ("v5e", (-2, 4), ">= 1"),
+        ("h100", (2, 2), "TPU"),
+        ("nonsense", (2, 2), "unknown chip"),
+    ],
+)
 def test_invalid_slices_raise(chip, shape, match):
     with pytest.raises(ValueError, match=match):
         tp.Slice(chip, shape)
@@ -210,7 +230,7 @@ def test_host_and_dcn_bad_input():
     with pytest.raises(ValueError, match="nbytes"):
         tp.dcn_transfer_time(-5, "v5e", 4)
     with pytest.raises(ValueError, match="dcn"):
-        tp.dcn_transfer_time(1e6, "v4p", 4)      # no DCN figure for v4p in the table
+        tp.dcn_transfer_time(1e6, "v4p", 4)  # no DCN figure for v4p in the table
     with pytest.raises(ValueError, match="latency"):
         tp.host_transfer_time(1e6, "v5e", latency=-1e-6)
     with pytest.raises(ValueError, match="TPU"):
@@ -237,7 +257,7 @@ def test_slice_to_slice_over_dcn_by_hand():
     assert tp.dcn_transfer_time(10e9, "v5p").total == pytest.approx(10e9 / (25e9 / 4))
 
 
-@settings(deadline=None)   # the CPU is shared: no per-example time limit
+@settings(deadline=None)  # the CPU is shared: no per-example time limit
 @given(st.floats(1, 1e12), st.integers(1, 256))
 def test_host_and_dcn_transfers(nbytes, n):
     c = get_chip("v5e")
@@ -245,7 +265,7 @@ def test_host_and_dcn_transfers(nbytes, n):
     assert h.total == pytest.approx(nbytes / (n * c.pcie_bw))
     d = tp.dcn_transfer_time(nbytes, "v5e", n)
     assert d.total == pytest.approx(nbytes / (n * c.dcn_bw))
-    assert d.total > h.total   # DCN per chip is slower than PCIe on v5e
+    assert d.total > h.total  # DCN per chip is slower than PCIe on v5e
 
 
 def test_bandwidth_ladder_order():
@@ -260,7 +280,7 @@ def test_bandwidth_ladder_order():
 # ---- collectives on a slice --------------------------------------------------------------------------------
 def test_collective_time_uses_axes_and_wraparound():
     coll = pytest.importorskip("tpu_notes.collectives")
-    sl = tp.Slice("v5e", (16, 4))   # axis 0 spans the pod (wraps), axis 1 does not
+    sl = tp.Slice("v5e", (16, 4))  # axis 0 spans the pod (wraps), axis 1 does not
     w = get_chip("v5e").ici_bw_bidi
     V = 1e9
     # By hand: an AllGather on a wrapped ring of 16 moves ceil(15/2) = 8 hops of V/16 bytes each way at W/2: V/W, 8 µs.
@@ -274,8 +294,9 @@ def test_collective_time_uses_axes_and_wraparound():
     # Several axes: each passed with its own size and wraparound flag.
     got = sl.collective_time("reduce_scatter", V, ("x", "y"))
     assert got == coll.reduce_scatter_time(V, (16, 4), w, wraparound=(True, False), n_axes=2)
-    assert sl.collective_time("all_to_all", V) == coll.all_to_all_time(V, (16, 4), w, wraparound=(True, False),
-                                                                      n_axes=2)
+    assert sl.collective_time("all_to_all", V) == coll.all_to_all_time(
+        V, (16, 4), w, wraparound=(True, False), n_axes=2
+    )
     with pytest.raises(ValueError, match="kind"):
         sl.collective_time("broadcast", V, 0)
     with pytest.raises(ValueError, match="axes"):
@@ -291,8 +312,8 @@ def test_host_to_device_measurement_runs_and_reports():
     got = transfer.measure_host_to_device((4096, 65536), repeats=2)
     assert [m.nbytes for m in got] == [4096, 65536]
     assert all(m.seconds > 0 and m.bytes_per_s == m.nbytes / m.seconds for m in got)
-    assert got[0].platform == "cpu"   # the tests run on simulated CPU devices
-    assert transfer.predicted_host_to_device(1.6e10, "v5e") == pytest.approx(1.0)   # 16 GB/s PCIe on v5e
+    assert got[0].platform == "cpu"  # the tests run on simulated CPU devices
+    assert transfer.predicted_host_to_device(1.6e10, "v5e") == pytest.approx(1.0)  # 16 GB/s PCIe on v5e
     text = transfer.report(got, "v5e")
     assert len(text.splitlines()) == 3 and "v5e PCIe model" in text
     with pytest.raises(ValueError, match="multiple of 4"):
@@ -300,7 +321,7 @@ def test_host_to_device_measurement_runs_and_reports():
     with pytest.raises(ValueError, match="sizes"):
         transfer.measure_host_to_device(())
     with pytest.raises(ValueError, match="pcie"):
-        transfer.predicted_host_to_device(1e6, "tpu7x")   # no PCIe figure in the table
+        transfer.predicted_host_to_device(1e6, "tpu7x")  # no PCIe figure in the table
 
 
 @settings(max_examples=40, deadline=None)
@@ -318,6 +339,7 @@ def test_hop_grid_geometry_matches_bfs(shape, data):
 
 def test_torus_hops_and_ladder_figures():
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -325,18 +347,21 @@ def test_torus_hops_and_ladder_figures():
 
     fig = plots.torus_hops([tp.Slice("v5p", (4, 4, 4)), ((4, 4), (True, True))])
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
-    assert len(titles) == 4 + 1 and titles[-1] == "4×4 [ww]"   # one panel per z-plane of the cube
+    assert len(titles) == 4 + 1 and titles[-1] == "4×4 [ww]"  # one panel per z-plane of the cube
     plt.close(fig)
     fig = plots.bandwidth_ladder_chart(("v5e", "v5p"))
-    assert len(fig.axes[0].patches) == 8   # 4 links x 2 chips
+    assert len(fig.axes[0].patches) == 8  # 4 links x 2 chips
     plt.close(fig)
 
 
 def test_twisted_tori_follow_google_clouds_rule():
     from tpu_notes.topology import Slice
 
-    offered = {s for s in [(4, 4, 4), (4, 4, 8), (4, 8, 8), (8, 8, 8), (8, 8, 16), (2, 2, 4), (12, 12, 24)]
-               if Slice("v5p", s).can_twist}
+    offered = {
+        s
+        for s in [(4, 4, 4), (4, 4, 8), (4, 8, 8), (8, 8, 8), (8, 8, 16), (2, 2, 4), (12, 12, 24)]
+        if Slice("v5p", s).can_twist
+    }
     assert offered == {(4, 4, 8), (4, 8, 8), (8, 8, 16), (12, 12, 24)}
     assert not Slice("v5e", (16, 16)).can_twist
 
@@ -351,18 +376,20 @@ def test_slice_explorer_numbers_and_figures():
 
     p = widgets.slice_point("v5e", (8, 16), nbytes=2**26)
     sl = Slice("v5e", (8, 16))
-    assert p.diameter == sl.diameter == 7 + 8          # open axis of 8, ring of 16
+    assert p.diameter == sl.diameter == 7 + 8  # open axis of 8, ring of 16
     assert p.all_gather_s == sl.collective_time("all_gather", 2**26).total
     assert p.farthest_s == sl.transfer_time(2**26, (0, 0), (7, 8)).total
     assert "diameter 15 hops" in p.summary()
     assert isinstance(widgets.slice_explorer("v5p", (4, 4, 8), static=True), matplotlib.figure.Figure)
-    for fig in (plots.slice_hops_chart("v5p", (4, 4, 8)), plots.tpu_chip_diagram("v5e"),
-                plots.tpu_chip_diagram("v5p")):
+    for fig in (plots.slice_hops_chart("v5p", (4, 4, 8)), plots.tpu_chip_diagram("v5e"), plots.tpu_chip_diagram("v5p")):
         assert fig.get_size_inches()[0] <= style.PAGE_WIDTH_IN + 1e-9
-        small = [t.get_text() for t in fig.findobj(matplotlib.text.Text)
-                 if t.get_text().strip() and t.get_fontsize() < style.MIN_FONT_PT]
+        small = [
+            t.get_text()
+            for t in fig.findobj(matplotlib.text.Text)
+            if t.get_text().strip() and t.get_fontsize() < style.MIN_FONT_PT
+        ]
         assert not small, small
     texts = " ".join(t.get_text() for t in plots.tpu_chip_diagram("v5p").findobj(matplotlib.text.Text))
-    assert "2.8 TB/s" in texts and "96 GB" in texts and "64 × 4 KiB" in texts   # from the hardware table
+    assert "2.8 TB/s" in texts and "96 GB" in texts and "64 × 4 KiB" in texts  # from the hardware table
     with pytest.raises(ValueError, match="chip must be a TPU"):
         plots.tpu_chip_diagram("h100")

@@ -1,4 +1,5 @@
 """tpu_notes.training against the scaling book's worked training answers, its own identities, and bad input."""
+
 import json
 import math
 import subprocess
@@ -10,7 +11,7 @@ from tpu_notes import training as T
 from tpu_notes.topology import Slice
 from tpu_notes.transformer import get_model
 
-FOUR_M = 4 * 2**20     # the book's "4M tokens" (1024 sequences of 4096)
+FOUR_M = 4 * 2**20  # the book's "4M tokens" (1024 sequences of 4096)
 POD = Slice("v5p", (16, 20, 28))
 CUBE16 = Slice("v5p", (16, 16, 16))
 
@@ -38,14 +39,14 @@ def test_llama3_70b_time_and_flops():
 
 def test_min_chips_for_llama3_70b_matches_the_book():
     n = T.min_chips_for_memory("llama3-70b", "v5p", 4_000_000, 4000, remat=4, include_grads=False)
-    assert n == pytest.approx(225, abs=2)          # 21.6 TB / 96 GB
-    assert T.min_chips_for_memory("llama3-70b", "v5p", 4_000_000, 4000, remat=4) > n   # gradients cost chips
+    assert n == pytest.approx(225, abs=2)  # 21.6 TB / 96 GB
+    assert T.min_chips_for_memory("llama3-70b", "v5p", 4_000_000, 4000, remat=4) > n  # gradients cost chips
 
 
 def test_llama2_13b_memory_matches_the_book():
     m = T.training_memory("llama2-13b", None, 16_000_000, 4000, remat="mlp_outputs")
     assert m.params + m.optimizer == pytest.approx(10 * 13.0e9, rel=0.01)
-    assert m.activations == pytest.approx(2 * 40 * 16e6 * 5120 * (1 + 2 * 2.7), rel=0.01)   # about 42 TB
+    assert m.activations == pytest.approx(2 * 40 * 16e6 * 5120 * (1 + 2 * 2.7), rel=0.01)  # about 42 TB
 
 
 # -- identities between functions -----------------------------------------------------------------------------------
@@ -85,15 +86,18 @@ def test_layer_table_crosses_over_at_the_critical_batch(strategy):
     alpha = T.ici_intensity("v5p")
     X = 64
     t = T.mlp_layer_times(strategy, "v5p", alpha * X, 8192, 28672, data=X, fsdp=X)
-    assert t.backward_comms == pytest.approx(t.backward_compute)          # 8DF/W == 8BDF/(XC) at B/X = α
+    assert t.backward_comms == pytest.approx(t.backward_compute)  # 8DF/W == 8BDF/(XC) at B/X = α
     assert T.mlp_layer_times(strategy, "v5p", 2 * alpha * X, 8192, 28672, data=X, fsdp=X).bound == "compute"
     assert T.mlp_layer_times(strategy, "v5p", alpha * X / 2, 8192, 28672, data=X, fsdp=X).bound == "comms"
 
 
 def test_tensor_parallel_bound_does_not_depend_on_batch():
     Y = 8
-    ratios = {B: T.mlp_layer_times("tensor", "v5p", B, 8192, 28672, tensor=Y).comms
-              / T.mlp_layer_times("tensor", "v5p", B, 8192, 28672, tensor=Y).compute for B in (2**14, 2**20)}
+    ratios = {
+        B: T.mlp_layer_times("tensor", "v5p", B, 8192, 28672, tensor=Y).comms
+        / T.mlp_layer_times("tensor", "v5p", B, 8192, 28672, tensor=Y).compute
+        for B in (2**14, 2**20)
+    }
     assert ratios[2**14] == pytest.approx(ratios[2**20])
 
 
@@ -127,7 +131,7 @@ def test_map_to_slice_rejects_wrong_counts():
     with pytest.raises(ValueError, match="multiply to"):
         T.map_to_slice(T.Parallelism(fsdp=512), CUBE16)
     with pytest.raises(ValueError, match="cannot be placed"):
-        T.map_to_slice(T.Parallelism(fsdp=256, tensor=35), POD)     # 35 = 5 x 7 lies on no single axis
+        T.map_to_slice(T.Parallelism(fsdp=256, tensor=35), POD)  # 35 = 5 x 7 lies on no single axis
 
 
 def test_step_time_fsdp_turns_comms_bound_below_the_critical_batch():
@@ -151,7 +155,7 @@ def test_planner_picks_fsdp_plus_tensor_for_llama3_70b():
     assert best.parallelism.tensor in (2, 4, 8) and best.parallelism.fsdp >= 256
     assert [p.step.total for p in r] == sorted(p.step.total for p in r)
     assert all(p.memory.total <= CUBE16.chip.hbm_bytes for p in r)
-    assert "too few sequences" in r.reasons()      # pure FSDP over 4096 chips needs sequence sharding
+    assert "too few sequences" in r.reasons()  # pure FSDP over 4096 chips needs sequence sharding
 
 
 def test_planner_empty_ranking_says_why():
@@ -166,23 +170,26 @@ def test_planner_ranks_405b_on_a_full_pod():
 
 
 # -- bad input -------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("call, match", [
-    (lambda: T.Parallelism(fsdp=0), "fsdp"),
-    (lambda: T.Parallelism(tensor=1.5), "tensor"),
-    (lambda: T.Parallelism(pipeline=4, microbatches=2), "microbatches"),
-    (lambda: T.training_memory("llama3-8b", None, 4096, 4096, optimizer="adagrad"), "optimizer"),
-    (lambda: T.training_memory("llama3-8b", None, 4096, 4096, remat="sometimes"), "remat"),
-    (lambda: T.training_memory("llama3-8b", T.Parallelism(expert=2), 4096, 4096), "expert"),
-    (lambda: T.training_memory("llama3-8b", T.Parallelism(pipeline=3, microbatches=3), 4096, 4096), "pipeline"),
-    (lambda: T.training_memory("llama3-8b", None, 4096, 4096, zero=4), "zero"),
-    (lambda: T.training_time("llama3-8b", 1e12, "v5p", 8, 1.5), "mfu"),
-    (lambda: T.critical_batch_per_chip("fsdp+tp", "v5p"), "d_ff"),
-    (lambda: T.critical_batch_per_chip("magic", "v5p"), "strategy"),
-    (lambda: T.plan("llama3-8b", "v5p:4x4x4", 2**20, 4096), "slice"),
-    (lambda: T.plan("llama3-8b", CUBE16, 1000, 3), "whole number"),
-    (lambda: T.plan("llama3-8b", CUBE16, 2**20, 4096, remat=()), "remat"),
-    (lambda: T.step_time("llama3-8b", T.Parallelism(fsdp=8), CUBE16, 2**20, 4096), "multiply to"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: T.Parallelism(fsdp=0), "fsdp"),
+        (lambda: T.Parallelism(tensor=1.5), "tensor"),
+        (lambda: T.Parallelism(pipeline=4, microbatches=2), "microbatches"),
+        (lambda: T.training_memory("llama3-8b", None, 4096, 4096, optimizer="adagrad"), "optimizer"),
+        (lambda: T.training_memory("llama3-8b", None, 4096, 4096, remat="sometimes"), "remat"),
+        (lambda: T.training_memory("llama3-8b", T.Parallelism(expert=2), 4096, 4096), "expert"),
+        (lambda: T.training_memory("llama3-8b", T.Parallelism(pipeline=3, microbatches=3), 4096, 4096), "pipeline"),
+        (lambda: T.training_memory("llama3-8b", None, 4096, 4096, zero=4), "zero"),
+        (lambda: T.training_time("llama3-8b", 1e12, "v5p", 8, 1.5), "mfu"),
+        (lambda: T.critical_batch_per_chip("fsdp+tp", "v5p"), "d_ff"),
+        (lambda: T.critical_batch_per_chip("magic", "v5p"), "strategy"),
+        (lambda: T.plan("llama3-8b", "v5p:4x4x4", 2**20, 4096), "slice"),
+        (lambda: T.plan("llama3-8b", CUBE16, 1000, 3), "whole number"),
+        (lambda: T.plan("llama3-8b", CUBE16, 2**20, 4096, remat=()), "remat"),
+        (lambda: T.step_time("llama3-8b", T.Parallelism(fsdp=8), CUBE16, 2**20, 4096), "multiply to"),
+    ],
+)
 def test_bad_input_names_the_argument(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
@@ -194,29 +201,56 @@ def _cli(*args):
 
 
 def test_cli_plan_prints_ranked_json():
-    out = _cli("plan", "--model", "llama3-70b", "--slice", "v5p:16x16x16", "--batch-tokens", "4Mi",
-               "--seq-len", "4096", "--json", "--top", "3")
+    out = _cli(
+        "plan",
+        "--model",
+        "llama3-70b",
+        "--slice",
+        "v5p:16x16x16",
+        "--batch-tokens",
+        "4Mi",
+        "--seq-len",
+        "4096",
+        "--json",
+        "--top",
+        "3",
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert len(data["ranked"]) == 3 and data["ranked"][0]["step_s"] <= data["ranked"][1]["step_s"]
 
 
 def test_cli_plan_takes_a_gpu_cluster():
-    out = _cli("plan", "--model", "llama3-8b", "--slice", "h100:256", "--batch-tokens", "4Mi", "--seq-len", "4096",
-               "--json", "--top", "2")
+    out = _cli(
+        "plan",
+        "--model",
+        "llama3-8b",
+        "--slice",
+        "h100:256",
+        "--batch-tokens",
+        "4Mi",
+        "--seq-len",
+        "4096",
+        "--json",
+        "--top",
+        "2",
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["slice"].startswith("GpuCluster('h100', 256 GPUs") and len(data["ranked"]) == 2
     assert all("node" in row["placement"] or "net" in row["placement"] for row in data["ranked"])
 
 
-@pytest.mark.parametrize("args, words", [
-    (("--model", "llama9", "--slice", "v5p:16x16x16"), "unknown model"),
-    (("--model", "llama3-8b", "--slice", "h100:100"), "multiple of"),
-    (("--model", "llama3-8b", "--slice", "h100:256", "--slices", "2"), "GPU cluster"),
-    (("--model", "llama3-70b", "--slice", "v5p:16x16x17"), "cannot be built"),
-    (("--model", "llama3-70b", "--slice", "v5p:16x16x16", "--batch-tokens", "lots"), "batch-tokens"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (("--model", "llama9", "--slice", "v5p:16x16x16"), "unknown model"),
+        (("--model", "llama3-8b", "--slice", "h100:100"), "multiple of"),
+        (("--model", "llama3-8b", "--slice", "h100:256", "--slices", "2"), "GPU cluster"),
+        (("--model", "llama3-70b", "--slice", "v5p:16x16x17"), "cannot be built"),
+        (("--model", "llama3-70b", "--slice", "v5p:16x16x16", "--batch-tokens", "lots"), "batch-tokens"),
+    ],
+)
 def test_cli_bad_input_exits_2_with_one_line(args, words):
     base = {"--batch-tokens": "4M", "--seq-len": "8000"}
     argv = list(args)
@@ -252,13 +286,16 @@ def test_cli_spec_table_one_chip_and_json():
 def test_bench_result_json_round_trips():
     from tpu_notes import bench
 
-    fake = bench.Measurement(kind="matmul", label="m", flops=2e9, nbytes=1e7, seconds=0.01, dtype="fp32",
-                             shape=(8, 8, 8))
-    copy = bench.Measurement(kind="copy", label="c", flops=1e6, nbytes=1e9, seconds=0.02, dtype="fp32",
-                             shape=(250_000_000,), op="add")
+    fake = bench.Measurement(
+        kind="matmul", label="m", flops=2e9, nbytes=1e7, seconds=0.01, dtype="fp32", shape=(8, 8, 8)
+    )
+    copy = bench.Measurement(
+        kind="copy", label="c", flops=1e6, nbytes=1e9, seconds=0.02, dtype="fp32", shape=(250_000_000,), op="add"
+    )
     fit = bench.fit_roofline([fake, copy], min_copy_bytes=1)
-    res = bench.RooflineMeasurement(platform="cpu", device_kind="cpu", chip=None, dtype="fp32", matmuls=(fake,),
-                                    copies=(copy,), fit=fit, wall_s=1.0)
+    res = bench.RooflineMeasurement(
+        platform="cpu", device_kind="cpu", chip=None, dtype="fp32", matmuls=(fake,), copies=(copy,), fit=fit, wall_s=1.0
+    )
     data = json.loads(json.dumps(bench.result_json(res)))
     assert data["fit"]["peak_flops_per_s"] == pytest.approx(2e11)
     assert data["matmuls"][0]["seconds"] == 0.01 and data["predictions"][0]["measured_s"] == 0.01

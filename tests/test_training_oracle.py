@@ -4,6 +4,7 @@ simulated devices, against training.predicted_collectives, for every layout of p
 Where XLA departs from the model the disagreement is a named finding (parallel.FINDINGS) and is pinned here with
 the counts derived by hand from the layer structure; a change means XLA (or the model) changed: look again.
 """
+
 import math
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from tpu_notes.training.collectives import PredictedCollective, collective_total
 from tpu_notes.transformer import get_model
 
 CASES = parallel.TRAINING_CASES
-EXTRA_FINDINGS = {"propagation-without-constraints", "cpu-bf16-in-f32"}   # pinned by their own tests below
+EXTRA_FINDINGS = {"propagation-without-constraints", "cpu-bf16-in-f32"}  # pinned by their own tests below
 
 
 def _key(r):
@@ -38,7 +39,7 @@ def expected_disagreements(case):
     if "tied-embedding-reduced-twice" in case.findings:
         # the table's gradient from the lookup and from the unembedding, reduced apart (data parallelism here)
         key = ("all-reduce", ("data",), c.vocab * c.d_model * 4)
-        n = collective_totals(pred)[key]                 # the table and any weights of the same size
+        n = collective_totals(pred)[key]  # the table and any weights of the same size
         out[key] = (n, n + 1)
     if "dp-fsdp-one-reduction" in case.findings:
         for key, n in collective_totals(pred).items():
@@ -60,7 +61,7 @@ def test_cases_cover_the_brief():
     assert all(c.parallelism.chips_per_slice == 8 for c in CASES)
     used = {f for c in CASES for f in c.findings} | EXTRA_FINDINGS
     assert used == set(parallel.FINDINGS)
-    assert all(len(text) > 200 for text in parallel.FINDINGS.values())       # a paragraph each
+    assert all(len(text) > 200 for text in parallel.FINDINGS.values())  # a paragraph each
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
@@ -79,47 +80,48 @@ def test_gradient_bytes_are_the_parameters():
     total = sum(r.xla * r.bytes_per_device for r in rows if r.kind == "all-reduce")
     assert total == 4 * case.config.param_count() + 4
     (op,) = {r.xla_ops for r in rows}
-    assert op == 1                                               # all of it in one combined op
+    assert op == 1  # all of it in one combined op
 
 
 def test_fsdp_gathers_again_only_under_remat():
-    once, again = (parallel.run_training_case(c) for c in parallel.training_cases(["fsdp=2 x tensor=4",
-                                                                                "fsdp=2 x tensor=4 remat"]))
+    once, again = (
+        parallel.run_training_case(c) for c in parallel.training_cases(["fsdp=2 x tensor=4", "fsdp=2 x tensor=4 remat"])
+    )
     gathered = lambda rows: sum(r.xla for r in rows if r.kind == "all-gather")  # noqa: E731
     # 9 weights a layer and 2 layers, plus the embedding, final norm and unembedding
     assert gathered(once) == 2 * 9 + 3 and gathered(again) == 2 * (2 * 9) + 3
     # remat moves no gradient: the ReduceScatters are the same
     scatters = lambda rows: [(_key(r), r.xla) for r in rows if r.kind == "reduce-scatter"]  # noqa: E731
     assert scatters(once) == scatters(again)
-    assert all(r.xla_ops == r.xla for r in again if r.kind == "all-gather")   # each gather its own op
+    assert all(r.xla_ops == r.xla for r in again if r.kind == "all-gather")  # each gather its own op
 
 
 def test_propagation_without_constraints():
-    c, p = parallel.ORACLE_CONFIG.with_(n_layers=1), Parallelism(fsdp=8)     # one layer: a quicker compile
+    c, p = parallel.ORACLE_CONFIG.with_(n_layers=1), Parallelism(fsdp=8)  # one layer: a quicker compile
     mesh = parallel.make_mesh(p)
     found = parallel.xla_collectives(parallel.compiled_step(c, p, 16, 16, constrain=False), mesh)
     kinds = {x.kind for x in found}
     assert "all-to-all" in kinds
-    acts = 16 * 16 * c.d_model * 4                               # the whole batch's residual stream [B, T, D]
+    acts = 16 * 16 * c.d_model * 4  # the whole batch's residual stream [B, T, D]
     logits = 16 * 16 * c.vocab * 4
     gathered = {x.bytes_per_device for x in found if x.kind == "all-gather"}
     assert acts in gathered and logits in gathered
 
 
 def test_cpu_moves_bf16_collectives_in_f32():
-    c, p = parallel.ORACLE_CONFIG.with_(n_layers=1), Parallelism(data=2, tensor=4)   # one layer: quicker
+    c, p = parallel.ORACLE_CONFIG.with_(n_layers=1), Parallelism(data=2, tensor=4)  # one layer: quicker
     rows = parallel.oracle_rows(c, p, 16, 16, dtype="bf16")
     xla = {_key(r): r.xla for r in rows if r.xla}
     fp32 = collective_totals(predicted_collectives(c, p, 16 * 16, 16, dtype="fp32"))
     bf16 = collective_totals(predicted_collectives(c, p, 16 * 16, 16, dtype="bf16"))
     tensor = ("all-reduce", ("tensor",), 16 * 16 / 2 * c.d_model * 4)
-    fp32[tensor] += 3                      # tp-backward-per-projection: 7 per layer where the model counts 4
+    fp32[tensor] += 3  # tp-backward-per-projection: 7 per layer where the model counts 4
     assert xla == fp32 and xla != bf16
 
 
 def test_collectives_do_not_depend_on_code_optimisation():
     """The oracle compiles with FAST_COMPILE_OPTIONS (no LLVM optimisation): the collectives are the same."""
-    c, p = parallel.ORACLE_CONFIG.with_(n_layers=1), Parallelism(fsdp=2, tensor=4)   # one layer: quicker
+    c, p = parallel.ORACLE_CONFIG.with_(n_layers=1), Parallelism(fsdp=2, tensor=4)  # one layer: quicker
     mesh = parallel.make_mesh(p)
     sig = lambda xs: sorted((x.kind, x.axes, x.bytes_per_device, x.raw_kind) for x in xs)  # noqa: E731
     fast = parallel.compiled_step(c, p, 16, 16)
@@ -135,7 +137,7 @@ def test_oracle_table_is_compact():
     assert "NO" in table and "AllReduce" in table and "tensor" in table
     with pytest.raises(ValueError, match="unknown oracle case"):
         parallel.training_cases(["nope"])
-    long_case = parallel.training_cases(["fsdp=2 x tensor=4 remat"])[0]        # two findings: wrapped
+    long_case = parallel.training_cases(["fsdp=2 x tensor=4 remat"])[0]  # two findings: wrapped
     summary = parallel.format_oracle_summary([(parallel.training_cases(["tensor=8"])[0], rows), (long_case, rows)])
     assert all(len(line) <= 88 for line in summary.splitlines()) and len(summary.splitlines()) == 4
     assert "0/1" in summary and "tp-backward-per-projection" in summary
@@ -145,8 +147,9 @@ def test_oracle_table_is_compact():
 
 # ------------------------------------------------------------------------------- the model alone (no JAX)
 def test_predicted_collectives_is_jax_free():
-    code = ("import sys, tpu_notes.training.collectives as m; "
-            "assert 'jax' not in sys.modules, 'imported jax'; print('ok')")
+    code = (
+        "import sys, tpu_notes.training.collectives as m; assert 'jax' not in sys.modules, 'imported jax'; print('ok')"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr
 
@@ -184,15 +187,18 @@ def test_predicted_collectives_at_scale():
     assert math.isclose(over, 2 * m.param_count() / 256)
 
 
-@pytest.mark.parametrize("args,kwargs,match", [
-    (("tiny-moe", Parallelism(data=2), 1024, 64), {}, "dense models"),
-    (("tiny-mha", Parallelism(data=2), 1000, 64), {}, "whole number of sequences"),
-    (("tiny-mha", Parallelism(data=3), 1024, 64), {}, "divisible by data x fsdp x expert x dcn = 3"),
-    (("tiny-mha", Parallelism(tensor=8), 1024, 64), {}, r"tensor \(8\) must divide n_heads \(4\)"),
-    (("tiny-mha", Parallelism(pipeline=4, microbatches=4), 1024, 64), {}, r"pipeline \(4\) must divide n_layers"),
-    (("tiny-mha", Parallelism(data=2), 1024, 64), {"dtype": "fp16"}, "unknown dtype"),
-    (("tiny-mha", Parallelism(data=2), 0, 64), {}, "batch_tokens"),
-])
+@pytest.mark.parametrize(
+    "args,kwargs,match",
+    [
+        (("tiny-moe", Parallelism(data=2), 1024, 64), {}, "dense models"),
+        (("tiny-mha", Parallelism(data=2), 1000, 64), {}, "whole number of sequences"),
+        (("tiny-mha", Parallelism(data=3), 1024, 64), {}, "divisible by data x fsdp x expert x dcn = 3"),
+        (("tiny-mha", Parallelism(tensor=8), 1024, 64), {}, r"tensor \(8\) must divide n_heads \(4\)"),
+        (("tiny-mha", Parallelism(pipeline=4, microbatches=4), 1024, 64), {}, r"pipeline \(4\) must divide n_layers"),
+        (("tiny-mha", Parallelism(data=2), 1024, 64), {"dtype": "fp16"}, "unknown dtype"),
+        (("tiny-mha", Parallelism(data=2), 0, 64), {}, "batch_tokens"),
+    ],
+)
 def test_predicted_collectives_bad_input(args, kwargs, match):
     with pytest.raises(ValueError, match=match):
         predicted_collectives(*args, **kwargs)

@@ -1,11 +1,14 @@
 """Counting a Transformer (tpu_notes.transformer) against published configs and hand derivations."""
+
+import dataclasses
 import math
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tpu_notes import roofline
-from tpu_notes.transformer import (PRESETS, REMAT_POLICIES, TransformerConfig, einsum_flops, get_model)
+from tpu_notes.transformer import PRESETS, REMAT_POLICIES, TransformerConfig, einsum_flops, get_model
 
 # Published totals (facts/models.md, computed from the released configs) and KV bytes per token in bf16.
 PUBLISHED = {
@@ -21,7 +24,7 @@ def test_llama_param_counts_are_exact(name):
     total, kv = PUBLISHED[name]
     m = get_model(name)
     assert m.param_count() == total
-    assert m.active_param_count() == total          # dense: every parameter is active
+    assert m.active_param_count() == total  # dense: every parameter is active
     assert m.kv_bytes_per_token("bf16") == kv
 
 
@@ -42,16 +45,18 @@ def _deepseek_v3_by_hand():
     D, L, dense_L, V = 7168, 61, 3, 129_280
     F_dense, F_e, E, k, shared = 18432, 2048, 256, 8, 1
     N, r_q, r_kv, rope, nope, v = 128, 1536, 512, 64, 128, 128
-    attn = (D * r_q                       # W_q down-projection
-            + r_q * N * (nope + rope)     # W_q up-projection
-            + D * (r_kv + rope)           # joint KV down-projection + the shared rotary key
-            + r_kv * N * (nope + v)       # KV up-projection (keys' non-rotary part and values)
-            + N * v * D)                  # output projection
-    norms = 2 * D + r_q + r_kv            # two layer norms + the query and KV latent norms
+    attn = (
+        D * r_q  # W_q down-projection
+        + r_q * N * (nope + rope)  # W_q up-projection
+        + D * (r_kv + rope)  # joint KV down-projection + the shared rotary key
+        + r_kv * N * (nope + v)  # KV up-projection (keys' non-rotary part and values)
+        + N * v * D
+    )  # output projection
+    norms = 2 * D + r_q + r_kv  # two layer norms + the query and KV latent norms
     expert = 3 * D * F_e
-    moe_total = D * E + (E + shared) * expert     # router + routed + shared experts
+    moe_total = D * E + (E + shared) * expert  # router + routed + shared experts
     moe_active = D * E + (k + shared) * expert
-    common = L * (attn + norms) + dense_L * 3 * D * F_dense + D + 2 * V * D    # + final norm, untied embeddings
+    common = L * (attn + norms) + dense_L * 3 * D * F_dense + D + 2 * V * D  # + final norm, untied embeddings
     moe_L = L - dense_L
     return common + moe_L * moe_total, common + moe_L * moe_active
 
@@ -91,6 +96,7 @@ def test_presets_lookup_and_errors():
 # einsum FLOPs
 # ---------------------------------------------------------------------------------------------------------------
 
+
 def test_einsum_flops_matches_matmul_and_hand_counts():
     assert einsum_flops("bd,df->bf", b=3, d=5, f=7) == roofline.matmul_flops(3, 5, 7)
     # attention scores: batch b, heads n, queries t, keys s, head dim h -> 2·B·N·T·S·H
@@ -99,11 +105,14 @@ def test_einsum_flops_matches_matmul_and_hand_counts():
     assert einsum_flops("i,j->ij", i=4, j=6) == 2 * 24
 
 
-@pytest.mark.parametrize("spec,dims", [
-    ("bd,df->bf", dict(b=8, d=16, f=32)),
-    ("btd,dnh->btnh", dict(b=2, t=8, d=16, n=4, h=8)),
-    ("bkgts,bskh->btkgh", dict(b=2, k=2, g=3, t=8, s=8, h=4)),
-])
+@pytest.mark.parametrize(
+    "spec,dims",
+    [
+        ("bd,df->bf", dict(b=8, d=16, f=32)),
+        ("btd,dnh->btnh", dict(b=2, t=8, d=16, n=4, h=8)),
+        ("bkgts,bskh->btkgh", dict(b=2, k=2, g=3, t=8, s=8, h=4)),
+    ],
+)
 def test_einsum_flops_against_xla(spec, dims):
     import jax
     import jax.numpy as jnp
@@ -124,14 +133,17 @@ def test_einsum_flops_ignores_names_and_operand_order(sizes, letters):
     assert f1 == f2 == 2 * math.prod(sizes)
 
 
-@pytest.mark.parametrize("spec,dims,exc", [
-    ("bd,df", dict(b=1, d=1, f=1), ValueError),
-    ("bd,df->bq", dict(b=1, d=1, f=1, q=1), ValueError),
-    ("bd,df->bf", dict(b=1, d=1), ValueError),
-    ("bd,df->bf", dict(b=1, d=1, f=1, z=2), ValueError),
-    ("bd,df->bf", dict(b=0, d=1, f=1), ValueError),
-    ("b1,df->bf", dict(b=1, d=1, f=1), ValueError),
-])
+@pytest.mark.parametrize(
+    "spec,dims,exc",
+    [
+        ("bd,df", dict(b=1, d=1, f=1), ValueError),
+        ("bd,df->bq", dict(b=1, d=1, f=1, q=1), ValueError),
+        ("bd,df->bf", dict(b=1, d=1), ValueError),
+        ("bd,df->bf", dict(b=1, d=1, f=1, z=2), ValueError),
+        ("bd,df->bf", dict(b=0, d=1, f=1), ValueError),
+        ("b1,df->bf", dict(b=1, d=1, f=1), ValueError),
+    ],
+)
 def test_einsum_flops_rejects_bad_input(spec, dims, exc):
     with pytest.raises(exc):
         einsum_flops(spec, **dims)
@@ -146,7 +158,7 @@ MHA = TransformerConfig(d_model=1024, d_ff=4096, n_layers=4, n_heads=16, n_kv_he
 
 def test_attention_crossovers_of_the_book():
     D = MHA.d_model
-    qkvo = 2 * 4 * D * D                      # forward FLOPs per token per layer of the four projections
+    qkvo = 2 * 4 * D * D  # forward FLOPs per token per layer of the four projections
     mlp = 2 * 3 * D * 4 * D
     # self-attention (full matrix) equals the projections at T = 2D
     assert MHA.attention_flops(2 * D, causal=False) / MHA.n_layers == pytest.approx(qkvo)
@@ -159,7 +171,7 @@ def test_attention_crossovers_of_the_book():
 
 def test_flops_per_token_dense_is_two_and_six_times_matmul_params():
     m = get_model("llama3-8b")
-    P_mm = m.param_count() - m.vocab * m.d_model - m.param_breakdown().norms   # weights used in matmuls
+    P_mm = m.param_count() - m.vocab * m.d_model - m.param_breakdown().norms  # weights used in matmuls
     assert m.flops_per_token(8192, include_attention=False) == 2 * P_mm
     assert m.flops_per_token(8192, training=True, include_attention=False) == 6 * P_mm
     # attention per token per layer, causal: 2 products x 2 FLOPs x (T/2 keys) x N x H
@@ -207,10 +219,10 @@ def test_attention_intensity_limits():
     m = get_model("llama3-70b")
     G = m.n_heads // m.n_kv_heads
     T = 4096
-    assert m.attention_intensity(T, T) == pytest.approx(T * G / (G + 1))          # prefill
-    assert MHA.attention_intensity(T, T) == pytest.approx(T / 2)                  # MHA prefill
+    assert m.attention_intensity(T, T) == pytest.approx(T * G / (G + 1))  # prefill
+    assert MHA.attention_intensity(T, T) == pytest.approx(T / 2)  # MHA prefill
     S = 10**7
-    assert m.attention_intensity(1, S) == pytest.approx(S * G / (S + G))          # decode -> G
+    assert m.attention_intensity(1, S) == pytest.approx(S * G / (S + G))  # decode -> G
     assert m.attention_intensity(1, S) < G
 
 
@@ -218,8 +230,9 @@ def test_attention_intensity_limits():
 # Checkpointing
 # ---------------------------------------------------------------------------------------------------------------
 
+
 def test_checkpoint_counts_per_layer():
-    assert MHA.checkpoints_per_layer("none") == 20        # the book's "about 20" for MHA with F = 4D
+    assert MHA.checkpoints_per_layer("none") == 20  # the book's "about 20" for MHA with F = 4D
     assert MHA.checkpoints_per_layer("full_block") == 1
     # Q, K, V, O (1 each) + gate, up (4 each) + down (1)
     assert MHA.checkpoints_per_layer("save_matmul_outputs") == 4 + 8 + 1
@@ -252,19 +265,22 @@ def test_recompute_flops():
 BASE = dict(d_model=64, d_ff=256, n_layers=2, n_heads=4, n_kv_heads=2, d_head=16, vocab=100)
 
 
-@pytest.mark.parametrize("changes,exc,match", [
-    (dict(n_kv_heads=3), ValueError, "n_kv_heads"),
-    (dict(d_model=0), ValueError, "d_model"),
-    (dict(n_layers=-1), ValueError, "n_layers"),
-    (dict(vocab=10.5), ValueError, "vocab"),
-    (dict(d_head="16"), TypeError, "d_head"),
-    (dict(n_experts=4, experts_per_token=5), ValueError, "experts_per_token"),
-    (dict(n_experts=4, experts_per_token=2, n_dense_layers=3), ValueError, "n_dense_layers"),
-    (dict(n_shared_experts=1), ValueError, "n_experts"),
-    (dict(kv_lora_rank=32), ValueError, "MLA"),
-    (dict(q_lora_rank=32), ValueError, "q_lora_rank"),
-    (dict(gated_mlp=1), TypeError, "gated_mlp"),
-])
+@pytest.mark.parametrize(
+    "changes,exc,match",
+    [
+        (dict(n_kv_heads=3), ValueError, "n_kv_heads"),
+        (dict(d_model=0), ValueError, "d_model"),
+        (dict(n_layers=-1), ValueError, "n_layers"),
+        (dict(vocab=10.5), ValueError, "vocab"),
+        (dict(d_head="16"), TypeError, "d_head"),
+        (dict(n_experts=4, experts_per_token=5), ValueError, "experts_per_token"),
+        (dict(n_experts=4, experts_per_token=2, n_dense_layers=3), ValueError, "n_dense_layers"),
+        (dict(n_shared_experts=1), ValueError, "n_experts"),
+        (dict(kv_lora_rank=32), ValueError, "MLA"),
+        (dict(q_lora_rank=32), ValueError, "q_lora_rank"),
+        (dict(gated_mlp=1), TypeError, "gated_mlp"),
+    ],
+)
 def test_config_validation(changes, exc, match):
     with pytest.raises(exc, match=match):
         TransformerConfig(**{**BASE, **changes})
@@ -272,18 +288,38 @@ def test_config_validation(changes, exc, match):
 
 def test_config_is_frozen():
     c = TransformerConfig(**BASE)
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         c.d_model = 3
 
 
 @settings(max_examples=60, deadline=None)
-@given(D=st.integers(8, 512), F=st.integers(8, 2048), L=st.integers(1, 8), K=st.integers(1, 4),
-       G=st.integers(1, 4), H=st.integers(2, 64), V=st.integers(2, 5000), E=st.integers(1, 8),
-       tied=st.booleans(), gated=st.booleans(), T=st.integers(1, 4096))
+@given(
+    D=st.integers(8, 512),
+    F=st.integers(8, 2048),
+    L=st.integers(1, 8),
+    K=st.integers(1, 4),
+    G=st.integers(1, 4),
+    H=st.integers(2, 64),
+    V=st.integers(2, 5000),
+    E=st.integers(1, 8),
+    tied=st.booleans(),
+    gated=st.booleans(),
+    T=st.integers(1, 4096),
+)
 def test_invariants(D, F, L, K, G, H, V, E, tied, gated, T):
     moe = dict(n_experts=E, experts_per_token=max(1, E // 2)) if E > 1 else {}
-    c = TransformerConfig(d_model=D, d_ff=F, n_layers=L, n_heads=K * G, n_kv_heads=K, d_head=H, vocab=V,
-                          tied_embeddings=tied, gated_mlp=gated, **moe)
+    c = TransformerConfig(
+        d_model=D,
+        d_ff=F,
+        n_layers=L,
+        n_heads=K * G,
+        n_kv_heads=K,
+        d_head=H,
+        vocab=V,
+        tied_embeddings=tied,
+        gated_mlp=gated,
+        **moe,
+    )
     b = c.param_breakdown()
     assert b.total == b.embedding + b.attention + b.mlp + b.norms + b.unembedding == c.param_count()
     assert c.active_param_count() <= c.param_count()
@@ -296,8 +332,11 @@ def test_invariants(D, F, L, K, G, H, V, E, tied, gated, T):
         assert c.with_(gated_mlp=False).param_breakdown().mlp * 3 == c.with_(gated_mlp=True).param_breakdown().mlp * 2
     for policy in REMAT_POLICIES:
         assert c.checkpoint_bytes(T, policy) == pytest.approx(2 * T * L * D * c.checkpoints_per_layer(policy))
-    assert c.checkpoints_per_layer("full_block") <= c.checkpoints_per_layer("save_matmul_outputs") \
+    assert (
+        c.checkpoints_per_layer("full_block")
+        <= c.checkpoints_per_layer("save_matmul_outputs")
         <= c.checkpoints_per_layer("none")
+    )
 
 
 def test_chapter4_figures_draw_the_library_numbers():
@@ -307,31 +346,36 @@ def test_chapter4_figures_draw_the_library_numbers():
 
     fig = plots.attention_share_chart(("llama3-8b", "llama3-70b"), seq_lens=[256, 4096, 65536])
     ys = fig.axes[0].lines[0].get_ydata()
-    assert list(ys) == pytest.approx([get_model("llama3-8b").attention_fraction(T, causal=False)
-                                      for T in (256, 4096, 65536)])
+    assert list(ys) == pytest.approx(
+        [get_model("llama3-8b").attention_fraction(T, causal=False) for T in (256, 4096, 65536)]
+    )
     fig2 = plots.param_breakdown_chart(("llama3-8b", "deepseek-v3"))
     widths = [p.get_width() for p in fig2.axes[0].patches]
-    assert sum(widths) == pytest.approx(2.0)            # each model's bar adds up to 1
+    assert sum(widths) == pytest.approx(2.0)  # each model's bar adds up to 1
     fig3 = plots.kv_cache_chart(("llama3-70b",), seq_lens=[1024, 2048], hbm_bytes=1e11)
-    assert list(fig3.axes[0].lines[0].get_ydata()) == [get_model("llama3-70b").kv_cache_bytes(1, T)
-                                                        for T in (1024, 2048)]
+    assert list(fig3.axes[0].lines[0].get_ydata()) == [
+        get_model("llama3-70b").kv_cache_bytes(1, T) for T in (1024, 2048)
+    ]
     for f in (fig, fig2, fig3):
         plt.close(f)
 
 
-@pytest.mark.parametrize("call,exc,match", [
-    (lambda m: m.attention_flops(0), ValueError, "seq_len"),
-    (lambda m: m.flops_per_token(-5), ValueError, "seq_len"),
-    (lambda m: m.flops_per_token(2.5), ValueError, "seq_len"),
-    (lambda m: m.attention_intensity(0, 128), ValueError, "q_len"),
-    (lambda m: m.attention_intensity(1, 0), ValueError, "kv_len"),
-    (lambda m: m.kv_cache_bytes(1, 0), ValueError, "seq_len"),
-    (lambda m: m.checkpoint_bytes(1024, "everything"), ValueError, "policy"),
-    (lambda m: m.checkpoint_bytes(0, "none"), ValueError, "batch_tokens"),
-    (lambda m: m.checkpoint_bytes(1024, "none", dtype="fp128"), ValueError, "dtype"),
-    (lambda m: m.saved_activations("dots"), ValueError, "policy"),
-    (lambda m: m.with_(n_kv_heads=5), ValueError, "n_kv_heads"),
-])
+@pytest.mark.parametrize(
+    "call,exc,match",
+    [
+        (lambda m: m.attention_flops(0), ValueError, "seq_len"),
+        (lambda m: m.flops_per_token(-5), ValueError, "seq_len"),
+        (lambda m: m.flops_per_token(2.5), ValueError, "seq_len"),
+        (lambda m: m.attention_intensity(0, 128), ValueError, "q_len"),
+        (lambda m: m.attention_intensity(1, 0), ValueError, "kv_len"),
+        (lambda m: m.kv_cache_bytes(1, 0), ValueError, "seq_len"),
+        (lambda m: m.checkpoint_bytes(1024, "everything"), ValueError, "policy"),
+        (lambda m: m.checkpoint_bytes(0, "none"), ValueError, "batch_tokens"),
+        (lambda m: m.checkpoint_bytes(1024, "none", dtype="fp128"), ValueError, "dtype"),
+        (lambda m: m.saved_activations("dots"), ValueError, "policy"),
+        (lambda m: m.with_(n_kv_heads=5), ValueError, "n_kv_heads"),
+    ],
+)
 def test_methods_reject_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call(get_model("llama3-8b"))
@@ -358,7 +402,7 @@ def test_remat_chart_draws_the_library_numbers():
     # bytes per token: 2 bytes x D-vectors x d_model x layers, hand-counted for Llama 3 8B (GQA, F = 3.5 D):
     # none 17, save_matmul_outputs 10.5, full_block 1 D-vectors per token and layer
     assert kept == pytest.approx([2 * c * 4096 * 32 for c in (17, 10.5, 1)])
-    assert extra[0] == 0 and extra[1] < extra[2] < 0.34        # full remat: under a third more FLOPs
+    assert extra[0] == 0 and extra[1] < extra[2] < 0.34  # full remat: under a third more FLOPs
     assert extra[1] == pytest.approx(m.attention_flops(4096) / m.flops_per_token(4096, training=True))
     with pytest.raises(ValueError, match="models"):
         plots.remat_tradeoff_chart(())

@@ -1,11 +1,13 @@
 """Units, dtypes, input checks and the formatter."""
+
 import math
 from dataclasses import dataclass
 from typing import Annotated
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tpu_notes import units as U
 from tpu_notes.units import canonical_dtype, check_choice, check_positive, dtype_bytes, fmt
@@ -52,11 +54,21 @@ def test_check_choice():
         check_choice("bound", "dram", ["hbm", "ici"])
 
 
-@pytest.mark.parametrize("value, unit, text", [
-    (5.6e-4, "s", "560 µs"), (3.4e7, "B", "34 MB"), (1.97e14, "FLOP/s", "1.97e14 FLOP/s"),
-    (8.2e11, "B/s", "820 GB/s"), (2.0, "s", "2 s"), (1.5e-9, "s", "1.5 ns"), (0, "s", "0 s"),
-    (9.999e13, "FLOPs", "1.00e14 FLOPs"), (240.24, "", "240"), (512, "B", "512 B"),
-])
+@pytest.mark.parametrize(
+    "value, unit, text",
+    [
+        (5.6e-4, "s", "560 µs"),
+        (3.4e7, "B", "34 MB"),
+        (1.97e14, "FLOP/s", "1.97e14 FLOP/s"),
+        (8.2e11, "B/s", "820 GB/s"),
+        (2.0, "s", "2 s"),
+        (1.5e-9, "s", "1.5 ns"),
+        (0, "s", "0 s"),
+        (9.999e13, "FLOPs", "1.00e14 FLOPs"),
+        (240.24, "", "240"),
+        (512, "B", "512 B"),
+    ],
+)
 def test_fmt_examples(value, unit, text):
     assert fmt(value, unit) == text
 
@@ -116,12 +128,19 @@ def test_fmt_digits_are_checked():
 # ----------------------------------------------------------------------------------------------- the one validator
 
 
-
-
 @U.checked
-def _sample(n: U.PositiveInt, mfu: U.Fraction = 0.4, *, kind: Annotated[str, U.OneOf(("ring", "tree"))] = "ring",
-            inner: U.PositiveInt | None = None, steps: U.capped(100) = 1, dtype: U.DTypeName = "bf16",
-            shape: Annotated[tuple, U.Shape()] = (1,), flag: U.Bool = False, share: U.Probability = 0.5):
+def _sample(
+    n: U.PositiveInt,
+    mfu: U.Fraction = 0.4,
+    *,
+    kind: Annotated[str, U.OneOf(("ring", "tree"))] = "ring",
+    inner: U.PositiveInt | None = None,
+    steps: U.capped(100) = 1,
+    dtype: U.DTypeName = "bf16",
+    shape: Annotated[tuple, U.Shape()] = (1,),
+    flag: U.Bool = False,
+    share: U.Probability = 0.5,
+):
     return n, mfu, kind, inner, steps, dtype, shape, flag, share
 
 
@@ -131,22 +150,43 @@ def test_checked_passes_normalised_values():
     assert type(out[0]) is int and type(out[1]) is float
 
 
-@pytest.mark.parametrize("kwargs, word", [
-    (dict(n=0), "n"), (dict(n=2.5), "n"), (dict(n=True), "n"), (dict(n="3"), "n"), (dict(n=10**400), "n"),
-    (dict(n=float("nan")), "n"), (dict(n=1, mfu=0), "mfu"), (dict(n=1, mfu=1.01), "mfu"),
-    (dict(n=1, kind="star"), "kind"), (dict(n=1, inner=0), "inner"), (dict(n=1, steps=101), "steps"),
-    (dict(n=1, dtype="fp13"), "dtype"), (dict(n=1, shape="4x4"), "shape"), (dict(n=1, flag=1), "flag"),
-    (dict(n=1, share=-0.1), "share"),
-])
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [
+        (dict(n=0), "n"),
+        (dict(n=2.5), "n"),
+        (dict(n=True), "n"),
+        (dict(n="3"), "n"),
+        (dict(n=10**400), "n"),
+        (dict(n=float("nan")), "n"),
+        (dict(n=1, mfu=0), "mfu"),
+        (dict(n=1, mfu=1.01), "mfu"),
+        (dict(n=1, kind="star"), "kind"),
+        (dict(n=1, inner=0), "inner"),
+        (dict(n=1, steps=101), "steps"),
+        (dict(n=1, dtype="fp13"), "dtype"),
+        (dict(n=1, shape="4x4"), "shape"),
+        (dict(n=1, flag=1), "flag"),
+        (dict(n=1, share=-0.1), "share"),
+    ],
+)
 def test_checked_refuses_by_name(kwargs, word):
     with pytest.raises((ValueError, TypeError), match=rf"\b{word}\b"):
         _sample(**kwargs)
 
 
 def test_every_kind_refuses_its_own_hostile_values():
-    kinds = [U.Positive(), U.Positive(integer=True, maximum=10), U.Positive(allow_zero=True), U.Range(0, 1),
-             U.Range(0, 1, low_open=True, high_open=True, integer=False), U.OneOf(("a", "b")), U.Flag(), U.Shape(),
-             U.DType()]
+    kinds = [
+        U.Positive(),
+        U.Positive(integer=True, maximum=10),
+        U.Positive(allow_zero=True),
+        U.Range(0, 1),
+        U.Range(0, 1, low_open=True, high_open=True, integer=False),
+        U.OneOf(("a", "b")),
+        U.Flag(),
+        U.Shape(),
+        U.DType(),
+    ]
     for kind in kinds:
         assert kind.check("x", kind.example()) is not None
         for bad in kind.hostile():

@@ -1,4 +1,5 @@
 """Chapter 1 figures (tpu_notes.plots) and the roofline explorer (tpu_notes.widgets)."""
+
 from __future__ import annotations
 
 import sys
@@ -47,15 +48,18 @@ def test_roofline_chart_accepts_pairs_a_single_chip_and_other_bandwidths():
     np.testing.assert_allclose(y, np.minimum(c.bf16_flops, x * c.ici_bw_bidi), rtol=1e-12)
 
 
-@pytest.mark.parametrize("kwargs, exc", [
-    ({"chips": ("v5e", "tpu9000")}, ValueError),
-    ({"chips": ()}, ValueError),
-    ({"intensity_range": (10, 1)}, ValueError),
-    ({"ops": {"bad": 0.0}}, ValueError),
-    ({"ops": {3: 1.0}}, TypeError),
-    ({"ops": [("a", 1.0, 2.0)]}, ValueError),
-    ({"dtype": "int3"}, ValueError),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc",
+    [
+        ({"chips": ("v5e", "tpu9000")}, ValueError),
+        ({"chips": ()}, ValueError),
+        ({"intensity_range": (10, 1)}, ValueError),
+        ({"ops": {"bad": 0.0}}, ValueError),
+        ({"ops": {3: 1.0}}, TypeError),
+        ({"ops": [("a", 1.0, 2.0)]}, ValueError),
+        ({"dtype": "int3"}, ValueError),
+    ],
+)
 def test_roofline_chart_rejects_bad_input(kwargs, exc):
     with pytest.raises(exc):
         plots.roofline_chart(**kwargs)
@@ -91,16 +95,33 @@ def _fake_result():
     ms = []
     for B in (1, 64, 1024):
         flops, nbytes = 2.0 * B * 4096 * 4096, 4.0 * (2 * B * 4096 + 4096 * 4096)
-        ms.append(bench.Measurement("matmul", f"mm{B}", flops, nbytes,
-                                    max(flops / 4e11, nbytes / 8e9) * (1 + 0.05 * rng.random()), "fp32",
-                                    shape=(B, 4096, 4096)))
+        ms.append(
+            bench.Measurement(
+                "matmul",
+                f"mm{B}",
+                flops,
+                nbytes,
+                max(flops / 4e11, nbytes / 8e9) * (1 + 0.05 * rng.random()),
+                "fp32",
+                shape=(B, 4096, 4096),
+            )
+        )
     for size in (2**20, 2**27):
-        ms.append(bench.Measurement("copy", f"cp{size}", size / 4, 2.0 * size, 2.0 * size / 8e9, "fp32",
-                                    shape=(size // 4,)))
+        ms.append(
+            bench.Measurement("copy", f"cp{size}", size / 4, 2.0 * size, 2.0 * size / 8e9, "fp32", shape=(size // 4,))
+        )
     mm = tuple(m for m in ms if m.kind == "matmul")
     cp = tuple(m for m in ms if m.kind == "copy")
-    return bench.RooflineMeasurement(platform="cpu", device_kind="cpu", chip=None, dtype="fp32", matmuls=mm,
-                                     copies=cp, fit=bench.fit_roofline(ms), wall_s=1.0)
+    return bench.RooflineMeasurement(
+        platform="cpu",
+        device_kind="cpu",
+        chip=None,
+        dtype="fp32",
+        matmuls=mm,
+        copies=cp,
+        fit=bench.fit_roofline(ms),
+        wall_s=1.0,
+    )
 
 
 def test_measured_roofline_figure():
@@ -142,30 +163,41 @@ def test_explorer_builds_widgets_and_redraws():
     assert isinstance(image, ipywidgets.Image) and isinstance(text, ipywidgets.HTML)
     assert bytes(image.value).startswith(b"\x89PNG") and "compute-bound" in text.value  # 256 x 8192^2 clears 240
     first = bytes(image.value)
-    b_w.value = 16        # redraws: a bandwidth-bound point
+    b_w.value = 16  # redraws: a bandwidth-bound point
     assert bytes(image.value) != first and "bandwidth-bound" in text.value and "[16, 8192]" in text.value
     chip_w.value = "v3"
     dtype_w.value = "fp8"  # v3 has no fp8 peak: the explorer shows the error instead of raising
     assert "fp8" in text.value and "v3" in text.value.lower()
 
 
-@pytest.mark.parametrize("kwargs, exc", [
-    ({"chip": "nope"}, ValueError), ({"B": 0}, ValueError), ({"dtype": "int3"}, ValueError),
-    ({"static": "yes"}, TypeError), ({"D": 2.5}, ValueError),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc",
+    [
+        ({"chip": "nope"}, ValueError),
+        ({"B": 0}, ValueError),
+        ({"dtype": "int3"}, ValueError),
+        ({"static": "yes"}, TypeError),
+        ({"D": 2.5}, ValueError),
+    ],
+)
 def test_explorer_rejects_bad_settings(kwargs, exc):
     with pytest.raises(exc):
         widgets.roofline_explorer(**kwargs)
 
 
 @settings(max_examples=60, deadline=None)
-@given(B=st.integers(1, 2**16), D=st.integers(1, 2**16), F=st.integers(1, 2**16),
-       chip=st.sampled_from(sorted(hardware.CHIPS)))
+@given(
+    B=st.integers(1, 2**16),
+    D=st.integers(1, 2**16),
+    F=st.integers(1, 2**16),
+    chip=st.sampled_from(sorted(hardware.CHIPS)),
+)
 def test_matmul_point_bound_agrees_with_critical_intensity(B, D, F, chip):
     p = widgets.matmul_point(chip, "bf16", B, D, F)
     # Compute-bound exactly when the intensity reaches the chip's critical intensity.
-    assert (p.time.bound == "compute") == (p.time.intensity >= p.critical_intensity * (1 - 1e-12)) or \
-        abs(p.time.intensity / p.critical_intensity - 1) < 1e-9
+    assert (p.time.bound == "compute") == (p.time.intensity >= p.critical_intensity * (1 - 1e-12)) or abs(
+        p.time.intensity / p.critical_intensity - 1
+    ) < 1e-9
     assert p.time.lower <= p.time.upper <= 2 * p.time.lower
     assert f"[{B}, {D}]" in p.summary()
 
@@ -190,10 +222,16 @@ def test_matmul_flops_vs_batch_reaches_the_roof_at_the_exact_critical_batch():
     assert "bandwidth-bound throughout" in _line(fig.axes[0], "D = F = 256").get_label()
 
 
-@pytest.mark.parametrize("kwargs, exc", [
-    ({"dims": ()}, ValueError), ({"batch_range": (0, 8)}, ValueError), ({"chip": "v99"}, ValueError),
-    ({"w_dtype": "int3"}, ValueError), ({"dims": (0,)}, ValueError),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc",
+    [
+        ({"dims": ()}, ValueError),
+        ({"batch_range": (0, 8)}, ValueError),
+        ({"chip": "v99"}, ValueError),
+        ({"w_dtype": "int3"}, ValueError),
+        ({"dims": (0,)}, ValueError),
+    ],
+)
 def test_matmul_flops_vs_batch_rejects_bad_input(kwargs, exc):
     with pytest.raises(exc):
         plots.matmul_flops_vs_batch(**{"batch_range": (1, 8), **kwargs})

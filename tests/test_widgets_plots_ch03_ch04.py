@@ -1,4 +1,5 @@
 """Chapters 3 and 4: ring collectives hop by hop and per link, their figures, and the two explorers."""
+
 from __future__ import annotations
 
 import math
@@ -10,7 +11,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from tpu_notes import collectives as c, plots, widgets  # noqa: E402
+from tpu_notes import collectives as c  # noqa: E402
+from tpu_notes import plots, widgets
 from tpu_notes.topology import Slice  # noqa: E402
 from tpu_notes.transformer import get_model  # noqa: E402
 
@@ -24,9 +26,12 @@ def _close_figures():
 # ---- per-link loads: the book's Question 10, and agreement with the time model ---------------------------------
 @pytest.mark.parametrize("n", range(2, 13))
 def test_link_loads_match_the_time_model_on_a_bidirectional_ring(n):
-    w = 2.0          # one-way bandwidth 1 byte/s: a bandwidth term in seconds equals the link load in bytes
-    for kind, fn in (("all-gather", c.all_gather_time), ("reduce-scatter", c.reduce_scatter_time),
-                     ("all-to-all", c.all_to_all_time)):
+    w = 2.0  # one-way bandwidth 1 byte/s: a bandwidth term in seconds equals the link load in bytes
+    for kind, fn in (
+        ("all-gather", c.all_gather_time),
+        ("reduce-scatter", c.reduce_scatter_time),
+        ("all-to-all", c.all_to_all_time),
+    ):
         assert math.isclose(c.ring_link_bytes(kind, n, 1.0), fn(1.0, n, w).bandwidth_time)
 
 
@@ -34,7 +39,8 @@ def test_link_loads_match_the_time_model_on_a_bidirectional_ring(n):
 def test_alltoall_is_half_an_allgather_one_way_and_a_quarter_two_ways(n):
     v = 1e6
     one = c.ring_link_bytes("all-to-all", n, v, bidirectional=False) / c.ring_link_bytes(
-        "all-gather", n, v, bidirectional=False)
+        "all-gather", n, v, bidirectional=False
+    )
     two = c.ring_link_bytes("all-to-all", n, v) / c.ring_link_bytes("all-gather", n, v)
     assert math.isclose(one, 0.5) and math.isclose(two, 0.25)
     # the closed forms of the book's answer: (N−1)/N·V and (N−1)/(2N)·V one way
@@ -57,7 +63,7 @@ def test_reduce_scatter_schedule_is_an_allgather_backwards(n):
     assert all(set(s) == {d} and s[d] == frozenset(range(n)) for d, s in enumerate(states[-1]))
     for before, after in zip(states, states[1:]):
         for d in range(n):
-            assert len(before[d]) - len(after[d]) <= 2          # at most one shard leaves per direction
+            assert len(before[d]) - len(after[d]) <= 2  # at most one shard leaves per direction
         # no addend is lost or counted twice: every shard's contributors stay a partition of the devices
         for s in range(n):
             held = [h[s] for h in after if s in h]
@@ -81,14 +87,14 @@ def test_schedules_refuse_huge_axes():
 # ---- figures -----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", ["reduce-scatter", "all-to-all", "all_gather"])
 def test_ring_collective_figure_draws_one_panel_per_hop(kind):
-    def panels(fig):                   # titled axes: a layout may add blank spare axes
+    def panels(fig):  # titled axes: a layout may add blank spare axes
         return [ax for ax in fig.axes if ax.get_title()]
 
     fig = plots.ring_collective_figure(kind, 8)
-    assert isinstance(fig, Figure) and len(panels(fig)) == 5     # hops 0..4 on a ring of 8
+    assert isinstance(fig, Figure) and len(panels(fig)) == 5  # hops 0..4 on a ring of 8
     last = panels(plots.ring_collective_figure(kind, 16, max_panels=4))
     assert len(last) == 4
-    if kind != "all_gather":           # these keep the final state as their last panel
+    if kind != "all_gather":  # these keep the final state as their last panel
         assert last[-1].get_title().startswith("after 8 hops")
     with pytest.raises(ValueError):
         plots.ring_collective_figure("all-reduce", 8)

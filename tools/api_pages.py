@@ -6,6 +6,7 @@ runs this before every build; ``tests/test_api_pages.py`` fails when a module ha
 
     python tools/api_pages.py          # (re)write book/api/*.md and book/api.md
 """
+
 from __future__ import annotations
 
 import importlib
@@ -21,10 +22,30 @@ INDEX = ROOT / "book" / "api.md"
 LAYERS = {
     "Ground": ["units", "hardware", "compat"],
     "Systems": ["system", "topology", "gpu", "collectives"],
-    "Analysis": ["roofline", "systolic", "sharding", "transformer", "efficiency", "runs", "training", "inference",
-                 "serving", "planner"],
-    "Measurement": ["devices", "bench", "transfer", "hlo", "model", "generate", "parallel", "jaxprog", "profile",
-                    "multihost"],
+    "Analysis": [
+        "roofline",
+        "systolic",
+        "sharding",
+        "transformer",
+        "efficiency",
+        "runs",
+        "training",
+        "inference",
+        "serving",
+        "planner",
+    ],
+    "Measurement": [
+        "devices",
+        "bench",
+        "transfer",
+        "hlo",
+        "model",
+        "generate",
+        "parallel",
+        "jaxprog",
+        "profile",
+        "multihost",
+    ],
     "Book": ["exercises", "plots", "widgets", "cheatsheet", "__main__", "__init__"],
 }
 #: Chapter-specific exercise modules are documented through tpu_notes.exercises, not one page each.
@@ -65,14 +86,20 @@ def page(dotted: str) -> str:
     title = "python -m tpu_notes" if dotted == "tpu_notes.__main__" else dotted
     is_package = hasattr(importlib.import_module(dotted), "__path__")
     options = "   :members:\n   :show-inheritance:\n" + ("   :ignore-module-all:\n" if is_package else "")
-    return (f"# `{title}`\n\n*{_layer(dotted)} layer.* Generated from the docstrings by `tools/api_pages.py`.\n\n"
-            f"```{{eval-rst}}\n.. automodule:: {dotted}\n{options}```\n")
+    return (
+        f"# `{title}`\n\n*{_layer(dotted)} layer.* Generated from the docstrings by `tools/api_pages.py`.\n\n"
+        f"```{{eval-rst}}\n.. automodule:: {dotted}\n{options}```\n"
+    )
 
 
 def index(names: list[str]) -> str:
-    lines = ["# API reference", "",
-             "One page per module of `tpu_notes`, generated from its docstrings. Units are SI throughout (seconds, "
-             "bytes, FLOPs, bytes/s); the chapter that teaches each idea is named in the module's docstring.", ""]
+    lines = [
+        "# API reference",
+        "",
+        "One page per module of `tpu_notes`, generated from its docstrings. Units are SI throughout (seconds, "
+        "bytes, FLOPs, bytes/s); the chapter that teaches each idea is named in the module's docstring.",
+        "",
+    ]
     for layer, mods in LAYERS.items():
         lines += [f"## {layer}", ""]
         for name in names:

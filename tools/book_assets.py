@@ -1,11 +1,14 @@
 """A small Sphinx extension of the book (loaded through ``sphinx.local_extensions`` in ``_config.yml``).
 
 It resolves cross-references written with a package's public name (``tpu_notes.training.plan``) to the object's
-defining module, where the API reference documents it. It rebuilds every page when the book's own CSS (book/assets/) or the table of contents changes, and removes exact duplicates from each
-page's list of scripts: with Jupyter Book 1.0.4, sphinx-thebe 0.3 adds its inline configuration script twice (its ``env-before-read-docs`` handler runs twice), so every page declared
+defining module, where the API reference documents it. It rebuilds every page when the book's own CSS
+(book/assets/) or the table of contents changes, and removes exact duplicates from each
+page's list of scripts: with Jupyter Book 1.0.4, sphinx-thebe 0.3 adds its inline configuration script twice (its
+``env-before-read-docs`` handler runs twice), so every page declared
 ``const THEBE_JS_URL`` twice and the browser logged ``SyntaxError: Identifier 'THEBE_JS_URL' has already been
 declared`` on every page (caught by tests/test_browser.py).
 """
+
 from __future__ import annotations
 
 
@@ -16,8 +19,7 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
     seen, unique = set(), []
     for script in scripts:
         # the same inline script arrives once with filename None and once with "" (Sphinx's two registries)
-        key = (getattr(script, "filename", script) or "",
-               repr(sorted(getattr(script, "attributes", {}).items())))
+        key = (getattr(script, "filename", script) or "", repr(sorted(getattr(script, "attributes", {}).items())))
         if key not in seen:
             seen.add(key)
             unique.append(script)
@@ -86,8 +88,9 @@ def _resolve_public_name(app, env, node, contnode):
     if not module or not qualname or f"{module}.{qualname}" == target:
         return None
     py = env.get_domain("py")
-    return py.resolve_xref(env, node.get("refdoc", ""), app.builder, node.get("reftype", "obj"),
-                           f"{module}.{qualname}", node, contnode)
+    return py.resolve_xref(
+        env, node.get("refdoc", ""), app.builder, node.get("reftype", "obj"), f"{module}.{qualname}", node, contnode
+    )
 
 
 def setup(app):

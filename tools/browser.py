@@ -7,6 +7,7 @@ Shared by ``tests/test_browser.py``: the list of pages (from ``_toc.yml``), a qu
 Playwright is used only as a driver for the system browser (``/usr/bin/chromium``, Debian's package, installed by
 the Makefile); it never downloads a browser of its own (no ``playwright install``).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,9 +27,17 @@ HTML = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 #: Offline, reproducible, no first-run or background traffic; a fresh profile per launch (see launch()).
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--hide-scrollbars"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+]
 VIEWPORT = {"width": 1280, "height": 900}
 
 
@@ -104,8 +113,14 @@ def launch(blocked: list[str] | None = None):
     try:
         with sync_playwright() as pw:
             context = pw.chromium.launch_persistent_context(
-                profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS, viewport=VIEWPORT,
-                service_workers="block", ignore_default_args=["--enable-automation"])
+                profile,
+                executable_path=CHROMIUM,
+                headless=True,
+                args=CHROMIUM_FLAGS,
+                viewport=VIEWPORT,
+                service_workers="block",
+                ignore_default_args=["--enable-automation"],
+            )
 
             def route(r):
                 host = urlsplit(r.request.url).hostname
@@ -141,8 +156,10 @@ def wait_until_rendered(page) -> None:
 
 
 #: Blocks whose lines the reader must see whole: code (cell inputs and code in the prose) and cell outputs.
-OVERFLOW_SELECTOR = ("pre, div.highlight, div.cell_output .output, div.cell_output table, "
-                     ".pst-scrollable-table-container")   # prose tables: the theme wraps each in this box
+OVERFLOW_SELECTOR = (
+    "pre, div.highlight, div.cell_output .output, div.cell_output table, "
+    ".pst-scrollable-table-container"
+)  # prose tables: the theme wraps each in this box
 
 #: For each block of OVERFLOW_SELECTOR under ``root`` that is rendered (clientWidth > 0) and wider inside than its
 #: box (scrollWidth > clientWidth: clipped, or hidden behind a scroll bar), a short description of it.

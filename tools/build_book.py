@@ -12,6 +12,7 @@ table of contents, every page listed there, the vendored JS, the CSS in book/ass
 ``--if-stale`` compares against it (content, not mtimes, so a fresh ``git clone`` is handled). A file lock
 serialises concurrent callers, e.g. two test sessions, so they never build into the same folder at once.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,9 +39,10 @@ def toc_files(root: Path = ROOT) -> list[Path]:
         if isinstance(node, dict):
             if "file" in node:
                 names.append(node["file"])
-            if "glob" in node:       # e.g. book/api/*: the API reference pages, sorted by name as Jupyter Book does
-                names.extend(sorted(p.with_suffix("").relative_to(root).as_posix()
-                                    for p in root.glob(node["glob"] + ".md")))
+            if "glob" in node:  # e.g. book/api/*: the API reference pages, sorted by name as Jupyter Book does
+                names.extend(
+                    sorted(p.with_suffix("").relative_to(root).as_posix() for p in root.glob(node["glob"] + ".md"))
+                )
             for key in ("parts", "chapters", "sections"):
                 for child in node.get(key, []) or []:
                     walk(child)
@@ -58,7 +60,7 @@ def inputs_digest(root: Path = ROOT) -> str:
     h = hashlib.sha256()
     files = [root / "_config.yml", root / "_toc.yml", root / "_vendor" / ".stamp"] + toc_files(root)
     files += sorted((root / "book" / "assets").glob("*"))  # the book's own CSS
-    files += sorted((root / "tpu_notes").rglob("*.py"))     # docstrings: the API reference pages render them
+    files += sorted((root / "tpu_notes").rglob("*.py"))  # docstrings: the API reference pages render them
     for f in files:
         h.update(str(f.relative_to(root)).encode() + b"\0")
         h.update(f.read_bytes() if f.is_file() else b"<missing>")

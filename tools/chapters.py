@@ -5,6 +5,7 @@ that cover its library modules, and its oracles (what its analysis is checked ag
 the test that holds each check). ``tools/new_chapter.py`` adds an entry; ``tools/status.py`` (the status page),
 ``tools/nbcells.py`` (generated cells) and the tests read it from here, so no other list of chapters is kept.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,12 +29,12 @@ class Oracle:
 class Chapter:
     """One entry of the manifest."""
 
-    stem: str                       # "05_training_parallelism": the notebook is notebooks/<stem>.ipynb
+    stem: str  # "05_training_parallelism": the notebook is notebooks/<stem>.ipynb
     title: str
-    exercises: str                  # the module that registers its exercises, tpu_notes.exercises.chNN
-    plots: str                      # the module that draws its figures, tpu_notes.plots.<name>
-    hostile_cases: tuple            # tests/hostile_cases*.py files covering the modules it teaches
-    oracles: tuple                  # Oracle, ...
+    exercises: str  # the module that registers its exercises, tpu_notes.exercises.chNN
+    plots: str  # the module that draws its figures, tpu_notes.plots.<name>
+    hostile_cases: tuple  # tests/hostile_cases*.py files covering the modules it teaches
+    oracles: tuple  # Oracle, ...
 
     @property
     def number(self) -> int:
@@ -43,8 +44,17 @@ class Chapter:
 def load(path: Path = MANIFEST) -> list[Chapter]:
     """The manifest's chapters, in book order (stems must be unique and numbered 01, 02, ... in order)."""
     entries = json.loads(path.read_text())["chapters"]
-    out = [Chapter(e["stem"], e["title"], e["exercises"], e["plots"], tuple(e["hostile_cases"]),
-                   tuple(Oracle(o["what"], o["test"]) for o in e["oracles"])) for e in entries]
+    out = [
+        Chapter(
+            e["stem"],
+            e["title"],
+            e["exercises"],
+            e["plots"],
+            tuple(e["hostile_cases"]),
+            tuple(Oracle(o["what"], o["test"]) for o in e["oracles"]),
+        )
+        for e in entries
+    ]
     for i, chapter in enumerate(out, start=1):
         if not re.fullmatch(r"\d\d_\w+", chapter.stem) or chapter.number != i:
             raise ValueError(f"{path.name}: entry {i} has stem {chapter.stem!r}; stems are numbered in order")
@@ -57,10 +67,18 @@ def add(stem: str, title: str, path: Path = MANIFEST) -> bool:
     if any(e["stem"] == stem for e in doc["chapters"]):
         return False
     number = stem[:2]
-    doc["chapters"].append({"stem": stem, "title": title, "exercises": f"tpu_notes.exercises.ch{number}",
-                            "plots": f"tpu_notes.plots.{stem[3:]}", "hostile_cases": [], "oracles": []})
+    doc["chapters"].append(
+        {
+            "stem": stem,
+            "title": title,
+            "exercises": f"tpu_notes.exercises.ch{number}",
+            "plots": f"tpu_notes.plots.{stem[3:]}",
+            "hostile_cases": [],
+            "oracles": [],
+        }
+    )
     path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
-    load(path)   # refuses an entry out of order
+    load(path)  # refuses an entry out of order
     return True
 
 

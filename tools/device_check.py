@@ -18,6 +18,7 @@ step's result or error) and ``cells.md`` (the measured cells' outputs, by chapte
 the book's "Measured on real hardware" page. The dry run does steps 1 and 2 with small sizes on the CPU, lists the
 cells of step 3 without executing them, and writes to a temporary directory unless ``--out`` is given.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,8 +65,9 @@ def step_multi_device(dry: bool) -> dict:
     coll = []
     if n >= 2:
         for kind in ("all-gather", "all-reduce"):
-            m = bench.measure_collective(kind, nbytes, n_devices=n, dtype="fp32" if dry else "bf16",
-                                         repeats=2 if dry else 5)
+            m = bench.measure_collective(
+                kind, nbytes, n_devices=n, dtype="fp32" if dry else "bf16", repeats=2 if dry else 5
+            )
             row = {"kind": kind, "nbytes": m.nbytes, "measured_s": m.seconds}
             if chip is not None and chip.ici_bw_bidi:
                 row["model_s"] = collectives.collective_time(kind, m.nbytes, n, chip.ici_bw_bidi).total
@@ -76,17 +78,24 @@ def step_multi_device(dry: bool) -> dict:
     kernel = jax.jit(lambda a, b: jaxprog.pallas_matmul(a, b, bm=128, bn=128, bk=128))
     t_kernel = bench.time_fn(kernel, x, x, repeats=2 if dry else 5)
     t_dot = bench.time_fn(jax.jit(jnp.dot), x, x, repeats=2 if dry else 5)
-    same = bool(np.allclose(np.asarray(kernel(x, x), np.float32), np.asarray(jnp.dot(x, x), np.float32),
-                            rtol=2e-2))
-    out["pallas"] = {"shape": [size, size, size], "interpreted": info.platform == "cpu",
-                     "kernel_s": t_kernel.median_s, "jnp_dot_s": t_dot.median_s, "equal": same}
+    same = bool(np.allclose(np.asarray(kernel(x, x), np.float32), np.asarray(jnp.dot(x, x), np.float32), rtol=2e-2))
+    out["pallas"] = {
+        "shape": [size, size, size],
+        "interpreted": info.platform == "cpu",
+        "kernel_s": t_kernel.median_s,
+        "jnp_dot_s": t_dot.median_s,
+        "equal": same,
+    }
     if n >= 2:
         layout = Parallelism(data=n)
         kw = dict(steps=3, batch=max(16, n), seq_len=16, seed=0)
         losses = parallel.train(parallel.ORACLE_CONFIG, layout, devices=devs, **kw)
         one = parallel.train(parallel.ORACLE_CONFIG, Parallelism(), devices=devs[:1], **kw)
-        out["train"] = {"layout": layout.label(), "losses": [float(v) for v in losses],
-                        "equal_to_one_device": bool(np.allclose(losses, one, rtol=1e-3, atol=1e-3))}
+        out["train"] = {
+            "layout": layout.label(),
+            "losses": [float(v) for v in losses],
+            "equal_to_one_device": bool(np.allclose(losses, one, rtol=1e-3, atol=1e-3)),
+        }
     return out
 
 
@@ -96,8 +105,11 @@ def measured_cells(chapter: str) -> tuple[Path, list[int]]:
 
     (path,) = (ROOT / "notebooks").glob(f"{chapter}_*.ipynb")
     nb = nbformat.read(path, as_version=4)
-    return path, [i for i, c in enumerate(nb.cells)
-                  if c.cell_type == "code" and "nbval-ignore-output" in c.metadata.get("tags", [])]
+    return path, [
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and "nbval-ignore-output" in c.metadata.get("tags", [])
+    ]
 
 
 def step_cells(dry: bool, deadline: float) -> dict:
@@ -115,14 +127,23 @@ def step_cells(dry: bool, deadline: float) -> dict:
                 found[ch] = entry
                 continue
             nb = nbformat.read(path, as_version=4)
-            client = nbclient.NotebookClient(nb, timeout=int(min(300, left)), kernel_name="python3",
-                                             allow_errors=True, resources={"metadata": {"path": str(path.parent)}})
+            client = nbclient.NotebookClient(
+                nb,
+                timeout=int(min(300, left)),
+                kernel_name="python3",
+                allow_errors=True,
+                resources={"metadata": {"path": str(path.parent)}},
+            )
             try:
                 client.execute()
             except Exception as err:  # noqa: BLE001 - a timed-out chapter is recorded, the run goes on
                 entry["error"] = f"{type(err).__name__}: {str(err)[-500:]}"
-            entry["outputs"] = {i: "".join(o.get("text", "") for o in nb.cells[i].get("outputs", [])
-                                           if o.get("output_type") == "stream") for i in cells}
+            entry["outputs"] = {
+                i: "".join(
+                    o.get("text", "") for o in nb.cells[i].get("outputs", []) if o.get("output_type") == "stream"
+                )
+                for i in cells
+            }
         found[ch] = entry
     return found
 
@@ -135,13 +156,23 @@ def run(dry: bool, out_root: Path) -> Path:
     devices.setup(8)
     info = devices.describe()
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    results = {"device": str(info), "platform": info.platform, "device_kind": info.device_kind,
-               "chip": info.chip, "jax": info.jax_version, "commit": commit or None, "dry_run": dry,
-               "command": "python tools/device_check.py" + (" --dry-run" if dry else ""),
-               "when_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "steps": {}}
-    steps = [("bench", lambda: step_bench(dry, timeout=max(30.0, deadline - time.perf_counter()))),
-             ("multi_device", lambda: step_multi_device(dry)),
-             ("cells", lambda: step_cells(dry, deadline))]
+    results = {
+        "device": str(info),
+        "platform": info.platform,
+        "device_kind": info.device_kind,
+        "chip": info.chip,
+        "jax": info.jax_version,
+        "commit": commit or None,
+        "dry_run": dry,
+        "command": "python tools/device_check.py" + (" --dry-run" if dry else ""),
+        "when_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+        "steps": {},
+    }
+    steps = [
+        ("bench", lambda: step_bench(dry, timeout=max(30.0, deadline - time.perf_counter()))),
+        ("multi_device", lambda: step_multi_device(dry)),
+        ("cells", lambda: step_cells(dry, deadline)),
+    ]
     for name, fn in steps:
         t0 = time.perf_counter()
         try:
@@ -179,14 +210,16 @@ def write_measured_page(page: Path, measured: Path) -> None:
         r = json.loads(path.read_text())
         rel = path.parent.relative_to(page.parent)
         steps = ", ".join(f"{name} {'ok' if s.get('ok') else 'failed'}" for name, s in r.get("steps", {}).items())
-        lines += [f"- **{r.get('device', path.parent.name)}** ({r.get('when_utc', '?')} UTC, commit "
-                  f"`{(r.get('commit') or '?')[:12]}`): `{r.get('command', '?')}`; {steps}. "
-                  f"[results.json]({rel}/results.json), [measured cells]({rel}/cells.md)"]
+        lines += [
+            f"- **{r.get('device', path.parent.name)}** ({r.get('when_utc', '?')} UTC, commit "
+            f"`{(r.get('commit') or '?')[:12]}`): `{r.get('command', '?')}`; {steps}. "
+            f"[results.json]({rel}/results.json), [measured cells]({rel}/cells.md)"
+        ]
     lines += ["", END]
     text = page.read_text() if page.exists() else "# Measured on real hardware\n"
     block = "\n".join(lines)
     if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+        text = text[: text.index(BEGIN)] + block + text[text.index(END) + len(END) :]
     else:
         text = text.rstrip("\n") + "\n\n## Results of `make device-check`\n\n" + block + "\n"
     page.write_text(text)
@@ -195,8 +228,12 @@ def write_measured_page(page: Path, measured: Path) -> None:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dry-run", action="store_true", help="small sizes, CPU, no chapter execution")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="results folder (default: book/measured, or a temporary folder with --dry-run)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="results folder (default: book/measured, or a temporary folder with --dry-run)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("PYTHONHASHSEED", "0")
     out = args.out or (Path(tempfile.mkdtemp(prefix="device-check-")) if args.dry_run else ROOT / "book" / "measured")
@@ -205,8 +242,10 @@ def main(argv: list[str]) -> int:
         write_measured_page(ROOT / "book" / "measured.md", out)
     results = json.loads((where / "results.json").read_text())
     for name, step in results["steps"].items():
-        print(f"{name:13s} {'ok' if step['ok'] else 'FAILED':7s} {step['seconds']:6.1f} s"
-              + ("" if step["ok"] else f"  {step['error'][:200]}"))
+        print(
+            f"{name:13s} {'ok' if step['ok'] else 'FAILED':7s} {step['seconds']:6.1f} s"
+            + ("" if step["ok"] else f"  {step['error'][:200]}")
+        )
     print(f"wrote {where} in {results['seconds']:.0f} s")
     return 0 if all(s["ok"] for s in results["steps"].values()) else 1
 

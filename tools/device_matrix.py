@@ -22,6 +22,7 @@ that build no mesh with JAX started on one CPU device (their ``cpu1`` run), thos
 default backend of one device). Those runs are compared, not only executed; the rest of the matrix (``cpu1``,
 ``cpu2``, ``cpu4`` of the mesh chapters) is executed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,17 +66,19 @@ for _where in (jax, xla_bridge):  # the public names and the ones jax.make_mesh 
 
 @dataclass(frozen=True)
 class Scenario:
-    name: str          # "cpu1", "cpu2", "cpu4", "accel1"
-    preamble: str      # the cell run before the chapter
-    chapters: tuple    # chapter numbers ("01", ...) it applies to
+    name: str  # "cpu1", "cpu2", "cpu4", "accel1"
+    preamble: str  # the cell run before the chapter
+    chapters: tuple  # chapter numbers ("01", ...) it applies to
 
 
 def scenarios() -> list[Scenario]:
     every = tuple(p.name[:2] for p in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")))
-    return [Scenario("cpu1", _CPU_PREAMBLE.format(k=1), every),
-            Scenario("cpu2", _CPU_PREAMBLE.format(k=2), MESH_CHAPTERS),
-            Scenario("cpu4", _CPU_PREAMBLE.format(k=4), MESH_CHAPTERS),
-            Scenario("accel1", _ACCEL_PREAMBLE, MESH_CHAPTERS)]
+    return [
+        Scenario("cpu1", _CPU_PREAMBLE.format(k=1), every),
+        Scenario("cpu2", _CPU_PREAMBLE.format(k=2), MESH_CHAPTERS),
+        Scenario("cpu4", _CPU_PREAMBLE.format(k=4), MESH_CHAPTERS),
+        Scenario("accel1", _ACCEL_PREAMBLE, MESH_CHAPTERS),
+    ]
 
 
 def runs() -> list[tuple[Scenario, Path]]:
@@ -94,15 +97,25 @@ def execute(scenario: Scenario, path: Path, timeout: int = 300) -> float:
     import nbclient
     import nbformat
 
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONHASHSEED": "0",
-           "JAX_NUM_CPU_DEVICES": "8", "TPU_NOTES_DEVICE_MATRIX": scenario.name}
+    env = {
+        **os.environ,
+        "JAX_PLATFORMS": "cpu",
+        "PYTHONHASHSEED": "0",
+        "JAX_NUM_CPU_DEVICES": "8",
+        "TPU_NOTES_DEVICE_MATRIX": scenario.name,
+    }
     env.pop("MPLBACKEND", None)
     nb = nbformat.read(path, as_version=4)
     nb.cells.insert(0, nbformat.v4.new_code_cell(scenario.preamble))
     start = time.perf_counter()
-    client = nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                                     store_widget_state=False,
-                                     resources={"metadata": {"path": str(path.parent)}})
+    client = nbclient.NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        record_timing=False,
+        store_widget_state=False,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     client.execute(env=env)  # jupyter_client starts the kernel with exactly this environment
     return time.perf_counter() - start
 
@@ -128,25 +141,42 @@ def pinned_nbval_command(path: Path, work: Path) -> tuple[list[str], dict]:
     devices (``accel1``, a 1-chip TPU). Either way the chapter's outputs must be those committed."""
     sanitize = work / "nbval_sanitize_pinned.cfg"
     sanitize.write_text((ROOT / "tests" / "nbval_sanitize.cfg").read_text() + PINNED_SANITIZE)
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONHASHSEED": "0", "JAX_NUM_CPU_DEVICES": "8",
-           "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
+    env = {
+        **os.environ,
+        "JAX_PLATFORMS": "cpu",
+        "PYTHONHASHSEED": "0",
+        "JAX_NUM_CPU_DEVICES": "8",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+    }
     env.pop("MPLBACKEND", None)
     startup = work / "ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
     one_device = _ACCEL_PREAMBLE if path.name[:2] in MESH_CHAPTERS else _CPU_PREAMBLE.format(k=1)
     (startup / "00-one-device.py").write_text(one_device)
     env["IPYTHONDIR"] = str(work / "ipython")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-           "-o", f"addopts=--nbval --nbval-current-env --nbval-cell-timeout=300 --nbval-sanitize-with {sanitize}",
-           str(path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:xdist",
+        "-o",
+        f"addopts=--nbval --nbval-current-env --nbval-cell-timeout=300 --nbval-sanitize-with {sanitize}",
+        str(path),
+    ]
     return cmd, env
 
 
 @dataclass(frozen=True)
 class Job:
-    name: str          # "nbval-pinned:05" or "cpu2:05"
-    cost: float        # a rough cost in seconds, to start the long jobs first
+    name: str  # "nbval-pinned:05" or "cpu2:05"
+    cost: float  # a rough cost in seconds, to start the long jobs first
 
 
 #: Rough seconds per chapter, from book/status.json when it has them.
@@ -160,11 +190,16 @@ def _chapter_seconds() -> dict:
 
 def jobs() -> list[Job]:
     secs = _chapter_seconds()
-    out = [Job(f"nbval-pinned:{p.name[:2]}", secs.get(p.name[:2], 20.0))
-           for p in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))]
+    out = [
+        Job(f"nbval-pinned:{p.name[:2]}", secs.get(p.name[:2], 20.0))
+        for p in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    ]
     # the pinned pass already runs the chapters without meshes on one device, and those with meshes under accel1
-    out += [Job(f"{sc.name}:{p.name[:2]}", secs.get(p.name[:2], 20.0)) for sc, p in runs()
-            if sc.name != "accel1" and not (sc.name == "cpu1" and p.name[:2] not in MESH_CHAPTERS)]
+    out += [
+        Job(f"{sc.name}:{p.name[:2]}", secs.get(p.name[:2], 20.0))
+        for sc, p in runs()
+        if sc.name != "accel1" and not (sc.name == "cpu1" and p.name[:2] not in MESH_CHAPTERS)
+    ]
     return sorted(out, key=lambda j: -j.cost)
 
 
@@ -201,7 +236,7 @@ def run_lanes(todo: list[Job], lanes: int) -> int:
 
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     pin = shutil.which("taskset") is not None and len(cores) >= lanes
-    pending: "queue.Queue[Job]" = queue.Queue()
+    pending: queue.Queue[Job] = queue.Queue()
     for j in todo:
         pending.put(j)
     failed, lock = [], threading.Lock()
@@ -220,8 +255,10 @@ def run_lanes(todo: list[Job], lanes: int) -> int:
             with lock:
                 ok = done.returncode == 0
                 core = f"core {cores[k]}" if pin else "unpinned"
-                print(f"{'ok  ' if ok else 'FAIL'}  {job.name:18s} {time.perf_counter() - t0:6.1f} s  ({core})",
-                      flush=True)
+                print(
+                    f"{'ok  ' if ok else 'FAIL'}  {job.name:18s} {time.perf_counter() - t0:6.1f} s  ({core})",
+                    flush=True,
+                )
                 if not ok:
                     failed.append(job.name)
                     print(done.stdout[-3000:], done.stderr[-1000:], flush=True)
@@ -239,7 +276,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("only", nargs="*", help="jobs to run, e.g. cpu1:05 or nbval-pinned:10 (default: all)")
     parser.add_argument("--lanes", type=int, default=2, help="jobs at once, each pinned to its own core (default 2)")
     parser.add_argument("--list", action="store_true", help="print the jobs and exit")
-    parser.add_argument("--job", help=argparse.SUPPRESS)   # one job, in this process (what a lane runs)
+    parser.add_argument("--job", help=argparse.SUPPRESS)  # one job, in this process (what a lane runs)
     args = parser.parse_args(argv)
     if args.job:
         return _run_job(args.job)

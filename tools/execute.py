@@ -7,6 +7,7 @@ Generated cells are refreshed first (tools/nbcells.py). Execution metadata (time
 re-run changes a notebook only where its outputs change. Each chapter's wall time, the JAX version and the device
 kind are written to book/status.json, from which the status page is made.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,9 +40,14 @@ def execute(path: Path, timeout: int = 300) -> float:
     start = time.perf_counter()
     # store_widget_state=False: no ipywidgets state in the notebook metadata (it bloats the file; chapters show a
     # static figure beside each explorer for readers without a kernel).
-    client = nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                                     store_widget_state=False,
-                                     resources={"metadata": {"path": str(path.parent)}})
+    client = nbclient.NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        record_timing=False,
+        store_widget_state=False,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     client.execute()
     elapsed = time.perf_counter() - start
     for cell in nb.cells:  # nothing machine-specific in metadata
@@ -61,8 +67,12 @@ def coalesce_streams(outputs: list) -> list:
     """
     merged = []
     for out in outputs:
-        if (merged and out.get("output_type") == "stream" and merged[-1].get("output_type") == "stream"
-                and merged[-1].get("name") == out.get("name")):
+        if (
+            merged
+            and out.get("output_type") == "stream"
+            and merged[-1].get("output_type") == "stream"
+            and merged[-1].get("name") == out.get("name")
+        ):
             merged[-1]["text"] = "".join(merged[-1]["text"]) + "".join(out["text"])
         else:
             merged.append(out)

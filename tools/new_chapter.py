@@ -10,6 +10,7 @@ manifest ``tools/chapters.json`` when it has none (exercise and plots modules, h
 to fill in), adds the chapter to ``_toc.yml``, and refreshes the generated cells. Every placeholder says TODO, and
 the hygiene tests keep failing on the new chapter until it is written and executed.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,27 +35,41 @@ def _code(text: str, tags: list[str] | None = None, nbval_reason: str | None = N
     if nbval_reason is not None:
         metadata["tags"].append("nbval-ignore-output")
         metadata["tpu_notes"] = {"nbval_reason": nbval_reason}
-    return {"cell_type": "code", "id": None, "metadata": metadata, "execution_count": None,
-            "outputs": [], "source": text}
+    return {
+        "cell_type": "code",
+        "id": None,
+        "metadata": metadata,
+        "execution_count": None,
+        "outputs": [],
+        "source": text,
+    }
 
 
 def skeleton(number: int, title: str, chapter: str) -> dict:
     """The template notebook of chapter ``number`` (ids ``chNN.*``)."""
     ex = f"{chapter}.q1"
     cells = [
-        _md(f"# Chapter {number} · {title}\n\n*TODO: a one-line promise.*\n\n"
+        _md(
+            f"# Chapter {number} · {title}\n\n*TODO: a one-line promise.*\n\n"
             "> **Hardware.** TODO: what runs where (laptop CPU with 8 simulated devices; what a TPU/GPU changes).\n\n"
-            "## What you will learn\n\n- TODO\n- TODO\n- TODO\n\nIt builds on TODO (link the chapters)."),
-        _code("import matplotlib.pyplot as plt\n\nfrom tpu_notes import exercises, hardware, plots\n"
-              "from tpu_notes.units import fmt\n\nplots.use_book_style()"),
+            "## What you will learn\n\n- TODO\n- TODO\n- TODO\n\nIt builds on TODO (link the chapters)."
+        ),
+        _code(
+            "import matplotlib.pyplot as plt\n\nfrom tpu_notes import exercises, hardware, plots\n"
+            "from tpu_notes.units import fmt\n\nplots.use_book_style()"
+        ),
         _md(f"## {number}.1 TODO: the first idea\n\nTODO: prose that explains; the cell below computes it."),
         _code("# TODO: a few lines that compute with tpu_notes and print through fmt"),
-        _code("# TODO: a measurement with tpu_notes.bench beside the prediction (or delete this cell)",
-              nbval_reason="measured timings differ from run to run and from machine to machine"),
+        _code(
+            "# TODO: a measurement with tpu_notes.bench beside the prediction (or delete this cell)",
+            nbval_reason="measured timings differ from run to run and from machine to machine",
+        ),
         _md(f"### Exercise {number}.1 · TODO\n\nTODO: the statement, in our own words."),
-        _code(f"answer = None  # TODO: unit\nexercises.check(\"{ex}\", answer)"),
-        _code(f"# Solution\nanswer = None  # TODO: computed with tpu_notes\nexercises.check(\"{ex}\", answer)",
-              ["solution", "hide-cell"]),
+        _code(f'answer = None  # TODO: unit\nexercises.check("{ex}", answer)'),
+        _code(
+            f'# Solution\nanswer = None  # TODO: computed with tpu_notes\nexercises.check("{ex}", answer)',
+            ["solution", "hide-cell"],
+        ),
         _md("## Summary\n\n- TODO"),
         _md("## Key numbers"),
         _code("# TODO: print the constants worth memorising, from tpu_notes.hardware"),
@@ -63,10 +78,15 @@ def skeleton(number: int, title: str, chapter: str) -> dict:
     ]
     for i, cell in enumerate(cells):
         cell["id"] = f"cell-{i:02d}"
-    return {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                        "language": "python"},
-                                         "language_info": {"name": "python"}},
-            "nbformat": 4, "nbformat_minor": 5}
+    return {
+        "cells": cells,
+        "metadata": {
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+            "language_info": {"name": "python"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
 
 
 EXERCISE_MODULE = '''"""Exercises of Chapter {number} (ids {chapter}.*), registered with their reference solutions."""
@@ -89,8 +109,9 @@ def create(stem: str, root: Path = ROOT, title: str | None = None) -> list[Path]
     written: list[Path] = []
     if stem not in known:
         if title is None:
-            raise SystemExit(f"unknown chapter {stem!r}; the manifest knows {', '.join(known)}; give a title to add "
-                             "a new one")
+            raise SystemExit(
+                f"unknown chapter {stem!r}; the manifest knows {', '.join(known)}; give a title to add a new one"
+            )
         try:
             chapters.add(stem, title, manifest)
         except ValueError as err:

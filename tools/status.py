@@ -9,6 +9,7 @@ of ``tools/chapters.py``'s ``CHAPTERS``), including chapters that are not writte
 page after each run and ``tools/build_book.py`` before every build, so the page matches book/status.json; the page
 is committed (the table of contents lists it) and a test fails when it is stale.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,8 +50,10 @@ def render(status: dict, linked: set[str] | None = None) -> str:
         ex = counts.get(stem[:2], 0)
         oracles = len(chapters.ORACLES.get(stem, []))
         if run is not None:
-            lines.append(f"| {name} | executed | {float(run['seconds']):.1f} s | {ex} | {oracles} "
-                         f"| {run.get('jax', '?')} | {run.get('device', '?')} |")
+            lines.append(
+                f"| {name} | executed | {float(run['seconds']):.1f} s | {ex} | {oracles} "
+                f"| {run.get('jax', '?')} | {run.get('device', '?')} |"
+            )
         elif stem in linked:
             lines.append(f"| {name} | no execution record | – | {ex} | {oracles} | – | – |")
         else:
@@ -66,7 +69,7 @@ def render(status: dict, linked: set[str] | None = None) -> str:
         "What each chapter's analysis is held to, that nobody here wrote, and the test that holds it:",
         "",
     ]
-    for number, (stem, title) in enumerate(chapters.CHAPTERS, start=1):
+    for number, (stem, _title) in enumerate(chapters.CHAPTERS, start=1):
         for what, test in chapters.ORACLES.get(stem, []):
             lines.append(f"- Chapter {number}: {what} (`{test}`).")
     lines.append("")

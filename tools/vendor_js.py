@@ -14,6 +14,7 @@ What is vendored (versions pinned by package.json + package-lock.json at the rep
 points ``mathjax_path`` and myst-nb's ``nb_ipywidgets_js`` at these copies. ``_vendor/`` and ``node_modules/`` are
 build products (gitignored); ``_vendor/.stamp`` records the lockfile hash they were made from.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,7 +54,8 @@ WIDGET_DIST = "@jupyter-widgets/html-manager/dist"
 #: It also bridges the manager's MathJax 2 call (``MathJax.Hub.Queue(["Typeset", MathJax.Hub, el])``, used for
 #: widget labels) to the MathJax 3 the book loads; without it every labelled widget threw "Cannot read properties
 #: of undefined (reading 'Queue')".
-REQUIRE_CONFIG = """// Written by tools/vendor_js.py. The ipywidgets manager loads its chunks and fonts next to its own module:
+REQUIRE_CONFIG = """// Written by tools/vendor_js.py.
+// The ipywidgets manager loads its chunks and fonts next to its own module:
 // map that module to the vendored copy in _static/widgets/ of this book.
 (function () {
   var root = document.documentElement.dataset.content_root || "";

@@ -14,6 +14,7 @@ measure or compile (``devices``, ``bench``, ``hlo``, ``model``...) import JAX wh
     from tpu_notes import hardware, roofline
     roofline.matmul_time(256, 8192, 8192, "v5e")
 """
+
 from . import hardware, roofline, units  # noqa: F401  (pure Python + numpy)
 from .units import dtype_bytes, fmt  # noqa: F401
 

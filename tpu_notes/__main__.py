@@ -7,6 +7,7 @@
 
 Bad input prints one line to stderr and exits with status 2; ``--help`` explains every flag.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,7 +15,7 @@ import json
 import re
 import signal
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from .system import parse_system
 from .topology import Slice, parse_slice  # noqa: F401  (re-exported: tests and readers call tpu_notes.__main__.parse_slice)
@@ -28,8 +29,10 @@ def parse_count(text: str, name: str = "value") -> int:
         raise TypeError(f"{name} must be a string such as '4M'; got {type(text).__name__}")
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmgt]i?)?\s*", text.lower())
     if not m:
-        raise ValueError(f"{name} must be a number with an optional suffix k, M, G, T (powers of 1000) or Ki, Mi, "
-                         f"Gi (powers of 1024), e.g. 4M or 4Mi; got {text!r}")
+        raise ValueError(
+            f"{name} must be a number with an optional suffix k, M, G, T (powers of 1000) or Ki, Mi, "
+            f"Gi (powers of 1024), e.g. 4M or 4Mi; got {text!r}"
+        )
     value = float(m.group(1)) * _SUFFIX[m.group(2) or ""]
     if value != int(value) or value <= 0:
         raise ValueError(f"{name} must be a positive whole number; {text!r} is {value:g}")
@@ -46,17 +49,34 @@ def _plan(args) -> int:
     slc = parse_system(args.slice)
     if not isinstance(slc, Slice) and args.slices != 1:
         raise ValueError("--slices joins TPU slices over DCN; a GPU cluster includes its whole network (use 1)")
-    result = plan(args.model, slc, parse_count(args.batch_tokens, "--batch-tokens"), args.seq_len,
-                  n_slices=args.slices, sequence_sharding=args.sequence_sharding,
-                  remat=tuple(args.remat) if args.remat else ("none", "save_matmul_outputs", "full_block"))
+    result = plan(
+        args.model,
+        slc,
+        parse_count(args.batch_tokens, "--batch-tokens"),
+        args.seq_len,
+        n_slices=args.slices,
+        sequence_sharding=args.sequence_sharding,
+        remat=tuple(args.remat) if args.remat else ("none", "save_matmul_outputs", "full_block"),
+    )
     if args.json:
-        json.dump({"model": args.model, "slice": repr(slc), "slices": args.slices, "searched": result.searched,
-                   "ranked": [p.row() for p in result.ranked[:args.top]], "rejected_reasons": result.reasons()},
-                  sys.stdout, indent=1)
+        json.dump(
+            {
+                "model": args.model,
+                "slice": repr(slc),
+                "slices": args.slices,
+                "searched": result.searched,
+                "ranked": [p.row() for p in result.ranked[: args.top]],
+                "rejected_reasons": result.reasons(),
+            },
+            sys.stdout,
+            indent=1,
+        )
         print()
     else:
-        print(f"{args.model} on {args.slices} x {slc!r}, batch {parse_count(args.batch_tokens):,} tokens, "
-              f"sequences of {args.seq_len:,}: {len(result)} runnable of {result.searched} candidates")
+        print(
+            f"{args.model} on {args.slices} x {slc!r}, batch {parse_count(args.batch_tokens):,} tokens, "
+            f"sequences of {args.seq_len:,}: {len(result)} runnable of {result.searched} candidates"
+        )
         print(result.table(args.top))
         if result.ranked:
             print(f"best placement: {result.ranked[0].layout.describe()}")
@@ -66,9 +86,7 @@ def _plan(args) -> int:
 def _serve(args) -> int:
     from .hardware import get_chip
     from .inference import cost_per_million_tokens, decode_step_time, min_chips, smallest_topology
-    from .units import fmt
-
-    from .units import canonical_dtype, check_positive
+    from .units import canonical_dtype, check_positive, fmt
 
     check_positive("--batch", args.batch, integer=True)
     check_positive("--context", args.context, integer=True)
@@ -82,33 +100,56 @@ def _serve(args) -> int:
     if get_chip(args.chip, "--chip").kind == "tpu":
         topo = smallest_topology(args.model, args.chip, **need)
         shape, fewest = list(topo.shape), topo.n_chips
-    else:                                   # GPUs: a count of GPUs, no torus shape
+    else:  # GPUs: a count of GPUs, no torus shape
         shape, fewest = None, min_chips(args.model, args.chip, **need)
     n = args.chips or fewest
-    step = decode_step_time(args.model, args.chip, n, args.batch, args.context, weight_dtype=args.weights,
-                            kv_dtype=kv)
+    step = decode_step_time(args.model, args.chip, n, args.batch, args.context, weight_dtype=args.weights, kv_dtype=kv)
     try:
         dollars = cost_per_million_tokens(step, chip=args.chip)
     except ValueError:
         dollars = None
     if args.json:
-        json.dump({"model": args.model, "chip": args.chip, "n_chips": n, "batch": args.batch,
-                   "context": args.context, "weight_dtype": args.weights, "kv_dtype": kv,
-                   "step_s": step.total, "kv_load_s": step.kv_load, "weight_load_s": step.weight_load,
-                   "flops_s": step.flops_time, "bound": step.bound, "fits": step.fits,
-                   "tokens_per_s_per_chip": step.tokens_per_s_per_chip, "dollars_per_million_tokens": dollars,
-                   "smallest_topology": shape, "smallest_topology_chips": fewest},
-                  sys.stdout, indent=1)
+        json.dump(
+            {
+                "model": args.model,
+                "chip": args.chip,
+                "n_chips": n,
+                "batch": args.batch,
+                "context": args.context,
+                "weight_dtype": args.weights,
+                "kv_dtype": kv,
+                "step_s": step.total,
+                "kv_load_s": step.kv_load,
+                "weight_load_s": step.weight_load,
+                "flops_s": step.flops_time,
+                "bound": step.bound,
+                "fits": step.fits,
+                "tokens_per_s_per_chip": step.tokens_per_s_per_chip,
+                "dollars_per_million_tokens": dollars,
+                "smallest_topology": shape,
+                "smallest_topology_chips": fewest,
+            },
+            sys.stdout,
+            indent=1,
+        )
         print()
         return 0
-    print(f"{args.model} on {n} x {args.chip}, batch {args.batch}, context {args.context:,}, "
-          f"{args.weights} weights, {kv} KV cache")
-    print(f"  step {fmt(step.total, 's')} = KV load {fmt(step.kv_load, 's')} + max(weight load "
-          f"{fmt(step.weight_load, 's')}, FLOPs {fmt(step.flops_time, 's')})  [{step.bound}-bound]")
-    print(f"  memory per chip {fmt(step.memory_per_chip, 'B')} of {fmt(step.hbm_per_chip, 'B')}: "
-          f"{'fits' if step.fits else 'does NOT fit'}")
-    print(f"  throughput {fmt(step.tokens_per_s_per_chip, 'tokens/s')} per chip"
-          + (f", ${dollars:.3g} per million tokens" if dollars is not None else ""))
+    print(
+        f"{args.model} on {n} x {args.chip}, batch {args.batch}, context {args.context:,}, "
+        f"{args.weights} weights, {kv} KV cache"
+    )
+    print(
+        f"  step {fmt(step.total, 's')} = KV load {fmt(step.kv_load, 's')} + max(weight load "
+        f"{fmt(step.weight_load, 's')}, FLOPs {fmt(step.flops_time, 's')})  [{step.bound}-bound]"
+    )
+    print(
+        f"  memory per chip {fmt(step.memory_per_chip, 'B')} of {fmt(step.hbm_per_chip, 'B')}: "
+        f"{'fits' if step.fits else 'does NOT fit'}"
+    )
+    print(
+        f"  throughput {fmt(step.tokens_per_s_per_chip, 'tokens/s')} per chip"
+        + (f", ${dollars:.3g} per million tokens" if dollars is not None else "")
+    )
     where = f"{args.chip} {'x'.join(map(str, shape))} ({fewest} chips)" if shape else f"{fewest} x {args.chip}"
     print(f"  smallest topology for this batch and context: {where}")
     return 0
@@ -141,7 +182,7 @@ def _spec(args) -> int:
             print(format_spec_table())
             print("\n`python -m tpu_notes spec CHIP` lists every figure of one chip with its source.")
         return 0
-    names = [get_chip(n, "chip").name for n in args.chips]          # fail on a bad name before printing anything
+    names = [get_chip(n, "chip").name for n in args.chips]  # fail on a bad name before printing anything
     if args.json:
         json.dump({n: chip_spec(n) for n in names}, sys.stdout, indent=1)
         print()
@@ -163,12 +204,21 @@ def _spec_value(field: str, value) -> str:
 
     if isinstance(value, (list, str, bool)) or value is None:
         return str(value)
-    unit = ("FLOP/s" if field.endswith("_flops") and not field.startswith("int8") else
-            "OP/s" if field.startswith("int8") else
-            "B/s" if "_bw" in field else
-            "B" if field.endswith("_bytes") else
-            "Hz" if field.endswith("_hz") else
-            "$/h" if field.startswith("dollars") else "")
+    unit = (
+        "FLOP/s"
+        if field.endswith("_flops") and not field.startswith("int8")
+        else "OP/s"
+        if field.startswith("int8")
+        else "B/s"
+        if "_bw" in field
+        else "B"
+        if field.endswith("_bytes")
+        else "Hz"
+        if field.endswith("_hz")
+        else "$/h"
+        if field.startswith("dollars")
+        else ""
+    )
     return fmt(value, unit) if unit else (f"{value:g}" if isinstance(value, float) else str(value))
 
 
@@ -179,30 +229,50 @@ def _bench(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m tpu_notes",
-                                     description="The command-line entry of Scale Your Model: one subcommand per job.")
+    parser = argparse.ArgumentParser(
+        prog="python -m tpu_notes", description="The command-line entry of Scale Your Model: one subcommand per job."
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="{plan,serve,spec,bench}")
-    p = sub.add_parser("plan", help="rank training layouts of a model on a TPU slice or GPU cluster (Chapters 5, 11)",
-                       description="Rank every data/FSDP/tensor/pipeline layout of one training step by predicted "
-                                   "step time, with memory per chip, the comms/compute ratio and MFU.")
+    p = sub.add_parser(
+        "plan",
+        help="rank training layouts of a model on a TPU slice or GPU cluster (Chapters 5, 11)",
+        description="Rank every data/FSDP/tensor/pipeline layout of one training step by predicted "
+        "step time, with memory per chip, the comms/compute ratio and MFU.",
+    )
     p.add_argument("--model", required=True, help="a preset model name (e.g. llama3-70b, llama3-405b, llama2-13b)")
-    p.add_argument("--slice", required=True,
-                   help="the TPU slice as CHIP:AxBxC (e.g. v5p:16x16x16, v5e:16x16), a chip name for a full pod, or "
-                        "a GPU cluster as GPU:N (e.g. h100:1024, a DGX SuperPod of N GPUs)")
-    p.add_argument("--batch-tokens", required=True,
-                   help="global batch in tokens; suffixes k/M/G are powers of 1000, Ki/Mi of 1024 (4M or 4Mi)")
+    p.add_argument(
+        "--slice",
+        required=True,
+        help="the TPU slice as CHIP:AxBxC (e.g. v5p:16x16x16, v5e:16x16), a chip name for a full pod, or "
+        "a GPU cluster as GPU:N (e.g. h100:1024, a DGX SuperPod of N GPUs)",
+    )
+    p.add_argument(
+        "--batch-tokens",
+        required=True,
+        help="global batch in tokens; suffixes k/M/G are powers of 1000, Ki/Mi of 1024 (4M or 4Mi)",
+    )
     p.add_argument("--seq-len", required=True, type=int, help="tokens per sequence (the batch holds whole sequences)")
     p.add_argument("--slices", type=int, default=1, help="copies of the slice joined by data parallelism over DCN")
-    p.add_argument("--sequence-sharding", action="store_true",
-                   help="allow splitting one sequence over several batch shards (context parallelism)")
-    p.add_argument("--remat", action="append", metavar="POLICY",
-                   help="remat policy to try (repeatable): none, save_matmul_outputs, full_block, mlp_outputs")
+    p.add_argument(
+        "--sequence-sharding",
+        action="store_true",
+        help="allow splitting one sequence over several batch shards (context parallelism)",
+    )
+    p.add_argument(
+        "--remat",
+        action="append",
+        metavar="POLICY",
+        help="remat policy to try (repeatable): none, save_matmul_outputs, full_block, mlp_outputs",
+    )
     p.add_argument("--top", type=int, default=10, help="how many layouts to print (default 10)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_plan)
-    v = sub.add_parser("serve", help="time one generation step of a model on a TPU generation (Chapter 7)",
-                       description="Time one generation step (KV load + max(weight load, FLOPs)), the throughput "
-                                   "per chip and its cost, and the smallest slice that holds the model and caches.")
+    v = sub.add_parser(
+        "serve",
+        help="time one generation step of a model on a TPU generation (Chapter 7)",
+        description="Time one generation step (KV load + max(weight load, FLOPs)), the throughput "
+        "per chip and its cost, and the smallest slice that holds the model and caches.",
+    )
     v.add_argument("--model", required=True, help="a preset model name (e.g. llama3-70b, llama3-8b, llama2-13b)")
     v.add_argument("--chip", required=True, help="a TPU generation (e.g. v5e, v5p, v6e)")
     v.add_argument("--batch", required=True, type=int, help="sequences generating together")
@@ -212,23 +282,27 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--chips", type=int, default=None, help="chips to serve on (default: the smallest topology)")
     v.add_argument("--json", action="store_true", help="print JSON instead of text")
     v.set_defaults(func=_serve)
-    s = sub.add_parser("spec", help="a chip's figures with their sources (Chapters 1, 2, 11)",
-                       description="Print the chip table, or every figure of the chips named, each with its source.")
+    s = sub.add_parser(
+        "spec",
+        help="a chip's figures with their sources (Chapters 1, 2, 11)",
+        description="Print the chip table, or every figure of the chips named, each with its source.",
+    )
     s.add_argument("chips", nargs="*", metavar="CHIP", help="chip names (e.g. v5e h100); none: the whole table")
     s.add_argument("--json", action="store_true", help="print JSON (value and source per figure) instead of text")
     s.set_defaults(func=_spec)
-    b = sub.add_parser("bench", help="measure this machine's roofline (Chapter 1); flags after it go to the bench",
-                       add_help=False)
+    b = sub.add_parser(
+        "bench", help="measure this machine's roofline (Chapter 1); flags after it go to the bench", add_help=False
+    )
     b.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of python -m tpu_notes.bench")
     b.set_defaults(func=_bench)
     return parser
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    if argv is None and hasattr(signal, "SIGPIPE"):      # `python -m tpu_notes spec | head` ends quietly
+def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None and hasattr(signal, "SIGPIPE"):  # `python -m tpu_notes spec | head` ends quietly
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["bench"]:            # everything after "bench", --help included, belongs to the bench
+    if argv[:1] == ["bench"]:  # everything after "bench", --help included, belongs to the bench
         from .bench import main as bench_main
 
         try:

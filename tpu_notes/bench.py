@@ -5,7 +5,8 @@ it is run a few times to warm up, every run ends with ``block_until_ready`` (JAX
 timer without it measures only the dispatch), and the median of several runs is reported.
 
 On top of it: a sweep of matmuls (:func:`matmul_sweep`), memory-bandwidth probes that stream arrays of growing
-size through ``sum(x)`` (reads only) and ``x + 1`` (reads and writes) (:func:`copy_sweep`), a fit of the peak FLOP/s and the memory bandwidth from those
+size through ``sum(x)`` (reads only) and ``x + 1`` (reads and writes) (:func:`copy_sweep`), a fit of the peak
+FLOP/s and the memory bandwidth from those
 measurements (:func:`fit_roofline`), and :func:`measure_roofline`, which does all three on JAX's default device.
 On a laptop or CI runner that device is the CPU, and the numbers describe the CPU; on a TPU or GPU runtime the same
 calls measure the accelerator, and :func:`compare` prints the measurement beside the chip model of
@@ -15,14 +16,16 @@ calls measure the accelerator, and :func:`compare` prints the measurement beside
 
 JAX is imported inside the functions, so ``import tpu_notes`` stays JAX-free.
 """
+
 from __future__ import annotations
 
 import math
 import statistics
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from numbers import Integral
-from typing import Annotated, Any, Callable, Optional, Sequence
+from typing import Annotated, Any
 
 from .units import OneOf, Positive, canonical_dtype, capped, check_choice, check_positive, checked, dtype_bytes, fmt
 
@@ -42,13 +45,13 @@ COPY_OPS = ("sum", "add")
 class Timing:
     """How long one call of a function takes, in seconds, from several timed runs after a warm-up."""
 
-    compile_s: float               # lowering + compiling (or the first call, for a function that is not jitted)
-    median_s: float                # median seconds per call: the number to quote
-    min_s: float                   # fastest sample, seconds per call
-    max_s: float                   # slowest sample, seconds per call
-    samples: tuple[float, ...]     # every sample, seconds per call (each the mean of `number` back-to-back calls)
-    number: int                    # calls per sample (more than 1 for calls too short to time alone)
-    warmup: int                    # untimed calls made before the samples
+    compile_s: float  # lowering + compiling (or the first call, for a function that is not jitted)
+    median_s: float  # median seconds per call: the number to quote
+    min_s: float  # fastest sample, seconds per call
+    max_s: float  # slowest sample, seconds per call
+    samples: tuple[float, ...]  # every sample, seconds per call (each the mean of `number` back-to-back calls)
+    number: int  # calls per sample (more than 1 for calls too short to time alone)
+    warmup: int  # untimed calls made before the samples
 
     @property
     def repeats(self) -> int:
@@ -56,9 +59,11 @@ class Timing:
         return len(self.samples)
 
     def __repr__(self) -> str:
-        return (f"Timing(median={fmt(self.median_s, 's')}, min={fmt(self.min_s, 's')}, "
-                f"max={fmt(self.max_s, 's')}, compile={fmt(self.compile_s, 's')}, "
-                f"repeats={self.repeats}, number={self.number})")
+        return (
+            f"Timing(median={fmt(self.median_s, 's')}, min={fmt(self.min_s, 's')}, "
+            f"max={fmt(self.max_s, 's')}, compile={fmt(self.compile_s, 's')}, "
+            f"repeats={self.repeats}, number={self.number})"
+        )
 
 
 #: Upper bounds on the knobs of a measurement: a typo must not run a timing loop for hours. At the caps a
@@ -104,8 +109,10 @@ def check_fits(name: str, nbytes: float) -> None:
     nbytes = check_positive("nbytes", nbytes, allow_zero=True)
     limit = memory_limit_bytes()
     if nbytes > limit:
-        raise ValueError(f"{name} asks for {nbytes:.3g} bytes; a measurement may use at most half the host's "
-                         f"memory, {limit:.3g} bytes")
+        raise ValueError(
+            f"{name} asks for {nbytes:.3g} bytes; a measurement may use at most half the host's "
+            f"memory, {limit:.3g} bytes"
+        )
 
 
 def _block(out: Any) -> Any:
@@ -116,8 +123,15 @@ def _block(out: Any) -> Any:
 
 
 @checked
-def time_fn(fn: Callable, *args, repeats: Repeats = 5, warmup: Warmup = 1, number: Optional[Number] = None,
-            target_s: Annotated[float, Positive(maximum=60.0)] = 2e-3, max_number: Number = 1000) -> Timing:
+def time_fn(
+    fn: Callable,
+    *args,
+    repeats: Repeats = 5,
+    warmup: Warmup = 1,
+    number: Number | None = None,
+    target_s: Annotated[float, Positive(maximum=60.0)] = 2e-3,
+    max_number: Number = 1000,
+) -> Timing:
     """Time ``fn(*args)`` and return a :class:`Timing` (seconds per call).
 
     - A jitted function (one with ``.lower``) is lowered and compiled first, and that time is ``compile_s``;
@@ -157,8 +171,15 @@ def time_fn(fn: Callable, *args, repeats: Repeats = 5, warmup: Warmup = 1, numbe
             out = call(*args)
         _block(out)
         samples.append((time.perf_counter() - t0) / number)
-    return Timing(compile_s=compile_s, median_s=statistics.median(samples), min_s=min(samples),
-                  max_s=max(samples), samples=tuple(samples), number=number, warmup=warmup)
+    return Timing(
+        compile_s=compile_s,
+        median_s=statistics.median(samples),
+        min_s=min(samples),
+        max_s=max(samples),
+        samples=tuple(samples),
+        number=number,
+        warmup=warmup,
+    )
 
 
 # ------------------------------------------------------------------------------------------------ measurements
@@ -166,15 +187,15 @@ def time_fn(fn: Callable, *args, repeats: Repeats = 5, warmup: Warmup = 1, numbe
 class Measurement:
     """One timed operation with its FLOP and byte counts (from the formulas of Chapter 1)."""
 
-    kind: str            # "matmul" or "copy" (a bandwidth probe: sum(x) or x + 1)
-    label: str           # e.g. "matmul [64, 4096] x [4096, 4096] fp32"
-    flops: float         # FLOPs of one call
-    nbytes: float        # bytes one call must read and write at least once
-    seconds: float       # median seconds per call
-    dtype: str           # tpu_notes dtype name of the operands
-    timing: Optional[Timing] = None  # the full timing (None for synthetic measurements)
-    shape: tuple[int, ...] = ()      # (B, D, F) of a matmul, (elements,) of a copy
-    op: str = ""                     # the bandwidth probe of a copy, "sum" or "add"; "" for a matmul
+    kind: str  # "matmul" or "copy" (a bandwidth probe: sum(x) or x + 1)
+    label: str  # e.g. "matmul [64, 4096] x [4096, 4096] fp32"
+    flops: float  # FLOPs of one call
+    nbytes: float  # bytes one call must read and write at least once
+    seconds: float  # median seconds per call
+    dtype: str  # tpu_notes dtype name of the operands
+    timing: Timing | None = None  # the full timing (None for synthetic measurements)
+    shape: tuple[int, ...] = ()  # (B, D, F) of a matmul, (elements,) of a copy
+    op: str = ""  # the bandwidth probe of a copy, "sum" or "add"; "" for a matmul
 
     @property
     def flops_per_s(self) -> float:
@@ -192,8 +213,10 @@ class Measurement:
         return self.flops / self.nbytes
 
     def __repr__(self) -> str:
-        return (f"Measurement({self.label!r}: {fmt(self.seconds, 's')}, {fmt(self.flops_per_s, 'FLOP/s')}, "
-                f"{fmt(self.bytes_per_s, 'B/s')}, intensity {self.intensity:.3g} FLOPs/B)")
+        return (
+            f"Measurement({self.label!r}: {fmt(self.seconds, 's')}, {fmt(self.flops_per_s, 'FLOP/s')}, "
+            f"{fmt(self.bytes_per_s, 'B/s')}, intensity {self.intensity:.3g} FLOPs/B)"
+        )
 
 
 def _platform() -> str:
@@ -202,7 +225,7 @@ def _platform() -> str:
     return jax.default_backend()
 
 
-def default_dtype(platform: Optional[str] = None) -> str:
+def default_dtype(platform: str | None = None) -> str:
     """The dtype to measure in: ``"bf16"`` on TPUs and GPUs (what their peaks are quoted for), ``"fp32"`` on CPUs."""
     platform = _platform() if platform is None else _check_platform(platform)
     return "fp32" if platform == "cpu" else "bf16"
@@ -225,7 +248,7 @@ def _jnp_dtype(dtype: str):
     return {"bf16": jnp.bfloat16, "fp32": jnp.float32}[dtype]
 
 
-def default_matmul_shapes(platform: Optional[str] = None) -> tuple[tuple[int, int, int], ...]:
+def default_matmul_shapes(platform: str | None = None) -> tuple[tuple[int, int, int], ...]:
     """``(B, D, F)`` shapes swept by default: weights larger than the caches, ``B`` from 1 up past the ridge.
 
     CPU: ``[B, 4096] @ [4096, 4096]`` in fp32 (64 MB of weights, twice a 32 MB L3), ``B`` = 1 ... 512, about a
@@ -242,7 +265,7 @@ def default_matmul_shapes(platform: Optional[str] = None) -> tuple[tuple[int, in
 LLC_MULTIPLES = (4, 6, 8)
 
 
-def last_level_cache_bytes() -> Optional[int]:
+def last_level_cache_bytes() -> int | None:
     """Size in bytes of this CPU's last-level cache, or None when the operating system does not say.
 
     Read from Linux's ``/sys/devices/system/cpu/cpu0/cache/index*/`` (the data or unified cache of the highest
@@ -281,7 +304,7 @@ def last_level_cache_bytes() -> Optional[int]:
     return None
 
 
-def available_memory_bytes() -> Optional[float]:
+def available_memory_bytes() -> float | None:
     """Bytes of memory the host can still give out (Linux's MemAvailable), or None when unknown."""
     import os
 
@@ -298,7 +321,7 @@ def available_memory_bytes() -> Optional[float]:
         return None
 
 
-def default_copy_sizes(platform: Optional[str] = None, cache_bytes: Optional[float] = None) -> tuple[int, ...]:
+def default_copy_sizes(platform: str | None = None, cache_bytes: float | None = None) -> tuple[int, ...]:
     """Array sizes in bytes for the bandwidth probes: three cache-sized ones (1, 4, 16 MiB) and large ones.
 
     On a CPU the large arrays are ``LLC_MULTIPLES`` (4x, 6x and 8x) of the last-level cache (``cache_bytes``, default
@@ -321,7 +344,7 @@ def default_copy_sizes(platform: Optional[str] = None, cache_bytes: Optional[flo
     return tuple(sorted(set([s for s in small if s < min(large)] + large)))
 
 
-def memory_level(platform: str, array_bytes: float, cache_bytes: Optional[float]) -> str:
+def memory_level(platform: str, array_bytes: float, cache_bytes: float | None) -> str:
     """Which level of the memory hierarchy a bandwidth probe over ``array_bytes``-byte arrays measures, given the
     ``platform`` ("cpu", "tpu", "gpu") and the CPU's last-level cache in bytes (None: unknown)."""
     platform = _check_platform(platform)
@@ -334,22 +357,29 @@ def memory_level(platform: str, array_bytes: float, cache_bytes: Optional[float]
         return "main memory (DRAM), presumably: the size of the last-level cache is unknown here"
     times = array_bytes / cache_bytes
     if times >= 2:
-        return (f"main memory (DRAM): the arrays are {times:.0f}x or more the {fmt(cache_bytes, 'B')} "
-                f"last-level cache")
+        return f"main memory (DRAM): the arrays are {times:.0f}x or more the {fmt(cache_bytes, 'B')} last-level cache"
     return f"partly the last-level cache: arrays of {fmt(array_bytes, 'B')} beside a {fmt(cache_bytes, 'B')} cache"
 
 
 @checked
-def measure_matmul(B: MatmulDim, D: MatmulDim, F: MatmulDim, dtype: str = "fp32", repeats: Repeats = 3,
-                   seed: Annotated[int, Positive(integer=True, allow_zero=True, maximum=2**63 - 1)] = 0) -> Measurement:
+def measure_matmul(
+    B: MatmulDim,
+    D: MatmulDim,
+    F: MatmulDim,
+    dtype: str = "fp32",
+    repeats: Repeats = 3,
+    seed: Annotated[int, Positive(integer=True, allow_zero=True, maximum=2**63 - 1)] = 0,
+) -> Measurement:
     """Time ``x[B, D] @ w[D, F]`` on JAX's default device (random normal operands from ``seed``)."""
     import jax
 
     from .roofline import matmul_bytes, matmul_flops
 
     if 2.0 * B * D * F > MAX_MATMUL_FLOPS:
-        raise ValueError(f"B, D, F: a [{B}, {D}] x [{D}, {F}] matmul is {2.0 * B * D * F:.3g} FLOPs, more than one "
-                         f"measurement times (MAX_MATMUL_FLOPS = {MAX_MATMUL_FLOPS:.3g})")
+        raise ValueError(
+            f"B, D, F: a [{B}, {D}] x [{D}, {F}] matmul is {2.0 * B * D * F:.3g} FLOPs, more than one "
+            f"measurement times (MAX_MATMUL_FLOPS = {MAX_MATMUL_FLOPS:.3g})"
+        )
     jdt = _jnp_dtype(dtype)
     dtype = canonical_dtype(dtype)
     check_fits("B, D, F", matmul_bytes(B, D, F, dtype, dtype, dtype))
@@ -358,14 +388,22 @@ def measure_matmul(B: MatmulDim, D: MatmulDim, F: MatmulDim, dtype: str = "fp32"
     w = jax.random.normal(kw, (D, F), jdt)
     timing = time_fn(jax.jit(lambda a, b: a @ b), x, w, repeats=repeats)
     del x, w
-    return Measurement(kind="matmul", label=f"matmul [{B}, {D}] x [{D}, {F}] {dtype}",
-                       flops=matmul_flops(B, D, F), nbytes=matmul_bytes(B, D, F, dtype, dtype, dtype),
-                       seconds=timing.median_s, dtype=dtype, timing=timing, shape=(B, D, F))
+    return Measurement(
+        kind="matmul",
+        label=f"matmul [{B}, {D}] x [{D}, {F}] {dtype}",
+        flops=matmul_flops(B, D, F),
+        nbytes=matmul_bytes(B, D, F, dtype, dtype, dtype),
+        seconds=timing.median_s,
+        dtype=dtype,
+        timing=timing,
+        shape=(B, D, F),
+    )
 
 
 @checked
-def measure_copy(nbytes: CopyBytes, dtype: str = "fp32", repeats: Repeats = 3,
-                 op: Annotated[str, OneOf(COPY_OPS)] = "add") -> Measurement:
+def measure_copy(
+    nbytes: CopyBytes, dtype: str = "fp32", repeats: Repeats = 3, op: Annotated[str, OneOf(COPY_OPS)] = "add"
+) -> Measurement:
     """Time a bandwidth probe over an array of about ``nbytes`` bytes.
 
     - ``op="add"``: ``x = x + 1`` reads the array and writes it back: ``2 * nbytes`` bytes, one FLOP per element.
@@ -398,8 +436,17 @@ def measure_copy(nbytes: CopyBytes, dtype: str = "fp32", repeats: Repeats = 3,
     size = n * dtype_bytes(dtype)
     moved = 2.0 * size if op == "add" else size + dtype_bytes(dtype)
     what = "x + 1" if op == "add" else "sum(x)"
-    return Measurement(kind="copy", label=f"{what} over {fmt(size, 'B')} {dtype}", flops=float(n),
-                       nbytes=moved, seconds=timing.median_s, dtype=dtype, timing=timing, shape=(n,), op=op)
+    return Measurement(
+        kind="copy",
+        label=f"{what} over {fmt(size, 'B')} {dtype}",
+        flops=float(n),
+        nbytes=moved,
+        seconds=timing.median_s,
+        dtype=dtype,
+        timing=timing,
+        shape=(n,),
+        op=op,
+    )
 
 
 def _checked_shapes(name: str, shapes) -> tuple:
@@ -418,8 +465,10 @@ def _checked_shapes(name: str, shapes) -> tuple:
         if len(shape) != 3:
             raise ValueError(f"each entry of {name} must be (B, D, F); got {name}[{i}]={shape!r}")
         if max(shape) > MAX_MATMUL_DIM or 2.0 * math.prod(shape) > MAX_MATMUL_FLOPS:
-            raise ValueError(f"{name}[{i}]={shape!r}: dimensions must be <= {MAX_MATMUL_DIM} and 2·B·D·F <= "
-                             f"{MAX_MATMUL_FLOPS:.3g} FLOPs (MAX_MATMUL_DIM, MAX_MATMUL_FLOPS)")
+            raise ValueError(
+                f"{name}[{i}]={shape!r}: dimensions must be <= {MAX_MATMUL_DIM} and 2·B·D·F <= "
+                f"{MAX_MATMUL_FLOPS:.3g} FLOPs (MAX_MATMUL_DIM, MAX_MATMUL_FLOPS)"
+            )
         check_fits(f"{name}[{i}]", 4 * (shape[0] * shape[1] + shape[1] * shape[2] + shape[0] * shape[2]))
         out.append(shape)
     return tuple(out)
@@ -449,8 +498,9 @@ def _checked_ops(name: str, ops) -> tuple:
 
 
 @checked
-def matmul_sweep(shapes: Optional[Sequence[tuple[int, int, int]]] = None, dtype: Optional[str] = None,
-                 repeats: Repeats = 3) -> tuple[Measurement, ...]:
+def matmul_sweep(
+    shapes: Sequence[tuple[int, int, int]] | None = None, dtype: str | None = None, repeats: Repeats = 3
+) -> tuple[Measurement, ...]:
     """Time a matmul for each ``(B, D, F)`` of ``shapes`` (default :func:`default_matmul_shapes`)."""
     shapes = default_matmul_shapes() if shapes is None else _checked_shapes("shapes", shapes)
     dtype = default_dtype() if dtype is None else dtype
@@ -459,8 +509,9 @@ def matmul_sweep(shapes: Optional[Sequence[tuple[int, int, int]]] = None, dtype:
 
 
 @checked
-def copy_sweep(sizes: Optional[Sequence[int]] = None, dtype: Optional[str] = None, repeats: Repeats = 3,
-               ops: Sequence[str] = COPY_OPS) -> tuple[Measurement, ...]:
+def copy_sweep(
+    sizes: Sequence[int] | None = None, dtype: str | None = None, repeats: Repeats = 3, ops: Sequence[str] = COPY_OPS
+) -> tuple[Measurement, ...]:
     """Run each bandwidth probe of ``ops`` ("sum", "add") over arrays of each size in ``sizes`` bytes
     (default :func:`default_copy_sizes`)."""
     sizes = default_copy_sizes() if sizes is None else _checked_sizes("sizes", sizes)
@@ -475,28 +526,30 @@ def copy_sweep(sizes: Optional[Sequence[int]] = None, dtype: Optional[str] = Non
 class FittedRoofline:
     """The roofline of a machine, read off measurements."""
 
-    peak_flops: float            # FLOP/s: the fastest matmul's achieved FLOP/s
-    bandwidth: float             # bytes/s: median over the probes too large for a cache (of the faster probe op)
-    critical_intensity: float    # peak_flops / bandwidth, FLOPs per byte
-    peak_from: str               # label of the measurement that set the peak
-    bandwidth_from: str          # label of the measurement that set the bandwidth (the probe at the median)
+    peak_flops: float  # FLOP/s: the fastest matmul's achieved FLOP/s
+    bandwidth: float  # bytes/s: median over the probes too large for a cache (of the faster probe op)
+    critical_intensity: float  # peak_flops / bandwidth, FLOPs per byte
+    peak_from: str  # label of the measurement that set the peak
+    bandwidth_from: str  # label of the measurement that set the bandwidth (the probe at the median)
     min_copy_bytes: float = DEFAULT_MIN_COPY_BYTES  # probes touching fewer bytes per call were left out (cache)
     bandwidth_spread: tuple[float, ...] = ()  # (lowest, highest) bytes/s over every timed sample of those probes
-    bandwidth_probes: tuple[str, ...] = ()    # labels of the probes the bandwidth is the median of
+    bandwidth_probes: tuple[str, ...] = ()  # labels of the probes the bandwidth is the median of
 
     def attainable(self, intensity: float) -> float:
         """FLOP/s this roofline allows at ``intensity`` FLOPs/byte: ``min(peak, intensity * bandwidth)``."""
         return min(self.peak_flops, check_positive("intensity", intensity) * self.bandwidth)
 
     def __repr__(self) -> str:
-        return (f"FittedRoofline(peak={fmt(self.peak_flops, 'FLOP/s')}, bandwidth={fmt(self.bandwidth, 'B/s')}, "
-                f"critical intensity={self.critical_intensity:.3g} FLOPs/B)")
+        return (
+            f"FittedRoofline(peak={fmt(self.peak_flops, 'FLOP/s')}, bandwidth={fmt(self.bandwidth, 'B/s')}, "
+            f"critical intensity={self.critical_intensity:.3g} FLOPs/B)"
+        )
 
 
-def fit_roofline(measurements: Sequence[Measurement],
-                 min_copy_bytes: float = DEFAULT_MIN_COPY_BYTES) -> FittedRoofline:
+def fit_roofline(measurements: Sequence[Measurement], min_copy_bytes: float = DEFAULT_MIN_COPY_BYTES) -> FittedRoofline:
     """Fit a roofline to measurements: peak = max achieved FLOP/s over the matmuls; bandwidth = the median
-    (upper median) achieved bytes/s over the ``"copy"`` (bandwidth probe) measurements that touch at least ``min_copy_bytes``
+    (upper median) achieved bytes/s over the ``"copy"`` (bandwidth probe) measurements that touch at least
+    ``min_copy_bytes``
     bytes per call, taken for each probe op ("sum", "add") and kept for the faster op; ``bandwidth_spread`` gives
     the lowest and highest rate of any timed sample of those probes.
 
@@ -518,8 +571,10 @@ def fit_roofline(measurements: Sequence[Measurement],
     if not matmuls:
         raise ValueError("measurements must include at least one kind='matmul' measurement to fit the peak")
     if not copies:
-        raise ValueError(f"measurements must include a kind='copy' measurement moving >= min_copy_bytes="
-                         f"{min_copy_bytes:.3g} bytes to fit the bandwidth")
+        raise ValueError(
+            f"measurements must include a kind='copy' measurement moving >= min_copy_bytes="
+            f"{min_copy_bytes:.3g} bytes to fit the bandwidth"
+        )
     best_m = max(matmuls, key=lambda m: m.flops_per_s)
     medians = []  # per probe op: (median bytes/s, the probe at the median, the op's probes)
     for op in sorted({m.op for m in copies}):
@@ -528,11 +583,16 @@ def fit_roofline(measurements: Sequence[Measurement],
         medians.append((middle.bytes_per_s, middle, probes))
     bandwidth, at_median, probes = max(medians, key=lambda t: t[0])
     rates = [m.nbytes / s for m in probes for s in (m.timing.samples if m.timing else (m.seconds,))]
-    return FittedRoofline(peak_flops=best_m.flops_per_s, bandwidth=bandwidth,
-                          critical_intensity=best_m.flops_per_s / bandwidth,
-                          peak_from=best_m.label, bandwidth_from=at_median.label, min_copy_bytes=min_copy_bytes,
-                          bandwidth_spread=(min(rates), max(rates)),
-                          bandwidth_probes=tuple(m.label for m in probes))
+    return FittedRoofline(
+        peak_flops=best_m.flops_per_s,
+        bandwidth=bandwidth,
+        critical_intensity=best_m.flops_per_s / bandwidth,
+        peak_from=best_m.label,
+        bandwidth_from=at_median.label,
+        min_copy_bytes=min_copy_bytes,
+        bandwidth_spread=(min(rates), max(rates)),
+        bandwidth_probes=tuple(m.label for m in probes),
+    )
 
 
 # ------------------------------------------------------------------------------------------ the whole experiment
@@ -540,16 +600,16 @@ def fit_roofline(measurements: Sequence[Measurement],
 class RooflineMeasurement:
     """Everything :func:`measure_roofline` measured on one device."""
 
-    platform: str                        # "cpu", "tpu" or "gpu"
-    device_kind: str                     # JAX's device_kind, e.g. "cpu" or "TPU v5 lite"
-    chip: Optional[str]                  # tpu_notes chip name of the device, None for a CPU or an unknown device
-    dtype: str                           # dtype of the matmuls and the probe
-    matmuls: tuple[Measurement, ...]     # the matmul sweep
-    copies: tuple[Measurement, ...]      # the bandwidth probes
-    fit: FittedRoofline                  # roofline fitted to both
-    wall_s: float                        # seconds the whole measurement took, compiles included
-    cache_bytes: Optional[float] = None  # the CPU's last-level cache, bytes (None: unknown, or an accelerator)
-    memory_level: str = ""               # which level of the memory hierarchy the bandwidth probes measured
+    platform: str  # "cpu", "tpu" or "gpu"
+    device_kind: str  # JAX's device_kind, e.g. "cpu" or "TPU v5 lite"
+    chip: str | None  # tpu_notes chip name of the device, None for a CPU or an unknown device
+    dtype: str  # dtype of the matmuls and the probe
+    matmuls: tuple[Measurement, ...]  # the matmul sweep
+    copies: tuple[Measurement, ...]  # the bandwidth probes
+    fit: FittedRoofline  # roofline fitted to both
+    wall_s: float  # seconds the whole measurement took, compiles included
+    cache_bytes: float | None = None  # the CPU's last-level cache, bytes (None: unknown, or an accelerator)
+    memory_level: str = ""  # which level of the memory hierarchy the bandwidth probes measured
 
     @property
     def measurements(self) -> tuple[Measurement, ...]:
@@ -558,16 +618,21 @@ class RooflineMeasurement:
 
 
 @checked
-def measure_roofline(matmul_shapes: Optional[Sequence[tuple[int, int, int]]] = None,
-                     copy_sizes: Optional[Sequence[int]] = None, dtype: Optional[str] = None,
-                     repeats: Repeats = 5, min_copy_bytes: float | str = "cache",
-                     copy_ops: Sequence[str] = COPY_OPS) -> RooflineMeasurement:
+def measure_roofline(
+    matmul_shapes: Sequence[tuple[int, int, int]] | None = None,
+    copy_sizes: Sequence[int] | None = None,
+    dtype: str | None = None,
+    repeats: Repeats = 5,
+    min_copy_bytes: float | str = "cache",
+    copy_ops: Sequence[str] = COPY_OPS,
+) -> RooflineMeasurement:
     """Measure the default device's roofline: a matmul sweep, the bandwidth probes and their fit.
 
     ``min_copy_bytes="cache"`` (the default) fits the bandwidth to the probes that touch at least twice the
     CPU's last-level cache (:func:`last_level_cache_bytes`; ``DEFAULT_MIN_COPY_BYTES`` on an accelerator or when
     the cache is unknown), or to the largest probe when none is that large (``memory_level`` then says
-    "cache"); a number sets that threshold in bytes, and no probe reaching it is a ``ValueError``. The default probe sizes
+    "cache"); a number sets that threshold in bytes, and no probe reaching it is a ``ValueError``. The default
+    probe sizes
     (:func:`default_copy_sizes`) reach several times that cache. With the defaults this takes a few seconds on a
     2-core CPU and well under that on an accelerator.
     """
@@ -590,29 +655,45 @@ def measure_roofline(matmul_shapes: Optional[Sequence[tuple[int, int, int]]] = N
     if auto:
         min_copy_bytes = 2.0 * cache if cache else DEFAULT_MIN_COPY_BYTES
     dtype = canonical_dtype(dtype if dtype is not None else default_dtype(info.platform))
-    matmuls = matmul_sweep(matmul_shapes if matmul_shapes is not None else default_matmul_shapes(info.platform),
-                           dtype=dtype, repeats=repeats)
-    copies = copy_sweep(copy_sizes if copy_sizes is not None else default_copy_sizes(info.platform, cache),
-                        dtype=dtype, repeats=repeats, ops=copy_ops)
+    matmuls = matmul_sweep(
+        matmul_shapes if matmul_shapes is not None else default_matmul_shapes(info.platform),
+        dtype=dtype,
+        repeats=repeats,
+    )
+    copies = copy_sweep(
+        copy_sizes if copy_sizes is not None else default_copy_sizes(info.platform, cache),
+        dtype=dtype,
+        repeats=repeats,
+        ops=copy_ops,
+    )
     if auto:  # a CPU whose cache outgrows the probes asked for (300 MB L3s exist): fit the largest probe, and
         # memory_level below says it ran from cache, rather than refusing a call that is valid elsewhere
         min_copy_bytes = min(min_copy_bytes, max(m.nbytes for m in copies))
     fit = fit_roofline(matmuls + copies, min_copy_bytes=min_copy_bytes)
     smallest = min(m.shape[0] * dtype_bytes(m.dtype) for m in copies if m.label in fit.bandwidth_probes)
-    return RooflineMeasurement(platform=info.platform, device_kind=info.device_kind, chip=info.chip, dtype=dtype,
-                               matmuls=matmuls, copies=copies, fit=fit, wall_s=time.perf_counter() - start,
-                               cache_bytes=cache, memory_level=memory_level(info.platform, smallest, cache))
+    return RooflineMeasurement(
+        platform=info.platform,
+        device_kind=info.device_kind,
+        chip=info.chip,
+        dtype=dtype,
+        matmuls=matmuls,
+        copies=copies,
+        fit=fit,
+        wall_s=time.perf_counter() - start,
+        cache_bytes=cache,
+        memory_level=memory_level(info.platform, smallest, cache),
+    )
 
 
 @dataclass(frozen=True)
 class BenchRow:
     """One line of the suite: a measured quantity beside the chip model's prediction."""
 
-    name: str                    # e.g. "matmul peak"
-    unit: str                    # "FLOP/s" or "B/s"
-    measured: float              # what this machine achieved
-    predicted: Optional[float]   # the chip model's figure (None when there is no model for the device)
-    ratio: Optional[float]       # measured / predicted (None without a prediction)
+    name: str  # e.g. "matmul peak"
+    unit: str  # "FLOP/s" or "B/s"
+    measured: float  # what this machine achieved
+    predicted: float | None  # the chip model's figure (None when there is no model for the device)
+    ratio: float | None  # measured / predicted (None without a prediction)
 
 
 def compare(result: RooflineMeasurement, chip=None) -> tuple[BenchRow, ...]:
@@ -633,16 +714,28 @@ def compare(result: RooflineMeasurement, chip=None) -> tuple[BenchRow, ...]:
             peak = None
         bw = model.hbm_bw
     rows = []
-    for label, unit, measured, predicted in (("matmul peak", "FLOP/s", result.fit.peak_flops, peak),
-                                             ("memory bandwidth", "B/s", result.fit.bandwidth, bw)):
-        rows.append(BenchRow(name=label, unit=unit, measured=measured, predicted=predicted,
-                             ratio=None if predicted is None else measured / predicted))
+    for label, unit, measured, predicted in (
+        ("matmul peak", "FLOP/s", result.fit.peak_flops, peak),
+        ("memory bandwidth", "B/s", result.fit.bandwidth, bw),
+    ):
+        rows.append(
+            BenchRow(
+                name=label,
+                unit=unit,
+                measured=measured,
+                predicted=predicted,
+                ratio=None if predicted is None else measured / predicted,
+            )
+        )
     return tuple(rows)
 
 
 def _check_rows(rows, kind) -> None:
-    if isinstance(rows, (str, bytes)) or not isinstance(rows, (list, tuple)) or \
-            not all(isinstance(r, kind) for r in rows):
+    if (
+        isinstance(rows, (str, bytes))
+        or not isinstance(rows, (list, tuple))
+        or not all(isinstance(r, kind) for r in rows)
+    ):
         raise TypeError(f"rows must be a list of {kind.__name__}; got {rows!r}")
 
 
@@ -662,18 +755,22 @@ def report(result: RooflineMeasurement, chip=None) -> str:
     if not isinstance(result, RooflineMeasurement):
         raise TypeError(f"result must be a RooflineMeasurement; got {type(result).__name__}")
     name = chip if chip is not None else result.chip
-    lines = [f"device: {result.device_kind} ({result.platform}), dtype {result.dtype}, "
-             f"measured in {fmt(result.wall_s, 's')}"]
+    lines = [
+        f"device: {result.device_kind} ({result.platform}), dtype {result.dtype}, measured in {fmt(result.wall_s, 's')}"
+    ]
     if name is None:
-        lines.append("no tpu_notes chip model for this device (a CPU has no entry in tpu_notes.hardware): "
-                     "measured numbers only")
+        lines.append(
+            "no tpu_notes chip model for this device (a CPU has no entry in tpu_notes.hardware): measured numbers only"
+        )
     else:
         lines.append(f"chip model: {name}")
     fit = result.fit
     lines.append(f"peak: the best matmul, {fit.peak_from}")
     if fit.bandwidth_spread:
-        lines.append(f"bandwidth: median of {len(fit.bandwidth_probes)} probe(s) ({fit.bandwidth_from}); "
-                     f"samples from {fmt(fit.bandwidth_spread[0], 'B/s')} to {fmt(fit.bandwidth_spread[1], 'B/s')}")
+        lines.append(
+            f"bandwidth: median of {len(fit.bandwidth_probes)} probe(s) ({fit.bandwidth_from}); "
+            f"samples from {fmt(fit.bandwidth_spread[0], 'B/s')} to {fmt(fit.bandwidth_spread[1], 'B/s')}"
+        )
     else:
         lines.append(f"bandwidth from {fit.bandwidth_from}")
     if result.memory_level:
@@ -683,7 +780,7 @@ def report(result: RooflineMeasurement, chip=None) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m tpu_notes.bench``: measure the default device and print the report."""
     import argparse
 
@@ -699,7 +796,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from .hardware import get_chip
 
         try:
-            get_chip(args.chip, "--chip")          # before measuring: a bad name fails at once
+            get_chip(args.chip, "--chip")  # before measuring: a bad name fails at once
         except (ValueError, TypeError) as err:
             parser.error(str(err))
     result = measure_roofline(dtype=args.dtype, repeats=args.repeats)
@@ -719,19 +816,42 @@ def result_json(result: RooflineMeasurement, chip=None) -> dict:
         raise TypeError(f"result must be a RooflineMeasurement from measure_roofline(); got {type(result).__name__}")
 
     def meas(m: Measurement) -> dict:
-        return {"kind": m.kind, "label": m.label, "shape": list(m.shape), "dtype": m.dtype, "flops": m.flops,
-                "bytes": m.nbytes, "seconds": m.seconds, "flops_per_s": m.flops_per_s, "bytes_per_s": m.bytes_per_s}
+        return {
+            "kind": m.kind,
+            "label": m.label,
+            "shape": list(m.shape),
+            "dtype": m.dtype,
+            "flops": m.flops,
+            "bytes": m.nbytes,
+            "seconds": m.seconds,
+            "flops_per_s": m.flops_per_s,
+            "bytes_per_s": m.bytes_per_s,
+        }
 
     f = result.fit
-    return {"platform": result.platform, "device_kind": result.device_kind, "chip": result.chip,
-            "dtype": result.dtype, "wall_s": result.wall_s, "cache_bytes": result.cache_bytes,
-            "memory_level": result.memory_level,
-            "fit": {"peak_flops_per_s": f.peak_flops, "bandwidth_bytes_per_s": f.bandwidth,
-                    "critical_intensity": f.critical_intensity, "peak_from": f.peak_from,
-                    "bandwidth_from": f.bandwidth_from, "bandwidth_spread": list(f.bandwidth_spread)},
-            "matmuls": [meas(m) for m in result.matmuls], "copies": [meas(m) for m in result.copies],
-            "predictions": [{"label": p.label, "measured_s": p.measured_s, "fitted_s": p.fitted_s,
-                             "model_s": p.model_s} for p in predict(result, chip)]}
+    return {
+        "platform": result.platform,
+        "device_kind": result.device_kind,
+        "chip": result.chip,
+        "dtype": result.dtype,
+        "wall_s": result.wall_s,
+        "cache_bytes": result.cache_bytes,
+        "memory_level": result.memory_level,
+        "fit": {
+            "peak_flops_per_s": f.peak_flops,
+            "bandwidth_bytes_per_s": f.bandwidth,
+            "critical_intensity": f.critical_intensity,
+            "peak_from": f.peak_from,
+            "bandwidth_from": f.bandwidth_from,
+            "bandwidth_spread": list(f.bandwidth_spread),
+        },
+        "matmuls": [meas(m) for m in result.matmuls],
+        "copies": [meas(m) for m in result.copies],
+        "predictions": [
+            {"label": p.label, "measured_s": p.measured_s, "fitted_s": p.fitted_s, "model_s": p.model_s}
+            for p in predict(result, chip)
+        ],
+    }
 
 
 # ------------------------------------------------------------------------------------------ collectives (Ch. 3)
@@ -739,11 +859,11 @@ def result_json(result: RooflineMeasurement, chip=None) -> dict:
 class CollectiveMeasurement:
     """One timed collective on the current devices (Chapter 3)."""
 
-    kind: str          # "all-gather", "reduce-scatter", "all-reduce" or "all-to-all"
-    nbytes: float      # V: the whole (gathered / unreduced) array, bytes
-    n_devices: int     # devices on the axis
-    seconds: float     # median seconds per call
-    timing: Optional[Timing] = None
+    kind: str  # "all-gather", "reduce-scatter", "all-reduce" or "all-to-all"
+    nbytes: float  # V: the whole (gathered / unreduced) array, bytes
+    n_devices: int  # devices on the axis
+    seconds: float  # median seconds per call
+    timing: Timing | None = None
 
     def __repr__(self) -> str:
         return f"CollectiveMeasurement({self.kind}, V={fmt(self.nbytes, 'B')}, {fmt(self.seconds, 's')})"
@@ -824,7 +944,8 @@ def ring_all_gather(x, mesh, axis: str):
     """
     import jax
     import jax.numpy as jnp
-    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     from .compat import shard_map
 
@@ -843,8 +964,8 @@ def ring_all_gather(x, mesh, axis: str):
         out = jnp.zeros((n,) + block.shape, block.dtype).at[me].set(block)
         r, l_ = block, block
         for hop in range(1, math.ceil((n - 1) / 2) + 1):
-            r = jax.lax.ppermute(r, axis, to_right)       # now holds block me - hop
-            l_ = jax.lax.ppermute(l_, axis, to_left)      # now holds block me + hop
+            r = jax.lax.ppermute(r, axis, to_right)  # now holds block me - hop
+            l_ = jax.lax.ppermute(l_, axis, to_left)  # now holds block me + hop
             out = out.at[(me - hop) % n].set(r).at[(me + hop) % n].set(l_)
         return out.reshape((n * block.shape[0],) + block.shape[1:])
 
@@ -853,8 +974,13 @@ def ring_all_gather(x, mesh, axis: str):
 
 
 @checked
-def measure_collective(kind: str, nbytes: Annotated[float, Positive(maximum=MAX_COPY_BYTES)], n_devices: Devices = 8,
-                       dtype: str = "fp32", repeats: Repeats = 3) -> CollectiveMeasurement:
+def measure_collective(
+    kind: str,
+    nbytes: Annotated[float, Positive(maximum=MAX_COPY_BYTES)],
+    n_devices: Devices = 8,
+    dtype: str = "fp32",
+    repeats: Repeats = 3,
+) -> CollectiveMeasurement:
     """Time one collective over a 1D mesh of ``n_devices`` devices (``tpu_notes.devices.demo_devices``) on an
     array of ``nbytes`` bytes (the whole array ``V`` of the cost model). Uses ``jax.shard_map`` collectives."""
     import jax
@@ -869,14 +995,16 @@ def measure_collective(kind: str, nbytes: Annotated[float, Positive(maximum=MAX_
     n = n_devices
     available = len(demo_devices(n))
     if n > available:
-        raise ValueError(f"n_devices={n} but only {available} devices are available "
-                         "(tpu_notes.devices.setup(n) before JAX starts gives more simulated ones)")
+        raise ValueError(
+            f"n_devices={n} but only {available} devices are available "
+            "(tpu_notes.devices.setup(n) before JAX starts gives more simulated ones)"
+        )
     _jnp_dtype(dtype)
     dtype = canonical_dtype(dtype)
     check_fits("nbytes", 2 * nbytes * n)
     reduction = kind in ("reduce-scatter", "all-reduce")
-    target = nbytes * (n if reduction else 1)          # the whole global array to place on the mesh
-    step = n * n                                       # rows divisible by n (split) and n again (scatter)
+    target = nbytes * (n if reduction else 1)  # the whole global array to place on the mesh
+    step = n * n  # rows divisible by n (split) and n again (scatter)
     rows = max(step, int(round(target / dtype_bytes(dtype) / (8 * n) / step)) * step)
     mesh = make_mesh((n,), ("x",), devices=demo_devices(n))
     f, spec = _collective_program(kind, mesh, "x", 0, 2)
@@ -890,9 +1018,12 @@ def measure_collective(kind: str, nbytes: Annotated[float, Positive(maximum=MAX_
 
 
 @checked
-def collective_sweep(kinds: Sequence[str] = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all"),
-                     sizes: Sequence[float] = (1e4, 1e5, 1e6, 4e6), n_devices: Devices = 8,
-                     repeats: Repeats = 3) -> tuple[CollectiveMeasurement, ...]:
+def collective_sweep(
+    kinds: Sequence[str] = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all"),
+    sizes: Sequence[float] = (1e4, 1e5, 1e6, 4e6),
+    n_devices: Devices = 8,
+    repeats: Repeats = 3,
+) -> tuple[CollectiveMeasurement, ...]:
     """Time each collective in ``kinds`` at each array size in ``sizes`` (bytes, the model's ``V``)."""
     from . import collectives
 
@@ -919,8 +1050,11 @@ def fit_collective_bandwidth(measurements: Sequence[CollectiveMeasurement]) -> t
     predicted from the same W by the cost model's ratios)."""
     import numpy as np
 
-    if isinstance(measurements, (str, bytes)) or not isinstance(measurements, (list, tuple)) or \
-            not all(isinstance(m, CollectiveMeasurement) for m in measurements):
+    if (
+        isinstance(measurements, (str, bytes))
+        or not isinstance(measurements, (list, tuple))
+        or not all(isinstance(m, CollectiveMeasurement) for m in measurements)
+    ):
         raise TypeError(f"measurements must be a list of CollectiveMeasurement; got {measurements!r}")
     ag = [m for m in measurements if m.kind == "all-gather"]
     if len(ag) < 2:
@@ -938,12 +1072,12 @@ def fit_collective_bandwidth(measurements: Sequence[CollectiveMeasurement]) -> t
 class Prediction:
     """One measurement beside two roofline predictions of its time: the fitted roofline and the chip model."""
 
-    label: str                      # the measurement's label
-    measured_s: float               # median seconds per call, measured
-    fitted_s: float                 # max(FLOPs / fitted peak, bytes / fitted bandwidth), seconds
-    model_s: Optional[float]        # the same bound from the chip's datasheet (peak for the dtype, HBM), seconds;
+    label: str  # the measurement's label
+    measured_s: float  # median seconds per call, measured
+    fitted_s: float  # max(FLOPs / fitted peak, bytes / fitted bandwidth), seconds
+    model_s: float | None  # the same bound from the chip's datasheet (peak for the dtype, HBM), seconds;
     #                                 None without a chip model (a CPU) or without a datasheet peak for the dtype
-    bound: str                      # "compute" or "bandwidth": the larger term of the fitted roofline
+    bound: str  # "compute" or "bandwidth": the larger term of the fitted roofline
 
     @property
     def ratio_fit(self) -> float:
@@ -951,7 +1085,7 @@ class Prediction:
         return self.measured_s / self.fitted_s
 
     @property
-    def ratio_model(self) -> Optional[float]:
+    def ratio_model(self) -> float | None:
         """measured / chip-model prediction, None without a model."""
         return None if self.model_s is None else self.measured_s / self.model_s
 
@@ -976,21 +1110,23 @@ def predict(result: RooflineMeasurement, chip=None) -> tuple[Prediction, ...]:
     for m in result.measurements:
         fitted = roofline(m.flops, m.nbytes, result.fit.peak_flops, result.fit.bandwidth)
         model_s = None if peak is None else roofline(m.flops, m.nbytes, peak, model.hbm_bw).lower
-        rows.append(Prediction(label=m.label, measured_s=m.seconds, fitted_s=fitted.lower, model_s=model_s,
-                               bound=fitted.bound))
+        rows.append(
+            Prediction(label=m.label, measured_s=m.seconds, fitted_s=fitted.lower, model_s=model_s, bound=fitted.bound)
+        )
     return tuple(rows)
 
 
 def format_predictions(rows: Sequence[Prediction]) -> str:
     """The rows of :func:`predict` as an aligned plain-text table (a dash where there is no chip model)."""
     _check_rows(rows, Prediction)
-    lines = [f"{'measurement':<40}{'measured':>10}{'fit':>10}{'ratio':>7}{'chip model':>12}{'ratio':>7}"
-             f"  bound (fit)"]
+    lines = [f"{'measurement':<40}{'measured':>10}{'fit':>10}{'ratio':>7}{'chip model':>12}{'ratio':>7}  bound (fit)"]
     for r in rows:
         model = "—" if r.model_s is None else fmt(r.model_s, "s")
         ratio = "—" if r.ratio_model is None else f"{r.ratio_model:.2f}"
-        lines.append(f"{r.label:<40}{fmt(r.measured_s, 's'):>10}{fmt(r.fitted_s, 's'):>10}{r.ratio_fit:>7.2f}"
-                     f"{model:>12}{ratio:>7}  {r.bound}")
+        lines.append(
+            f"{r.label:<40}{fmt(r.measured_s, 's'):>10}{fmt(r.fitted_s, 's'):>10}{r.ratio_fit:>7.2f}"
+            f"{model:>12}{ratio:>7}  {r.bound}"
+        )
     return "\n".join(lines)
 
 
@@ -1003,9 +1139,10 @@ def format_measurements(result: RooflineMeasurement, chip=None) -> str:
     rows = predict(result, chip)
     shapes = sorted({m.shape[1:] for m in result.matmuls})
     where = ", ".join(f"[B, {d}] x [{d}, {f}]" for d, f in shapes)
-    lines = [f"matmuls {where}, {result.dtype}; probes over arrays of the size shown",
-             f"{'measurement':<18}{'time':>9}{'achieved':>16}{'FLOPs/B':>9}{'fit':>10}{'ratio':>7}"
-             f"{'model ratio':>13}"]
+    lines = [
+        f"matmuls {where}, {result.dtype}; probes over arrays of the size shown",
+        f"{'measurement':<18}{'time':>9}{'achieved':>16}{'FLOPs/B':>9}{'fit':>10}{'ratio':>7}{'model ratio':>13}",
+    ]
     for m, r in zip(result.measurements, rows):
         if m.kind == "matmul" and len(m.shape) == 3:
             name, rate = f"matmul B={m.shape[0]}", fmt(m.flops_per_s, "FLOP/s")
@@ -1014,8 +1151,10 @@ def format_measurements(result: RooflineMeasurement, chip=None) -> str:
             array = m.shape[0] * dtype_bytes(m.dtype) if m.shape else m.nbytes
             name, rate = f"{probe} {fmt(array, 'B')}", fmt(m.bytes_per_s, "B/s")
         model = "—" if r.ratio_model is None else f"{r.ratio_model:.2f}"
-        lines.append(f"{name:<18}{fmt(m.seconds, 's'):>9}{rate:>16}{m.intensity:>9.3g}{fmt(r.fitted_s, 's'):>10}"
-                     f"{r.ratio_fit:>7.2f}{model:>13}")
+        lines.append(
+            f"{name:<18}{fmt(m.seconds, 's'):>9}{rate:>16}{m.intensity:>9.3g}{fmt(r.fitted_s, 's'):>10}"
+            f"{r.ratio_fit:>7.2f}{model:>13}"
+        )
     return "\n".join(lines)
 
 

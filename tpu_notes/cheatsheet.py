@@ -6,10 +6,12 @@ takes per gigabyte, and each model's parameters, training FLOPs per token and KV
 from the function named beside it, so the table in the book can never drift from the library. :data:`FORMULAS`
 restates the step-time formulas with the chapter and function behind each.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Optional, Sequence
+from typing import Annotated
 
 from .hardware import get_chip
 from .transformer import as_config
@@ -20,13 +22,13 @@ from .units import Positive, checked, fmt
 class Number:
     """One number to know."""
 
-    group: str               # "chip", "training", "collective" or "model"
-    subject: str             # the chip or model it is about
-    name: str                # what it is
-    value: Optional[float]   # SI units (None: the figure does not apply to this subject)
-    unit: str                # unit for tpu_notes.units.fmt ("FLOP/s", "B/s", "tokens", "s", ...)
-    chapter: int             # the chapter that teaches it
-    function: str            # the tpu_notes function that computes it
+    group: str  # "chip", "training", "collective" or "model"
+    subject: str  # the chip or model it is about
+    name: str  # what it is
+    value: float | None  # SI units (None: the figure does not apply to this subject)
+    unit: str  # unit for tpu_notes.units.fmt ("FLOP/s", "B/s", "tokens", "s", ...)
+    chapter: int  # the chapter that teaches it
+    function: str  # the tpu_notes function that computes it
 
     def shown(self) -> str:
         """The value through :func:`tpu_notes.units.fmt` (or "–")."""
@@ -40,11 +42,20 @@ class Number:
 #: The step-time formulas of the book: (name, formula, chapter, function).
 FORMULAS = (
     ("roofline of one op", "T = max(FLOPs / C, bytes / W)", 1, "roofline.roofline"),
-    ("AllGather / ReduceScatter on a ring", "T ≈ V / W_ici on a bidirectional ring of any length", 3,
-     "collectives.all_gather_time"),
+    (
+        "AllGather / ReduceScatter on a ring",
+        "T ≈ V / W_ici on a bidirectional ring of any length",
+        3,
+        "collectives.all_gather_time",
+    ),
     ("AllReduce", "T ≈ 2 V / W_ici", 3, "collectives.all_reduce_time"),
     ("training FLOPs", "≈ 6 · params · tokens (+ attention)", 4, "training.training_flops"),
-    ("data parallel / FSDP compute-bound", "tokens per chip > C / W_ici per axis", 5, "training.critical_batch_per_chip"),
+    (
+        "data parallel / FSDP compute-bound",
+        "tokens per chip > C / W_ici per axis",
+        5,
+        "training.critical_batch_per_chip",
+    ),
     ("FSDP + tensor compute-bound", "tokens per chip > 4 α² / (M_X M_Y F)", 5, "training.critical_batch_per_chip"),
     ("training step", "max(compute, communication) + bubble", 5, "training.step_time"),
     ("generation step", "KV load + max(weight load, FLOPs)", 7, "inference.decode_step_time"),
@@ -52,14 +63,17 @@ FORMULAS = (
 
 
 @checked
-def numbers_to_know(chips: Sequence[str] = ("v5e", "v5p", "v6e", "h100"),
-                    models: Sequence[str] = ("llama3-8b", "llama3-70b", "llama3-405b"),
-                    ring: Annotated[int, Positive(integer=True, maximum=2**16)] = 16) -> list[Number]:
+def numbers_to_know(
+    chips: Sequence[str] = ("v5e", "v5p", "v6e", "h100"),
+    models: Sequence[str] = ("llama3-8b", "llama3-70b", "llama3-405b"),
+    ring: Annotated[int, Positive(integer=True, maximum=2**16)] = 16,
+) -> list[Number]:
     """The rows of Chapter 12's table for ``chips`` (names) and ``models`` (preset names); collectives are priced on a
     ``ring``-chip ICI ring with wraparound of each TPU."""
     from .collectives import all_gather_time, all_reduce_time, all_to_all_time
     from .roofline import critical_batch_size
     from .training import critical_batch_per_chip, flops_per_token
+
     for name, seq in (("chips", chips), ("models", models)):
         if isinstance(seq, (str, bytes)) or not isinstance(seq, (list, tuple)):
             raise TypeError(f"{name} must be a list of names, e.g. ['v5e'] or ['llama3-8b']; got {seq!r}")
@@ -68,30 +82,83 @@ def numbers_to_know(chips: Sequence[str] = ("v5e", "v5p", "v6e", "h100"),
     rows: list[Number] = []
     for name in chips:
         c = get_chip(name, "chips")
-        rows += [Number("chip", c.name, "peak bf16", c.peak_flops("bf16"), "FLOP/s", 1, "hardware.Chip.peak_flops"),
-                 Number("chip", c.name, "HBM bandwidth", c.hbm_bw, "B/s", 1, "hardware.Chip.bandwidth"),
-                 Number("chip", c.name, "HBM capacity", c.hbm_bytes, "B", 2, "hardware.Chip"),
-                 Number("chip", c.name, "critical batch (HBM, bf16)", critical_batch_size(c), "tokens", 1,
-                        "roofline.critical_batch_size")]
+        rows += [
+            Number("chip", c.name, "peak bf16", c.peak_flops("bf16"), "FLOP/s", 1, "hardware.Chip.peak_flops"),
+            Number("chip", c.name, "HBM bandwidth", c.hbm_bw, "B/s", 1, "hardware.Chip.bandwidth"),
+            Number("chip", c.name, "HBM capacity", c.hbm_bytes, "B", 2, "hardware.Chip"),
+            Number(
+                "chip",
+                c.name,
+                "critical batch (HBM, bf16)",
+                critical_batch_size(c),
+                "tokens",
+                1,
+                "roofline.critical_batch_size",
+            ),
+        ]
         if c.kind == "tpu":
-            rows += [Number("training", c.name, "data/FSDP critical batch per chip, one axis",
-                            critical_batch_per_chip("fsdp", c), "tokens", 5, "training.critical_batch_per_chip"),
-                     Number("training", c.name, "DCN critical batch per slice",
-                            critical_batch_per_chip("dcn", c) if c.dcn_bw else None, "tokens", 5,
-                            "training.critical_batch_per_chip")]
+            rows += [
+                Number(
+                    "training",
+                    c.name,
+                    "data/FSDP critical batch per chip, one axis",
+                    critical_batch_per_chip("fsdp", c),
+                    "tokens",
+                    5,
+                    "training.critical_batch_per_chip",
+                ),
+                Number(
+                    "training",
+                    c.name,
+                    "DCN critical batch per slice",
+                    critical_batch_per_chip("dcn", c) if c.dcn_bw else None,
+                    "tokens",
+                    5,
+                    "training.critical_batch_per_chip",
+                ),
+            ]
             w = c.bandwidth("ici")
-            for label, fn in (("AllGather", all_gather_time), ("AllReduce", all_reduce_time),
-                              ("AllToAll", all_to_all_time)):
-                rows.append(Number("collective", c.name, f"{label} of 1 GB over a {ring}-chip ring",
-                                   fn(1e9, ring, w).total, "s", 3, f"collectives.{fn.__name__}"))
+            for label, fn in (
+                ("AllGather", all_gather_time),
+                ("AllReduce", all_reduce_time),
+                ("AllToAll", all_to_all_time),
+            ):
+                rows.append(
+                    Number(
+                        "collective",
+                        c.name,
+                        f"{label} of 1 GB over a {ring}-chip ring",
+                        fn(1e9, ring, w).total,
+                        "s",
+                        3,
+                        f"collectives.{fn.__name__}",
+                    )
+                )
     for name in models:
         m = as_config(name, "models")
-        rows += [Number("model", m.name, "parameters", float(m.param_count()), "", 4,
-                        "transformer.TransformerConfig.param_count"),
-                 Number("model", m.name, "training FLOPs per token", flops_per_token(m), "FLOPs", 4,
-                        "training.flops_per_token"),
-                 Number("model", m.name, "KV cache per token (bf16)", m.kv_bytes_per_token("bf16"), "B", 4,
-                        "transformer.TransformerConfig.kv_bytes_per_token")]
+        rows += [
+            Number(
+                "model",
+                m.name,
+                "parameters",
+                float(m.param_count()),
+                "",
+                4,
+                "transformer.TransformerConfig.param_count",
+            ),
+            Number(
+                "model", m.name, "training FLOPs per token", flops_per_token(m), "FLOPs", 4, "training.flops_per_token"
+            ),
+            Number(
+                "model",
+                m.name,
+                "KV cache per token (bf16)",
+                m.kv_bytes_per_token("bf16"),
+                "B",
+                4,
+                "transformer.TransformerConfig.kv_bytes_per_token",
+            ),
+        ]
     return rows
 
 
@@ -102,17 +169,26 @@ def format_numbers(rows: Sequence[Number]) -> str:
     by = {}
     for r in rows:
         by.setdefault(r.subject, {})[r.name] = r
-    chip_cols = [("peak bf16", "TFLOP/s"), ("HBM bandwidth", "HBM B/s"), ("HBM capacity", "HBM"),
-                 ("critical batch (HBM, bf16)", "B_crit"), ("data/FSDP critical batch per chip, one axis", "ICI α"),
-                 ("DCN critical batch per slice", "DCN/slice")]
+    chip_cols = [
+        ("peak bf16", "TFLOP/s"),
+        ("HBM bandwidth", "HBM B/s"),
+        ("HBM capacity", "HBM"),
+        ("critical batch (HBM, bf16)", "B_crit"),
+        ("data/FSDP critical batch per chip, one axis", "ICI α"),
+        ("DCN critical batch per slice", "DCN/slice"),
+    ]
     ag = next((r.name for r in rows if r.name.startswith("AllGather")), None)
     if ag:
         chip_cols.append((ag, "AG 1 GB"))
     chips = [s for s, d in by.items() if "peak bf16" in d]
     models = [s for s, d in by.items() if "parameters" in d]
     widths = [6] + [10] * len(chip_cols)
-    lines = [" ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in
-                      enumerate(zip(["chip"] + [h for _, h in chip_cols], widths)))]
+    lines = [
+        " ".join(
+            h.rjust(w) if i else h.ljust(w)
+            for i, (h, w) in enumerate(zip(["chip"] + [h for _, h in chip_cols], widths))
+        )
+    ]
     for chip in chips:
         cells = [chip.ljust(widths[0])]
         for (name, _), w in zip(chip_cols, widths[1:]):
@@ -130,6 +206,8 @@ def format_numbers(rows: Sequence[Number]) -> str:
     lines += ["", f"{'model':<12} {'parameters':>12} {'training FLOPs/token':>22} {'KV cache/token (bf16)':>22}"]
     for model in models:
         d = by[model]
-        lines.append(f"{model:<12} {d['parameters'].value / 1e9:>11.1f}B "
-                     f"{d['training FLOPs per token'].shown():>22} {d['KV cache per token (bf16)'].shown():>22}")
+        lines.append(
+            f"{model:<12} {d['parameters'].value / 1e9:>11.1f}B "
+            f"{d['training FLOPs per token'].shown():>22} {d['KV cache per token (bf16)'].shown():>22}"
+        )
     return "\n".join(lines)

@@ -27,18 +27,19 @@ The model, derived in Chapter 3 and restated here:
   AllToAll bandwidth term is
   ``V · max(X_i) / (4 · N · W_bidi)`` (the scaling book's torus form; it equals ``V / (4 W_bidi)`` for one axis).
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from numbers import Integral
-from typing import Sequence, Union
 
 from .hardware import ICI_HOP_LATENCY
 from .units import check_bool, check_choice, check_positive, fmt
 
-AxisSizes = Union[int, Sequence[int]]
-Wraparound = Union[bool, Sequence[bool]]
+AxisSizes = int | Sequence[int]
+Wraparound = bool | Sequence[bool]
 
 #: The collectives this module prices, by the names the book uses.
 KINDS = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all")
@@ -52,14 +53,16 @@ MAX_SCHEDULE_DEVICES = 256
 class CollectiveTime:
     """Time of one collective, in seconds."""
 
-    bandwidth_time: float   # bytes over links: the bandwidth-bound estimate, seconds
-    latency_time: float     # hops x per-hop latency: the latency-bound estimate, seconds
-    total: float            # max(bandwidth_time, latency_time), seconds
-    bound: str              # "bandwidth" or "latency": which term sets the total (ties count as bandwidth)
+    bandwidth_time: float  # bytes over links: the bandwidth-bound estimate, seconds
+    latency_time: float  # hops x per-hop latency: the latency-bound estimate, seconds
+    total: float  # max(bandwidth_time, latency_time), seconds
+    bound: str  # "bandwidth" or "latency": which term sets the total (ties count as bandwidth)
 
     def __repr__(self) -> str:
-        return (f"CollectiveTime(bandwidth_time={fmt(self.bandwidth_time, 's')}, "
-                f"latency_time={fmt(self.latency_time, 's')}, total={fmt(self.total, 's')}, bound={self.bound!r})")
+        return (
+            f"CollectiveTime(bandwidth_time={fmt(self.bandwidth_time, 's')}, "
+            f"latency_time={fmt(self.latency_time, 's')}, total={fmt(self.total, 's')}, bound={self.bound!r})"
+        )
 
 
 def _axes(axis_size: AxisSizes, n_axes: int, wraparound: Wraparound) -> tuple[list[int], list[bool]]:
@@ -102,12 +105,17 @@ def gather_hops(axis_size: int, wraparound: bool = True, bidirectional: bool = T
 
 def _result(bandwidth_time: float, latency_time: float) -> CollectiveTime:
     total = max(bandwidth_time, latency_time)
-    return CollectiveTime(bandwidth_time=bandwidth_time, latency_time=latency_time, total=total,
-                          bound="bandwidth" if bandwidth_time >= latency_time else "latency")
+    return CollectiveTime(
+        bandwidth_time=bandwidth_time,
+        latency_time=latency_time,
+        total=total,
+        bound="bandwidth" if bandwidth_time >= latency_time else "latency",
+    )
 
 
-def _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency,
-                  bidirectional=True) -> tuple[float, float, list, list]:
+def _gather_parts(
+    nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency, bidirectional=True
+) -> tuple[float, float, list, list]:
     v = check_positive("nbytes", nbytes, allow_zero=True)
     w = check_positive("link_bw_bidi", link_bw_bidi)
     lat = check_positive("hop_latency", hop_latency, allow_zero=True)
@@ -118,18 +126,25 @@ def _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_laten
     n = math.prod(sizes)
     if n == 1:
         return 0.0, 0.0, sizes, wraps
-    if all(wraps) and bidirectional:   # bidirectional ring: ⌈(N−1)/2⌉ hops of V/N bytes at W_bidi/2 each way
+    if all(wraps) and bidirectional:  # bidirectional ring: ⌈(N−1)/2⌉ hops of V/N bytes at W_bidi/2 each way
         bw = math.ceil((n - 1) / 2) * (v / n) / (w / 2)
-    else:            # a line or a one-way ring: N−1 hops of V/N bytes at the one-way bandwidth W_bidi/2
+    else:  # a line or a one-way ring: N−1 hops of V/N bytes at the one-way bandwidth W_bidi/2
         bw = (n - 1) * (v / n) / (w / 2)
     bw /= len(sizes)
     hops = sum(gather_hops(s, wr, bidirectional) for s, wr in zip(sizes, wraps))
     return bw, hops * lat, sizes, wraps
 
 
-def all_gather_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *, wraparound: Wraparound = True,
-                    n_axes: int = 1, hop_latency: float = ICI_HOP_LATENCY,
-                    bidirectional: bool = True) -> CollectiveTime:
+def all_gather_time(
+    nbytes: float,
+    axis_size: AxisSizes,
+    link_bw_bidi: float,
+    *,
+    wraparound: Wraparound = True,
+    n_axes: int = 1,
+    hop_latency: float = ICI_HOP_LATENCY,
+    bidirectional: bool = True,
+) -> CollectiveTime:
     """Time to AllGather a ``nbytes``-byte array (the *gathered* size) over ``axis_size`` devices.
 
     ``link_bw_bidi`` is the bidirectional bandwidth of one link in bytes/s (``Chip.ici_bw_bidi``). With
@@ -142,30 +157,52 @@ def all_gather_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *,
     return _result(bw, lat)
 
 
-def reduce_scatter_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *,
-                        wraparound: Wraparound = True, n_axes: int = 1,
-                        hop_latency: float = ICI_HOP_LATENCY, bidirectional: bool = True) -> CollectiveTime:
+def reduce_scatter_time(
+    nbytes: float,
+    axis_size: AxisSizes,
+    link_bw_bidi: float,
+    *,
+    wraparound: Wraparound = True,
+    n_axes: int = 1,
+    hop_latency: float = ICI_HOP_LATENCY,
+    bidirectional: bool = True,
+) -> CollectiveTime:
     """Time to ReduceScatter a ``nbytes``-byte array (the *unreduced* size on each device) over ``axis_size``
     devices: the transpose of an AllGather, with the same hops and bytes (see :func:`all_gather_time`)."""
     bw, lat, _, _ = _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency, bidirectional)
     return _result(bw, lat)
 
 
-def all_reduce_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *, wraparound: Wraparound = True,
-                    n_axes: int = 1, hop_latency: float = ICI_HOP_LATENCY,
-                    bidirectional: bool = True) -> CollectiveTime:
+def all_reduce_time(
+    nbytes: float,
+    axis_size: AxisSizes,
+    link_bw_bidi: float,
+    *,
+    wraparound: Wraparound = True,
+    n_axes: int = 1,
+    hop_latency: float = ICI_HOP_LATENCY,
+    bidirectional: bool = True,
+) -> CollectiveTime:
     """Time to AllReduce a ``nbytes``-byte array: a ReduceScatter then an AllGather (twice the time of either)."""
     bw, lat, _, _ = _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency, bidirectional)
     return _result(2 * bw, 2 * lat)
 
 
-def all_to_all_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *, wraparound: Wraparound = True,
-                    n_axes: int = 1, hop_latency: float = ICI_HOP_LATENCY,
-                    bidirectional: bool = True) -> CollectiveTime:
+def all_to_all_time(
+    nbytes: float,
+    axis_size: AxisSizes,
+    link_bw_bidi: float,
+    *,
+    wraparound: Wraparound = True,
+    n_axes: int = 1,
+    hop_latency: float = ICI_HOP_LATENCY,
+    bidirectional: bool = True,
+) -> CollectiveTime:
     """Time to AllToAll a ``nbytes``-byte array (the whole array; each device holds ``nbytes / N``).
 
     On one axis with wraparound: 1/4 of an AllGather's bandwidth term (``V / (4 W_bidi)`` for even ``N``; for odd
-    ``N`` the exact ``(N² − 1) V / (4 N² W_bidi)``, which the book's quarter rule undershoots by ``N / (N + 1)``). On one
+    ``N`` the exact ``(N² − 1) V / (4 N² W_bidi)``, which the book's quarter rule undershoots by ``N / (N + 1)``).
+    On one
     axis without wraparound (a line) the middle link is the bottleneck: ``⌊N/2⌋·⌈N/2⌉`` blocks of ``V/N²`` cross it
     in each direction at ``W_bidi / 2``, i.e. ``V / (2 W_bidi)`` for even ``N``: twice the ring's AllToAll, and
     ``N / (4 (N − 1))`` of the line's own AllGather (1/3 on 4 chips). The scaling book's "half an AllGather" is
@@ -178,8 +215,9 @@ def all_to_all_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *,
     """
     v = check_positive("nbytes", nbytes, allow_zero=True)
     w = check_positive("link_bw_bidi", link_bw_bidi)
-    _, lat, sizes, wraps = _gather_parts(nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency,
-                                         bidirectional)
+    _, lat, sizes, wraps = _gather_parts(
+        nbytes, axis_size, link_bw_bidi, wraparound, n_axes, hop_latency, bidirectional
+    )
     n = math.prod(sizes)
     if n == 1:
         return _result(0.0, 0.0)
@@ -197,8 +235,12 @@ def all_to_all_time(nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, *,
     return _result(bw, lat)
 
 
-_FUNCS = {"all-gather": all_gather_time, "reduce-scatter": reduce_scatter_time,
-          "all-reduce": all_reduce_time, "all-to-all": all_to_all_time}
+_FUNCS = {
+    "all-gather": all_gather_time,
+    "reduce-scatter": reduce_scatter_time,
+    "all-reduce": all_reduce_time,
+    "all-to-all": all_to_all_time,
+}
 
 
 def collective_time(kind: str, nbytes: float, axis_size: AxisSizes, link_bw_bidi: float, **kwargs) -> CollectiveTime:
@@ -228,8 +270,13 @@ def canonical_kind(kind: str) -> str:
 LATENCY_BOUND_PER = ("array", "hop")
 
 
-def latency_bound_bytes(axis_size: int, link_bw_bidi: float, hop_latency: float = ICI_HOP_LATENCY,
-                        wraparound: bool = True, per: str = "array") -> float:
+def latency_bound_bytes(
+    axis_size: int,
+    link_bw_bidi: float,
+    hop_latency: float = ICI_HOP_LATENCY,
+    wraparound: bool = True,
+    per: str = "array",
+) -> float:
     """The size (bytes) below which an AllGather over ``axis_size`` devices is latency-bound.
 
     Setting the bandwidth term equal to the latency term: each hop moves one ``V / N`` shard in ``hop_latency``
@@ -268,7 +315,7 @@ def ring_all_gather_schedule(axis_size: int, wraparound: bool = True) -> list[li
     check_bool("wraparound", wraparound)
     states = [[frozenset({d}) for d in range(n)]]
     if wraparound:
-        right = {d: d for d in range(n)}   # shard moving rightwards that device d will forward next
+        right = {d: d for d in range(n)}  # shard moving rightwards that device d will forward next
         left = {d: d for d in range(n)}
         while any(len(s) < n for s in states[-1]):
             cur = [set(s) for s in states[-1]]
@@ -283,7 +330,7 @@ def ring_all_gather_schedule(axis_size: int, wraparound: bool = True) -> list[li
             states.append([frozenset(s) for s in cur])
         return states
     # line: one shard per hop per direction; a device forwards the shards in arrival order
-    queue_r = {d: [d] for d in range(n)}   # shards waiting to go right from d
+    queue_r = {d: [d] for d in range(n)}  # shards waiting to go right from d
     queue_l = {d: [d] for d in range(n)}
     while any(len(s) < n for s in states[-1]):
         cur = [set(s) for s in states[-1]]
@@ -328,9 +375,11 @@ def ring_link_bytes(kind: str, axis_size: int, nbytes: float, *, bidirectional: 
     """
     kind = canonical_kind(kind)
     if kind == "all-reduce":
-        raise ValueError("kind must be 'all-gather', 'reduce-scatter' or 'all-to-all' (an AllReduce is a "
-                         "ReduceScatter then an AllGather: twice the AllGather's load)")
-    n = check_positive("axis_size", axis_size, integer=True, maximum=10**6)   # its loop is O(N)
+        raise ValueError(
+            "kind must be 'all-gather', 'reduce-scatter' or 'all-to-all' (an AllReduce is a "
+            "ReduceScatter then an AllGather: twice the AllGather's load)"
+        )
+    n = check_positive("axis_size", axis_size, integer=True, maximum=10**6)  # its loop is O(N)
     v = check_positive("nbytes", nbytes, allow_zero=True)
     if not isinstance(bidirectional, bool):
         raise TypeError(f"bidirectional must be True or False; got {bidirectional!r}")
@@ -344,10 +393,10 @@ def ring_link_bytes(kind: str, axis_size: int, nbytes: float, *, bidirectional: 
     distance = 0.0
     for d in range(1, n):
         if not bidirectional:
-            distance += d                      # one way round, the long way included
+            distance += d  # one way round, the long way included
         elif 2 * d < n:
-            distance += d                      # the short way, clockwise
-        elif 2 * d == n:                       # half-way round: half the blocks each way (a ring of 2 has
+            distance += d  # the short way, clockwise
+        elif 2 * d == n:  # half-way round: half the blocks each way (a ring of 2 has
             distance += d / 2 if n > 2 else d  # one link, whose two directions are the two ways round)
     return n * distance * (v / n**2) / n
 
@@ -362,13 +411,13 @@ def ring_reduce_scatter_schedule(axis_size: int) -> list[list[dict]]:
     ``⌈(N−1)/2⌉`` hops device ``s`` holds only shard ``s``, summed over all ``N`` devices.
     """
     n = _simulated_axis(axis_size)
-    right, left = math.ceil((n - 1) / 2), (n - 1) // 2     # arms of the ring feeding each shard
+    right, left = math.ceil((n - 1) / 2), (n - 1) // 2  # arms of the ring feeding each shard
     held = [{s: frozenset({d}) for s in range(n)} for d in range(n)]
     states = [[dict(h) for h in held]]
     for k in range(1, right + 1):
         moves = []
         for s in range(n):
-            moves.append(((s + right - k + 1) % n, (s + right - k) % n, s))     # flowing back from the right arm
+            moves.append(((s + right - k + 1) % n, (s + right - k) % n, s))  # flowing back from the right arm
             if k <= left:
                 moves.append(((s - left + k - 1) % n, (s - left + k) % n, s))  # and from the left arm
         for src, dst, s in moves:
@@ -386,7 +435,7 @@ def ring_all_to_all_schedule(axis_size: int) -> list[list[dict]]:
     ``⌊N/2⌋`` hops device ``d`` holds the ``N`` blocks addressed to it.
     """
     n = _simulated_axis(axis_size)
-    blocks = []                                # (position, destination, step: +1 clockwise or −1)
+    blocks = []  # (position, destination, step: +1 clockwise or −1)
     for s in range(n):
         for t in range(n):
             d = (t - s) % n

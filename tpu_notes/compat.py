@@ -1,4 +1,5 @@
 """The one place that knows where JAX moved things between versions."""
+
 from __future__ import annotations
 
 
@@ -35,12 +36,16 @@ def make_mesh(shape, names, devices, *, explicit: bool = False):
     if len(shape) != len(names):
         raise ValueError(f"shape {shape} and names {names} must have the same length")
     if devices is None or isinstance(devices, (str, bytes)) or not hasattr(devices, "__len__"):
-        raise TypeError(f"devices must be a sequence of {int(np.prod(shape))} JAX devices "
-                        f"(tpu_notes.devices.demo_devices(n)); got {type(devices).__name__}")
+        raise TypeError(
+            f"devices must be a sequence of {int(np.prod(shape))} JAX devices "
+            f"(tpu_notes.devices.demo_devices(n)); got {type(devices).__name__}"
+        )
     devices = list(devices)
     if len(devices) != int(np.prod(shape)):
-        raise ValueError(f"devices must hold exactly prod(shape) = {int(np.prod(shape))} devices for shape "
-                         f"{shape}; got {len(devices)}")
+        raise ValueError(
+            f"devices must hold exactly prod(shape) = {int(np.prod(shape))} devices for shape "
+            f"{shape}; got {len(devices)}"
+        )
     try:
         from jax.sharding import AxisType
 

@@ -6,6 +6,7 @@ simulated CPU devices when the accelerator has fewer chips (a 1-chip Colab TPU, 
 library build comes from these functions (``demo_devices``, ``demo_mesh``, or a ``devices=`` argument), never from
 a bare ``jax.devices()``; a hygiene test holds ``notebooks/`` and ``tpu_notes/`` to that.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,9 +45,11 @@ def setup(n: DeviceCount = 8) -> list:
     except RuntimeError:  # backend already initialised: fine if it already has enough CPU devices
         have = len(cpu_devices())
         if have < n and len(default_devices()) < n:
-            print(f"Note: JAX started before tpu_notes.devices.setup({n}), with {have} CPU device(s); the "
-                  f"{n}-device demos run on {have}. For {n}: restart the kernel and run this cell first, or set "
-                  f"JAX_NUM_CPU_DEVICES={n} before starting Python.")
+            print(
+                f"Note: JAX started before tpu_notes.devices.setup({n}), with {have} CPU device(s); the "
+                f"{n}-device demos run on {have}. For {n}: restart the kernel and run this cell first, or set "
+                f"JAX_NUM_CPU_DEVICES={n} before starting Python."
+            )
     return demo_devices(n)
 
 
@@ -82,8 +85,9 @@ def demo_devices(n: DeviceCount = 8, *, backend: str | None = None, devices=None
         devs = _device_list(devices)
         return devs[:n]
     if backend not in (None, "cpu"):
-        raise ValueError(f"backend must be None (the default backend, falling back to the CPU) or 'cpu'; "
-                         f"got {backend!r}")
+        raise ValueError(
+            f"backend must be None (the default backend, falling back to the CPU) or 'cpu'; got {backend!r}"
+        )
     cpu = cpu_devices()
     if backend == "cpu":
         return cpu[:n]
@@ -98,8 +102,9 @@ def demo_devices(n: DeviceCount = 8, *, backend: str | None = None, devices=None
 def _device_list(devices) -> list:
     """``devices`` as a non-empty list of JAX devices, or a ``TypeError``/``ValueError`` naming the argument."""
     if isinstance(devices, (str, bytes)) or not hasattr(devices, "__iter__"):
-        raise TypeError(f"devices must be a sequence of JAX devices (e.g. the setup cell's DEVICES); "
-                        f"got {type(devices).__name__}")
+        raise TypeError(
+            f"devices must be a sequence of JAX devices (e.g. the setup cell's DEVICES); got {type(devices).__name__}"
+        )
     devs = list(devices)
     if not devs:
         raise ValueError("devices must hold at least one JAX device; got an empty sequence")
@@ -146,8 +151,10 @@ def demo_mesh(shape, names, devices=None, *, explicit: Bool = False, quiet: Bool
     devs = demo_devices(math.prod(shape), devices=devices)
     fitted = fit_shape(shape, len(devs))
     if fitted != shape and not quiet:
-        print(f"Note: {len(devs)} device(s) here, so this demo's {'x'.join(map(str, shape))} mesh is "
-              f"{'x'.join(map(str, fitted))}.")
+        print(
+            f"Note: {len(devs)} device(s) here, so this demo's {'x'.join(map(str, shape))} mesh is "
+            f"{'x'.join(map(str, fitted))}."
+        )
     return make_mesh(fitted, names, devices=devs[: math.prod(fitted)], explicit=explicit)
 
 
@@ -161,9 +168,11 @@ def require(n: DeviceCount, devices=None, what: str = "this demo") -> list:
     get them. ``exercises.check`` reports that error as "needs n devices" instead of failing the cell."""
     devs = demo_devices(n, devices=devices)
     if len(devs) < n:
-        raise NotEnoughDevices(f"{what} needs {n} devices and this runtime has {len(devs)}; restart the kernel "
-                               f"and run the setup cell (tpu_notes.devices.setup({max(n, 8)})) before anything "
-                               f"else uses JAX")
+        raise NotEnoughDevices(
+            f"{what} needs {n} devices and this runtime has {len(devs)}; restart the kernel "
+            f"and run the setup cell (tpu_notes.devices.setup({max(n, 8)})) before anything "
+            f"else uses JAX"
+        )
     return devs
 
 
@@ -176,8 +185,10 @@ def enough(n: DeviceCount, devices, what: str = "this cell") -> bool:
     have = len(_device_list(devices))
     if have >= n:
         return True
-    print(f"Skipped: {what} needs {n} devices and this runtime has {have}. Restart the kernel and run the "
-          f"setup cell first to get {n} simulated CPU devices.")
+    print(
+        f"Skipped: {what} needs {n} devices and this runtime has {have}. Restart the kernel and run the "
+        f"setup cell first to get {n} simulated CPU devices."
+    )
     return False
 
 
@@ -185,11 +196,11 @@ def enough(n: DeviceCount, devices, what: str = "this cell") -> bool:
 class DeviceInfo:
     """What the notebook is running on."""
 
-    platform: str          # "cpu", "tpu" or "gpu" (JAX's default backend)
-    device_kind: str       # JAX's device_kind string of device 0, e.g. "TPU v5 lite" or "cpu"
-    count: int             # devices of the default backend in this process
-    simulated: bool        # True when the devices are simulated CPU devices
-    chip: str | None       # the tpu_notes.hardware chip name for this device, or None (e.g. a CPU)
+    platform: str  # "cpu", "tpu" or "gpu" (JAX's default backend)
+    device_kind: str  # JAX's device_kind string of device 0, e.g. "TPU v5 lite" or "cpu"
+    count: int  # devices of the default backend in this process
+    simulated: bool  # True when the devices are simulated CPU devices
+    chip: str | None  # the tpu_notes.hardware chip name for this device, or None (e.g. a CPU)
     jax_version: str
 
     def __str__(self) -> str:
@@ -200,8 +211,18 @@ class DeviceInfo:
 
 # Substrings of JAX's device_kind -> tpu_notes chip names. Checked in order.
 _KIND_TO_CHIP = [
-    ("v5 lite", "v5e"), ("v5e", "v5e"), ("v5p", "v5p"), ("v5", "v5p"), ("v6", "v6e"), ("v4", "v4p"),
-    ("v3", "v3"), ("7x", "tpu7x"), ("a100", "a100"), ("h100", "h100"), ("h200", "h200"), ("b200", "b200"),
+    ("v5 lite", "v5e"),
+    ("v5e", "v5e"),
+    ("v5p", "v5p"),
+    ("v5", "v5p"),
+    ("v6", "v6e"),
+    ("v4", "v4p"),
+    ("v3", "v3"),
+    ("7x", "tpu7x"),
+    ("a100", "a100"),
+    ("h100", "h100"),
+    ("h200", "h200"),
+    ("b200", "b200"),
 ]
 
 
@@ -223,5 +244,11 @@ def describe() -> DeviceInfo:
     devs = default_devices()
     kind = devs[0].device_kind
     platform = jax.default_backend()
-    return DeviceInfo(platform=platform, device_kind=kind, count=len(devs), simulated=platform == "cpu",
-                      chip=chip_for_device_kind(kind), jax_version=jax.__version__)
+    return DeviceInfo(
+        platform=platform,
+        device_kind=kind,
+        count=len(devs),
+        simulated=platform == "cpu",
+        chip=chip_for_device_kind(kind),
+        jax_version=jax.__version__,
+    )

@@ -24,6 +24,7 @@ Measuring: :func:`measure_decode_step` times one jitted decode step with :mod:`t
 
 Importing this module imports JAX.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,8 +50,8 @@ def _config(config, name: str = "config") -> TransformerConfig:
 #: Most speculative generations :func:`speculative_samples` vmaps in one call.
 MAX_SAMPLES = 2**15
 _Len = Annotated[int, Positive(integer=True, maximum=MAX_LEN)]
-_Short = Annotated[int, Positive(integer=True, maximum=4096)]           # speculative outputs
-_Batch = Annotated[int, Positive(integer=True, maximum=2**16)]          # measured decode steps
+_Short = Annotated[int, Positive(integer=True, maximum=4096)]  # speculative outputs
+_Batch = Annotated[int, Positive(integer=True, maximum=2**16)]  # measured decode steps
 _Temperature = Annotated[float, Positive(allow_zero=True, maximum=1e6)]
 _Seed = Annotated[int, Positive(integer=True, allow_zero=True, maximum=2**32 - 1)]
 _Drafts = Annotated[int, Positive(integer=True, maximum=64)]
@@ -60,20 +61,31 @@ _Drafts = Annotated[int, Positive(integer=True, maximum=64)]
 def _check_cache(cache, config: TransformerConfig | None = None) -> dict:
     """``cache`` must be an :func:`init_cache` dict (with ``config``'s layers and KV heads, when given: a cache of
     fewer layers than the parameters would silently skip the rest)."""
-    ok = isinstance(cache, dict) and isinstance(cache.get("k"), list) and isinstance(cache.get("v"), list) and \
-        cache["k"] and all(hasattr(x, "shape") and getattr(x, "ndim", 0) == 4 for x in cache["k"] + cache["v"])
+    ok = (
+        isinstance(cache, dict)
+        and isinstance(cache.get("k"), list)
+        and isinstance(cache.get("v"), list)
+        and cache["k"]
+        and all(hasattr(x, "shape") and getattr(x, "ndim", 0) == 4 for x in cache["k"] + cache["v"])
+    )
     if not ok:
-        raise TypeError("cache must be the dict of init_cache or prefill ({'k': [arrays], 'v': [arrays]}); "
-                        f"got {type(cache).__name__}")
+        raise TypeError(
+            "cache must be the dict of init_cache or prefill ({'k': [arrays], 'v': [arrays]}); "
+            f"got {type(cache).__name__}"
+        )
     if config is not None:
         L, K, H = config.n_layers, config.n_kv_heads, config.d_head
         if len(cache["k"]) != L or len(cache["v"]) != L:
-            raise ValueError(f"cache must hold the {L} layers of config {config.name or ''}; got {len(cache['k'])} "
-                             f"key and {len(cache['v'])} value buffers")
+            raise ValueError(
+                f"cache must hold the {L} layers of config {config.name or ''}; got {len(cache['k'])} "
+                f"key and {len(cache['v'])} value buffers"
+            )
         shape = tuple(cache["k"][0].shape)
         if any(tuple(x.shape) != shape for x in cache["k"] + cache["v"]) or shape[1] != K or shape[3] != H:
-            raise ValueError(f"cache buffers must all have shape [batch, {K} KV heads, max_len, {H}] of config "
-                             f"{config.name or ''}; got {shape} (first)")
+            raise ValueError(
+                f"cache buffers must all have shape [batch, {K} KV heads, max_len, {H}] of config "
+                f"{config.name or ''}; got {shape} (first)"
+            )
     return cache
 
 
@@ -83,8 +95,9 @@ MAX_CACHE_BYTES = 2**30
 
 
 @checked
-def init_cache(config, batch: Annotated[int, Positive(integer=True, maximum=M.MAX_BATCH)], max_len: _Len,
-               dtype=jnp.float32) -> dict:
+def init_cache(
+    config, batch: Annotated[int, Positive(integer=True, maximum=M.MAX_BATCH)], max_len: _Len, dtype=jnp.float32
+) -> dict:
     """Zeroed key/value buffers: ``{"k": [L arrays of [B, K, max_len, H]], "v": [...]}`` (heads before positions:
     the layout both attention contractions read without a transpose). At most :data:`MAX_CACHE_BYTES` in all."""
     c = _config(config)
@@ -93,11 +106,15 @@ def init_cache(config, batch: Annotated[int, Positive(integer=True, maximum=M.MA
     shape = (B, c.n_kv_heads, S, c.d_head)
     nbytes = 2 * c.n_layers * math.prod(shape) * jnp.dtype(dtype).itemsize
     if nbytes > MAX_CACHE_BYTES:
-        raise ValueError(f"batch={B} x max_len={S} asks for a {nbytes / 1e9:.3g} GB cache (2 x {c.n_layers} layers "
-                         f"of {list(shape)}); at most {MAX_CACHE_BYTES / 2**30:g} GiB (MAX_CACHE_BYTES): lower batch "
-                         "or max_len")
-    return {"k": [jnp.zeros(shape, dtype) for _ in range(c.n_layers)],
-            "v": [jnp.zeros(shape, dtype) for _ in range(c.n_layers)]}
+        raise ValueError(
+            f"batch={B} x max_len={S} asks for a {nbytes / 1e9:.3g} GB cache (2 x {c.n_layers} layers "
+            f"of {list(shape)}); at most {MAX_CACHE_BYTES / 2**30:g} GiB (MAX_CACHE_BYTES): lower batch "
+            "or max_len"
+        )
+    return {
+        "k": [jnp.zeros(shape, dtype) for _ in range(c.n_layers)],
+        "v": [jnp.zeros(shape, dtype) for _ in range(c.n_layers)],
+    }
 
 
 def cache_bytes(cache) -> int:
@@ -114,7 +131,7 @@ def _cached_forward(params, tokens, cache, pos, c: TransformerConfig, capacity_f
     cos = jax.lax.dynamic_slice_in_dim(cos_all, pos, T, axis=0)
     sin = jax.lax.dynamic_slice_in_dim(sin_all, pos, T, axis=0)
     rows = pos + jnp.arange(T)
-    mask = jnp.arange(S)[None, :] <= rows[:, None]                      # [T, S]: keys at or before each query
+    mask = jnp.arange(S)[None, :] <= rows[:, None]  # [T, S]: keys at or before each query
     x = params["embed"][tokens]
     new_k, new_v = [], []
     for layer, ck, cv in zip(params["layers"], cache["k"], cache["v"]):
@@ -131,7 +148,7 @@ def _cached_forward(params, tokens, cache, pos, c: TransformerConfig, capacity_f
         s = jnp.einsum("btkgh,bksh->bkgts", qg, ck.astype(q.dtype)) / math.sqrt(c.d_head)
         s = jnp.where(mask, s, jnp.finfo(s.dtype).min)
         p = jax.nn.softmax(s, axis=-1)
-        o = jnp.einsum("bkgts,bksh->bkgth", p, cv.astype(q.dtype))   # this output order: a fast dot on CPU
+        o = jnp.einsum("bkgts,bksh->bkgth", p, cv.astype(q.dtype))  # this output order: a fast dot on CPU
         o = o.transpose(0, 3, 1, 2, 4).reshape(B, T, c.n_heads, c.d_head)
         x = x + jnp.einsum("btnh,nhd->btd", o, layer["wo"])
         h = M.rms_norm(x, layer["mlp_norm"])
@@ -180,8 +197,9 @@ def decode_step(params, cache, token, pos, config):
     M._check_array("token", token, ndim=1)
     _check_cache(cache, c)
     if token.shape[0] != cache["k"][0].shape[0]:
-        raise ValueError(f"token must hold one id per cached sequence ({cache['k'][0].shape[0]}); got shape "
-                         f"{tuple(token.shape)}")
+        raise ValueError(
+            f"token must hold one id per cached sequence ({cache['k'][0].shape[0]}); got shape {tuple(token.shape)}"
+        )
     M._check_tokens(token[:, None], c, name="token")
     if not isinstance(pos, (jax.Array, jax.core.Tracer)):
         pos = Positive(integer=True, allow_zero=True, maximum=cache["k"][0].shape[2] - 1).check("pos", pos)
@@ -224,8 +242,7 @@ def generate(params, prompt, config, new_tokens: _Len, *, temperature: _Temperat
 
 
 @checked
-def generate_uncached(params, prompt, config, new_tokens: _Short, *, temperature: _Temperature = 0.0,
-                      seed: _Seed = 0):
+def generate_uncached(params, prompt, config, new_tokens: _Short, *, temperature: _Temperature = 0.0, seed: _Seed = 0):
     """The same tokens as :func:`generate`, by running :func:`tpu_notes.model.forward` on the whole sequence at every
     step (no cache: the quadratic algorithm): the reference the cached decoder is tested against."""
     c = _config(config)
@@ -293,11 +310,11 @@ def _spec_round(state, tp, tc, dp, dc, k, temperature, stop):
 
     buf, qs = jax.lax.fori_loop(0, k, draft, (buf, jnp.zeros((k, V), jnp.float32)))
     logits = M.forward(tp, buf, tc)[0]
-    p = token_probs(jax.lax.dynamic_slice_in_dim(logits, n - 1, k + 1, axis=0), temperature)   # [k+1, V]
+    p = token_probs(jax.lax.dynamic_slice_in_dim(logits, n - 1, k + 1, axis=0), temperature)  # [k+1, V]
     xs = jax.lax.dynamic_slice_in_dim(buf[0], n, k)
     px, qx = p[jnp.arange(k), xs], qs[jnp.arange(k), xs]
     keep = jax.random.uniform(k_u, (k,)) * qx < px
-    j = jnp.sum(jnp.cumprod(keep.astype(jnp.int32)))                    # drafts kept before the first rejection
+    j = jnp.sum(jnp.cumprod(keep.astype(jnp.int32)))  # drafts kept before the first rejection
     q_j = jnp.where(j < k, qs[jnp.minimum(j, k - 1)], jnp.zeros((V,), jnp.float32))
     fix = residual_distribution(p[j], q_j)
     y = jax.random.categorical(k_y, jnp.log(fix)).astype(jnp.int32)
@@ -311,15 +328,26 @@ def _speculative(tp, dp, prompt, key, tc, dc, new_tokens, k, temperature):
     buf = jnp.zeros((1, T + new_tokens + k + 1), jnp.int32).at[:, :T].set(prompt)
     stop = T + new_tokens
     state = (buf, jnp.int32(T), key, jnp.int32(0), jnp.int32(0))
-    state = jax.lax.while_loop(lambda s: s[1] < stop,
-                               lambda s: _spec_round(s, tp, tc, dp, dc, k, temperature, stop), state)
+    state = jax.lax.while_loop(
+        lambda s: s[1] < stop, lambda s: _spec_round(s, tp, tc, dp, dc, k, temperature, stop), state
+    )
     buf, n, _, rounds, accepted = state
     return buf[0, T:stop], rounds, accepted
 
 
 @checked
-def speculative_generate(target_params, target_config, draft_params, draft_config, prompt, new_tokens: _Short, *,
-                         k: _Drafts = 4, temperature: _Temperature = 1.0, seed: _Seed = 0) -> dict:
+def speculative_generate(
+    target_params,
+    target_config,
+    draft_params,
+    draft_config,
+    prompt,
+    new_tokens: _Short,
+    *,
+    k: _Drafts = 4,
+    temperature: _Temperature = 1.0,
+    seed: _Seed = 0,
+) -> dict:
     """Speculative sampling of ``new_tokens`` after ``prompt[1, T]`` (one sequence).
 
     Returns ``{"tokens": [new_tokens], "rounds": target passes, "accepted": draft tokens kept}``; tokens per
@@ -334,44 +362,63 @@ def speculative_generate(target_params, target_config, draft_params, draft_confi
     M._check_tokens(prompt, tc, name="prompt")
     if prompt.shape[0] != 1:
         raise ValueError(f"prompt must hold one sequence, shape [1, T]; got {tuple(prompt.shape)}")
-    tokens, rounds, accepted = _speculative(target_params, draft_params, prompt, jax.random.PRNGKey(seed), tc, dc,
-                                            new_tokens, k, temperature)
+    tokens, rounds, accepted = _speculative(
+        target_params, draft_params, prompt, jax.random.PRNGKey(seed), tc, dc, new_tokens, k, temperature
+    )
     return {"tokens": tokens, "rounds": int(rounds), "accepted": int(accepted)}
 
 
 @checked
-def speculative_samples(target_params, target_config, draft_params, draft_config, prompt, new_tokens: _Short,
-                        n_samples: Annotated[int, Positive(integer=True, maximum=MAX_SAMPLES)], *, k: _Drafts = 2,
-                        temperature: _Temperature = 1.0, seed: _Seed = 0):
+def speculative_samples(
+    target_params,
+    target_config,
+    draft_params,
+    draft_config,
+    prompt,
+    new_tokens: _Short,
+    n_samples: Annotated[int, Positive(integer=True, maximum=MAX_SAMPLES)],
+    *,
+    k: _Drafts = 2,
+    temperature: _Temperature = 1.0,
+    seed: _Seed = 0,
+):
     """``n_samples`` independent speculative generations (vmapped over keys): tokens ``[n_samples, new_tokens]``
     and the acceptance rate (draft tokens kept / drafted)."""
     tc, dc = _config(target_config, "target_config"), _config(draft_config, "draft_config")
     M._check_tokens(prompt, tc, name="prompt")
     keys = jax.random.split(jax.random.PRNGKey(seed), n_samples)
-    run = jax.jit(jax.vmap(lambda key: _speculative(target_params, draft_params, prompt, key, tc, dc, new_tokens,
-                                                    k, temperature)))
+    run = jax.jit(
+        jax.vmap(lambda key: _speculative(target_params, draft_params, prompt, key, tc, dc, new_tokens, k, temperature))
+    )
     tokens, rounds, accepted = run(keys)
     rate = float(jnp.sum(accepted)) / float(k * jnp.sum(rounds))
     return tokens, rate
 
 
 @checked
-def target_distribution(params, config, prompt, new_tokens: Annotated[int, Positive(integer=True, maximum=4)] = 2, *,
-                        temperature: _Temperature = 1.0) -> np.ndarray:
+def target_distribution(
+    params,
+    config,
+    prompt,
+    new_tokens: Annotated[int, Positive(integer=True, maximum=4)] = 2,
+    *,
+    temperature: _Temperature = 1.0,
+) -> np.ndarray:
     """The exact probability of every continuation of ``new_tokens`` tokens (``vocab ** new_tokens`` of them, in
     row-major order) under ``params``: the chain rule over the model's own next-token distributions. For tiny
     vocabularies only (the speculative-sampling test)."""
     c = _config(config)
-    if c.vocab ** new_tokens > 2**16:
-        raise ValueError(f"vocab ** new_tokens must be at most 65,536; got {c.vocab ** new_tokens:,}")
+    if c.vocab**new_tokens > 2**16:
+        raise ValueError(f"vocab ** new_tokens must be at most 65,536; got {c.vocab**new_tokens:,}")
     fwd = jax.jit(M.forward, static_argnames=("config",))
     probs = np.ones(1)
     seqs = np.asarray(prompt)
     for _ in range(new_tokens):
         p = np.asarray(token_probs(fwd(params, jnp.asarray(seqs), config=c)[:, -1], temperature), np.float64)
         probs = (probs[:, None] * p).reshape(-1)
-        seqs = np.concatenate([np.repeat(seqs, c.vocab, axis=0),
-                               np.tile(np.arange(c.vocab), len(seqs))[:, None]], axis=1).astype(np.int32)
+        seqs = np.concatenate(
+            [np.repeat(seqs, c.vocab, axis=0), np.tile(np.arange(c.vocab), len(seqs))[:, None]], axis=1
+        ).astype(np.int32)
     return probs
 
 
@@ -405,9 +452,14 @@ def decode_cost(config, batch: _Batch, seq_len: _Len, dtype=jnp.float32) -> dict
 
 
 @checked
-def measure_decode_step(config, batch: _Batch, seq_len: _Len, dtype=jnp.float32,
-                        repeats: Annotated[int, Positive(integer=True, maximum=1000)] = 5,
-                        steps: Annotated[int, Positive(integer=True, maximum=64)] = 4):
+def measure_decode_step(
+    config,
+    batch: _Batch,
+    seq_len: _Len,
+    dtype=jnp.float32,
+    repeats: Annotated[int, Positive(integer=True, maximum=1000)] = 5,
+    steps: Annotated[int, Positive(integer=True, maximum=64)] = 4,
+):
     """Seconds per decode step at ``batch`` sequences with ``seq_len`` tokens of cache, on the default device.
 
     Times (:func:`tpu_notes.bench.time_fn`) one jitted loop of ``steps`` greedy decode steps from position
@@ -442,8 +494,13 @@ def _check_cases(name: str, cases, width: int) -> list:
         if isinstance(case, (str, bytes)) or not isinstance(case, (list, tuple)) or len(case) != width:
             raise TypeError(f"{name}[{i}] must be a {what} tuple; got {case!r}")
         head = [_config(case[0], f"{name}[{i}] config")] if width == 3 else []
-        out.append((*head, Positive(integer=True, maximum=2**16).check(f"{name}[{i}] batch", case[-2]),
-                    Positive(integer=True, maximum=MAX_LEN).check(f"{name}[{i}] seq_len", case[-1])))
+        out.append(
+            (
+                *head,
+                Positive(integer=True, maximum=2**16).check(f"{name}[{i}] batch", case[-2]),
+                Positive(integer=True, maximum=MAX_LEN).check(f"{name}[{i}] seq_len", case[-1]),
+            )
+        )
     return out
 
 
@@ -460,8 +517,16 @@ def measured_vs_predicted(config, fit, cases, dtype=jnp.float32, repeats: int = 
     for batch, seq_len in _check_cases("cases", cases, 2):
         _, measured = measure_decode_step(c, batch, seq_len, dtype, repeats=repeats)
         pred = decode_step_time(c, fit, 1, batch, seq_len, weight_dtype=name, kv_dtype=name, compute_dtype="bf16")
-        rows.append({"batch": batch, "seq_len": seq_len, "measured_s": measured, "predicted_s": pred.total,
-                     "ratio": measured / pred.total, "bound": pred.bound})
+        rows.append(
+            {
+                "batch": batch,
+                "seq_len": seq_len,
+                "measured_s": measured,
+                "predicted_s": pred.total,
+                "ratio": measured / pred.total,
+                "bound": pred.bound,
+            }
+        )
     return rows
 
 
@@ -479,14 +544,39 @@ def decode_bytes_oracle(cases, dtype=jnp.float32) -> list[dict]:
         kv = batch * seq_len * c.kv_bytes_per_token("fp32") * b / 4
         table = 0.0 if c.tied_embeddings else c.vocab * c.d_model * b
         xla = decode_cost(c, batch, seq_len, dtype)["bytes accessed"]
-        rows.append({"model": c.name, "batch": batch, "seq_len": seq_len, "weights": weights, "kv": kv,
-                     "table": table, "xla": xla, "ratio": xla / (weights + kv),
-                     "ratio_with_table": xla / (weights + kv + table)})
+        rows.append(
+            {
+                "model": c.name,
+                "batch": batch,
+                "seq_len": seq_len,
+                "weights": weights,
+                "kv": kv,
+                "table": table,
+                "xla": xla,
+                "ratio": xla / (weights + kv),
+                "ratio_with_table": xla / (weights + kv + table),
+            }
+        )
     return rows
 
 
-__all__ = ["MAX_LEN", "acceptance_probability", "cache_bytes", "decode_bytes_oracle", "decode_cost", "decode_step",
-           "generate", "measured_vs_predicted",
-           "generate_uncached", "init_cache", "measure_decode_step", "prefill", "residual_distribution",
-           "speculative_generate", "speculative_samples", "speculative_step_distribution", "target_distribution",
-           "token_probs"]
+__all__ = [
+    "MAX_LEN",
+    "acceptance_probability",
+    "cache_bytes",
+    "decode_bytes_oracle",
+    "decode_cost",
+    "decode_step",
+    "generate",
+    "measured_vs_predicted",
+    "generate_uncached",
+    "init_cache",
+    "measure_decode_step",
+    "prefill",
+    "residual_distribution",
+    "speculative_generate",
+    "speculative_samples",
+    "speculative_step_distribution",
+    "target_distribution",
+    "token_probs",
+]

@@ -9,6 +9,7 @@ Byte units: HBM capacities and every bandwidth are decimal, as the spec tables p
 the v5e's "16 GiB" of the body text is recorded in its note); on-chip VMEM is binary on every chip (128 MiB =
 128 · 2**20 bytes), as the scaling book's tpus.md gives it; vector registers are 4 KiB (4096 bytes).
 """
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,10 @@ VREG_BYTES = 8 * 128 * 4
 
 _TABLE = "scaling book, tpus.md (TPU specs tables)"
 _GPU_TABLE = "scaling book, gpus.md (Summary of GPU specs tables)"
-_SM = "scaling book, gpus.md (4 subpartitions per SM, each 32 fp32 CUDA cores, one tensor core, 16k 32-bit " \
-      "registers: 256 KiB of registers per SM on every generation)"
+_SM = (
+    "scaling book, gpus.md (4 subpartitions per SM, each 32 fp32 CUDA cores, one tensor core, 16k 32-bit "
+    "registers: 256 KiB of registers per SM on every generation)"
+)
 _TC = "scaling book, gpus.md tensor-core footnote (an estimate: V100 256, A100 512, H100 1024, B200 ~2048)"
 _NVL = "scaling book, gpus.md NVLink table"
 _NODE_IB = "scaling book, gpus.md (8 x 400 Gb/s InfiniBand NICs per node = 400 GB/s)"
@@ -38,14 +41,21 @@ _ICI_HOP = "scaling book, sharding.md ('about 1 us per hop' of ICI)"
 #: Latency of one step of a GPU ring collective (NCCL over NVLink or InfiniBand), seconds: every GPU's
 #: ``Chip.hop_latency``.
 GPU_HOP_LATENCY = 5e-6
-_GPU_HOP = ("assumed: a few us per NCCL ring step over NVLink/InfiniBand (the scaling book, gpus.md, gives no "
-            "figure); 5 us is this book's default")
+_GPU_HOP = (
+    "assumed: a few us per NCCL ring step over NVLink/InfiniBand (the scaling book, gpus.md, gives no "
+    "figure); 5 us is this book's default"
+)
 
 
 def _sm_parts(tc_flops_per_cycle: int) -> dict:
     """The SM layout every NVIDIA GPU here shares (Volta to Blackwell)."""
-    return dict(subpartitions_per_sm=4, fp32_cores_per_subpartition=32, tensor_cores_per_sm=4,
-                tc_flops_per_cycle=tc_flops_per_cycle, register_bytes_per_sm=4 * 16384 * 4)
+    return dict(
+        subpartitions_per_sm=4,
+        fp32_cores_per_subpartition=32,
+        tensor_cores_per_sm=4,
+        tc_flops_per_cycle=tc_flops_per_cycle,
+        register_bytes_per_sm=4 * 16384 * 4,
+    )
 
 
 def _fp32(sms: int, clock_hz: float) -> dict:
@@ -53,63 +63,69 @@ def _fp32(sms: int, clock_hz: float) -> dict:
     return dict(fp32_flops=sms * 4 * 32 * clock_hz, fp32_fma_flops=2 * sms * 4 * 32 * clock_hz)
 
 
-_GPU_DERIVED = {"fp32_flops": "derived: SMs x 4 x 32 CUDA cores x boost clock (scaling book, gpus.md Q2)",
-                "fp32_fma_flops": "derived: 2 x fp32_flops (an FMA counts as 2 FLOPs; NVIDIA's datasheet figure)",
-                "subpartitions_per_sm": _SM, "fp32_cores_per_subpartition": _SM, "tensor_cores_per_sm": _SM,
-                "register_bytes_per_sm": _SM, "tc_flops_per_cycle": _TC,
-                "clock_hz": _GPU_TABLE + " (the boost clock)", "base_clock_hz": _GPU_TABLE + " (the base clock)"}
+_GPU_DERIVED = {
+    "fp32_flops": "derived: SMs x 4 x 32 CUDA cores x boost clock (scaling book, gpus.md Q2)",
+    "fp32_fma_flops": "derived: 2 x fp32_flops (an FMA counts as 2 FLOPs; NVIDIA's datasheet figure)",
+    "subpartitions_per_sm": _SM,
+    "fp32_cores_per_subpartition": _SM,
+    "tensor_cores_per_sm": _SM,
+    "register_bytes_per_sm": _SM,
+    "tc_flops_per_cycle": _TC,
+    "clock_hz": _GPU_TABLE + " (the boost clock)",
+    "base_clock_hz": _GPU_TABLE + " (the base clock)",
+}
 
 
 @dataclass(frozen=True)
 class Chip:
     """One accelerator chip (TPU) or GPU. ``None`` marks a figure that does not apply or is not published."""
 
-    name: str                                   # canonical short name, e.g. "v5e"
-    kind: str                                   # "tpu" or "gpu"
-    long_name: str                              # e.g. "TPU v5e"
-    bf16_flops: float                           # peak dense bf16 matmul FLOP/s
-    int8_flops: float | None                 # peak int8 matmul OP/s
-    fp8_flops: float | None                  # peak dense fp8 matmul FLOP/s
-    hbm_bytes: float                            # HBM capacity, bytes
-    hbm_bw: float                               # HBM bandwidth, bytes/s
-    vmem_bytes: float | None = None          # on-chip vector memory (TPU VMEM), bytes
-    vmem_bw: float | None = None             # VMEM bandwidth, bytes/s (where the book gives one)
-    ici_bw_oneway: float | None = None       # ICI bandwidth per link, one direction, bytes/s
-    ici_bw_bidi: float | None = None         # ICI bandwidth per link, both directions together, bytes/s
-    ici_dims: int | None = None              # 2 (2D torus) or 3 (3D torus)
+    name: str  # canonical short name, e.g. "v5e"
+    kind: str  # "tpu" or "gpu"
+    long_name: str  # e.g. "TPU v5e"
+    bf16_flops: float  # peak dense bf16 matmul FLOP/s
+    int8_flops: float | None  # peak int8 matmul OP/s
+    fp8_flops: float | None  # peak dense fp8 matmul FLOP/s
+    hbm_bytes: float  # HBM capacity, bytes
+    hbm_bw: float  # HBM bandwidth, bytes/s
+    vmem_bytes: float | None = None  # on-chip vector memory (TPU VMEM), bytes
+    vmem_bw: float | None = None  # VMEM bandwidth, bytes/s (where the book gives one)
+    ici_bw_oneway: float | None = None  # ICI bandwidth per link, one direction, bytes/s
+    ici_bw_bidi: float | None = None  # ICI bandwidth per link, both directions together, bytes/s
+    ici_dims: int | None = None  # 2 (2D torus) or 3 (3D torus)
     pod_shape: tuple[int, ...] | None = None  # largest ICI-connected slice, chips per axis
     host_shape: tuple[int, ...] | None = None  # chips attached to one host, per axis
-    pcie_bw: float | None = None             # host<->chip PCIe bandwidth, one direction, bytes/s
-    dcn_bw: float | None = None              # data-centre network bandwidth PER CHIP (per GPU), bytes/s
-    mxu_size: int | None = None              # systolic array edge (128 or 256)
-    cores_per_chip: int | None = None        # TensorCores per chip
-    mxus_per_core: int | None = None         # MXUs per TensorCore
-    clock_hz: float | None = None            # core clock, Hz
-    vpu_alus_per_lane: int | None = None     # TPU: VPU ALUs in each of the 8 × 128 lanes (4 on v5p, 2 on v4)
-    vregs_per_core: int | None = None        # TPU: vector registers per TensorCore, each VREG_BYTES (4 KiB)
-    nvlink_bw: float | None = None           # GPU: NVLink egress per GPU, one direction, bytes/s
-    node_size: int | None = None             # GPU: GPUs per NVLink node
-    dollars_per_hour: float | None = None    # on-demand cloud price per chip-hour, USD
+    pcie_bw: float | None = None  # host<->chip PCIe bandwidth, one direction, bytes/s
+    dcn_bw: float | None = None  # data-centre network bandwidth PER CHIP (per GPU), bytes/s
+    mxu_size: int | None = None  # systolic array edge (128 or 256)
+    cores_per_chip: int | None = None  # TensorCores per chip
+    mxus_per_core: int | None = None  # MXUs per TensorCore
+    clock_hz: float | None = None  # core clock, Hz
+    vpu_alus_per_lane: int | None = None  # TPU: VPU ALUs in each of the 8 × 128 lanes (4 on v5p, 2 on v4)
+    vregs_per_core: int | None = None  # TPU: vector registers per TensorCore, each VREG_BYTES (4 KiB)
+    nvlink_bw: float | None = None  # GPU: NVLink egress per GPU, one direction, bytes/s
+    node_size: int | None = None  # GPU: GPUs per NVLink node
+    dollars_per_hour: float | None = None  # on-demand cloud price per chip-hour, USD
     # -- GPU parts (Chapter 11); clock_hz above is a GPU's BOOST clock ------------------------------------------
-    base_clock_hz: float | None = None       # GPU: base (sustained) clock, Hz
-    tensor_clock_hz: float | None = None     # GPU: the clock the scaling book uses for tensor-core FLOPs/cycle
-    sms: int | None = None                   # GPU: streaming multiprocessors
+    base_clock_hz: float | None = None  # GPU: base (sustained) clock, Hz
+    tensor_clock_hz: float | None = None  # GPU: the clock the scaling book uses for tensor-core FLOPs/cycle
+    sms: int | None = None  # GPU: streaming multiprocessors
     subpartitions_per_sm: int | None = None  # GPU: SM subpartitions (each a warp scheduler + a tensor core)
     fp32_cores_per_subpartition: int | None = None  # GPU: fp32 CUDA cores (ALUs) per subpartition
-    tensor_cores_per_sm: int | None = None   # GPU: tensor cores per SM
-    tc_flops_per_cycle: int | None = None    # GPU: dense bf16/fp16 FLOPs per tensor core per cycle
-    fp32_flops: float | None = None          # GPU: vector fp32 FLOP/s WITHOUT FMA (one op per core per cycle)
-    fp32_fma_flops: float | None = None      # GPU: vector fp32 FLOP/s counting an FMA as 2 (the datasheet)
+    tensor_cores_per_sm: int | None = None  # GPU: tensor cores per SM
+    tc_flops_per_cycle: int | None = None  # GPU: dense bf16/fp16 FLOPs per tensor core per cycle
+    fp32_flops: float | None = None  # GPU: vector fp32 FLOP/s WITHOUT FMA (one op per core per cycle)
+    fp32_fma_flops: float | None = None  # GPU: vector fp32 FLOP/s counting an FMA as 2 (the datasheet)
     register_bytes_per_sm: float | None = None  # GPU: register file per SM, bytes
-    smem_bytes_per_sm: float | None = None   # GPU: shared memory / L1 per SM, bytes
-    l2_bytes: float | None = None            # GPU: L2 cache per chip, bytes
-    l2_bw: float | None = None               # GPU: L2 bandwidth, bytes/s (measured; NVIDIA publishes none)
-    nvlink_links: int | None = None          # GPU: NVLink links (ports) per GPU
-    nvlink_link_bw: float | None = None      # GPU: one NVLink link, one direction, bytes/s
-    nvswitches_per_node: int | None = None   # GPU: NVSwitch chips in one NVLink node
-    nvswitch_ports: int | None = None        # GPU: NVLink ports of one NVSwitch
-    node_egress_bw: float | None = None      # GPU: scale-out (InfiniBand) bandwidth of a WHOLE NODE, bytes/s
-    hop_latency: float | None = None         # seconds per ring-collective hop: an ICI link / an NCCL ring step
+    smem_bytes_per_sm: float | None = None  # GPU: shared memory / L1 per SM, bytes
+    l2_bytes: float | None = None  # GPU: L2 cache per chip, bytes
+    l2_bw: float | None = None  # GPU: L2 bandwidth, bytes/s (measured; NVIDIA publishes none)
+    nvlink_links: int | None = None  # GPU: NVLink links (ports) per GPU
+    nvlink_link_bw: float | None = None  # GPU: one NVLink link, one direction, bytes/s
+    nvswitches_per_node: int | None = None  # GPU: NVSwitch chips in one NVLink node
+    nvswitch_ports: int | None = None  # GPU: NVLink ports of one NVSwitch
+    node_egress_bw: float | None = None  # GPU: scale-out (InfiniBand) bandwidth of a WHOLE NODE, bytes/s
+    hop_latency: float | None = None  # seconds per ring-collective hop: an ICI link / an NCCL ring step
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
@@ -122,16 +138,48 @@ class Chip:
             raise ValueError(f"kind must be 'tpu' or 'gpu'; got {self.kind!r}")
         for f in ("bf16_flops", "hbm_bytes", "hbm_bw"):
             check_positive(f, getattr(self, f))
-        for f in ("int8_flops", "fp8_flops", "vmem_bytes", "vmem_bw", "ici_bw_oneway", "ici_bw_bidi", "pcie_bw",
-                  "dcn_bw", "clock_hz", "nvlink_bw", "dollars_per_hour", "base_clock_hz", "tensor_clock_hz",
-                  "fp32_flops", "fp32_fma_flops", "register_bytes_per_sm", "smem_bytes_per_sm", "l2_bytes",
-                  "l2_bw", "nvlink_link_bw", "node_egress_bw", "hop_latency"):
+        for f in (
+            "int8_flops",
+            "fp8_flops",
+            "vmem_bytes",
+            "vmem_bw",
+            "ici_bw_oneway",
+            "ici_bw_bidi",
+            "pcie_bw",
+            "dcn_bw",
+            "clock_hz",
+            "nvlink_bw",
+            "dollars_per_hour",
+            "base_clock_hz",
+            "tensor_clock_hz",
+            "fp32_flops",
+            "fp32_fma_flops",
+            "register_bytes_per_sm",
+            "smem_bytes_per_sm",
+            "l2_bytes",
+            "l2_bw",
+            "nvlink_link_bw",
+            "node_egress_bw",
+            "hop_latency",
+        ):
             if getattr(self, f) is not None:
                 check_positive(f, getattr(self, f))
-        for f in ("mxu_size", "cores_per_chip", "mxus_per_core", "node_size", "vpu_alus_per_lane",
-                  "vregs_per_core", "sms", "subpartitions_per_sm", "fp32_cores_per_subpartition",
-                  "tensor_cores_per_sm", "tc_flops_per_cycle", "nvlink_links", "nvswitches_per_node",
-                  "nvswitch_ports"):
+        for f in (
+            "mxu_size",
+            "cores_per_chip",
+            "mxus_per_core",
+            "node_size",
+            "vpu_alus_per_lane",
+            "vregs_per_core",
+            "sms",
+            "subpartitions_per_sm",
+            "fp32_cores_per_subpartition",
+            "tensor_cores_per_sm",
+            "tc_flops_per_cycle",
+            "nvlink_links",
+            "nvswitches_per_node",
+            "nvswitch_ports",
+        ):
             if getattr(self, f) is not None:
                 check_positive(f, getattr(self, f), integer=True)
         if self.ici_dims is not None and self.ici_dims not in (1, 2, 3):
@@ -140,13 +188,19 @@ class Chip:
             v = getattr(self, f)
             if v is None:
                 continue
-            if not isinstance(v, tuple) or not v or any(isinstance(n, bool) or not isinstance(n, int) or n < 1
-                                                         for n in v):
+            if (
+                not isinstance(v, tuple)
+                or not v
+                or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in v)
+            ):
                 raise ValueError(f"{f} must be a non-empty tuple of positive integers; got {v!r}")
             if self.ici_dims is not None and len(v) != self.ici_dims:
                 raise ValueError(f"{f} {v} must have ici_dims={self.ici_dims} axes")
-        if self.ici_bw_oneway is not None and self.ici_bw_bidi is not None and \
-                not math.isclose(self.ici_bw_bidi, 2 * self.ici_bw_oneway):
+        if (
+            self.ici_bw_oneway is not None
+            and self.ici_bw_bidi is not None
+            and not math.isclose(self.ici_bw_bidi, 2 * self.ici_bw_oneway)
+        ):
             raise ValueError(f"ici_bw_bidi ({self.ici_bw_bidi}) must be twice ici_bw_oneway ({self.ici_bw_oneway})")
         if not isinstance(self.sources, Mapping):
             raise TypeError(f"sources must be a mapping of field name -> source note; got {self.sources!r}")
@@ -156,11 +210,20 @@ class Chip:
         for "fp32" the vector units (a GPU's CUDA cores, one op per core per cycle, no FMA: see ``fp32_fma_flops``
         for the datasheet's doubled figure)."""
         d = canonical_dtype(dtype)
-        value = {"bf16": self.bf16_flops, "int8": self.int8_flops, "fp8": self.fp8_flops,
-                 "fp32": self.fp32_flops}.get(d)
+        value = {"bf16": self.bf16_flops, "int8": self.int8_flops, "fp8": self.fp8_flops, "fp32": self.fp32_flops}.get(
+            d
+        )
         if value is None:
-            have = [n for n, v in (("bf16", self.bf16_flops), ("int8", self.int8_flops),
-                                   ("fp8", self.fp8_flops), ("fp32", self.fp32_flops)) if v is not None]
+            have = [
+                n
+                for n, v in (
+                    ("bf16", self.bf16_flops),
+                    ("int8", self.int8_flops),
+                    ("fp8", self.fp8_flops),
+                    ("fp32", self.fp32_flops),
+                )
+                if v is not None
+            ]
             raise ValueError(f"{self.long_name} has no published {d} matmul peak; dtype must be one of {have}")
         return value
 
@@ -172,13 +235,23 @@ class Chip:
         bandwidth belongs was a real bug (a cross-node critical batch 8x too high on H100)."""
         kind = check_choice("kind", kind, BANDWIDTH_KINDS)
         if kind == "dcn" and self.kind == "gpu":
-            raise ValueError(f"kind 'dcn' is ambiguous on a GPU ({self.long_name}): use 'nic' for one GPU's NIC "
-                             f"or 'node_egress' for the node's scale-out bandwidth (the cross-node data-parallel "
-                             f"threshold is C / node_egress)")
-        value = {"hbm": self.hbm_bw, "vmem": self.vmem_bw, "ici": self.ici_bw_bidi,
-                 "ici_oneway": self.ici_bw_oneway, "pcie": self.pcie_bw, "dcn": self.dcn_bw,
-                 "nvlink": self.nvlink_bw, "l2": self.l2_bw, "nic": self.dcn_bw if self.kind == "gpu" else None,
-                 "node_egress": self.node_egress_bw}[kind]
+            raise ValueError(
+                f"kind 'dcn' is ambiguous on a GPU ({self.long_name}): use 'nic' for one GPU's NIC "
+                f"or 'node_egress' for the node's scale-out bandwidth (the cross-node data-parallel "
+                f"threshold is C / node_egress)"
+            )
+        value = {
+            "hbm": self.hbm_bw,
+            "vmem": self.vmem_bw,
+            "ici": self.ici_bw_bidi,
+            "ici_oneway": self.ici_bw_oneway,
+            "pcie": self.pcie_bw,
+            "dcn": self.dcn_bw,
+            "nvlink": self.nvlink_bw,
+            "l2": self.l2_bw,
+            "nic": self.dcn_bw if self.kind == "gpu" else None,
+            "node_egress": self.node_egress_bw,
+        }[kind]
         if value is None:
             raise ValueError(f"{self.long_name} has no {kind} bandwidth figure")
         return value
@@ -243,177 +316,478 @@ def _gpu(**kw) -> Chip:
     return Chip(kind="gpu", **kw)
 
 
-_B200_PARTS = dict(clock_hz=8e13 / (2 * 148 * 4 * 32), tensor_clock_hz=1.86e9, sms=148, **_sm_parts(2048),
-                   fp32_flops=4e13, fp32_fma_flops=8e13, smem_bytes_per_sm=256e3, l2_bytes=126e6,
-                   nvlink_links=18, nvlink_link_bw=5e10)
-_B200_SOURCES = {**_GPU_DERIVED, "nvlink_links": _NVL, "nvlink_link_bw": _NVL,
-                 "clock_hz": "derived, not published: 8e13 fp32 FMA FLOP/s / (2 x 148 x 4 x 32 cores) = 2.11 GHz "
-                             "(scaling book, gpus.md Q6)",
-                 "tensor_clock_hz": "scaling book, gpus.md tensor-core footnote (1.86 GHz)",
-                 "fp32_fma_flops": "NVIDIA Blackwell architecture brief (80 TFLOP/s fp32, FMA counted as 2)",
-                 "fp32_flops": "derived: fp32_fma_flops / 2"}
+_B200_PARTS = dict(
+    clock_hz=8e13 / (2 * 148 * 4 * 32),
+    tensor_clock_hz=1.86e9,
+    sms=148,
+    **_sm_parts(2048),
+    fp32_flops=4e13,
+    fp32_fma_flops=8e13,
+    smem_bytes_per_sm=256e3,
+    l2_bytes=126e6,
+    nvlink_links=18,
+    nvlink_link_bw=5e10,
+)
+_B200_SOURCES = {
+    **_GPU_DERIVED,
+    "nvlink_links": _NVL,
+    "nvlink_link_bw": _NVL,
+    "clock_hz": "derived, not published: 8e13 fp32 FMA FLOP/s / (2 x 148 x 4 x 32 cores) = 2.11 GHz "
+    "(scaling book, gpus.md Q6)",
+    "tensor_clock_hz": "scaling book, gpus.md tensor-core footnote (1.86 GHz)",
+    "fp32_fma_flops": "NVIDIA Blackwell architecture brief (80 TFLOP/s fp32, FMA counted as 2)",
+    "fp32_flops": "derived: fp32_fma_flops / 2",
+}
 
 _CHIP_LIST = [
-    _tpu(name="v3", long_name="TPU v3", bf16_flops=1.4e14, int8_flops=1.4e14, fp8_flops=None,
-         hbm_bytes=32e9, hbm_bw=9e11, ici_bw_oneway=1e11, ici_bw_bidi=2e11, ici_dims=2,
-         pod_shape=(32, 32), host_shape=(4, 2), mxu_size=128, cores_per_chip=2, mxus_per_core=2,
-         sources={"*": _TABLE, "mxus_per_core": "scaling book, tpus.md Appendix B",
-                  "host_shape": _TABLE + " (4x2; a Cloud TPU v3-8 host has 4 chips, so the table may count cores)",
-                  "cores_per_chip": "scaling book, tpus.md (two cores with separate memory)"}),
-    _tpu(name="v4p", long_name="TPU v4p", bf16_flops=2.75e14, int8_flops=2.75e14, fp8_flops=None,
-         hbm_bytes=32e9, hbm_bw=1.2e12, ici_bw_oneway=4.5e10, ici_bw_bidi=9e10, ici_dims=3,
-         pod_shape=(16, 16, 16), host_shape=(2, 2, 1), pcie_bw=1.6e10, mxu_size=128, cores_per_chip=2,
-         mxus_per_core=4, clock_hz=1.05e9, vpu_alus_per_lane=2, vregs_per_core=32,
-         sources={"*": _TABLE, "hbm_bw": _TABLE + "; tpus.md Q1 uses 1.23e12",
-                  "pcie_bw": "scaling book, tpus.md ('16GB/s each way' for v4)",
-                  "mxus_per_core": "scaling book, tpus.md Appendix B",
-                  "clock_hz": "TPU v4 paper (Jouppi et al., ISCA 2023: 1050 MHz); also 2.75e14 / (2 cores x 4 MXUs "
-                              "x 32768 FLOPs/cycle)",
-                  "vpu_alus_per_lane": "scaling book, tpus.md Appendix A (2 ALUs per lane on v4)",
-                  "vregs_per_core": "scaling book, tpus.md Appendix A (32 VREGs on v4)"}),
-    _tpu(name="v5p", long_name="TPU v5p", bf16_flops=4.59e14, int8_flops=9.18e14, fp8_flops=None,
-         hbm_bytes=96e9, hbm_bw=2.8e12, vmem_bytes=128 * 2**20, ici_bw_oneway=9e10, ici_bw_bidi=1.8e11,
-         ici_dims=3, pod_shape=(16, 20, 28), host_shape=(2, 2, 1), pcie_bw=1.6e10, dcn_bw=6.25e9,
-         mxu_size=128, cores_per_chip=2, mxus_per_core=4, clock_hz=1.75e9, vpu_alus_per_lane=4,
-         vregs_per_core=64, dollars_per_hour=4.2,
-         sources={"*": _TABLE,
-                  "vpu_alus_per_lane": "scaling book, tpus.md Appendix A ((8, 128) lanes x 4 ALUs = 4096 ALUs)",
-                  "vregs_per_core": "scaling book, tpus.md Appendix A (64 VREGs of 4 KiB = 256 KiB)",
-                  "bf16_flops": _TABLE + "; training.md sometimes rounds to 4.6e14",
-                  "hbm_bw": _TABLE + "; older versions of the book use 2.5e12",
-                  "vmem_bytes": "scaling book, gpus.md chip comparison table ('128MB'), read as the 128 MiB that "
-                                "tpus.md gives for v5e: VMEM sizes are binary on every chip here",
-                  "dcn_bw": "scaling book, training.md (25 GB/s per host shared by 4 chips)",
-                  "pcie_bw": "scaling book, tpus.md (typical PCIe per TPU)",
-                  "clock_hz": "scaling book, tpus.md Appendix A",
-                  "dollars_per_hour": "scaling book, applied-inference.md (Google Cloud, Feb 2025)"}),
-    _tpu(name="v5e", long_name="TPU v5e", bf16_flops=1.97e14, int8_flops=3.94e14, fp8_flops=None,
-         hbm_bytes=16e9, hbm_bw=8.2e11, vmem_bytes=128 * 2**20, vmem_bw=1.8e13, ici_bw_oneway=4.5e10,
-         ici_bw_bidi=9e10, ici_dims=2, pod_shape=(16, 16), host_shape=(4, 2), pcie_bw=1.6e10,
-         dcn_bw=3.125e9, mxu_size=128, cores_per_chip=1, mxus_per_core=4, clock_hz=1.5e9,
-         dollars_per_hour=1.2,
-         sources={"*": _TABLE, "hbm_bw": _TABLE + "; older versions of the book use 8.1e11",
-                  "hbm_bytes": _TABLE + " (16e9; the body text says 16 GiB)",
-                  "vmem_bytes": "scaling book, tpus.md (128 MiB)",
-                  "vmem_bw": "scaling book, tpus.md (about 22x HBM; Q4 uses 1.8e13 B/s)",
-                  "mxus_per_core": "derived: 1.97e14 / (32768 FLOPs/cycle x 1.5e9 Hz) ~ 4",
-                  "clock_hz": "scaling book, tpus.md (MXU clock 1.5 GHz)",
-                  "dcn_bw": "scaling book, tpus.md", "pcie_bw": "scaling book, tpus.md",
-                  "dollars_per_hour": "scaling book, applied-inference.md"}),
-    _tpu(name="v6e", long_name="TPU v6e (Trillium)", bf16_flops=9.2e14, int8_flops=1.84e15, fp8_flops=None,
-         hbm_bytes=32e9, hbm_bw=1.6e12, ici_bw_oneway=9e10, ici_bw_bidi=1.8e11, ici_dims=2,
-         pod_shape=(16, 16), host_shape=(4, 2), pcie_bw=3.2e10, dcn_bw=1.25e10, mxu_size=256,
-         cores_per_chip=1, mxus_per_core=2, clock_hz=9.2e14 / (1 * 2 * 2 * 256**2),
-         sources={"*": _TABLE, "bf16_flops": _TABLE + "; roofline.md uses 9.1e14",
-                  "mxu_size": "scaling book, tpus.md (256x256 MXU; pad to 256)",
-                  "cores_per_chip": "Google Cloud TPU v6e documentation (one TensorCore per chip); the scaling "
-                                    "book gives no separate v6e count",
-                  "mxus_per_core": "Google Cloud TPU v6e documentation (two 256x256 MXUs per TensorCore)",
-                  "clock_hz": "derived, not published: 9.2e14 / (1 core x 2 MXUs x 2 x 256^2 FLOPs/cycle)",
-                  "vpu_alus_per_lane": "not published for v6e: left unset (pass alus_per_lane to vpu_flops)"}),
-    _tpu(name="tpu7x", long_name="TPU7x (Ironwood)", bf16_flops=2.3e15, int8_flops=4.61e15, fp8_flops=None,
-         hbm_bytes=192e9, hbm_bw=7.4e12, ici_bw_oneway=9e10, ici_bw_bidi=1.8e11, ici_dims=3,
-         pod_shape=(4, 4, 576), host_shape=(2, 2, 1), dcn_bw=1.25e10, mxu_size=256, cores_per_chip=2,
-         sources={"*": _TABLE, "pod_shape": _TABLE + " (corrected May 2026)",
-                  "cores_per_chip": "scaling book, tpus.md (2 TensorCores without megacore)",
-                  "mxu_size": "Google Cloud TPU7x documentation (256x256 MXU)"}),
-    _gpu(name="v100", long_name="NVIDIA V100", bf16_flops=1.12e14, int8_flops=None, fp8_flops=None,
-         hbm_bytes=32e9, hbm_bw=9e11, nvlink_bw=1.5e11, node_size=8, clock_hz=1.38e9, base_clock_hz=1.25e9,
-         tensor_clock_hz=1.38e9, sms=80, **_sm_parts(256), **_fp32(80, 1.38e9), smem_bytes_per_sm=96e3,
-         l2_bytes=6e6, nvlink_links=6, nvlink_link_bw=2.5e10,
-         sources={"*": _GPU_TABLE, **_GPU_DERIVED,
-                  "bf16_flops": "NVIDIA V100 PCIe datasheet: 112 TFLOP/s fp16 tensor (V100 has no bf16; the "
-                                "scaling book gives no figure); = 80 SMs x 4 x 256 FLOPs/cycle x 1.38 GHz",
-                  "tensor_clock_hz": "the boost clock (80 x 4 x 256 x 1.38e9 = 1.13e14)",
-                  "nvlink_bw": "NVIDIA V100 SXM2 (NVLink 2: 6 links x 25 GB/s each way; NVIDIA quotes 300 GB/s "
-                               "for both directions); the scaling book's NVLink table starts at Ampere",
-                  "nvlink_links": "NVIDIA V100 SXM2 (NVLink 2.0, 6 links)",
-                  "nvlink_link_bw": "NVIDIA V100 SXM2 (NVLink 2.0: 25 GB/s per link each way)"}),
-    _gpu(name="a100", long_name="NVIDIA A100 SXM", bf16_flops=3.12e14, int8_flops=6.24e14, fp8_flops=None,
-         hbm_bytes=80e9, hbm_bw=2.0e12, nvlink_bw=3e11, node_size=8, clock_hz=1.41e9, base_clock_hz=1.10e9,
-         tensor_clock_hz=1.41e9, sms=108, **_sm_parts(512), **_fp32(108, 1.41e9), smem_bytes_per_sm=192e3,
-         l2_bytes=40e6, nvlink_links=12, nvlink_link_bw=2.5e10, nvswitches_per_node=6,
-         sources={"*": _GPU_TABLE, **_GPU_DERIVED, "nvlink_links": _NVL, "nvlink_link_bw": _NVL,
-                  "nvswitches_per_node": _NVL,
-                  "tensor_clock_hz": "the boost clock (108 x 4 x 512 x 1.41e9 = 3.12e14)",
-                  "bf16_flops": "NVIDIA A100 datasheet (312 TFLOP/s dense); the scaling book's table rounds to 3.1e14",
-                  "int8_flops": "NVIDIA A100 datasheet (624 TOP/s dense)",
-                  "nvlink_bw": "scaling book, gpus.md NVLink table (12 x 25 GB/s)"}),
-    _gpu(name="h100", long_name="NVIDIA H100 SXM", bf16_flops=9.89e14, int8_flops=1.979e15, fp8_flops=1.979e15,
-         hbm_bytes=80e9, hbm_bw=3.35e12, dcn_bw=5e10, nvlink_bw=4.5e11, node_size=8, clock_hz=1.98e9,
-         dollars_per_hour=10.8, base_clock_hz=1.59e9, tensor_clock_hz=1.76e9, sms=132, **_sm_parts(1024),
-         **_fp32(132, 1.98e9), smem_bytes_per_sm=256e3, l2_bytes=50e6, l2_bw=5.5e12, nvlink_links=18,
-         nvlink_link_bw=2.5e10, nvswitches_per_node=4, nvswitch_ports=64, node_egress_bw=4e11,
-         sources={"*": _GPU_TABLE, **_GPU_DERIVED, "nvlink_links": _NVL, "nvlink_link_bw": _NVL,
-                  "nvswitches_per_node": _NVL + " (4 NVSwitches, 5+4+4+5 links)",
-                  "nvswitch_ports": "scaling book, gpus.md (64 NVLink ports per NVSwitch)",
-                  "node_egress_bw": _NODE_IB,
-                  "tensor_clock_hz": "scaling book, gpus.md (1.76 GHz in its FLOPs/cycle estimate)",
-                  "l2_bw": "scaling book, gpus.md (measured by Chips and Cheese, about 5.5 TB/s)",
-                  "bf16_flops": "NVIDIA H100 datasheet, 989 TFLOP/s dense (scaling book roofline.md); "
-                                "the 1979 figure is with sparsity",
-                  "hbm_bw": "NVIDIA H100 SXM datasheet 3.35 TB/s (roofline.md); gpus.md's table rounds to 3.4e12",
-                  "fp8_flops": "NVIDIA H100 datasheet (1979 TFLOP/s dense)",
-                  "dcn_bw": "scaling book, gpus.md (one 400 Gb/s InfiniBand NIC per GPU)",
-                  "nvlink_bw": "scaling book, gpus.md (18 links x 25 GB/s)",
-                  "dollars_per_hour": "scaling book, applied-inference.md"}),
-    _gpu(name="h800", long_name="NVIDIA H800 SXM", bf16_flops=9.89e14, int8_flops=1.979e15, fp8_flops=1.979e15,
-         hbm_bytes=80e9, hbm_bw=3.35e12, nvlink_bw=3e11, node_size=8, clock_hz=1.98e9, base_clock_hz=1.59e9,
-         tensor_clock_hz=1.76e9, sms=132, **_sm_parts(1024), **_fp32(132, 1.98e9), smem_bytes_per_sm=256e3,
-         l2_bytes=50e6, nvlink_link_bw=2.5e10,
-         sources={**_GPU_DERIVED, "nvlink_links": "left unset: the scaling book's 300 GB/s implies 12 links of "
-                                                  "25 GB/s, NVIDIA's datasheet quotes 400 GB/s both ways (8 links)",
-                  "nvlink_link_bw": _NVL,
-                  "*": "NVIDIA H800 SXM: the H100 SXM's compute and memory with NVLink cut down (DeepSeek-V3 "
-                       "technical report trained on it)",
-                  "fp8_flops": "H100 SXM dense fp8, 1.979e15 (3958 TFLOP/s sparse / 2)",
-                  "nvlink_bw": "scaling book, gpus.md (DeepSeek discussion: 300 GB/s per H800)"}),
-    _gpu(name="h800-pcie", long_name="NVIDIA H800 PCIe", bf16_flops=7.56e14, int8_flops=1.513e15,
-         fp8_flops=1.513e15, hbm_bytes=80e9, hbm_bw=2.0e12,
-         sources={"*": "NVIDIA H800 PCIe 80GB datasheet (dense = sparse / 2)",
-                  "fp8_flops": "scaling book, transformers.md Q7 (3026 TFLOP/s sparse / 2), the figure its "
-                               "DeepSeek-V3 question uses",
-                  "hbm_bw": "NVIDIA H800 PCIe datasheet (2.0 TB/s, HBM2e)"}),
-    _gpu(name="h200", long_name="NVIDIA H200 SXM", bf16_flops=9.89e14, int8_flops=1.979e15, fp8_flops=1.979e15,
-         hbm_bytes=141e9, hbm_bw=4.8e12, dcn_bw=5e10, nvlink_bw=4.5e11, node_size=8, clock_hz=1.98e9,
-         dollars_per_hour=10.0, base_clock_hz=1.59e9, tensor_clock_hz=1.76e9, sms=132, **_sm_parts(1024),
-         **_fp32(132, 1.98e9), smem_bytes_per_sm=256e3, l2_bytes=50e6, nvlink_links=18, nvlink_link_bw=2.5e10,
-         nvswitches_per_node=4, nvswitch_ports=64, node_egress_bw=4e11,
-         sources={"*": _GPU_TABLE, **_GPU_DERIVED, "nvlink_links": _NVL, "nvlink_link_bw": _NVL,
-                  "nvswitches_per_node": _NVL, "nvswitch_ports": "scaling book, gpus.md",
-                  "node_egress_bw": _NODE_IB, "tensor_clock_hz": "as H100 (same Hopper die)",
-                  "bf16_flops": "NVIDIA H200 datasheet (same Hopper compute as H100)",
-                  "dcn_bw": "scaling book, gpus.md (one 400 Gb/s NIC per GPU)",
-                  "dollars_per_hour": "scaling book, gpus.md (approximate)"}),
-    _gpu(name="b200", long_name="NVIDIA B200", bf16_flops=2.25e15, int8_flops=4.5e15, fp8_flops=4.5e15,
-         hbm_bytes=192e9, hbm_bw=8e12, dcn_bw=5e10, nvlink_bw=9e11, node_size=8, **_B200_PARTS,
-         nvswitches_per_node=2, node_egress_bw=4e11,
-         sources={"*": _GPU_TABLE, **_B200_SOURCES, "nvswitches_per_node": _NVL + " (2 for an 8-GPU B200 node)",
-                  "node_egress_bw": "scaling book, gpus.md node-type table (400 GB/s, as H100)",
-                  "bf16_flops": "scaling book, gpus.md quizzes (2250e12; the table rounds to 2.3e15)",
-                  "hbm_bw": _GPU_TABLE + " (the body text says 'about 9TB/s'; quizzes use 8e12)",
-                  "nvlink_bw": "scaling book, gpus.md (NVLink 5: 18 x 50 GB/s)"}),
-    _gpu(name="gb200", long_name="NVIDIA GB200 NVL72 (B200 in a 72-GPU NVLink domain)", bf16_flops=2.25e15,
-         int8_flops=4.5e15, fp8_flops=4.5e15, hbm_bytes=192e9, hbm_bw=8e12, dcn_bw=5e10, nvlink_bw=9e11,
-         node_size=72, **_B200_PARTS, nvswitches_per_node=18, node_egress_bw=3.6e12,
-         sources={"*": _GPU_TABLE + " (the B200's figures; the NVL72 rack is the node)", **_B200_SOURCES,
-                  "node_size": _NVL + " (GB200 NVL72: 72 GPUs in one NVLink domain)",
-                  "nvswitches_per_node": _NVL + " (18 NVSwitches per NVL72)",
-                  "node_egress_bw": "scaling book, gpus.md (4 x 18 x 400 Gb/s = 3.6 TB/s per NVL72)",
-                  "dcn_bw": "one 400 Gb/s NIC per GPU (3.6 TB/s / 72 = 50 GB/s)",
-                  "bf16_flops": "as B200 (scaling book quizzes: 2250e12)"}),
+    _tpu(
+        name="v3",
+        long_name="TPU v3",
+        bf16_flops=1.4e14,
+        int8_flops=1.4e14,
+        fp8_flops=None,
+        hbm_bytes=32e9,
+        hbm_bw=9e11,
+        ici_bw_oneway=1e11,
+        ici_bw_bidi=2e11,
+        ici_dims=2,
+        pod_shape=(32, 32),
+        host_shape=(4, 2),
+        mxu_size=128,
+        cores_per_chip=2,
+        mxus_per_core=2,
+        sources={
+            "*": _TABLE,
+            "mxus_per_core": "scaling book, tpus.md Appendix B",
+            "host_shape": _TABLE + " (4x2; a Cloud TPU v3-8 host has 4 chips, so the table may count cores)",
+            "cores_per_chip": "scaling book, tpus.md (two cores with separate memory)",
+        },
+    ),
+    _tpu(
+        name="v4p",
+        long_name="TPU v4p",
+        bf16_flops=2.75e14,
+        int8_flops=2.75e14,
+        fp8_flops=None,
+        hbm_bytes=32e9,
+        hbm_bw=1.2e12,
+        ici_bw_oneway=4.5e10,
+        ici_bw_bidi=9e10,
+        ici_dims=3,
+        pod_shape=(16, 16, 16),
+        host_shape=(2, 2, 1),
+        pcie_bw=1.6e10,
+        mxu_size=128,
+        cores_per_chip=2,
+        mxus_per_core=4,
+        clock_hz=1.05e9,
+        vpu_alus_per_lane=2,
+        vregs_per_core=32,
+        sources={
+            "*": _TABLE,
+            "hbm_bw": _TABLE + "; tpus.md Q1 uses 1.23e12",
+            "pcie_bw": "scaling book, tpus.md ('16GB/s each way' for v4)",
+            "mxus_per_core": "scaling book, tpus.md Appendix B",
+            "clock_hz": "TPU v4 paper (Jouppi et al., ISCA 2023: 1050 MHz); also 2.75e14 / (2 cores x 4 MXUs "
+            "x 32768 FLOPs/cycle)",
+            "vpu_alus_per_lane": "scaling book, tpus.md Appendix A (2 ALUs per lane on v4)",
+            "vregs_per_core": "scaling book, tpus.md Appendix A (32 VREGs on v4)",
+        },
+    ),
+    _tpu(
+        name="v5p",
+        long_name="TPU v5p",
+        bf16_flops=4.59e14,
+        int8_flops=9.18e14,
+        fp8_flops=None,
+        hbm_bytes=96e9,
+        hbm_bw=2.8e12,
+        vmem_bytes=128 * 2**20,
+        ici_bw_oneway=9e10,
+        ici_bw_bidi=1.8e11,
+        ici_dims=3,
+        pod_shape=(16, 20, 28),
+        host_shape=(2, 2, 1),
+        pcie_bw=1.6e10,
+        dcn_bw=6.25e9,
+        mxu_size=128,
+        cores_per_chip=2,
+        mxus_per_core=4,
+        clock_hz=1.75e9,
+        vpu_alus_per_lane=4,
+        vregs_per_core=64,
+        dollars_per_hour=4.2,
+        sources={
+            "*": _TABLE,
+            "vpu_alus_per_lane": "scaling book, tpus.md Appendix A ((8, 128) lanes x 4 ALUs = 4096 ALUs)",
+            "vregs_per_core": "scaling book, tpus.md Appendix A (64 VREGs of 4 KiB = 256 KiB)",
+            "bf16_flops": _TABLE + "; training.md sometimes rounds to 4.6e14",
+            "hbm_bw": _TABLE + "; older versions of the book use 2.5e12",
+            "vmem_bytes": "scaling book, gpus.md chip comparison table ('128MB'), read as the 128 MiB that "
+            "tpus.md gives for v5e: VMEM sizes are binary on every chip here",
+            "dcn_bw": "scaling book, training.md (25 GB/s per host shared by 4 chips)",
+            "pcie_bw": "scaling book, tpus.md (typical PCIe per TPU)",
+            "clock_hz": "scaling book, tpus.md Appendix A",
+            "dollars_per_hour": "scaling book, applied-inference.md (Google Cloud, Feb 2025)",
+        },
+    ),
+    _tpu(
+        name="v5e",
+        long_name="TPU v5e",
+        bf16_flops=1.97e14,
+        int8_flops=3.94e14,
+        fp8_flops=None,
+        hbm_bytes=16e9,
+        hbm_bw=8.2e11,
+        vmem_bytes=128 * 2**20,
+        vmem_bw=1.8e13,
+        ici_bw_oneway=4.5e10,
+        ici_bw_bidi=9e10,
+        ici_dims=2,
+        pod_shape=(16, 16),
+        host_shape=(4, 2),
+        pcie_bw=1.6e10,
+        dcn_bw=3.125e9,
+        mxu_size=128,
+        cores_per_chip=1,
+        mxus_per_core=4,
+        clock_hz=1.5e9,
+        dollars_per_hour=1.2,
+        sources={
+            "*": _TABLE,
+            "hbm_bw": _TABLE + "; older versions of the book use 8.1e11",
+            "hbm_bytes": _TABLE + " (16e9; the body text says 16 GiB)",
+            "vmem_bytes": "scaling book, tpus.md (128 MiB)",
+            "vmem_bw": "scaling book, tpus.md (about 22x HBM; Q4 uses 1.8e13 B/s)",
+            "mxus_per_core": "derived: 1.97e14 / (32768 FLOPs/cycle x 1.5e9 Hz) ~ 4",
+            "clock_hz": "scaling book, tpus.md (MXU clock 1.5 GHz)",
+            "dcn_bw": "scaling book, tpus.md",
+            "pcie_bw": "scaling book, tpus.md",
+            "dollars_per_hour": "scaling book, applied-inference.md",
+        },
+    ),
+    _tpu(
+        name="v6e",
+        long_name="TPU v6e (Trillium)",
+        bf16_flops=9.2e14,
+        int8_flops=1.84e15,
+        fp8_flops=None,
+        hbm_bytes=32e9,
+        hbm_bw=1.6e12,
+        ici_bw_oneway=9e10,
+        ici_bw_bidi=1.8e11,
+        ici_dims=2,
+        pod_shape=(16, 16),
+        host_shape=(4, 2),
+        pcie_bw=3.2e10,
+        dcn_bw=1.25e10,
+        mxu_size=256,
+        cores_per_chip=1,
+        mxus_per_core=2,
+        clock_hz=9.2e14 / (1 * 2 * 2 * 256**2),
+        sources={
+            "*": _TABLE,
+            "bf16_flops": _TABLE + "; roofline.md uses 9.1e14",
+            "mxu_size": "scaling book, tpus.md (256x256 MXU; pad to 256)",
+            "cores_per_chip": "Google Cloud TPU v6e documentation (one TensorCore per chip); the scaling "
+            "book gives no separate v6e count",
+            "mxus_per_core": "Google Cloud TPU v6e documentation (two 256x256 MXUs per TensorCore)",
+            "clock_hz": "derived, not published: 9.2e14 / (1 core x 2 MXUs x 2 x 256^2 FLOPs/cycle)",
+            "vpu_alus_per_lane": "not published for v6e: left unset (pass alus_per_lane to vpu_flops)",
+        },
+    ),
+    _tpu(
+        name="tpu7x",
+        long_name="TPU7x (Ironwood)",
+        bf16_flops=2.3e15,
+        int8_flops=4.61e15,
+        fp8_flops=None,
+        hbm_bytes=192e9,
+        hbm_bw=7.4e12,
+        ici_bw_oneway=9e10,
+        ici_bw_bidi=1.8e11,
+        ici_dims=3,
+        pod_shape=(4, 4, 576),
+        host_shape=(2, 2, 1),
+        dcn_bw=1.25e10,
+        mxu_size=256,
+        cores_per_chip=2,
+        sources={
+            "*": _TABLE,
+            "pod_shape": _TABLE + " (corrected May 2026)",
+            "cores_per_chip": "scaling book, tpus.md (2 TensorCores without megacore)",
+            "mxu_size": "Google Cloud TPU7x documentation (256x256 MXU)",
+        },
+    ),
+    _gpu(
+        name="v100",
+        long_name="NVIDIA V100",
+        bf16_flops=1.12e14,
+        int8_flops=None,
+        fp8_flops=None,
+        hbm_bytes=32e9,
+        hbm_bw=9e11,
+        nvlink_bw=1.5e11,
+        node_size=8,
+        clock_hz=1.38e9,
+        base_clock_hz=1.25e9,
+        tensor_clock_hz=1.38e9,
+        sms=80,
+        **_sm_parts(256),
+        **_fp32(80, 1.38e9),
+        smem_bytes_per_sm=96e3,
+        l2_bytes=6e6,
+        nvlink_links=6,
+        nvlink_link_bw=2.5e10,
+        sources={
+            "*": _GPU_TABLE,
+            **_GPU_DERIVED,
+            "bf16_flops": "NVIDIA V100 PCIe datasheet: 112 TFLOP/s fp16 tensor (V100 has no bf16; the "
+            "scaling book gives no figure); = 80 SMs x 4 x 256 FLOPs/cycle x 1.38 GHz",
+            "tensor_clock_hz": "the boost clock (80 x 4 x 256 x 1.38e9 = 1.13e14)",
+            "nvlink_bw": "NVIDIA V100 SXM2 (NVLink 2: 6 links x 25 GB/s each way; NVIDIA quotes 300 GB/s "
+            "for both directions); the scaling book's NVLink table starts at Ampere",
+            "nvlink_links": "NVIDIA V100 SXM2 (NVLink 2.0, 6 links)",
+            "nvlink_link_bw": "NVIDIA V100 SXM2 (NVLink 2.0: 25 GB/s per link each way)",
+        },
+    ),
+    _gpu(
+        name="a100",
+        long_name="NVIDIA A100 SXM",
+        bf16_flops=3.12e14,
+        int8_flops=6.24e14,
+        fp8_flops=None,
+        hbm_bytes=80e9,
+        hbm_bw=2.0e12,
+        nvlink_bw=3e11,
+        node_size=8,
+        clock_hz=1.41e9,
+        base_clock_hz=1.10e9,
+        tensor_clock_hz=1.41e9,
+        sms=108,
+        **_sm_parts(512),
+        **_fp32(108, 1.41e9),
+        smem_bytes_per_sm=192e3,
+        l2_bytes=40e6,
+        nvlink_links=12,
+        nvlink_link_bw=2.5e10,
+        nvswitches_per_node=6,
+        sources={
+            "*": _GPU_TABLE,
+            **_GPU_DERIVED,
+            "nvlink_links": _NVL,
+            "nvlink_link_bw": _NVL,
+            "nvswitches_per_node": _NVL,
+            "tensor_clock_hz": "the boost clock (108 x 4 x 512 x 1.41e9 = 3.12e14)",
+            "bf16_flops": "NVIDIA A100 datasheet (312 TFLOP/s dense); the scaling book's table rounds to 3.1e14",
+            "int8_flops": "NVIDIA A100 datasheet (624 TOP/s dense)",
+            "nvlink_bw": "scaling book, gpus.md NVLink table (12 x 25 GB/s)",
+        },
+    ),
+    _gpu(
+        name="h100",
+        long_name="NVIDIA H100 SXM",
+        bf16_flops=9.89e14,
+        int8_flops=1.979e15,
+        fp8_flops=1.979e15,
+        hbm_bytes=80e9,
+        hbm_bw=3.35e12,
+        dcn_bw=5e10,
+        nvlink_bw=4.5e11,
+        node_size=8,
+        clock_hz=1.98e9,
+        dollars_per_hour=10.8,
+        base_clock_hz=1.59e9,
+        tensor_clock_hz=1.76e9,
+        sms=132,
+        **_sm_parts(1024),
+        **_fp32(132, 1.98e9),
+        smem_bytes_per_sm=256e3,
+        l2_bytes=50e6,
+        l2_bw=5.5e12,
+        nvlink_links=18,
+        nvlink_link_bw=2.5e10,
+        nvswitches_per_node=4,
+        nvswitch_ports=64,
+        node_egress_bw=4e11,
+        sources={
+            "*": _GPU_TABLE,
+            **_GPU_DERIVED,
+            "nvlink_links": _NVL,
+            "nvlink_link_bw": _NVL,
+            "nvswitches_per_node": _NVL + " (4 NVSwitches, 5+4+4+5 links)",
+            "nvswitch_ports": "scaling book, gpus.md (64 NVLink ports per NVSwitch)",
+            "node_egress_bw": _NODE_IB,
+            "tensor_clock_hz": "scaling book, gpus.md (1.76 GHz in its FLOPs/cycle estimate)",
+            "l2_bw": "scaling book, gpus.md (measured by Chips and Cheese, about 5.5 TB/s)",
+            "bf16_flops": "NVIDIA H100 datasheet, 989 TFLOP/s dense (scaling book roofline.md); "
+            "the 1979 figure is with sparsity",
+            "hbm_bw": "NVIDIA H100 SXM datasheet 3.35 TB/s (roofline.md); gpus.md's table rounds to 3.4e12",
+            "fp8_flops": "NVIDIA H100 datasheet (1979 TFLOP/s dense)",
+            "dcn_bw": "scaling book, gpus.md (one 400 Gb/s InfiniBand NIC per GPU)",
+            "nvlink_bw": "scaling book, gpus.md (18 links x 25 GB/s)",
+            "dollars_per_hour": "scaling book, applied-inference.md",
+        },
+    ),
+    _gpu(
+        name="h800",
+        long_name="NVIDIA H800 SXM",
+        bf16_flops=9.89e14,
+        int8_flops=1.979e15,
+        fp8_flops=1.979e15,
+        hbm_bytes=80e9,
+        hbm_bw=3.35e12,
+        nvlink_bw=3e11,
+        node_size=8,
+        clock_hz=1.98e9,
+        base_clock_hz=1.59e9,
+        tensor_clock_hz=1.76e9,
+        sms=132,
+        **_sm_parts(1024),
+        **_fp32(132, 1.98e9),
+        smem_bytes_per_sm=256e3,
+        l2_bytes=50e6,
+        nvlink_link_bw=2.5e10,
+        sources={
+            **_GPU_DERIVED,
+            "nvlink_links": "left unset: the scaling book's 300 GB/s implies 12 links of "
+            "25 GB/s, NVIDIA's datasheet quotes 400 GB/s both ways (8 links)",
+            "nvlink_link_bw": _NVL,
+            "*": "NVIDIA H800 SXM: the H100 SXM's compute and memory with NVLink cut down (DeepSeek-V3 "
+            "technical report trained on it)",
+            "fp8_flops": "H100 SXM dense fp8, 1.979e15 (3958 TFLOP/s sparse / 2)",
+            "nvlink_bw": "scaling book, gpus.md (DeepSeek discussion: 300 GB/s per H800)",
+        },
+    ),
+    _gpu(
+        name="h800-pcie",
+        long_name="NVIDIA H800 PCIe",
+        bf16_flops=7.56e14,
+        int8_flops=1.513e15,
+        fp8_flops=1.513e15,
+        hbm_bytes=80e9,
+        hbm_bw=2.0e12,
+        sources={
+            "*": "NVIDIA H800 PCIe 80GB datasheet (dense = sparse / 2)",
+            "fp8_flops": "scaling book, transformers.md Q7 (3026 TFLOP/s sparse / 2), the figure its "
+            "DeepSeek-V3 question uses",
+            "hbm_bw": "NVIDIA H800 PCIe datasheet (2.0 TB/s, HBM2e)",
+        },
+    ),
+    _gpu(
+        name="h200",
+        long_name="NVIDIA H200 SXM",
+        bf16_flops=9.89e14,
+        int8_flops=1.979e15,
+        fp8_flops=1.979e15,
+        hbm_bytes=141e9,
+        hbm_bw=4.8e12,
+        dcn_bw=5e10,
+        nvlink_bw=4.5e11,
+        node_size=8,
+        clock_hz=1.98e9,
+        dollars_per_hour=10.0,
+        base_clock_hz=1.59e9,
+        tensor_clock_hz=1.76e9,
+        sms=132,
+        **_sm_parts(1024),
+        **_fp32(132, 1.98e9),
+        smem_bytes_per_sm=256e3,
+        l2_bytes=50e6,
+        nvlink_links=18,
+        nvlink_link_bw=2.5e10,
+        nvswitches_per_node=4,
+        nvswitch_ports=64,
+        node_egress_bw=4e11,
+        sources={
+            "*": _GPU_TABLE,
+            **_GPU_DERIVED,
+            "nvlink_links": _NVL,
+            "nvlink_link_bw": _NVL,
+            "nvswitches_per_node": _NVL,
+            "nvswitch_ports": "scaling book, gpus.md",
+            "node_egress_bw": _NODE_IB,
+            "tensor_clock_hz": "as H100 (same Hopper die)",
+            "bf16_flops": "NVIDIA H200 datasheet (same Hopper compute as H100)",
+            "dcn_bw": "scaling book, gpus.md (one 400 Gb/s NIC per GPU)",
+            "dollars_per_hour": "scaling book, gpus.md (approximate)",
+        },
+    ),
+    _gpu(
+        name="b200",
+        long_name="NVIDIA B200",
+        bf16_flops=2.25e15,
+        int8_flops=4.5e15,
+        fp8_flops=4.5e15,
+        hbm_bytes=192e9,
+        hbm_bw=8e12,
+        dcn_bw=5e10,
+        nvlink_bw=9e11,
+        node_size=8,
+        **_B200_PARTS,
+        nvswitches_per_node=2,
+        node_egress_bw=4e11,
+        sources={
+            "*": _GPU_TABLE,
+            **_B200_SOURCES,
+            "nvswitches_per_node": _NVL + " (2 for an 8-GPU B200 node)",
+            "node_egress_bw": "scaling book, gpus.md node-type table (400 GB/s, as H100)",
+            "bf16_flops": "scaling book, gpus.md quizzes (2250e12; the table rounds to 2.3e15)",
+            "hbm_bw": _GPU_TABLE + " (the body text says 'about 9TB/s'; quizzes use 8e12)",
+            "nvlink_bw": "scaling book, gpus.md (NVLink 5: 18 x 50 GB/s)",
+        },
+    ),
+    _gpu(
+        name="gb200",
+        long_name="NVIDIA GB200 NVL72 (B200 in a 72-GPU NVLink domain)",
+        bf16_flops=2.25e15,
+        int8_flops=4.5e15,
+        fp8_flops=4.5e15,
+        hbm_bytes=192e9,
+        hbm_bw=8e12,
+        dcn_bw=5e10,
+        nvlink_bw=9e11,
+        node_size=72,
+        **_B200_PARTS,
+        nvswitches_per_node=18,
+        node_egress_bw=3.6e12,
+        sources={
+            "*": _GPU_TABLE + " (the B200's figures; the NVL72 rack is the node)",
+            **_B200_SOURCES,
+            "node_size": _NVL + " (GB200 NVL72: 72 GPUs in one NVLink domain)",
+            "nvswitches_per_node": _NVL + " (18 NVSwitches per NVL72)",
+            "node_egress_bw": "scaling book, gpus.md (4 x 18 x 400 Gb/s = 3.6 TB/s per NVL72)",
+            "dcn_bw": "one 400 Gb/s NIC per GPU (3.6 TB/s / 72 = 50 GB/s)",
+            "bf16_flops": "as B200 (scaling book quizzes: 2250e12)",
+        },
+    ),
 ]
 
 #: All chips by canonical name, read-only.
 CHIPS: Mapping[str, Chip] = MappingProxyType({c.name: c for c in _CHIP_LIST})
 
-ALIASES: Mapping[str, str] = MappingProxyType({
-    "v4": "v4p", "tpu v4": "v4p", "tpu v4p": "v4p", "tpuv4": "v4p",
-    "trillium": "v6e", "tpu v6e": "v6e", "tpu v5e": "v5e", "tpu v5p": "v5p", "tpu v3": "v3",
-    "v5litepod": "v5e", "v5lite": "v5e",
-    "ironwood": "tpu7x", "v7": "tpu7x", "tpu v7": "tpu7x",
-    "h800 sxm": "h800", "h800-sxm": "h800", "h800 pcie": "h800-pcie", "h800pcie": "h800-pcie",
-})
+ALIASES: Mapping[str, str] = MappingProxyType(
+    {
+        "v4": "v4p",
+        "tpu v4": "v4p",
+        "tpu v4p": "v4p",
+        "tpuv4": "v4p",
+        "trillium": "v6e",
+        "tpu v6e": "v6e",
+        "tpu v5e": "v5e",
+        "tpu v5p": "v5p",
+        "tpu v3": "v3",
+        "v5litepod": "v5e",
+        "v5lite": "v5e",
+        "ironwood": "tpu7x",
+        "v7": "tpu7x",
+        "tpu v7": "tpu7x",
+        "h800 sxm": "h800",
+        "h800-sxm": "h800",
+        "h800 pcie": "h800-pcie",
+        "h800pcie": "h800-pcie",
+    }
+)
 
 
 def get_chip(name, argument: str = "chip") -> Chip:
@@ -442,8 +816,15 @@ def source(chip, field_name: str) -> str:
     return c.sources.get(field_name, c.sources.get("*", "unknown"))
 
 
-SPEC_COLUMNS = ("chip", "bf16 FLOP/s", "int8 OP/s", "HBM bytes", "HBM B/s", "ICI B/s/link (one way)",
-                "critical intensity (bf16, HBM)")
+SPEC_COLUMNS = (
+    "chip",
+    "bf16 FLOP/s",
+    "int8 OP/s",
+    "HBM bytes",
+    "HBM B/s",
+    "ICI B/s/link (one way)",
+    "critical intensity (bf16, HBM)",
+)
 
 
 def spec_table(names=None) -> list[dict]:
@@ -454,8 +835,9 @@ def spec_table(names=None) -> list[dict]:
     if names is None:
         names = list(CHIPS)
     elif isinstance(names, (str, Chip)):
-        raise TypeError(f"names must be a list of chip names, e.g. ['v5e', 'h100']; got {names!r} "
-                        "(wrap a single chip in a list)")
+        raise TypeError(
+            f"names must be a list of chip names, e.g. ['v5e', 'h100']; got {names!r} (wrap a single chip in a list)"
+        )
     elif not isinstance(names, (list, tuple)):
         raise TypeError(f"names must be a list of chip names or None; got {type(names).__name__}")
     chips = []
@@ -466,18 +848,30 @@ def spec_table(names=None) -> list[dict]:
             raise type(err)(f"names: {err}") from None
     rows = []
     for c in chips:
-        rows.append({
-            "chip": c.name, "bf16 FLOP/s": c.bf16_flops, "int8 OP/s": c.int8_flops, "HBM bytes": c.hbm_bytes,
-            "HBM B/s": c.hbm_bw, "ICI B/s/link (one way)": c.ici_bw_oneway,
-            "critical intensity (bf16, HBM)": c.critical_intensity("bf16", "hbm"),
-        })
+        rows.append(
+            {
+                "chip": c.name,
+                "bf16 FLOP/s": c.bf16_flops,
+                "int8 OP/s": c.int8_flops,
+                "HBM bytes": c.hbm_bytes,
+                "HBM B/s": c.hbm_bw,
+                "ICI B/s/link (one way)": c.ici_bw_oneway,
+                "critical intensity (bf16, HBM)": c.critical_intensity("bf16", "hbm"),
+            }
+        )
     return rows
 
 
 def format_spec_table(names=None) -> str:
     """``spec_table`` as an aligned plain-text table with SI formatting."""
-    units = {"bf16 FLOP/s": "FLOP/s", "int8 OP/s": "OP/s", "HBM bytes": "B", "HBM B/s": "B/s",
-             "ICI B/s/link (one way)": "B/s", "critical intensity (bf16, HBM)": "FLOPs/B"}
+    units = {
+        "bf16 FLOP/s": "FLOP/s",
+        "int8 OP/s": "OP/s",
+        "HBM bytes": "B",
+        "HBM B/s": "B/s",
+        "ICI B/s/link (one way)": "B/s",
+        "critical intensity (bf16, HBM)": "FLOPs/B",
+    }
     rows = spec_table(names)
     cells = [list(SPEC_COLUMNS)]
     for r in rows:

@@ -18,13 +18,15 @@ On CPU, XLA's SPMD partitioner spells a reduce-scatter as an ``all-reduce`` foll
 (there is no reduce-scatter-creating pass in the CPU pipeline); :func:`normalize_cpu_collectives` folds that
 back (Chapter 3 explains it).
 """
+
 from __future__ import annotations
 
 import itertools
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Mapping, Optional, Sequence
+from typing import Annotated
 
 from .units import Bool, OneOf, capped, checked
 
@@ -36,14 +38,42 @@ MAX_MESH_AXES = 8
 MAX_CASE_DIM = 2**14
 
 #: Collective opcodes recognised (the ``-start`` forms map to these).
-KINDS = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute",
-         "collective-broadcast", "ragged-all-to-all")
+KINDS = (
+    "all-gather",
+    "reduce-scatter",
+    "all-reduce",
+    "all-to-all",
+    "collective-permute",
+    "collective-broadcast",
+    "ragged-all-to-all",
+)
 
 #: Bytes per element of HLO element types.
 HLO_DTYPE_BYTES = {
-    "pred": 1, "s4": 0.5, "u4": 0.5, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "s32": 4, "u32": 4, "s64": 8, "u64": 8,
-    "f16": 2, "bf16": 2, "f32": 4, "f64": 8, "c64": 8, "c128": 16,
-    "f8e4m3fn": 1, "f8e5m2": 1, "f8e4m3": 1, "f8e4m3b11fnuz": 1, "f8e5m2fnuz": 1, "f8e4m3fnuz": 1, "f4e2m1fn": 0.5,
+    "pred": 1,
+    "s4": 0.5,
+    "u4": 0.5,
+    "s8": 1,
+    "u8": 1,
+    "s16": 2,
+    "u16": 2,
+    "s32": 4,
+    "u32": 4,
+    "s64": 8,
+    "u64": 8,
+    "f16": 2,
+    "bf16": 2,
+    "f32": 4,
+    "f64": 8,
+    "c64": 8,
+    "c128": 16,
+    "f8e4m3fn": 1,
+    "f8e5m2": 1,
+    "f8e4m3": 1,
+    "f8e4m3b11fnuz": 1,
+    "f8e5m2fnuz": 1,
+    "f8e4m3fnuz": 1,
+    "f4e2m1fn": 0.5,
 }
 
 
@@ -51,8 +81,8 @@ HLO_DTYPE_BYTES = {
 class HloShape:
     """One array shape in HLO text, e.g. ``f32[64,128]``."""
 
-    dtype: str                # HLO element type, e.g. "f32", "bf16"
-    dims: tuple[int, ...]     # dimension sizes
+    dtype: str  # HLO element type, e.g. "f32", "bf16"
+    dims: tuple[int, ...]  # dimension sizes
 
     @property
     def nbytes(self) -> float:
@@ -66,14 +96,14 @@ class HloShape:
 class HloCollective:
     """One collective op of a compiled (per-device) HLO module."""
 
-    kind: str                                   # "all-gather", "all-reduce", ... (without -start)
-    name: str                                   # the instruction name, e.g. "all-gather.3"
-    operand_shapes: tuple[HloShape, ...]        # per-device inputs
-    result_shapes: tuple[HloShape, ...]         # per-device outputs (a tuple result gives several)
+    kind: str  # "all-gather", "all-reduce", ... (without -start)
+    name: str  # the instruction name, e.g. "all-gather.3"
+    operand_shapes: tuple[HloShape, ...]  # per-device inputs
+    result_shapes: tuple[HloShape, ...]  # per-device outputs (a tuple result gives several)
     replica_groups: tuple[tuple[int, ...], ...]  # device ids of each group; () for collective-permute
     source_target_pairs: tuple[tuple[int, int], ...] = ()  # collective-permute only
-    dimensions: tuple[int, ...] = ()            # all-gather / all-to-all / reduce-scatter dimension(s)
-    asynchronous: bool = False                  # True for the -start form
+    dimensions: tuple[int, ...] = ()  # all-gather / all-to-all / reduce-scatter dimension(s)
+    asynchronous: bool = False  # True for the -start form
 
     @property
     def dtype(self) -> str:
@@ -111,7 +141,8 @@ _SHAPE_RE = re.compile(r"\b([a-z][a-z0-9]*)\[([0-9,\s]*)\]")
 #: first ``) opcode(`` (the ``/*index=5*/`` comments are stripped before matching).
 _INSTR_RE = re.compile(
     r"^\s*(?P<root>ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?P<shape>\(.*?\)|[a-z][a-z0-9]*\[[^\]]*\](?:\{[^}]*\})?)"
-    r"\s+(?P<op>[a-z][\w\-]*)\((?P<rest>.*)$")
+    r"\s+(?P<op>[a-z][\w\-]*)\((?P<rest>.*)$"
+)
 #: The first line of a computation: ``%add (a: f32[], b: f32[]) -> f32[] {``, ``ENTRY main.5 {``.
 _HEADER_RE = re.compile(r"^\s*(?P<entry>ENTRY\s+)?%?(?P<name>[\w.\-]+)(?:\s.*)?\{\s*$")
 _TOKEN_RE = re.compile(r"[A-Za-z_][\w.\-]*")
@@ -136,7 +167,7 @@ def _split_call(rest: str) -> tuple[str, str]:
         elif ch == ")":
             depth -= 1
             if depth == 0:
-                return rest[:i], rest[i + 1:]
+                return rest[:i], rest[i + 1 :]
     return rest, ""
 
 
@@ -161,7 +192,7 @@ def _strip_comments(text: str) -> str:
     return re.sub(r"/\*.*?\*/", "", text)
 
 
-def _attr(attrs: str, key: str) -> Optional[str]:
+def _attr(attrs: str, key: str) -> str | None:
     """The raw value of ``key=`` in an attribute string (balanced braces/brackets)."""
     m = re.search(r"\b" + re.escape(key) + r"=", attrs)
     if not m:
@@ -187,15 +218,15 @@ def _attr(attrs: str, key: str) -> Optional[str]:
 class HloInstruction:
     """One instruction of an HLO module, as :func:`parse_module` reads its line."""
 
-    name: str                   # instruction name without "%", e.g. "all-gather.3"
-    shape: str                  # result shape as printed (layout kept, /*index=N*/ comments dropped): "f32[8]{0}"
-    opcode: str                 # e.g. "fusion", "all-gather-start", "get-tuple-element"
-    operands: tuple[str, ...]   # names of the operand instructions, in order (() for parameter and constant)
-    operand_text: str           # the operand list as printed (the long printing puts each operand's shape in it)
-    attributes: str             # the text after the operand list, e.g. ", replica_groups={{0,1}}, to_apply=%add"
-    computation: str            # name of the computation holding it ("" for a line outside any computation)
-    root: bool                  # True for the ROOT of its computation
-    text: str                   # the whole line, stripped
+    name: str  # instruction name without "%", e.g. "all-gather.3"
+    shape: str  # result shape as printed (layout kept, /*index=N*/ comments dropped): "f32[8]{0}"
+    opcode: str  # e.g. "fusion", "all-gather-start", "get-tuple-element"
+    operands: tuple[str, ...]  # names of the operand instructions, in order (() for parameter and constant)
+    operand_text: str  # the operand list as printed (the long printing puts each operand's shape in it)
+    attributes: str  # the text after the operand list, e.g. ", replica_groups={{0,1}}, to_apply=%add"
+    computation: str  # name of the computation holding it ("" for a line outside any computation)
+    root: bool  # True for the ROOT of its computation
+    text: str  # the whole line, stripped
 
     @property
     def result_shapes(self) -> tuple[HloShape, ...]:
@@ -207,7 +238,7 @@ class HloInstruction:
         """The shapes printed in the operand list (empty in the short printing, which gives names only)."""
         return _shapes(self.operand_text)
 
-    def attribute(self, key: str) -> Optional[str]:
+    def attribute(self, key: str) -> str | None:
         """The raw text of attribute ``key`` (``"{{0,1},{2,3}}"`` for ``replica_groups``), None when absent."""
         if not isinstance(key, str) or not key:
             raise TypeError(f"key must be an attribute name such as 'replica_groups'; got {key!r}")
@@ -218,18 +249,19 @@ class HloInstruction:
 class HloModule:
     """An HLO module read by :func:`parse_module`: its computations and every instruction in text order."""
 
-    name: str                                        # module name, e.g. "jit_step" ("" without an HloModule line)
-    entry: Optional[str]                             # name of the ENTRY computation (None when there is none)
-    num_partitions: Optional[int]                    # devices the SPMD program runs on, when the header says
-    instructions: tuple[HloInstruction, ...]         # every instruction of every computation, in text order
-    computations: dict                               # computation name -> its instructions (a tuple), in order
-    computation_text: dict                           # computation name -> its text, header to closing brace
+    name: str  # module name, e.g. "jit_step" ("" without an HloModule line)
+    entry: str | None  # name of the ENTRY computation (None when there is none)
+    num_partitions: int | None  # devices the SPMD program runs on, when the header says
+    instructions: tuple[HloInstruction, ...]  # every instruction of every computation, in text order
+    computations: dict  # computation name -> its instructions (a tuple), in order
+    computation_text: dict  # computation name -> its text, header to closing brace
 
     def computation(self, name: str) -> tuple[HloInstruction, ...]:
         """The instructions of computation ``name``, in order."""
         if name not in self.computations:
-            raise ValueError(f"name must be a computation of the module, one of {sorted(self.computations)}; "
-                             f"got {name!r}")
+            raise ValueError(
+                f"name must be a computation of the module, one of {sorted(self.computations)}; got {name!r}"
+            )
         return self.computations[name]
 
     def callees(self, instruction: HloInstruction) -> tuple[str, ...]:
@@ -237,9 +269,10 @@ class HloModule:
         the entry computation excluded."""
         if not isinstance(instruction, HloInstruction):
             raise TypeError(f"instruction must be an HloInstruction; got {type(instruction).__name__}")
-        attrs = re.sub(r'"(?:[^"\\]|\\.)*"', "", instruction.attributes)   # strings (metadata, configs) name nothing
-        return tuple(dict.fromkeys(t for t in _TOKEN_RE.findall(attrs)
-                                   if t in self.computation_text and t != self.entry))
+        attrs = re.sub(r'"(?:[^"\\]|\\.)*"', "", instruction.attributes)  # strings (metadata, configs) name nothing
+        return tuple(
+            dict.fromkeys(t for t in _TOKEN_RE.findall(attrs) if t in self.computation_text and t != self.entry)
+        )
 
     def called_computations(self, instruction: HloInstruction) -> tuple[str, ...]:
         """Every computation ``instruction`` needs, directly or through the computations it calls, ordered so that
@@ -262,8 +295,9 @@ def _text_of(compiled_or_text, argument: str = "compiled_or_hlo_text") -> str:
         text = compiled_or_text.as_text()
         if isinstance(text, str):
             return text
-    raise TypeError(f"{argument} must be HLO text or a compiled JAX object with .as_text(); "
-                    f"got {type(compiled_or_text).__name__}")
+    raise TypeError(
+        f"{argument} must be HLO text or a compiled JAX object with .as_text(); got {type(compiled_or_text).__name__}"
+    )
 
 
 def _module_of(compiled_or_text, argument: str = "compiled_or_hlo_text") -> HloModule:
@@ -310,21 +344,35 @@ def _parse_text(text: str) -> HloModule:
         if comp:
             comp_lines.append(line)
         op, (operand_text, attrs) = im.group("op"), _split_call(im.group("rest"))
-        operands = () if op in _LITERAL_OPCODES else tuple(
-            p.split()[-1].lstrip("%") for p in _split_top(operand_text))
-        instructions.append(HloInstruction(name=im.group("name"), shape=im.group("shape"), opcode=op,
-                                           operands=operands, operand_text=operand_text, attributes=attrs,
-                                           computation=comp, root=bool(im.group("root")), text=line.strip()))
+        operands = () if op in _LITERAL_OPCODES else tuple(p.split()[-1].lstrip("%") for p in _split_top(operand_text))
+        instructions.append(
+            HloInstruction(
+                name=im.group("name"),
+                shape=im.group("shape"),
+                opcode=op,
+                operands=operands,
+                operand_text=operand_text,
+                attributes=attrs,
+                computation=comp,
+                root=bool(im.group("root")),
+                text=line.strip(),
+            )
+        )
     by_computation: dict[str, list[HloInstruction]] = {c: [] for c in blocks}
     for ins in instructions:
         if ins.computation in by_computation:
             by_computation[ins.computation].append(ins)
-    return HloModule(name=head.group(1) if head else "", entry=entry,
-                     num_partitions=int(num.group(1)) if num else None, instructions=tuple(instructions),
-                     computations={c: tuple(v) for c, v in by_computation.items()}, computation_text=blocks)
+    return HloModule(
+        name=head.group(1) if head else "",
+        entry=entry,
+        num_partitions=int(num.group(1)) if num else None,
+        instructions=tuple(instructions),
+        computations={c: tuple(v) for c, v in by_computation.items()},
+        computation_text=blocks,
+    )
 
 
-def single_op_module(module, name: str) -> Optional[str]:
+def single_op_module(module, name: str) -> str | None:
     """Instruction ``name`` of the entry computation of ``module`` (an :class:`HloModule` or what
     :func:`parse_module` reads) cut out into an HLO module of its own: its operands become parameters, the
     computations it calls come along, control dependencies are dropped. None when an operand's shape is unknown.
@@ -345,14 +393,17 @@ def single_op_module(module, name: str) -> Optional[str]:
         params.append(f"  {o} = {shapes[o]} parameter({k})")
     body = ins.text[5:] if ins.text.startswith("ROOT ") else ins.text
     body = re.sub(r",\s*control-predecessors=\{[^}]*\}", "", body)
-    return "\n\n".join([f"HloModule single_{ins.name}"] + [module.computation_text[c]
-                                                            for c in module.called_computations(ins)] +
-                       ["ENTRY e {\n" + "\n".join(params) + f"\n  ROOT {body}\n}}"])
+    return "\n\n".join(
+        [f"HloModule single_{ins.name}"]
+        + [module.computation_text[c] for c in module.called_computations(ins)]
+        + ["ENTRY e {\n" + "\n".join(params) + f"\n  ROOT {body}\n}}"]
+    )
 
 
 @checked
-def parse_replica_groups(text: Optional[str],
-                         num_devices: Optional[capped(MAX_DEVICES)] = None) -> tuple[tuple[int, ...], ...]:
+def parse_replica_groups(
+    text: str | None, num_devices: capped(MAX_DEVICES) | None = None
+) -> tuple[tuple[int, ...], ...]:
     """Expand any spelling of ``replica_groups`` into explicit groups of device ids.
 
     ``{{0,1},{2,3}}`` (explicit), ``[2,4]<=[8]`` and ``[4,2]<=[2,4]T(1,0)`` (iota), ``mesh['a'=2,'b'=4] {'b'}``
@@ -390,7 +441,7 @@ def _parse_groups(t: str, np) -> tuple[tuple[int, ...], ...]:
     text = t
     if t.startswith("mesh["):
         iota = _MESH_IOTA_RE.match(t)
-        if iota:   # mesh['a'=4,'b'=2], device_ids=([2,4]T(1,0)) {'a'}: the device order is an iota; write it out
+        if iota:  # mesh['a'=4,'b'=2], device_ids=([2,4]T(1,0)) {'a'}: the device order is an iota; write it out
             src = [int(x) for x in iota.group(2).split(",") if x.strip()]
             ids = np.arange(math.prod(src)).reshape(src)
             if iota.group(3):
@@ -404,7 +455,7 @@ def _parse_groups(t: str, np) -> tuple[tuple[int, ...], ...]:
         dm = re.search(r"device_ids=\[([0-9,\s]*)\]", body)
         if dm:
             dev_ids = [int(x) for x in dm.group(1).split(",") if x.strip()]
-            body = body[:dm.start()]
+            body = body[: dm.start()]
         axes = re.findall(r"'([^']+)'\s*=\s*(\d+)", body)
         if not axes or re.sub(r"'[^']+'\s*=\s*\d+", "", body).strip(" ,"):
             raise ValueError(f"cannot parse the mesh of text {text!r}: expected mesh['a'=2,'b'=4]")
@@ -429,8 +480,9 @@ def _parse_groups(t: str, np) -> tuple[tuple[int, ...], ...]:
         out_shape = [int(x) for x in m.group(1).split(",") if x.strip()]
         src = [int(x) for x in m.group(2).split(",") if x.strip()]
         if math.prod(out_shape) != math.prod(src) or len(out_shape) < 1 or math.prod(src) > 2**24:
-            raise ValueError(f"text {text!r}: the group shape {out_shape} does not hold the {math.prod(src)} "
-                             "devices of the iota")
+            raise ValueError(
+                f"text {text!r}: the group shape {out_shape} does not hold the {math.prod(src)} devices of the iota"
+            )
         arr = np.arange(math.prod(src)).reshape(src)
         if m.group(3):
             perm = [int(x) for x in m.group(3).split(",") if x.strip()]
@@ -441,8 +493,9 @@ def _parse_groups(t: str, np) -> tuple[tuple[int, ...], ...]:
         return tuple(tuple(int(x) for x in row) for row in arr.reshape(out_shape[0], -1))
     if t.startswith("{"):
         if not _EXPLICIT_RE.match(t):
-            raise ValueError(f"cannot parse text {text!r} as explicit replica groups {{{{0,1}},{{2,3}}}} "
-                             "(truncated or malformed)")
+            raise ValueError(
+                f"cannot parse text {text!r} as explicit replica groups {{{{0,1}},{{2,3}}}} (truncated or malformed)"
+            )
         groups = re.findall(r"\{([0-9,\s]*)\}", t[1:-1])
         return tuple(tuple(int(x) for x in g.split(",") if x.strip()) for g in groups)
     raise ValueError(f"cannot parse text {text!r} as replica groups: expected {{{{...}}}}, [..]<=[..] or mesh[..]")
@@ -456,7 +509,7 @@ def collectives(compiled_or_hlo_text) -> list[HloCollective]:
     """
     module = _module_of(compiled_or_hlo_text)
     num = module.num_partitions
-    shapes_of: dict[str, tuple[HloShape, ...]] = {}   # result shapes of the instructions read so far, by name
+    shapes_of: dict[str, tuple[HloShape, ...]] = {}  # result shapes of the instructions read so far, by name
     found = []
     for ins in module.instructions:
         name, shape_text, op, attrs = ins.name, ins.shape, ins.opcode, ins.attributes
@@ -468,11 +521,14 @@ def collectives(compiled_or_hlo_text) -> list[HloCollective]:
         operand_shapes = ins.printed_operand_shapes
         if not operand_shapes:
             operand_shapes = tuple(s for n in ins.operands for s in shapes_of.get(n, ()))
-        if op.endswith("-start") and shape_text.startswith("(") and base in ("all-gather", "collective-permute",
-                                                                                "all-to-all"):
+        if (
+            op.endswith("-start")
+            and shape_text.startswith("(")
+            and base in ("all-gather", "collective-permute", "all-to-all")
+        ):
             # async start ops return (operands..., results...[, context]): keep the results part
             n_in = len(operand_shapes)
-            result = result[n_in:2 * n_in] if len(result) >= 2 * n_in else result[-1:]
+            result = result[n_in : 2 * n_in] if len(result) >= 2 * n_in else result[-1:]
         pairs = ()
         pt = _attr(attrs, "source_target_pairs")
         if pt:
@@ -480,13 +536,22 @@ def collectives(compiled_or_hlo_text) -> list[HloCollective]:
         groups = () if base == "collective-permute" else parse_replica_groups(_attr(attrs, "replica_groups"), num)
         dims_text = _attr(attrs, "dimensions")
         dims = tuple(int(x) for x in re.findall(r"\d+", dims_text)) if dims_text else ()
-        found.append(HloCollective(kind=base, name=name, operand_shapes=operand_shapes, result_shapes=result,
-                                   replica_groups=groups, source_target_pairs=pairs, dimensions=dims,
-                                   asynchronous=op.endswith("-start")))
+        found.append(
+            HloCollective(
+                kind=base,
+                name=name,
+                operand_shapes=operand_shapes,
+                result_shapes=result,
+                replica_groups=groups,
+                source_target_pairs=pairs,
+                dimensions=dims,
+                asynchronous=op.endswith("-start"),
+            )
+        )
     return found
 
 
-def _mesh_ids(mesh) -> tuple[list[str], "object"]:
+def _mesh_ids(mesh) -> tuple[list[str], object]:
     import numpy as np
 
     if isinstance(mesh, Mapping):
@@ -522,16 +587,21 @@ def axis_groups(mesh, axes: Sequence[str]) -> frozenset:
     return frozenset(frozenset(int(x) for x in row) for row in arr)
 
 
-def mesh_axes(groups: Sequence[Sequence[int]], mesh) -> Optional[tuple[str, ...]]:
+def mesh_axes(groups: Sequence[Sequence[int]], mesh) -> tuple[str, ...] | None:
     """Which mesh axes a set of replica groups spans, e.g. ``(("X",))`` or ``("X", "Y")``; None if no subset of
     axes produces exactly these groups. ``mesh`` is a ``jax.sharding.Mesh`` or a dict of axis sizes (devices
     numbered in row-major order)."""
     names, _ = _mesh_ids(mesh)
     if len(names) > MAX_MESH_AXES:
         raise ValueError(f"mesh has {len(names)} axes; mesh_axes tries every subset of at most {MAX_MESH_AXES}")
-    if isinstance(groups, (str, bytes)) or not isinstance(groups, (list, tuple)) or not all(
+    if (
+        isinstance(groups, (str, bytes))
+        or not isinstance(groups, (list, tuple))
+        or not all(
             isinstance(g, (list, tuple)) and all(not isinstance(i, bool) and isinstance(i, int) and i >= 0 for i in g)
-            for g in groups):
+            for g in groups
+        )
+    ):
         raise TypeError(f"groups must be a sequence of groups of device ids (non-negative integers); got {groups!r}")
     target = frozenset(frozenset(g) for g in groups)
     for r in range(len(names) + 1):
@@ -564,28 +634,39 @@ def normalize_cpu_collectives(found: Sequence[HloCollective], hlo_text=None) -> 
             sliced = None
             for user in users.get(c.name, []):
                 called = (user.attribute("calls") or "").lstrip("%")
-                is_slice = user.opcode == "dynamic-slice" or (user.opcode == "fusion" and bool(called)
-                                                              and called in has_slice)
+                is_slice = user.opcode == "dynamic-slice" or (
+                    user.opcode == "fusion" and bool(called) and called in has_slice
+                )
                 shp = user.result_shapes
                 if is_slice and shp and sum(s.nbytes for s in shp) < c.result_bytes:
                     sliced = shp
             if sliced is not None:
-                c = HloCollective(kind="reduce-scatter", name=c.name, operand_shapes=c.operand_shapes,
-                                  result_shapes=sliced, replica_groups=c.replica_groups,
-                                  source_target_pairs=(), dimensions=c.dimensions, asynchronous=c.asynchronous)
+                c = HloCollective(
+                    kind="reduce-scatter",
+                    name=c.name,
+                    operand_shapes=c.operand_shapes,
+                    result_shapes=sliced,
+                    replica_groups=c.replica_groups,
+                    source_target_pairs=(),
+                    dimensions=c.dimensions,
+                    asynchronous=c.asynchronous,
+                )
         out.append(c)
     return out
 
 
-def cost(compiled, keys: Optional[Sequence[str]] = ("flops", "bytes accessed", "transcendentals")) -> dict:
+def cost(compiled, keys: Sequence[str] | None = ("flops", "bytes accessed", "transcendentals")) -> dict:
     """XLA's own cost analysis of a compiled (per-device) or lowered (global) computation, keys sorted.
 
     ``keys=None`` keeps every numeric entry. Missing keys are left out.
     """
     if not hasattr(compiled, "cost_analysis"):
         raise TypeError(f"compiled must be a jax Compiled or Lowered object; got {type(compiled).__name__}")
-    if keys is not None and (isinstance(keys, (str, bytes)) or not isinstance(keys, (list, tuple))
-                             or not all(isinstance(k, str) for k in keys)):
+    if keys is not None and (
+        isinstance(keys, (str, bytes))
+        or not isinstance(keys, (list, tuple))
+        or not all(isinstance(k, str) for k in keys)
+    ):
         raise TypeError(f"keys must be a list of cost_analysis key names, e.g. ['flops'], or None; got {keys!r}")
     ca = compiled.cost_analysis()
     if isinstance(ca, (list, tuple)):
@@ -602,25 +683,36 @@ def cost(compiled, keys: Optional[Sequence[str]] = ("flops", "bytes accessed", "
 class MatmulCase:
     """A sharded computation to compile: one matmul, or a chain of two (a Megatron-style MLP)."""
 
-    id: str                                # short name, e.g. "case3-rs-1d"
-    mesh: tuple[tuple[str, int], ...]      # mesh axes and sizes, e.g. (("X", 2), ("Y", 4))
-    matmuls: tuple[str, ...]               # "A[I, J_X] · B[J_X, K] -> C[I, K_X]"; a chain reuses the previous output
-    sizes: tuple[tuple[str, int], ...]     # dimension sizes
-    note: str = ""                         # what XLA does differently from the plan, if it does
+    id: str  # short name, e.g. "case3-rs-1d"
+    mesh: tuple[tuple[str, int], ...]  # mesh axes and sizes, e.g. (("X", 2), ("Y", 4))
+    matmuls: tuple[str, ...]  # "A[I, J_X] · B[J_X, K] -> C[I, K_X]"; a chain reuses the previous output
+    sizes: tuple[tuple[str, int], ...]  # dimension sizes
+    note: str = ""  # what XLA does differently from the plan, if it does
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not self.id:
             raise TypeError(f"id must be a non-empty string; got {self.id!r}")
         for argument, pairs in (("mesh", self.mesh), ("sizes", self.sizes)):
-            if not isinstance(pairs, tuple) or not pairs or not all(
-                    isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and not isinstance(p[1], bool)
-                    and isinstance(p[1], int) and p[1] > 0 for p in pairs):
+            if (
+                not isinstance(pairs, tuple)
+                or not pairs
+                or not all(
+                    isinstance(p, tuple)
+                    and len(p) == 2
+                    and isinstance(p[0], str)
+                    and not isinstance(p[1], bool)
+                    and isinstance(p[1], int)
+                    and p[1] > 0
+                    for p in pairs
+                )
+            ):
                 raise ValueError(f"{argument} must be a non-empty tuple of (name, positive int) pairs; got {pairs!r}")
         if any(s > MAX_CASE_DIM for _, s in self.sizes) or math.prod(s for _, s in self.mesh) > 4096:
-            raise ValueError(f"sizes must be at most {MAX_CASE_DIM} (MAX_CASE_DIM) and the mesh at most 4096 devices; "
-                             f"got sizes={self.sizes!r}, mesh={self.mesh!r}")
-        if not isinstance(self.matmuls, tuple) or not self.matmuls or \
-                not all(isinstance(t, str) for t in self.matmuls):
+            raise ValueError(
+                f"sizes must be at most {MAX_CASE_DIM} (MAX_CASE_DIM) and the mesh at most 4096 devices; "
+                f"got sizes={self.sizes!r}, mesh={self.mesh!r}"
+            )
+        if not isinstance(self.matmuls, tuple) or not self.matmuls or not all(isinstance(t, str) for t in self.matmuls):
             raise TypeError(f"matmuls must be a non-empty tuple of 'LHS · RHS -> OUT' strings; got {self.matmuls!r}")
         for t in self.matmuls:
             try:
@@ -654,8 +746,11 @@ def _check_case(case) -> None:
 
 
 def _check_found(argument: str, found) -> None:
-    if isinstance(found, (str, bytes)) or not isinstance(found, (list, tuple)) or \
-            not all(isinstance(c, HloCollective) for c in found):
+    if (
+        isinstance(found, (str, bytes))
+        or not isinstance(found, (list, tuple))
+        or not all(isinstance(c, HloCollective) for c in found)
+    ):
         raise TypeError(f"{argument} must be a list of HloCollective (from collectives()); got {found!r}")
 
 
@@ -668,6 +763,7 @@ OracleDType = Annotated[str, OneOf(ORACLE_DTYPES)]
 def predict(case: MatmulCase, dtype: OracleDType = "fp32") -> list:
     """The plan's collectives for ``case`` (a list of ``sharding.Step``), chained matmuls in order."""
     from .sharding import matmul_plan
+
     _check_case(case)
     steps = []
     for text in case.matmuls:
@@ -696,8 +792,11 @@ def compile_case(case: MatmulCase, devices=None, dtype: OracleDType = "fp32", *,
         from .devices import demo_devices
 
         devices = demo_devices(math.prod(shape), backend="cpu")
-    if isinstance(devices, (str, bytes)) or not isinstance(devices, (list, tuple)) or \
-            not all(hasattr(d, "platform") for d in devices):
+    if (
+        isinstance(devices, (str, bytes))
+        or not isinstance(devices, (list, tuple))
+        or not all(hasattr(d, "platform") for d in devices)
+    ):
         raise TypeError(f"devices must be a list of JAX devices or None; got {devices!r}")
     if len(devices) != math.prod(shape):
         raise ValueError(f"devices lists {len(devices)} devices; case {case.id} needs {math.prod(shape)}")
@@ -712,8 +811,7 @@ def compile_case(case: MatmulCase, devices=None, dtype: OracleDType = "fp32", *,
         for arr in (lhs, rhs):
             if arr.name not in produced and arr.name not in inputs:
                 data = rng.standard_normal([sizes[n] for n in arr.dim_names]).astype(np.float32)
-                inputs[arr.name] = jax.device_put(jnp.asarray(data, jdtype),
-                                                  NamedSharding(mesh, arr.partition_spec()))
+                inputs[arr.name] = jax.device_put(jnp.asarray(data, jdtype), NamedSharding(mesh, arr.partition_spec()))
                 order.append(arr.name)
 
     def f(*args):
@@ -744,10 +842,10 @@ def _letters(arr) -> list[str]:
 class CollectiveSig:
     """A collective reduced to what the plan and XLA can be compared on."""
 
-    kind: str                 # "all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute"
-    axes: str                 # mesh axes joined, e.g. "XY"; "?" when the groups match no axes; "" for a permute
-    bytes_in: int             # bytes per device going in
-    bytes_out: int            # bytes per device coming out
+    kind: str  # "all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute"
+    axes: str  # mesh axes joined, e.g. "XY"; "?" when the groups match no axes; "" for a permute
+    bytes_in: int  # bytes per device going in
+    bytes_out: int  # bytes per device coming out
 
     def __str__(self) -> str:
         from .units import fmt
@@ -771,8 +869,11 @@ def signatures_from_plan(steps) -> tuple[CollectiveSig, ...]:
     """Signatures of a plan's collective steps."""
     from .sharding import Step
 
-    if isinstance(steps, (str, bytes)) or not isinstance(steps, (list, tuple)) or \
-            not all(isinstance(s, Step) for s in steps):
+    if (
+        isinstance(steps, (str, bytes))
+        or not isinstance(steps, (list, tuple))
+        or not all(isinstance(s, Step) for s in steps)
+    ):
         raise TypeError(f"steps must be a list of sharding.Step (e.g. MatmulPlan.collectives); got {steps!r}")
     return tuple(CollectiveSig(s.kind, "".join(s.axes), int(s.bytes_in), int(s.bytes_out)) for s in steps)
 
@@ -781,10 +882,10 @@ def signatures_from_plan(steps) -> tuple[CollectiveSig, ...]:
 class MatmulRow:
     """One line of the oracle table."""
 
-    case: MatmulCase                           # what was compiled
-    predicted: tuple[CollectiveSig, ...]       # matmul_plan's collectives
-    xla: tuple[CollectiveSig, ...]             # XLA's, after folding CPU's reduce-scatter spelling
-    xla_raw_kinds: tuple[str, ...]             # XLA's kinds before folding (shows the all-reduce spelling)
+    case: MatmulCase  # what was compiled
+    predicted: tuple[CollectiveSig, ...]  # matmul_plan's collectives
+    xla: tuple[CollectiveSig, ...]  # XLA's, after folding CPU's reduce-scatter spelling
+    xla_raw_kinds: tuple[str, ...]  # XLA's kinds before folding (shows the all-reduce spelling)
 
     @property
     def agree(self) -> bool:
@@ -797,8 +898,9 @@ def run_matmul_case(case: MatmulCase, devices=None, dtype: OracleDType = "fp32")
     compiled, mesh = compile_case(case, devices, dtype)
     raw = collectives(compiled)
     found = normalize_cpu_collectives(raw, compiled)
-    return MatmulRow(case, signatures_from_plan(predict(case, dtype)), signatures_from_xla(found, mesh),
-                     tuple(c.kind for c in raw))
+    return MatmulRow(
+        case, signatures_from_plan(predict(case, dtype)), signatures_from_xla(found, mesh), tuple(c.kind for c in raw)
+    )
 
 
 _Z = (("I", 64), ("J", 128), ("K", 256))
@@ -811,9 +913,14 @@ MATMUL_CASES: tuple[MatmulCase, ...] = (
     MatmulCase("c1-replicated", _M1, ("A[I, J] · B[J, K] -> C[I, K]",), _Z),
     MatmulCase("c1-rows", _M1, ("A[I_X, J] · B[J, K] -> C[I_X, K]",), _Z),
     MatmulCase("c1-rows-then-gather", _M1, ("A[I_X, J] · B[J, K] -> C[I, K]",), _Z),
-    MatmulCase("c1-move-to-cols", _M1, ("A[I_X, J] · B[J, K] -> C[I, K_X]",), _Z,
-               note="XLA gathers A (32.8 kB per device) and slices B instead of an AllToAll of the output, which "
-                    "the model rates cheaper (an AllToAll of 65.5 kB costs a quarter of an AllGather of it)"),
+    MatmulCase(
+        "c1-move-to-cols",
+        _M1,
+        ("A[I_X, J] · B[J, K] -> C[I, K_X]",),
+        _Z,
+        note="XLA gathers A (32.8 kB per device) and slices B instead of an AllToAll of the output, which "
+        "the model rates cheaper (an AllToAll of 65.5 kB costs a quarter of an AllGather of it)",
+    ),
     MatmulCase("c2-gather-lhs", _M1, ("A[I, J_X] · B[J, K] -> C[I, K]",), _Z),
     MatmulCase("c2-reduce-instead", _M1, ("A[I, J_X] · B[J, K] -> C[I, K]",), (("I", 256), ("J", 256), ("K", 64))),
     MatmulCase("c2-rhs-split", _M1, ("A[I, J] · B[J_X, K] -> C[I, K]",), _Z),
@@ -830,22 +937,33 @@ MATMUL_CASES: tuple[MatmulCase, ...] = (
     MatmulCase("2d-c3-ar", _M2, ("A[I_X, J_Y] · B[J_Y, K] -> C[I_X, K]",), _Z),
     MatmulCase("2d-c3-rs", _M2, ("A[I_X, J_Y] · B[J_Y, K] -> C[I_X, K_Y]",), _Z),
     MatmulCase("2d-c3-XY", _M2, ("A[I, J_XY] · B[J_XY, K] -> C[I, K]",), _Z),
-    MatmulCase("2d-c3-rs-spare-Y", _M2, ("A[I, J_X] · B[J_X, K] -> C[I, K_X]",), _Z,
-               note="with Y idle, XLA AllReduces only the half of C that each Y-group needs (32.8 kB) and then "
-                    "permutes the halves into place: the same bytes per link as the predicted ReduceScatter"),
-    MatmulCase("2d-c4-spare-Y", _M2, ("A[I_X, J] · B[J, K_X] -> C[I_X, K]",), _Z,
-               note="with Y idle, XLA re-splits B over Y with a permute and gathers over the 4 devices of Y "
-                    "instead of the 2 of X: the same gathered bytes, one extra permute"),
-    MatmulCase("mlp-megatron-1d", _M1, ("X[B, D] · W[D, F_X] -> H[B, F_X]", "H[B, F_X] · V[F_X, D] -> O[B, D]"),
-               _MLP),
-    MatmulCase("mlp-dp-tp-2d", _M2, ("X[B_X, D] · W[D, F_Y] -> H[B_X, F_Y]",
-                                     "H[B_X, F_Y] · V[F_Y, D] -> O[B_X, D]"), _MLP),
-    MatmulCase("mlp-megatron-rs-1d", _M1, ("X[B, D] · W[D, F_X] -> H[B, F_X]",
-                                           "H[B, F_X] · V[F_X, D] -> O[B_X, D]"), _MLP),
+    MatmulCase(
+        "2d-c3-rs-spare-Y",
+        _M2,
+        ("A[I, J_X] · B[J_X, K] -> C[I, K_X]",),
+        _Z,
+        note="with Y idle, XLA AllReduces only the half of C that each Y-group needs (32.8 kB) and then "
+        "permutes the halves into place: the same bytes per link as the predicted ReduceScatter",
+    ),
+    MatmulCase(
+        "2d-c4-spare-Y",
+        _M2,
+        ("A[I_X, J] · B[J, K_X] -> C[I_X, K]",),
+        _Z,
+        note="with Y idle, XLA re-splits B over Y with a permute and gathers over the 4 devices of Y "
+        "instead of the 2 of X: the same gathered bytes, one extra permute",
+    ),
+    MatmulCase("mlp-megatron-1d", _M1, ("X[B, D] · W[D, F_X] -> H[B, F_X]", "H[B, F_X] · V[F_X, D] -> O[B, D]"), _MLP),
+    MatmulCase(
+        "mlp-dp-tp-2d", _M2, ("X[B_X, D] · W[D, F_Y] -> H[B_X, F_Y]", "H[B_X, F_Y] · V[F_Y, D] -> O[B_X, D]"), _MLP
+    ),
+    MatmulCase(
+        "mlp-megatron-rs-1d", _M1, ("X[B, D] · W[D, F_X] -> H[B, F_X]", "H[B, F_X] · V[F_X, D] -> O[B_X, D]"), _MLP
+    ),
 )
 
 
-def matmul_cases(ids: Optional[Sequence[str]] = None) -> tuple[MatmulCase, ...]:
+def matmul_cases(ids: Sequence[str] | None = None) -> tuple[MatmulCase, ...]:
     """The oracle's cases, all or those named by ``ids``."""
     if ids is None:
         return MATMUL_CASES
@@ -860,9 +978,13 @@ def matmul_cases(ids: Optional[Sequence[str]] = None) -> tuple[MatmulCase, ...]:
 
 def format_matmul_table(rows: Sequence[MatmulRow]) -> str:
     """The oracle's rows as a plain-text table: case, predicted collectives, XLA's, agreement."""
-    if isinstance(rows, (str, bytes)) or not isinstance(rows, (list, tuple)) or \
-            not all(isinstance(r, MatmulRow) for r in rows):
+    if (
+        isinstance(rows, (str, bytes))
+        or not isinstance(rows, (list, tuple))
+        or not all(isinstance(r, MatmulRow) for r in rows)
+    ):
         raise TypeError(f"rows must be a list of MatmulRow (from run_matmul_case); got {rows!r}")
+
     def show(sigs):
         return " + ".join(map(str, sigs)) or "none"
 

@@ -18,17 +18,19 @@ Each program has a plain reference it must equal (``tests/test_jaxprog.py`` chec
 
 Importing this module imports JAX.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from . import collectives as C
 from . import hlo
@@ -74,15 +76,18 @@ def _check_array(name: str, x, ndim: int):
     if not jnp.issubdtype(x.dtype, jnp.floating):
         raise TypeError(f"{name} must hold floating-point numbers; got dtype {x.dtype}")
     if math.prod(x.shape) > MAX_ELEMENTS or min(x.shape) < 1:
-        raise ValueError(f"{name} must have between 1 and {MAX_ELEMENTS} elements and no empty dimension; "
-                         f"got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"{name} must have between 1 and {MAX_ELEMENTS} elements and no empty dimension; got shape {tuple(x.shape)}"
+        )
     return x
 
 
 def _divides(what: str, size: int, n: int, axis: str) -> None:
     if size % n:
-        raise ValueError(f"{what} ({size}) must be divisible by the {n} devices of mesh axis {axis!r}; "
-                         f"allowed sizes are multiples of {n}")
+        raise ValueError(
+            f"{what} ({size}) must be divisible by the {n} devices of mesh axis {axis!r}; "
+            f"allowed sizes are multiples of {n}"
+        )
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -91,7 +96,7 @@ def _divides(what: str, size: int, n: int, axis: str) -> None:
 
 
 @checked
-def ring_mesh(n_devices: Optional[RingSize] = None, axis: str = "x", *, devices=None):
+def ring_mesh(n_devices: RingSize | None = None, axis: str = "x", *, devices=None):
     """A 1-D mesh with one Auto axis named ``axis`` over ``n_devices`` of the demo's devices.
 
     ``devices`` is the setup cell's ``DEVICES`` (None: :func:`tpu_notes.devices.demo_devices`); ``n_devices``
@@ -109,8 +114,9 @@ def ring_mesh(n_devices: Optional[RingSize] = None, axis: str = "x", *, devices=
         n = n_devices
         devs = demo_devices(n, devices=devices)
         if len(devs) < n:
-            raise ValueError(f"n_devices ({n}) is more than the {len(devs)} devices available; allowed: "
-                             f"1 to {len(devs)}")
+            raise ValueError(
+                f"n_devices ({n}) is more than the {len(devs)} devices available; allowed: 1 to {len(devs)}"
+            )
     return _make_mesh((n,), (axis,), devices=devs[:n])
 
 
@@ -118,15 +124,15 @@ def ring_mesh(n_devices: Optional[RingSize] = None, axis: str = "x", *, devices=
 class CollectiveRow:
     """One collective run under ``shard_map``: what each device holds before and after, and what XLA compiled."""
 
-    kind: str                    # Chapter 3's name: "all-gather", "reduce-scatter", ...
-    jax_call: str                # the jax.lax call that produced it
-    local_in: tuple              # shape of one device's block before
-    local_out: tuple             # shape of one device's block after
-    hlo_op: str                  # the collective op XLA compiled (after CPU's reduce-scatter spelling is undone)
-    hlo_bytes: float             # bytes of that op per device: the larger of its operand and result, bytes
-    device_bytes: float          # the same, expected from the notation: the larger local block, bytes
-    array_bytes: float           # V as tpu_notes.collectives takes it (gathered, unreduced or whole array), bytes
-    received_bytes: float        # bytes one device receives on a one-way ring (Chapter 3's model), bytes
+    kind: str  # Chapter 3's name: "all-gather", "reduce-scatter", ...
+    jax_call: str  # the jax.lax call that produced it
+    local_in: tuple  # shape of one device's block before
+    local_out: tuple  # shape of one device's block after
+    hlo_op: str  # the collective op XLA compiled (after CPU's reduce-scatter spelling is undone)
+    hlo_bytes: float  # bytes of that op per device: the larger of its operand and result, bytes
+    device_bytes: float  # the same, expected from the notation: the larger local block, bytes
+    array_bytes: float  # V as tpu_notes.collectives takes it (gathered, unreduced or whole array), bytes
+    received_bytes: float  # bytes one device receives on a one-way ring (Chapter 3's model), bytes
 
     @property
     def agrees(self) -> bool:
@@ -158,8 +164,9 @@ def collective_table(mesh, axis: str = "x", rows: Side = 64, cols: Side = 128) -
     n = _check_mesh(mesh, axis)
     _divides("rows", rows, n, axis)
     _divides("cols", cols, n, axis)
-    x = jax.device_put(jnp.arange(rows * cols, dtype=jnp.float32).reshape(rows, cols),
-                       NamedSharding(mesh, P(axis, None)))
+    x = jax.device_put(
+        jnp.arange(rows * cols, dtype=jnp.float32).reshape(rows, cols), NamedSharding(mesh, P(axis, None))
+    )
     ring = [(i, (i + 1) % n) for i in range(n)]
     bodies = {
         "all-gather": (lambda b: jax.lax.all_gather(b, axis, tiled=True), P()),
@@ -171,23 +178,52 @@ def collective_table(mesh, axis: str = "x", rows: Side = 64, cols: Side = 128) -
     block = rows // n * cols * 4.0
     out = []
     for kind, (body, spec) in bodies.items():
-        f = jax.jit(_shard_map()(body, mesh=mesh, in_specs=P(axis, None), out_specs=spec,
-                                 check_vma=kind in ("reduce-scatter", "collective-permute")))
+        f = jax.jit(
+            _shard_map()(
+                body,
+                mesh=mesh,
+                in_specs=P(axis, None),
+                out_specs=spec,
+                check_vma=kind in ("reduce-scatter", "collective-permute"),
+            )
+        )
         compiled = f.lower(x).compile()
         # one device's block of the result, as JAX lays out the global result it returns
         local_out = tuple(NamedSharding(mesh, spec).shard_shape(jax.eval_shape(f, x).shape))
         found = hlo.normalize_cpu_collectives(hlo.collectives(compiled), compiled.as_text())
         op = found[0] if found else None
-        v = {"all-gather": block * n, "all-reduce": block, "reduce-scatter": block,
-             "all-to-all": block * n, "collective-permute": block}[kind]
+        v = {
+            "all-gather": block * n,
+            "all-reduce": block,
+            "reduce-scatter": block,
+            "all-to-all": block * n,
+            "collective-permute": block,
+        }[kind]
         device = block * n if kind == "all-gather" else block
-        received = {"all-gather": (n - 1) / n * v, "all-reduce": 2 * (n - 1) / n * v,
-                    "reduce-scatter": (n - 1) / n * v, "all-to-all": (n - 1) / n * block,
-                    "collective-permute": v}[kind] if n > 1 else 0.0
-        out.append(CollectiveRow(kind=kind, jax_call=_LAX_CALLS[kind], local_in=(rows // n, cols),
-                                 local_out=tuple(local_out), hlo_op=op.kind if op else "(none)",
-                                 hlo_bytes=op.bytes if op else 0.0, device_bytes=device, array_bytes=v,
-                                 received_bytes=received))
+        received = (
+            {
+                "all-gather": (n - 1) / n * v,
+                "all-reduce": 2 * (n - 1) / n * v,
+                "reduce-scatter": (n - 1) / n * v,
+                "all-to-all": (n - 1) / n * block,
+                "collective-permute": v,
+            }[kind]
+            if n > 1
+            else 0.0
+        )
+        out.append(
+            CollectiveRow(
+                kind=kind,
+                jax_call=_LAX_CALLS[kind],
+                local_in=(rows // n, cols),
+                local_out=tuple(local_out),
+                hlo_op=op.kind if op else "(none)",
+                hlo_bytes=op.bytes if op else 0.0,
+                device_bytes=device,
+                array_bytes=v,
+                received_bytes=received,
+            )
+        )
     return out
 
 
@@ -222,17 +258,17 @@ def allgather_matmul(x, w, mesh, axis: str = "x"):
 def _matmul_program(mesh, axis: str, program: str):
     """The jitted ``shard_map`` program (built once per mesh, axis and program, so repeated calls reuse it)."""
     n = int(mesh.shape[axis])
-    from_right = [(j, (j - 1) % n) for j in range(n)]     # device j-1 receives device j's block
+    from_right = [(j, (j - 1) % n) for j in range(n)]  # device j-1 receives device j's block
     from_left = [(j, (j + 1) % n) for j in range(n)]
 
-    def allgather(xb, wb):                               # xb [B, D/N], wb [D, F/N]
+    def allgather(xb, wb):  # xb [B, D/N], wb [D, F/N]
         return jax.lax.all_gather(xb, axis, axis=1, tiled=True) @ wb
 
     def ring(xb, wb):
         me = jax.lax.axis_index(axis)
         k = xb.shape[1]
 
-        def partial(block, owner):                       # block of x owned by device `owner` times its w rows
+        def partial(block, owner):  # block of x owned by device `owner` times its w rows
             return block @ jax.lax.dynamic_slice_in_dim(wb, (owner % n) * k, k, axis=0)
 
         acc = partial(xb, me)
@@ -244,16 +280,15 @@ def _matmul_program(mesh, axis: str, program: str):
             return acc
         right, left = xb, xb
         for hop in range(1, n // 2 + 1):
-            right = jax.lax.ppermute(right, axis, from_right)            # block me + hop
+            right = jax.lax.ppermute(right, axis, from_right)  # block me + hop
             acc = acc + partial(right, me + hop)
-            if 2 * hop != n:                                             # the two ways meet half-way round
-                left = jax.lax.ppermute(left, axis, from_left)           # block me - hop
+            if 2 * hop != n:  # the two ways meet half-way round
+                left = jax.lax.ppermute(left, axis, from_left)  # block me - hop
                 acc = acc + partial(left, me - hop)
         return acc
 
     body = allgather if program == "allgather" else ring
-    return jax.jit(_shard_map()(body, mesh=mesh, in_specs=(P(None, axis), P(None, axis)),
-                                out_specs=P(None, axis)))
+    return jax.jit(_shard_map()(body, mesh=mesh, in_specs=(P(None, axis), P(None, axis)), out_specs=P(None, axis)))
 
 
 def collective_matmul(x, w, mesh, axis: str = "x", *, bidirectional: bool = False):
@@ -295,37 +330,40 @@ def _reducescatter_program(mesh, axis: str, collective: bool):
     n = int(mesh.shape[axis])
     to_next = [(j, (j + 1) % n) for j in range(n)]
 
-    def plain(xb, wb):                                   # xb [B, F/N], wb [F/N, D]
+    def plain(xb, wb):  # xb [B, F/N], wb [F/N, D]
         return jax.lax.psum_scatter(xb @ wb, axis, scatter_dimension=1, tiled=True)
 
     def ring(xb, wb):
         me = jax.lax.axis_index(axis)
         k = wb.shape[1] // n
 
-        def partial(block):                              # my contribution to output block `block`
+        def partial(block):  # my contribution to output block `block`
             return xb @ jax.lax.dynamic_slice_in_dim(wb, (block % n) * k, k, axis=1)
 
-        acc = partial(me - 1)                            # the block that ends, N-1 hops later, at device me-1
+        acc = partial(me - 1)  # the block that ends, N-1 hops later, at device me-1
         for step in range(1, n):
-            acc = jax.lax.ppermute(acc, axis, to_next)   # received from me-1: its block is me - step - 1
+            acc = jax.lax.ppermute(acc, axis, to_next)  # received from me-1: its block is me - step - 1
             acc = acc + partial(me - step - 1)
-        return acc                                       # after N-1 hops: block me, summed over all devices
+        return acc  # after N-1 hops: block me, summed over all devices
 
-    return jax.jit(_shard_map()(ring if collective else plain, mesh=mesh,
-                                in_specs=(P(None, axis), P(axis, None)), out_specs=P(None, axis)))
+    return jax.jit(
+        _shard_map()(
+            ring if collective else plain, mesh=mesh, in_specs=(P(None, axis), P(axis, None)), out_specs=P(None, axis)
+        )
+    )
 
 
 @checked
-def matmul_hlo_collectives(program: str, mesh, axis: str = "x", B: Side = 64, D: Side = 256,
-                           F: Side = 256) -> dict:
+def matmul_hlo_collectives(program: str, mesh, axis: str = "x", B: Side = 64, D: Side = 256, F: Side = 256) -> dict:
     """The collectives XLA compiles for one of the matmul programs, counted by kind (e.g. ``{"all-gather": 1}``).
 
     ``program`` is ``"allgather"``, ``"collective"`` or ``"bidirectional"`` (``x[B, D_X] · w[D, F_X]``), or
     ``"reducescatter"`` or ``"collective-reducescatter"`` (:func:`reducescatter_matmul` of ``x[B, D_X] ·
     w[D_X, F]``); the inputs are ``float32`` zeros.
     """
-    program = check_choice("program", program, ("allgather", "collective", "bidirectional", "reducescatter",
-                                                 "collective-reducescatter"))
+    program = check_choice(
+        "program", program, ("allgather", "collective", "bidirectional", "reducescatter", "collective-reducescatter")
+    )
     n = _check_mesh(mesh, axis)
     _divides("D", D, n, axis)
     _divides("F", F, n, axis)
@@ -347,12 +385,12 @@ def matmul_hlo_collectives(program: str, mesh, axis: str = "x", B: Side = 64, D:
 class CollectiveMatmulTime:
     """Chapter 3's prediction for ``A[B, D_X] ·_D W[D, F_X]`` on ``n`` chips of one ICI ring, in seconds."""
 
-    allgather_s: float       # AllGather of A over the ring (both directions), s
-    matmul_s: float          # the whole local matmul [B, D] x [D, F/n] at peak FLOP/s, s
-    sequential_s: float      # AllGather, then matmul: allgather_s + matmul_s, s
-    overlapped_s: float      # ring of hops, each hidden behind a partial matmul when it can be, s
-    hop_s: float             # one hop: a [B, D/n] block over one link one way, s
-    steps: int               # hops of the ring (N − 1 one way, ⌊N/2⌋ both ways)
+    allgather_s: float  # AllGather of A over the ring (both directions), s
+    matmul_s: float  # the whole local matmul [B, D] x [D, F/n] at peak FLOP/s, s
+    sequential_s: float  # AllGather, then matmul: allgather_s + matmul_s, s
+    overlapped_s: float  # ring of hops, each hidden behind a partial matmul when it can be, s
+    hop_s: float  # one hop: a [B, D/n] block over one link one way, s
+    steps: int  # hops of the ring (N − 1 one way, ⌊N/2⌋ both ways)
 
     @property
     def speedup(self) -> float:
@@ -361,8 +399,15 @@ class CollectiveMatmulTime:
 
 
 @checked
-def collective_matmul_time(B: capped(2**40), D: capped(2**40), F: capped(2**40), n: capped(2**16), chip="v5e",
-                           dtype: str = "bf16", bidirectional: Bool = False) -> CollectiveMatmulTime:
+def collective_matmul_time(
+    B: capped(2**40),
+    D: capped(2**40),
+    F: capped(2**40),
+    n: capped(2**16),
+    chip="v5e",
+    dtype: str = "bf16",
+    bidirectional: Bool = False,
+) -> CollectiveMatmulTime:
     """Predicted times of the two programs above on ``n`` chips of ``chip`` (a 1-D ICI ring with wraparound).
 
     Each device does ``2·B·D·F/n`` FLOPs in ``N`` partial matmuls of ``2·B·(D/n)·(F/n)``. The AllGather moves A
@@ -388,8 +433,9 @@ def collective_matmul_time(B: capped(2**40), D: capped(2**40), F: capped(2**40),
         steps = n - 1
         per = [1] * steps
     ring = part + sum(max(hop, k * part) for k in per)
-    return CollectiveMatmulTime(allgather_s=ag, matmul_s=matmul, sequential_s=ag + matmul, overlapped_s=ring,
-                                hop_s=hop, steps=steps)
+    return CollectiveMatmulTime(
+        allgather_s=ag, matmul_s=matmul, sequential_s=ag + matmul, overlapped_s=ring, hop_s=hop, steps=steps
+    )
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -401,9 +447,11 @@ def collective_matmul_time(B: capped(2**40), D: capped(2**40), F: capped(2**40),
 def _check_buffer(n_experts: int, capacity: int, d_model: int) -> None:
     """The ``[E, capacity, D]`` dispatch buffer within :data:`MAX_ELEMENTS`, or an error naming ``capacity``."""
     if n_experts * capacity * d_model > MAX_ELEMENTS:
-        raise ValueError(f"capacity ({capacity}) makes the [E, capacity, D] = [{n_experts}, {capacity}, {d_model}] "
-                         f"buffer larger than {MAX_ELEMENTS} elements (MAX_ELEMENTS); allowed: capacity <= "
-                         f"{max(1, MAX_ELEMENTS // (n_experts * d_model))}")
+        raise ValueError(
+            f"capacity ({capacity}) makes the [E, capacity, D] = [{n_experts}, {capacity}, {d_model}] "
+            f"buffer larger than {MAX_ELEMENTS} elements (MAX_ELEMENTS); allowed: capacity <= "
+            f"{max(1, MAX_ELEMENTS // (n_experts * d_model))}"
+        )
 
 
 def _moe_inputs(x, router, w_in, w_out):
@@ -414,8 +462,10 @@ def _moe_inputs(x, router, w_in, w_out):
     T, D = x.shape
     E = router.shape[1]
     if router.shape[0] != D:
-        raise ValueError(f"router must have shape [D, E] with the D of x [T, D={D}]; got router "
-                         f"{tuple(router.shape)} and x {tuple(x.shape)}")
+        raise ValueError(
+            f"router must have shape [D, E] with the D of x [T, D={D}]; got router "
+            f"{tuple(router.shape)} and x {tuple(x.shape)}"
+        )
     if w_in.shape[:2] != (E, D):
         raise ValueError(f"w_in must have shape [E={E}, D={D}, F]; got {tuple(w_in.shape)}")
     if w_out.shape != (E, w_in.shape[2], D):
@@ -425,11 +475,11 @@ def _moe_inputs(x, router, w_in, w_out):
 
 def _route(x, router, capacity):
     """Top-1 routing of a group of tokens: expert, gate, slot in its expert and whether it was kept."""
-    probs = jax.nn.softmax(x @ router, axis=-1)                          # [t, E]
-    expert = jnp.argmax(probs, axis=-1)                                  # [t]
-    gate = jnp.take_along_axis(probs, expert[:, None], axis=-1)[:, 0]    # [t]
-    onehot = jax.nn.one_hot(expert, probs.shape[1], dtype=jnp.int32)     # [t, E]
-    slot = jnp.sum(jnp.cumsum(onehot, axis=0) * onehot, axis=-1) - 1     # rank among its expert's tokens
+    probs = jax.nn.softmax(x @ router, axis=-1)  # [t, E]
+    expert = jnp.argmax(probs, axis=-1)  # [t]
+    gate = jnp.take_along_axis(probs, expert[:, None], axis=-1)[:, 0]  # [t]
+    onehot = jax.nn.one_hot(expert, probs.shape[1], dtype=jnp.int32)  # [t, E]
+    slot = jnp.sum(jnp.cumsum(onehot, axis=0) * onehot, axis=-1) - 1  # rank among its expert's tokens
     return expert, gate, slot, slot < capacity
 
 
@@ -454,7 +504,7 @@ def moe_reference(x, router, w_in, w_out, n_groups: RingSize, capacity: Capacity
 
 
 @checked
-def moe_expert_parallel(x, router, w_in, w_out, mesh, axis: str = "x", capacity: Optional[Capacity] = None):
+def moe_expert_parallel(x, router, w_in, w_out, mesh, axis: str = "x", capacity: Capacity | None = None):
     """The MoE layer with its ``E`` experts split over ``axis`` (``E/N`` per device) and tokens split too.
 
     Under ``shard_map`` each device routes its ``T/N`` tokens (top-1), packs them into a ``[E, capacity, D]``
@@ -474,8 +524,7 @@ def moe_expert_parallel(x, router, w_in, w_out, mesh, axis: str = "x", capacity:
 
 
 @checked
-def moe_hlo_collectives(x, router, w_in, w_out, mesh, axis: str = "x",
-                        capacity: Optional[Capacity] = None) -> list:
+def moe_hlo_collectives(x, router, w_in, w_out, mesh, axis: str = "x", capacity: Capacity | None = None) -> list:
     """The collectives XLA compiles for :func:`moe_expert_parallel` on these inputs (``hlo.HloCollective`` each):
     two AllToAlls of the ``[E, capacity, D]`` buffer and one small AllReduce of the dropped count."""
     n = _check_mesh(mesh, axis)
@@ -492,13 +541,13 @@ def moe_hlo_collectives(x, router, w_in, w_out, mesh, axis: str = "x",
 def _moe_program(mesh, axis: str, cap: int):
     n = int(mesh.shape[axis])
 
-    def body(xb, rb, wi, wo):                       # xb [T/N, D], rb [D, E], wi [E/N, D, F], wo [E/N, F, D]
+    def body(xb, rb, wi, wo):  # xb [T/N, D], rb [D, E], wi [E/N, D, F], wo [E/N, F, D]
         E, D, ex = rb.shape[1], xb.shape[1], wi.shape[0]
         expert, gate, slot, kept = _route(xb, rb, cap)
-        where = jnp.where(kept, expert * cap + slot, E * cap)                 # E·cap: out of range, dropped
+        where = jnp.where(kept, expert * cap + slot, E * cap)  # E·cap: out of range, dropped
         buf = jnp.zeros((E * cap, D), xb.dtype).at[where].set(xb, mode="drop")
-        buf = buf.reshape(n, ex * cap, D)                                      # [dest device, its slots, D]
-        got = jax.lax.all_to_all(buf, axis, 0, 0, tiled=True)                 # [source device, my slots, D]
+        buf = buf.reshape(n, ex * cap, D)  # [dest device, its slots, D]
+        got = jax.lax.all_to_all(buf, axis, 0, 0, tiled=True)  # [source device, my slots, D]
         got = got.reshape(n, ex, cap, D)
         h = jax.nn.gelu(jnp.einsum("secd,edf->secf", got, wi))
         res = jnp.einsum("secf,efd->secd", h, wo).reshape(n, ex * cap, D)
@@ -507,8 +556,9 @@ def _moe_program(mesh, axis: str, cap: int):
         dropped = jax.lax.psum(jnp.sum(~kept), axis)
         return y, dropped
 
-    return jax.jit(_shard_map()(body, mesh=mesh, in_specs=(P(axis, None), P(), P(axis), P(axis)),
-                                out_specs=(P(axis, None), P())))
+    return jax.jit(
+        _shard_map()(body, mesh=mesh, in_specs=(P(axis, None), P(), P(axis), P(axis)), out_specs=(P(axis, None), P()))
+    )
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -517,9 +567,16 @@ def _moe_program(mesh, axis: str, cap: int):
 
 
 @checked
-def pallas_matmul(x, y, *, bm: capped(MAX_BLOCK) = 128, bn: capped(MAX_BLOCK) = 128,
-                  bk: Optional[capped(MAX_BLOCK)] = None,
-                  interpret: Optional[bool] = None, k_loop: Optional[bool] = None):
+def pallas_matmul(
+    x,
+    y,
+    *,
+    bm: capped(MAX_BLOCK) = 128,
+    bn: capped(MAX_BLOCK) = 128,
+    bk: capped(MAX_BLOCK) | None = None,
+    interpret: bool | None = None,
+    k_loop: bool | None = None,
+):
     """``x[M, K] @ y[K, N]`` by a Pallas kernel over ``(M/bm, N/bn)`` output tiles, in ``K/bk`` steps of ``bk``.
 
     Two programs, by backend (``k_loop`` forces one; None picks):
@@ -547,8 +604,10 @@ def pallas_matmul(x, y, *, bm: capped(MAX_BLOCK) = 128, bn: capped(MAX_BLOCK) = 
     bk = K if bk is None else bk
     for name, b, size, dim in (("bm", bm, M, "M"), ("bn", bn, N, "N"), ("bk", bk, K, "K")):
         if size % b:
-            raise ValueError(f"{name} ({b}) must divide {dim} ({size}): a Pallas block must tile the array; "
-                             f"allowed: divisors of {size}")
+            raise ValueError(
+                f"{name} ({b}) must divide {dim} ({size}): a Pallas block must tile the array; "
+                f"allowed: divisors of {size}"
+            )
     backend = jax.default_backend()
     if interpret is None:
         interpret = backend == "cpu"
@@ -559,7 +618,8 @@ def pallas_matmul(x, y, *, bm: capped(MAX_BLOCK) = 128, bn: capped(MAX_BLOCK) = 
     n_k = K // bk
     out_shape = jax.ShapeDtypeStruct((M, N), jnp.float32)
     if k_loop:
-        def loop_kernel(x_ref, y_ref, o_ref):          # x_ref [bm, K], y_ref [K, bn]
+
+        def loop_kernel(x_ref, y_ref, o_ref):  # x_ref [bm, K], y_ref [K, bn]
             def step(k, acc):
                 xs = x_ref[:, pl.ds(k * bk, bk)]
                 ys = y_ref[pl.ds(k * bk, bk), :]
@@ -568,9 +628,13 @@ def pallas_matmul(x, y, *, bm: capped(MAX_BLOCK) = 128, bn: capped(MAX_BLOCK) = 
             o_ref[...] = jax.lax.fori_loop(0, n_k, step, jnp.zeros((bm, bn), jnp.float32))
 
         call = pl.pallas_call(
-            loop_kernel, out_shape=out_shape, grid=(M // bm, N // bn),
+            loop_kernel,
+            out_shape=out_shape,
+            grid=(M // bm, N // bn),
             in_specs=[pl.BlockSpec((bm, K), lambda i, j: (i, 0)), pl.BlockSpec((K, bn), lambda i, j: (0, j))],
-            out_specs=pl.BlockSpec((bm, bn), lambda i, j: (i, j)), interpret=interpret)
+            out_specs=pl.BlockSpec((bm, bn), lambda i, j: (i, j)),
+            interpret=interpret,
+        )
     else:
         from jax.experimental.pallas import tpu as pltpu
 
@@ -589,14 +653,17 @@ def pallas_matmul(x, y, *, bm: capped(MAX_BLOCK) = 128, bn: capped(MAX_BLOCK) = 
 
         extra = {}
         if backend == "tpu" and not interpret:
-            extra["compiler_params"] = pltpu.CompilerParams(
-                dimension_semantics=("parallel", "parallel", "arbitrary"))
+            extra["compiler_params"] = pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary"))
         call = pl.pallas_call(
-            grid_kernel, out_shape=out_shape, grid=(M // bm, N // bn, n_k),
-            in_specs=[pl.BlockSpec((bm, bk), lambda i, j, k: (i, k)),
-                      pl.BlockSpec((bk, bn), lambda i, j, k: (k, j))],
+            grid_kernel,
+            out_shape=out_shape,
+            grid=(M // bm, N // bn, n_k),
+            in_specs=[pl.BlockSpec((bm, bk), lambda i, j, k: (i, k)), pl.BlockSpec((bk, bn), lambda i, j, k: (k, j))],
             out_specs=pl.BlockSpec((bm, bn), lambda i, j, k: (i, j)),
-            scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)], interpret=interpret, **extra)
+            scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
+            interpret=interpret,
+            **extra,
+        )
     return jax.jit(call)(x, y).astype(jnp.result_type(x.dtype, y.dtype))
 
 
@@ -617,9 +684,18 @@ class ProgramCheck:
     Calling a ``ProgramCheck`` calls the reference, so the reference solution of the exercise is the checker itself.
     """
 
-    def __init__(self, reference: Callable, make_inputs: Callable, *, trials: int = 3, rtol: float = 1e-4,
-                 atol: float = 1e-4, seed: int = 0, wrong: Sequence[Callable] = (),
-                 inspect: Optional[Callable] = None):
+    def __init__(
+        self,
+        reference: Callable,
+        make_inputs: Callable,
+        *,
+        trials: int = 3,
+        rtol: float = 1e-4,
+        atol: float = 1e-4,
+        seed: int = 0,
+        wrong: Sequence[Callable] = (),
+        inspect: Callable | None = None,
+    ):
         for name, f in (("reference", reference), ("make_inputs", make_inputs)):
             if not callable(f):
                 raise TypeError(f"{name} must be callable; got {type(f).__name__}")
@@ -629,8 +705,7 @@ class ProgramCheck:
         self.rtol = check_positive("rtol", rtol, allow_zero=True, maximum=0.1)
         self.atol = check_positive("atol", atol, allow_zero=True, maximum=1.0)
         self.seed = check_positive("seed", seed, integer=True, allow_zero=True, maximum=2**32)
-        if isinstance(wrong, (str, bytes)) or not isinstance(wrong, Sequence) or \
-                not all(callable(f) for f in wrong):
+        if isinstance(wrong, (str, bytes)) or not isinstance(wrong, Sequence) or not all(callable(f) for f in wrong):
             raise TypeError("wrong must be a sequence of callables (wrong programs to reject)")
         self.wrong = tuple(wrong)
         if inspect is not None and not callable(inspect):

@@ -18,13 +18,15 @@ train, shard, serve and profile it. Everything is a pure function of a parameter
   capacity are dropped and keep only their residual and the shared expert), the experts run as one batched matmul
   ``[E, C, D] @ [E, D, F_e]`` and the results are scattered back, weighted by the router scores (renormalised over
   the ``k`` chosen experts when ``k > 1``). With ``capacity_factor=1`` and ``T·k`` divisible by ``E`` the experts
-  do exactly ``k`` experts' worth of FLOPs per token, which is what :meth:`~tpu_notes.transformer.TransformerConfig.flops_per_token`
+  do exactly ``k`` experts' worth of FLOPs per token, which is what
+  :meth:`~tpu_notes.transformer.TransformerConfig.flops_per_token`
   counts; gathers and scatters move data and add no matmul FLOPs.
 - ``loss`` is the mean next-token cross-entropy (the last position has no target and is masked out, not sliced,
   so the unembedding still runs on all ``T`` positions); ``train_step`` is one step of plain SGD.
 
 Importing this module imports JAX; ``import tpu_notes`` alone does not.
 """
+
 from __future__ import annotations
 
 import math
@@ -60,15 +62,19 @@ def _check_array(name: str, x, ndim: int | None = None, min_ndim: int = 1):
 def _check_params(name: str, params, config: TransformerConfig | None = None) -> dict:
     """``params`` must be an :func:`init_params` pytree (of ``config``'s layer count and vocabulary, when given)."""
     if not isinstance(params, dict) or "embed" not in params or "layers" not in params:
-        raise TypeError(f"{name} must be the parameter pytree of init_params (a dict with 'embed' and 'layers'); "
-                        f"got {type(params).__name__}")
+        raise TypeError(
+            f"{name} must be the parameter pytree of init_params (a dict with 'embed' and 'layers'); "
+            f"got {type(params).__name__}"
+        )
     if config is not None:
         if not isinstance(params["layers"], (list, tuple)) or len(params["layers"]) != config.n_layers:
             got = len(params["layers"]) if isinstance(params["layers"], (list, tuple)) else type(params["layers"])
             raise ValueError(f"{name} must hold the {config.n_layers} layers of config {config.name or ''}; got {got}")
         if getattr(params["embed"], "shape", (None,))[0] != config.vocab:
-            raise ValueError(f"{name}['embed'] must have {config.vocab} rows (config's vocab); got shape "
-                             f"{tuple(getattr(params['embed'], 'shape', ()))}")
+            raise ValueError(
+                f"{name}['embed'] must have {config.vocab} rows (config's vocab); got shape "
+                f"{tuple(getattr(params['embed'], 'shape', ()))}"
+            )
     return params
 
 
@@ -105,7 +111,8 @@ def _check_supported(config: TransformerConfig) -> TransformerConfig:
     if config.is_mla:
         raise NotImplementedError(
             f"{config.name or 'this config'} uses multi-head latent attention (MLA), which tpu_notes.model does not "
-            "implement; the counting functions of tpu_notes.transformer support it. Use a GQA config.")
+            "implement; the counting functions of tpu_notes.transformer support it. Use a GQA config."
+        )
     if config.d_head % 2:
         raise ValueError(f"d_head must be even for rotary embeddings; got {config.d_head}")
     return config
@@ -114,6 +121,7 @@ def _check_supported(config: TransformerConfig) -> TransformerConfig:
 # ------------------------------------------------------------------------------------------------------------
 # Parameters
 # ------------------------------------------------------------------------------------------------------------
+
 
 def _build(c: TransformerConfig, leaf) -> dict:
     """The parameter pytree of ``c``; ``leaf(shape, fan_in)`` makes each array (``fan_in=None``: a norm gain)."""
@@ -126,8 +134,14 @@ def _build(c: TransformerConfig, leaf) -> dict:
 
     params = {"embed": leaf((V, D), 1), "layers": []}
     for i in range(c.n_layers):
-        layer = {"attn_norm": leaf((D,), None), "wq": leaf((D, N, H), D), "wk": leaf((D, K, H), D),
-                 "wv": leaf((D, K, H), D), "wo": leaf((N, H, D), N * H), "mlp_norm": leaf((D,), None)}
+        layer = {
+            "attn_norm": leaf((D,), None),
+            "wq": leaf((D, N, H), D),
+            "wk": leaf((D, K, H), D),
+            "wv": leaf((D, K, H), D),
+            "wo": leaf((N, H, D), N * H),
+            "mlp_norm": leaf((D,), None),
+        }
         if c.is_moe and i >= c.n_dense_layers:
             layer["mlp"] = {"router": leaf((D, c.n_experts), D), **mlp(c.expert_ff, (c.n_experts,))}
             if c.n_shared_experts:
@@ -175,8 +189,9 @@ def _check_float_dtype(name: str, dtype):
     try:
         d = jnp.dtype(dtype)
     except TypeError as err:
-        raise TypeError(f"{name} must be a floating-point dtype such as jnp.float32 or 'bfloat16'; got {dtype!r}") \
-            from err
+        raise TypeError(
+            f"{name} must be a floating-point dtype such as jnp.float32 or 'bfloat16'; got {dtype!r}"
+        ) from err
     if not jnp.issubdtype(d, jnp.floating):
         raise ValueError(f"{name} must be a floating-point dtype such as jnp.float32 or 'bfloat16'; got {dtype!r}")
     return d
@@ -222,6 +237,7 @@ def count_params(params) -> int:
 # Building blocks
 # ------------------------------------------------------------------------------------------------------------
 
+
 def rms_norm(x, gain, eps: float = 1e-6):
     """RMSNorm over the last axis: ``x / sqrt(mean(x²) + eps) · gain`` (``eps`` > 0: it keeps a zero row finite)."""
     _check_array("x", x)
@@ -239,9 +255,12 @@ _Seed = Annotated[int, Positive(integer=True, allow_zero=True, maximum=2**32 - 1
 
 
 @checked
-def rotary_tables(seq_len: _SeqLen, d_head: Annotated[int, Positive(integer=True, maximum=2**16)],
-                  base: PositiveFloat = 10_000.0,
-                  offset: Annotated[int, Positive(integer=True, allow_zero=True, maximum=2**31)] = 0):
+def rotary_tables(
+    seq_len: _SeqLen,
+    d_head: Annotated[int, Positive(integer=True, maximum=2**16)],
+    base: PositiveFloat = 10_000.0,
+    offset: Annotated[int, Positive(integer=True, allow_zero=True, maximum=2**31)] = 0,
+):
     """``(cos, sin)`` of shape ``[seq_len, d_head/2]`` for positions ``offset .. offset+seq_len-1``.
 
     ``d_head`` must be even (pairs of features rotate together); ``base`` > 0."""
@@ -262,8 +281,9 @@ def apply_rotary(x, cos, sin):
     want = (x.shape[1], x.shape[-1] // 2)
     for name, t in (("cos", cos), ("sin", sin)):
         if tuple(t.shape) != want:
-            raise ValueError(f"{name} must have shape {want} (seq_len, H/2) for x of shape {tuple(x.shape)}; "
-                             f"got {tuple(t.shape)}")
+            raise ValueError(
+                f"{name} must have shape {want} (seq_len, H/2) for x of shape {tuple(x.shape)}; got {tuple(t.shape)}"
+            )
     h = x.shape[-1] // 2
     x1, x2 = x[..., :h], x[..., h:]
     c, s = cos[None, :, None, :].astype(x.dtype), sin[None, :, None, :].astype(x.dtype)
@@ -289,8 +309,9 @@ def attention(q, k, v, causal: bool = True):
 
 
 @checked
-def flash_attention(q, k, v, causal: Bool = True,
-                    block_size: Annotated[int, Positive(integer=True, maximum=2**20)] = 128):
+def flash_attention(
+    q, k, v, causal: Bool = True, block_size: Annotated[int, Positive(integer=True, maximum=2**20)] = 128
+):
     """The same result as :func:`attention`, computed one block of ``block_size`` keys at a time.
 
     Online softmax: a ``lax.scan`` over key blocks updates a running row maximum ``m``, a running denominator ``l``
@@ -310,23 +331,26 @@ def flash_attention(q, k, v, causal: Bool = True,
     rows = jnp.arange(T)[:, None] + (S - T)
 
     def step(carry, xs):
-        m, l, acc = carry
+        m, denom, acc = carry
         i, kblk, vblk = xs
         s = jnp.einsum("btkgh,bskh->bkgts", qg, kblk)
         if causal:
             s = jnp.where(i * block_size + jnp.arange(block_size)[None, :] <= rows, s, -jnp.inf)
         m_new = jnp.maximum(m, s.max(axis=-1))
-        safe = jnp.where(jnp.isfinite(m_new), m_new, 0.0)       # rows that have seen no key yet
+        safe = jnp.where(jnp.isfinite(m_new), m_new, 0.0)  # rows that have seen no key yet
         p = jnp.exp(s - safe[..., None])
         scale = jnp.exp(jnp.where(jnp.isfinite(m), m - safe, -jnp.inf))
-        l = l * scale + p.sum(axis=-1)
+        denom = denom * scale + p.sum(axis=-1)
         acc = acc * scale[..., None] + jnp.einsum("bkgts,bskh->bkgth", p, vblk)
-        return (m_new, l, acc), None
+        return (m_new, denom, acc), None
 
-    init = (jnp.full((B, K, G, T), -jnp.inf, jnp.float32), jnp.zeros((B, K, G, T), jnp.float32),
-            jnp.zeros((B, K, G, T, H), jnp.float32))
-    (m, l, acc), _ = jax.lax.scan(step, init, (jnp.arange(nb), kb, vb))
-    out = acc / l[..., None]
+    init = (
+        jnp.full((B, K, G, T), -jnp.inf, jnp.float32),
+        jnp.zeros((B, K, G, T), jnp.float32),
+        jnp.zeros((B, K, G, T, H), jnp.float32),
+    )
+    (m, denom, acc), _ = jax.lax.scan(step, init, (jnp.arange(nb), kb, vb))
+    out = acc / denom[..., None]
     return jnp.transpose(out, (0, 3, 1, 2, 4)).reshape(B, T, N, H).astype(q.dtype)
 
 
@@ -368,23 +392,23 @@ def moe_mlp(x, p, config: TransformerConfig, capacity_factor: float = 1.0):
     T, D = x.shape
     E, k = c.n_experts, c.experts_per_token
     C = moe_capacity(T, c, capacity_factor)
-    probs = jax.nn.softmax((x @ p["router"]).astype(jnp.float32), axis=-1)       # [T, E]
-    top_p, top_e = jax.lax.top_k(probs, k)                                       # [T, k]
-    if k > 1:                                   # renormalise over the chosen experts (k = 1 keeps the raw score,
-        top_p = top_p / top_p.sum(axis=-1, keepdims=True)   # so the router still gets a gradient)
-    flat_e = top_e.reshape(-1)                                                   # [T·k] expert of each assignment
-    flat_t = jnp.arange(T * k) // k                                              # token of each assignment
-    order = jnp.argsort(flat_e, stable=True)                                     # group assignments by expert
+    probs = jax.nn.softmax((x @ p["router"]).astype(jnp.float32), axis=-1)  # [T, E]
+    top_p, top_e = jax.lax.top_k(probs, k)  # [T, k]
+    if k > 1:  # renormalise over the chosen experts (k = 1 keeps the raw score,
+        top_p = top_p / top_p.sum(axis=-1, keepdims=True)  # so the router still gets a gradient)
+    flat_e = top_e.reshape(-1)  # [T·k] expert of each assignment
+    flat_t = jnp.arange(T * k) // k  # token of each assignment
+    order = jnp.argsort(flat_e, stable=True)  # group assignments by expert
     e_sorted, t_sorted = flat_e[order], flat_t[order]
     counts = jnp.zeros((E,), jnp.int32).at[flat_e].add(1)
     starts = jnp.cumsum(counts) - counts
-    pos = jnp.arange(T * k) - starts[e_sorted]                                   # rank within its expert
-    slot = jnp.where(pos < C, e_sorted * C + pos, E * C)                         # E·C = dropped (out of range)
+    pos = jnp.arange(T * k) - starts[e_sorted]  # rank within its expert
+    slot = jnp.where(pos < C, e_sorted * C + pos, E * C)  # E·C = dropped (out of range)
     buf = jnp.zeros((E * C, D), x.dtype).at[slot].set(x[t_sorted], mode="drop").reshape(E, C, D)
     up = jnp.einsum("ecd,edf->ecf", buf, p["w_up"])
     h = jax.nn.silu(jnp.einsum("ecd,edf->ecf", buf, p["w_gate"])) * up if c.gated_mlp else jax.nn.gelu(up)
     out = jnp.einsum("ecf,efd->ecd", h, p["w_down"]).reshape(E * C, D)
-    back = out.at[slot].get(mode="fill", fill_value=0)                          # [T·k, D], 0 where dropped
+    back = out.at[slot].get(mode="fill", fill_value=0)  # [T·k, D], 0 where dropped
     w = top_p.reshape(-1)[order].astype(x.dtype)
     y = jnp.zeros((T, D), x.dtype).at[t_sorted].add(back * w[:, None])
     if "shared" in p:
@@ -392,16 +416,16 @@ def moe_mlp(x, p, config: TransformerConfig, capacity_factor: float = 1.0):
     return y
 
 
-def block(x, layer, config: TransformerConfig, cos, sin, capacity_factor: float = 1.0,
-          attention_fn=attention):
+def block(x, layer, config: TransformerConfig, cos, sin, capacity_factor: float = 1.0, attention_fn=attention):
     """One pre-norm decoder layer on ``x[B, T, D]``."""
     config = _check_supported(config)
     _check_array("x", x, ndim=3)
     if x.shape[2] != config.d_model:
         raise ValueError(f"x must have shape [batch, seq_len, d_model={config.d_model}]; got {tuple(x.shape)}")
     if not isinstance(layer, dict) or "wq" not in layer or "mlp" not in layer:
-        raise TypeError(f"layer must be one entry of params['layers'] (a dict with 'wq' and 'mlp'); "
-                        f"got {type(layer).__name__}")
+        raise TypeError(
+            f"layer must be one entry of params['layers'] (a dict with 'wq' and 'mlp'); got {type(layer).__name__}"
+        )
     _check_fn("attention_fn", attention_fn)
     _check_scalar("capacity_factor", capacity_factor, maximum=1e6)
     B, T, D = x.shape
@@ -422,6 +446,7 @@ def block(x, layer, config: TransformerConfig, cos, sin, capacity_factor: float 
 # ------------------------------------------------------------------------------------------------------------
 # The model
 # ------------------------------------------------------------------------------------------------------------
+
 
 def forward(params, tokens, config: TransformerConfig, capacity_factor: float = 1.0, attention_fn=attention):
     """Logits ``[B, T, V]`` for integer ``tokens[B, T]``. ``attention_fn`` may be :func:`flash_attention`."""
@@ -478,6 +503,7 @@ def random_tokens(config: TransformerConfig, batch: _Batch, seq_len: _SeqLen, se
 # XLA's own FLOP count
 # ------------------------------------------------------------------------------------------------------------
 
+
 @checked
 def xla_cost(fn, *args, compiled: Bool = True) -> dict:
     """XLA's cost analysis of ``jax.jit(fn)(*args)`` on one device, keys sorted (``"flops"``, ``"bytes accessed"``...).
@@ -489,14 +515,15 @@ def xla_cost(fn, *args, compiled: Bool = True) -> dict:
     _check_fn("fn", fn)
     lowered = jax.jit(fn).lower(*args)
     cost = lowered.compile().cost_analysis() if compiled else lowered.cost_analysis()
-    if isinstance(cost, (list, tuple)):          # older JAX returned one dict per device
+    if isinstance(cost, (list, tuple)):  # older JAX returned one dict per device
         cost = cost[0]
     return {key: float(cost[key]) for key in sorted(cost)}
 
 
 @checked
-def xla_flops(config: TransformerConfig, batch: _Batch, seq_len: _SeqLen, training: Bool = False,
-              compiled: Bool = True) -> float:
+def xla_flops(
+    config: TransformerConfig, batch: _Batch, seq_len: _SeqLen, training: Bool = False, compiled: Bool = True
+) -> float:
     """FLOPs XLA counts for the model's forward pass (``training=False``) or loss + gradients (``True``)
     on ``batch × seq_len`` tokens, for one device, from shapes alone (see :func:`xla_cost` for ``compiled``)."""
     c = _check_supported(config)
@@ -517,9 +544,12 @@ def param_shapes(config: TransformerConfig, dtype=jnp.float32):
 
 
 @checked
-def xla_component_flops(config: TransformerConfig, batch: _Batch,
-                        seq_len: Annotated[int, Positive(integer=True, maximum=2**14)],   # it compiles a [T, T]
-                        compiled: Bool = False) -> dict:
+def xla_component_flops(
+    config: TransformerConfig,
+    batch: _Batch,
+    seq_len: Annotated[int, Positive(integer=True, maximum=2**14)],  # it compiles a [T, T]
+    compiled: Bool = False,
+) -> dict:
     """FLOPs XLA counts for the forward pass's non-matmul pieces, each compiled on its own, summed over layers.
 
     Keys (sorted): ``"mlp_activation"`` (SiLU·up or GELU), ``"residual_adds"``, ``"rms_norms"``, ``"rotary"``,
@@ -532,6 +562,7 @@ def xla_component_flops(config: TransformerConfig, batch: _Batch,
     B, T, D, N, K, H = batch, seq_len, c.d_model, c.n_heads, c.n_kv_heads, c.d_head
     G = N // K
     f32 = jnp.float32
+
     def ones(*shape):
         return jax.ShapeDtypeStruct(shape, f32)
 
@@ -545,8 +576,9 @@ def xla_component_flops(config: TransformerConfig, batch: _Batch,
 
     out = {}
     out["rms_norms"] = (2 * L + 1) * flops(rms_norm, x, ones(D))
-    out["rotary"] = L * (flops(apply_rotary, ones(B, T, N, H), cos, sin)
-                         + flops(apply_rotary, ones(B, T, K, H), cos, sin))
+    out["rotary"] = L * (
+        flops(apply_rotary, ones(B, T, N, H), cos, sin) + flops(apply_rotary, ones(B, T, K, H), cos, sin)
+    )
     s = ones(B, K, G, T, T)
 
     def mask_softmax(s):

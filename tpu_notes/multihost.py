@@ -20,6 +20,7 @@ Tasks:
 Each process's devices are its own; collectives between processes go through gloo over loopback TCP, so this
 proves the programs are correct across processes (what a pod slice needs), not how fast a real interconnect is.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,6 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-
 from typing import Annotated
 
 from .units import OneOf, Positive, capped, checked
@@ -51,9 +51,9 @@ class GlooUnavailable(RuntimeError):
 class ProcessResult:
     """What one process of :func:`launch` reported."""
 
-    process_id: int        # 0 .. n_processes - 1
-    result: dict           # the task's JSON result (the same keys in every process)
-    seconds: float         # wall time of the process, start to exit
+    process_id: int  # 0 .. n_processes - 1
+    result: dict  # the task's JSON result (the same keys in every process)
+    seconds: float  # wall time of the process, start to exit
 
 
 def _free_port() -> int:
@@ -74,9 +74,12 @@ def train_layout(n_devices: capped(MAX_PROCESSES * MAX_DEVICES_PER_PROCESS), n_p
 
 
 @checked
-def launch(task: Annotated[str, OneOf(TASKS)], n_processes: capped(MAX_PROCESSES) = 2,
-           devices_per_process: capped(MAX_DEVICES_PER_PROCESS) = 4,
-           timeout_s: Annotated[float, Positive(maximum=3600)] = 240.0) -> list:
+def launch(
+    task: Annotated[str, OneOf(TASKS)],
+    n_processes: capped(MAX_PROCESSES) = 2,
+    devices_per_process: capped(MAX_DEVICES_PER_PROCESS) = 4,
+    timeout_s: Annotated[float, Positive(maximum=3600)] = 240.0,
+) -> list:
     """Start ``n_processes`` JAX processes joined by ``jax.distributed.initialize``, run ``task`` in each, and
     return their :class:`ProcessResult` in process order.
 
@@ -84,14 +87,16 @@ def launch(task: Annotated[str, OneOf(TASKS)], n_processes: capped(MAX_PROCESSES
     fails raises ``RuntimeError`` with the end of its output; a JAX without gloo raises :class:`GlooUnavailable`.
     """
     port = _free_port()
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_NUM_CPU_DEVICES": str(devices_per_process),
-           "PYTHONHASHSEED": "0"}
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_NUM_CPU_DEVICES": str(devices_per_process), "PYTHONHASHSEED": "0"}
     procs = []
     start = time.perf_counter()
     for i in range(n_processes):
         cmd = [sys.executable, "-m", "tpu_notes.multihost", task, str(i), str(n_processes), str(port)]
-        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                      start_new_session=True))
+        procs.append(
+            subprocess.Popen(
+                cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+            )
+        )
     outputs, ended = [None] * n_processes, [None] * n_processes
     try:
         for i, p in enumerate(procs):
@@ -99,8 +104,9 @@ def launch(task: Annotated[str, OneOf(TASKS)], n_processes: capped(MAX_PROCESSES
             outputs[i], _ = p.communicate(timeout=left)
             ended[i] = time.perf_counter() - start
     except subprocess.TimeoutExpired:
-        raise TimeoutError(f"multihost.launch({task!r}) ran past timeout_s={timeout_s:g} s; "
-                           f"all {n_processes} processes were killed") from None
+        raise TimeoutError(
+            f"multihost.launch({task!r}) ran past timeout_s={timeout_s:g} s; all {n_processes} processes were killed"
+        ) from None
     finally:
         for p in procs:
             if p.poll() is None:
@@ -113,13 +119,14 @@ def launch(task: Annotated[str, OneOf(TASKS)], n_processes: capped(MAX_PROCESSES
         if p.returncode != 0:
             raise RuntimeError(f"process {i} of {n_processes} ({task}) exited with {p.returncode}:\n{out[-3000:]}")
         line = next(ln for ln in reversed(out.splitlines()) if ln.startswith("RESULT "))
-        results.append(ProcessResult(i, json.loads(line[len("RESULT "):]), ended[i]))
+        results.append(ProcessResult(i, json.loads(line[len("RESULT ") :]), ended[i]))
     return results
 
 
 # ------------------------------------------------------------------------------------------------------------
 # What each process runs
 # ------------------------------------------------------------------------------------------------------------
+
 
 def _join(process_id: int, n_processes: int, port: int):
     import jax
@@ -129,20 +136,29 @@ def _join(process_id: int, n_processes: int, port: int):
     except (AttributeError, ValueError, KeyError) as err:  # pragma: no cover - a JAX without gloo
         print(f"GLOO_UNAVAILABLE: this JAX has no gloo CPU collectives ({err})", flush=True)
         sys.exit(3)
-    jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}", num_processes=n_processes,
-                               process_id=process_id, initialization_timeout=120)
+    jax.distributed.initialize(
+        coordinator_address=f"127.0.0.1:{port}",
+        num_processes=n_processes,
+        process_id=process_id,
+        initialization_timeout=120,
+    )
     return jax
 
 
 def _task_train(jax, n_processes: int) -> dict:
     from . import devices, parallel
 
-    devs = devices.default_devices()             # every process's devices: the global mesh
+    devs = devices.default_devices()  # every process's devices: the global mesh
     layout = train_layout(len(devs), n_processes)
-    losses = parallel.train(parallel.ORACLE_CONFIG, layout, steps=TRAIN_STEPS, batch=TRAIN_BATCH,
-                            seq_len=TRAIN_SEQ, seed=0, devices=devs)
-    return {"layout": layout.label(), "devices": len(devs), "local_devices": jax.local_device_count(),
-            "losses": [float(v) for v in losses]}
+    losses = parallel.train(
+        parallel.ORACLE_CONFIG, layout, steps=TRAIN_STEPS, batch=TRAIN_BATCH, seq_len=TRAIN_SEQ, seed=0, devices=devs
+    )
+    return {
+        "layout": layout.label(),
+        "devices": len(devs),
+        "local_devices": jax.local_device_count(),
+        "losses": [float(v) for v in losses],
+    }
 
 
 def _task_collective_matmul(jax, n_processes: int) -> dict:
@@ -153,22 +169,27 @@ def _task_collective_matmul(jax, n_processes: int) -> dict:
 
     devs = devices.default_devices()
     ring = jaxprog.ring_mesh(devices=devs)
-    rng = np.random.default_rng(1)                 # the same inputs in every process
+    rng = np.random.default_rng(1)  # the same inputs in every process
     n = ring.size
     x = rng.standard_normal((32, 16 * n)).astype(np.float32)
     w = rng.standard_normal((16 * n, 8 * n)).astype(np.float32)
-    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     xs = jax.device_put(x, NamedSharding(ring, P(None, "x")))
     ws = jax.device_put(w, NamedSharding(ring, P(None, "x")))
     out = jaxprog.collective_matmul(xs, ws, ring)
     full = np.asarray(multihost_utils.process_allgather(out, tiled=True))
     ref = x.astype(np.float64) @ w.astype(np.float64)
-    kinds = jaxprog.matmul_hlo_collectives("collective", ring)   # XLA's compiled ops, by kind
-    return {"devices": n, "local_devices": jax.local_device_count(), "shape": list(full.shape),
-            "max_rel_error": float(np.max(np.abs(full - ref)) / np.max(np.abs(ref))),
-            "collective_permutes": kinds.get("collective-permute", 0),
-            "all_gathers": kinds.get("all-gather", 0)}
+    kinds = jaxprog.matmul_hlo_collectives("collective", ring)  # XLA's compiled ops, by kind
+    return {
+        "devices": n,
+        "local_devices": jax.local_device_count(),
+        "shape": list(full.shape),
+        "max_rel_error": float(np.max(np.abs(full - ref)) / np.max(np.abs(ref))),
+        "collective_permutes": kinds.get("collective-permute", 0),
+        "all_gathers": kinds.get("all-gather", 0),
+    }
 
 
 def _main(argv: list[str]) -> int:

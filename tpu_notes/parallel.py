@@ -1,7 +1,8 @@
 """The layouts of Chapter 5 run for real: one training step of :mod:`tpu_notes.model` split over a JAX mesh.
 
 A :class:`~tpu_notes.training.Parallelism` becomes a mesh whose axes are named after its fields
-(:data:`~tpu_notes.training.parallelism.MESH_AXES`: ``"data"``, ``"fsdp"``, ``"pipeline"``, ``"expert"``, ``"tensor"``; size-1
+(:data:`~tpu_notes.training.parallelism.MESH_AXES`: ``"data"``, ``"fsdp"``, ``"pipeline"``, ``"expert"``,
+``"tensor"``; size-1
 axes dropped) and a ``PartitionSpec`` for every weight (:func:`param_specs`):
 
 - **data** (DP): every weight replicated; the batch split over ``"data"``; XLA AllReduces the gradients.
@@ -30,16 +31,19 @@ device's to fp32 rounding; :func:`measure_step` times a step with :func:`tpu_not
 
 Importing this module imports JAX.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache, partial
-from typing import Annotated, Optional, Sequence
+from typing import Annotated
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from . import hlo
 from . import model as M
@@ -67,6 +71,7 @@ MAX_REPEATS = 100
 
 #: Parameter dtypes a step can run in.
 STEP_DTYPES = {"fp32": jnp.float32, "bf16": jnp.bfloat16}
+
 
 @checked
 def train_layouts(n_devices: capped(4096) = 8) -> dict[str, Parallelism]:
@@ -97,6 +102,7 @@ TRAIN_LAYOUTS: dict[str, Parallelism] = train_layouts(8)
 # Checks
 # ------------------------------------------------------------------------------------------------------------
 
+
 def _check_devices(devices, n: int) -> list:
     """The devices to lay the mesh on: ``devices.demo_devices(n)`` when None, else a sequence of JAX devices."""
     if devices is None:
@@ -104,8 +110,9 @@ def _check_devices(devices, n: int) -> list:
 
         return demo_devices(n)
     if isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence):
-        raise TypeError(f"devices must be None or a sequence of JAX devices (e.g. DEVICES[:{n}]); "
-                        f"got {type(devices).__name__}")
+        raise TypeError(
+            f"devices must be None or a sequence of JAX devices (e.g. DEVICES[:{n}]); got {type(devices).__name__}"
+        )
     devs = list(devices)
     bad = [d for d in devs if not isinstance(d, jax.Device)]
     if bad:
@@ -119,57 +126,79 @@ def _check_parallelism(parallelism) -> Parallelism:
     if not isinstance(parallelism, Parallelism):
         raise TypeError(f"parallelism must be a tpu_notes.training.Parallelism; got {type(parallelism).__name__}")
     if parallelism.dcn > 1:
-        raise ValueError(f"parallelism.dcn must be 1 here ({parallelism.dcn} given): one process has no DCN; "
-                         "simulate slices over DCN as data parallelism (data=...)")
+        raise ValueError(
+            f"parallelism.dcn must be 1 here ({parallelism.dcn} given): one process has no DCN; "
+            "simulate slices over DCN as data parallelism (data=...)"
+        )
     if parallelism.pipeline > 1 and (parallelism.fsdp > 1 or parallelism.tensor > 1 or parallelism.expert > 1):
-        raise ValueError(f"pipeline combines only with data in tpu_notes.parallel; got {parallelism.label()}. "
-                         "Allowed: data x pipeline")
+        raise ValueError(
+            f"pipeline combines only with data in tpu_notes.parallel; got {parallelism.label()}. "
+            "Allowed: data x pipeline"
+        )
     if parallelism.pipeline == 1 and parallelism.microbatches > 1:
-        raise ValueError(f"parallelism.microbatches ({parallelism.microbatches}) > 1 needs pipeline > 1 here "
-                         "(gradient accumulation is not implemented); use microbatches=1")
+        raise ValueError(
+            f"parallelism.microbatches ({parallelism.microbatches}) > 1 needs pipeline > 1 here "
+            "(gradient accumulation is not implemented); use microbatches=1"
+        )
     return parallelism
 
 
 def _check_fits(c: TransformerConfig, p: Parallelism, batch: int, seq_len: int) -> None:
     """The sizes within the caps, and each degree dividing what it splits; a ValueError naming both."""
     if batch * seq_len > MAX_TOKENS_PER_STEP:
-        raise ValueError(f"batch x seq_len = {batch} x {seq_len} tokens is more than this trainer of small models "
-                         f"takes in one step ({MAX_TOKENS_PER_STEP}); allowed: batch x seq_len <= "
-                         f"{MAX_TOKENS_PER_STEP}")
+        raise ValueError(
+            f"batch x seq_len = {batch} x {seq_len} tokens is more than this trainer of small models "
+            f"takes in one step ({MAX_TOKENS_PER_STEP}); allowed: batch x seq_len <= "
+            f"{MAX_TOKENS_PER_STEP}"
+        )
     if seq_len < 2:
         raise ValueError(f"seq_len must be >= 2 (the loss predicts token t+1 from t); got {seq_len}")
     logits = batch * seq_len * c.vocab * 4
     if logits > MAX_LOGIT_BYTES:
-        raise ValueError(f"batch x seq_len x vocab = {batch} x {seq_len} x {c.vocab}: the fp32 logits take "
-                         f"{logits:.3g} bytes, more than this trainer allows (MAX_LOGIT_BYTES = {MAX_LOGIT_BYTES}); use a smaller "
-                         "batch or seq_len")
+        raise ValueError(
+            f"batch x seq_len x vocab = {batch} x {seq_len} x {c.vocab}: the fp32 logits take "
+            f"{logits:.3g} bytes, more than this trainer allows (MAX_LOGIT_BYTES = {MAX_LOGIT_BYTES}); use a smaller "
+            "batch or seq_len"
+        )
     if p.expert > 1 and not c.is_moe:
-        raise ValueError(f"parallelism.expert = {p.expert} needs a mixture-of-experts model; "
-                         f"{c.name or 'this model'} is dense (n_experts = 1). Allowed: expert=1")
+        raise ValueError(
+            f"parallelism.expert = {p.expert} needs a mixture-of-experts model; "
+            f"{c.name or 'this model'} is dense (n_experts = 1). Allowed: expert=1"
+        )
     shards = p.data * p.fsdp * p.expert
     if batch % shards:
-        raise ValueError(f"batch ({batch}) must be divisible by data x fsdp x expert = {shards} "
-                         f"({p.label()}); allowed batches are multiples of {shards}")
+        raise ValueError(
+            f"batch ({batch}) must be divisible by data x fsdp x expert = {shards} "
+            f"({p.label()}); allowed batches are multiples of {shards}"
+        )
     if p.fsdp > 1 and c.d_model % p.fsdp:
         raise ValueError(f"parallelism.fsdp ({p.fsdp}) must divide d_model ({c.d_model}), the dimension FSDP shards")
     if p.tensor > 1:
-        for what, n in (("n_heads", c.n_heads), ("n_kv_heads", c.n_kv_heads),
-                        ("d_ff", c.expert_ff if c.is_moe else c.d_ff)):
+        for what, n in (
+            ("n_heads", c.n_heads),
+            ("n_kv_heads", c.n_kv_heads),
+            ("d_ff", c.expert_ff if c.is_moe else c.d_ff),
+        ):
             if n % p.tensor:
-                raise ValueError(f"parallelism.tensor ({p.tensor}) must divide {what} ({n}); "
-                                 f"allowed tensor degrees divide {n}")
+                raise ValueError(
+                    f"parallelism.tensor ({p.tensor}) must divide {what} ({n}); allowed tensor degrees divide {n}"
+                )
         if c.is_moe and c.n_dense_layers and c.d_ff % p.tensor:
             raise ValueError(f"parallelism.tensor ({p.tensor}) must divide d_ff ({c.d_ff})")
     if p.expert > 1 and c.n_experts % p.expert:
         raise ValueError(f"parallelism.expert ({p.expert}) must divide n_experts ({c.n_experts})")
     if p.pipeline > 1:
         if c.n_layers % p.pipeline:
-            raise ValueError(f"parallelism.pipeline ({p.pipeline}) must divide n_layers ({c.n_layers}): each stage "
-                             f"holds the same number of consecutive layers; allowed stages divide {c.n_layers}")
+            raise ValueError(
+                f"parallelism.pipeline ({p.pipeline}) must divide n_layers ({c.n_layers}): each stage "
+                f"holds the same number of consecutive layers; allowed stages divide {c.n_layers}"
+            )
         per_shard = batch // shards
         if per_shard % p.microbatches:
-            raise ValueError(f"parallelism.microbatches ({p.microbatches}) must divide the batch per data shard "
-                             f"({per_shard} = batch {batch} / {shards})")
+            raise ValueError(
+                f"parallelism.microbatches ({p.microbatches}) must divide the batch per data shard "
+                f"({per_shard} = batch {batch} / {shards})"
+            )
         if c.is_moe:
             raise ValueError("pipeline > 1 runs dense models only here; allowed: a dense TransformerConfig")
 
@@ -178,8 +207,10 @@ def _check_fits(c: TransformerConfig, p: Parallelism, batch: int, seq_len: int) 
 # Mesh and layouts
 # ------------------------------------------------------------------------------------------------------------
 
+
 def make_mesh(parallelism: Parallelism, devices=None):
-    """The JAX mesh of ``parallelism``: axes named after :data:`~tpu_notes.training.parallelism.MESH_AXES` with size > 1, Auto axis types.
+    """The JAX mesh of ``parallelism``: axes named after :data:`~tpu_notes.training.parallelism.MESH_AXES` with
+    size > 1, Auto axis types.
 
     ``devices`` defaults to ``devices.demo_devices(n)`` for the layout's ``n`` devices (the default backend's, or
     simulated CPU devices when it has fewer); their number must equal the product of the degrees. A
@@ -188,9 +219,12 @@ def make_mesh(parallelism: Parallelism, devices=None):
     p = _check_parallelism(parallelism)
     devs = _check_devices(devices, p.chips_per_slice)
     if p.chips_per_slice != len(devs):
-        raise ValueError(f"parallelism {p.label()} needs {p.chips_per_slice} devices (the product of its "
-                         f"degrees) but {len(devs)} are available; allowed: degrees whose product is {len(devs)} "
-                         f"(or pass devices=DEVICES[:{p.chips_per_slice}], or run devices.setup({p.chips_per_slice}) before JAX starts)")
+        raise ValueError(
+            f"parallelism {p.label()} needs {p.chips_per_slice} devices (the product of its "
+            f"degrees) but {len(devs)} are available; allowed: degrees whose product is {len(devs)} "
+            f"(or pass devices=DEVICES[:{p.chips_per_slice}], or run devices.setup({p.chips_per_slice}) "
+            "before JAX starts)"
+        )
     shape = p.mesh_shape() or {MESH_AXES[0]: 1}
     return _compat_make_mesh(tuple(shape.values()), tuple(shape), devices=devs)
 
@@ -208,17 +242,17 @@ def _weight_spec(name: str, ndim: int, p: Parallelism, moe_stack: bool = False) 
     t = "tensor" if p.tensor > 1 else None
     if name in ("attn_norm", "mlp_norm"):
         return P(f)
-    if name in ("wq", "wk", "wv"):                 # [D, heads, H]
+    if name in ("wq", "wk", "wv"):  # [D, heads, H]
         return P(f, t, None)
-    if name == "wo":                               # [N, H, D]
+    if name == "wo":  # [N, H, D]
         return P(t, None, f)
-    if name == "router":                           # [D, E]
+    if name == "router":  # [D, E]
         return P(f, None)
     e = "expert" if (moe_stack and p.expert > 1) else None
     lead = (e,) if moe_stack else ()
-    if name in ("w_gate", "w_up"):                 # [(E,) D, F]
+    if name in ("w_gate", "w_up"):  # [(E,) D, F]
         return P(*lead, f, t)
-    if name == "w_down":                           # [(E,) F, D]
+    if name == "w_down":  # [(E,) F, D]
         return P(*lead, t, f)
     raise ValueError(f"unknown weight name {name!r}")
 
@@ -273,8 +307,10 @@ def stage_params(params, n_stages: capped(4096)):
     if L % n_stages:
         raise ValueError(f"n_stages ({n_stages}) must divide the number of layers ({L})")
     per = L // n_stages
-    stages = [jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *[layers[s * per + j] for s in range(n_stages)])
-              for j in range(per)]
+    stages = [
+        jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *[layers[s * per + j] for s in range(n_stages)])
+        for j in range(per)
+    ]
     out = {k: v for k, v in params.items() if k != "layers"}
     out["stages"] = stages
     return out
@@ -286,7 +322,7 @@ def unstage_params(params):
         raise TypeError("params must be stage_params's pytree (a dict with a non-empty 'stages' list)")
     stages = params["stages"]
     n = jax.tree_util.tree_leaves(stages[0])[0].shape[0]
-    layers = [jax.tree_util.tree_map(lambda x: x[s], stages[j]) for s in range(n) for j in range(len(stages))]
+    layers = [jax.tree_util.tree_map(lambda x, s=s: x[s], stages[j]) for s in range(n) for j in range(len(stages))]
     out = {k: v for k, v in params.items() if k != "stages"}
     out["layers"] = layers
     return out
@@ -295,6 +331,7 @@ def unstage_params(params):
 # ------------------------------------------------------------------------------------------------------------
 # The pipeline (GPipe, shard_map over "pipeline" + ppermute)
 # ------------------------------------------------------------------------------------------------------------
+
 
 def _nll(logits, tokens):
     """Summed next-token cross-entropy of ``tokens[B, T]`` (the last position masked), as :func:`model.loss`."""
@@ -331,9 +368,9 @@ def pipeline_loss(params, tokens, model: TransformerConfig, parallelism: Paralle
     def run(stages, top, tm):
         s = jax.lax.axis_index("pipeline")
         local = [jax.tree_util.tree_map(lambda a: a[0], layer) for layer in stages]
-        if batch_axes:   # one gradient psum over "data" per weight, not one per tick that uses it
+        if batch_axes:  # one gradient psum over "data" per weight, not one per tick that uses it
             local = _pvary(local, batch_axes)
-        top = _pvary(top, batch_axes + ("pipeline",))   # likewise, over the stages and the data shards
+        top = _pvary(top, batch_axes + ("pipeline",))  # likewise, over the stages and the data shards
 
         def stage_fn(h):
             for layer in local:
@@ -361,7 +398,8 @@ def pipeline_loss(params, tokens, model: TransformerConfig, parallelism: Paralle
     stage_specs = [jax.tree_util.tree_map(lambda _: P("pipeline"), layer) for layer in params["stages"]]
     top_specs = jax.tree_util.tree_map(lambda _: P(), top)
     total = _shard_map()(run, mesh=mesh, in_specs=(stage_specs, top_specs, P(None, bspec, None)), out_specs=P())(
-        params["stages"], top, tm)
+        params["stages"], top, tm
+    )
     return total / (B * (T - 1))
 
 
@@ -369,13 +407,16 @@ def pipeline_loss(params, tokens, model: TransformerConfig, parallelism: Paralle
 # The training step
 # ------------------------------------------------------------------------------------------------------------
 
+
 def _check_param_bytes(c: TransformerConfig, dtype: str) -> None:
     nbytes = c.param_count() * dtype_bytes(dtype)
     if nbytes > MAX_PARAM_BYTES:
-        raise ValueError(f"model {c.name or ''}: its {c.param_count():,} parameters take {nbytes:.3g} bytes in "
-                         f"{dtype}, more than this trainer of small models builds (MAX_PARAM_BYTES = {MAX_PARAM_BYTES} bytes); "
-                         "allowed: configs such as ORACLE_CONFIG or the tiny presets. Price large models with "
-                         "tpu_notes.training instead")
+        raise ValueError(
+            f"model {c.name or ''}: its {c.param_count():,} parameters take {nbytes:.3g} bytes in "
+            f"{dtype}, more than this trainer of small models builds (MAX_PARAM_BYTES = {MAX_PARAM_BYTES} bytes); "
+            "allowed: configs such as ORACLE_CONFIG or the tiny presets. Price large models with "
+            "tpu_notes.training instead"
+        )
 
 
 def _prepare(model, parallelism, batch, seq_len, devices, dtype):
@@ -410,8 +451,9 @@ def layout_loss(params, tokens, model: TransformerConfig, parallelism: Paralleli
     wsc = jax.lax.with_sharding_constraint
     gathered = None
     if p.fsdp > 1:
-        gathered = jax.tree_util.tree_map(lambda s: NamedSharding(mesh, s), _gathered_specs(c, p),
-                                          is_leaf=lambda x: isinstance(x, P))
+        gathered = jax.tree_util.tree_map(
+            lambda s: NamedSharding(mesh, s), _gathered_specs(c, p), is_leaf=lambda x: isinstance(x, P)
+        )
     resid = NamedSharding(mesh, P(batch_spec(p)[0], None, None))
     B, T = tokens.shape
     cos, sin = M.rotary_tables(T, c.d_head)
@@ -458,8 +500,10 @@ def _shapes(c: TransformerConfig, p: Parallelism, dtype: str):
     if p.pipeline > 1:
         S = p.pipeline
         per = c.n_layers // S
-        stages = [jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct((S,) + a.shape, a.dtype),
-                                         shapes["layers"][j]) for j in range(per)]
+        stages = [
+            jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct((S,) + a.shape, a.dtype), shapes["layers"][j])
+            for j in range(per)
+        ]
         shapes = {k: v for k, v in shapes.items() if k != "layers"}
         shapes["stages"] = stages
     return shapes
@@ -472,18 +516,32 @@ FAST_COMPILE_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_e
 
 
 @lru_cache(maxsize=64)
-def _compiled(c: TransformerConfig, p: Parallelism, batch: int, seq_len: int, devices: tuple, dtype: str,
-              constrain: bool, optimize: bool, remat: bool):
+def _compiled(
+    c: TransformerConfig,
+    p: Parallelism,
+    batch: int,
+    seq_len: int,
+    devices: tuple,
+    dtype: str,
+    constrain: bool,
+    optimize: bool,
+    remat: bool,
+):
     """``(compiled step, parameter shardings, batch sharding, scalar sharding)``, compiled once per layout."""
     mesh = make_mesh(p, devices)
-    pshard = jax.tree_util.tree_map(lambda s: NamedSharding(mesh, s), param_specs(c, p),
-                                    is_leaf=lambda x: isinstance(x, P))
+    pshard = jax.tree_util.tree_map(
+        lambda s: NamedSharding(mesh, s), param_specs(c, p), is_leaf=lambda x: isinstance(x, P)
+    )
     bshard = NamedSharding(mesh, batch_spec(p))
     scalar = NamedSharding(mesh, P())
-    fn = jax.jit(_step_fn(c, p, mesh, constrain, remat), in_shardings=(pshard, bshard, scalar),
-                 out_shardings=(pshard, scalar))
-    args = (_shapes(c, p, dtype), jax.ShapeDtypeStruct((batch, seq_len), jnp.int32),
-            jax.ShapeDtypeStruct((), jnp.float32))
+    fn = jax.jit(
+        _step_fn(c, p, mesh, constrain, remat), in_shardings=(pshard, bshard, scalar), out_shardings=(pshard, scalar)
+    )
+    args = (
+        _shapes(c, p, dtype),
+        jax.ShapeDtypeStruct((batch, seq_len), jnp.int32),
+        jax.ShapeDtypeStruct((), jnp.float32),
+    )
     lowered = fn.lower(*args)
     compiled = lowered.compile() if optimize else lowered.compile(compiler_options=dict(FAST_COMPILE_OPTIONS))
     return compiled, pshard, bshard, scalar
@@ -493,8 +551,10 @@ def _get(model, parallelism, batch, seq_len, devices, dtype, constrain=True, opt
     c, p, _ = _prepare(model, parallelism, batch, seq_len, devices, dtype)
     devs = tuple(_check_devices(devices, p.chips_per_slice))
     if remat and (p.pipeline > 1 or not constrain):
-        raise ValueError("remat=True applies to the constrained layouts without pipeline (layout_loss); "
-                         f"got {p.label()} with constrain={constrain}. Allowed: remat=False there")
+        raise ValueError(
+            "remat=True applies to the constrained layouts without pipeline (layout_loss); "
+            f"got {p.label()} with constrain={constrain}. Allowed: remat=False there"
+        )
     return (c, p) + _compiled(c, p, int(batch), int(seq_len), devs, dtype, constrain, optimize, remat)
 
 
@@ -505,8 +565,17 @@ StepDType = Annotated[str, OneOf(tuple(STEP_DTYPES))]
 
 
 @checked
-def compiled_step(model, parallelism: Parallelism, batch: Batch, seq_len: SeqLen, devices=None,
-                  dtype: StepDType = "fp32", constrain: Bool = True, optimize: Bool = False, remat: Bool = False):
+def compiled_step(
+    model,
+    parallelism: Parallelism,
+    batch: Batch,
+    seq_len: SeqLen,
+    devices=None,
+    dtype: StepDType = "fp32",
+    constrain: Bool = True,
+    optimize: Bool = False,
+    remat: Bool = False,
+):
     """One SGD training step (loss, gradients, update) of :mod:`tpu_notes.model` laid out per ``parallelism``,
     jitted with in/out shardings, lowered from shapes alone and compiled: the object :func:`tpu_notes.hlo.collectives`
     parses. ``batch`` sequences of ``seq_len`` tokens, parameters in ``dtype`` (``"fp32"`` or ``"bf16"``).
@@ -521,10 +590,8 @@ def compiled_step(model, parallelism: Parallelism, batch: Batch, seq_len: SeqLen
     return _get(model, parallelism, batch, seq_len, devices, dtype, constrain, optimize, remat)[2]
 
 
-def _setup(model, parallelism, batch, seq_len, seed, lr, devices=None, dtype="fp32", optimize=False,
-           remat=False):
-    c, p, fn, pshard, bshard, scalar = _get(model, parallelism, batch, seq_len, devices, dtype, True, optimize,
-                                            remat)
+def _setup(model, parallelism, batch, seq_len, seed, lr, devices=None, dtype="fp32", optimize=False, remat=False):
+    c, p, fn, pshard, bshard, scalar = _get(model, parallelism, batch, seq_len, devices, dtype, True, optimize, remat)
     params = M.init_params(c, seed, STEP_DTYPES[dtype])
     if p.pipeline > 1:
         params = stage_params(params, p.pipeline)
@@ -542,10 +609,19 @@ def _default_devices(parallelism, devices):
 
 
 @checked
-def train(model, parallelism: Parallelism, steps: capped(MAX_STEPS), batch: Batch, seq_len: SeqLen,
-          seed: Annotated[int, Positive(integer=True, allow_zero=True, maximum=2**62)] = 0,
-          lr: Annotated[float, Positive(maximum=1e3)] = 0.5, devices=None, dtype: StepDType = "fp32",
-          same_batch: Bool = True, remat: Bool = False) -> np.ndarray:
+def train(
+    model,
+    parallelism: Parallelism,
+    steps: capped(MAX_STEPS),
+    batch: Batch,
+    seq_len: SeqLen,
+    seed: Annotated[int, Positive(integer=True, allow_zero=True, maximum=2**62)] = 0,
+    lr: Annotated[float, Positive(maximum=1e3)] = 0.5,
+    devices=None,
+    dtype: StepDType = "fp32",
+    same_batch: Bool = True,
+    remat: Bool = False,
+) -> np.ndarray:
     """Train ``model`` (a config or preset name) for ``steps`` SGD steps (learning rate ``lr``) laid out per
     ``parallelism``; the loss before each step's update (nats), as a numpy array.
 
@@ -558,8 +634,7 @@ def train(model, parallelism: Parallelism, steps: capped(MAX_STEPS), batch: Batc
     if seed + steps >= 2**62:
         raise ValueError(f"seed must be < 2**62 - steps (it seeds a JAX PRNG key); got {seed}")
     devices = _default_devices(parallelism, devices)
-    c, fn, params, bshard, lr_arr = _setup(model, parallelism, batch, seq_len, seed, lr, devices, dtype,
-                                           remat=remat)
+    c, fn, params, bshard, lr_arr = _setup(model, parallelism, batch, seq_len, seed, lr, devices, dtype, remat=remat)
     losses = []
     for i in range(steps):
         tokens = jax.device_put(M.random_tokens(c, batch, seq_len, seed if same_batch else seed + i), bshard)
@@ -569,8 +644,16 @@ def train(model, parallelism: Parallelism, steps: capped(MAX_STEPS), batch: Batc
 
 
 @checked
-def measure_step(model, parallelism: Parallelism, batch: Batch, seq_len: SeqLen, repeats: capped(MAX_REPEATS) = 5,
-                 devices=None, dtype: StepDType = "fp32", timing: Bool = False):
+def measure_step(
+    model,
+    parallelism: Parallelism,
+    batch: Batch,
+    seq_len: SeqLen,
+    repeats: capped(MAX_REPEATS) = 5,
+    devices=None,
+    dtype: StepDType = "fp32",
+    timing: Bool = False,
+):
     """Median seconds of one training step laid out per ``parallelism`` on the devices present, timed by
     :func:`tpu_notes.bench.time_fn` (warmed up, ``block_until_ready``, median of ``repeats`` samples). The step
     comes compiled, fully optimised, from :func:`compiled_step`'s cache. ``timing=True`` returns the whole
@@ -591,8 +674,9 @@ def measure_step(model, parallelism: Parallelism, batch: Batch, seq_len: SeqLen,
 
 #: A model small enough to compile every layout in a second or two, with 8 heads and F = 256 so that a tensor
 #: degree of 8 divides them (tests/test_training_oracle.py and Chapter 5's table use it).
-ORACLE_CONFIG = TransformerConfig(d_model=64, d_ff=256, n_layers=2, n_heads=8, n_kv_heads=8, d_head=8, vocab=256,
-                                  name="oracle-tiny")
+ORACLE_CONFIG = TransformerConfig(
+    d_model=64, d_ff=256, n_layers=2, n_heads=8, n_kv_heads=8, d_head=8, vocab=256, name="oracle-tiny"
+)
 
 
 @dataclass(frozen=True)
@@ -600,11 +684,11 @@ class XlaCollective:
     """One collective of a compiled step, one array at a time: a combined (tuple-shaped) op gives one entry per
     array it moves, all with the same ``op``."""
 
-    kind: str                  # "all-gather", "reduce-scatter" (CPU's all-reduce + dynamic-slice), ...
-    axes: tuple[str, ...]      # mesh axes of its replica groups (() for a collective-permute)
-    bytes_per_device: float    # larger of operand and result bytes per device, as hlo.HloCollective.bytes
-    op: str                    # the HLO instruction it belongs to
-    raw_kind: str              # the HLO opcode before folding CPU's reduce-scatter spelling
+    kind: str  # "all-gather", "reduce-scatter" (CPU's all-reduce + dynamic-slice), ...
+    axes: tuple[str, ...]  # mesh axes of its replica groups (() for a collective-permute)
+    bytes_per_device: float  # larger of operand and result bytes per device, as hlo.HloCollective.bytes
+    op: str  # the HLO instruction it belongs to
+    raw_kind: str  # the HLO opcode before folding CPU's reduce-scatter spelling
 
 
 def _permute_axes(pairs, mesh) -> tuple[str, ...]:
@@ -627,18 +711,30 @@ def xla_collectives(compiled, mesh) -> list[XlaCollective]:
     if not isinstance(mesh, jax.sharding.Mesh):
         raise TypeError(f"mesh must be a jax.sharding.Mesh (parallel.make_mesh(...)); got {type(mesh).__name__}")
     if not isinstance(compiled, str) and not hasattr(compiled, "as_text"):
-        raise TypeError(f"compiled must be a compiled step (compiled_step(...)) or its HLO text; "
-                        f"got {type(compiled).__name__}")
+        raise TypeError(
+            f"compiled must be a compiled step (compiled_step(...)) or its HLO text; got {type(compiled).__name__}"
+        )
     module = hlo.parse_module(compiled)
-    gte = {(i.operands[0], int(i.attribute("index"))): i.name for i in module.instructions
-           if i.opcode == "get-tuple-element" and len(i.operands) == 1 and (i.attribute("index") or "").isdigit()}
+    gte = {
+        (i.operands[0], int(i.attribute("index"))): i.name
+        for i in module.instructions
+        if i.opcode == "get-tuple-element" and len(i.operands) == 1 and (i.attribute("index") or "").isdigit()
+    }
     out = []
     for c in hlo.collectives(module):
         if len(c.operand_shapes) > 1 and len(c.operand_shapes) == len(c.result_shapes):
-            pieces = [hlo.HloCollective(kind=c.kind, name=gte.get((c.name, i), f"{c.name}#{i}"),
-                                        operand_shapes=(o,), result_shapes=(r,), replica_groups=c.replica_groups,
-                                        source_target_pairs=c.source_target_pairs, dimensions=c.dimensions)
-                      for i, (o, r) in enumerate(zip(c.operand_shapes, c.result_shapes))]
+            pieces = [
+                hlo.HloCollective(
+                    kind=c.kind,
+                    name=gte.get((c.name, i), f"{c.name}#{i}"),
+                    operand_shapes=(o,),
+                    result_shapes=(r,),
+                    replica_groups=c.replica_groups,
+                    source_target_pairs=c.source_target_pairs,
+                    dimensions=c.dimensions,
+                )
+                for i, (o, r) in enumerate(zip(c.operand_shapes, c.result_shapes))
+            ]
         else:
             pieces = [c]
         for piece in hlo.normalize_cpu_collectives(pieces, module):
@@ -654,13 +750,13 @@ def xla_collectives(compiled, mesh) -> list[XlaCollective]:
 class TrainingCase:
     """One layout the oracle compiles: a name, the degrees, and the model and batch it runs."""
 
-    id: str                          # e.g. "fsdp=2 x tensor=4"
-    parallelism: Parallelism         # the layout (its degrees multiply to 8 devices)
+    id: str  # e.g. "fsdp=2 x tensor=4"
+    parallelism: Parallelism  # the layout (its degrees multiply to 8 devices)
     config: TransformerConfig = ORACLE_CONFIG
-    batch: int = 16                  # sequences per step
-    seq_len: int = 16                # tokens per sequence
-    findings: tuple[str, ...] = ()   # keys of FINDINGS that explain what XLA does with this layout
-    remat: bool = False              # each layer recomputed in the backward pass (jax.checkpoint)
+    batch: int = 16  # sequences per step
+    seq_len: int = 16  # tokens per sequence
+    findings: tuple[str, ...] = ()  # keys of FINDINGS that explain what XLA does with this layout
+    remat: bool = False  # each layer recomputed in the backward pass (jax.checkpoint)
 
 
 #: Where XLA's compiled step departs from :func:`~tpu_notes.training.collectives.predicted_collectives`, by name;
@@ -671,7 +767,8 @@ FINDINGS: dict[str, str] = {
         "of a step, and the loss's scalar with them, leaves as a single all-reduce of all the arrays, placed at the "
         "end of the backward pass; so do the two or three activation AllReduces of a Megatron block that run back "
         "to back. The bytes are the model's, the number of launches is not: one large op pays the latency once. "
-        "The oracle splits combined ops into their arrays before comparing, and counts the ops apart."),
+        "The oracle splits combined ops into their arrays before comparing, and counts the ops apart."
+    ),
     "fsdp-gathers-once": (
         "FSDP (ZeRO-3) is usually costed with two AllGathers of every weight, one in the forward and one in the "
         "backward pass, because the gathered copy is dropped after use. Without rematerialisation XLA keeps the "
@@ -681,7 +778,8 @@ FINDINGS: dict[str, str] = {
         "included, is recomputed in the backward pass and XLA gathers its weights a second time, as the model "
         "then counts; the embedding, final norm and unembedding stay outside the recomputed layers and are "
         "gathered once. Megatron's attention-output AllReduce is redone too (the recomputed MLP needs its input; "
-        "the MLP-output AllReduce is not needed again)."),
+        "the MLP-output AllReduce is not needed again)."
+    ),
     "tp-backward-per-projection": (
         "Megatron's backward pass needs one AllReduce of the input gradient of the attention block, the sum over "
         "the tensor shards of dQ·Wq\u1d40 + dK·Wk\u1d40 + dV·Wv\u1d40, and one of the MLP's, dGate·Wg\u1d40 + "
@@ -689,32 +787,37 @@ FINDINGS: dict[str, str] = {
         "gated MLP, each combined into one op) and adds them afterwards: 5 AllReduces per layer in the backward "
         "pass instead of 2, 2.5x the predicted backward bytes (the HLO metadata names them: the transposes of the "
         "btd,dnh and btd,dkh projections). A fused QKV weight (one array, one matmul) or a fused gate-up weight "
-        "would leave one product to reduce."),
+        "would leave one product to reduce."
+    ),
     "dp-fsdp-one-reduction": (
         "With data x fsdp, the gradient of a weight sharded over fsdp and replicated over data must be summed over "
         "all devices and kept as the fsdp shard. The model does it in two steps, a ReduceScatter over fsdp of the "
         "whole gradient and an AllReduce over data of the shard (fsdp times smaller). XLA does one reduction over "
         "both axes and slices out the fsdp shard (on CPU: an all-reduce over all 8 devices, then a dynamic-slice). "
         "Same result, different cost: XLA reduces the whole gradient over 8 devices, where the model's second "
-        "step reduces only the 1/fsdp shard over data."),
+        "step reduces only the 1/fsdp shard over data."
+    ),
     "tied-embedding-reduced-twice": (
         "With tied embeddings the one table [V, D] gets two gradients, from the lookup at the input (a "
         "scatter-add) and from the unembedding matmul at the output. The model sums them and reduces the table's "
         "gradient once; XLA reduces each of the two on its own (two arrays of V x D in the combined AllReduce, "
         "or two ReduceScatters under FSDP) and adds them afterwards, twice the bytes for the largest weight of a "
-        "small model."),
+        "small model."
+    ),
     "propagation-without-constraints": (
         "The layouts pin two things with with_sharding_constraint (layout_loss): weights are used gathered and the "
         "residual stream stays split over the batch. Left to its own sharding propagation (compiled_step(..., "
         "constrain=False)), XLA compiles the fsdp=8 step very differently: it keeps some weights sharded and "
         "gathers the activations [B, T, D] and even the logits [B, T, V] instead, and adds well over a hundred "
         "small AllToAlls. The arithmetic is still right; the communication is not the ZeRO-3 "
-        "the chapter costs, and no cost model of layouts can predict it."),
+        "the chapter costs, and no cost model of layouts can predict it."
+    ),
     "cpu-bf16-in-f32": (
         "On the CPU backend, XLA moves bf16 collectives in f32: it converts each array up before the collective "
         "and back after, so every bf16 collective carries the bytes of the fp32 model (2x the bf16 prediction), "
         "and CPU's reduce-scatter spelling gains a convert between the all-reduce and the slice. A TPU runs bf16 "
-        "collectives natively; the bf16 prediction is the one for a TPU."),
+        "collectives natively; the bf16 prediction is the one for a TPU."
+    ),
 }
 
 #: The layouts the oracle compares (tests/test_training_oracle.py and Chapter 5's table), 8 devices each.
@@ -722,26 +825,47 @@ TRAINING_CASES: tuple[TrainingCase, ...] = (
     TrainingCase("data=8", Parallelism(data=8), findings=("combined",)),
     TrainingCase("fsdp=8", Parallelism(fsdp=8), findings=("combined", "fsdp-gathers-once")),
     TrainingCase("tensor=8", Parallelism(tensor=8), findings=("combined", "tp-backward-per-projection")),
-    TrainingCase("fsdp=2 x tensor=4", Parallelism(fsdp=2, tensor=4),
-                 findings=("combined", "fsdp-gathers-once", "tp-backward-per-projection")),
-    TrainingCase("fsdp=4 x tensor=2", Parallelism(fsdp=4, tensor=2),
-                 findings=("combined", "fsdp-gathers-once", "tp-backward-per-projection")),
-    TrainingCase("data=2 x fsdp=4", Parallelism(data=2, fsdp=4),
-                 findings=("combined", "fsdp-gathers-once", "dp-fsdp-one-reduction")),
-    TrainingCase("data=2 x tensor=4", Parallelism(data=2, tensor=4),
-                 findings=("combined", "tp-backward-per-projection")),
-    TrainingCase("data=8 tied", Parallelism(data=8), config=ORACLE_CONFIG.with_(tied_embeddings=True,
-                                                                                 name="oracle-tiny-tied"),
-                 findings=("combined", "tied-embedding-reduced-twice")),
-    TrainingCase("fsdp=2 x tensor=4 remat", Parallelism(fsdp=2, tensor=4), remat=True,
-                 findings=("combined", "fsdp-gathers-once", "tp-backward-per-projection")),
+    TrainingCase(
+        "fsdp=2 x tensor=4",
+        Parallelism(fsdp=2, tensor=4),
+        findings=("combined", "fsdp-gathers-once", "tp-backward-per-projection"),
+    ),
+    TrainingCase(
+        "fsdp=4 x tensor=2",
+        Parallelism(fsdp=4, tensor=2),
+        findings=("combined", "fsdp-gathers-once", "tp-backward-per-projection"),
+    ),
+    TrainingCase(
+        "data=2 x fsdp=4",
+        Parallelism(data=2, fsdp=4),
+        findings=("combined", "fsdp-gathers-once", "dp-fsdp-one-reduction"),
+    ),
+    TrainingCase(
+        "data=2 x tensor=4", Parallelism(data=2, tensor=4), findings=("combined", "tp-backward-per-projection")
+    ),
+    TrainingCase(
+        "data=8 tied",
+        Parallelism(data=8),
+        config=ORACLE_CONFIG.with_(tied_embeddings=True, name="oracle-tiny-tied"),
+        findings=("combined", "tied-embedding-reduced-twice"),
+    ),
+    TrainingCase(
+        "fsdp=2 x tensor=4 remat",
+        Parallelism(fsdp=2, tensor=4),
+        remat=True,
+        findings=("combined", "fsdp-gathers-once", "tp-backward-per-projection"),
+    ),
     TrainingCase("data=4 x pipeline=2", Parallelism(data=4, pipeline=2, microbatches=2), findings=("combined",)),
-    TrainingCase("data=2 x pipeline=4", Parallelism(data=2, pipeline=4, microbatches=4),
-                 config=ORACLE_CONFIG.with_(n_layers=4, name="oracle-tiny-4l"), findings=("combined",)),
+    TrainingCase(
+        "data=2 x pipeline=4",
+        Parallelism(data=2, pipeline=4, microbatches=4),
+        config=ORACLE_CONFIG.with_(n_layers=4, name="oracle-tiny-4l"),
+        findings=("combined",),
+    ),
 )
 
 
-def training_cases(ids: Optional[Sequence[str]] = None) -> tuple[TrainingCase, ...]:
+def training_cases(ids: Sequence[str] | None = None) -> tuple[TrainingCase, ...]:
     """The oracle's layouts, all or those named by ``ids``."""
     if ids is None:
         return TRAINING_CASES
@@ -758,12 +882,12 @@ def training_cases(ids: Optional[Sequence[str]] = None) -> tuple[TrainingCase, .
 class TrainingRow:
     """One line of the training oracle: collectives of one kind, axes and size, as many as predicted and found."""
 
-    kind: str                    # "all-gather", "reduce-scatter", "all-reduce", "collective-permute"
-    axes: tuple[str, ...]        # mesh axes
-    bytes_per_device: float      # bytes per device of one collective (hlo.HloCollective.bytes convention)
-    predicted: int               # count from training.predicted_collectives
-    xla: int                     # count of arrays XLA moves this way (combined ops split into their arrays)
-    ops: tuple[str, ...] = ()    # names of the HLO instructions those arrays travel in
+    kind: str  # "all-gather", "reduce-scatter", "all-reduce", "collective-permute"
+    axes: tuple[str, ...]  # mesh axes
+    bytes_per_device: float  # bytes per device of one collective (hlo.HloCollective.bytes convention)
+    predicted: int  # count from training.predicted_collectives
+    xla: int  # count of arrays XLA moves this way (combined ops split into their arrays)
+    ops: tuple[str, ...] = ()  # names of the HLO instructions those arrays travel in
 
     @property
     def xla_ops(self) -> int:
@@ -776,8 +900,16 @@ class TrainingRow:
 
 
 @checked
-def oracle_rows(model, parallelism: Parallelism, batch: Batch, seq_len: SeqLen, devices=None,
-                dtype: StepDType = "fp32", *, remat: Bool = False) -> list[TrainingRow]:
+def oracle_rows(
+    model,
+    parallelism: Parallelism,
+    batch: Batch,
+    seq_len: SeqLen,
+    devices=None,
+    dtype: StepDType = "fp32",
+    *,
+    remat: Bool = False,
+) -> list[TrainingRow]:
     """Compile the layout's training step and pair XLA's collectives with the model's, one row per
     (kind, axes, bytes per device), sorted. ``batch`` sequences of ``seq_len`` tokens."""
     c = as_config(model, "model")
@@ -785,8 +917,7 @@ def oracle_rows(model, parallelism: Parallelism, batch: Batch, seq_len: SeqLen, 
     mesh = make_mesh(parallelism, devices)
     from .training.collectives import collective_totals
 
-    pred = collective_totals(predicted_collectives(c, parallelism, batch * seq_len, seq_len, dtype=dtype,
-                                                   remat=remat))
+    pred = collective_totals(predicted_collectives(c, parallelism, batch * seq_len, seq_len, dtype=dtype, remat=remat))
     found: dict = {}
     ops: dict = {}
     for x in xla_collectives(compiled, mesh):
@@ -795,8 +926,7 @@ def oracle_rows(model, parallelism: Parallelism, batch: Batch, seq_len: SeqLen, 
         ops.setdefault(key, set()).add(x.op)
     kinds = ("all-gather", "reduce-scatter", "all-reduce", "collective-permute")
     keys = sorted(set(pred) | set(found), key=lambda k: (kinds.index(k[0]) if k[0] in kinds else 9, k[1], k[2]))
-    return [TrainingRow(k[0], k[1], k[2], pred.get(k, 0), found.get(k, 0), tuple(sorted(ops.get(k, ()))))
-            for k in keys]
+    return [TrainingRow(k[0], k[1], k[2], pred.get(k, 0), found.get(k, 0), tuple(sorted(ops.get(k, ())))) for k in keys]
 
 
 def run_training_case(case: TrainingCase, devices=None) -> list[TrainingRow]:
@@ -806,13 +936,17 @@ def run_training_case(case: TrainingCase, devices=None) -> list[TrainingRow]:
     return oracle_rows(case.config, case.parallelism, case.batch, case.seq_len, devices=devices, remat=case.remat)
 
 
-def format_training_table(rows: Sequence[TrainingRow], title: Optional[str] = None) -> str:
+def format_training_table(rows: Sequence[TrainingRow], title: str | None = None) -> str:
     """Rows as a plain-text table (at most 88 characters wide): kind, axes, bytes per device, the model's count,
     XLA's count of arrays (and of HLO ops, when combined), and whether they agree."""
     from .units import fmt
 
-    short = {"all-gather": "AllGather", "reduce-scatter": "ReduceScatter", "all-reduce": "AllReduce",
-             "collective-permute": "Permute"}
+    short = {
+        "all-gather": "AllGather",
+        "reduce-scatter": "ReduceScatter",
+        "all-reduce": "AllReduce",
+        "collective-permute": "Permute",
+    }
     rows = list(rows) if isinstance(rows, (list, tuple)) else rows
     if not isinstance(rows, list) or not all(isinstance(r, TrainingRow) for r in rows):
         raise TypeError("rows must be a list of parallel.TrainingRow (from oracle_rows)")
@@ -822,18 +956,23 @@ def format_training_table(rows: Sequence[TrainingRow], title: Optional[str] = No
     lines.append(f"{'collective':14s} {'axes':16s} {'bytes/device':>12s} {'model':>6s} {'XLA':>6s} {'ops':>4s}  agree")
     for r in rows:
         flag = "yes" if r.agree else "NO"
-        lines.append(f"{short.get(r.kind, r.kind):14s} {','.join(r.axes) or '-':16s} "
-                     f"{fmt(r.bytes_per_device, 'B'):>12s} {r.predicted:6d} {r.xla:6d} {r.xla_ops:4d}  {flag}")
+        lines.append(
+            f"{short.get(r.kind, r.kind):14s} {','.join(r.axes) or '-':16s} "
+            f"{fmt(r.bytes_per_device, 'B'):>12s} {r.predicted:6d} {r.xla:6d} {r.xla_ops:4d}  {flag}"
+        )
     return "\n".join(lines)
 
 
-def oracle_summary(cases: Optional[Sequence[TrainingCase]] = None, devices=None) -> list[tuple[TrainingCase, list]]:
+def oracle_summary(cases: Sequence[TrainingCase] | None = None, devices=None) -> list[tuple[TrainingCase, list]]:
     """Run the oracle on ``cases`` (default :data:`TRAINING_CASES`): ``[(case, rows), ...]`` for
     :func:`format_oracle_summary`. Each layout is compiled once (and cached, so :func:`train` on the same layout,
     batch and sequence length reuses it)."""
     cases = TRAINING_CASES if cases is None else cases
-    if isinstance(cases, (str, bytes)) or not isinstance(cases, Sequence) or \
-            not all(isinstance(c, TrainingCase) for c in cases):
+    if (
+        isinstance(cases, (str, bytes))
+        or not isinstance(cases, Sequence)
+        or not all(isinstance(c, TrainingCase) for c in cases)
+    ):
         raise TypeError("cases must be None or a list of parallel.TrainingCase (see TRAINING_CASES, training_cases)")
     return [(case, run_training_case(case, devices)) for case in cases]
 
@@ -842,8 +981,11 @@ def format_oracle_summary(results) -> str:
     """One line per layout (at most 88 characters): how many (kind, axes, size) signatures agree, the
     collectives the model counts, the arrays XLA moves and the distinct HLO ops they travel in, and the findings
     that concern the layout ("combined", which concerns all, left out)."""
-    if isinstance(results, (str, bytes)) or not isinstance(results, (list, tuple)) or not all(
-            isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], TrainingCase) for r in results):
+    if (
+        isinstance(results, (str, bytes))
+        or not isinstance(results, (list, tuple))
+        or not all(isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], TrainingCase) for r in results)
+    ):
         raise TypeError("results must be oracle_summary's list of (TrainingCase, rows)")
     import textwrap
 
@@ -852,11 +994,14 @@ def format_oracle_summary(results) -> str:
     for case, rows in results:
         ok = sum(r.agree for r in rows)
         n_ops = len({op for r in rows for op in r.ops})
-        head = (f"{case.id:{width}s} {ok:>3d}/{len(rows):<2d} {sum(r.predicted for r in rows):6d} "
-                f"{sum(r.xla for r in rows):5d} {n_ops:4d}  ")
+        head = (
+            f"{case.id:{width}s} {ok:>3d}/{len(rows):<2d} {sum(r.predicted for r in rows):6d} "
+            f"{sum(r.xla for r in rows):5d} {n_ops:4d}  "
+        )
         diff = ", ".join(f for f in case.findings if f != "combined") or "-"
-        wrapped = textwrap.wrap(diff, width=max(20, 88 - len(head)), break_on_hyphens=False,
-                                break_long_words=False) or ["-"]
+        wrapped = textwrap.wrap(
+            diff, width=max(20, 88 - len(head)), break_on_hyphens=False, break_long_words=False
+        ) or ["-"]
         lines.append(head + wrapped[0])
         lines += [" " * len(head) + more for more in wrapped[1:]]
     return "\n".join(lines)

@@ -25,6 +25,7 @@ the mean over devices. On simulated devices the host CPU runs all of them; the t
 
 Importing this module imports JAX.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -35,8 +36,9 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Callable, Optional, Sequence
+from typing import Annotated, Any
 
 import jax
 import numpy as np
@@ -50,12 +52,27 @@ MAX_STEPS = 100
 MAX_WARMUP = 100
 
 #: HLO opcodes of collectives (the ``-start``/``-done`` forms of asynchronous ones included).
-COLLECTIVE_OPCODES = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute",
-                      "collective-broadcast", "ragged-all-to-all")
+COLLECTIVE_OPCODES = (
+    "all-gather",
+    "all-reduce",
+    "reduce-scatter",
+    "all-to-all",
+    "collective-permute",
+    "collective-broadcast",
+    "ragged-all-to-all",
+)
 
 #: Opcodes that cost nothing to cost: they name buffers, they do not compute.
-_FREE_OPCODES = ("parameter", "constant", "tuple", "get-tuple-element", "bitcast", "partition-id", "replica-id",
-                 "after-all")
+_FREE_OPCODES = (
+    "parameter",
+    "constant",
+    "tuple",
+    "get-tuple-element",
+    "bitcast",
+    "partition-id",
+    "replica-id",
+    "after-all",
+)
 
 #: The tables :func:`xprof_tables` converts by default.
 XPROF_TOOLS = ("hlo_stats", "framework_op_stats", "roofline_model")
@@ -66,14 +83,14 @@ XPROF_TOOLS = ("hlo_stats", "framework_op_stats", "roofline_model")
 class Trace:
     """A captured trace (:func:`capture`)."""
 
-    directory: str                  # the log directory jax.profiler.trace wrote (plugins/profile/<run>/...)
-    xplane: str                     # path of the .xplane.pb file inside it
-    module: str                     # HLO module name of the traced program, e.g. "jit_step"
-    steps: int                      # steps traced
-    step_s: tuple[float, ...]       # wall seconds of each traced step (from the step annotations)
-    devices: int                    # devices the program ran on
-    hlo_text: str                   # optimised HLO text of the program (what compiled.as_text() returns)
-    step_name: str = "step"         # name of the step annotations
+    directory: str  # the log directory jax.profiler.trace wrote (plugins/profile/<run>/...)
+    xplane: str  # path of the .xplane.pb file inside it
+    module: str  # HLO module name of the traced program, e.g. "jit_step"
+    steps: int  # steps traced
+    step_s: tuple[float, ...]  # wall seconds of each traced step (from the step annotations)
+    devices: int  # devices the program ran on
+    hlo_text: str  # optimised HLO text of the program (what compiled.as_text() returns)
+    step_name: str = "step"  # name of the step annotations
 
     @property
     def wall_s(self) -> float:
@@ -81,20 +98,21 @@ class Trace:
         return float(np.median(self.step_s))
 
     def __repr__(self) -> str:
-        return (f"Trace({self.module}: {self.steps} steps on {self.devices} device(s), "
-                f"median step {fmt(self.wall_s, 's')})")
+        return (
+            f"Trace({self.module}: {self.steps} steps on {self.devices} device(s), median step {fmt(self.wall_s, 's')})"
+        )
 
 
 @dataclass(frozen=True)
 class OpCost:
     """XLA's cost analysis of one HLO instruction (:func:`op_costs`)."""
 
-    name: str          # HLO instruction name, e.g. "fusion.3" or "all-gather.1"
-    opcode: str        # HLO opcode, e.g. "fusion", "dot", "all-gather"
-    category: str      # "matmul" (a dot or a fusion holding one), "collective", "fusion" or "other"
-    shape: str         # result shape, e.g. "f32[8,64]{1,0}"
-    flops: float       # FLOPs XLA counts for it
-    bytes: float       # bytes it reads and writes, per XLA
+    name: str  # HLO instruction name, e.g. "fusion.3" or "all-gather.1"
+    opcode: str  # HLO opcode, e.g. "fusion", "dot", "all-gather"
+    category: str  # "matmul" (a dot or a fusion holding one), "collective", "fusion" or "other"
+    shape: str  # result shape, e.g. "f32[8,64]{1,0}"
+    flops: float  # FLOPs XLA counts for it
+    bytes: float  # bytes it reads and writes, per XLA
     transcendentals: float  # transcendental ops (exp, log, ...)
 
     @property
@@ -107,10 +125,10 @@ class OpCost:
 class OpEvent:
     """One execution of one op on one device, from the trace (:func:`events`)."""
 
-    name: str          # HLO instruction name
-    device: int        # device ordinal it ran on
-    step: int          # step number (the annotation it fell in)
-    start_s: float     # seconds from the start of its step
+    name: str  # HLO instruction name
+    device: int  # device ordinal it ran on
+    step: int  # step number (the annotation it fell in)
+    start_s: float  # seconds from the start of its step
     duration_s: float  # seconds it ran
 
 
@@ -118,16 +136,16 @@ class OpEvent:
 class OpRow:
     """One row of :func:`op_table`: an op's time per step and per device, with XLA's cost of one execution."""
 
-    name: str           # HLO instruction name
-    opcode: str         # HLO opcode ("?" when the op is not in the program's entry computation)
-    category: str       # "matmul", "collective", "fusion" or "other"
-    count: float        # executions per step per device
-    total_s: float      # seconds per step per device, all executions
-    mean_s: float       # seconds per execution
-    share: float        # total_s / the step's median wall time
-    flops: float        # FLOPs of one execution (XLA's cost analysis; nan when unknown)
-    bytes: float        # bytes of one execution (XLA's cost analysis; nan when unknown)
-    intensity: float    # flops / bytes, FLOPs per byte
+    name: str  # HLO instruction name
+    opcode: str  # HLO opcode ("?" when the op is not in the program's entry computation)
+    category: str  # "matmul", "collective", "fusion" or "other"
+    count: float  # executions per step per device
+    total_s: float  # seconds per step per device, all executions
+    mean_s: float  # seconds per execution
+    share: float  # total_s / the step's median wall time
+    flops: float  # FLOPs of one execution (XLA's cost analysis; nan when unknown)
+    bytes: float  # bytes of one execution (XLA's cost analysis; nan when unknown)
+    intensity: float  # flops / bytes, FLOPs per byte
     predicted_s: float  # roofline time of one execution, max(flops / peak, bytes / bandwidth); nan without one
 
     @property
@@ -145,26 +163,28 @@ class OpRow:
 class StepSummary:
     """The sum-vs-wall check of a trace (:func:`step_summary`)."""
 
-    wall_s: float      # median wall seconds of a step
-    ops_s: float       # seconds of all ops per step per device (mean over devices)
-    ratio: float       # ops_s / wall_s
-    ops: int           # distinct ops that ran
+    wall_s: float  # median wall seconds of a step
+    ops_s: float  # seconds of all ops per step per device (mean over devices)
+    ratio: float  # ops_s / wall_s
+    ops: int  # distinct ops that ran
     executions: float  # op executions per step per device
 
     def __repr__(self) -> str:
-        return (f"StepSummary(wall {fmt(self.wall_s, 's')}, ops {fmt(self.ops_s, 's')} per device, "
-                f"ratio {self.ratio:.2f}, {self.ops} ops)")
+        return (
+            f"StepSummary(wall {fmt(self.wall_s, 's')}, ops {fmt(self.ops_s, 's')} per device, "
+            f"ratio {self.ratio:.2f}, {self.ops} ops)"
+        )
 
 
 @dataclass(frozen=True)
 class MemoryUse:
     """What ``compiled.memory_analysis()`` reports for one device (:func:`memory`), in bytes."""
 
-    arguments: float    # input buffers (parameters, batch)
-    outputs: float      # output buffers
-    aliased: float      # outputs that reuse an input buffer (donation)
+    arguments: float  # input buffers (parameters, batch)
+    outputs: float  # output buffers
+    aliased: float  # outputs that reuse an input buffer (donation)
     temporaries: float  # scratch XLA allocates during the step (activations kept for the backward pass, ...)
-    code: float         # generated code
+    code: float  # generated code
 
     @property
     def peak(self) -> float:
@@ -172,9 +192,11 @@ class MemoryUse:
         return self.arguments + self.outputs - self.aliased + self.temporaries
 
     def __repr__(self) -> str:
-        return (f"MemoryUse(arguments {fmt(self.arguments, 'B')}, outputs {fmt(self.outputs, 'B')}, "
-                f"aliased {fmt(self.aliased, 'B')}, temporaries {fmt(self.temporaries, 'B')}, "
-                f"peak {fmt(self.peak, 'B')})")
+        return (
+            f"MemoryUse(arguments {fmt(self.arguments, 'B')}, outputs {fmt(self.outputs, 'B')}, "
+            f"aliased {fmt(self.aliased, 'B')}, temporaries {fmt(self.temporaries, 'B')}, "
+            f"peak {fmt(self.peak, 'B')})"
+        )
 
 
 # --------------------------------------------------------------------------------------------------- checks
@@ -215,7 +237,7 @@ def _quiet_stderr():
 
 
 # --------------------------------------------------------------------------------------------------- capture
-_TEMPORARY: list[str] = []   # trace directories capture() made itself; removed when the interpreter exits
+_TEMPORARY: list[str] = []  # trace directories capture() made itself; removed when the interpreter exits
 
 
 def _temporary_directory() -> str:
@@ -268,10 +290,14 @@ def _step_windows(profile, step_name: str) -> list[tuple[int, float, float]]:
 
 
 @checked
-def capture(fn: Callable, *args, steps: capped(MAX_STEPS) = 3,
-            warmup: Annotated[int, Positive(integer=True, allow_zero=True, maximum=MAX_WARMUP)] = 1,
-            logdir: Optional[str] = None,
-            step_name: str = "step") -> Trace:
+def capture(
+    fn: Callable,
+    *args,
+    steps: capped(MAX_STEPS) = 3,
+    warmup: Annotated[int, Positive(integer=True, allow_zero=True, maximum=MAX_WARMUP)] = 1,
+    logdir: str | None = None,
+    step_name: str = "step",
+) -> Trace:
     """Compile ``fn`` for ``args``, call it ``warmup`` times, then trace ``steps`` calls with
     :func:`jax.profiler.trace`, each inside a :class:`jax.profiler.StepTraceAnnotation` named ``step_name`` and
     ended by ``block_until_ready``. Returns the :class:`Trace`.
@@ -284,8 +310,9 @@ def capture(fn: Callable, *args, steps: capped(MAX_STEPS) = 3,
     the Python process exits (pass ``logdir`` to keep the trace).
     """
     if not callable(fn):
-        raise TypeError(f"fn must be a callable (a function, a jitted function or a compiled one); got "
-                        f"{type(fn).__name__}")
+        raise TypeError(
+            f"fn must be a callable (a function, a jitted function or a compiled one); got {type(fn).__name__}"
+        )
     if not isinstance(step_name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}", step_name):
         raise ValueError(f"step_name must be a short identifier (letters, digits, _ . -); got {step_name!r}")
     if logdir is not None:
@@ -293,8 +320,9 @@ def capture(fn: Callable, *args, steps: capped(MAX_STEPS) = 3,
             raise TypeError(f"logdir must be a directory path or None; got {type(logdir).__name__}")
         logdir = os.fspath(logdir)
         if os.path.exists(logdir) and (not os.path.isdir(logdir) or os.listdir(logdir)):
-            raise ValueError("logdir must be an empty or new directory (a second trace in it would be ambiguous); "
-                             f"{logdir!r} is not")
+            raise ValueError(
+                f"logdir must be an empty or new directory (a second trace in it would be ambiguous); {logdir!r} is not"
+            )
     try:
         compiled = _compile(fn, args)
     except Exception as e:  # noqa: BLE001 - reported with its type, chained
@@ -332,9 +360,16 @@ def capture(fn: Callable, *args, steps: capped(MAX_STEPS) = 3,
             raise ValueError(f"tracing fn failed: {type(e).__name__}: {e}") from e
         raise
     text = compiled.as_text()
-    trace = Trace(directory=directory, xplane=xplane, module=_module_name(text), steps=steps,
-                  step_s=tuple((end - start) * 1e-9 for _, start, end in windows), devices=1, hlo_text=text,
-                  step_name=step_name)
+    trace = Trace(
+        directory=directory,
+        xplane=xplane,
+        module=_module_name(text),
+        steps=steps,
+        step_s=tuple((end - start) * 1e-9 for _, start, end in windows),
+        devices=1,
+        hlo_text=text,
+        step_name=step_name,
+    )
     n_dev = len({e.device for e in _raw_events(trace, profile)})
     return Trace(**{**trace.__dict__, "devices": max(1, n_dev)})
 
@@ -353,37 +388,46 @@ def _raw_events(trace: Trace, profile=None) -> list[OpEvent]:
                 start = float(e.start_ns)
                 for num, lo, hi in windows:
                     if lo <= start < hi:
-                        out.append(OpEvent(name=str(stats["hlo_op"]), device=int(stats.get("device_ordinal", 0)),
-                                           step=num, start_s=(start - lo) * 1e-9,
-                                           duration_s=float(e.duration_ns) * 1e-9))
+                        out.append(
+                            OpEvent(
+                                name=str(stats["hlo_op"]),
+                                device=int(stats.get("device_ordinal", 0)),
+                                step=num,
+                                start_s=(start - lo) * 1e-9,
+                                duration_s=float(e.duration_ns) * 1e-9,
+                            )
+                        )
                         break
     return out
 
 
 @checked
-def events(trace: Trace, step: Optional[Annotated[int, Positive(integer=True, allow_zero=True,
-                                                                maximum=MAX_STEPS - 1)]] = None) -> list[OpEvent]:
+def events(
+    trace: Trace, step: Annotated[int, Positive(integer=True, allow_zero=True, maximum=MAX_STEPS - 1)] | None = None
+) -> list[OpEvent]:
     """Every op execution of the traced program inside the step annotations (``step``: only that step), read
     with :class:`jax.profiler.ProfileData`, sorted by step, device and start time."""
     trace = _check_trace(trace)
     if step is not None:
         if step > trace.steps - 1:
-            raise ValueError(f"step must be in [0, {trace.steps - 1}] (the trace holds {trace.steps} steps); "
-                             f"got {step}")
+            raise ValueError(
+                f"step must be in [0, {trace.steps - 1}] (the trace holds {trace.steps} steps); got {step}"
+            )
     evs = [e for e in _raw_events(trace) if step is None or e.step == step]
     return sorted(evs, key=lambda e: (e.step, e.device, e.start_s, e.name))
 
 
 # --------------------------------------------------------------------------------------------------- costs
-def _category(ins: hlo.HloInstruction, module: Optional[hlo.HloModule]) -> str:
-    """"matmul" for a dot, a convolution or (with ``module``) a fusion or call holding one; "collective";
+def _category(ins: hlo.HloInstruction, module: hlo.HloModule | None) -> str:
+    """ "matmul" for a dot, a convolution or (with ``module``) a fusion or call holding one; "collective";
     "fusion"; "other"."""
     opcode = ins.opcode
     base = opcode.replace("-start", "").replace("-done", "")
     if base in COLLECTIVE_OPCODES:
         return "collective"
-    inside = () if module is None else [i.opcode for c in module.called_computations(ins)
-                                         for i in module.computation(c)]
+    inside = (
+        () if module is None else [i.opcode for c in module.called_computations(ins) for i in module.computation(c)]
+    )
     if opcode in ("dot", "convolution") or "dot" in inside or "convolution" in inside:
         return "matmul"
     if opcode == "fusion":
@@ -459,9 +503,15 @@ def _op_costs(text: str) -> dict:
                 cost = {}
         miss = 0.0 if cost else float("nan")  # XLA leaves out keys that are zero
         category = _category(ins, module if single is not None else None)
-        out[ins.name] = OpCost(name=ins.name, opcode=ins.opcode, category=category, shape=ins.shape,
-                               flops=float(cost.get("flops", miss)), bytes=float(cost.get("bytes accessed", miss)),
-                               transcendentals=float(cost.get("transcendentals", miss)))
+        out[ins.name] = OpCost(
+            name=ins.name,
+            opcode=ins.opcode,
+            category=category,
+            shape=ins.shape,
+            flops=float(cost.get("flops", miss)),
+            bytes=float(cost.get("bytes accessed", miss)),
+            transcendentals=float(cost.get("transcendentals", miss)),
+        )
     return out
 
 
@@ -482,7 +532,7 @@ def _peak_and_bandwidth(roofline) -> tuple[float, float]:
     return float(chip.peak_flops("bf16")), float(chip.hbm_bw)
 
 
-def op_table(trace: Trace, roofline=None, costs: Optional[dict] = None) -> list[OpRow]:
+def op_table(trace: Trace, roofline=None, costs: dict | None = None) -> list[OpRow]:
     """Per-op rows of a captured trace, most time first.
 
     ``count``, ``total_s`` and ``mean_s`` are per step and per device (the trace's events summed over every
@@ -511,12 +561,22 @@ def op_table(trace: Trace, roofline=None, costs: Optional[dict] = None) -> list[
         flops, nbytes = (c.flops, c.bytes) if c else (nan, nan)
         inten = flops / nbytes if c and nbytes > 0 else (0.0 if c else nan)
         # a collective's time is set by the interconnect (Chapter 3's model), not by this roofline
-        pred = (max(flops / peak, nbytes / bw) if (c and c.category != "collective" and peak > 0 and bw > 0)
-                else nan)
-        rows.append(OpRow(name=name, opcode=c.opcode if c else "?", category=c.category if c else "other",
-                          count=count[name] / n, total_s=total[name] / n, mean_s=total[name] / count[name],
-                          share=total[name] / n / wall, flops=flops, bytes=nbytes, intensity=inten,
-                          predicted_s=pred))
+        pred = max(flops / peak, nbytes / bw) if (c and c.category != "collective" and peak > 0 and bw > 0) else nan
+        rows.append(
+            OpRow(
+                name=name,
+                opcode=c.opcode if c else "?",
+                category=c.category if c else "other",
+                count=count[name] / n,
+                total_s=total[name] / n,
+                mean_s=total[name] / count[name],
+                share=total[name] / n / wall,
+                flops=flops,
+                bytes=nbytes,
+                intensity=inten,
+                predicted_s=pred,
+            )
+        )
     return sorted(rows, key=lambda r: (-r.total_s, r.name))
 
 
@@ -524,8 +584,9 @@ def step_summary(trace: Trace) -> StepSummary:
     """The sum-vs-wall check: seconds of all ops per step per device against the median step wall time."""
     rows = op_table(trace, costs={})
     ops = sum(r.total_s for r in rows)
-    return StepSummary(wall_s=trace.wall_s, ops_s=ops, ratio=ops / trace.wall_s, ops=len(rows),
-                       executions=sum(r.count for r in rows))
+    return StepSummary(
+        wall_s=trace.wall_s, ops_s=ops, ratio=ops / trace.wall_s, ops=len(rows), executions=sum(r.count for r in rows)
+    )
 
 
 def category_totals(rows: Sequence[OpRow]) -> dict[str, float]:
@@ -559,28 +620,40 @@ def format_op_table(rows: Sequence[OpRow], top: capped(10_000) = 10, timings: Bo
     if not timings:
         rows = sorted(rows, key=lambda r: (-(r.flops if math.isfinite(r.flops) else -1), r.name))
         head = f"{'op':<26} {'opcode':<12} {'per step':>8} {'FLOPs':>10} {'bytes':>10} {'FLOP/B':>7}"
-        body = [f"{r.name[:26]:<26} {r.opcode[:12]:<12} {r.count:>8.3g} {num(r.flops):>10} "
-                f"{num(r.bytes, 'B'):>10} {num(r.intensity):>7}" for r in rows[:top]]
+        body = [
+            f"{r.name[:26]:<26} {r.opcode[:12]:<12} {r.count:>8.3g} {num(r.flops):>10} "
+            f"{num(r.bytes, 'B'):>10} {num(r.intensity):>7}"
+            for r in rows[:top]
+        ]
     else:
-        head = (f"{'op':<24} {'category':<10} {'n':>3} {'total':>9} {'share':>6} {'FLOPs':>8} "
-                f"{'FLOP/B':>6} {'roofline':>9}")
-        body = [f"{r.name[:24]:<24} {r.category:<10} {r.count:>3.3g} {fmt(r.total_s, 's'):>9} "
-                f"{r.share:>6.1%} {num(r.flops):>8} {num(r.intensity):>6} "
-                f"{(fmt(r.predicted_s, 's') if math.isfinite(r.predicted_s) else '-'):>9}" for r in rows[:top]]
+        head = (
+            f"{'op':<24} {'category':<10} {'n':>3} {'total':>9} {'share':>6} {'FLOPs':>8} {'FLOP/B':>6} {'roofline':>9}"
+        )
+        body = [
+            f"{r.name[:24]:<24} {r.category:<10} {r.count:>3.3g} {fmt(r.total_s, 's'):>9} "
+            f"{r.share:>6.1%} {num(r.flops):>8} {num(r.intensity):>6} "
+            f"{(fmt(r.predicted_s, 's') if math.isfinite(r.predicted_s) else '-'):>9}"
+            for r in rows[:top]
+        ]
     return "\n".join([head, "-" * len(head)] + body)
 
 
 def memory(compiled) -> MemoryUse:
     """Bytes per device of a compiled program, from XLA's ``memory_analysis()``."""
     if not hasattr(compiled, "memory_analysis"):
-        raise TypeError(f"compiled must be a compiled JAX function (jax.jit(f).lower(...).compile()); got "
-                        f"{type(compiled).__name__}")
+        raise TypeError(
+            f"compiled must be a compiled JAX function (jax.jit(f).lower(...).compile()); got {type(compiled).__name__}"
+        )
     m = compiled.memory_analysis()
     if m is None:
         raise ValueError("compiled: this backend reports no memory analysis")
-    return MemoryUse(arguments=float(m.argument_size_in_bytes), outputs=float(m.output_size_in_bytes),
-                     aliased=float(m.alias_size_in_bytes), temporaries=float(m.temp_size_in_bytes),
-                     code=float(m.generated_code_size_in_bytes))
+    return MemoryUse(
+        arguments=float(m.argument_size_in_bytes),
+        outputs=float(m.output_size_in_bytes),
+        aliased=float(m.alias_size_in_bytes),
+        temporaries=float(m.temp_size_in_bytes),
+        code=float(m.generated_code_size_in_bytes),
+    )
 
 
 # --------------------------------------------------------------------------------------------------- xprof
@@ -588,8 +661,10 @@ def _xprof():
     try:
         from xprof.convert import raw_to_tool_data
     except ImportError as e:
-        raise ImportError("reading a trace with XProf's converters needs the xprof package "
-                          "(pip install xprof; requirements.txt pins the version the book uses)") from e
+        raise ImportError(
+            "reading a trace with XProf's converters needs the xprof package "
+            "(pip install xprof; requirements.txt pins the version the book uses)"
+        ) from e
     return raw_to_tool_data
 
 
@@ -636,5 +711,8 @@ def xprof_trace_events(trace: Trace) -> list[dict[str, Any]]:
     with _quiet_stderr():
         data, _ = raw_to_tool_data.xspace_to_tool_data([trace.xplane], "trace_viewer", {})
     evs = json.loads(data)["traceEvents"]
-    return [e for e in evs if e.get("ph") == "X" and e.get("args", {}).get("hlo_module") == trace.module
-            and "hlo_op" in e.get("args", {})]
+    return [
+        e
+        for e in evs
+        if e.get("ph") == "X" and e.get("args", {}).get("hlo_module") == trace.module and "hlo_op" in e.get("args", {})
+    ]

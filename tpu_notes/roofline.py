@@ -4,6 +4,7 @@
 ``max(T_math, T_comms)`` (the lower bound); with none it takes ``T_math + T_comms`` (the upper bound). The
 arithmetic intensity ``FLOPs / bytes`` against the chip's critical intensity ``peak / bandwidth`` says which wins.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -55,24 +56,27 @@ _LinkKind = Annotated[str, OneOf(BANDWIDTH_KINDS)]
 class RooflineTime:
     """Time bounds of one operation, in seconds."""
 
-    flops: float        # FLOPs performed
-    nbytes: float       # bytes moved over the limiting link or memory
-    t_math: float       # flops / peak FLOP/s, seconds
-    t_comms: float      # nbytes / bandwidth, seconds
-    lower: float        # max(t_math, t_comms): perfect overlap, seconds
-    upper: float        # t_math + t_comms: no overlap, seconds
-    intensity: float    # flops / nbytes, FLOPs per byte
-    bound: str          # "compute" or "bandwidth" (which term is larger; ties count as compute)
+    flops: float  # FLOPs performed
+    nbytes: float  # bytes moved over the limiting link or memory
+    t_math: float  # flops / peak FLOP/s, seconds
+    t_comms: float  # nbytes / bandwidth, seconds
+    lower: float  # max(t_math, t_comms): perfect overlap, seconds
+    upper: float  # t_math + t_comms: no overlap, seconds
+    intensity: float  # flops / nbytes, FLOPs per byte
+    bound: str  # "compute" or "bandwidth" (which term is larger; ties count as compute)
 
     def __repr__(self) -> str:
-        return (f"RooflineTime(t_math={fmt(self.t_math, 's')}, t_comms={fmt(self.t_comms, 's')}, "
-                f"lower={fmt(self.lower, 's')}, upper={fmt(self.upper, 's')}, "
-                f"intensity={self.intensity:.4g} FLOPs/B, bound={self.bound!r})")
+        return (
+            f"RooflineTime(t_math={fmt(self.t_math, 's')}, t_comms={fmt(self.t_comms, 's')}, "
+            f"lower={fmt(self.lower, 's')}, upper={fmt(self.upper, 's')}, "
+            f"intensity={self.intensity:.4g} FLOPs/B, bound={self.bound!r})"
+        )
 
 
 @checked
-def roofline(flops: NonNegativeFloat, nbytes: NonNegativeFloat, peak_flops: PositiveFloat,
-             bandwidth: PositiveFloat) -> RooflineTime:
+def roofline(
+    flops: NonNegativeFloat, nbytes: NonNegativeFloat, peak_flops: PositiveFloat, bandwidth: PositiveFloat
+) -> RooflineTime:
     """Bound an operation of ``flops`` FLOPs that moves ``nbytes`` bytes on hardware with ``peak_flops`` FLOP/s
     and ``bandwidth`` bytes/s."""
     if flops == 0 and nbytes == 0:
@@ -80,9 +84,16 @@ def roofline(flops: NonNegativeFloat, nbytes: NonNegativeFloat, peak_flops: Posi
     t_math = flops / peak_flops
     t_comms = nbytes / bandwidth
     intensity = flops / nbytes if nbytes > 0 else float("inf")
-    return RooflineTime(flops=flops, nbytes=nbytes, t_math=t_math, t_comms=t_comms,
-                        lower=max(t_math, t_comms), upper=t_math + t_comms, intensity=intensity,
-                        bound="compute" if t_math >= t_comms else "bandwidth")
+    return RooflineTime(
+        flops=flops,
+        nbytes=nbytes,
+        t_math=t_math,
+        t_comms=t_comms,
+        lower=max(t_math, t_comms),
+        upper=t_math + t_comms,
+        intensity=intensity,
+        bound="compute" if t_math >= t_comms else "bandwidth",
+    )
 
 
 @checked
@@ -98,15 +109,27 @@ def matmul_flops(B: PositiveInt, D: PositiveInt, F: PositiveInt) -> float:
 
 
 @checked
-def matmul_bytes(B: PositiveInt, D: PositiveInt, F: PositiveInt, x_dtype: DTypeName = "bf16",
-                 w_dtype: DTypeName = "bf16", out_dtype: DTypeName = "bf16") -> float:
+def matmul_bytes(
+    B: PositiveInt,
+    D: PositiveInt,
+    F: PositiveInt,
+    x_dtype: DTypeName = "bf16",
+    w_dtype: DTypeName = "bf16",
+    out_dtype: DTypeName = "bf16",
+) -> float:
     """Bytes to read ``x[B, D]`` and ``w[D, F]`` and write ``out[B, F]`` once each."""
     return B * D * dtype_bytes(x_dtype) + D * F * dtype_bytes(w_dtype) + B * F * dtype_bytes(out_dtype)
 
 
 @checked
-def matmul_intensity(B: PositiveInt, D: PositiveInt, F: PositiveInt, x_dtype: DTypeName = "bf16",
-                     w_dtype: DTypeName = "bf16", out_dtype: DTypeName = "bf16") -> float:
+def matmul_intensity(
+    B: PositiveInt,
+    D: PositiveInt,
+    F: PositiveInt,
+    x_dtype: DTypeName = "bf16",
+    w_dtype: DTypeName = "bf16",
+    out_dtype: DTypeName = "bf16",
+) -> float:
     """Arithmetic intensity of ``[B, D] @ [D, F]`` in FLOPs/byte (tends to ``B`` in bf16 when ``B ≪ D, F``)."""
     return matmul_flops(B, D, F) / matmul_bytes(B, D, F, x_dtype, w_dtype, out_dtype)
 
@@ -127,8 +150,15 @@ def memory_time(nbytes: NonNegativeFloat, chip, bandwidth: _Bandwidth = "hbm") -
 
 
 @checked
-def matmul_time(B: PositiveInt, D: PositiveInt, F: PositiveInt, chip, dtype: DTypeName = "bf16",
-                w_dtype: DTypeName | None = None, out_dtype: DTypeName | None = None) -> RooflineTime:
+def matmul_time(
+    B: PositiveInt,
+    D: PositiveInt,
+    F: PositiveInt,
+    chip,
+    dtype: DTypeName = "bf16",
+    w_dtype: DTypeName | None = None,
+    out_dtype: DTypeName | None = None,
+) -> RooflineTime:
     """Roofline of ``x[B, D] @ w[D, F]`` on ``chip`` against HBM.
 
     ``dtype`` is the compute dtype (it picks the peak FLOP/s) and the dtype of ``x``; ``w_dtype`` (default ``dtype``)
@@ -138,8 +168,9 @@ def matmul_time(B: PositiveInt, D: PositiveInt, F: PositiveInt, chip, dtype: DTy
     c = get_chip(chip)
     w_dtype = w_dtype if w_dtype is not None else dtype
     out_dtype = out_dtype if out_dtype is not None else dtype
-    return roofline(matmul_flops(B, D, F), matmul_bytes(B, D, F, dtype, w_dtype, out_dtype),
-                    c.peak_flops(dtype), c.hbm_bw)
+    return roofline(
+        matmul_flops(B, D, F), matmul_bytes(B, D, F, dtype, w_dtype, out_dtype), c.peak_flops(dtype), c.hbm_bw
+    )
 
 
 @checked
@@ -157,8 +188,15 @@ def critical_batch_size(chip, compute_dtype: DTypeName = "bf16", weight_dtype: D
 
 
 @checked
-def sharded_contraction_time(B: PositiveInt, D: PositiveInt, F: PositiveInt, chip, n_chips: PositiveInt = 2,
-                             dtype: DTypeName = "bf16", link: _LinkKind = "ici_oneway") -> RooflineTime:
+def sharded_contraction_time(
+    B: PositiveInt,
+    D: PositiveInt,
+    F: PositiveInt,
+    chip,
+    n_chips: PositiveInt = 2,
+    dtype: DTypeName = "bf16",
+    link: _LinkKind = "ici_oneway",
+) -> RooflineTime:
     """Network roofline of ``x[B, D] @ w[D, F]`` with ``D`` split over ``n_chips`` chips (Chapter 1).
 
     Each chip multiplies its ``D / n`` slice (``2·B·D·F / n`` FLOPs) and then its ``B × F`` partial sum
@@ -190,9 +228,14 @@ MAX_BATCH_SEARCH_LIMIT = 2**62
 
 
 @checked
-def smallest_compute_bound_batch(D: PositiveInt, F: PositiveInt, chip="v5e", dtype: DTypeName = "bf16",
-                                 limit: capped(MAX_BATCH_SEARCH_LIMIT) = BATCH_SEARCH_LIMIT,
-                                 w_dtype: DTypeName | None = None) -> int:
+def smallest_compute_bound_batch(
+    D: PositiveInt,
+    F: PositiveInt,
+    chip="v5e",
+    dtype: DTypeName = "bf16",
+    limit: capped(MAX_BATCH_SEARCH_LIMIT) = BATCH_SEARCH_LIMIT,
+    w_dtype: DTypeName | None = None,
+) -> int:
     """Smallest token batch ``B`` for which ``x[B, D] @ w[D, F]`` is compute-bound on ``chip`` (exact byte
     count, activations and output included; see :func:`matmul_time`). ``dtype`` is the activation and compute
     dtype, ``w_dtype`` (default ``dtype``) the stored weights'. A bisection over ``1 .. limit``; raises
@@ -203,8 +246,9 @@ def smallest_compute_bound_batch(D: PositiveInt, F: PositiveInt, chip="v5e", dty
         return matmul_time(b, D, F, chip, dtype=dtype, w_dtype=w_dtype).bound == "compute"
 
     if not compute_bound(limit):
-        raise ValueError(f"no batch up to limit={limit} makes [B, {D}] x [{D}, {F}] compute-bound on "
-                         f"{get_chip(chip).name}")
+        raise ValueError(
+            f"no batch up to limit={limit} makes [B, {D}] x [{D}, {F}] compute-bound on {get_chip(chip).name}"
+        )
     lo, hi = 0, limit  # invariant: lo is bandwidth-bound (or 0), hi is compute-bound
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -216,8 +260,9 @@ def smallest_compute_bound_batch(D: PositiveInt, F: PositiveInt, chip="v5e", dty
 
 
 @checked
-def crossover_batch(D: PositiveInt, F: PositiveInt, chip="v5e", dtype: DTypeName = "bf16",
-                    bandwidth: _Bandwidth = "hbm") -> float:
+def crossover_batch(
+    D: PositiveInt, F: PositiveInt, chip="v5e", dtype: DTypeName = "bf16", bandwidth: _Bandwidth = "hbm"
+) -> float:
     """The closed form behind :func:`smallest_compute_bound_batch`: the (real) batch at which
     ``x[B, D] @ w[D, F]`` (all in ``dtype``) has ``T_math = T_comms`` against ``bandwidth`` (a kind, or bytes/s).
 
@@ -229,14 +274,17 @@ def crossover_batch(D: PositiveInt, F: PositiveInt, chip="v5e", dtype: DTypeName
     b = dtype_bytes(dtype)
     denom = 2 * D * F / c.peak_flops(dtype) - (D + F) * b / w
     if denom <= 0:
-        raise ValueError(f"no batch makes [B, {D}] x [{D}, {F}] compute-bound on {c.name} in {dtype}: D and F "
-                         "are too small for this chip's critical intensity")
+        raise ValueError(
+            f"no batch makes [B, {D}] x [{D}, {F}] compute-bound on {c.name} in {dtype}: D and F "
+            "are too small for this chip's critical intensity"
+        )
     return (D * F * b / w) / denom
 
 
 @checked
-def per_example_weights_time(B: PositiveInt, D: PositiveInt, F: PositiveInt, chip="v5e",
-                             dtype: DTypeName = "int8") -> RooflineTime:
+def per_example_weights_time(
+    B: PositiveInt, D: PositiveInt, F: PositiveInt, chip="v5e", dtype: DTypeName = "int8"
+) -> RooflineTime:
     """Roofline of ``x[B, D] @ w[B, D, F]`` (every example has its own weights): ``2·B·D·F`` FLOPs over
     ``B·D + B·D·F + B·F`` elements, so the intensity stays below 2 FLOPs/element however large ``B``."""
     nbytes = (B * D + B * D * F + B * F) * dtype_bytes(dtype)

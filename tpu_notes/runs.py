@@ -12,6 +12,7 @@ measured speed, so ``ratio = achieved / modelled`` should be at most 1. A record
 ratio passes :data:`ROOFLINE_TOLERANCE`: then the measured figure is wrong (a typo, or a per-chip figure entered as
 all chips together), not the physics.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -32,12 +33,12 @@ class PublishedRecord:
     """The fields every published, measured run has; a domain's subclass adds its configuration, the measured
     figure and a ``notes`` string (what was assumed), and names the measured field in ``measured_field``."""
 
-    name: str       # short label for tables
-    source: str     # key of the domain module's source list, with the table / row / file
-    model: object   # preset name or TransformerConfig
+    name: str  # short label for tables
+    source: str  # key of the domain module's source list, with the table / row / file
+    model: object  # preset name or TransformerConfig
 
     def __post_init__(self):
-        check_fields(self)       # every field whose annotation declares a kind (the subclass's included)
+        check_fields(self)  # every field whose annotation declares a kind (the subclass's included)
         for f in ("name", "source", "notes"):
             if not isinstance(getattr(self, f, ""), str):
                 raise TypeError(f"{f} must be a string; got {type(getattr(self, f)).__name__}")
@@ -48,10 +49,10 @@ class PublishedRecord:
 class Reconciliation:
     """A published run beside the model's prediction for its configuration (a domain's subclass adds the parts)."""
 
-    run: PublishedRecord   # the record priced
-    predicted: float       # the modelled figure, in the record's units (tokens/s per chip, or seconds per token)
-    reported: float        # the measured figure, the same units
-    ratio: float           # achieved speed / modelled speed (1: the model is exact; < 1: the run was slower)
+    run: PublishedRecord  # the record priced
+    predicted: float  # the modelled figure, in the record's units (tokens/s per chip, or seconds per token)
+    reported: float  # the measured figure, the same units
+    ratio: float  # achieved speed / modelled speed (1: the model is exact; < 1: the run was slower)
 
 
 @checked
@@ -59,9 +60,11 @@ def check_under_roofline(field: str, ratio: NonNegativeFloat) -> None:
     """Refuse a record whose measured figure (in ``field``) is ``ratio`` × faster than the roofline allows, when
     ``ratio`` passes :data:`ROOFLINE_TOLERANCE`."""
     if not ratio <= ROOFLINE_TOLERANCE:
-        raise ValueError(f"{field} is {ratio:.3g} x faster than the roofline (the model at the datasheet rates, an "
-                         f"upper bound); at most {ROOFLINE_TOLERANCE} x is accepted: check the figure and its units "
-                         "(per chip or all chips together)")
+        raise ValueError(
+            f"{field} is {ratio:.3g} x faster than the roofline (the model at the datasheet rates, an "
+            f"upper bound); at most {ROOFLINE_TOLERANCE} x is accepted: check the figure and its units "
+            "(per chip or all chips together)"
+        )
 
 
 def check_runs(runs, record_type: type) -> list:
@@ -95,5 +98,12 @@ def median_ratio(rows) -> float:
     return statistics.median(r.ratio for r in rows)
 
 
-__all__ = ["ROOFLINE_TOLERANCE", "PublishedRecord", "Reconciliation", "check_rows", "check_runs",
-           "check_under_roofline", "median_ratio"]
+__all__ = [
+    "ROOFLINE_TOLERANCE",
+    "PublishedRecord",
+    "Reconciliation",
+    "check_rows",
+    "check_runs",
+    "check_under_roofline",
+    "median_ratio",
+]

@@ -12,6 +12,7 @@ dimension name -> size, e.g. ``{"I": 64, "J": 128}``.
 lists the collectives needed before and after the local matmul, each with its bytes per device. The predictions
 are checked against the collectives XLA's SPMD partitioner inserts (``tests/test_hlo_oracle.py``).
 """
+
 from __future__ import annotations
 
 import math
@@ -35,7 +36,7 @@ Sizes = Mapping[str, int] | Sequence[int]
 class Dim:
     """One dimension of a sharded array."""
 
-    name: str                   # dimension name, e.g. "I" or "D"
+    name: str  # dimension name, e.g. "I" or "D"
     axes: tuple[str, ...] = ()  # mesh axes splitting it, major first; () = not split
 
     def __post_init__(self):
@@ -50,16 +51,20 @@ class Dim:
 class ShardedArray:
     """An array written in the sharding notation, e.g. ``A[I_X, J]`` or ``C[I, K]{U_Y}``."""
 
-    name: str                         # the array's name, e.g. "A"
-    dims: tuple[Dim, ...]             # its dimensions, in order
-    unreduced: tuple[str, ...] = ()   # mesh axes over which it holds partial sums ({U_X}); () = fully reduced
+    name: str  # the array's name, e.g. "A"
+    dims: tuple[Dim, ...]  # its dimensions, in order
+    unreduced: tuple[str, ...] = ()  # mesh axes over which it holds partial sums ({U_X}); () = fully reduced
 
     def __post_init__(self):
         # The same rules as parse(): a name, distinct dimensions, each mesh axis used at most once.
         _check_name("name", self.name, "an array name")
         dims = self.dims
-        if isinstance(dims, (str, bytes)) or not isinstance(dims, (tuple, list)) or not dims or \
-                not all(isinstance(d, Dim) for d in dims):
+        if (
+            isinstance(dims, (str, bytes))
+            or not isinstance(dims, (tuple, list))
+            or not dims
+            or not all(isinstance(d, Dim) for d in dims)
+        ):
             raise TypeError(f"dims must be a non-empty tuple of Dim; got {dims!r}")
         names = [d.name for d in dims]
         if len(set(names)) != len(names):
@@ -68,8 +73,10 @@ class ShardedArray:
         used = [a for d in dims for a in d.axes] + list(unreduced)
         twice = sorted({a for a in used if used.count(a) > 1})
         if twice:
-            raise ValueError(f"dims/unreduced: mesh axis {twice[0]!r} is used twice; each mesh axis may split one "
-                             "dimension (or hold partial sums) at most")
+            raise ValueError(
+                f"dims/unreduced: mesh axis {twice[0]!r} is used twice; each mesh axis may split one "
+                "dimension (or hold partial sums) at most"
+            )
         object.__setattr__(self, "dims", tuple(dims))
         object.__setattr__(self, "unreduced", unreduced)
 
@@ -132,8 +139,10 @@ class ShardedArray:
             for d in self.dims:
                 k = math.prod(mesh[a] for a in d.axes)
                 if full[d.name] % k:
-                    raise ValueError(f"sizes: {self}: dimension {d.name}={full[d.name]} is not divisible by the "
-                                     f"{k} shards of mesh axes {''.join(d.axes)}")
+                    raise ValueError(
+                        f"sizes: {self}: dimension {d.name}={full[d.name]} is not divisible by the "
+                        f"{k} shards of mesh axes {''.join(d.axes)}"
+                    )
         return self
 
     def _sizes(self, sizes: Sizes) -> dict[str, int]:
@@ -148,8 +157,9 @@ class ShardedArray:
             try:
                 seq = list(sizes)
             except TypeError:
-                raise TypeError(f"sizes must be a dict of dimension sizes or a sequence; got {type(sizes).__name__}") \
-                    from None
+                raise TypeError(
+                    f"sizes must be a dict of dimension sizes or a sequence; got {type(sizes).__name__}"
+                ) from None
             if len(seq) != len(self.dims):
                 raise ValueError(f"sizes has {len(seq)} entries for the {len(self.dims)} dimensions of {self}")
             out = dict(zip(self.dim_names, seq))
@@ -211,15 +221,17 @@ def _parse(text, argument: str) -> ShardedArray:
         raise TypeError(f"{argument} must be notation like 'A[I_X, J]' or a ShardedArray; got {type(text).__name__}")
     m = _ARRAY_RE.match(text)
     if not m:
-        raise ValueError(f"cannot parse {argument} {text!r}: expected NAME[DIM, DIM_AXES, ...] optionally followed "
-                         "by {U_AXES}")
+        raise ValueError(
+            f"cannot parse {argument} {text!r}: expected NAME[DIM, DIM_AXES, ...] optionally followed by {{U_AXES}}"
+        )
     name, body, _, unreduced = m.groups()
     dims = []
     for part in body.split(","):
         dm = _DIM_RE.match(part.strip())
         if not dm:
-            raise ValueError(f"cannot parse dimension {part.strip()!r} in {argument} {text!r}: expected NAME or "
-                             "NAME_AXES")
+            raise ValueError(
+                f"cannot parse dimension {part.strip()!r} in {argument} {text!r}: expected NAME or NAME_AXES"
+            )
         dims.append(Dim(dm.group(1), tuple(dm.group(2) or "")))
     names = [d.name for d in dims]
     if len(set(names)) != len(names):
@@ -227,8 +239,9 @@ def _parse(text, argument: str) -> ShardedArray:
     used = [a for d in dims for a in d.axes] + list(unreduced or "")
     for a in used:
         if used.count(a) > 1:
-            raise ValueError(f"{argument} {text!r}: mesh axis {a!r} is used twice; each mesh axis may split one "
-                             "dimension")
+            raise ValueError(
+                f"{argument} {text!r}: mesh axis {a!r} is used twice; each mesh axis may split one dimension"
+            )
     return ShardedArray(name, tuple(dims), tuple(unreduced or ""))
 
 
@@ -275,15 +288,15 @@ STEP_KINDS = _coll.KINDS + ("matmul", "slice")
 class Step:
     """One step of a sharded matmul: a collective, the local matmul, or a local slice (no communication)."""
 
-    kind: str                  # "all-gather", "reduce-scatter", "all-reduce", "all-to-all", "matmul" or "slice"
-    axes: tuple[str, ...]      # mesh axes the collective runs over (() for the matmul)
-    array: str                 # the operand in the notation, e.g. "A[I, J_X]"
-    result: str                # what it becomes, e.g. "A[I, J]"
-    bytes_in: float            # bytes per device before the step
-    bytes_out: float           # bytes per device after the step
-    nbytes: float              # V: the whole array over the collective's group (the cost model's input), bytes
-    group_size: int            # devices in each group (product of the axes' sizes); 1 for local steps
-    flops: float = 0.0         # FLOPs per device (the matmul step only)
+    kind: str  # "all-gather", "reduce-scatter", "all-reduce", "all-to-all", "matmul" or "slice"
+    axes: tuple[str, ...]  # mesh axes the collective runs over (() for the matmul)
+    array: str  # the operand in the notation, e.g. "A[I, J_X]"
+    result: str  # what it becomes, e.g. "A[I, J]"
+    bytes_in: float  # bytes per device before the step
+    bytes_out: float  # bytes per device after the step
+    nbytes: float  # V: the whole array over the collective's group (the cost model's input), bytes
+    group_size: int  # devices in each group (product of the axes' sizes); 1 for local steps
+    flops: float = 0.0  # FLOPs per device (the matmul step only)
 
     @property
     def is_collective(self) -> bool:
@@ -293,32 +306,34 @@ class Step:
         if self.kind == "matmul":
             return f"matmul     {self.array} -> {self.result}  ({fmt(self.flops, 'FLOPs')} per device)"
         over = f" over {''.join(self.axes)}" if self.axes else ""
-        return (f"{self.kind}{over}: {self.array} -> {self.result}  "
-                f"({fmt(self.bytes_in, 'B')} -> {fmt(self.bytes_out, 'B')} per device)")
+        return (
+            f"{self.kind}{over}: {self.array} -> {self.result}  "
+            f"({fmt(self.bytes_in, 'B')} -> {fmt(self.bytes_out, 'B')} per device)"
+        )
 
 
 @dataclass(frozen=True)
 class StepTime:
     """Predicted time of one step of a plan."""
 
-    step: Step        # the step
-    time: float       # seconds (collective: max(bandwidth, latency); matmul: roofline lower bound)
-    bound: str        # "bandwidth"/"latency" for a collective, "compute"/"bandwidth" for the matmul, "free"
+    step: Step  # the step
+    time: float  # seconds (collective: max(bandwidth, latency); matmul: roofline lower bound)
+    bound: str  # "bandwidth"/"latency" for a collective, "compute"/"bandwidth" for the matmul, "free"
 
 
 @dataclass(frozen=True)
 class MatmulPlan:
     """How to compute ``lhs · rhs`` on a mesh: the case, the collectives, the FLOPs."""
 
-    lhs: ShardedArray                 # left operand as given
-    rhs: ShardedArray                 # right operand as given
-    out: ShardedArray                 # the output sharding reached at the end
-    case: int                         # 1..4, the scaling book's cases (see matmul_plan)
-    contracting: str                  # name of the contracted dimension
-    steps: tuple[Step, ...]           # every step in order, the local matmul included
-    mesh: dict = field(repr=False)    # axis name -> size
-    sizes: dict = field(repr=False)   # dimension name -> size
-    dtype: str = "bf16"               # element dtype of operands and output
+    lhs: ShardedArray  # left operand as given
+    rhs: ShardedArray  # right operand as given
+    out: ShardedArray  # the output sharding reached at the end
+    case: int  # 1..4, the scaling book's cases (see matmul_plan)
+    contracting: str  # name of the contracted dimension
+    steps: tuple[Step, ...]  # every step in order, the local matmul included
+    mesh: dict = field(repr=False)  # axis name -> size
+    sizes: dict = field(repr=False)  # dimension name -> size
+    dtype: str = "bf16"  # element dtype of operands and output
 
     @property
     def collectives(self) -> tuple[Step, ...]:
@@ -367,13 +382,15 @@ class MatmulPlan:
                 out.append(StepTime(s, 0.0, "free"))
             else:
                 if slice_ is not None:
-                    t = slice_.collective_time(s.kind.replace("-", "_"), s.nbytes,
-                                               tuple(a.lower() for a in s.axes), hop_latency=hop_latency)
+                    t = slice_.collective_time(
+                        s.kind.replace("-", "_"), s.nbytes, tuple(a.lower() for a in s.axes), hop_latency=hop_latency
+                    )
                 else:
                     if chip.ici_bw_bidi is None:
                         raise ValueError(f"{chip.long_name} has no ICI figure; pass a TPU chip or a Slice")
-                    t = _coll.collective_time(s.kind, s.nbytes, [self.mesh[a] for a in s.axes], chip.ici_bw_bidi,
-                                              hop_latency=hop_latency)
+                    t = _coll.collective_time(
+                        s.kind, s.nbytes, [self.mesh[a] for a in s.axes], chip.ici_bw_bidi, hop_latency=hop_latency
+                    )
                 out.append(StepTime(s, t.total, t.bound))
         return tuple(out)
 
@@ -414,11 +431,11 @@ class _Builder:
         return new
 
     def all_to_all(self, arr: ShardedArray, axis: str, src: str, dst: str) -> ShardedArray:
-        new = arr.with_dims(**{src: tuple(a for a in arr.dim(src).axes if a != axis),
-                               dst: tuple(arr.dim(dst).axes) + (axis,)})
+        new = arr.with_dims(
+            **{src: tuple(a for a in arr.dim(src).axes if a != axis), dst: tuple(arr.dim(dst).axes) + (axis,)}
+        )
         b = self.nbytes(arr)
-        self.steps.append(Step("all-to-all", (axis,), str(arr), str(new), b, b, b * self.mesh[axis],
-                               self.mesh[axis]))
+        self.steps.append(Step("all-to-all", (axis,), str(arr), str(new), b, b, b * self.mesh[axis], self.mesh[axis]))
         return new
 
     def reduce(self, arr: ShardedArray, axes: tuple[str, ...], dim: str | None) -> ShardedArray:
@@ -538,8 +555,10 @@ def matmul_plan(lhs, rhs, out=None, *, mesh: Mesh, sizes: Mapping[str, int], dty
 
     la, ra = lhs_now.dim(k).axes, rhs_now.dim(k).axes
     if la and ra and la != ra:
-        raise ValueError(f"{lhs} and {rhs} split the contracting dimension {k} differently ({''.join(la)} vs "
-                         f"{''.join(ra)}); reshard one of them first")
+        raise ValueError(
+            f"{lhs} and {rhs} split the contracting dimension {k} differently ({''.join(la)} vs "
+            f"{''.join(ra)}); reshard one of them first"
+        )
     if bool(la) != bool(ra):
         # case 2: gather the split operand, or slice the replicated one and reduce partial sums afterwards
         split, other = (lhs_now, rhs_now) if la else (rhs_now, lhs_now)
@@ -556,7 +575,7 @@ def matmul_plan(lhs, rhs, out=None, *, mesh: Mesh, sizes: Mapping[str, int], dty
             _finish(trial, _local_output(l2, r2, k, out_name), out)
             weighted = sum(_COST_WEIGHT[s.kind] * s.nbytes for s in trial.steps)
             peak = max(s.bytes_out for s in trial.steps) if trial.steps else 0.0
-            return weighted, peak    # ties on bytes moved go to the smaller peak memory per device
+            return weighted, peak  # ties on bytes moved go to the smaller peak memory per device
 
         if not (set(axes) & busy) and cost("slice") < cost("gather"):
             other = b.slice(other, k, axes)
@@ -565,13 +584,36 @@ def matmul_plan(lhs, rhs, out=None, *, mesh: Mesh, sizes: Mapping[str, int], dty
         lhs_now, rhs_now = (split, other) if la else (other, split)
 
     local = _local_output(lhs_now, rhs_now, k, out_name)
-    fl = 2.0 * math.prod(lhs_now.shard_shape(sizes, mesh)) * math.prod(
-        n for d, n in zip(rhs_now.dims, rhs_now.shard_shape(sizes, mesh)) if d.name != k)
-    b.steps.append(Step("matmul", (), f"{lhs_now} · {rhs_now}", str(local), b.nbytes(lhs_now) + b.nbytes(rhs_now),
-                        b.nbytes(local.renamed(local.name)), 0.0, 1, fl))
+    fl = (
+        2.0
+        * math.prod(lhs_now.shard_shape(sizes, mesh))
+        * math.prod(n for d, n in zip(rhs_now.dims, rhs_now.shard_shape(sizes, mesh)) if d.name != k)
+    )
+    b.steps.append(
+        Step(
+            "matmul",
+            (),
+            f"{lhs_now} · {rhs_now}",
+            str(local),
+            b.nbytes(lhs_now) + b.nbytes(rhs_now),
+            b.nbytes(local.renamed(local.name)),
+            0.0,
+            1,
+            fl,
+        )
+    )
     final = _finish(b, local, out)
-    return MatmulPlan(lhs=lhs, rhs=rhs, out=final, case=case, contracting=k, steps=tuple(b.steps), mesh=mesh,
-                      sizes=dict(sizes), dtype=dtype)
+    return MatmulPlan(
+        lhs=lhs,
+        rhs=rhs,
+        out=final,
+        case=case,
+        contracting=k,
+        steps=tuple(b.steps),
+        mesh=mesh,
+        sizes=dict(sizes),
+        dtype=dtype,
+    )
 
 
 def _local_output(lhs: ShardedArray, rhs: ShardedArray, k: str, name: str) -> ShardedArray:
@@ -592,8 +634,9 @@ def _finish(b: _Builder, local: ShardedArray, out: ShardedArray | None) -> Shard
             for a in arr.unreduced:
                 dname = want.get(a)
                 # scatter onto dname only when that dimension is split by exactly out's axes before a
-                if dname is not None and _prefix_ok(arr.dim(dname).axes + tuple(by_dim.get(dname, [])),
-                                                    out.dim(dname).axes, a):
+                if dname is not None and _prefix_ok(
+                    arr.dim(dname).axes + tuple(by_dim.get(dname, [])), out.dim(dname).axes, a
+                ):
                     by_dim.setdefault(dname, []).append(a)
                 else:
                     rest.append(a)

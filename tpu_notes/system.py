@@ -20,6 +20,7 @@ A :class:`System` is a set of devices of one chip joined by a network with named
 
 Both classes also keep their own richer methods (``Slice.transfer_time``, ``GpuCluster.collective_terms``...).
 """
+
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
@@ -63,8 +64,10 @@ def check_system(value, argument: str = "system") -> System:
     ``argument``."""
     if isinstance(value, System):
         return value
-    raise TypeError(f"{argument} must be a System: a tpu_notes.topology.Slice (e.g. Slice('v5p', (4, 4, 4))) or a "
-                    f"tpu_notes.gpu.GpuCluster (e.g. GpuCluster('h100', 64)); got {type(value).__name__}")
+    raise TypeError(
+        f"{argument} must be a System: a tpu_notes.topology.Slice (e.g. Slice('v5p', (4, 4, 4))) or a "
+        f"tpu_notes.gpu.GpuCluster (e.g. GpuCluster('h100', 64)); got {type(value).__name__}"
+    )
 
 
 def parse_system(text: str) -> System:
@@ -72,8 +75,10 @@ def parse_system(text: str) -> System:
     the full pod; see :func:`tpu_notes.topology.parse_slice`) or ``"h100:1024"`` (a DGX SuperPod of that many GPUs,
     :func:`tpu_notes.gpu.dgx_superpod`; ``"gb200:576"`` builds NVL72 nodes in units of 8)."""
     if not isinstance(text, str) or not text.strip():
-        raise ValueError("system must look like CHIP:AxBxC for a TPU slice (e.g. v5p:16x16x16) or GPU:N for a GPU "
-                         f"cluster (e.g. h100:1024); got {text!r}")
+        raise ValueError(
+            "system must look like CHIP:AxBxC for a TPU slice (e.g. v5p:16x16x16) or GPU:N for a GPU "
+            f"cluster (e.g. h100:1024); got {text!r}"
+        )
     name, _, size = text.strip().partition(":")
     chip = get_chip(name, "system")
     if chip.kind != "gpu":

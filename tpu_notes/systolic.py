@@ -21,6 +21,7 @@ tile ``τ`` starts streaming at ``S + τ·max(M, S)`` and the last result leaves
 tile starts, so ``cycles = S + (T - 1)·max(M, S) + M + 2S - 2``. In steady state (``M ≥ S``) each PE does one
 multiply-add per cycle: an ``[8, 128] @ [128, 128]`` step keeps a ``128 × 128`` array busy for 8 cycles.
 """
+
 from __future__ import annotations
 
 import math
@@ -54,30 +55,32 @@ MAX_RECORD_PE_CYCLES = 2**22
 class Snapshot:
     """State of the array at the end of one cycle (for pictures). Empty PEs hold NaN."""
 
-    cycle: int              # clock cycle, counted from 0 (the first weight-load cycle)
-    x: np.ndarray           # [S, S] input value sitting in each PE this cycle (NaN where idle)
-    psum: np.ndarray        # [S, S] partial sum leaving each PE downwards this cycle (NaN where idle)
-    row: np.ndarray         # [S, S] int: which streamed row (m) each PE works on, -1 where idle
-    tile: np.ndarray        # [S, S] int: which weight tile each PE uses, -1 where idle
+    cycle: int  # clock cycle, counted from 0 (the first weight-load cycle)
+    x: np.ndarray  # [S, S] input value sitting in each PE this cycle (NaN where idle)
+    psum: np.ndarray  # [S, S] partial sum leaving each PE downwards this cycle (NaN where idle)
+    row: np.ndarray  # [S, S] int: which streamed row (m) each PE works on, -1 where idle
+    tile: np.ndarray  # [S, S] int: which weight tile each PE uses, -1 where idle
 
 
 @dataclass(frozen=True)
 class SystolicResult:
     """What a simulated matmul produced and how long it took."""
 
-    output: np.ndarray           # [M, N] product, float64
-    cycles: int                  # clock cycles from the first weight load to the last result leaving the array
-    array_size: int              # S, the array edge (PEs per side)
-    n_tiles: int                 # weight tiles streamed: ceil(K / S) · ceil(N / S)
-    macs: int                    # useful multiply-adds, M · K · N
-    pe_cycles: int               # multiply-add slots offered, S² · cycles
-    utilization: float           # macs / pe_cycles (1.0 would be a perfectly fed, never-draining array)
-    tile_starts: tuple           # cycle at which each tile's first row enters the array
-    snapshots: tuple             # Snapshot per recorded cycle (empty unless record_cycles > 0)
+    output: np.ndarray  # [M, N] product, float64
+    cycles: int  # clock cycles from the first weight load to the last result leaving the array
+    array_size: int  # S, the array edge (PEs per side)
+    n_tiles: int  # weight tiles streamed: ceil(K / S) · ceil(N / S)
+    macs: int  # useful multiply-adds, M · K · N
+    pe_cycles: int  # multiply-add slots offered, S² · cycles
+    utilization: float  # macs / pe_cycles (1.0 would be a perfectly fed, never-draining array)
+    tile_starts: tuple  # cycle at which each tile's first row enters the array
+    snapshots: tuple  # Snapshot per recorded cycle (empty unless record_cycles > 0)
 
     def __repr__(self) -> str:
-        return (f"SystolicResult(shape={self.output.shape}, cycles={self.cycles}, array_size={self.array_size}, "
-                f"n_tiles={self.n_tiles}, utilization={self.utilization:.3f})")
+        return (
+            f"SystolicResult(shape={self.output.shape}, cycles={self.cycles}, array_size={self.array_size}, "
+            f"n_tiles={self.n_tiles}, utilization={self.utilization:.3f})"
+        )
 
 
 @checked
@@ -89,11 +92,11 @@ def tile_schedule(n_tiles: capped(MAX_TILES), rows: PositiveInt, array_size: Pos
     """
     s = array_size
     starts = []
-    load_end = s                        # tile 0 loads on cycles 0 .. S-1
+    load_end = s  # tile 0 loads on cycles 0 .. S-1
     start = s
     for tau in range(n_tiles):
         if tau > 0:
-            load_begin = max(load_end, starts[-1])   # the shadow buffer frees when the previous tile goes live
+            load_begin = max(load_end, starts[-1])  # the shadow buffer frees when the previous tile goes live
             load_end = load_begin + s
             start = max(starts[-1] + rows, load_end)
         starts.append(start)
@@ -125,9 +128,12 @@ def padding_efficiency(K: PositiveInt, N: PositiveInt, mxu_size: PositiveInt = 1
 
 
 @checked
-def simulate_matmul(a, b, array_size: capped(MAX_ARRAY_SIZE) = 128,
-                    record_cycles: Annotated[int, Positive(integer=True, allow_zero=True,
-                                                           maximum=MAX_RECORD_CYCLES)] = 0) -> SystolicResult:
+def simulate_matmul(
+    a,
+    b,
+    array_size: capped(MAX_ARRAY_SIZE) = 128,
+    record_cycles: Annotated[int, Positive(integer=True, allow_zero=True, maximum=MAX_RECORD_CYCLES)] = 0,
+) -> SystolicResult:
     """Multiply ``a[M, K] @ b[K, N]`` the way a weight-stationary MXU does, one clock cycle at a time.
 
     ``b`` is cut into ``S × S`` weight tiles (zero-padded to multiples of ``S = array_size``), ordered by output column
@@ -162,15 +168,21 @@ def simulate_matmul(a, b, array_size: capped(MAX_ARRAY_SIZE) = 128,
 
     expected = predicted_cycles(M, K, N, s)
     if expected > MAX_CYCLES:
-        raise ValueError(f"a is {a.shape} and b is {b.shape}: simulating {expected:,} cycles exceeds "
-                         f"MAX_CYCLES={MAX_CYCLES:,}; use predicted_cycles for large shapes")
+        raise ValueError(
+            f"a is {a.shape} and b is {b.shape}: simulating {expected:,} cycles exceeds "
+            f"MAX_CYCLES={MAX_CYCLES:,}; use predicted_cycles for large shapes"
+        )
     if s * s * expected > MAX_PE_CYCLES:
-        raise ValueError(f"a is {a.shape} and b is {b.shape}: simulating {expected:,} cycles of a {s}x{s} array "
-                         f"exceeds MAX_PE_CYCLES={MAX_PE_CYCLES:,}; use predicted_cycles for large shapes")
+        raise ValueError(
+            f"a is {a.shape} and b is {b.shape}: simulating {expected:,} cycles of a {s}x{s} array "
+            f"exceeds MAX_PE_CYCLES={MAX_PE_CYCLES:,}; use predicted_cycles for large shapes"
+        )
     if s * s * min(record_cycles, expected) > MAX_RECORD_PE_CYCLES:
-        raise ValueError(f"record_cycles={record_cycles} on a {s}x{s} array would record "
-                         f"{s * s * min(record_cycles, expected):,} PE-cycles, more than "
-                         f"MAX_RECORD_PE_CYCLES={MAX_RECORD_PE_CYCLES:,}; record fewer cycles")
+        raise ValueError(
+            f"record_cycles={record_cycles} on a {s}x{s} array would record "
+            f"{s * s * min(record_cycles, expected):,} PE-cycles, more than "
+            f"MAX_RECORD_PE_CYCLES={MAX_RECORD_PE_CYCLES:,}; record fewer cycles"
+        )
     kt, nt = math.ceil(K / s), math.ceil(N / s)
     Kp, Np = kt * s, nt * s
     a_pad = np.zeros((M, Kp))
@@ -180,7 +192,7 @@ def simulate_matmul(a, b, array_size: capped(MAX_ARRAY_SIZE) = 128,
     # Tiles in streaming order: for each output column block, every contraction block.
     order = [(nb, kb) for nb in range(nt) for kb in range(kt)]
     T = len(order)
-    w_tiles = np.stack([b_pad[kb * s:(kb + 1) * s, nb * s:(nb + 1) * s] for nb, kb in order])  # [T, S, S]
+    w_tiles = np.stack([b_pad[kb * s : (kb + 1) * s, nb * s : (nb + 1) * s] for nb, kb in order])  # [T, S, S]
     tile_k = np.array([kb for _, kb in order])
     tile_n = np.array([nb for nb, _ in order])
 
@@ -191,12 +203,12 @@ def simulate_matmul(a, b, array_size: capped(MAX_ARRAY_SIZE) = 128,
     entry_tau = np.full(last_entry + 1, -1, dtype=np.int64)
     entry_m = np.full(last_entry + 1, -1, dtype=np.int64)
     for tau, st in enumerate(starts):
-        entry_tau[st:st + M] = tau
-        entry_m[st:st + M] = np.arange(M)
+        entry_tau[st : st + M] = tau
+        entry_m[st : st + M] = np.arange(M)
     # The skewed input of every cycle, worked out up front: on cycle t, row i of the left column receives the job
     # that entered row 0 on cycle t - i (feed_row/feed_tile -1 and feed_x 0 where none does).
     n_feed = last_entry + s
-    entered = np.arange(n_feed)[:, None] - np.arange(s)[None, :]          # [n_feed, S]
+    entered = np.arange(n_feed)[:, None] - np.arange(s)[None, :]  # [n_feed, S]
     inside = (entered >= 0) & (entered <= last_entry)
     feed_tile = np.where(inside, entry_tau[np.clip(entered, 0, last_entry)], -1)
     feed_row = np.where(feed_tile >= 0, entry_m[np.clip(entered, 0, last_entry)], -1)
@@ -204,15 +216,15 @@ def simulate_matmul(a, b, array_size: capped(MAX_ARRAY_SIZE) = 128,
     feed_x = np.where(feed_tile >= 0, a_pad[np.maximum(feed_row, 0), cols], 0.0)
 
     x_reg = np.zeros((s, s))
-    row_reg = np.full((s, s), -1, dtype=np.int64)    # tag: streamed row index, -1 = empty
-    tile_reg = np.full((s, s), -1, dtype=np.int64)   # tag: weight tile index
+    row_reg = np.full((s, s), -1, dtype=np.int64)  # tag: streamed row index, -1 = empty
+    tile_reg = np.full((s, s), -1, dtype=np.int64)  # tag: weight tile index
     psum = np.zeros((s, s))
     acc = np.zeros((M, Np))
     snapshots = []
     ii, jj = np.meshgrid(np.arange(s), np.arange(s), indexing="ij")
 
     t, last_busy = 0, -1
-    while t <= last_entry or last_busy == t - 1:   # run until every row has entered and the array has drained
+    while t <= last_entry or last_busy == t - 1:  # run until every row has entered and the array has drained
         # 1. inputs move one PE to the right; new (skewed) inputs enter the left column.
         x_reg[:, 1:] = x_reg[:, :-1]
         row_reg[:, 1:] = row_reg[:, :-1]
@@ -231,18 +243,32 @@ def simulate_matmul(a, b, array_size: capped(MAX_ARRAY_SIZE) = 128,
         j = np.nonzero(busy[s - 1])[0]
         acc[row_reg[s - 1, j], tile_n[tile_reg[s - 1, j]] * s + j] += psum[s - 1, j]
         if t < record_cycles:
-            snapshots.append(Snapshot(cycle=t, x=np.where(busy, x_reg, np.nan),
-                                      psum=np.where(busy, psum, np.nan), row=row_reg.copy(),
-                                      tile=tile_reg.copy()))
+            snapshots.append(
+                Snapshot(
+                    cycle=t,
+                    x=np.where(busy, x_reg, np.nan),
+                    psum=np.where(busy, psum, np.nan),
+                    row=row_reg.copy(),
+                    tile=tile_reg.copy(),
+                )
+            )
         if busy.any():
             last_busy = t
         t += 1
 
-    cycles = last_busy + 1   # observed: the cycle after the last result left the array
+    cycles = last_busy + 1  # observed: the cycle after the last result left the array
     macs = M * K * N
-    return SystolicResult(output=acc[:, :N], cycles=cycles, array_size=s, n_tiles=T, macs=macs,
-                          pe_cycles=s * s * cycles, utilization=macs / (s * s * cycles), tile_starts=starts,
-                          snapshots=tuple(snapshots))
+    return SystolicResult(
+        output=acc[:, :N],
+        cycles=cycles,
+        array_size=s,
+        n_tiles=T,
+        macs=macs,
+        pe_cycles=s * s * cycles,
+        utilization=macs / (s * s * cycles),
+        tile_starts=starts,
+        snapshots=tuple(snapshots),
+    )
 
 
 @checked
@@ -257,14 +283,16 @@ def derived_peak_flops(chip) -> float:
     c = get_chip(chip)
     missing = [f for f in ("cores_per_chip", "mxus_per_core", "clock_hz", "mxu_size") if getattr(c, f) is None]
     if missing:
-        raise ValueError(f"chip {c.name!r} lacks {missing} in tpu_notes.hardware; pick a chip with all of them "
-                         "(e.g. 'v5e' or 'v5p')")
+        raise ValueError(
+            f"chip {c.name!r} lacks {missing} in tpu_notes.hardware; pick a chip with all of them (e.g. 'v5e' or 'v5p')"
+        )
     return c.cores_per_chip * c.mxus_per_core * mxu_flops_per_cycle(c.mxu_size) * c.clock_hz
 
 
 @checked
-def vpu_flops(chip, sublanes: PositiveInt = 8, lanes: PositiveInt = 128,
-              alus_per_lane: PositiveInt | None = None) -> float:
+def vpu_flops(
+    chip, sublanes: PositiveInt = 8, lanes: PositiveInt = 128, alus_per_lane: PositiveInt | None = None
+) -> float:
     """VPU throughput of one TensorCore in FLOP/s: ``sublanes × lanes × ALUs per lane × clock`` (one op per ALU per
     cycle; 4 ALUs per lane on v5p, 2 on v4). Elementwise work runs here, in fp32. ``alus_per_lane`` defaults to the
     chip's ``vpu_alus_per_lane`` (raises ``ValueError`` naming it where the table has none, e.g. v5e)."""
@@ -273,8 +301,10 @@ def vpu_flops(chip, sublanes: PositiveInt = 8, lanes: PositiveInt = 128,
         raise ValueError(f"chip {c.name!r} has no clock_hz in tpu_notes.hardware; use e.g. 'v4p' or 'v5p'")
     if alus_per_lane is None:
         if c.vpu_alus_per_lane is None:
-            raise ValueError(f"chip {c.name!r} has no vpu_alus_per_lane in tpu_notes.hardware; pass alus_per_lane "
-                             "or use e.g. 'v4p' or 'v5p'")
+            raise ValueError(
+                f"chip {c.name!r} has no vpu_alus_per_lane in tpu_notes.hardware; pass alus_per_lane "
+                "or use e.g. 'v4p' or 'v5p'"
+            )
         alus_per_lane = c.vpu_alus_per_lane
     return float(sublanes * lanes * alus_per_lane) * c.clock_hz
 

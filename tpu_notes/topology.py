@@ -23,6 +23,7 @@ size, the bidirectional per-link ICI bandwidth the collective formulas of Chapte
 and :meth:`Slice.collective_time` over any set of them, as a :class:`~tpu_notes.gpu.GpuCluster` answers for its
 NVLink node and fat-tree levels.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -57,16 +58,18 @@ COLLECTIVE_KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
 class TransferTime:
     """How long a transfer takes, in seconds: bandwidth and latency terms add."""
 
-    nbytes: float           # bytes moved
-    bandwidth_time: float   # nbytes / (links · bandwidth per link), seconds
-    latency_time: float     # hops · per-hop latency (or a fixed link latency), seconds
-    total: float            # bandwidth_time + latency_time, seconds
-    hops: int               # ICI hops between the endpoints (0 for PCIe and DCN transfers)
-    bandwidth: float        # aggregate bandwidth used, bytes/s
+    nbytes: float  # bytes moved
+    bandwidth_time: float  # nbytes / (links · bandwidth per link), seconds
+    latency_time: float  # hops · per-hop latency (or a fixed link latency), seconds
+    total: float  # bandwidth_time + latency_time, seconds
+    hops: int  # ICI hops between the endpoints (0 for PCIe and DCN transfers)
+    bandwidth: float  # aggregate bandwidth used, bytes/s
 
     def __repr__(self) -> str:
-        return (f"TransferTime(nbytes={fmt(self.nbytes, 'B')}, bandwidth_time={fmt(self.bandwidth_time, 's')}, "
-                f"latency_time={fmt(self.latency_time, 's')}, total={fmt(self.total, 's')}, hops={self.hops})")
+        return (
+            f"TransferTime(nbytes={fmt(self.nbytes, 'B')}, bandwidth_time={fmt(self.bandwidth_time, 's')}, "
+            f"latency_time={fmt(self.latency_time, 's')}, total={fmt(self.total, 's')}, hops={self.hops})"
+        )
 
 
 def _check_tpu(chip) -> Chip:
@@ -107,20 +110,24 @@ class Slice:
     raises ``ValueError`` (``TypeError`` for a shape that is not a tuple of integers).
     """
 
-    chip: Chip              # the TPU generation
-    shape: tuple = None     # chips along each torus axis (None: the chip's full pod)
+    chip: Chip  # the TPU generation
+    shape: tuple = None  # chips along each torus axis (None: the chip's full pod)
 
     def __post_init__(self):
         c = _check_tpu(self.chip)
         shape = _as_shape(c.pod_shape if self.shape is None else self.shape, c.ici_dims, c.name)
         pod = c.pod_shape
         if any(s > p for s, p in zip(sorted(shape), sorted(pod))):
-            raise ValueError(f"shape {shape} does not fit in a {c.name} pod of shape {pod}; each axis (in some order) "
-                             f"must be at most the pod's, e.g. {pod} itself")
+            raise ValueError(
+                f"shape {shape} does not fit in a {c.name} pod of shape {pod}; each axis (in some order) "
+                f"must be at most the pod's, e.g. {pod} itself"
+            )
         if c.ici_dims == 3 and max(shape) > CUBE and any(n % CUBE for n in shape):
-            raise ValueError(f"shape {shape} cannot be built on {c.name}: a 3D slice is either smaller than a "
-                             f"{CUBE}x{CUBE}x{CUBE} cube (every axis <= {CUBE}, e.g. (2, 2, 4)) or made of whole cubes "
-                             f"(every axis a multiple of {CUBE}, e.g. (4, 4, 8))")
+            raise ValueError(
+                f"shape {shape} cannot be built on {c.name}: a 3D slice is either smaller than a "
+                f"{CUBE}x{CUBE}x{CUBE} cube (every axis <= {CUBE}, e.g. (2, 2, 4)) or made of whole cubes "
+                f"(every axis a multiple of {CUBE}, e.g. (4, 4, 8))"
+            )
         object.__setattr__(self, "chip", c)
         object.__setattr__(self, "shape", shape)
 
@@ -235,8 +242,15 @@ class Slice:
 
     # ---- moving bytes ------------------------------------------------------------------------------------------
     @checked
-    def transfer_time(self, nbytes: NonNegativeFloat, src, dst, *, ports: PositiveInt | None = None,
-                      hop_latency: NonNegativeFloat | None = None) -> TransferTime:
+    def transfer_time(
+        self,
+        nbytes: NonNegativeFloat,
+        src,
+        dst,
+        *,
+        ports: PositiveInt | None = None,
+        hop_latency: NonNegativeFloat | None = None,
+    ) -> TransferTime:
         """Point-to-point ICI transfer of ``nbytes`` bytes from chip ``src`` to chip ``dst``.
 
         ``T = nbytes / (ports · W_link_oneway) + hops · hop_latency`` (``hop_latency`` in seconds; ``None``: the
@@ -254,8 +268,9 @@ class Slice:
         bw = ports * self.chip.bandwidth("ici_oneway")
         bw_t = nbytes / bw
         lat_t = hops * hop_latency
-        return TransferTime(nbytes=nbytes, bandwidth_time=bw_t, latency_time=lat_t, total=bw_t + lat_t, hops=hops,
-                            bandwidth=bw)
+        return TransferTime(
+            nbytes=nbytes, bandwidth_time=bw_t, latency_time=lat_t, total=bw_t + lat_t, hops=hops, bandwidth=bw
+        )
 
     def collective_time(self, kind: str, nbytes: float, axes=None, *, hop_latency: float | None = None):
         """Time of a collective over ``axes`` of this slice, from :mod:`tpu_notes.collectives`.
@@ -272,7 +287,7 @@ class Slice:
             try:
                 kind = collectives.canonical_kind(kind).replace("-", "_")
             except ValueError:
-                pass                          # check_choice below names the allowed kinds
+                pass  # check_choice below names the allowed kinds
         kind = check_choice("kind", kind, COLLECTIVE_KINDS)
         idx = self._axis_indices(axes)
         sizes = tuple(self.shape[i] for i in idx)
@@ -280,8 +295,14 @@ class Slice:
         fn = getattr(collectives, f"{kind}_time")
         if len(idx) == 1:
             sizes, wraps = sizes[0], wraps[0]
-        return fn(nbytes, sizes, self.chip.bandwidth("ici"), wraparound=wraps, n_axes=len(idx),
-                  hop_latency=self._hop_latency(hop_latency))
+        return fn(
+            nbytes,
+            sizes,
+            self.chip.bandwidth("ici"),
+            wraparound=wraps,
+            n_axes=len(idx),
+            hop_latency=self._hop_latency(hop_latency),
+        )
 
     # ---- the System questions (tpu_notes.system) ---------------------------------------------------------------
     @property
@@ -292,7 +313,7 @@ class Slice:
     @property
     def axes(self) -> tuple[str, ...]:
         """The torus axes by name: ``("x", "y")`` on a 2D torus, ``("x", "y", "z")`` on a 3D one."""
-        return AXIS_NAMES[:len(self.shape)]
+        return AXIS_NAMES[: len(self.shape)]
 
     def axis_size(self, axis) -> int:
         """Chips along ``axis`` (a name from :attr:`axes` or an index)."""
@@ -327,8 +348,9 @@ class Slice:
         if isinstance(axes, (int, str)) and not isinstance(axes, bool):
             axes = (axes,)
         if not isinstance(axes, (list, tuple)):
-            raise TypeError(f"{argument} must be an axis index or name, a sequence of them, or None (from "
-                            f"{allowed}); got {axes!r}")
+            raise TypeError(
+                f"{argument} must be an axis index or name, a sequence of them, or None (from {allowed}); got {axes!r}"
+            )
         idx = []
         for ax in axes:
             if isinstance(ax, str) and ax.lower() in AXIS_NAMES[:dims]:
@@ -347,15 +369,24 @@ def hop_grid(shape, wraparound, origin=None):
     ``wraparound`` (one bool per axis) says: pure geometry, for drawing tori a generation would not build."""
     shape = check_sizes("shape", shape)
     if math.prod(shape) > MAX_GRID_CHIPS:
-        raise ValueError(f"shape {shape} has {math.prod(shape):,} chips; hop_grid draws at most "
-                         f"MAX_GRID_CHIPS={MAX_GRID_CHIPS:,}")
-    if isinstance(wraparound, (str, bytes)) or not isinstance(wraparound, (list, tuple)) or \
-            len(wraparound) != len(shape) or not all(isinstance(w, bool) for w in wraparound):
+        raise ValueError(
+            f"shape {shape} has {math.prod(shape):,} chips; hop_grid draws at most MAX_GRID_CHIPS={MAX_GRID_CHIPS:,}"
+        )
+    if (
+        isinstance(wraparound, (str, bytes))
+        or not isinstance(wraparound, (list, tuple))
+        or len(wraparound) != len(shape)
+        or not all(isinstance(w, bool) for w in wraparound)
+    ):
         raise ValueError(f"wraparound must be {len(shape)} booleans, one per axis; got {wraparound!r}")
     if origin is None:
         origin = (0,) * len(shape)
-    elif isinstance(origin, (str, bytes)) or not isinstance(origin, (list, tuple)) or len(origin) != len(shape) \
-            or not all(not isinstance(o, bool) and isinstance(o, int) and 0 <= o < n for o, n in zip(origin, shape)):
+    elif (
+        isinstance(origin, (str, bytes))
+        or not isinstance(origin, (list, tuple))
+        or len(origin) != len(shape)
+        or not all(not isinstance(o, bool) and isinstance(o, int) and 0 <= o < n for o, n in zip(origin, shape))
+    ):
         raise ValueError(f"origin must be a coordinate of {len(shape)} integers inside {shape}; got {origin!r}")
     origin = tuple(origin)
     total = np.zeros(shape, dtype=int)
@@ -368,8 +399,15 @@ def hop_grid(shape, wraparound, origin=None):
 
 
 @checked
-def transfer_time(nbytes: NonNegativeFloat, src, dst, topology: Slice, *, ports: PositiveInt | None = None,
-                  hop_latency: NonNegativeFloat | None = None) -> TransferTime:
+def transfer_time(
+    nbytes: NonNegativeFloat,
+    src,
+    dst,
+    topology: Slice,
+    *,
+    ports: PositiveInt | None = None,
+    hop_latency: NonNegativeFloat | None = None,
+) -> TransferTime:
     """Point-to-point ICI transfer time on ``topology`` (a :class:`Slice`); see :meth:`Slice.transfer_time`."""
     if not isinstance(topology, Slice):
         raise TypeError(f"topology must be a tpu_notes.topology.Slice; got {type(topology).__name__}")
@@ -377,8 +415,9 @@ def transfer_time(nbytes: NonNegativeFloat, src, dst, topology: Slice, *, ports:
 
 
 @checked
-def host_transfer_time(nbytes: NonNegativeFloat, chip, n_chips: PositiveInt = 1, *,
-                       latency: NonNegativeFloat = 0.0) -> TransferTime:
+def host_transfer_time(
+    nbytes: NonNegativeFloat, chip, n_chips: PositiveInt = 1, *, latency: NonNegativeFloat = 0.0
+) -> TransferTime:
     """Host ↔ device copy of ``nbytes`` bytes spread over ``n_chips`` chips, each with its own PCIe link.
 
     ``T = nbytes / (n_chips · W_pcie) + latency`` (``latency`` in seconds, default 0).
@@ -386,13 +425,20 @@ def host_transfer_time(nbytes: NonNegativeFloat, chip, n_chips: PositiveInt = 1,
     c = get_chip(chip)
     n = n_chips
     bw = n * c.bandwidth("pcie")
-    return TransferTime(nbytes=nbytes, bandwidth_time=nbytes / bw, latency_time=latency,
-                        total=nbytes / bw + latency, hops=0, bandwidth=bw)
+    return TransferTime(
+        nbytes=nbytes,
+        bandwidth_time=nbytes / bw,
+        latency_time=latency,
+        total=nbytes / bw + latency,
+        hops=0,
+        bandwidth=bw,
+    )
 
 
 @checked
-def dcn_transfer_time(nbytes: NonNegativeFloat, chip, n_chips: PositiveInt = 1, *,
-                      latency: NonNegativeFloat = 0.0) -> TransferTime:
+def dcn_transfer_time(
+    nbytes: NonNegativeFloat, chip, n_chips: PositiveInt = 1, *, latency: NonNegativeFloat = 0.0
+) -> TransferTime:
     """Slice ↔ slice transfer of ``nbytes`` bytes over DCN, spread over ``n_chips`` chips' share of their hosts' NICs
     (same argument order as :func:`host_transfer_time`).
 
@@ -402,8 +448,14 @@ def dcn_transfer_time(nbytes: NonNegativeFloat, chip, n_chips: PositiveInt = 1, 
     c = get_chip(chip)
     n = n_chips
     bw = n * c.bandwidth("dcn")
-    return TransferTime(nbytes=nbytes, bandwidth_time=nbytes / bw, latency_time=latency,
-                        total=nbytes / bw + latency, hops=0, bandwidth=bw)
+    return TransferTime(
+        nbytes=nbytes,
+        bandwidth_time=nbytes / bw,
+        latency_time=latency,
+        total=nbytes / bw + latency,
+        hops=0,
+        bandwidth=bw,
+    )
 
 
 def pod(chip) -> Slice:
@@ -420,8 +472,10 @@ def parse_slice(text: str) -> Slice:
     """``"v5p:16x16x16"`` → ``Slice("v5p", (16, 16, 16))``; ``"v5p"`` alone → the full pod (the spelling the CLI's
     ``--slice`` and the planner widget take)."""
     if not isinstance(text, str) or not text.strip():
-        raise ValueError("slice must look like CHIP:AxBxC, e.g. v5p:16x16x16 or v5e:16x16 (or a chip name for a "
-                         f"full pod); got {text!r}")
+        raise ValueError(
+            "slice must look like CHIP:AxBxC, e.g. v5p:16x16x16 or v5e:16x16 (or a chip name for a "
+            f"full pod); got {text!r}"
+        )
     chip, _, shape = text.strip().partition(":")
     if not shape:
         return pod(chip)

@@ -16,20 +16,20 @@ Conventions (Chapter 4 explains each):
 - Causal attention (``causal=True``) counts the useful half of the score matrix: each query sees on average
   ``seq_len / 2`` keys. A kernel that computes the full masked matrix does ``causal=False``'s work.
 """
+
 from __future__ import annotations
 
 import math
 import re
 from dataclasses import dataclass, fields, replace
-from typing import Annotated, Optional
+from typing import Annotated
 
-from .units import (Kind, Positive, PositiveInt, check_bool, check_choice, check_positive, checked,
-                    dtype_bytes)
-
+from .units import Kind, Positive, PositiveInt, check_bool, check_choice, check_positive, checked, dtype_bytes
 
 # ----------------------------------------------------------------------------------------------------------------
 # Contractions
 # ----------------------------------------------------------------------------------------------------------------
+
 
 def einsum_flops(spec: str, **dims: int) -> float:
     """FLOPs of the contraction ``spec`` (e.g. ``"bd,df->bf"``) with the size of each letter given by ``dims``.
@@ -41,8 +41,11 @@ def einsum_flops(spec: str, **dims: int) -> float:
         raise ValueError(f"spec must be an einsum string such as 'bd,df->bf'; got {spec!r}")
     lhs, out = spec.replace(" ", "").split("->")
     operands = lhs.split(",")
-    if not all(operands) or not re.fullmatch(r"[A-Za-z]*", out) or \
-            not all(re.fullmatch(r"[A-Za-z]+", op) for op in operands):
+    if (
+        not all(operands)
+        or not re.fullmatch(r"[A-Za-z]*", out)
+        or not all(re.fullmatch(r"[A-Za-z]+", op) for op in operands)
+    ):
         raise ValueError(f"spec must name dimensions with letters, e.g. 'bd,df->bf'; got {spec!r}")
     letters = sorted(set("".join(operands)))
     missing_out = sorted(set(out) - set(letters))
@@ -64,16 +67,17 @@ def einsum_flops(spec: str, **dims: int) -> float:
 # The configuration
 # ----------------------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ParamBreakdown:
     """Parameters of a model by role (counts of weights, not bytes)."""
 
-    embedding: int      # input token embedding, vocab × d_model
-    attention: int      # Q/K/V/O projections of every layer (MLA: the down/up projections)
-    mlp: int            # MLP weights of every layer: dense MLPs, routers, routed and shared experts
-    norms: int          # RMSNorm gains: two per layer, the final norm, and MLA's latent norms
-    unembedding: int    # output projection d_model × vocab (0 when tied to the embedding)
-    total: int          # sum of the above
+    embedding: int  # input token embedding, vocab × d_model
+    attention: int  # Q/K/V/O projections of every layer (MLA: the down/up projections)
+    mlp: int  # MLP weights of every layer: dense MLPs, routers, routed and shared experts
+    norms: int  # RMSNorm gains: two per layer, the final norm, and MLA's latent norms
+    unembedding: int  # output projection d_model × vocab (0 when tied to the embedding)
+    total: int  # sum of the above
 
     def __repr__(self) -> str:
         parts = ", ".join(f"{f.name}={getattr(self, f.name):,}" for f in fields(self))
@@ -88,18 +92,19 @@ class FlopsBreakdown:
     and MoE layers differ); the unembedding is always the whole model's single projection.
     """
 
-    projections: float   # Q/K/V/O weight matmuls (MLA: its down/up projections), FLOPs per token
-    mlp: float           # MLP weight matmuls: dense MLPs, routers, the routed experts used and shared experts
-    attention: float     # dot-product attention: scores and the weighted sum of values (grows with seq_len)
-    unembedding: float   # the output projection d_model x vocab (also when tied)
-    total: float         # the sum: flops_per_token(...) when per_layer is False
-    per_layer: bool      # True when projections, mlp and attention are for one layer
+    projections: float  # Q/K/V/O weight matmuls (MLA: its down/up projections), FLOPs per token
+    mlp: float  # MLP weight matmuls: dense MLPs, routers, the routed experts used and shared experts
+    attention: float  # dot-product attention: scores and the weighted sum of values (grows with seq_len)
+    unembedding: float  # the output projection d_model x vocab (also when tied)
+    total: float  # the sum: flops_per_token(...) when per_layer is False
+    per_layer: bool  # True when projections, mlp and attention are for one layer
 
     def __repr__(self) -> str:
         from .units import fmt
 
-        parts = ", ".join(f"{f.name}={fmt(getattr(self, f.name), 'FLOPs')}"
-                          for f in fields(self) if f.name != "per_layer")
+        parts = ", ".join(
+            f"{f.name}={fmt(getattr(self, f.name), 'FLOPs')}" for f in fields(self) if f.name != "per_layer"
+        )
         return f"FlopsBreakdown({parts}, per_layer={self.per_layer})"
 
 
@@ -118,35 +123,43 @@ class TransformerConfig:
     Setting ``kv_lora_rank`` switches attention to multi-head latent attention (MLA, DeepSeek-V2/V3).
     """
 
-    d_model: int                          # D, width of the residual stream
-    d_ff: int                             # F, hidden size of a dense MLP
-    n_layers: int                         # L, decoder layers
-    n_heads: int                          # N, query heads
-    n_kv_heads: int                       # K, key/value heads (divides N)
-    d_head: int                           # H, width of one head
-    vocab: int                            # V, vocabulary size
-    gated_mlp: bool = True                # 3 matrices (gate, up, down; SwiGLU) instead of 2 (up, down)
-    tied_embeddings: bool = False         # unembedding is the transposed input embedding
-    n_experts: int = 1                    # E, routed experts per MoE layer (1: a dense model)
-    experts_per_token: int = 1            # k, routed experts each token uses
-    n_shared_experts: int = 0             # experts every token uses, beside the routed ones
-    d_ff_expert: Optional[int] = None     # hidden size of one expert (defaults to d_ff)
-    n_dense_layers: int = 0               # in a MoE model, the first layers keep a dense MLP of size d_ff
-    q_lora_rank: Optional[int] = None     # MLA: rank of the query down-projection (None: direct projection)
-    kv_lora_rank: Optional[int] = None    # MLA: rank of the compressed key/value latent (None: not MLA)
-    qk_rope_head_dim: Optional[int] = None   # MLA: rotary part of each query/key head (key part shared by heads)
-    qk_nope_head_dim: Optional[int] = None   # MLA: non-rotary part of each query/key head
-    v_head_dim: Optional[int] = None         # MLA: width of each value head
-    name: str = ""                        # label used in tables
+    d_model: int  # D, width of the residual stream
+    d_ff: int  # F, hidden size of a dense MLP
+    n_layers: int  # L, decoder layers
+    n_heads: int  # N, query heads
+    n_kv_heads: int  # K, key/value heads (divides N)
+    d_head: int  # H, width of one head
+    vocab: int  # V, vocabulary size
+    gated_mlp: bool = True  # 3 matrices (gate, up, down; SwiGLU) instead of 2 (up, down)
+    tied_embeddings: bool = False  # unembedding is the transposed input embedding
+    n_experts: int = 1  # E, routed experts per MoE layer (1: a dense model)
+    experts_per_token: int = 1  # k, routed experts each token uses
+    n_shared_experts: int = 0  # experts every token uses, beside the routed ones
+    d_ff_expert: int | None = None  # hidden size of one expert (defaults to d_ff)
+    n_dense_layers: int = 0  # in a MoE model, the first layers keep a dense MLP of size d_ff
+    q_lora_rank: int | None = None  # MLA: rank of the query down-projection (None: direct projection)
+    kv_lora_rank: int | None = None  # MLA: rank of the compressed key/value latent (None: not MLA)
+    qk_rope_head_dim: int | None = None  # MLA: rotary part of each query/key head (key part shared by heads)
+    qk_nope_head_dim: int | None = None  # MLA: non-rotary part of each query/key head
+    v_head_dim: int | None = None  # MLA: width of each value head
+    name: str = ""  # label used in tables
 
     def __post_init__(self):
-        for f in ("d_model", "d_ff", "n_layers", "n_heads", "n_kv_heads", "d_head", "vocab", "n_experts",
-                  "experts_per_token"):
+        for f in (
+            "d_model",
+            "d_ff",
+            "n_layers",
+            "n_heads",
+            "n_kv_heads",
+            "d_head",
+            "vocab",
+            "n_experts",
+            "experts_per_token",
+        ):
             check_positive(f, getattr(self, f), integer=True)
         for f in ("n_shared_experts", "n_dense_layers"):
             check_positive(f, getattr(self, f), integer=True, allow_zero=True)
-        for f in ("d_ff_expert", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
-                  "v_head_dim"):
+        for f in ("d_ff_expert", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
             if getattr(self, f) is not None:
                 check_positive(f, getattr(self, f), integer=True)
         for f in ("gated_mlp", "tied_embeddings"):
@@ -165,8 +178,9 @@ class TransformerConfig:
         if given and len(given) != len(mla):
             raise ValueError(f"MLA needs all of {list(mla)}; got only {given}")
         if self.q_lora_rank is not None and not given:
-            raise ValueError("q_lora_rank is an MLA field: set kv_lora_rank, qk_rope_head_dim, "
-                             "qk_nope_head_dim and v_head_dim too")
+            raise ValueError(
+                "q_lora_rank is an MLA field: set kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim and v_head_dim too"
+            )
         if not isinstance(self.name, str):
             raise TypeError(f"name must be a string; got {type(self.name).__name__}")
 
@@ -245,8 +259,9 @@ class TransformerConfig:
         With ``active=True`` only the ``experts_per_token`` routed experts one token uses are counted.
         """
         routed = self.experts_per_token if check_bool("active", active) else self.n_experts
-        return (self.d_model * self.n_experts + routed * self.expert_params()
-                + self.n_shared_experts * self.expert_params())
+        return (
+            self.d_model * self.n_experts + routed * self.expert_params() + self.n_shared_experts * self.expert_params()
+        )
 
     def param_breakdown(self, active: bool = False) -> ParamBreakdown:
         """Parameters by role (:class:`ParamBreakdown`). ``active=True`` counts the experts one token uses."""
@@ -254,9 +269,13 @@ class TransformerConfig:
         D, V, L = self.d_model, self.vocab, self.n_layers
         dense_layers = L - self.n_moe_layers
         mlp = dense_layers * self.dense_mlp_params() + self.n_moe_layers * self.moe_mlp_params(active)
-        parts = dict(embedding=V * D, attention=L * self.attention_params_per_layer(), mlp=mlp,
-                     norms=L * self.norm_params_per_layer() + D,
-                     unembedding=0 if self.tied_embeddings else V * D)
+        parts = dict(
+            embedding=V * D,
+            attention=L * self.attention_params_per_layer(),
+            mlp=mlp,
+            norms=L * self.norm_params_per_layer() + D,
+            unembedding=0 if self.tied_embeddings else V * D,
+        )
         return ParamBreakdown(**parts, total=sum(parts.values()))
 
     def param_count(self) -> int:
@@ -287,8 +306,9 @@ class TransformerConfig:
         per_layer = 2.0 * s * self.n_heads * (self.qk_head_dim + self.v_dim)
         return (3.0 if training else 1.0) * self.n_layers * per_layer
 
-    def flops_per_token(self, seq_len: int, training: bool = False, causal: bool = True,
-                        include_attention: bool = True) -> float:
+    def flops_per_token(
+        self, seq_len: int, training: bool = False, causal: bool = True, include_attention: bool = True
+    ) -> float:
         """FLOPs per token: ``2 × matmul_params_per_token()`` + attention (forward), ×3 when ``training``.
 
         Dense training thus costs ``≈ 6 · params`` FLOPs per token; a MoE model uses its *active* parameters.
@@ -300,8 +320,9 @@ class TransformerConfig:
             f += self.attention_flops(seq_len, training=training, causal=causal)
         return f
 
-    def flops_breakdown(self, seq_len: int, training: bool = False, causal: bool = True,
-                        per_layer: bool = False) -> "FlopsBreakdown":
+    def flops_breakdown(
+        self, seq_len: int, training: bool = False, causal: bool = True, per_layer: bool = False
+    ) -> FlopsBreakdown:
         """FLOPs per token split into the weight matmuls of attention (projections) and of the MLP, dot-product
         attention, and the unembedding (:class:`FlopsBreakdown`); ``training=True`` triples each part.
 
@@ -315,9 +336,12 @@ class TransformerConfig:
         k = 3.0 if training else 1.0
         b = self.param_breakdown(active=True)
         div = float(self.n_layers) if per_layer else 1.0
-        parts = dict(projections=k * 2.0 * b.attention / div, mlp=k * 2.0 * b.mlp / div,
-                     attention=self.attention_flops(seq_len, training=training, causal=causal) / div,
-                     unembedding=k * 2.0 * self.vocab * self.d_model)
+        parts = dict(
+            projections=k * 2.0 * b.attention / div,
+            mlp=k * 2.0 * b.mlp / div,
+            attention=self.attention_flops(seq_len, training=training, causal=causal) / div,
+            unembedding=k * 2.0 * self.vocab * self.d_model,
+        )
         return FlopsBreakdown(**parts, total=sum(parts.values()), per_layer=per_layer)
 
     def attention_fraction(self, seq_len: int, causal: bool = True) -> float:
@@ -339,7 +363,7 @@ class TransformerConfig:
         nbytes = b * (T * N * self.qk_head_dim + T * N * self.v_dim + S * K * (self.qk_head_dim + self.v_dim))
         return flops / nbytes
 
-    def critical_batch(self, chip, compute_dtype: str = "bf16", weight_dtype: Optional[str] = None) -> float:
+    def critical_batch(self, chip, compute_dtype: str = "bf16", weight_dtype: str | None = None) -> float:
         """Tokens per step needed for the weight matmuls to be compute-bound on ``chip``.
 
         Dense: :func:`tpu_notes.roofline.critical_batch_size`. MoE: each expert only sees ``k/E`` of the tokens,
@@ -386,11 +410,28 @@ class TransformerConfig:
         if policy == "full_block":
             return {"block_input": D}
         if policy == "save_matmul_outputs":
-            return {"q": N * H, "k": K * H, "v": K * H, "attn_proj_out": D,
-                    **({"gate": F} if self.gated_mlp else {}), "up": F, "down_out": D}
-        return {"block_input": D, "attn_norm_out": D, "q": N * H, "k": K * H, "v": K * H, "attn_out": N * H,
-                "residual_mid": D, "mlp_norm_out": D, **({"gate": F} if self.gated_mlp else {}), "up": F,
-                "hidden": F}
+            return {
+                "q": N * H,
+                "k": K * H,
+                "v": K * H,
+                "attn_proj_out": D,
+                **({"gate": F} if self.gated_mlp else {}),
+                "up": F,
+                "down_out": D,
+            }
+        return {
+            "block_input": D,
+            "attn_norm_out": D,
+            "q": N * H,
+            "k": K * H,
+            "v": K * H,
+            "attn_out": N * H,
+            "residual_mid": D,
+            "mlp_norm_out": D,
+            **({"gate": F} if self.gated_mlp else {}),
+            "up": F,
+            "hidden": F,
+        }
 
     def _avg_active_ff(self) -> float:
         dense = self.n_layers - self.n_moe_layers
@@ -425,19 +466,26 @@ class TransformerConfig:
             return attn
         return self.flops_per_token(seq_len, causal=causal) - 2.0 * self.vocab * self.d_model
 
-    def layer_shapes(self, moe: Optional[bool] = None) -> dict[str, tuple]:
+    def layer_shapes(self, moe: bool | None = None) -> dict[str, tuple]:
         """Weight shapes of one GQA decoder layer, named as in :mod:`tpu_notes.model` (``"mlp/w_up"``...).
 
         ``moe`` picks a MoE layer (default: the model's last layer kind). Shared experts appear fused into one MLP
         of width ``n_shared_experts · F_e`` under ``"mlp/shared/..."``.
         """
         if self.is_mla:
-            raise NotImplementedError("layer_shapes lists GQA layers; MLA projections are counted in "
-                                      "attention_params_per_layer")
+            raise NotImplementedError(
+                "layer_shapes lists GQA layers; MLA projections are counted in attention_params_per_layer"
+            )
         D, N, K, H = self.d_model, self.n_heads, self.n_kv_heads, self.d_head
         moe = self.is_moe if moe is None else check_bool("moe", moe)
-        shapes = {"attn_norm": (D,), "wq": (D, N, H), "wk": (D, K, H), "wv": (D, K, H), "wo": (N, H, D),
-                  "mlp_norm": (D,)}
+        shapes = {
+            "attn_norm": (D,),
+            "wq": (D, N, H),
+            "wk": (D, K, H),
+            "wv": (D, K, H),
+            "wo": (N, H, D),
+            "mlp_norm": (D,),
+        }
 
         def mlp(prefix, lead, F):
             out = {f"{prefix}/w_gate": lead + (D, F)} if self.gated_mlp else {}
@@ -453,7 +501,7 @@ class TransformerConfig:
             shapes.update(mlp("mlp", (), self.d_ff))
         return shapes
 
-    def with_(self, **changes) -> "TransformerConfig":
+    def with_(self, **changes) -> TransformerConfig:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
 
@@ -464,10 +512,12 @@ MAX_CAPACITY_FACTOR = 1e3
 
 
 @checked
-def moe_capacity(n_tokens: Annotated[int, Positive(integer=True, maximum=2**40)],
-                 n_experts: Annotated[int, Positive(integer=True, maximum=2**16)],
-                 capacity_factor: Annotated[float, Positive(maximum=MAX_CAPACITY_FACTOR)] = 1.0,
-                 experts_per_token: PositiveInt = 1) -> int:
+def moe_capacity(
+    n_tokens: Annotated[int, Positive(integer=True, maximum=2**40)],
+    n_experts: Annotated[int, Positive(integer=True, maximum=2**16)],
+    capacity_factor: Annotated[float, Positive(maximum=MAX_CAPACITY_FACTOR)] = 1.0,
+    experts_per_token: PositiveInt = 1,
+) -> int:
     """Slots each expert keeps for ``n_tokens`` tokens routed to ``experts_per_token`` of ``n_experts`` experts:
     ``⌈capacity_factor · n_tokens · k / E⌉``, at least 1 (Chapter 4; the JAX MoE layers of :mod:`tpu_notes.model`
     and :mod:`tpu_notes.jaxprog` both size their dispatch with it). Tokens past an expert's capacity are dropped."""
@@ -480,45 +530,98 @@ def moe_capacity(n_tokens: Annotated[int, Positive(integer=True, maximum=2**40)]
 # Presets
 # ----------------------------------------------------------------------------------------------------------------
 
+
 def _llama3(name, L, D, F, N) -> TransformerConfig:
     # Llama 3 / 3.1 model cards and params.json: 8 KV heads, head dim 128, vocabulary 128,256, untied.
-    return TransformerConfig(d_model=D, d_ff=F, n_layers=L, n_heads=N, n_kv_heads=8, d_head=128, vocab=128_256,
-                             name=name)
+    return TransformerConfig(
+        d_model=D, d_ff=F, n_layers=L, n_heads=N, n_kv_heads=8, d_head=128, vocab=128_256, name=name
+    )
 
 
 _PRESETS: dict[str, TransformerConfig] = {
-    "llama2-13b": TransformerConfig(d_model=5120, d_ff=13824, n_layers=40, n_heads=40, n_kv_heads=40, d_head=128,
-                                    vocab=32_000, name="llama2-13b"),   # Llama 2 paper / HF config.json
+    "llama2-13b": TransformerConfig(
+        d_model=5120, d_ff=13824, n_layers=40, n_heads=40, n_kv_heads=40, d_head=128, vocab=32_000, name="llama2-13b"
+    ),  # Llama 2 paper / HF config.json
     # Llama 2 7B (Llama 2 paper, Table 1 / HF config.json): multi-head attention (32 KV heads), vocabulary 32,000.
-    "llama2-7b": TransformerConfig(d_model=4096, d_ff=11008, n_layers=32, n_heads=32, n_kv_heads=32, d_head=128,
-                                   vocab=32_000, name="llama2-7b"),
+    "llama2-7b": TransformerConfig(
+        d_model=4096, d_ff=11008, n_layers=32, n_heads=32, n_kv_heads=32, d_head=128, vocab=32_000, name="llama2-7b"
+    ),
     # Llama 2 70B (Llama 2 paper, Table 1 / HF config.json): GQA with 8 KV heads, vocabulary 32,000.
-    "llama2-70b": TransformerConfig(d_model=8192, d_ff=28672, n_layers=80, n_heads=64, n_kv_heads=8, d_head=128,
-                                    vocab=32_000, name="llama2-70b"),
+    "llama2-70b": TransformerConfig(
+        d_model=8192, d_ff=28672, n_layers=80, n_heads=64, n_kv_heads=8, d_head=128, vocab=32_000, name="llama2-70b"
+    ),
     "llama3-8b": _llama3("llama3-8b", 32, 4096, 14336, 32),
     "llama3-70b": _llama3("llama3-70b", 80, 8192, 28672, 64),
     "llama3-405b": _llama3("llama3-405b", 126, 16384, 53248, 128),
     # DeepSeek-V3 technical report (arXiv 2412.19437) and its config.json; the multi-token-prediction module
     # (about 14B more) is not part of this count, as in the published 671B.
-    "deepseek-v3": TransformerConfig(d_model=7168, d_ff=18432, n_layers=61, n_heads=128, n_kv_heads=128,
-                                     d_head=128, vocab=129_280, n_experts=256, experts_per_token=8,
-                                     n_shared_experts=1, d_ff_expert=2048, n_dense_layers=3, q_lora_rank=1536,
-                                     kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128,
-                                     name="deepseek-v3"),
+    "deepseek-v3": TransformerConfig(
+        d_model=7168,
+        d_ff=18432,
+        n_layers=61,
+        n_heads=128,
+        n_kv_heads=128,
+        d_head=128,
+        vocab=129_280,
+        n_experts=256,
+        experts_per_token=8,
+        n_shared_experts=1,
+        d_ff_expert=2048,
+        n_dense_layers=3,
+        q_lora_rank=1536,
+        kv_lora_rank=512,
+        qk_rope_head_dim=64,
+        qk_nope_head_dim=128,
+        v_head_dim=128,
+        name="deepseek-v3",
+    ),
     # Small configurations the notebooks compile and train on a CPU.
-    "tiny-mha": TransformerConfig(d_model=64, d_ff=256, n_layers=2, n_heads=4, n_kv_heads=4, d_head=16,
-                                  vocab=512, name="tiny-mha"),
-    "tiny-gqa": TransformerConfig(d_model=128, d_ff=384, n_layers=2, n_heads=8, n_kv_heads=2, d_head=16,
-                                  vocab=1024, name="tiny-gqa"),
-    "tiny-tied": TransformerConfig(d_model=64, d_ff=256, n_layers=2, n_heads=4, n_kv_heads=2, d_head=16,
-                                   vocab=1024, tied_embeddings=True, name="tiny-tied"),
-    "tiny-moe": TransformerConfig(d_model=64, d_ff=256, n_layers=3, n_heads=4, n_kv_heads=2, d_head=16,
-                                  vocab=512, n_experts=4, experts_per_token=2, n_shared_experts=1,
-                                  d_ff_expert=128, n_dense_layers=1, name="tiny-moe"),
-    "tiny-mlp2": TransformerConfig(d_model=128, d_ff=512, n_layers=2, n_heads=4, n_kv_heads=4, d_head=32,
-                                   vocab=512, gated_mlp=False, name="tiny-mlp2"),
-    "small": TransformerConfig(d_model=256, d_ff=1024, n_layers=4, n_heads=8, n_kv_heads=4, d_head=32,
-                               vocab=4096, name="small"),
+    "tiny-mha": TransformerConfig(
+        d_model=64, d_ff=256, n_layers=2, n_heads=4, n_kv_heads=4, d_head=16, vocab=512, name="tiny-mha"
+    ),
+    "tiny-gqa": TransformerConfig(
+        d_model=128, d_ff=384, n_layers=2, n_heads=8, n_kv_heads=2, d_head=16, vocab=1024, name="tiny-gqa"
+    ),
+    "tiny-tied": TransformerConfig(
+        d_model=64,
+        d_ff=256,
+        n_layers=2,
+        n_heads=4,
+        n_kv_heads=2,
+        d_head=16,
+        vocab=1024,
+        tied_embeddings=True,
+        name="tiny-tied",
+    ),
+    "tiny-moe": TransformerConfig(
+        d_model=64,
+        d_ff=256,
+        n_layers=3,
+        n_heads=4,
+        n_kv_heads=2,
+        d_head=16,
+        vocab=512,
+        n_experts=4,
+        experts_per_token=2,
+        n_shared_experts=1,
+        d_ff_expert=128,
+        n_dense_layers=1,
+        name="tiny-moe",
+    ),
+    "tiny-mlp2": TransformerConfig(
+        d_model=128,
+        d_ff=512,
+        n_layers=2,
+        n_heads=4,
+        n_kv_heads=4,
+        d_head=32,
+        vocab=512,
+        gated_mlp=False,
+        name="tiny-mlp2",
+    ),
+    "small": TransformerConfig(
+        d_model=256, d_ff=1024, n_layers=4, n_heads=8, n_kv_heads=4, d_head=32, vocab=4096, name="small"
+    ),
 }
 
 #: Published parameter totals, to compare with ``param_count()``: Llama totals computed from the released
@@ -547,8 +650,10 @@ def get_model(name: str, argument: str = "model") -> TransformerConfig:
     if isinstance(name, TransformerConfig):
         return name
     if not isinstance(name, str):
-        raise TypeError(f"{argument} must be a TransformerConfig or a model name string, one of {list(PRESETS)}; "
-                        f"got {type(name).__name__}")
+        raise TypeError(
+            f"{argument} must be a TransformerConfig or a model name string, one of {list(PRESETS)}; "
+            f"got {type(name).__name__}"
+        )
     key = name.strip().lower()
     if key not in _PRESETS:
         raise ValueError(f"unknown {argument} {name!r}; known models: {', '.join(PRESETS)}")
@@ -581,4 +686,3 @@ class _ModelKind(Kind):
 #: Annotation of a model argument for :func:`tpu_notes.units.checked`: a config or a preset name, passed on as the
 #: :class:`TransformerConfig`.
 Model = Annotated[TransformerConfig, _ModelKind()]
-

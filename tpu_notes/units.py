@@ -8,6 +8,7 @@ is decorated with :func:`checked`, which refuses a bad value with a ``ValueError
 and what it allows, and passes the normalised value on. A dataclass calls :func:`check_fields` in ``__post_init__``.
 The hostile-input test reads the same kinds from the signatures, so what is declared is what is tested.
 """
+
 from __future__ import annotations
 
 import functools
@@ -15,9 +16,10 @@ import inspect
 import math
 import types
 import typing
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields, is_dataclass
 from numbers import Integral, Real
-from typing import Annotated, Any, Callable, Iterable
+from typing import Annotated, Any
 
 #: Bytes per element of each dtype the book talks about.
 DTYPE_BYTES: dict[str, float] = {
@@ -58,8 +60,9 @@ def _show(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def check_positive(name: str, value, *, integer: bool = False, allow_zero: bool = False,
-                   maximum: float | None = None) -> float:
+def check_positive(
+    name: str, value, *, integer: bool = False, allow_zero: bool = False, maximum: float | None = None
+) -> float:
     """Validate that argument ``name`` is a finite positive number (an integer if asked) and return it.
 
     ``allow_zero`` admits 0; ``maximum`` (optional) is an inclusive upper bound, for sizes that a simulation turns
@@ -70,7 +73,7 @@ def check_positive(name: str, value, *, integer: bool = False, allow_zero: bool 
         kind = "an integer" if integer else "a number"
         raise TypeError(f"{name} must be {kind}; got {type(value).__name__} {value!r}")
     bound = ">= 0" if allow_zero else "> 0"
-    if isinstance(value, Integral):   # exact: an int beyond float range is compared as an int, never converted
+    if isinstance(value, Integral):  # exact: an int beyond float range is compared as an int, never converted
         value = int(value)
     elif not math.isfinite(value):
         raise ValueError(f"{name} must be finite and {bound}; got {value!r}")
@@ -102,8 +105,7 @@ def check_sizes(name: str, value, *, allow_zero: bool = False, min_len: int = 1)
         raise TypeError(f"{name} must be a tuple or list of whole numbers; got {type(value).__name__} {value!r}")
     if len(value) < min_len:
         raise ValueError(f"{name} must have at least {min_len} entries; got {tuple(value)!r}")
-    return tuple(check_positive(f"{name}[{i}]", v, integer=True, allow_zero=allow_zero)
-                 for i, v in enumerate(value))
+    return tuple(check_positive(f"{name}[{i}]", v, integer=True, allow_zero=allow_zero) for i, v in enumerate(value))
 
 
 def array_bytes(shape, dtype: str = "bf16") -> float:
@@ -196,8 +198,9 @@ class Range(Kind):
     integer: bool = False
 
     def describe(self) -> str:
-        return (f"{'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
-                + (" (a whole number)" if self.integer else ""))
+        return f"{'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}" + (
+            " (a whole number)" if self.integer else ""
+        )
 
     def check(self, name: str, value):
         if isinstance(value, bool) or not isinstance(value, Real):
@@ -298,8 +301,8 @@ PositiveInt = Annotated[int, Positive(integer=True)]
 NonNegativeInt = Annotated[int, Positive(integer=True, allow_zero=True)]
 PositiveFloat = Annotated[float, Positive()]
 NonNegativeFloat = Annotated[float, Positive(allow_zero=True)]
-Fraction = Annotated[float, Range(0.0, 1.0, low_open=True)]          # (0, 1]: an efficiency, an MFU
-Probability = Annotated[float, Range(0.0, 1.0)]                      # [0, 1]
+Fraction = Annotated[float, Range(0.0, 1.0, low_open=True)]  # (0, 1]: an efficiency, an MFU
+Probability = Annotated[float, Range(0.0, 1.0)]  # [0, 1]
 Bool = Annotated[bool, Flag()]
 DTypeName = Annotated[str, DType()]
 

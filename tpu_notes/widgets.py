@@ -10,6 +10,7 @@ Each explorer returns an ipywidgets box when ipywidgets can run, and otherwise (
 something in a plain HTML page or a kernel without widgets. Widget state is kept small: a few controls, one
 80-dpi PNG and a few lines of text, set as widget values (nothing is printed into the cell's output).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,8 +21,8 @@ from .topology import parse_slice
 from .units import canonical_dtype, check_positive, fmt
 
 #: Choices offered by the explorer (powers of two keep the sliders short).
-BATCH_CHOICES = tuple(2**k for k in range(0, 17))       # 1 ... 65536 tokens
-DIM_CHOICES = tuple(2**k for k in range(8, 17))         # 256 ... 65536
+BATCH_CHOICES = tuple(2**k for k in range(0, 17))  # 1 ... 65536 tokens
+DIM_CHOICES = tuple(2**k for k in range(8, 17))  # 256 ... 65536
 DTYPE_CHOICES = ("bf16", "int8", "fp8")
 
 
@@ -29,22 +30,24 @@ DTYPE_CHOICES = ("bf16", "int8", "fp8")
 class MatmulOnRoofline:
     """Where ``x[B, D] @ w[D, F]`` lands on one chip's roofline."""
 
-    chip: str                   # tpu_notes chip name
-    dtype: str                  # compute dtype (also of x, w and the output)
-    B: int                      # token batch
-    D: int                      # contracting dimension
-    F: int                      # output dimension
-    time: RooflineTime          # FLOPs, bytes, time bounds (s), intensity (FLOPs/B) and bound
-    critical_intensity: float   # chip's peak / HBM bandwidth for dtype, FLOPs per byte
+    chip: str  # tpu_notes chip name
+    dtype: str  # compute dtype (also of x, w and the output)
+    B: int  # token batch
+    D: int  # contracting dimension
+    F: int  # output dimension
+    time: RooflineTime  # FLOPs, bytes, time bounds (s), intensity (FLOPs/B) and bound
+    critical_intensity: float  # chip's peak / HBM bandwidth for dtype, FLOPs per byte
 
     def summary(self) -> str:
         """A few lines of text for the explorer."""
         t = self.time
-        return (f"{self.chip} {self.dtype}: [{self.B}, {self.D}] x [{self.D}, {self.F}]\n"
-                f"  {fmt(t.flops, 'FLOPs')}, {fmt(t.nbytes, 'B')} moved, intensity {t.intensity:.3g} FLOPs/B "
-                f"vs critical {self.critical_intensity:.3g}\n"
-                f"  T_math {fmt(t.t_math, 's')}, T_comms {fmt(t.t_comms, 's')} -> {t.bound}-bound, "
-                f"time between {fmt(t.lower, 's')} and {fmt(t.upper, 's')}")
+        return (
+            f"{self.chip} {self.dtype}: [{self.B}, {self.D}] x [{self.D}, {self.F}]\n"
+            f"  {fmt(t.flops, 'FLOPs')}, {fmt(t.nbytes, 'B')} moved, intensity {t.intensity:.3g} FLOPs/B "
+            f"vs critical {self.critical_intensity:.3g}\n"
+            f"  T_math {fmt(t.t_math, 's')}, T_comms {fmt(t.t_comms, 's')} -> {t.bound}-bound, "
+            f"time between {fmt(t.lower, 's')} and {fmt(t.upper, 's')}"
+        )
 
 
 def matmul_point(chip="v5e", dtype: str = "bf16", B: int = 256, D: int = 8192, F: int = 8192) -> MatmulOnRoofline:
@@ -52,16 +55,25 @@ def matmul_point(chip="v5e", dtype: str = "bf16", B: int = 256, D: int = 8192, F
     c = get_chip(chip)
     dtype = canonical_dtype(dtype)
     B, D, F = (check_positive(n, v, integer=True) for n, v in (("B", B), ("D", D), ("F", F)))
-    return MatmulOnRoofline(chip=c.name, dtype=dtype, B=B, D=D, F=F, time=matmul_time(B, D, F, c, dtype=dtype),
-                            critical_intensity=c.critical_intensity(dtype))
+    return MatmulOnRoofline(
+        chip=c.name,
+        dtype=dtype,
+        B=B,
+        D=D,
+        F=F,
+        time=matmul_time(B, D, F, c, dtype=dtype),
+        critical_intensity=c.critical_intensity(dtype),
+    )
 
 
-def roofline_explorer(chip="v5e", dtype: str = "bf16", B: int = 256, D: int = 8192, F: int = 8192,
-                      static: bool = False):
+def roofline_explorer(
+    chip="v5e", dtype: str = "bf16", B: int = 256, D: int = 8192, F: int = 8192, static: bool = False
+):
     """Explore where a matmul ``[B, D] x [D, F]`` lands on a chip's roofline, and how long it takes.
 
     Returns an ipywidgets ``VBox`` (chip and dtype menus, B/D/F sliders, then an ``Image`` of the roofline and an
-    ``HTML`` summary, both redrawn on change). Without ipywidgets, or with ``static=True``, returns the static matplotlib Figure for
+    ``HTML`` summary, both redrawn on change). Without ipywidgets, or with ``static=True``, returns the static
+    matplotlib Figure for
     the starting settings instead (see :func:`tpu_notes.plots.matmul_on_roofline`).
     """
     from . import plots
@@ -76,14 +88,21 @@ def roofline_explorer(chip="v5e", dtype: str = "bf16", B: int = 256, D: int = 81
 
     style = {"description_width": "70px"}
     chip_w = widgets.Dropdown(options=sorted(CHIPS), value=point.chip, description="chip", style=style)
-    dtype_w = widgets.Dropdown(options=DTYPE_CHOICES, value=point.dtype if point.dtype in DTYPE_CHOICES else "bf16",
-                               description="dtype", style=style)
-    b_w = widgets.SelectionSlider(options=BATCH_CHOICES, value=nearest(point.B, BATCH_CHOICES),
-                                  description="B (tokens)", style=style)
-    d_w = widgets.SelectionSlider(options=DIM_CHOICES, value=nearest(point.D, DIM_CHOICES), description="D",
-                                  style=style)
-    f_w = widgets.SelectionSlider(options=DIM_CHOICES, value=nearest(point.F, DIM_CHOICES), description="F",
-                                  style=style)
+    dtype_w = widgets.Dropdown(
+        options=DTYPE_CHOICES,
+        value=point.dtype if point.dtype in DTYPE_CHOICES else "bf16",
+        description="dtype",
+        style=style,
+    )
+    b_w = widgets.SelectionSlider(
+        options=BATCH_CHOICES, value=nearest(point.B, BATCH_CHOICES), description="B (tokens)", style=style
+    )
+    d_w = widgets.SelectionSlider(
+        options=DIM_CHOICES, value=nearest(point.D, DIM_CHOICES), description="D", style=style
+    )
+    f_w = widgets.SelectionSlider(
+        options=DIM_CHOICES, value=nearest(point.F, DIM_CHOICES), description="F", style=style
+    )
     image = widgets.Image(format="png")
     text = widgets.HTML()
 
@@ -145,10 +164,12 @@ def _show(image, text, fig, summary: str) -> None:
 # Chapter 3: one collective on a slice
 # --------------------------------------------------------------------------------------------------------------
 #: Slice shapes offered by the collective explorer, per chip (all valid ``Slice`` shapes).
-SLICE_SHAPES = {"v4p": ((2, 2, 2), (2, 2, 4), (4, 4, 4), (4, 4, 8), (8, 8, 8)),
-                "v5p": ((2, 2, 2), (2, 2, 4), (4, 4, 4), (4, 4, 8), (8, 8, 8)),
-                "v5e": ((2, 2), (4, 4), (4, 8), (8, 8), (8, 16), (16, 16)),
-                "v6e": ((2, 2), (4, 4), (4, 8), (8, 8), (8, 16), (16, 16))}
+SLICE_SHAPES = {
+    "v4p": ((2, 2, 2), (2, 2, 4), (4, 4, 4), (4, 4, 8), (8, 8, 8)),
+    "v5p": ((2, 2, 2), (2, 2, 4), (4, 4, 4), (4, 4, 8), (8, 8, 8)),
+    "v5e": ((2, 2), (4, 4), (4, 8), (8, 8), (8, 16), (16, 16)),
+    "v6e": ((2, 2), (4, 4), (4, 8), (8, 8), (8, 16), (16, 16)),
+}
 #: The shape the explorer starts from when the chip changes.
 DEFAULT_SHAPES = {"v4p": (4, 4, 4), "v5p": (4, 4, 4), "v5e": (4, 4), "v6e": (4, 4)}
 #: Array sizes offered by the collective explorer: powers of 4 from 1 kiB to 4 GiB (bytes).
@@ -160,28 +181,33 @@ COLLECTIVE_CHOICES = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all"
 class CollectiveOnSlice:
     """One collective over some axes of a TPU slice, priced by :mod:`tpu_notes.collectives`."""
 
-    chip: str                      # tpu_notes chip name
-    shape: tuple                   # slice shape, chips per axis
-    kind: str                      # "all_gather", "reduce_scatter", "all_reduce" or "all_to_all"
-    axes: tuple                    # axis names the collective runs over, e.g. ("x", "y")
-    nbytes: float                  # V: the whole (gathered / unreduced) array, bytes
-    wraparound: tuple              # per chosen axis: does it close into a ring?
-    hops: int                      # hops of the slowest path (summed over the chosen axes)
-    time: object                   # tpu_notes.collectives.CollectiveTime, seconds
+    chip: str  # tpu_notes chip name
+    shape: tuple  # slice shape, chips per axis
+    kind: str  # "all_gather", "reduce_scatter", "all_reduce" or "all_to_all"
+    axes: tuple  # axis names the collective runs over, e.g. ("x", "y")
+    nbytes: float  # V: the whole (gathered / unreduced) array, bytes
+    wraparound: tuple  # per chosen axis: does it close into a ring?
+    hops: int  # hops of the slowest path (summed over the chosen axes)
+    time: object  # tpu_notes.collectives.CollectiveTime, seconds
 
     def summary(self) -> str:
         """A few lines of text for the explorer."""
-        rings = ", ".join(f"{a}: {'ring' if w else 'line'} of {self.shape['xyz'.index(a)]}"
-                          for a, w in zip(self.axes, self.wraparound))
+        rings = ", ".join(
+            f"{a}: {'ring' if w else 'line'} of {self.shape['xyz'.index(a)]}"
+            for a, w in zip(self.axes, self.wraparound)
+        )
         t = self.time
-        return (f"{self.kind} of {fmt(self.nbytes, 'B')} over {''.join(self.axes)} of a {self.chip} "
-                f"{'x'.join(map(str, self.shape))} slice ({rings})\n"
-                f"  {self.hops} hops; bandwidth term {fmt(t.bandwidth_time, 's')}, latency term "
-                f"{fmt(t.latency_time, 's')} -> {fmt(t.total, 's')}, {t.bound}-bound")
+        return (
+            f"{self.kind} of {fmt(self.nbytes, 'B')} over {''.join(self.axes)} of a {self.chip} "
+            f"{'x'.join(map(str, self.shape))} slice ({rings})\n"
+            f"  {self.hops} hops; bandwidth term {fmt(t.bandwidth_time, 's')}, latency term "
+            f"{fmt(t.latency_time, 's')} -> {fmt(t.total, 's')}, {t.bound}-bound"
+        )
 
 
-def collective_point(chip="v5e", shape=(4, 4), kind: str = "all_gather", axes=("x",),
-                     nbytes: float = 64e6) -> CollectiveOnSlice:
+def collective_point(
+    chip="v5e", shape=(4, 4), kind: str = "all_gather", axes=("x",), nbytes: float = 64e6
+) -> CollectiveOnSlice:
     """The numbers behind :func:`collective_explorer`: ``Slice(chip, shape).collective_time`` plus the hops."""
     from .collectives import gather_hops
     from .topology import Slice
@@ -191,12 +217,21 @@ def collective_point(chip="v5e", shape=(4, 4), kind: str = "all_gather", axes=("
     idx = sl._axis_indices(axes)
     wraps = tuple(sl.wraparound[i] for i in idx)
     hops = sum(gather_hops(sl.shape[i], w) for i, w in zip(idx, wraps))
-    return CollectiveOnSlice(chip=sl.chip.name, shape=tuple(sl.shape), kind=kind, axes=tuple("xyz"[i] for i in idx),
-                             nbytes=float(nbytes), wraparound=wraps, hops=hops, time=t)
+    return CollectiveOnSlice(
+        chip=sl.chip.name,
+        shape=tuple(sl.shape),
+        kind=kind,
+        axes=tuple("xyz"[i] for i in idx),
+        nbytes=float(nbytes),
+        wraparound=wraps,
+        hops=hops,
+        time=t,
+    )
 
 
-def collective_explorer(chip="v5e", shape=(4, 4), kind: str = "all_gather", axes=("x",), nbytes: float = 64e6,
-                        static: bool = False):
+def collective_explorer(
+    chip="v5e", shape=(4, 4), kind: str = "all_gather", axes=("x",), nbytes: float = 64e6, static: bool = False
+):
     """Explore one collective on a slice: chip, slice shape, kind, mesh axes and array size (Chapter 3).
 
     Returns an ipywidgets ``VBox`` whose figure (time against ``V`` with the bandwidth and latency terms, see
@@ -205,7 +240,7 @@ def collective_explorer(chip="v5e", shape=(4, 4), kind: str = "all_gather", axes
     """
     from . import plots
 
-    point = collective_point(chip, shape, kind, axes, nbytes)      # validates the starting settings either way
+    point = collective_point(chip, shape, kind, axes, nbytes)  # validates the starting settings either way
     widgets = _widgets_or_none(static)
     if widgets is None:
         return plots.collective_cost_chart(point.chip, point.shape, point.kind, point.axes, point.nbytes)
@@ -217,21 +252,37 @@ def collective_explorer(chip="v5e", shape=(4, 4), kind: str = "all_gather", axes
         subsets = [names[i] for i in range(len(names))] + [names[:2]] + ([names] if len(names) == 3 else [])
         return subsets
 
-    chip_w = widgets.Dropdown(options=sorted(SLICE_SHAPES), value=point.chip if point.chip in SLICE_SHAPES else "v5e",
-                              description="chip", style=style)
+    chip_w = widgets.Dropdown(
+        options=sorted(SLICE_SHAPES),
+        value=point.chip if point.chip in SLICE_SHAPES else "v5e",
+        description="chip",
+        style=style,
+    )
     shapes = SLICE_SHAPES[chip_w.value]
-    shape_w = widgets.Dropdown(options=[("x".join(map(str, s)), s) for s in shapes],
-                               value=point.shape if point.shape in shapes else DEFAULT_SHAPES[chip_w.value],
-                               description="slice",
-                               style=style)
-    kind_w = widgets.Dropdown(options=COLLECTIVE_CHOICES, value=point.kind if point.kind in COLLECTIVE_CHOICES
-                              else "all_gather", description="kind", style=style)
-    axes_w = widgets.Dropdown(options=axis_options(shape_w.value), value="".join(point.axes)
-                              if "".join(point.axes) in axis_options(shape_w.value) else "x", description="axes",
-                              style=style)
-    v_w = widgets.SelectionSlider(options=[(fmt(v, "B"), v) for v in NBYTES_CHOICES],
-                                  value=min(NBYTES_CHOICES, key=lambda v: abs(v - point.nbytes)),
-                                  description="V", style=style)
+    shape_w = widgets.Dropdown(
+        options=[("x".join(map(str, s)), s) for s in shapes],
+        value=point.shape if point.shape in shapes else DEFAULT_SHAPES[chip_w.value],
+        description="slice",
+        style=style,
+    )
+    kind_w = widgets.Dropdown(
+        options=COLLECTIVE_CHOICES,
+        value=point.kind if point.kind in COLLECTIVE_CHOICES else "all_gather",
+        description="kind",
+        style=style,
+    )
+    axes_w = widgets.Dropdown(
+        options=axis_options(shape_w.value),
+        value="".join(point.axes) if "".join(point.axes) in axis_options(shape_w.value) else "x",
+        description="axes",
+        style=style,
+    )
+    v_w = widgets.SelectionSlider(
+        options=[(fmt(v, "B"), v) for v in NBYTES_CHOICES],
+        value=min(NBYTES_CHOICES, key=lambda v: abs(v - point.nbytes)),
+        description="V",
+        style=style,
+    )
     image, text = widgets.Image(format="png"), widgets.HTML()
 
     def on_chip(*_):
@@ -265,35 +316,38 @@ def collective_explorer(chip="v5e", shape=(4, 4), kind: str = "all_gather", axes
 # Chapter 4: KV cache and remat memory against batch and context
 # --------------------------------------------------------------------------------------------------------------
 MEMORY_MODELS = ("llama2-13b", "llama3-8b", "llama3-70b", "llama3-405b")
-SEQ_CHOICES = tuple(2**k for k in range(9, 18))          # 512 ... 131072 tokens
-SEQUENCE_BATCH_CHOICES = tuple(2**k for k in range(0, 11))   # 1 ... 1024 sequences
+SEQ_CHOICES = tuple(2**k for k in range(9, 18))  # 512 ... 131072 tokens
+SEQUENCE_BATCH_CHOICES = tuple(2**k for k in range(0, 11))  # 1 ... 1024 sequences
 
 
 @dataclass(frozen=True)
 class MemoryPoint:
     """Memory of one model at one batch and context: what serving and training keep besides the weights."""
 
-    model: str                  # preset name
-    batch: int                  # sequences
-    seq_len: int                # tokens per sequence
-    policy: str                 # remat policy for the activations
-    weight_bytes: float         # bf16 weights, bytes
-    kv_bytes: float             # bf16 KV cache of the batch, bytes
-    activation_bytes: float     # bf16 activations kept for the backward pass under ``policy``, bytes
-    hbm_bytes: float            # HBM of one chip, bytes
-    chip: str                   # the chip whose HBM is compared
+    model: str  # preset name
+    batch: int  # sequences
+    seq_len: int  # tokens per sequence
+    policy: str  # remat policy for the activations
+    weight_bytes: float  # bf16 weights, bytes
+    kv_bytes: float  # bf16 KV cache of the batch, bytes
+    activation_bytes: float  # bf16 activations kept for the backward pass under ``policy``, bytes
+    hbm_bytes: float  # HBM of one chip, bytes
+    chip: str  # the chip whose HBM is compared
 
     def summary(self) -> str:
         """A few lines of text for the explorer."""
-        return (f"{self.model}, {self.batch} sequences of {self.seq_len:,} tokens\n"
-                f"  weights {fmt(self.weight_bytes, 'B')}; KV cache {fmt(self.kv_bytes, 'B')} "
-                f"({self.kv_bytes / self.hbm_bytes:.3g} x one {self.chip}'s HBM)\n"
-                f"  training activations, remat '{self.policy}': {fmt(self.activation_bytes, 'B')} "
-                f"({self.activation_bytes / self.hbm_bytes:.3g} x HBM)")
+        return (
+            f"{self.model}, {self.batch} sequences of {self.seq_len:,} tokens\n"
+            f"  weights {fmt(self.weight_bytes, 'B')}; KV cache {fmt(self.kv_bytes, 'B')} "
+            f"({self.kv_bytes / self.hbm_bytes:.3g} x one {self.chip}'s HBM)\n"
+            f"  training activations, remat '{self.policy}': {fmt(self.activation_bytes, 'B')} "
+            f"({self.activation_bytes / self.hbm_bytes:.3g} x HBM)"
+        )
 
 
-def memory_point(model="llama3-8b", batch: int = 16, seq_len: int = 8192, policy: str = "full_block",
-                 chip="v5p") -> MemoryPoint:
+def memory_point(
+    model="llama3-8b", batch: int = 16, seq_len: int = 8192, policy: str = "full_block", chip="v5p"
+) -> MemoryPoint:
     """The numbers behind :func:`memory_explorer`, from :class:`tpu_notes.transformer.TransformerConfig`."""
     from .transformer import as_config
 
@@ -302,14 +356,27 @@ def memory_point(model="llama3-8b", batch: int = 16, seq_len: int = 8192, policy
         raise ValueError(f"model must use GQA attention (MLA activations are not modelled); got {m.name!r}")
     batch = check_positive("batch", batch, integer=True)
     seq_len = check_positive("seq_len", seq_len, integer=True)
-    return MemoryPoint(model=m.name, batch=batch, seq_len=seq_len, policy=policy, weight_bytes=2.0 * m.param_count(),
-                       kv_bytes=m.kv_cache_bytes(batch, seq_len),
-                       activation_bytes=m.checkpoint_bytes(batch * seq_len, policy), hbm_bytes=c.hbm_bytes,
-                       chip=c.name)
+    return MemoryPoint(
+        model=m.name,
+        batch=batch,
+        seq_len=seq_len,
+        policy=policy,
+        weight_bytes=2.0 * m.param_count(),
+        kv_bytes=m.kv_cache_bytes(batch, seq_len),
+        activation_bytes=m.checkpoint_bytes(batch * seq_len, policy),
+        hbm_bytes=c.hbm_bytes,
+        chip=c.name,
+    )
 
 
-def memory_explorer(model="llama3-8b", batch: int = 16, seq_len: int = 8192, policy: str = "full_block",
-                    chip="v5p", static: bool = False):
+def memory_explorer(
+    model="llama3-8b",
+    batch: int = 16,
+    seq_len: int = 8192,
+    policy: str = "full_block",
+    chip="v5p",
+    static: bool = False,
+):
     """Explore the KV cache and the remat activations of a model against batch and context (Chapter 4).
 
     Returns an ipywidgets ``VBox`` (model, remat policy, batch and context sliders) whose figure
@@ -319,7 +386,7 @@ def memory_explorer(model="llama3-8b", batch: int = 16, seq_len: int = 8192, pol
     from . import plots
     from .transformer import REMAT_POLICIES
 
-    point = memory_point(model, batch, seq_len, policy, chip)      # validates the starting settings either way
+    point = memory_point(model, batch, seq_len, policy, chip)  # validates the starting settings either way
     widgets = _widgets_or_none(static)
     if widgets is None:
         return plots.memory_vs_context_chart(point.model, point.batch, point.seq_len, point.chip)
@@ -328,13 +395,22 @@ def memory_explorer(model="llama3-8b", batch: int = 16, seq_len: int = 8192, pol
         return min(choices, key=lambda c: abs(c - value))
 
     style = {"description_width": "70px"}
-    model_w = widgets.Dropdown(options=MEMORY_MODELS, value=point.model if point.model in MEMORY_MODELS
-                               else "llama3-8b", description="model", style=style)
+    model_w = widgets.Dropdown(
+        options=MEMORY_MODELS,
+        value=point.model if point.model in MEMORY_MODELS else "llama3-8b",
+        description="model",
+        style=style,
+    )
     policy_w = widgets.Dropdown(options=REMAT_POLICIES, value=point.policy, description="remat", style=style)
-    batch_w = widgets.SelectionSlider(options=SEQUENCE_BATCH_CHOICES, value=nearest(point.batch,
-                                      SEQUENCE_BATCH_CHOICES), description="sequences", style=style)
-    seq_w = widgets.SelectionSlider(options=SEQ_CHOICES, value=nearest(point.seq_len, SEQ_CHOICES),
-                                    description="context", style=style)
+    batch_w = widgets.SelectionSlider(
+        options=SEQUENCE_BATCH_CHOICES,
+        value=nearest(point.batch, SEQUENCE_BATCH_CHOICES),
+        description="sequences",
+        style=style,
+    )
+    seq_w = widgets.SelectionSlider(
+        options=SEQ_CHOICES, value=nearest(point.seq_len, SEQ_CHOICES), description="context", style=style
+    )
     image, text = widgets.Image(format="png"), widgets.HTML()
 
     def draw(*_):
@@ -351,13 +427,18 @@ def memory_explorer(model="llama3-8b", batch: int = 16, seq_len: int = 8192, pol
 
 # ------------------------------------------------------------------------------------------ planner (Chapter 5)
 #: Slices offered by the planner explorer, as ``python -m tpu_notes plan`` spells them.
-PLANNER_SLICES = ("v5p:16x16x16", "v5p:16x20x28", "v5p:8x16x16", "v5p:4x4x8", "v5e:16x16", "v6e:16x16",
-                  "v4p:16x16x16")
+PLANNER_SLICES = ("v5p:16x16x16", "v5p:16x20x28", "v5p:8x16x16", "v5p:4x4x8", "v5e:16x16", "v6e:16x16", "v4p:16x16x16")
 PLANNER_MODELS = ("llama3-8b", "llama3-70b", "llama3-405b", "llama2-13b")
 
 
-def planner_explorer(model: str = "llama3-70b", slice: str = "v5p:16x16x16", batch_tokens: int = 4 * 2**20,
-                     seq_len: int = 4096, top: int = 8, static: bool = False):
+def planner_explorer(
+    model: str = "llama3-70b",
+    slice: str = "v5p:16x16x16",
+    batch_tokens: int = 4 * 2**20,
+    seq_len: int = 4096,
+    top: int = 8,
+    static: bool = False,
+):
     """Explore :func:`tpu_notes.training.plan`: pick a model, a slice, a batch and a sequence length and read the
     ranked layouts (memory per chip, step time, comms/compute, MFU, bound) and why the others were rejected.
 
@@ -368,21 +449,37 @@ def planner_explorer(model: str = "llama3-70b", slice: str = "v5p:16x16x16", bat
     from .training import plan
 
     top = check_positive("top", top, integer=True)
-    first = plan(model, parse_slice(slice), batch_tokens, seq_len)     # validates the starting settings
+    first = plan(model, parse_slice(slice), batch_tokens, seq_len)  # validates the starting settings
     widgets = _widgets_or_none(static)
     if widgets is None:
         return plots.planner_chart(first, top=top)
 
     style = {"description_width": "90px"}
-    model_w = widgets.Dropdown(options=PLANNER_MODELS, value=model if model in PLANNER_MODELS else PLANNER_MODELS[1],
-                               description="model", style=style)
-    slice_w = widgets.Dropdown(options=PLANNER_SLICES, value=slice if slice in PLANNER_SLICES else PLANNER_SLICES[0],
-                               description="slice", style=style)
+    model_w = widgets.Dropdown(
+        options=PLANNER_MODELS,
+        value=model if model in PLANNER_MODELS else PLANNER_MODELS[1],
+        description="model",
+        style=style,
+    )
+    slice_w = widgets.Dropdown(
+        options=PLANNER_SLICES,
+        value=slice if slice in PLANNER_SLICES else PLANNER_SLICES[0],
+        description="slice",
+        style=style,
+    )
     batches = tuple(2**k for k in range(18, 27))
-    batch_w = widgets.SelectionSlider(options=batches, value=min(batches, key=lambda b: abs(b - batch_tokens)),
-                                      description="batch tokens", style=style)
-    seq_w = widgets.Dropdown(options=(2048, 4096, 8192, 16384, 32768), value=seq_len if seq_len in
-                             (2048, 4096, 8192, 16384, 32768) else 4096, description="seq len", style=style)
+    batch_w = widgets.SelectionSlider(
+        options=batches,
+        value=min(batches, key=lambda b: abs(b - batch_tokens)),
+        description="batch tokens",
+        style=style,
+    )
+    seq_w = widgets.Dropdown(
+        options=(2048, 4096, 8192, 16384, 32768),
+        value=seq_len if seq_len in (2048, 4096, 8192, 16384, 32768) else 4096,
+        description="seq len",
+        style=style,
+    )
     seqshard_w = widgets.Checkbox(value=False, description="allow sequence sharding")
     text = widgets.HTML()
 
@@ -390,8 +487,13 @@ def planner_explorer(model: str = "llama3-70b", slice: str = "v5p:16x16x16", bat
         import html
 
         try:
-            result = plan(model_w.value, parse_slice(slice_w.value), batch_w.value, seq_w.value,
-                          sequence_sharding=seqshard_w.value)
+            result = plan(
+                model_w.value,
+                parse_slice(slice_w.value),
+                batch_w.value,
+                seq_w.value,
+                sequence_sharding=seqshard_w.value,
+            )
         except ValueError as err:
             text.value = f"<pre>{html.escape(str(err))}</pre>"
             return
@@ -414,25 +516,28 @@ def planner_explorer(model: str = "llama3-70b", slice: str = "v5p:16x16x16", bat
 class SliceHops:
     """How far apart the chips of a TPU slice are, and what moving ``nbytes`` across it costs."""
 
-    chip: str                   # tpu_notes chip name
-    shape: tuple                # slice shape, chips per axis
-    wraparound: tuple           # per axis: does it close into a ring?
-    n_chips: int                # chips in the slice
-    n_hosts: int                # host CPUs serving it
-    diameter: int               # most hops between two chips
-    mean_hops: float            # average hops from chip 0 to the others
-    nbytes: float               # bytes moved, as the summary's times assume
-    farthest_s: float           # seconds to send nbytes from chip 0 to the farthest chip (Slice.transfer_time)
-    all_gather_s: float         # seconds to AllGather nbytes over every axis (Slice.collective_time)
+    chip: str  # tpu_notes chip name
+    shape: tuple  # slice shape, chips per axis
+    wraparound: tuple  # per axis: does it close into a ring?
+    n_chips: int  # chips in the slice
+    n_hosts: int  # host CPUs serving it
+    diameter: int  # most hops between two chips
+    mean_hops: float  # average hops from chip 0 to the others
+    nbytes: float  # bytes moved, as the summary's times assume
+    farthest_s: float  # seconds to send nbytes from chip 0 to the farthest chip (Slice.transfer_time)
+    all_gather_s: float  # seconds to AllGather nbytes over every axis (Slice.collective_time)
 
     def summary(self) -> str:
         """A few lines of text for the explorer."""
-        axes = ", ".join(f"{'xyz'[i]}={n} {'ring' if w else 'line'}"
-                         for i, (n, w) in enumerate(zip(self.shape, self.wraparound)))
-        return (f"{self.chip} {'x'.join(map(str, self.shape))}: {self.n_chips} chips on {self.n_hosts} host(s); "
-                f"{axes}\n  diameter {self.diameter} hops, {self.mean_hops:.2f} hops on average from chip 0\n"
-                f"  {fmt(self.nbytes, 'B')}: {fmt(self.farthest_s, 's')} to the farthest chip, "
-                f"{fmt(self.all_gather_s, 's')} to AllGather over every axis")
+        axes = ", ".join(
+            f"{'xyz'[i]}={n} {'ring' if w else 'line'}" for i, (n, w) in enumerate(zip(self.shape, self.wraparound))
+        )
+        return (
+            f"{self.chip} {'x'.join(map(str, self.shape))}: {self.n_chips} chips on {self.n_hosts} host(s); "
+            f"{axes}\n  diameter {self.diameter} hops, {self.mean_hops:.2f} hops on average from chip 0\n"
+            f"  {fmt(self.nbytes, 'B')}: {fmt(self.farthest_s, 's')} to the farthest chip, "
+            f"{fmt(self.all_gather_s, 's')} to AllGather over every axis"
+        )
 
 
 def slice_point(chip="v5e", shape=(8, 16), nbytes: float = 2.0**26) -> SliceHops:
@@ -446,10 +551,18 @@ def slice_point(chip="v5e", shape=(8, 16), nbytes: float = 2.0**26) -> SliceHops
     grid = sl.hop_grid()
     far = tuple(int(i) for i in np.unravel_index(int(np.argmax(grid)), grid.shape))
     mean = float(grid.sum()) / max(1, sl.n_chips - 1)
-    return SliceHops(chip=sl.chip.name, shape=tuple(sl.shape), wraparound=sl.wraparound, n_chips=sl.n_chips,
-                     n_hosts=sl.n_hosts, diameter=sl.diameter, mean_hops=mean, nbytes=nbytes,
-                     farthest_s=sl.transfer_time(nbytes, (0,) * len(sl.shape), far).total,
-                     all_gather_s=sl.collective_time("all_gather", nbytes).total)
+    return SliceHops(
+        chip=sl.chip.name,
+        shape=tuple(sl.shape),
+        wraparound=sl.wraparound,
+        n_chips=sl.n_chips,
+        n_hosts=sl.n_hosts,
+        diameter=sl.diameter,
+        mean_hops=mean,
+        nbytes=nbytes,
+        farthest_s=sl.transfer_time(nbytes, (0,) * len(sl.shape), far).total,
+        all_gather_s=sl.collective_time("all_gather", nbytes).total,
+    )
 
 
 def slice_explorer(chip="v5e", shape=(8, 16), nbytes: float = 2.0**26, static: bool = False):
@@ -459,21 +572,31 @@ def slice_explorer(chip="v5e", shape=(8, 16), nbytes: float = 2.0**26, static: b
     for the starting settings."""
     from . import plots
 
-    point = slice_point(chip, shape, nbytes)          # validates the starting settings either way
+    point = slice_point(chip, shape, nbytes)  # validates the starting settings either way
     widgets = _widgets_or_none(static)
     if widgets is None:
         return plots.slice_hops_chart(point.chip, point.shape, point.nbytes)
 
     style = {"description_width": "60px"}
-    chip_w = widgets.Dropdown(options=sorted(SLICE_SHAPES), value=point.chip if point.chip in SLICE_SHAPES else "v5e",
-                              description="chip", style=style)
+    chip_w = widgets.Dropdown(
+        options=sorted(SLICE_SHAPES),
+        value=point.chip if point.chip in SLICE_SHAPES else "v5e",
+        description="chip",
+        style=style,
+    )
     shapes = SLICE_SHAPES[chip_w.value]
-    shape_w = widgets.Dropdown(options=[("x".join(map(str, s)), s) for s in shapes],
-                               value=point.shape if point.shape in shapes else DEFAULT_SHAPES[chip_w.value],
-                               description="slice", style=style)
-    v_w = widgets.SelectionSlider(options=[(fmt(v, "B"), v) for v in NBYTES_CHOICES],
-                                  value=min(NBYTES_CHOICES, key=lambda v: abs(v - point.nbytes)),
-                                  description="bytes", style=style)
+    shape_w = widgets.Dropdown(
+        options=[("x".join(map(str, s)), s) for s in shapes],
+        value=point.shape if point.shape in shapes else DEFAULT_SHAPES[chip_w.value],
+        description="slice",
+        style=style,
+    )
+    v_w = widgets.SelectionSlider(
+        options=[(fmt(v, "B"), v) for v in NBYTES_CHOICES],
+        value=min(NBYTES_CHOICES, key=lambda v: abs(v - point.nbytes)),
+        description="bytes",
+        style=style,
+    )
     image, text = widgets.Image(format="png"), widgets.HTML()
 
     def on_chip(*_):
@@ -500,45 +623,70 @@ TRAINING_CHIPS = ("v5p", "v6e", "v5e")
 TRAINING_TOKENS = 15e12
 
 
-def training_run(model: str = "llama3-70b", chip: str = "v5p", pods: int = 1, batch_tokens: int = 4 * 2**20,
-                 seq_len: int = 4096, tokens: float = TRAINING_TOKENS, efficiency: float = 0.8) -> str:
+def training_run(
+    model: str = "llama3-70b",
+    chip: str = "v5p",
+    pods: int = 1,
+    batch_tokens: int = 4 * 2**20,
+    seq_len: int = 4096,
+    tokens: float = TRAINING_TOKENS,
+    efficiency: float = 0.8,
+) -> str:
     """The text the training explorer shows: the planner's best layout for ``pods`` full pods of ``chip``, its
     memory per chip, step time, MFU and the days for ``tokens`` at matmul ``efficiency`` (sequence sharding on)."""
     from .topology import pod
     from .training import plan
 
-    result = plan(model, pod(chip), batch_tokens, seq_len, n_slices=pods, sequence_sharding=True,
-                  matmul_efficiency=efficiency)
+    result = plan(
+        model, pod(chip), batch_tokens, seq_len, n_slices=pods, sequence_sharding=True, matmul_efficiency=efficiency
+    )
     if not len(result):
         return result.table()
     best = result[0]
     days = best.step.total * tokens / batch_tokens / 86_400
-    return (f"{model} on {pods} x {best.layout.slice!r}: {best.parallelism.label()}, remat {best.remat}\n"
-            f"  placement: {best.layout.describe()}\n"
-            f"  {fmt(best.memory.total, 'B')} HBM per chip; step {fmt(best.step.total, 's')} "
-            f"({best.step.bound}-bound); MFU {best.step.mfu:.0%} at {efficiency:.0%} matmul efficiency\n"
-            f"  {tokens:.3g} tokens in {days:,.1f} days")
+    return (
+        f"{model} on {pods} x {best.layout.slice!r}: {best.parallelism.label()}, remat {best.remat}\n"
+        f"  placement: {best.layout.describe()}\n"
+        f"  {fmt(best.memory.total, 'B')} HBM per chip; step {fmt(best.step.total, 's')} "
+        f"({best.step.bound}-bound); MFU {best.step.mfu:.0%} at {efficiency:.0%} matmul efficiency\n"
+        f"  {tokens:.3g} tokens in {days:,.1f} days"
+    )
 
 
-def training_explorer(model: str = "llama3-70b", chip: str = "v5p", pods: int = 1, batch_tokens: int = 4 * 2**20,
-                      seq_len: int = 4096, static: bool = False):
+def training_explorer(
+    model: str = "llama3-70b",
+    chip: str = "v5p",
+    pods: int = 1,
+    batch_tokens: int = 4 * 2**20,
+    seq_len: int = 4096,
+    static: bool = False,
+):
     """Pick a Llama 3 model, a TPU generation, a number of full pods, a batch and a sequence length; read the
     planner's best layout, memory per chip, step time, MFU and days (:func:`training_run`). Without ipywidgets, or
     with ``static=True``, returns the text for the starting settings."""
-    first = training_run(model, chip, pods, batch_tokens, seq_len)     # validates the starting settings
+    first = training_run(model, chip, pods, batch_tokens, seq_len)  # validates the starting settings
     widgets = _widgets_or_none(static)
     if widgets is None:
         return first
     style = {"description_width": "90px"}
-    model_w = widgets.Dropdown(options=("llama3-8b", "llama3-70b", "llama3-405b"), value=model,
-                               description="model", style=style)
+    model_w = widgets.Dropdown(
+        options=("llama3-8b", "llama3-70b", "llama3-405b"), value=model, description="model", style=style
+    )
     chip_w = widgets.Dropdown(options=TRAINING_CHIPS, value=chip, description="chip", style=style)
     pods_w = widgets.Dropdown(options=(1, 2, 4, 8), value=pods, description="pods", style=style)
     batches = tuple(2**k for k in range(20, 26))
-    batch_w = widgets.SelectionSlider(options=batches, value=min(batches, key=lambda b: abs(b - batch_tokens)),
-                                      description="batch tokens", style=style)
-    seq_w = widgets.Dropdown(options=(2048, 4096, 8192), value=seq_len if seq_len in (2048, 4096, 8192) else 4096,
-                             description="seq len", style=style)
+    batch_w = widgets.SelectionSlider(
+        options=batches,
+        value=min(batches, key=lambda b: abs(b - batch_tokens)),
+        description="batch tokens",
+        style=style,
+    )
+    seq_w = widgets.Dropdown(
+        options=(2048, 4096, 8192),
+        value=seq_len if seq_len in (2048, 4096, 8192) else 4096,
+        description="seq len",
+        style=style,
+    )
     text = widgets.HTML()
 
     def draw(*_):
@@ -562,42 +710,70 @@ SERVING_CHIPS = ("v5e", "v5p", "v6e", "h100")
 SERVING_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768)
 
 
-def serving_summary(model: str = "llama2-13b", chip: str = "v5e", n_chips: int = 8, seq_len: int = 8192,
-                    batch: int = 32, weight_dtype: str = "bf16") -> str:
+def serving_summary(
+    model: str = "llama2-13b",
+    chip: str = "v5e",
+    n_chips: int = 8,
+    seq_len: int = 8192,
+    batch: int = 32,
+    weight_dtype: str = "bf16",
+) -> str:
     """A few lines on one generation setting: the step and its parts, throughput per chip, whether it fits."""
     from .inference import decode_step_time
 
     s = decode_step_time(model, chip, n_chips, batch, seq_len, weight_dtype=weight_dtype, kv_dtype=weight_dtype)
-    return (f"{model} on {n_chips} x {chip}, batch {batch}, {seq_len:,} tokens, {weight_dtype}\n"
-            f"  step {fmt(s.total, 's')} = KV {fmt(s.kv_load, 's')} + max(weights {fmt(s.weight_load, 's')}, "
-            f"FLOPs {fmt(s.flops_time, 's')}): {s.bound}-bound\n"
-            f"  {fmt(s.tokens_per_s_per_chip, 'tokens/s')} per chip; memory {fmt(s.memory_per_chip, 'B')} per "
-            f"chip of {fmt(s.hbm_per_chip, 'B')} ({'fits' if s.fits else 'does not fit'})")
+    return (
+        f"{model} on {n_chips} x {chip}, batch {batch}, {seq_len:,} tokens, {weight_dtype}\n"
+        f"  step {fmt(s.total, 's')} = KV {fmt(s.kv_load, 's')} + max(weights {fmt(s.weight_load, 's')}, "
+        f"FLOPs {fmt(s.flops_time, 's')}): {s.bound}-bound\n"
+        f"  {fmt(s.tokens_per_s_per_chip, 'tokens/s')} per chip; memory {fmt(s.memory_per_chip, 'B')} per "
+        f"chip of {fmt(s.hbm_per_chip, 'B')} ({'fits' if s.fits else 'does not fit'})"
+    )
 
 
-def serving_explorer(model: str = "llama2-13b", chip: str = "v5e", n_chips: int = 8, seq_len: int = 8192,
-                     batch: int = 32, static: bool = False):
+def serving_explorer(
+    model: str = "llama2-13b",
+    chip: str = "v5e",
+    n_chips: int = 8,
+    seq_len: int = 8192,
+    batch: int = 32,
+    static: bool = False,
+):
     """Latency against throughput of generation (:func:`tpu_notes.plots.latency_throughput_chart`) for a model,
     chip, chip count and context, with the summary of one batch (:func:`serving_summary`). Without ipywidgets, or
     with ``static=True``, returns the static figure for the starting settings."""
     from . import plots
 
-    serving_summary(model, chip, n_chips, seq_len, batch)            # validates the starting settings
+    serving_summary(model, chip, n_chips, seq_len, batch)  # validates the starting settings
     widgets = _widgets_or_none(static)
     if widgets is None:
         return plots.latency_throughput_chart(model, chip, n_chips, seq_len)
     style = {"description_width": "70px"}
-    model_w = widgets.Dropdown(options=SERVING_MODELS, value=model if model in SERVING_MODELS else "llama3-8b",
-                               description="model", style=style)
-    chip_w = widgets.Dropdown(options=SERVING_CHIPS, value=chip if chip in SERVING_CHIPS else "v5e",
-                              description="chip", style=style)
+    model_w = widgets.Dropdown(
+        options=SERVING_MODELS,
+        value=model if model in SERVING_MODELS else "llama3-8b",
+        description="model",
+        style=style,
+    )
+    chip_w = widgets.Dropdown(
+        options=SERVING_CHIPS, value=chip if chip in SERVING_CHIPS else "v5e", description="chip", style=style
+    )
     counts = (1, 2, 4, 8, 16, 32, 64)
-    chips_w = widgets.Dropdown(options=counts, value=n_chips if n_chips in counts else 8, description="chips",
-                               style=style)
-    seq_w = widgets.SelectionSlider(options=SERVING_CONTEXTS, value=min(SERVING_CONTEXTS,
-                                    key=lambda s: abs(s - seq_len)), description="context", style=style)
-    batch_w = widgets.SelectionSlider(options=tuple(2**k for k in range(10)), value=min(
-        (2**k for k in range(10)), key=lambda b: abs(b - batch)), description="batch", style=style)
+    chips_w = widgets.Dropdown(
+        options=counts, value=n_chips if n_chips in counts else 8, description="chips", style=style
+    )
+    seq_w = widgets.SelectionSlider(
+        options=SERVING_CONTEXTS,
+        value=min(SERVING_CONTEXTS, key=lambda s: abs(s - seq_len)),
+        description="context",
+        style=style,
+    )
+    batch_w = widgets.SelectionSlider(
+        options=tuple(2**k for k in range(10)),
+        value=min((2**k for k in range(10)), key=lambda b: abs(b - batch)),
+        description="batch",
+        style=style,
+    )
     image, text = widgets.Image(format="png"), widgets.HTML()
 
     def draw(*_):
@@ -637,8 +813,13 @@ def gpu_cluster(chip: str = "h100", nodes: int = 8, fat_tree: str = "superpod"):
     return dgx_superpod(c, n, nodes_per_su=8 if c.node_size > 8 else 32)
 
 
-def gpu_strategies(chip: str = "h100", nodes: int = 8, fat_tree: str = "superpod", model: str = "llama3-70b",
-                   tokens_per_gpu: int = 2048):
+def gpu_strategies(
+    chip: str = "h100",
+    nodes: int = 8,
+    fat_tree: str = "superpod",
+    model: str = "llama3-70b",
+    tokens_per_gpu: int = 2048,
+):
     """``(cluster, rows, text)``: the comms-vs-compute of DP/TP/EP/PP (:func:`tpu_notes.training.strategy_times`)
     of ``model`` on :func:`gpu_cluster` with ``tokens_per_gpu`` tokens of batch per GPU, and a summary."""
     from .training import critical_batch_per_gpu, strategy_times
@@ -646,15 +827,27 @@ def gpu_strategies(chip: str = "h100", nodes: int = 8, fat_tree: str = "superpod
     cluster = gpu_cluster(chip, nodes, fat_tree)
     b = check_positive("tokens_per_gpu", tokens_per_gpu, integer=True)
     rows = strategy_times(cluster, model, b * cluster.n_gpus)
-    lines = [f"{model} on {cluster!r}", f"batch {b:,} tokens per GPU ({b * cluster.n_gpus:,} in all); "
-             f"DP needs {critical_batch_per_gpu(cluster.chip, across_nodes=cluster.n_nodes > 1):,.0f} per GPU"]
-    lines += [f"  {r.strategy.upper():2s} {r.degree:5d}-way: compute {fmt(r.math, 's'):>9}, comms "
-              f"{fmt(r.comms, 's'):>9} -> {r.bound}-bound" for r in rows]
+    lines = [
+        f"{model} on {cluster!r}",
+        f"batch {b:,} tokens per GPU ({b * cluster.n_gpus:,} in all); "
+        f"DP needs {critical_batch_per_gpu(cluster.chip, across_nodes=cluster.n_nodes > 1):,.0f} per GPU",
+    ]
+    lines += [
+        f"  {r.strategy.upper():2s} {r.degree:5d}-way: compute {fmt(r.math, 's'):>9}, comms "
+        f"{fmt(r.comms, 's'):>9} -> {r.bound}-bound"
+        for r in rows
+    ]
     return cluster, rows, "\n".join(lines)
 
 
-def gpu_explorer(chip: str = "h100", nodes: int = 8, fat_tree: str = "superpod", model: str = "llama3-70b",
-                 tokens_per_gpu: int = 2048, static: bool = False):
+def gpu_explorer(
+    chip: str = "h100",
+    nodes: int = 8,
+    fat_tree: str = "superpod",
+    model: str = "llama3-70b",
+    tokens_per_gpu: int = 2048,
+    static: bool = False,
+):
     """Pick a GPU, a number of nodes, a fat tree, a model and a batch per GPU; see one MLP block's compute and
     each strategy's communication (:func:`gpu_strategies`). Without ipywidgets, or with ``static=True``, returns
     the static figure for the starting settings."""
@@ -666,14 +859,20 @@ def gpu_explorer(chip: str = "h100", nodes: int = 8, fat_tree: str = "superpod",
         return plots.gpu_strategy_chart(rows, text0.splitlines()[0])
     style = {"description_width": "90px"}
     chip_w = widgets.Dropdown(options=GPU_CHIPS, value=cluster.chip.name, description="GPU", style=style)
-    nodes_w = widgets.Dropdown(options=GPU_NODES, value=nodes if nodes in GPU_NODES else 8, description="nodes",
-                               style=style)
+    nodes_w = widgets.Dropdown(
+        options=GPU_NODES, value=nodes if nodes in GPU_NODES else 8, description="nodes", style=style
+    )
     tree_w = widgets.Dropdown(options=GPU_TREES, value=fat_tree, description="fat tree", style=style)
-    model_w = widgets.Dropdown(options=GPU_MODELS, value=model if model in GPU_MODELS else "llama3-70b",
-                               description="model", style=style)
+    model_w = widgets.Dropdown(
+        options=GPU_MODELS, value=model if model in GPU_MODELS else "llama3-70b", description="model", style=style
+    )
     batches = tuple(2**k for k in range(8, 16))
-    batch_w = widgets.SelectionSlider(options=batches, value=min(batches, key=lambda x: abs(x - tokens_per_gpu)),
-                                      description="tokens/GPU", style=style)
+    batch_w = widgets.SelectionSlider(
+        options=batches,
+        value=min(batches, key=lambda x: abs(x - tokens_per_gpu)),
+        description="tokens/GPU",
+        style=style,
+    )
     image, text = widgets.Image(format="png"), widgets.HTML()
 
     def draw(*_):
@@ -695,8 +894,13 @@ PARETO_CONTEXTS = (2048, 4096, 8192, 16384, 32768, 65536)
 PARETO_DTYPES = ("bf16", "int8", "int4")
 
 
-def pareto_summary(model: str = "llama3-70b", chip: str = "v5e", seq_len: int = 8192, weight_dtype: str = "int8",
-                   chip_counts=(4, 8, 16, 32, 64)):
+def pareto_summary(
+    model: str = "llama3-70b",
+    chip: str = "v5e",
+    seq_len: int = 8192,
+    weight_dtype: str = "int8",
+    chip_counts=(4, 8, 16, 32, 64),
+):
     """``(steps, text)``: every (chip count, batch) generation step that fits at ``seq_len`` (weights and KV cache in
     ``weight_dtype``, batches 1 to 512) and a few lines on its latency–throughput frontier. Raises ``ValueError``
     when nothing fits."""
@@ -706,23 +910,41 @@ def pareto_summary(model: str = "llama3-70b", chip: str = "v5e", seq_len: int = 
     counts = check_sizes("chip_counts", chip_counts)
     steps = []
     for n in counts:
-        steps += latency_throughput_curve(model, chip, n, seq_len, [2**i for i in range(10)],
-                                          weight_dtype=weight_dtype, kv_dtype=weight_dtype, fitting_only=True)
+        steps += latency_throughput_curve(
+            model,
+            chip,
+            n,
+            seq_len,
+            [2**i for i in range(10)],
+            weight_dtype=weight_dtype,
+            kv_dtype=weight_dtype,
+            fitting_only=True,
+        )
     if not steps:
-        raise ValueError(f"nothing fits: {model} in {weight_dtype} at {seq_len:,} tokens of context on "
-                         f"{max(counts)} x {chip}; lower seq_len or add chip_counts")
+        raise ValueError(
+            f"nothing fits: {model} in {weight_dtype} at {seq_len:,} tokens of context on "
+            f"{max(counts)} x {chip}; lower seq_len or add chip_counts"
+        )
     front = pareto_frontier(list(steps))
     fast, cheap = front[0], front[-1]
-    text = (f"{len(steps)} settings fit, {len(front)} on the frontier\n"
-            f"  fastest: {fast.n_chips} chips, batch {fast.batch}: {fmt(fast.total, 's')} per token, "
-            f"{fast.tokens_per_s_per_chip:.0f} tokens/s/chip\n"
-            f"  cheapest: {cheap.n_chips} chips, batch {cheap.batch}: {fmt(cheap.total, 's')} per token, "
-            f"{cheap.tokens_per_s_per_chip:.0f} tokens/s/chip")
+    text = (
+        f"{len(steps)} settings fit, {len(front)} on the frontier\n"
+        f"  fastest: {fast.n_chips} chips, batch {fast.batch}: {fmt(fast.total, 's')} per token, "
+        f"{fast.tokens_per_s_per_chip:.0f} tokens/s/chip\n"
+        f"  cheapest: {cheap.n_chips} chips, batch {cheap.batch}: {fmt(cheap.total, 's')} per token, "
+        f"{cheap.tokens_per_s_per_chip:.0f} tokens/s/chip"
+    )
     return steps, text
 
 
-def pareto_explorer(model: str = "llama3-70b", chip: str = "v5e", seq_len: int = 8192, weight_dtype: str = "int8",
-                    chip_counts=(4, 8, 16, 32, 64), static: bool = False):
+def pareto_explorer(
+    model: str = "llama3-70b",
+    chip: str = "v5e",
+    seq_len: int = 8192,
+    weight_dtype: str = "int8",
+    chip_counts=(4, 8, 16, 32, 64),
+    static: bool = False,
+):
     """The latency–throughput frontier across chip counts and batches (:func:`tpu_notes.plots.pareto_chart`, perfect
     sharding as in Chapter 7), with the context and the precision as controls. Without ipywidgets, or with
     ``static=True``, returns the static figure for the starting settings."""
@@ -734,17 +956,25 @@ def pareto_explorer(model: str = "llama3-70b", chip: str = "v5e", seq_len: int =
         return plots.pareto_chart(steps, title=f"{name}, {wd} on {chip}, {ctx:,}-token context"), text
 
     widgets = _widgets_or_none(static)
-    fig, _ = figure(seq_len, weight_dtype)                        # validates the starting settings
+    fig, _ = figure(seq_len, weight_dtype)  # validates the starting settings
     if widgets is None:
         return fig
     import matplotlib.pyplot as plt
 
     plt.close(fig)
     style = {"description_width": "70px"}
-    seq_w = widgets.SelectionSlider(options=PARETO_CONTEXTS, value=min(PARETO_CONTEXTS,
-                                    key=lambda s: abs(s - seq_len)), description="context", style=style)
-    dtype_w = widgets.Dropdown(options=PARETO_DTYPES, value=weight_dtype if weight_dtype in PARETO_DTYPES
-                               else "int8", description="precision", style=style)
+    seq_w = widgets.SelectionSlider(
+        options=PARETO_CONTEXTS,
+        value=min(PARETO_CONTEXTS, key=lambda s: abs(s - seq_len)),
+        description="context",
+        style=style,
+    )
+    dtype_w = widgets.Dropdown(
+        options=PARETO_DTYPES,
+        value=weight_dtype if weight_dtype in PARETO_DTYPES else "int8",
+        description="precision",
+        style=style,
+    )
     image, text = widgets.Image(format="png"), widgets.HTML()
 
     def draw(*_):

@@ -9,15 +9,17 @@ Answers may be a number, a sequence of numbers (compared elementwise), a mapping
 (``tpu_notes.jaxprog.ProgramCheck``) takes a function as the answer and runs it against the reference on random
 inputs; its ``wrong_programs()`` are the perturbed answers the tests expect it to reject.
 """
+
 from __future__ import annotations
 
 import importlib
+import math
 import pkgutil
 import re
-import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from numbers import Real
-from typing import Any, Callable, Mapping
+from typing import Any
 
 #: Chapter modules that register exercises (``tpu_notes.exercises.chNN``), found in this package: a new chapter's
 #: module (``tools/new_chapter.py`` writes it) is picked up without a list to edit.
@@ -28,13 +30,13 @@ CHAPTER_MODULES = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if
 class Exercise:
     """One exercise: how to compute its reference answer and how strictly to grade."""
 
-    id: str                          # "ch01.q3": chapter, then question number or name
-    title: str                       # a few words, shown in feedback
-    solve: Callable[[], Any]         # computes the reference answer with tpu_notes
-    hint: str                        # shown when an answer is wrong or missing
-    unit: str = ""                   # unit of the answer, e.g. "s", "FLOPs", "bytes"
-    rtol: float = 0.05               # relative tolerance for numbers (must stay < 1/3 so x1.5 is rejected)
-    atol: float = 0.0                # absolute tolerance, for answers near zero
+    id: str  # "ch01.q3": chapter, then question number or name
+    title: str  # a few words, shown in feedback
+    solve: Callable[[], Any]  # computes the reference answer with tpu_notes
+    hint: str  # shown when an answer is wrong or missing
+    unit: str = ""  # unit of the answer, e.g. "s", "FLOPs", "bytes"
+    rtol: float = 0.05  # relative tolerance for numbers (must stay < 1/3 so x1.5 is rejected)
+    atol: float = 0.0  # absolute tolerance, for answers near zero
 
 
 @dataclass(frozen=True)
@@ -42,9 +44,9 @@ class Grade:
     """The result of grading one answer."""
 
     exercise_id: str
-    attempted: bool      # False when the answer was None
+    attempted: bool  # False when the answer was None
     correct: bool
-    message: str         # what check() prints
+    message: str  # what check() prints
 
     def __str__(self) -> str:
         return self.message
@@ -103,7 +105,7 @@ def _close(answer: float, ref: float, ex: Exercise) -> bool:
 
 def _matches(answer: Any, ref: Any, ex: Exercise) -> tuple[bool, str]:
     """(correct, detail) comparing ``answer`` to ``ref``; raises TypeError for an answer of the wrong shape."""
-    if callable(getattr(ref, "check_program", None)):   # code answers: e.g. tpu_notes.jaxprog.ProgramCheck
+    if callable(getattr(ref, "check_program", None)):  # code answers: e.g. tpu_notes.jaxprog.ProgramCheck
         return ref.check_program(answer)
     if isinstance(ref, str):
         if not isinstance(answer, str):
@@ -141,8 +143,13 @@ def _hint_lines(hint: str) -> str:
     """The hint on its own lines under the verdict, indented and wrapped to ``HINT_WIDTH`` columns."""
     import textwrap
 
-    return textwrap.fill(" ".join(hint.split()), width=HINT_WIDTH, initial_indent="  Hint: ",
-                         subsequent_indent="        ", break_on_hyphens=False)
+    return textwrap.fill(
+        " ".join(hint.split()),
+        width=HINT_WIDTH,
+        initial_indent="  Hint: ",
+        subsequent_indent="        ",
+        break_on_hyphens=False,
+    )
 
 
 def grade(exercise_id: str, answer: Any) -> Grade:
@@ -150,8 +157,7 @@ def grade(exercise_id: str, answer: Any) -> Grade:
     ex = get(exercise_id)
     unit = f" {ex.unit}" if ex.unit else ""
     if answer is None:
-        return Grade(exercise_id, False, False,
-                     f"· {ex.id} ({ex.title}): not attempted yet.\n{_hint_lines(ex.hint)}")
+        return Grade(exercise_id, False, False, f"· {ex.id} ({ex.title}): not attempted yet.\n{_hint_lines(ex.hint)}")
     try:
         correct, detail = _matches(answer, ex.solve(), ex)
     except TypeError as err:
@@ -166,8 +172,9 @@ def grade(exercise_id: str, answer: Any) -> Grade:
         tol, unit = "equal to the reference on random inputs", ""
     if correct:
         return Grade(exercise_id, True, True, f"✓ {ex.id} ({ex.title}): correct ({tol}{unit}).")
-    return Grade(exercise_id, True, False,
-                 f"✗ {ex.id} ({ex.title}): not {tol} of the reference{detail}.\n{_hint_lines(ex.hint)}")
+    return Grade(
+        exercise_id, True, False, f"✗ {ex.id} ({ex.title}): not {tol} of the reference{detail}.\n{_hint_lines(ex.hint)}"
+    )
 
 
 def check(exercise_id: str, answer: Any) -> None:
@@ -189,7 +196,7 @@ _OPPOSITES = {"compute": "bandwidth", "bandwidth": "compute", "memory": "compute
 
 
 def _perturb(ref: Any):
-    if callable(getattr(ref, "wrong_programs", None)):   # code answers: known-wrong programs
+    if callable(getattr(ref, "wrong_programs", None)):  # code answers: known-wrong programs
         yield from ref.wrong_programs()
     elif isinstance(ref, bool):
         yield not ref
@@ -209,4 +216,4 @@ def _perturb(ref: Any):
         values = list(ref)
         for i, v in enumerate(values):
             for bad in _perturb(v):
-                yield values[:i] + [bad] + values[i + 1:]
+                yield values[:i] + [bad] + values[i + 1 :]

@@ -3,6 +3,7 @@
 Every reference is computed with :mod:`tpu_notes.roofline` and :mod:`tpu_notes.hardware`; the sizes used in the
 statements are the module constants below, so the notebook and the checker cannot drift apart.
 """
+
 from __future__ import annotations
 
 from ..hardware import get_chip
@@ -38,63 +39,129 @@ def _q1():
     return matmul_time(Q1_B, Q1_D, Q1_F, Q1_CHIP, dtype="int8")
 
 
-register(Exercise(
-    id="ch01.q1a", title="int8 matmul: bytes moved",
-    solve=lambda: matmul_bytes(Q1_B, Q1_D, Q1_F, "int8", "int8", "int8"),
-    hint="Read x and w once and write the output once; int8 is one byte per element.", unit="bytes"))
-register(Exercise(
-    id="ch01.q1b", title="int8 matmul: operations",
-    solve=lambda: matmul_flops(Q1_B, Q1_D, Q1_F),
-    hint="One multiply and one add for every (b, d, f) triple.", unit="OPs"))
-register(Exercise(
-    id="ch01.q1c", title="int8 matmul: arithmetic intensity",
-    solve=lambda: _q1().intensity,
-    hint="Divide the operations by the bytes.", unit="OPs/byte"))
-register(Exercise(
-    id="ch01.q1d", title="int8 matmul: time bounds on v5e",
-    solve=lambda: {"lower": _q1().lower, "upper": _q1().upper},
-    hint="T_math uses the int8 OP/s of a v5e, T_comms its HBM bandwidth; lower = max, upper = sum.", unit="s"))
-register(Exercise(
-    id="ch01.q1e", title="int8 matmul: which bound",
-    solve=lambda: _q1().bound,
-    hint="Compare the intensity with the v5e's int8 OP/s divided by its HBM bandwidth."))
-register(Exercise(
-    id="ch01.q2", title="int8 weights, bf16 compute: critical batch",
-    solve=lambda: critical_batch_size("v5e", compute_dtype="bf16", weight_dtype="int8"),
-    hint="The weights now cost one byte each while the FLOP rate is still the bf16 one.", unit="tokens"))
-register(Exercise(
-    id="ch01.q3", title="int8 weights, bf16 activations: where the roofline plot reaches the roof",
-    solve=lambda: [smallest_compute_bound_batch(d, d, Q3_CHIP, Q3_DTYPE, w_dtype=Q3_W_DTYPE) for d in Q3_DIMS],
-    hint="Exact bytes: 2*B*D (bf16 x) + D*F (int8 w) + 2*B*F (bf16 out); FLOPs 2*B*D*F at the bf16 rate. "
-         "Solve 2*B*D*F / bytes >= C_bf16 / W_hbm for B.",
-    unit="tokens"))
-register(Exercise(
-    id="ch01.q4a", title="per-example weights: intensity",
-    solve=lambda: per_example_weights_time(Q4_B, Q4_D, Q4_F, Q4_CHIP).intensity,
-    hint="Each weight element is now used by one example only: count B*D*F weight bytes.", unit="OPs/byte"))
-register(Exercise(
-    id="ch01.q4b", title="per-example weights at a large batch",
-    solve=lambda: per_example_weights_time(Q4_BIG_B, Q4_D, Q4_F, Q4_CHIP).bound,
-    hint="Does the intensity grow with B here?"))
-register(Exercise(
-    id="ch01.q5", title="H100 critical batch",
-    solve=lambda: critical_batch_size("h100"),
-    hint="Dense bf16 FLOP/s over HBM bandwidth (not the sparse FLOP figure).", unit="tokens"))
-register(Exercise(
-    id="ch01.q6a", title="elementwise add: intensity",
-    solve=lambda: elementwise_add_time(Q6_N, Q6_CHIP).intensity,
-    hint="One add per element; two bf16 reads and one bf16 write per element.", unit="FLOPs/byte"))
-register(Exercise(
-    id="ch01.q6b", title="elementwise add: time on v5e",
-    solve=lambda: elementwise_add_time(Q6_N, Q6_CHIP).lower,
-    hint="It is bandwidth-bound: bytes over HBM bandwidth.", unit="s"))
-register(Exercise(
-    id="ch01.q7", title="two-chip contraction: threshold on D",
-    solve=lambda: 2 * get_chip(Q7_CHIP).critical_intensity("bf16", bandwidth="ici_oneway"),
-    hint="T_math = B*D*F/C per chip; the 2*B*F bytes of each partial sum cross the link in each direction at "
-         "once, so T_comms = 2*B*F/W_oneway; B and F cancel.", unit="elements"))
-register(Exercise(
-    id="ch01.q8", title="smallest compute-bound batch for square bf16 weights",
-    solve=lambda: [smallest_compute_bound_batch(d, d, Q8_CHIP) for d in Q8_DIMS],
-    hint="Keep the activation and output bytes: solve B*D*F / (B*D + D*F + B*F) >= C / W_hbm for B.",
-    unit="tokens"))
+register(
+    Exercise(
+        id="ch01.q1a",
+        title="int8 matmul: bytes moved",
+        solve=lambda: matmul_bytes(Q1_B, Q1_D, Q1_F, "int8", "int8", "int8"),
+        hint="Read x and w once and write the output once; int8 is one byte per element.",
+        unit="bytes",
+    )
+)
+register(
+    Exercise(
+        id="ch01.q1b",
+        title="int8 matmul: operations",
+        solve=lambda: matmul_flops(Q1_B, Q1_D, Q1_F),
+        hint="One multiply and one add for every (b, d, f) triple.",
+        unit="OPs",
+    )
+)
+register(
+    Exercise(
+        id="ch01.q1c",
+        title="int8 matmul: arithmetic intensity",
+        solve=lambda: _q1().intensity,
+        hint="Divide the operations by the bytes.",
+        unit="OPs/byte",
+    )
+)
+register(
+    Exercise(
+        id="ch01.q1d",
+        title="int8 matmul: time bounds on v5e",
+        solve=lambda: {"lower": _q1().lower, "upper": _q1().upper},
+        hint="T_math uses the int8 OP/s of a v5e, T_comms its HBM bandwidth; lower = max, upper = sum.",
+        unit="s",
+    )
+)
+register(
+    Exercise(
+        id="ch01.q1e",
+        title="int8 matmul: which bound",
+        solve=lambda: _q1().bound,
+        hint="Compare the intensity with the v5e's int8 OP/s divided by its HBM bandwidth.",
+    )
+)
+register(
+    Exercise(
+        id="ch01.q2",
+        title="int8 weights, bf16 compute: critical batch",
+        solve=lambda: critical_batch_size("v5e", compute_dtype="bf16", weight_dtype="int8"),
+        hint="The weights now cost one byte each while the FLOP rate is still the bf16 one.",
+        unit="tokens",
+    )
+)
+register(
+    Exercise(
+        id="ch01.q3",
+        title="int8 weights, bf16 activations: where the roofline plot reaches the roof",
+        solve=lambda: [smallest_compute_bound_batch(d, d, Q3_CHIP, Q3_DTYPE, w_dtype=Q3_W_DTYPE) for d in Q3_DIMS],
+        hint="Exact bytes: 2*B*D (bf16 x) + D*F (int8 w) + 2*B*F (bf16 out); FLOPs 2*B*D*F at the bf16 rate. "
+        "Solve 2*B*D*F / bytes >= C_bf16 / W_hbm for B.",
+        unit="tokens",
+    )
+)
+register(
+    Exercise(
+        id="ch01.q4a",
+        title="per-example weights: intensity",
+        solve=lambda: per_example_weights_time(Q4_B, Q4_D, Q4_F, Q4_CHIP).intensity,
+        hint="Each weight element is now used by one example only: count B*D*F weight bytes.",
+        unit="OPs/byte",
+    )
+)
+register(
+    Exercise(
+        id="ch01.q4b",
+        title="per-example weights at a large batch",
+        solve=lambda: per_example_weights_time(Q4_BIG_B, Q4_D, Q4_F, Q4_CHIP).bound,
+        hint="Does the intensity grow with B here?",
+    )
+)
+register(
+    Exercise(
+        id="ch01.q5",
+        title="H100 critical batch",
+        solve=lambda: critical_batch_size("h100"),
+        hint="Dense bf16 FLOP/s over HBM bandwidth (not the sparse FLOP figure).",
+        unit="tokens",
+    )
+)
+register(
+    Exercise(
+        id="ch01.q6a",
+        title="elementwise add: intensity",
+        solve=lambda: elementwise_add_time(Q6_N, Q6_CHIP).intensity,
+        hint="One add per element; two bf16 reads and one bf16 write per element.",
+        unit="FLOPs/byte",
+    )
+)
+register(
+    Exercise(
+        id="ch01.q6b",
+        title="elementwise add: time on v5e",
+        solve=lambda: elementwise_add_time(Q6_N, Q6_CHIP).lower,
+        hint="It is bandwidth-bound: bytes over HBM bandwidth.",
+        unit="s",
+    )
+)
+register(
+    Exercise(
+        id="ch01.q7",
+        title="two-chip contraction: threshold on D",
+        solve=lambda: 2 * get_chip(Q7_CHIP).critical_intensity("bf16", bandwidth="ici_oneway"),
+        hint="T_math = B*D*F/C per chip; the 2*B*F bytes of each partial sum cross the link in each direction at "
+        "once, so T_comms = 2*B*F/W_oneway; B and F cancel.",
+        unit="elements",
+    )
+)
+register(
+    Exercise(
+        id="ch01.q8",
+        title="smallest compute-bound batch for square bf16 weights",
+        solve=lambda: [smallest_compute_bound_batch(d, d, Q8_CHIP) for d in Q8_DIMS],
+        hint="Keep the activation and output bytes: solve B*D*F / (B*D + D*F + B*F) >= C / W_hbm for B.",
+        unit="tokens",
+    )
+)

@@ -4,6 +4,7 @@ Numbered in the order the chapter meets them; each title names the question of t
 chapter it reworks ("book Q3", ...) or says "our own". Where the book's printed answer is rounded or uses another
 dtype, the exercise asks for both readings (4.3 and 4.5), so the book's number is checked too.
 """
+
 from __future__ import annotations
 
 from ..collectives import all_to_all_time
@@ -31,10 +32,15 @@ def _q1():
     return einsum_flops("btnh,nhd->btd", b=8, t=1024, n=32, h=128, d=4096)
 
 
-register(Exercise(
-    id="ch04.q1", title="FLOPs of a general einsum (book Q3)",
-    solve=_q1, unit="FLOPs",
-    hint="2 × the product of every distinct index (b, t, n, h, d), each counted once."))
+register(
+    Exercise(
+        id="ch04.q1",
+        title="FLOPs of a general einsum (book Q3)",
+        solve=_q1,
+        unit="FLOPs",
+        hint="2 × the product of every distinct index (b, t, n, h, d), each counted once.",
+    )
+)
 
 
 # ---- 4.2 (book Q2) ----------------------------------------------------------------------------------------------
@@ -49,19 +55,32 @@ def _q2():
     return {"per_device": plan.flops_per_device, "mesh_total": plan.flops_per_device * n_devices}
 
 
-register(Exercise(
-    id="ch04.q2", title="FLOPs of In[B_X, D_Y] · W[D_Y, F] on a 4×8×4 mesh (book Q2)",
-    solve=_q2, unit="FLOPs",
-    hint="2·B·D·F in total, divided by the product of the mesh axes that split the computation (a sharded "
-         "contracting dim splits it too: each device makes partial sums); Z shards neither operand, so its 4 "
-         "devices repeat the work. Answer {'per_device': ..., 'mesh_total': ... (all 128 devices)}."))
+register(
+    Exercise(
+        id="ch04.q2",
+        title="FLOPs of In[B_X, D_Y] · W[D_Y, F] on a 4×8×4 mesh (book Q2)",
+        solve=_q2,
+        unit="FLOPs",
+        hint="2·B·D·F in total, divided by the product of the mesh axes that split the computation (a sharded "
+        "contracting dim splits it too: each device makes partial sums); Z shards neither operand, so its 4 "
+        "devices repeat the work. Answer {'per_device': ..., 'mesh_total': ... (all 128 devices)}.",
+    )
+)
 
 
 # ---- 4.3 (book Q1) ----------------------------------------------------------------------------------------------
 def q3_models():
     """Book Q1's model with its exact sizes, and with the rounded sizes its printed answer uses (D ≈ 4e3, F ≈ 16e3)."""
-    exact = TransformerConfig(d_model=4096, d_ff=4 * 4096, n_layers=64, n_heads=32, n_kv_heads=32, d_head=128,
-                              vocab=32_000, name="exercise-4.3")
+    exact = TransformerConfig(
+        d_model=4096,
+        d_ff=4 * 4096,
+        n_layers=64,
+        n_heads=32,
+        n_kv_heads=32,
+        d_head=128,
+        vocab=32_000,
+        name="exercise-4.3",
+    )
     rounded = exact.with_(d_model=4000, d_ff=16_000, d_head=125, name="exercise-4.3, rounded sizes")
     return exact, rounded
 
@@ -69,49 +88,68 @@ def q3_models():
 def _q3():
     m, rounded = q3_models()
     b = m.param_breakdown()
-    return {"params": b.total, "params_rounded_sizes": rounded.param_count(),
-            "attention_fraction": b.attention / b.total,
-            "kv_bytes_per_token_int8": m.kv_bytes_per_token("int8")}
+    return {
+        "params": b.total,
+        "params_rounded_sizes": rounded.param_count(),
+        "attention_fraction": b.attention / b.total,
+        "kv_bytes_per_token_int8": m.kv_bytes_per_token("int8"),
+    }
 
 
-register(Exercise(
-    id="ch04.q3", title="parameters of a 64-layer MHA model (book Q1)",
-    solve=_q3, unit="params, params, fraction, bytes",
-    hint="Per layer: 4·D² attention (MHA, N·H = D) + 3·D·F gated MLP + 2·D norm gains; add 2·D·V for the "
-         "untied embeddings and D for the final norm; 'params_rounded_sizes' redoes it with D = 4000, F = 16000 as "
-         "the book's arithmetic does. KV cache: 2·L·K·H values per token, 1 byte each in int8. Answer "
-         "{'params', 'params_rounded_sizes', 'attention_fraction', 'kv_bytes_per_token_int8'}."))
+register(
+    Exercise(
+        id="ch04.q3",
+        title="parameters of a 64-layer MHA model (book Q1)",
+        solve=_q3,
+        unit="params, params, fraction, bytes",
+        hint="Per layer: 4·D² attention (MHA, N·H = D) + 3·D·F gated MLP + 2·D norm gains; add 2·D·V for the "
+        "untied embeddings and D for the final norm; 'params_rounded_sizes' redoes it with D = 4000, F = 16000 as "
+        "the book's arithmetic does. KV cache: 2·L·K·H values per token, 1 byte each in int8. Answer "
+        "{'params', 'params_rounded_sizes', 'attention_fraction', 'kv_bytes_per_token_int8'}.",
+    )
+)
 
 
 # ---- 4.4 (book Q5) ----------------------------------------------------------------------------------------------
 def _q4():
-    m = TransformerConfig(d_model=8192, d_ff=4 * 8192, n_layers=1, n_heads=64, n_kv_heads=64, d_head=128,
-                          vocab=32_000)
+    m = TransformerConfig(d_model=8192, d_ff=4 * 8192, n_layers=1, n_heads=64, n_kv_heads=64, d_head=128, vocab=32_000)
     # attention FLOPs grow linearly in T: solve attention_flops(T) = 2 · (projection weights) per token
     per_unit_T = m.attention_flops(1, causal=False) / m.n_layers
     return 2.0 * m.attention_params_per_layer() / per_unit_T
 
 
-register(Exercise(
-    id="ch04.q4", title="context length where attention equals the projections (book Q5)",
-    solve=_q4, unit="tokens",
-    hint="Per token and layer the projections cost 2·4·D·N·H FLOPs and attention (full matrix) 4·T·N·H."))
+register(
+    Exercise(
+        id="ch04.q4",
+        title="context length where attention equals the projections (book Q5)",
+        solve=_q4,
+        unit="tokens",
+        hint="Per token and layer the projections cost 2·4·D·N·H FLOPs and attention (full matrix) 4·T·N·H.",
+    )
+)
 
 
 # ---- 4.5 (book Q8) ----------------------------------------------------------------------------------------------
 def _q5():
     m = get_model("deepseek-v3")
-    return {"active_fraction": m.active_param_count() / m.param_count(),
-            "critical_batch_bf16": m.critical_batch("v5e"),
-            "critical_batch_int8": m.critical_batch("v5e", "bf16", weight_dtype="int8")}
+    return {
+        "active_fraction": m.active_param_count() / m.param_count(),
+        "critical_batch_bf16": m.critical_batch("v5e"),
+        "critical_batch_int8": m.critical_batch("v5e", "bf16", weight_dtype="int8"),
+    }
 
 
-register(Exercise(
-    id="ch04.q5", title="DeepSeek-V3: active share and critical batch, bf16 and int8 weights (book Q8)",
-    solve=_q5, unit="fraction, tokens, tokens",
-    hint="Active parameters over total; the critical batch of a dense matmul on v5e with bf16 compute (about "
-         "240 tokens with bf16 weights, 120 with int8 weights, which halve the bytes) times E/k. "
-         "Answer {'active_fraction', 'critical_batch_bf16', 'critical_batch_int8'}."))
+register(
+    Exercise(
+        id="ch04.q5",
+        title="DeepSeek-V3: active share and critical batch, bf16 and int8 weights (book Q8)",
+        solve=_q5,
+        unit="fraction, tokens, tokens",
+        hint="Active parameters over total; the critical batch of a dense matmul on v5e with bf16 compute (about "
+        "240 tokens with bf16 weights, 120 with int8 weights, which halve the bytes) times E/k. "
+        "Answer {'active_fraction', 'critical_batch_bf16', 'critical_batch_int8'}.",
+    )
+)
 
 
 # ---- 4.6 (our own): the AllToAlls of expert parallelism ---------------------------------------------------------
@@ -128,11 +166,16 @@ def _q6():
     return {"dispatch": dispatch, "expert_compute": compute}
 
 
-register(Exercise(
-    id="ch04.q6", title="the AllToAll of an expert-parallel MoE layer (our own)",
-    solve=_q6, unit="s",
-    hint="the AllToAll moves V = N·B·k·D·2 bytes (N chips, B tokens each, k experts per token) in V/(4·W_ici) on "
-         "a ring; the routed experts do 2·B·k·3·D·F_e FLOPs per chip. Answer {'dispatch', 'expert_compute'}."))
+register(
+    Exercise(
+        id="ch04.q6",
+        title="the AllToAll of an expert-parallel MoE layer (our own)",
+        solve=_q6,
+        unit="s",
+        hint="the AllToAll moves V = N·B·k·D·2 bytes (N chips, B tokens each, k experts per token) in V/(4·W_ici) on "
+        "a ring; the routed experts do 2·B·k·3·D·F_e FLOPs per chip. Answer {'dispatch', 'expert_compute'}.",
+    )
+)
 
 
 # ---- 4.7 (book Q6) and 4.8 (our own): remat --------------------------------------------------------------------
@@ -142,11 +185,16 @@ def _q7():
     return m.recompute_flops(T, "save_matmul_outputs") / m.flops_per_token(T, training=True)
 
 
-register(Exercise(
-    id="ch04.q7", title="recompute cost of saving only matmul outputs (book Q6)",
-    solve=_q7, unit="fraction of the training FLOPs",
-    hint="The two attention products are recomputed once: one forward attention pass (causal, T/2 keys on "
-         "average) over the forward+backward FLOPs per token."))
+register(
+    Exercise(
+        id="ch04.q7",
+        title="recompute cost of saving only matmul outputs (book Q6)",
+        solve=_q7,
+        unit="fraction of the training FLOPs",
+        hint="The two attention products are recomputed once: one forward attention pass (causal, T/2 keys on "
+        "average) over the forward+backward FLOPs per token.",
+    )
+)
 
 
 def _q8():
@@ -155,11 +203,16 @@ def _q8():
     return {"none": m.checkpoint_bytes(tokens, "none"), "full_block": m.checkpoint_bytes(tokens, "full_block")}
 
 
-register(Exercise(
-    id="ch04.q8", title="activation memory with and without remat (our own)",
-    solve=_q8, unit="bytes",
-    hint="bytes × checkpoints per layer × d_model × tokens × layers; count the saved tensors with "
-         "saved_activations(policy). Answer {'none': ..., 'full_block': ...}."))
+register(
+    Exercise(
+        id="ch04.q8",
+        title="activation memory with and without remat (our own)",
+        solve=_q8,
+        unit="bytes",
+        hint="bytes × checkpoints per layer × d_model × tokens × layers; count the saved tensors with "
+        "saved_activations(policy). Answer {'none': ..., 'full_block': ...}.",
+    )
+)
 
 
 # ---- 4.9 (our own): the KV cache under MHA, GQA and MQA --------------------------------------------------------
@@ -170,11 +223,16 @@ def _q9():
     return [gqa, mha.kv_cache_bytes(32, 8192) - gqa, mqa.kv_cache_bytes(32, 8192)]
 
 
-register(Exercise(
-    id="ch04.q9", title="KV cache of Llama 3 70B: GQA, MHA and MQA (our own)",
-    solve=_q9, unit="bytes",
-    hint="2·L·K·H·2 bytes per token in bf16; multi-head attention would have K = N = 64 instead of 8, multi-query "
-         "K = 1. Answer [GQA cache bytes, bytes MHA would need in addition, MQA cache bytes]."))
+register(
+    Exercise(
+        id="ch04.q9",
+        title="KV cache of Llama 3 70B: GQA, MHA and MQA (our own)",
+        solve=_q9,
+        unit="bytes",
+        hint="2·L·K·H·2 bytes per token in bf16; multi-head attention would have K = N = 64 instead of 8, multi-query "
+        "K = 1. Answer [GQA cache bytes, bytes MHA would need in addition, MQA cache bytes].",
+    )
+)
 
 
 # ---- 4.10 (book Q4) and 4.11 (our own): flash attention --------------------------------------------------------
@@ -185,12 +243,17 @@ def _q10():
     return [m.attention_intensity(8192, 8192), m.attention_intensity(1, 8192), min_prefill]
 
 
-register(Exercise(
-    id="ch04.q10", title="arithmetic intensity of attention, prefill and decode (book Q4)",
-    solve=_q10, unit="FLOPs/byte",
-    hint="FLOPs 4·T·S·N·H; bytes 2·(2·T·N·H + 2·S·K·H) in bf16. Prefill gives T·G/(G+1), decode S·G/(S+G) with "
-         "G = N/K; prefill is compute-bound once T·G/(G+1) exceeds v5e's C/W_hbm. "
-         "Answer [prefill intensity, decode intensity, shortest compute-bound prompt in tokens]."))
+register(
+    Exercise(
+        id="ch04.q10",
+        title="arithmetic intensity of attention, prefill and decode (book Q4)",
+        solve=_q10,
+        unit="FLOPs/byte",
+        hint="FLOPs 4·T·S·N·H; bytes 2·(2·T·N·H + 2·S·K·H) in bf16. Prefill gives T·G/(G+1), decode S·G/(S+G) with "
+        "G = N/K; prefill is compute-bound once T·G/(G+1) exceeds v5e's C/W_hbm. "
+        "Answer [prefill intensity, decode intensity, shortest compute-bound prompt in tokens].",
+    )
+)
 
 
 def _q11():
@@ -199,10 +262,15 @@ def _q11():
     return dtype_bytes("fp32") * m.n_heads * T * T
 
 
-register(Exercise(
-    id="ch04.q11", title="the score matrix flash attention never stores (our own)",
-    solve=_q11, unit="bytes",
-    hint="One layer, one sequence: N heads × T × T scores, 4 bytes each in fp32."))
+register(
+    Exercise(
+        id="ch04.q11",
+        title="the score matrix flash attention never stores (our own)",
+        solve=_q11,
+        unit="bytes",
+        hint="One layer, one sequence: N heads × T × T scores, 4 bytes each in fp32.",
+    )
+)
 
 
 # ---- 4.12 (our own) and 4.13 (book Q7), in the closing Exercises section ----------------------------------------
@@ -210,26 +278,37 @@ def _q12():
     m = get_model("tiny-moe")
     # FLOPs per token of the MoE layers' MLPs: router + k routed + shared experts, forward
     D, Fe = m.d_model, m.expert_ff
-    return m.n_moe_layers * 2.0 * (D * m.n_experts
-                                   + (m.experts_per_token + m.n_shared_experts) * m.mlp_matrices * D * Fe)
+    return (
+        m.n_moe_layers * 2.0 * (D * m.n_experts + (m.experts_per_token + m.n_shared_experts) * m.mlp_matrices * D * Fe)
+    )
 
 
-register(Exercise(
-    id="ch04.q12", title="forward FLOPs per token of tiny-moe's expert layers (our own)",
-    solve=_q12, unit="FLOPs per token",
-    hint="Per MoE layer: router 2·D·E, plus 2·3·D·F_e for each of the k routed and each shared expert."))
+register(
+    Exercise(
+        id="ch04.q12",
+        title="forward FLOPs per token of tiny-moe's expert layers (our own)",
+        solve=_q12,
+        unit="FLOPs per token",
+        hint="Per MoE layer: router 2·D·E, plus 2·3·D·F_e for each of the k routed and each shared expert.",
+    )
+)
 
 
 def _q13():
     m = get_model("deepseek-v3")
     useful = m.flops_per_token(DEEPSEEK_V3_SEQ_LEN, training=True) * DEEPSEEK_V3_TOKENS
-    available = DEEPSEEK_V3_GPU_HOURS * 3600.0 * get_chip("h100").peak_flops("fp8")   # H800 SXM = H100 SXM compute
+    available = DEEPSEEK_V3_GPU_HOURS * 3600.0 * get_chip("h100").peak_flops("fp8")  # H800 SXM = H100 SXM compute
     return useful / available
 
 
-register(Exercise(
-    id="ch04.q13", title="DeepSeek-V3's MFU on H800s (book Q7)",
-    solve=_q13, unit="fraction",
-    hint="6 × active matmul weights + causal attention at 4096 tokens, times 14.8T tokens, over "
-         "2.788M GPU-hours × 3600 s × the dense fp8 peak of an H800 SXM (the H100 SXM's, "
-         "hardware.get_chip('h100').peak_flops('fp8'))."))
+register(
+    Exercise(
+        id="ch04.q13",
+        title="DeepSeek-V3's MFU on H800s (book Q7)",
+        solve=_q13,
+        unit="fraction",
+        hint="6 × active matmul weights + causal attention at 4096 tokens, times 14.8T tokens, over "
+        "2.788M GPU-hours × 3600 s × the dense fp8 peak of an H800 SXM (the H100 SXM's, "
+        "hardware.get_chip('h100').peak_flops('fp8')).",
+    )
+)

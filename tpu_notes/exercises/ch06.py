@@ -3,13 +3,14 @@
 Questions 1–9 follow the scaling book's applied-training chapter (applied-training.md) in the order it asks them,
 10–12 are its worked problems, 13–14 are ours on the 405B case.
 """
+
 from __future__ import annotations
 
 from . import Exercise, register
 
-LLAMA3_TOKENS = 15e12          # Llama 3 pre-training tokens (Llama 3 paper, §3)
-BATCH_70B = 4 * 2**20          # "about 4M tokens": 1024 sequences of 4096
-BATCH_405B = 16 * 2**20        # 16M tokens: 2048 sequences of 8192 (Llama 3 paper, Table 4)
+LLAMA3_TOKENS = 15e12  # Llama 3 pre-training tokens (Llama 3 paper, §3)
+BATCH_70B = 4 * 2**20  # "about 4M tokens": 1024 sequences of 4096
+BATCH_405B = 16 * 2**20  # 16M tokens: 2048 sequences of 8192 (Llama 3 paper, Table 4)
 POD_CHIPS = 16 * 20 * 28
 SECONDS_PER_YEAR = 365.25 * 86_400
 
@@ -64,8 +65,10 @@ def _q6():
 def _q8():
     from ..training import critical_batch_per_chip
 
-    return {"tokens_per_chip": BATCH_70B / POD_CHIPS,
-            "critical_tokens_per_chip": critical_batch_per_chip("fsdp", "v5p", n_axes=3)}
+    return {
+        "tokens_per_chip": BATCH_70B / POD_CHIPS,
+        "critical_tokens_per_chip": critical_batch_per_chip("fsdp", "v5p", n_axes=3),
+    }
 
 
 def _q9():
@@ -73,8 +76,10 @@ def _q9():
     from ..transformer import get_model
 
     F = get_model("llama3-70b").d_ff
-    return {"critical_tokens_per_chip": critical_batch_per_chip("fsdp+tp", "v5p", d_ff=F, fsdp_axes=2),
-            "optimal_fsdp": optimal_fsdp_degree(BATCH_70B, POD_CHIPS, F, fsdp_axes=2)}
+    return {
+        "critical_tokens_per_chip": critical_batch_per_chip("fsdp+tp", "v5p", d_ff=F, fsdp_axes=2),
+        "optimal_fsdp": optimal_fsdp_degree(BATCH_70B, POD_CHIPS, F, fsdp_axes=2),
+    }
 
 
 def days_with_best_layout(model: str, batch_tokens: int, seq_len: int, n_slices: int, tokens: float = LLAMA3_TOKENS):
@@ -86,17 +91,21 @@ def days_with_best_layout(model: str, batch_tokens: int, seq_len: int, n_slices:
 
 
 def _q10():
-    return {"tokens_per_chip": BATCH_70B / (4 * POD_CHIPS),
-            "days": days_with_best_layout("llama3-70b", BATCH_70B, 4096, 4)}
+    return {
+        "tokens_per_chip": BATCH_70B / (4 * POD_CHIPS),
+        "days": days_with_best_layout("llama3-70b", BATCH_70B, 4096, 4),
+    }
 
 
 def _q11():
     from ..training import training_flops
     from ..transformer import get_model
 
-    return {"params": get_model("llama3-405b").param_count(),
-            "flops_per_step": training_flops("llama3-405b", BATCH_405B),
-            "total_flops": training_flops("llama3-405b", LLAMA3_TOKENS)}
+    return {
+        "params": get_model("llama3-405b").param_count(),
+        "flops_per_step": training_flops("llama3-405b", BATCH_405B),
+        "total_flops": training_flops("llama3-405b", LLAMA3_TOKENS),
+    }
 
 
 def _q13():
@@ -105,67 +114,132 @@ def _q13():
     return min_chips_for_memory("llama3-405b", "v5p", BATCH_405B, 8192, remat=4, include_grads=False)
 
 
-register(Exercise(
-    id="ch06.q1", title="Llama 3 70B's parameters",
-    solve=_q1, unit="parameters",
-    hint="3·D·F per layer for the MLP, 2·D·H·(N + K) for attention, 2·V·D for the two embeddings."))
-register(Exercise(
-    id="ch06.q2", title="FLOPs per token, and one chip's time for it",
-    solve=_q2, unit="FLOPs, s",
-    hint="6 × the weights a token multiplies by; divide by one v5p's peak. "
-         "Answer {'flops_per_token': ..., 'seconds_on_one_chip': ...}."))
-register(Exercise(
-    id="ch06.q3", title="the whole run's FLOPs, on one chip",
-    solve=_q3, unit="FLOPs, years",
-    hint="FLOPs per token × 15e12 tokens; years = FLOPs / peak / seconds per year. "
-         "Answer {'total_flops': ..., 'years_on_one_chip': ...}."))
-register(Exercise(
-    id="ch06.q4", title="days on a full v5p pod at 40% MFU",
-    solve=_q4, unit="days",
-    hint="Total FLOPs / (8960 chips × 4.59e14 FLOP/s × 0.4), in days."))
-register(Exercise(
-    id="ch06.q5", title="the fewest chips by memory",
-    solve=_q5, unit="chips",
-    hint="bf16 weights (2 B/param) + fp32 Adam (8 B/param) + 4 checkpoints of D values per layer and token "
-         "(2 bytes each) for a 4M-token batch, over 96 GB per v5p."))
-register(Exercise(
-    id="ch06.q6", title="memory per chip on a full pod",
-    solve=_q6, unit="bytes",
-    hint="The same total as the previous exercise, spread over 8960 chips."))
-register(Exercise(
-    id="ch06.q7", title="how far FSDP alone goes without sequence sharding",
-    solve=lambda: BATCH_70B // 4096, unit="chips",
-    hint="Without splitting sequences, each batch shard needs at least one whole 4096-token sequence."))
-register(Exercise(
-    id="ch06.q8", title="FSDP over the whole pod, sequences split",
-    solve=_q8, unit="tokens per chip",
-    hint="Tokens per chip = 4M / 8960; pure FSDP over three axes needs 2550 / 3. "
-         "Answer {'tokens_per_chip': ..., 'critical_tokens_per_chip': ...}."))
-register(Exercise(
-    id="ch06.q9", title="mixed FSDP + tensor parallelism on the pod",
-    solve=_q9, unit="tokens per chip, chips",
-    hint="B / N > 4α² / (M_X M_Y F) with M_X M_Y = 2; X_opt = sqrt((B / F)(M_X / M_Y) N). "
-         "Answer {'critical_tokens_per_chip': ..., 'optimal_fsdp': ...}."))
-register(Exercise(
-    id="ch06.q10", title="four pods at the same batch (book problem 1)",
-    solve=_q10, unit="tokens per chip, days",
-    hint="4M tokens over 4 × 8960 chips is far below every critical batch: the planner's best layout is "
-         "communication-bound, and its step time (not the compute) sets the days. "
-         "Answer {'tokens_per_chip': ..., 'days': ...}."))
-register(Exercise(
-    id="ch06.q11", title="Llama 3 405B: parameters and FLOPs (book problem 2a)",
-    solve=_q11, unit="parameters, FLOPs",
-    hint="Count as for 70B with L = 126, D = 16384, F = 53248, N = 128; a step is 16M tokens, the run 15T. "
-         "Answer {'params': ..., 'flops_per_step': ..., 'total_flops': ...}."))
-register(Exercise(
-    id="ch06.q12", title="Llama 3 405B on 8 v5p pods (book problem 2b)",
-    solve=lambda: days_with_best_layout("llama3-405b", BATCH_405B, 8192, 8), unit="days",
-    hint="Plan the 16M-token batch on 8 pods (data parallelism over DCN between them) and turn the best step "
-         "time into days for 15T tokens."))
-register(Exercise(
-    id="ch06.q13", title="Llama 3 405B: the fewest v5p chips by memory",
-    solve=_q13, unit="chips",
-    hint="As for 70B: weights, Adam state and 4 checkpoints per layer of a 16M-token batch, over 96 GB."))
+register(
+    Exercise(
+        id="ch06.q1",
+        title="Llama 3 70B's parameters",
+        solve=_q1,
+        unit="parameters",
+        hint="3·D·F per layer for the MLP, 2·D·H·(N + K) for attention, 2·V·D for the two embeddings.",
+    )
+)
+register(
+    Exercise(
+        id="ch06.q2",
+        title="FLOPs per token, and one chip's time for it",
+        solve=_q2,
+        unit="FLOPs, s",
+        hint="6 × the weights a token multiplies by; divide by one v5p's peak. "
+        "Answer {'flops_per_token': ..., 'seconds_on_one_chip': ...}.",
+    )
+)
+register(
+    Exercise(
+        id="ch06.q3",
+        title="the whole run's FLOPs, on one chip",
+        solve=_q3,
+        unit="FLOPs, years",
+        hint="FLOPs per token × 15e12 tokens; years = FLOPs / peak / seconds per year. "
+        "Answer {'total_flops': ..., 'years_on_one_chip': ...}.",
+    )
+)
+register(
+    Exercise(
+        id="ch06.q4",
+        title="days on a full v5p pod at 40% MFU",
+        solve=_q4,
+        unit="days",
+        hint="Total FLOPs / (8960 chips × 4.59e14 FLOP/s × 0.4), in days.",
+    )
+)
+register(
+    Exercise(
+        id="ch06.q5",
+        title="the fewest chips by memory",
+        solve=_q5,
+        unit="chips",
+        hint="bf16 weights (2 B/param) + fp32 Adam (8 B/param) + 4 checkpoints of D values per layer and token "
+        "(2 bytes each) for a 4M-token batch, over 96 GB per v5p.",
+    )
+)
+register(
+    Exercise(
+        id="ch06.q6",
+        title="memory per chip on a full pod",
+        solve=_q6,
+        unit="bytes",
+        hint="The same total as the previous exercise, spread over 8960 chips.",
+    )
+)
+register(
+    Exercise(
+        id="ch06.q7",
+        title="how far FSDP alone goes without sequence sharding",
+        solve=lambda: BATCH_70B // 4096,
+        unit="chips",
+        hint="Without splitting sequences, each batch shard needs at least one whole 4096-token sequence.",
+    )
+)
+register(
+    Exercise(
+        id="ch06.q8",
+        title="FSDP over the whole pod, sequences split",
+        solve=_q8,
+        unit="tokens per chip",
+        hint="Tokens per chip = 4M / 8960; pure FSDP over three axes needs 2550 / 3. "
+        "Answer {'tokens_per_chip': ..., 'critical_tokens_per_chip': ...}.",
+    )
+)
+register(
+    Exercise(
+        id="ch06.q9",
+        title="mixed FSDP + tensor parallelism on the pod",
+        solve=_q9,
+        unit="tokens per chip, chips",
+        hint="B / N > 4α² / (M_X M_Y F) with M_X M_Y = 2; X_opt = sqrt((B / F)(M_X / M_Y) N). "
+        "Answer {'critical_tokens_per_chip': ..., 'optimal_fsdp': ...}.",
+    )
+)
+register(
+    Exercise(
+        id="ch06.q10",
+        title="four pods at the same batch (book problem 1)",
+        solve=_q10,
+        unit="tokens per chip, days",
+        hint="4M tokens over 4 × 8960 chips is far below every critical batch: the planner's best layout is "
+        "communication-bound, and its step time (not the compute) sets the days. "
+        "Answer {'tokens_per_chip': ..., 'days': ...}.",
+    )
+)
+register(
+    Exercise(
+        id="ch06.q11",
+        title="Llama 3 405B: parameters and FLOPs (book problem 2a)",
+        solve=_q11,
+        unit="parameters, FLOPs",
+        hint="Count as for 70B with L = 126, D = 16384, F = 53248, N = 128; a step is 16M tokens, the run 15T. "
+        "Answer {'params': ..., 'flops_per_step': ..., 'total_flops': ...}.",
+    )
+)
+register(
+    Exercise(
+        id="ch06.q12",
+        title="Llama 3 405B on 8 v5p pods (book problem 2b)",
+        solve=lambda: days_with_best_layout("llama3-405b", BATCH_405B, 8192, 8),
+        unit="days",
+        hint="Plan the 16M-token batch on 8 pods (data parallelism over DCN between them) and turn the best step "
+        "time into days for 15T tokens.",
+    )
+)
+register(
+    Exercise(
+        id="ch06.q13",
+        title="Llama 3 405B: the fewest v5p chips by memory",
+        solve=_q13,
+        unit="chips",
+        hint="As for 70B: weights, Adam state and 4 checkpoints per layer of a 16M-token batch, over 96 GB.",
+    )
+)
 
 
 def _q14():
@@ -175,7 +249,12 @@ def _q14():
     return published.predict(run, published.MATMUL_EFFICIENCY).predicted_tokens_per_s
 
 
-register(Exercise(
-    id="ch06.q14", title="the stated efficiency on a measured 405B run",
-    solve=_q14, unit="tokens/s per chip",
-    hint="published.predict(run, published.MATMUL_EFFICIENCY).predicted_tokens_per_s for the v5p-1024 run."))
+register(
+    Exercise(
+        id="ch06.q14",
+        title="the stated efficiency on a measured 405B run",
+        solve=_q14,
+        unit="tokens/s per chip",
+        hint="published.predict(run, published.MATMUL_EFFICIENCY).predicted_tokens_per_s for the v5p-1024 run.",
+    )
+)

@@ -4,6 +4,7 @@ The numbered problems follow the scaling book's inference chapter (inference.md)
 text works out (critical batches, the Llama 2 13B tables, generation sharding limits, serving-engine arithmetic),
 its worked questions 1–7 on the invented 18B model and its appendices; the last few are ours, on the simulator.
 """
+
 from __future__ import annotations
 
 from . import Exercise, register
@@ -14,13 +15,22 @@ def _book_model(**changes):
     V=32128, input and output embeddings shared."""
     from ..transformer import TransformerConfig
 
-    base = dict(d_model=4096, d_ff=16384, n_layers=64, n_heads=32, n_kv_heads=8, d_head=256, vocab=32128,
-                tied_embeddings=True, name="book-18b")
+    base = dict(
+        d_model=4096,
+        d_ff=16384,
+        n_layers=64,
+        n_heads=32,
+        n_kv_heads=8,
+        d_head=256,
+        vocab=32128,
+        tied_embeddings=True,
+        name="book-18b",
+    )
     base.update(changes)
     return TransformerConfig(**base)
 
 
-BOOK_CONTEXT = 8192     # the context length we assume where the book's question leaves it open
+BOOK_CONTEXT = 8192  # the context length we assume where the book's question leaves it open
 
 
 def _pop_quiz(batch):
@@ -37,8 +47,10 @@ def _q1():
 def _q2():
     from ..inference import max_batch
 
-    return {k: max_batch(_book_model(n_kv_heads=k), "v5e", 16, BOOK_CONTEXT, weight_dtype="int8",
-                         kv_dtype="int8") for k in (8, 1)}
+    return {
+        k: max_batch(_book_model(n_kv_heads=k), "v5e", 16, BOOK_CONTEXT, weight_dtype="int8", kv_dtype="int8")
+        for k in (8, 1)
+    }
 
 
 def _q2_solution():
@@ -47,8 +59,8 @@ def _q2_solution():
 
 
 def _q3():
-    from ..inference import weight_params_read
     from ..hardware import get_chip
+    from ..inference import weight_params_read
 
     m = _book_model()
     return weight_params_read(m) * 1 / (16 * get_chip("v5e").hbm_bw)
@@ -61,15 +73,22 @@ def _q4():
     b = max_batch(m, "v5e", 16, BOOK_CONTEXT, weight_dtype="int8", kv_dtype="int8")
     kv = kv_sharding(m, 16)
     step = decode_step_time(m, "v5e", 16, b, BOOK_CONTEXT, weight_dtype="int8", kv_dtype="int8")
-    return {"max_tp": max_tp_ici("v5e", m.d_ff, n_axes=2), "kv_head_shards": kv.heads,
-            "kv_batch_shards": kv.batch, "step_s": step.total}
+    return {
+        "max_tp": max_tp_ici("v5e", m.d_ff, n_axes=2),
+        "kv_head_shards": kv.heads,
+        "kv_batch_shards": kv.batch,
+        "step_s": step.total,
+    }
 
 
 def _q5():
     m = _book_model(n_experts=16, experts_per_token=2)
-    return {"params": m.param_count(), "critical_batch": m.critical_batch("v5e"),
-            "kv_bytes_per_token": m.kv_bytes_per_token("bf16"),
-            "flops_per_token": 2.0 * m.matmul_params_per_token()}
+    return {
+        "params": m.param_count(),
+        "critical_batch": m.critical_batch("v5e"),
+        "kv_bytes_per_token": m.kv_bytes_per_token("bf16"),
+        "flops_per_token": 2.0 * m.matmul_params_per_token(),
+    }
 
 
 def _q6():
@@ -79,8 +98,11 @@ def _q6():
     m = _book_model(n_experts=16, experts_per_token=2)
     c = get_chip("v5e")
     w = m.param_count() * 2
-    return {"weight_load_s": w / (128 * c.hbm_bw), "free_hbm_per_chip": c.hbm_bytes - w / 128,
-            "smallest_chips": smallest_topology(m, "v5e").n_chips}
+    return {
+        "weight_load_s": w / (128 * c.hbm_bw),
+        "free_hbm_per_chip": c.hbm_bytes - w / 128,
+        "smallest_chips": smallest_topology(m, "v5e").n_chips,
+    }
 
 
 def _q7():
@@ -111,81 +133,175 @@ def _sim_rate():
 
 
 _EXERCISES = [
-    Exercise(id="ch07.q1", title="pop quiz: a small generation step",
-             solve=lambda: _pop_quiz(4), unit="s", rtol=0.05,
-             hint="Memory-bound: (B · KV bytes per sequence + parameter bytes) / (16 chips × W_hbm)."),
-    Exercise(id="ch07.q2", title="pop quiz: a batch of 256",
-             solve=lambda: _pop_quiz(256), unit="s", rtol=0.05,
-             hint="Past the critical batch: KV load + the FLOPs time 2 · B · params / (16 × C)."),
-    Exercise(id="ch07.q3", title="critical batch with int8 weights",
-             solve=lambda: __import__("tpu_notes.inference", fromlist=["x"]).critical_batch(
-                 "llama3-70b", "v5e", weight_dtype="int8"),
-             unit="tokens", rtol=0.05,
-             hint="Each weight costs 1 byte to read but still 2 bf16 FLOPs per token: C / W_hbm × 1/2."),
-    Exercise(id="ch07.q4", title="Llama 2 13B: one 8k-token KV cache",
-             solve=lambda: __import__("tpu_notes.transformer", fromlist=["x"]).get_model(
-                 "llama2-13b").kv_cache_bytes(1, 8192), unit="bytes", rtol=0.05,
-             hint="2 (K and V) × L × K × H × 2 bytes × tokens."),
-    Exercise(id="ch07.q5", title="Llama 2 13B on 8 v5e: step time and throughput at batch 8",
-             solve=lambda: (lambda s: {"step_s": s.total, "tokens_per_s": s.tokens_per_s})(
-                 __import__("tpu_notes.inference", fromlist=["x"]).decode_step_time(
-                     "llama2-13b", "v5e", 8, 8, 8192)),
-             unit="s, tokens/s", rtol=0.05,
-             hint="(8 caches + the weights) / (8 × W_hbm); throughput is 8 tokens per step."),
-    Exercise(id="ch07.q7", title="model parallelism before ICI beats HBM",
-             solve=lambda: __import__("tpu_notes.inference", fromlist=["x"]).max_tp_memory("v5e", 16384, 32),
-             unit="chips", rtol=0.05,
-             hint="Y = F / (B · β) with β = W_hbm / W_ici (bidirectional link)."),
-    Exercise(id="ch07.q15", title="the invented model: parameters and KV per token",
-             solve=_q1, unit="params, bytes", rtol=0.02,
-             hint="L · D · (3F + 2H(N + K)) + D · V (shared embeddings) + norms; KV: 2 · L · K · H · 2 bytes."),
-    Exercise(id="ch07.q16", title="largest batch on a v5e 4x4 in int8 (8k context)",
-             solve=_q2_solution, unit="sequences", rtol=0.03,
-             hint="(16 × 16 GB − weights) / (8192 × KV bytes per token); try K = 1 too."),
-    Exercise(id="ch07.q17", title="load every int8 weight from HBM on a 4x4",
-             solve=_q3, unit="s", rtol=0.05,
-             hint="Weight bytes / (16 × W_hbm): a floor on the step time."),
-    Exercise(id="ch07.q18", title="sharding the invented model on a v5e 4x4",
-             solve=_q4, unit="mixed", rtol=0.05,
-             hint="Tensor parallelism up to 2 axes · F / α; KV heads first (8), then the batch; step time at the "
-                  "largest int8 batch."),
-    Exercise(id="ch07.q19", title="the invented model as a 16-expert MoE (k = 2)",
-             solve=_q5, unit="mixed", rtol=0.03,
-             hint="Experts multiply the MLP weights by E; the critical batch by E/k; KV is unchanged; FLOPs use "
-                  "the k active experts."),
-    Exercise(id="ch07.q20", title="expert sharding on a v5e 8x16",
-             solve=_q6, unit="s, bytes, chips", rtol=0.05,
-             hint="All bf16 weights spread over 128 chips; free HBM = 16 GB minus that share; then the smallest "
-                  "slice that holds the weights."),
-    Exercise(id="ch07.q9", title="when 2D weight-stationary sharding wins",
-             solve=_q7, unit="chips", rtol=0.02,
-             hint="Compare 4BD/(3W) with the optimised 2D cost: N > 32 · (F/D) · (3/4)²."),
-    Exercise(id="ch07.q8", title="latency-bound activations (Appendix C)",
-             solve=lambda: __import__("tpu_notes.inference", fromlist=["x"]).latency_bound_tp(
-                 "v5e", 16, 8192), unit="chips", rtol=0.05,
-             hint="Y > B · D · 1 byte / (W_ici one-way × 1 µs)."),
-    Exercise(id="ch07.q10", title="a 600M-parameter layer on 4 chips (Appendix A)",
-             solve=lambda: 600e6 * 2 / (4 * __import__("tpu_notes.hardware", fromlist=["x"]).get_chip(
-                 "v5e").hbm_bw), unit="s", rtol=0.05,
-             hint="bf16 weights / (4 × W_hbm)."),
-    Exercise(id="ch07.q11", title="tokens freed per step by continuous batching",
-             solve=lambda: __import__("tpu_notes.inference", fromlist=["x"]).eviction_per_step(
-                 32, 8192, 4096)["tokens"], unit="tokens", rtol=0.02,
-             hint="B / G sequences finish per step, each P + G tokens long."),
-    Exercise(id="ch07.q12", title="prefill servers per generation server",
-             solve=lambda: __import__("tpu_notes.inference", fromlist=["x"]).disaggregation_ratio(
-                 0.91, 0.019, 32, 512), unit="", rtol=0.05,
-             hint="Balance P / t_prefill = G · B / (t_step · decode_len)."),
-    Exercise(id="ch07.q6", title="speculative sampling: tokens per round",
-             solve=lambda: __import__("tpu_notes.inference", fromlist=["x"]).expected_tokens_per_round(0.8, 4),
-             unit="tokens", rtol=0.02,
-             hint="1 + a + a² + … + a^k: each draft is kept only if all before it were."),
-    Exercise(id="ch07.q13", title="simulator: what disaggregation does to the p90 TPOT",
-             solve=_sim_tpot, unit="s", rtol=0.05,
-             hint="Run inference.simulate twice on the same seeded stream, with and without disaggregated=True."),
-    Exercise(id="ch07.q14", title="simulator: highest load with a median TTFT under 0.5 s",
-             solve=_sim_rate, unit="requests/s", rtol=0.05,
-             hint="Sweep arrival_rate over 1, 2, 4, 6, ... 16 and read SimResult.ttft[0]."),
+    Exercise(
+        id="ch07.q1",
+        title="pop quiz: a small generation step",
+        solve=lambda: _pop_quiz(4),
+        unit="s",
+        rtol=0.05,
+        hint="Memory-bound: (B · KV bytes per sequence + parameter bytes) / (16 chips × W_hbm).",
+    ),
+    Exercise(
+        id="ch07.q2",
+        title="pop quiz: a batch of 256",
+        solve=lambda: _pop_quiz(256),
+        unit="s",
+        rtol=0.05,
+        hint="Past the critical batch: KV load + the FLOPs time 2 · B · params / (16 × C).",
+    ),
+    Exercise(
+        id="ch07.q3",
+        title="critical batch with int8 weights",
+        solve=lambda: __import__("tpu_notes.inference", fromlist=["x"]).critical_batch(
+            "llama3-70b", "v5e", weight_dtype="int8"
+        ),
+        unit="tokens",
+        rtol=0.05,
+        hint="Each weight costs 1 byte to read but still 2 bf16 FLOPs per token: C / W_hbm × 1/2.",
+    ),
+    Exercise(
+        id="ch07.q4",
+        title="Llama 2 13B: one 8k-token KV cache",
+        solve=lambda: (
+            __import__("tpu_notes.transformer", fromlist=["x"]).get_model("llama2-13b").kv_cache_bytes(1, 8192)
+        ),
+        unit="bytes",
+        rtol=0.05,
+        hint="2 (K and V) × L × K × H × 2 bytes × tokens.",
+    ),
+    Exercise(
+        id="ch07.q5",
+        title="Llama 2 13B on 8 v5e: step time and throughput at batch 8",
+        solve=lambda: (lambda s: {"step_s": s.total, "tokens_per_s": s.tokens_per_s})(
+            __import__("tpu_notes.inference", fromlist=["x"]).decode_step_time("llama2-13b", "v5e", 8, 8, 8192)
+        ),
+        unit="s, tokens/s",
+        rtol=0.05,
+        hint="(8 caches + the weights) / (8 × W_hbm); throughput is 8 tokens per step.",
+    ),
+    Exercise(
+        id="ch07.q7",
+        title="model parallelism before ICI beats HBM",
+        solve=lambda: __import__("tpu_notes.inference", fromlist=["x"]).max_tp_memory("v5e", 16384, 32),
+        unit="chips",
+        rtol=0.05,
+        hint="Y = F / (B · β) with β = W_hbm / W_ici (bidirectional link).",
+    ),
+    Exercise(
+        id="ch07.q15",
+        title="the invented model: parameters and KV per token",
+        solve=_q1,
+        unit="params, bytes",
+        rtol=0.02,
+        hint="L · D · (3F + 2H(N + K)) + D · V (shared embeddings) + norms; KV: 2 · L · K · H · 2 bytes.",
+    ),
+    Exercise(
+        id="ch07.q16",
+        title="largest batch on a v5e 4x4 in int8 (8k context)",
+        solve=_q2_solution,
+        unit="sequences",
+        rtol=0.03,
+        hint="(16 × 16 GB − weights) / (8192 × KV bytes per token); try K = 1 too.",
+    ),
+    Exercise(
+        id="ch07.q17",
+        title="load every int8 weight from HBM on a 4x4",
+        solve=_q3,
+        unit="s",
+        rtol=0.05,
+        hint="Weight bytes / (16 × W_hbm): a floor on the step time.",
+    ),
+    Exercise(
+        id="ch07.q18",
+        title="sharding the invented model on a v5e 4x4",
+        solve=_q4,
+        unit="mixed",
+        rtol=0.05,
+        hint="Tensor parallelism up to 2 axes · F / α; KV heads first (8), then the batch; step time at the "
+        "largest int8 batch.",
+    ),
+    Exercise(
+        id="ch07.q19",
+        title="the invented model as a 16-expert MoE (k = 2)",
+        solve=_q5,
+        unit="mixed",
+        rtol=0.03,
+        hint="Experts multiply the MLP weights by E; the critical batch by E/k; KV is unchanged; FLOPs use "
+        "the k active experts.",
+    ),
+    Exercise(
+        id="ch07.q20",
+        title="expert sharding on a v5e 8x16",
+        solve=_q6,
+        unit="s, bytes, chips",
+        rtol=0.05,
+        hint="All bf16 weights spread over 128 chips; free HBM = 16 GB minus that share; then the smallest "
+        "slice that holds the weights.",
+    ),
+    Exercise(
+        id="ch07.q9",
+        title="when 2D weight-stationary sharding wins",
+        solve=_q7,
+        unit="chips",
+        rtol=0.02,
+        hint="Compare 4BD/(3W) with the optimised 2D cost: N > 32 · (F/D) · (3/4)².",
+    ),
+    Exercise(
+        id="ch07.q8",
+        title="latency-bound activations (Appendix C)",
+        solve=lambda: __import__("tpu_notes.inference", fromlist=["x"]).latency_bound_tp("v5e", 16, 8192),
+        unit="chips",
+        rtol=0.05,
+        hint="Y > B · D · 1 byte / (W_ici one-way × 1 µs).",
+    ),
+    Exercise(
+        id="ch07.q10",
+        title="a 600M-parameter layer on 4 chips (Appendix A)",
+        solve=lambda: 600e6 * 2 / (4 * __import__("tpu_notes.hardware", fromlist=["x"]).get_chip("v5e").hbm_bw),
+        unit="s",
+        rtol=0.05,
+        hint="bf16 weights / (4 × W_hbm).",
+    ),
+    Exercise(
+        id="ch07.q11",
+        title="tokens freed per step by continuous batching",
+        solve=lambda: __import__("tpu_notes.inference", fromlist=["x"]).eviction_per_step(32, 8192, 4096)["tokens"],
+        unit="tokens",
+        rtol=0.02,
+        hint="B / G sequences finish per step, each P + G tokens long.",
+    ),
+    Exercise(
+        id="ch07.q12",
+        title="prefill servers per generation server",
+        solve=lambda: __import__("tpu_notes.inference", fromlist=["x"]).disaggregation_ratio(0.91, 0.019, 32, 512),
+        unit="",
+        rtol=0.05,
+        hint="Balance P / t_prefill = G · B / (t_step · decode_len).",
+    ),
+    Exercise(
+        id="ch07.q6",
+        title="speculative sampling: tokens per round",
+        solve=lambda: __import__("tpu_notes.inference", fromlist=["x"]).expected_tokens_per_round(0.8, 4),
+        unit="tokens",
+        rtol=0.02,
+        hint="1 + a + a² + … + a^k: each draft is kept only if all before it were.",
+    ),
+    Exercise(
+        id="ch07.q13",
+        title="simulator: what disaggregation does to the p90 TPOT",
+        solve=_sim_tpot,
+        unit="s",
+        rtol=0.05,
+        hint="Run inference.simulate twice on the same seeded stream, with and without disaggregated=True.",
+    ),
+    Exercise(
+        id="ch07.q14",
+        title="simulator: highest load with a median TTFT under 0.5 s",
+        solve=_sim_rate,
+        unit="requests/s",
+        rtol=0.05,
+        hint="Sweep arrival_rate over 1, 2, 4, 6, ... 16 and read SimResult.ttft[0].",
+    ),
 ]
 
 for _ex in _EXERCISES:

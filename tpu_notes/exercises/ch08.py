@@ -4,6 +4,7 @@ ch08.q1–q12 follow the questions the scaling book's applied-inference section 
 TPU v5e; prefill before sharding here), q13 is ours on the latency–throughput frontier, and q14–q16 are the book's
 three worked problems, which it leaves unanswered.
 """
+
 from __future__ import annotations
 
 import math
@@ -11,8 +12,8 @@ import math
 from . import Exercise, register
 
 M70 = "llama3-70b"
-CONTEXT = 8192          # the context the book's questions assume
-DECODE_LEN = 512        # the median generation length they assume
+CONTEXT = 8192  # the context the book's questions assume
+DECODE_LEN = 512  # the median generation length they assume
 DTYPES = ("bf16", "int8", "int4")
 
 
@@ -84,8 +85,11 @@ def _q13():
     m, c = get_model("llama3-405b"), get_chip("v5e")
     flops = 2.0 * m.matmul_params_per_token()
     n = 64
-    return {"flops_per_token": flops, "compute_s": flops / (n * c.peak_flops("bf16")),
-            "memory_s": _inf().weight_params_read(m) * 2 / (n * c.hbm_bw)}
+    return {
+        "flops_per_token": flops,
+        "compute_s": flops / (n * c.peak_flops("bf16")),
+        "memory_s": _inf().weight_params_read(m) * 2 / (n * c.hbm_bw),
+    }
 
 
 def _q14():
@@ -95,12 +99,21 @@ def _q14():
     m = get_model("llama3-8b")
     mem = inf.serving_memory(m, 240, CONTEXT, weight_dtype="int8", kv_dtype="int8")
     s = inf.smallest_topology(m, "v5e", batch=240, seq_len=CONTEXT, weight_dtype="int8", kv_dtype="int8")
-    return {"params_bytes": mem.weights, "kv_bytes": mem.kv_cache, "activation_bytes": 240 * m.d_ff * 2,
-            "chips": s.n_chips}
+    return {
+        "params_bytes": mem.weights,
+        "kv_bytes": mem.kv_cache,
+        "activation_bytes": 240 * m.d_ff * 2,
+        "chips": s.n_chips,
+    }
 
 
-def best_under_latency(model="llama3-405b", limit_s: float = 15e-3, seq_len: int = CONTEXT,
-                       weight_dtype: str = "int8", kv_dtype: str = "int8"):
+def best_under_latency(
+    model="llama3-405b",
+    limit_s: float = 15e-3,
+    seq_len: int = CONTEXT,
+    weight_dtype: str = "int8",
+    kv_dtype: str = "int8",
+):
     """Highest tokens/s per chip over v5e slices and batches with a generation step under ``limit_s`` (perfect
     sharding): returns the best step (a DecodeStepTime) or None."""
     inf = _inf()
@@ -114,7 +127,7 @@ def best_under_latency(model="llama3-405b", limit_s: float = 15e-3, seq_len: int
             continue
         if inf.decode_step_time(model, "v5e", n, 1, seq_len, **kw).total > limit_s:
             continue
-        lo, hi = 1, top                      # the step grows with the batch: bisect for the largest under limit
+        lo, hi = 1, top  # the step grows with the batch: bisect for the largest under limit
         while lo < hi:
             mid = (lo + hi + 1) // 2
             if inf.decode_step_time(model, "v5e", n, mid, seq_len, **kw).total <= limit_s:
@@ -132,8 +145,12 @@ def _q15():
     best = best_under_latency()
     largest = max(math.prod(s) for s in inf.slice_shapes("v5e"))
     floor = inf.decode_step_time("llama3-405b", "v5e", largest, 1, CONTEXT, weight_dtype="int8", kv_dtype="int8")
-    return {"chips": best.n_chips, "batch": best.batch, "tokens_per_s_per_chip": best.tokens_per_s_per_chip,
-            "min_step_s": floor.total}
+    return {
+        "chips": best.n_chips,
+        "batch": best.batch,
+        "tokens_per_s_per_chip": best.tokens_per_s_per_chip,
+        "min_step_s": floor.total,
+    }
 
 
 def pareto_steps(seq_len: int = CONTEXT):
@@ -141,8 +158,9 @@ def pareto_steps(seq_len: int = CONTEXT):
     inf = _inf()
     steps = []
     for n in (4, 8, 16, 32, 64):
-        steps += inf.latency_throughput_curve(M70, "v5e", n, seq_len, [2**i for i in range(10)],
-                                              weight_dtype="int8", kv_dtype="int8", fitting_only=True)
+        steps += inf.latency_throughput_curve(
+            M70, "v5e", n, seq_len, [2**i for i in range(10)], weight_dtype="int8", kv_dtype="int8", fitting_only=True
+        )
     return steps
 
 
@@ -156,64 +174,144 @@ def cheapest_under(limit_s: float = 20e-3, seq_len: int = CONTEXT):
 def _q16():
     inf = _inf()
     s = cheapest_under()
-    return {"chips": s.n_chips, "batch": s.batch,
-            "dollars_per_million": inf.cost_per_million_tokens(s, chip="v5e")}
+    return {"chips": s.n_chips, "batch": s.batch, "dollars_per_million": inf.cost_per_million_tokens(s, chip="v5e")}
 
 
 _EXERCISES = [
-    Exercise(id="ch08.q1", title="Llama 3 70B: KV cache per token in int8",
-             solve=lambda: _inf().kv_bytes_per_token(M70, "int8"), unit="bytes", rtol=0.05,
-             hint="2 (K and V) × L × K × H × 1 byte."),
-    Exercise(id="ch08.q2", title="batch 32 at 8k in int8: memory and the smallest slice",
-             solve=_q2, unit="bytes, chips", rtol=0.05,
-             hint="70 GB of int8 weights + 32 × 8192 × the KV bytes per token; divide by 16 GB and round up to a "
-                  "slice shape."),
-    Exercise(id="ch08.q3", title="that batch on a 4x2 and a 4x4: step and throughput",
-             solve=_q3, unit="s, tokens/s/chip", rtol=0.05,
-             hint="Batch 32 is far below the critical batch: (KV + weights) / (chips × W_hbm)."),
-    Exercise(id="ch08.q4", title="critical batch: bf16, int8 weights with bf16 math, int8 math",
-             solve=lambda: [_inf().critical_batch(M70, "v5e", weight_dtype=w, compute_dtype=c)
-                            for w, c in (("bf16", "bf16"), ("int8", "bf16"), ("int8", "int8"))],
-             unit="sequences", rtol=0.05,
-             hint="C / W_hbm × bytes per weight / 2, with the peak of the dtype the MXU multiplies in."),
-    Exercise(id="ch08.q5", title="smallest v5e slice for bf16, int8, int4",
-             solve=lambda: [s.n_chips for s in smallest_slices()], unit="chips", rtol=0.05,
-             hint="ceil(weight bytes / 16 GB), rounded up to a slice shape (1x1, 2x2, 2x4, 4x4, ...)."),
-    Exercise(id="ch08.q6", title="step time at the largest batch on each of those slices",
-             solve=lambda: [s.total for s in largest_batch_steps()], unit="s", rtol=0.05,
-             hint="HBM is nearly full, so a step reads about one chip's worth of memory: close to 16 GB / W_hbm."),
-    Exercise(id="ch08.q7", title="queries per second per chip (512-token generations)",
-             solve=lambda: _qps(largest_batch_steps()), unit="QPS/chip", rtol=0.05,
-             hint="B / (step × 512 × chips)."),
-    Exercise(id="ch08.q8", title="the same on twice the chips",
-             solve=lambda: _qps(largest_batch_steps(doubled=True)), unit="QPS/chip", rtol=0.05,
-             hint="The weights now fill half as much of each chip, so the batch grows by more than 2x."),
-    Exercise(id="ch08.q12", title="model parallelism on a 4x8: compute-bound limit and the limit at batch 64",
-             solve=_q9, unit="chips", rtol=0.05,
-             hint="Y = n_axes · F / α (α = C / W_ici) for large batches; Y = F / (B · β) when memory-bound."),
-    Exercise(id="ch08.q9", title="an 8k prefill on 16 v5e at 40% MFU",
-             solve=lambda: prefill_8k().total, unit="s", rtol=0.05,
-             hint="About 2 · params · tokens FLOPs (plus causal attention) / (16 × C × 0.4)."),
-    Exercise(id="ch08.q10", title="sequences and KV tokens freed per step (8k prompts, 4k generations, B = 32)",
-             solve=lambda: _inf().eviction_per_step(32, CONTEXT, 4096), unit="per step", rtol=0.05,
-             hint="B / G sequences finish per step, each freeing P + G tokens."),
-    Exercise(id="ch08.q11", title="prefill servers per generation server",
-             solve=_q12, unit="ratio", rtol=0.05,
-             hint="P / prefill time = G · B / (step time × decode length); use the bf16 8k prefill and a bf16 step "
-                  "at batch 32 on 16 chips."),
-    Exercise(id="ch08.q14", title="Llama 3 405B: FLOPs per token and the two floors on 64 chips",
-             solve=_q13, unit="FLOPs, s", rtol=0.05,
-             hint="2 × matmul parameters per token; FLOPs / (64 × C) or bf16 weight bytes / (64 × W_hbm)."),
-    Exercise(id="ch08.q15", title="Llama 3 8B at batch 240 in int8: bytes and the smallest slice",
-             solve=_q14, unit="bytes, chips", rtol=0.05,
-             hint="Params at 1 byte each; KV at 8192 tokens per sequence; the largest activation is [B, F] in bf16."),
-    Exercise(id="ch08.q16", title="Llama 3 405B under 15 ms per token: best slice, batch and the floor",
-             solve=_q15, unit="chips, sequences, tokens/s/chip, s", rtol=0.05,
-             hint="For each slice, the largest batch whose step stays under 15 ms; keep the best tokens/s/chip. "
-                  "The floor is batch 1 on the largest slice."),
-    Exercise(id="ch08.q13", title="the cheapest frontier point under 20 ms per token",
-             solve=_q16, unit="chips, sequences, $", rtol=0.05,
-             hint="Keep the frontier steps of at most 20 ms and take the one with the most tokens/s per chip."),
+    Exercise(
+        id="ch08.q1",
+        title="Llama 3 70B: KV cache per token in int8",
+        solve=lambda: _inf().kv_bytes_per_token(M70, "int8"),
+        unit="bytes",
+        rtol=0.05,
+        hint="2 (K and V) × L × K × H × 1 byte.",
+    ),
+    Exercise(
+        id="ch08.q2",
+        title="batch 32 at 8k in int8: memory and the smallest slice",
+        solve=_q2,
+        unit="bytes, chips",
+        rtol=0.05,
+        hint="70 GB of int8 weights + 32 × 8192 × the KV bytes per token; divide by 16 GB and round up to a "
+        "slice shape.",
+    ),
+    Exercise(
+        id="ch08.q3",
+        title="that batch on a 4x2 and a 4x4: step and throughput",
+        solve=_q3,
+        unit="s, tokens/s/chip",
+        rtol=0.05,
+        hint="Batch 32 is far below the critical batch: (KV + weights) / (chips × W_hbm).",
+    ),
+    Exercise(
+        id="ch08.q4",
+        title="critical batch: bf16, int8 weights with bf16 math, int8 math",
+        solve=lambda: [
+            _inf().critical_batch(M70, "v5e", weight_dtype=w, compute_dtype=c)
+            for w, c in (("bf16", "bf16"), ("int8", "bf16"), ("int8", "int8"))
+        ],
+        unit="sequences",
+        rtol=0.05,
+        hint="C / W_hbm × bytes per weight / 2, with the peak of the dtype the MXU multiplies in.",
+    ),
+    Exercise(
+        id="ch08.q5",
+        title="smallest v5e slice for bf16, int8, int4",
+        solve=lambda: [s.n_chips for s in smallest_slices()],
+        unit="chips",
+        rtol=0.05,
+        hint="ceil(weight bytes / 16 GB), rounded up to a slice shape (1x1, 2x2, 2x4, 4x4, ...).",
+    ),
+    Exercise(
+        id="ch08.q6",
+        title="step time at the largest batch on each of those slices",
+        solve=lambda: [s.total for s in largest_batch_steps()],
+        unit="s",
+        rtol=0.05,
+        hint="HBM is nearly full, so a step reads about one chip's worth of memory: close to 16 GB / W_hbm.",
+    ),
+    Exercise(
+        id="ch08.q7",
+        title="queries per second per chip (512-token generations)",
+        solve=lambda: _qps(largest_batch_steps()),
+        unit="QPS/chip",
+        rtol=0.05,
+        hint="B / (step × 512 × chips).",
+    ),
+    Exercise(
+        id="ch08.q8",
+        title="the same on twice the chips",
+        solve=lambda: _qps(largest_batch_steps(doubled=True)),
+        unit="QPS/chip",
+        rtol=0.05,
+        hint="The weights now fill half as much of each chip, so the batch grows by more than 2x.",
+    ),
+    Exercise(
+        id="ch08.q12",
+        title="model parallelism on a 4x8: compute-bound limit and the limit at batch 64",
+        solve=_q9,
+        unit="chips",
+        rtol=0.05,
+        hint="Y = n_axes · F / α (α = C / W_ici) for large batches; Y = F / (B · β) when memory-bound.",
+    ),
+    Exercise(
+        id="ch08.q9",
+        title="an 8k prefill on 16 v5e at 40% MFU",
+        solve=lambda: prefill_8k().total,
+        unit="s",
+        rtol=0.05,
+        hint="About 2 · params · tokens FLOPs (plus causal attention) / (16 × C × 0.4).",
+    ),
+    Exercise(
+        id="ch08.q10",
+        title="sequences and KV tokens freed per step (8k prompts, 4k generations, B = 32)",
+        solve=lambda: _inf().eviction_per_step(32, CONTEXT, 4096),
+        unit="per step",
+        rtol=0.05,
+        hint="B / G sequences finish per step, each freeing P + G tokens.",
+    ),
+    Exercise(
+        id="ch08.q11",
+        title="prefill servers per generation server",
+        solve=_q12,
+        unit="ratio",
+        rtol=0.05,
+        hint="P / prefill time = G · B / (step time × decode length); use the bf16 8k prefill and a bf16 step "
+        "at batch 32 on 16 chips.",
+    ),
+    Exercise(
+        id="ch08.q14",
+        title="Llama 3 405B: FLOPs per token and the two floors on 64 chips",
+        solve=_q13,
+        unit="FLOPs, s",
+        rtol=0.05,
+        hint="2 × matmul parameters per token; FLOPs / (64 × C) or bf16 weight bytes / (64 × W_hbm).",
+    ),
+    Exercise(
+        id="ch08.q15",
+        title="Llama 3 8B at batch 240 in int8: bytes and the smallest slice",
+        solve=_q14,
+        unit="bytes, chips",
+        rtol=0.05,
+        hint="Params at 1 byte each; KV at 8192 tokens per sequence; the largest activation is [B, F] in bf16.",
+    ),
+    Exercise(
+        id="ch08.q16",
+        title="Llama 3 405B under 15 ms per token: best slice, batch and the floor",
+        solve=_q15,
+        unit="chips, sequences, tokens/s/chip, s",
+        rtol=0.05,
+        hint="For each slice, the largest batch whose step stays under 15 ms; keep the best tokens/s/chip. "
+        "The floor is batch 1 on the largest slice.",
+    ),
+    Exercise(
+        id="ch08.q13",
+        title="the cheapest frontier point under 20 ms per token",
+        solve=_q16,
+        unit="chips, sequences, $",
+        rtol=0.05,
+        hint="Keep the frontier steps of at most 20 ms and take the one with the most tokens/s per chip.",
+    ),
 ]
 
 for _e in _EXERCISES:

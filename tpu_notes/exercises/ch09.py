@@ -4,6 +4,7 @@ Questions 1–3 follow the scaling book's profiling chapter (profiling.md): read
 off its HLO and replica groups, and predicting a matmul's and a ReduceScatter's time from what a profile shows.
 Questions 4–5 are ours: counting a fusion's FLOPs as XLA does, and finding the bottleneck op of a table.
 """
+
 from __future__ import annotations
 
 from ..collectives import reduce_scatter_time
@@ -50,9 +51,11 @@ ENTRY e {
 """
 
 #: Question 5: three ops of a step on one v5e chip: (name, FLOPs, bytes) per execution.
-Q5_OPS = (("fusion.12 (attention scores)", 6.9e10, 1.3e9),
-          ("fusion.40 (MLP up-projection)", 2.7e11, 4.0e8),
-          ("all-reduce.3 (loss)", 0.0, 4.0))
+Q5_OPS = (
+    ("fusion.12 (attention scores)", 6.9e10, 1.3e9),
+    ("fusion.40 (MLP up-projection)", 2.7e11, 4.0e8),
+    ("all-reduce.3 (loss)", 0.0, 4.0),
+)
 
 
 def _q1():
@@ -80,28 +83,54 @@ def _q5():
     return max(roofline(f, b, c.peak_flops("bf16"), c.hbm_bw).lower for _, f, b in Q5_OPS)
 
 
-register(Exercise(
-    id="ch09.q1", title="true rows of a sharded matmul",
-    solve=_q1, unit="rows",
-    hint="Count the devices in one replica group of the AllReduce (expand the iota spelling, or use "
-         "hlo.parse_replica_groups); the per-device rows are one shard of that many."))
-register(Exercise(
-    id="ch09.q2", title="time of the up-projection on 8 v5e chips",
-    solve=_q2, unit="s",
-    hint="2 x (batch x sequence) x d_model x d_ff FLOPs for the whole matmul, split over all 8 chips, at the "
-         "v5e's bf16 peak (roofline.compute_time)."))
-register(Exercise(
-    id="ch09.q3", title="time of the ReduceScatter after the down-projection",
-    solve=_q3, unit="s",
-    hint="Each device holds bf16[8, 1024, 8192] of partial sums (its data shard); it is reduce-scattered over "
-         "the 2-way tensor axis (collectives.reduce_scatter_time with the v5e's bidirectional ICI bandwidth)."))
-register(Exercise(
-    id="ch09.q4", title="FLOPs XLA counts for a matmul fusion",
-    solve=_q4, unit="FLOPs", rtol=0.01,
-    hint="The dot is 2 x 64 x 64 x 256; a max-reduction of n numbers is n - 1 comparisons per output; the "
-         "subtraction is one FLOP per element (profile.op_costs asks XLA)."))
-register(Exercise(
-    id="ch09.q5", title="the bottleneck op of a table",
-    solve=_q5, unit="s",
-    hint="For each op take max(FLOPs / peak, bytes / HBM bandwidth) on a v5e; the largest is the bottleneck "
-         "(roofline.roofline gives both terms)."))
+register(
+    Exercise(
+        id="ch09.q1",
+        title="true rows of a sharded matmul",
+        solve=_q1,
+        unit="rows",
+        hint="Count the devices in one replica group of the AllReduce (expand the iota spelling, or use "
+        "hlo.parse_replica_groups); the per-device rows are one shard of that many.",
+    )
+)
+register(
+    Exercise(
+        id="ch09.q2",
+        title="time of the up-projection on 8 v5e chips",
+        solve=_q2,
+        unit="s",
+        hint="2 x (batch x sequence) x d_model x d_ff FLOPs for the whole matmul, split over all 8 chips, at the "
+        "v5e's bf16 peak (roofline.compute_time).",
+    )
+)
+register(
+    Exercise(
+        id="ch09.q3",
+        title="time of the ReduceScatter after the down-projection",
+        solve=_q3,
+        unit="s",
+        hint="Each device holds bf16[8, 1024, 8192] of partial sums (its data shard); it is reduce-scattered over "
+        "the 2-way tensor axis (collectives.reduce_scatter_time with the v5e's bidirectional ICI bandwidth).",
+    )
+)
+register(
+    Exercise(
+        id="ch09.q4",
+        title="FLOPs XLA counts for a matmul fusion",
+        solve=_q4,
+        unit="FLOPs",
+        rtol=0.01,
+        hint="The dot is 2 x 64 x 64 x 256; a max-reduction of n numbers is n - 1 comparisons per output; the "
+        "subtraction is one FLOP per element (profile.op_costs asks XLA).",
+    )
+)
+register(
+    Exercise(
+        id="ch09.q5",
+        title="the bottleneck op of a table",
+        solve=_q5,
+        unit="s",
+        hint="For each op take max(FLOPs / peak, bytes / HBM bandwidth) on a v5e; the largest is the bottleneck "
+        "(roofline.roofline gives both terms).",
+    )
+)

@@ -4,9 +4,10 @@ Three of them take code as the answer (``ch10.q4``-``q6``): the reader's functio
 random inputs and meshes of several shapes by :class:`tpu_notes.jaxprog.ProgramCheck`. JAX is imported only when
 one of these exercises is graded.
 """
+
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from . import Exercise, register
 
@@ -14,7 +15,7 @@ from . import Exercise, register
 MESH_SHAPES = ((2, 4), (4, 2), (8, 1))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _mesh(shape):
     from tpu_notes.compat import make_mesh
     from tpu_notes.devices import require
@@ -24,18 +25,26 @@ def _mesh(shape):
 
 
 # -- 10.1: local shapes ---------------------------------------------------------------------------------------
-Q1_SHAPE = (1024, 4096)       # A: float32[S_X, D_Y] on a (X=2, Y=4) mesh
+Q1_SHAPE = (1024, 4096)  # A: float32[S_X, D_Y] on a (X=2, Y=4) mesh
 
 
 def _q1():
-    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     return list(NamedSharding(_mesh((2, 4)), P("X", "Y")).shard_shape(Q1_SHAPE))
 
 
-register(Exercise(id="ch10.q1", title="local shape of A[S_X, D_Y]", solve=_q1, unit="",
-                  rtol=0.0,
-                  hint="Each mesh axis divides the dimension it shards by its size: S by X, D by Y."))
+register(
+    Exercise(
+        id="ch10.q1",
+        title="local shape of A[S_X, D_Y]",
+        solve=_q1,
+        unit="",
+        rtol=0.0,
+        hint="Each mesh axis divides the dimension it shards by its size: S by X, D by Y.",
+    )
+)
 
 
 # -- 10.2: hops and permutes of the collective matmul -------------------------------------------------------------
@@ -49,10 +58,17 @@ def _q2():
     return [rounds, ops]
 
 
-register(Exercise(id="ch10.q4", title="hops and permutes of a two-way ring", solve=_q2, unit="",
-                  rtol=0.0,
-                  hint="Every device needs the N-1 blocks it does not own; two ways round, each round brings one "
-                       "block from each side, except where the two ways meet on an even ring."))
+register(
+    Exercise(
+        id="ch10.q4",
+        title="hops and permutes of a two-way ring",
+        solve=_q2,
+        unit="",
+        rtol=0.0,
+        hint="Every device needs the N-1 blocks it does not own; two ways round, each round brings one "
+        "block from each side, except where the two ways meet on an even ring.",
+    )
+)
 
 
 # -- 10.3: what overlap buys on a TPU -------------------------------------------------------------------------
@@ -66,18 +82,26 @@ def _q3():
     return [t.sequential_s, t.overlapped_s]
 
 
-register(Exercise(id="ch10.q5", title="AllGather-then-matmul vs the ring on v5e", solve=_q3, unit="s",
-                  rtol=0.05,
-                  hint="Sequential: the AllGather of A (Chapter 3) plus the whole matmul. Ring: one partial "
-                       "matmul, then N-1 hops, each taking the longer of sending a [B, D/N] block one way and "
-                       "one partial matmul."))
+register(
+    Exercise(
+        id="ch10.q5",
+        title="AllGather-then-matmul vs the ring on v5e",
+        solve=_q3,
+        unit="s",
+        rtol=0.05,
+        hint="Sequential: the AllGather of A (Chapter 3) plus the whole matmul. Ring: one partial "
+        "matmul, then N-1 hops, each taking the longer of sending a [B, D/N] block one way and "
+        "one partial matmul.",
+    )
+)
 
 
 # -- 10.4 / 10.5: shard_map programs (the book's first worked problem) ------------------------------------------
 def _sharded_input(rng, trial):
     import jax
     import numpy as np
-    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     X, Y = MESH_SHAPES[trial % len(MESH_SHAPES)]
     mesh = _mesh((X, Y))
@@ -114,10 +138,17 @@ def _q4():
     return ProgramCheck(_shard_mean_ref, _q4_inputs, wrong=(_wrong_global_mean, _wrong_shard_sum))
 
 
-register(Exercise(id="ch10.q2", title="mean of each X shard, with shard_map", solve=_q4, unit="a function",
-                  rtol=0.0,
-                  hint="in_specs=P('X', 'Y'), out_specs=P('X', 'Y'); inside, each device holds [S/X, D/Y]: "
-                       "average over axis 0 with keepdims=True. No collective is needed."))
+register(
+    Exercise(
+        id="ch10.q2",
+        title="mean of each X shard, with shard_map",
+        solve=_q4,
+        unit="a function",
+        rtol=0.0,
+        hint="in_specs=P('X', 'Y'), out_specs=P('X', 'Y'); inside, each device holds [S/X, D/Y]: "
+        "average over axis 0 with keepdims=True. No collective is needed.",
+    )
+)
 
 Q5_SHIFT = 1
 
@@ -152,10 +183,17 @@ def _q5():
     return ProgramCheck(_roll_ref, _q5_inputs, wrong=(_wrong_global_roll, _wrong_roll_sign))
 
 
-register(Exercise(id="ch10.q3", title="roll within each X shard, with shard_map", solve=_q5,
-                  unit="a function", rtol=0.0,
-                  hint="Inside shard_map the rows a device holds are its whole shard: jnp.roll(x, shift, axis=0) "
-                       "- x there, with the same spec in and out."))
+register(
+    Exercise(
+        id="ch10.q3",
+        title="roll within each X shard, with shard_map",
+        solve=_q5,
+        unit="a function",
+        rtol=0.0,
+        hint="Inside shard_map the rows a device holds are its whole shard: jnp.roll(x, shift, axis=0) "
+        "- x there, with the same spec in and out.",
+    )
+)
 
 
 # -- 10.6: a collective matmul written by the reader -------------------------------------------------------------
@@ -169,10 +207,10 @@ def _matmul_ref(x, w, mesh):
 def _q6_inputs(rng, trial):
     import jax
     import numpy as np
-    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     from tpu_notes import jaxprog
-
     from tpu_notes.devices import require
 
     n = (8, 4, 2)[trial % 3]
@@ -180,8 +218,11 @@ def _q6_inputs(rng, trial):
     B, D, F = int(rng.integers(2, 9)), n * int(rng.integers(1, 5)), n * int(rng.integers(1, 5))
     x = rng.standard_normal((B, D)).astype(np.float32)
     w = rng.standard_normal((D, F)).astype(np.float32)
-    return (jax.device_put(x, NamedSharding(mesh, P(None, "x"))),
-            jax.device_put(w, NamedSharding(mesh, P(None, "x"))), mesh)
+    return (
+        jax.device_put(x, NamedSharding(mesh, P(None, "x"))),
+        jax.device_put(w, NamedSharding(mesh, P(None, "x"))),
+        mesh,
+    )
 
 
 def _wrong_one_hop_short(x, w, mesh):
@@ -195,7 +236,7 @@ def _wrong_one_hop_short(x, w, mesh):
     for me in range(n):
         for hop in range(n - 1):
             j = (me + hop) % n
-            out[:, me * f:(me + 1) * f] += x[:, j * k:(j + 1) * k] @ w[j * k:(j + 1) * k, me * f:(me + 1) * f]
+            out[:, me * f : (me + 1) * f] += x[:, j * k : (j + 1) * k] @ w[j * k : (j + 1) * k, me * f : (me + 1) * f]
     return out
 
 
@@ -238,14 +279,26 @@ def _gather_then_multiply(x, w, mesh):
 def _q6():
     from tpu_notes.jaxprog import ProgramCheck
 
-    return ProgramCheck(_matmul_ref, _q6_inputs, inspect=_no_all_gather,
-                        wrong=(_wrong_one_hop_short, _wrong_block_index, _gather_then_multiply))
+    return ProgramCheck(
+        _matmul_ref,
+        _q6_inputs,
+        inspect=_no_all_gather,
+        wrong=(_wrong_one_hop_short, _wrong_block_index, _gather_then_multiply),
+    )
 
 
-register(Exercise(id="ch10.q6", title="a one-way collective matmul", solve=_q6, unit="a function", rtol=0.0,
-                  hint="Inside shard_map: acc = x @ (my rows of w); then N-1 times: ppermute x one step round "
-                       "the ring, work out whose block arrived (axis_index + hop, modulo N) and add that block "
-                       "times its rows of w."))
+register(
+    Exercise(
+        id="ch10.q6",
+        title="a one-way collective matmul",
+        solve=_q6,
+        unit="a function",
+        rtol=0.0,
+        hint="Inside shard_map: acc = x @ (my rows of w); then N-1 times: ppermute x one step round "
+        "the ring, work out whose block arrived (axis_index + hop, modulo N) and add that block "
+        "times its rows of w.",
+    )
+)
 
 
 # -- 10.7: the MoE layer's AllToAll ----------------------------------------------------------------------------
@@ -257,17 +310,24 @@ def _q7():
 
     q = Q7
     cap = jaxprog.moe_capacity(q["tokens_per_device"], q["n_experts"], q["capacity_factor"])
-    nbytes = q["n_experts"] * cap * q["d_model"] * 2           # the [E, C, D] bf16 dispatch buffer
+    nbytes = q["n_experts"] * cap * q["d_model"] * 2  # the [E, C, D] bf16 dispatch buffer
     chip = hardware.get_chip(q["chip"])
     # tpu_notes.collectives prices an AllToAll by the whole array: one buffer per device
     t = collectives.all_to_all_time(q["n"] * nbytes, q["n"], chip.ici_bw_bidi).total
     return [nbytes, 2 * t]
 
 
-register(Exercise(id="ch10.q7", title="the two AllToAlls of an MoE layer", solve=_q7, unit="",
-                  rtol=0.05,
-                  hint="The buffer is [E, C, D] with C = ceil(f·T/E) slots per expert; dispatch and combine are "
-                       "each one AllToAll of Chapter 3 over the N buffers together."))
+register(
+    Exercise(
+        id="ch10.q7",
+        title="the two AllToAlls of an MoE layer",
+        solve=_q7,
+        unit="",
+        rtol=0.05,
+        hint="The buffer is [E, C, D] with C = ceil(f·T/E) slots per expert; dispatch and combine are "
+        "each one AllToAll of Chapter 3 over the N buffers together.",
+    )
+)
 
 
 # -- 10.8: tile sizes of the Pallas kernel --------------------------------------------------------------------
@@ -280,6 +340,14 @@ def _q8():
     return [roofline.tiled_matmul_intensity(bm, bn, "bf16") for bm, bn in Q8_TILES]
 
 
-register(Exercise(id="ch10.q8", title="intensity of a tiled matmul", solve=_q8, unit="FLOPs/byte", rtol=0.05,
-                  hint="A bm x bn output tile streams bm + bn elements of K per 2·bm·bn FLOPs: in bf16 the "
-                       "intensity is bm·bn/(bm + bn)."))
+register(
+    Exercise(
+        id="ch10.q8",
+        title="intensity of a tiled matmul",
+        solve=_q8,
+        unit="FLOPs/byte",
+        rtol=0.05,
+        hint="A bm x bn output tile streams bm + bn elements of K per 2·bm·bn FLOPs: in bf16 the "
+        "intensity is bm·bn/(bm + bn).",
+    )
+)

@@ -5,12 +5,13 @@ q11–q12 beyond the node, q13–q17 collectives, q18–q21 LLM rooflines), its 
 numbers its text works out (t1–t6); the last few (o1–o3) are ours. Each reference is computed with
 ``tpu_notes.gpu`` and the chip table, never typed in.
 """
+
 from __future__ import annotations
 
 from . import Exercise, register
 
-D_Q3, F_Q3 = 4096, 65_536         # Quiz 2 question 3's bf16[D, F]
-D_SU, F_SU = 8192, 32_768         # pop quiz 3 and Quiz 4's bf16[D, F]
+D_Q3, F_Q3 = 4096, 65_536  # Quiz 2 question 3's bf16[D, F]
+D_SU, F_SU = 8192, 32_768  # pop quiz 3 and Quiz 4's bf16[D, F]
 
 
 def _chip(name):
@@ -21,8 +22,11 @@ def _chip(name):
 
 def _q1():
     v5p = _chip("v5p")
-    return {"h100": _chip("h100").cuda_cores, "b200": _chip("b200").cuda_cores,
-            "v5p": v5p.cores_per_chip * v5p.vpu_alus_per_lane * 8 * 128}
+    return {
+        "h100": _chip("h100").cuda_cores,
+        "b200": _chip("b200").cuda_cores,
+        "v5p": v5p.cores_per_chip * v5p.vpu_alus_per_lane * 8 * 128,
+    }
 
 
 def _q2():
@@ -38,8 +42,7 @@ def _q3():
 def _q4():
     from ..roofline import matmul_time
 
-    return {"b64": matmul_time(64, 4096, 8192, "b200").lower,
-            "b512": matmul_time(512, 4096, 8192, "b200").lower}
+    return {"b64": matmul_time(64, 4096, 8192, "b200").lower, "b512": matmul_time(512, 4096, 8192, "b200").lower}
 
 
 def _q5():
@@ -77,8 +80,11 @@ def _q10():
 
 def _q11():
     rows = _superpod().level_table()
-    return {"node_to_leaf": rows[1].child_uplink_bw, "su_to_spine": rows[2].child_uplink_bw,
-            "bisection": _superpod().bisection_bandwidth()}
+    return {
+        "node_to_leaf": rows[1].child_uplink_bw,
+        "su_to_spine": rows[2].child_uplink_bw,
+        "bisection": _superpod().bisection_bandwidth(),
+    }
 
 
 def _q12():
@@ -99,8 +105,7 @@ def _p2():
 def _p3():
     su = _superpod(256)
     V = 2 * D_SU * F_SU
-    return [su.collective_time("all-gather", V / y, 256 // y, span=256, hop_latency=0).total
-            for y in (2, 8, 16, 64)]
+    return [su.collective_time("all-gather", V / y, 256 // y, span=256, hop_latency=0).total for y in (2, 8, 16, 64)]
 
 
 def _q13():
@@ -137,9 +142,11 @@ def _q17():
 def _q18():
     from ..training import critical_batch_per_gpu, max_tensor_parallelism
 
-    return {"tp_intensity": _chip("b200").critical_intensity("bf16", "nvlink"),
-            "dp_across_nodes": critical_batch_per_gpu("b200"),
-            "tp_in_node_h100": 28_672 / max_tensor_parallelism("h100", 28_672)}
+    return {
+        "tp_intensity": _chip("b200").critical_intensity("bf16", "nvlink"),
+        "dp_across_nodes": critical_batch_per_gpu("b200"),
+        "tp_in_node_h100": 28_672 / max_tensor_parallelism("h100", 28_672),
+    }
 
 
 def _q19a():
@@ -168,23 +175,31 @@ def _q19c():
 def _q19d():
     from ..training import critical_batch_per_gpu
 
-    return {"per_gpu_batch": 4 * 2**20 / 4096, "critical_8_way_pp": critical_batch_per_gpu("h100",
-                                                                                        model_parallel_nodes=8)}
+    return {
+        "per_gpu_batch": 4 * 2**20 / 4096,
+        "critical_8_way_pp": critical_batch_per_gpu("h100", model_parallel_nodes=8),
+    }
 
 
 def _q20():
     from ..training import critical_batch_per_gpu
 
-    return {"b16": 192 * 4096 / 192, "b70": 384 * 4096 / 768, "b314": 1536 * 4096 / 3072,
-            "crit70": critical_batch_per_gpu("h100", model_parallel_nodes=2),
-            "crit314": critical_batch_per_gpu("h100", model_parallel_nodes=8)}
+    return {
+        "b16": 192 * 4096 / 192,
+        "b70": 384 * 4096 / 768,
+        "b314": 1536 * 4096 / 3072,
+        "crit70": critical_batch_per_gpu("h100", model_parallel_nodes=2),
+        "crit314": critical_batch_per_gpu("h100", model_parallel_nodes=8),
+    }
 
 
 def _t1():
     from ..training import critical_batch_per_gpu
 
-    return {"in_node": critical_batch_per_gpu("h100", across_nodes=False),
-            "across_nodes": critical_batch_per_gpu("h100")}
+    return {
+        "in_node": critical_batch_per_gpu("h100", across_nodes=False),
+        "across_nodes": critical_batch_per_gpu("h100"),
+    }
 
 
 def _t2():
@@ -197,9 +212,11 @@ def _t2():
 def _t3():
     from ..training import critical_batch_per_gpu
 
-    return {"llama3_16k": 16_384 * critical_batch_per_gpu("h100"),
-            "moe_e128_k4": critical_batch_per_gpu("h100", experts=128, experts_per_token=4),
-            "two_nodes": critical_batch_per_gpu("h100", nodes=2)}
+    return {
+        "llama3_16k": 16_384 * critical_batch_per_gpu("h100"),
+        "moe_e128_k4": critical_batch_per_gpu("h100", experts=128, experts_per_token=4),
+        "two_nodes": critical_batch_per_gpu("h100", nodes=2),
+    }
 
 
 def _t4():
@@ -244,90 +261,259 @@ def _o3():
 
 
 _E = [
-    ("q1", "CUDA cores of an H100 and a B200, ALUs of a v5p", _q1, "cores",
-     "SMs x 4 subpartitions x 32 fp32 cores; a v5p has 2 TensorCores x 4 ALUs x (8 x 128) lanes. Answer "
-     "{'h100': ..., 'b200': ..., 'v5p': ...}."),
-    ("q2", "H100 vector fp32 FLOP/s at base and boost clocks", _q2, "FLOP/s",
-     "cores x clock, one op per core per cycle (no FMA); matmul_ratio = 990e12 / boost. Answer {'base': ..., "
-     "'boost': ..., 'matmul_ratio': ...}."),
-    ("q3", "peak matmul intensity of H100 and B200, bf16 and fp8", _q3, "FLOPs/byte",
-     "C / W_hbm; fp8 doubles C. Answer {'h100_bf16', 'h100_fp8', 'b200_bf16', 'b200_fp8'}."),
-    ("q4", "two matmuls on a B200", _q4, "s",
-     "Below ~281 tokens it is bytes/W_hbm (2BD + 2DF + 2BF bytes), above it 2BDF/C. Answer {'b64': ..., "
-     "'b512': ...}."),
-    ("q5", "an H100's SMEM and registers, all SMs together", _q5, "bytes",
-     "132 SMs x 256 kB of SMEM; 132 x 256 KiB of registers. Answer {'smem': ..., 'registers': ...}."),
-    ("q6", "the B200's clock from its 80 TFLOP/s of fp32", _q6, "Hz",
-     "80e12 / (cores x 2 FLOPs per FMA) with 148 x 4 x 32 cores."),
-    ("q7", "adding two fp32[2**30] vectors on an H100", _q7, "FLOPs/byte, s",
-     "N FLOPs over 12N bytes; the time is the larger of N / C_vector and 12N / W_hbm. Answer {'intensity': ..., "
-     "'seconds': ...}."),
-    ("q8", "an 8xH100 node's total NVLink bandwidth", lambda: _chip("h100").nvlink_node_bw, "B/s",
-     "min(8 GPUs x 450 GB/s, 4 switches x 64 ports x 25 GB/s)."),
-    ("q9", "the bisection bandwidth of an 8xH100 node", lambda: _node().bisection_bandwidth(), "B/s",
-     "4 GPUs on each side each send 450 GB/s across, both directions counted."),
-    ("q10", "AllGather of bf16[4096, 65536] in an 8xH100 node", _q10, "s",
-     "V (N - 1) / (N W_nvlink) with V the whole array's bytes."),
-    ("q11", "the 1024-GPU SuperPod's bandwidth at each level", _q11, "B/s",
-     "A node's 8 NICs into the leaf; an SU's 32 nodes into the spine; the pod's GPUs x 50 GB/s across the "
-     "bisection. Answer {'node_to_leaf', 'su_to_spine', 'bisection'}."),
-    ("q12", "switch levels above the node for 1024, 2048 and 4096 H100s", _q12, "levels",
-     "Scalable units of 32 nodes; a spine joins up to 8 SUs (its ports run out); beyond, a core level. A list."),
-    ("p1", "AllGather of bf16[1024, 16384] in an 8xH100 node", _p1, "s",
-     "2 B F (N - 1) / (N x 450e9)."),
-    ("p2", "AllToAll in a node, dense and with 4 of 8 shards used", _p2, "s",
-     "Dense V (N - 1) / (N^2 W); ragged multiplies by about k / N. Answer {'dense': ..., 'ragged': ...}."),
-    ("p3", "AllGather_X(bf16[D_X, F_Y]) over one SU as Y grows", _p3, "s",
-     "Y <= 8 stays inside a node: the leaf term V (1 - 8/256)/400e9 does not shrink; past 8 the array per "
-     "group shrinks by Y while each GPU keeps its own NIC. A list for Y = 2, 8, 16, 64 (D = 8192, F = 32768)."),
-    ("q13", "bytes in and out during an AllGather over one SU", _q13, "bytes",
-     "Per node, its GPUs receive N (B - B/MN); the leaf sends each node B (M - 1)/M. Count it on the explicit "
-     "graph: {'node_ingress': ..., 'leaf_egress': ...} for B = 1 GB, M = 32, N = 8."),
-    ("q14", "an in-switch (SHARP) AllReduce in one node", _q14, "s, bytes",
-     "B (N-1)/N in, B out, B in, B (N-1)/N out: B / W in time, N B through the switch. Answer {'seconds', "
-     "'switch_egress_bytes'} for B = 1 GB."),
-    ("q15", "SHARP AllReduce of bf16[D, F_Y] with Y = 2 in a node", _q15, "s",
-     "Each X group reduces 2DF / Y bytes at the GPU's egress: 2 D F / (Y W_nvlink)."),
-    ("q16", "SHARP AllReduce across 4 SUs with Y = 256 inside", _q16, "s",
-     "Each of the 256 GPUs of an SU sends its 1/256 share up its own NIC once: V / 50 GB/s."),
-    ("q17", "AllGather over exactly 2 nodes: which level binds?", _q17, "s",
-     "Node: B x 7 / (8 x 450e9); network: B (2 - 1) / (2 x 400e9). Answer {'node': ..., 'network': ...} for "
-     "B = 1 GB."),
-    ("q18", "B200 rooflines", _q18, "tokens",
-     "TP in a node: C / W_nvlink; DP across nodes: C / W_node with W_node still 400 GB/s. Answer "
-     "{'tp_intensity', 'dp_across_nodes', 'tp_in_node_h100'} (the last is the H100's C / W_nvlink)."),
-    ("q19a", "the fewest H100s that hold Llama 3 70B and Adam", _q19a, "GPUs",
-     "2 bytes of bf16 weight + 8 bytes of fp32 moments per parameter, over 80 GB."),
-    ("q19b", "days to train Llama 3 70B on 15T tokens with 4096 H100s at 45% MFU", _q19b, "days",
-     "6 N T / (chips x 990e12 x 0.45)."),
-    ("q19c", "the most tensor parallelism Llama 3 70B affords in a node", _q19c, "GPUs",
-     "Y < F W_nvlink / C with F = 28,672."),
-    ("q19d", "4M tokens on 4096 H100s: the batch per GPU and the bar with 8-way PP", _q19d, "tokens",
-     "4M / 4096; with model parallelism over 8 nodes each data-parallel shard crosses on 8x the NICs. Answer "
-     "{'per_gpu_batch', 'critical_8_way_pp'}."),
-    ("q20", "Megatron-LM's batches per GPU and their thresholds", _q20, "tokens",
-     "Sequences x 4096 / GPUs; model parallelism over 2 and 8 nodes divides C / W_node by 2 and 8. Answer "
-     "{'b16', 'b70', 'b314', 'crit70', 'crit314'}."),
-    ("t1", "the H100's data-parallel critical batches", _t1, "tokens/GPU",
-     "C / 450e9 inside a node, C / 400e9 across nodes. Answer {'in_node': ..., 'across_nodes': ...}."),
-    ("t2", "DeepSeek-V3's H800s: tokens per GPU and per batch", _t2, "tokens",
-     "C / 300e9 per GPU (NVLink cut to 300 GB/s), times 2048 GPUs. Answer {'per_gpu', 'batch_2048'}."),
-    ("t3", "three data-parallel thresholds from the text", _t3, "tokens",
-     "16,384 H100s x 2475; a 128-expert top-4 MoE multiplies by E/k = 32; 2 nodes halve it by (X-1)/X. "
-     "Answer {'llama3_16k', 'moe_e128_k4', 'two_nodes'}."),
-    ("t4", "tensor parallelism of Llama 3's MLP in one node and over two", _t4, "GPUs",
-     "F / 2200 in a node; over two nodes F > 2475 (Y - 8). Answer {'one_node', 'two_nodes'}."),
-    ("t5", "how much slower an AllToAll gets across 2 nodes", _t5, "x",
-     "B (N-1)/(N^2 W_nvlink) in a node vs B (M-1)/(M^2 W_node) over M = 2 nodes (exactly: 1 - 8/16 of each "
-     "member's data leaves through its 50 GB/s NIC)."),
-    ("t6", "the pipeline's sends for Llama 3 405B, 1M tokens, 16 stages and microbatches", _t6, "s",
-     "2 B D / (W N_mb) x (N_mb + N_stages - 2) with W one 50 GB/s NIC."),
-    ("o1", "a GB200 NVL72's cross-node critical batch", _o1, "tokens/GPU",
-     "C / W_node with W_node = 3.6 TB/s for 72 GPUs."),
-    ("o2", "the AllGather bandwidth of the 1024-GPU SuperPod, counted exactly", _o2, "B/s",
-     "A node receives from all 127 others through its 400 GB/s, not only from its own SU: 400e9 x 128 / 127."),
-    ("o3", "a ragged top-8 AllToAll over 64 shards", _o3, "fraction",
-     "The expected share of shards a token reaches: 1 - (63/64)^8."),
+    (
+        "q1",
+        "CUDA cores of an H100 and a B200, ALUs of a v5p",
+        _q1,
+        "cores",
+        "SMs x 4 subpartitions x 32 fp32 cores; a v5p has 2 TensorCores x 4 ALUs x (8 x 128) lanes. Answer "
+        "{'h100': ..., 'b200': ..., 'v5p': ...}.",
+    ),
+    (
+        "q2",
+        "H100 vector fp32 FLOP/s at base and boost clocks",
+        _q2,
+        "FLOP/s",
+        "cores x clock, one op per core per cycle (no FMA); matmul_ratio = 990e12 / boost. Answer {'base': ..., "
+        "'boost': ..., 'matmul_ratio': ...}.",
+    ),
+    (
+        "q3",
+        "peak matmul intensity of H100 and B200, bf16 and fp8",
+        _q3,
+        "FLOPs/byte",
+        "C / W_hbm; fp8 doubles C. Answer {'h100_bf16', 'h100_fp8', 'b200_bf16', 'b200_fp8'}.",
+    ),
+    (
+        "q4",
+        "two matmuls on a B200",
+        _q4,
+        "s",
+        "Below ~281 tokens it is bytes/W_hbm (2BD + 2DF + 2BF bytes), above it 2BDF/C. Answer {'b64': ..., "
+        "'b512': ...}.",
+    ),
+    (
+        "q5",
+        "an H100's SMEM and registers, all SMs together",
+        _q5,
+        "bytes",
+        "132 SMs x 256 kB of SMEM; 132 x 256 KiB of registers. Answer {'smem': ..., 'registers': ...}.",
+    ),
+    (
+        "q6",
+        "the B200's clock from its 80 TFLOP/s of fp32",
+        _q6,
+        "Hz",
+        "80e12 / (cores x 2 FLOPs per FMA) with 148 x 4 x 32 cores.",
+    ),
+    (
+        "q7",
+        "adding two fp32[2**30] vectors on an H100",
+        _q7,
+        "FLOPs/byte, s",
+        "N FLOPs over 12N bytes; the time is the larger of N / C_vector and 12N / W_hbm. Answer {'intensity': ..., "
+        "'seconds': ...}.",
+    ),
+    (
+        "q8",
+        "an 8xH100 node's total NVLink bandwidth",
+        lambda: _chip("h100").nvlink_node_bw,
+        "B/s",
+        "min(8 GPUs x 450 GB/s, 4 switches x 64 ports x 25 GB/s).",
+    ),
+    (
+        "q9",
+        "the bisection bandwidth of an 8xH100 node",
+        lambda: _node().bisection_bandwidth(),
+        "B/s",
+        "4 GPUs on each side each send 450 GB/s across, both directions counted.",
+    ),
+    (
+        "q10",
+        "AllGather of bf16[4096, 65536] in an 8xH100 node",
+        _q10,
+        "s",
+        "V (N - 1) / (N W_nvlink) with V the whole array's bytes.",
+    ),
+    (
+        "q11",
+        "the 1024-GPU SuperPod's bandwidth at each level",
+        _q11,
+        "B/s",
+        "A node's 8 NICs into the leaf; an SU's 32 nodes into the spine; the pod's GPUs x 50 GB/s across the "
+        "bisection. Answer {'node_to_leaf', 'su_to_spine', 'bisection'}.",
+    ),
+    (
+        "q12",
+        "switch levels above the node for 1024, 2048 and 4096 H100s",
+        _q12,
+        "levels",
+        "Scalable units of 32 nodes; a spine joins up to 8 SUs (its ports run out); beyond, a core level. A list.",
+    ),
+    ("p1", "AllGather of bf16[1024, 16384] in an 8xH100 node", _p1, "s", "2 B F (N - 1) / (N x 450e9)."),
+    (
+        "p2",
+        "AllToAll in a node, dense and with 4 of 8 shards used",
+        _p2,
+        "s",
+        "Dense V (N - 1) / (N^2 W); ragged multiplies by about k / N. Answer {'dense': ..., 'ragged': ...}.",
+    ),
+    (
+        "p3",
+        "AllGather_X(bf16[D_X, F_Y]) over one SU as Y grows",
+        _p3,
+        "s",
+        "Y <= 8 stays inside a node: the leaf term V (1 - 8/256)/400e9 does not shrink; past 8 the array per "
+        "group shrinks by Y while each GPU keeps its own NIC. A list for Y = 2, 8, 16, 64 (D = 8192, F = 32768).",
+    ),
+    (
+        "q13",
+        "bytes in and out during an AllGather over one SU",
+        _q13,
+        "bytes",
+        "Per node, its GPUs receive N (B - B/MN); the leaf sends each node B (M - 1)/M. Count it on the explicit "
+        "graph: {'node_ingress': ..., 'leaf_egress': ...} for B = 1 GB, M = 32, N = 8.",
+    ),
+    (
+        "q14",
+        "an in-switch (SHARP) AllReduce in one node",
+        _q14,
+        "s, bytes",
+        "B (N-1)/N in, B out, B in, B (N-1)/N out: B / W in time, N B through the switch. Answer {'seconds', "
+        "'switch_egress_bytes'} for B = 1 GB.",
+    ),
+    (
+        "q15",
+        "SHARP AllReduce of bf16[D, F_Y] with Y = 2 in a node",
+        _q15,
+        "s",
+        "Each X group reduces 2DF / Y bytes at the GPU's egress: 2 D F / (Y W_nvlink).",
+    ),
+    (
+        "q16",
+        "SHARP AllReduce across 4 SUs with Y = 256 inside",
+        _q16,
+        "s",
+        "Each of the 256 GPUs of an SU sends its 1/256 share up its own NIC once: V / 50 GB/s.",
+    ),
+    (
+        "q17",
+        "AllGather over exactly 2 nodes: which level binds?",
+        _q17,
+        "s",
+        "Node: B x 7 / (8 x 450e9); network: B (2 - 1) / (2 x 400e9). Answer {'node': ..., 'network': ...} for "
+        "B = 1 GB.",
+    ),
+    (
+        "q18",
+        "B200 rooflines",
+        _q18,
+        "tokens",
+        "TP in a node: C / W_nvlink; DP across nodes: C / W_node with W_node still 400 GB/s. Answer "
+        "{'tp_intensity', 'dp_across_nodes', 'tp_in_node_h100'} (the last is the H100's C / W_nvlink).",
+    ),
+    (
+        "q19a",
+        "the fewest H100s that hold Llama 3 70B and Adam",
+        _q19a,
+        "GPUs",
+        "2 bytes of bf16 weight + 8 bytes of fp32 moments per parameter, over 80 GB.",
+    ),
+    (
+        "q19b",
+        "days to train Llama 3 70B on 15T tokens with 4096 H100s at 45% MFU",
+        _q19b,
+        "days",
+        "6 N T / (chips x 990e12 x 0.45).",
+    ),
+    (
+        "q19c",
+        "the most tensor parallelism Llama 3 70B affords in a node",
+        _q19c,
+        "GPUs",
+        "Y < F W_nvlink / C with F = 28,672.",
+    ),
+    (
+        "q19d",
+        "4M tokens on 4096 H100s: the batch per GPU and the bar with 8-way PP",
+        _q19d,
+        "tokens",
+        "4M / 4096; with model parallelism over 8 nodes each data-parallel shard crosses on 8x the NICs. Answer "
+        "{'per_gpu_batch', 'critical_8_way_pp'}.",
+    ),
+    (
+        "q20",
+        "Megatron-LM's batches per GPU and their thresholds",
+        _q20,
+        "tokens",
+        "Sequences x 4096 / GPUs; model parallelism over 2 and 8 nodes divides C / W_node by 2 and 8. Answer "
+        "{'b16', 'b70', 'b314', 'crit70', 'crit314'}.",
+    ),
+    (
+        "t1",
+        "the H100's data-parallel critical batches",
+        _t1,
+        "tokens/GPU",
+        "C / 450e9 inside a node, C / 400e9 across nodes. Answer {'in_node': ..., 'across_nodes': ...}.",
+    ),
+    (
+        "t2",
+        "DeepSeek-V3's H800s: tokens per GPU and per batch",
+        _t2,
+        "tokens",
+        "C / 300e9 per GPU (NVLink cut to 300 GB/s), times 2048 GPUs. Answer {'per_gpu', 'batch_2048'}.",
+    ),
+    (
+        "t3",
+        "three data-parallel thresholds from the text",
+        _t3,
+        "tokens",
+        "16,384 H100s x 2475; a 128-expert top-4 MoE multiplies by E/k = 32; 2 nodes halve it by (X-1)/X. "
+        "Answer {'llama3_16k', 'moe_e128_k4', 'two_nodes'}.",
+    ),
+    (
+        "t4",
+        "tensor parallelism of Llama 3's MLP in one node and over two",
+        _t4,
+        "GPUs",
+        "F / 2200 in a node; over two nodes F > 2475 (Y - 8). Answer {'one_node', 'two_nodes'}.",
+    ),
+    (
+        "t5",
+        "how much slower an AllToAll gets across 2 nodes",
+        _t5,
+        "x",
+        "B (N-1)/(N^2 W_nvlink) in a node vs B (M-1)/(M^2 W_node) over M = 2 nodes (exactly: 1 - 8/16 of each "
+        "member's data leaves through its 50 GB/s NIC).",
+    ),
+    (
+        "t6",
+        "the pipeline's sends for Llama 3 405B, 1M tokens, 16 stages and microbatches",
+        _t6,
+        "s",
+        "2 B D / (W N_mb) x (N_mb + N_stages - 2) with W one 50 GB/s NIC.",
+    ),
+    (
+        "o1",
+        "a GB200 NVL72's cross-node critical batch",
+        _o1,
+        "tokens/GPU",
+        "C / W_node with W_node = 3.6 TB/s for 72 GPUs.",
+    ),
+    (
+        "o2",
+        "the AllGather bandwidth of the 1024-GPU SuperPod, counted exactly",
+        _o2,
+        "B/s",
+        "A node receives from all 127 others through its 400 GB/s, not only from its own SU: 400e9 x 128 / 127.",
+    ),
+    (
+        "o3",
+        "a ragged top-8 AllToAll over 64 shards",
+        _o3,
+        "fraction",
+        "The expected share of shards a token reaches: 1 - (63/64)^8.",
+    ),
 ]
 
 for _id, _title, _solve, _unit, _hint in _E:

@@ -1,4 +1,5 @@
 """Exercises of Chapter 12 (ids ch12.*): end-to-end problems that need several chapters at once."""
+
 from __future__ import annotations
 
 from ..hardware import get_chip
@@ -7,7 +8,7 @@ from ..topology import pod
 from ..training import plan, training_cost, training_flops
 from . import Exercise, register
 
-TOKENS = 15e12            # a Llama-3-sized pre-training run
+TOKENS = 15e12  # a Llama-3-sized pre-training run
 DEADLINE_DAYS = 30
 TRAIN_MFU = 0.45
 
@@ -31,28 +32,50 @@ def _q3():
 
 
 def _q4():
-    return {"v5p": training_cost("llama3-70b", TOKENS, "v5p", 0.45),
-            "h100": training_cost("llama3-70b", TOKENS, "h100", 0.40)}
+    return {
+        "v5p": training_cost("llama3-70b", TOKENS, "v5p", 0.45),
+        "h100": training_cost("llama3-70b", TOKENS, "h100", 0.40),
+    }
 
 
-register(Exercise(
-    id="ch12.q1", title="chips and dollars for a deadline",
-    solve=_q1, unit="chips, $",
-    hint="Training FLOPs (Chapter 6) / (30 days x peak x 0.45) gives the chips; chips x hours x the v5p price gives "
-         "the bill. Answer {'chips': ..., 'dollars': ...}."))
-register(Exercise(
-    id="ch12.q2", title="the layout on a full pod, at a realistic efficiency",
-    solve=_q2, unit="chips, fraction",
-    hint="training.plan('llama3-70b', pod('v5p'), 4 * 2**20, 4096, sequence_sharding=True, matmul_efficiency=0.8)[0]: "
-         "its tensor degree and step.mfu. Answer {'tensor': ..., 'mfu': ...}."))
-register(Exercise(
-    id="ch12.q3", title="serving the trained model",
-    solve=_q3, unit="chips, $ per million tokens",
-    hint="inference.smallest_topology for int8 weights and KV at batch 32 and 8192 tokens of context, then the "
-         "decode step on that many chips and its cost per million tokens. Answer {'chips': ..., "
-         "'dollars_per_million_tokens': ...}."))
-register(Exercise(
-    id="ch12.q4", title="the same run on v5p and on H100",
-    solve=_q4, unit="$",
-    hint="training.training_cost at each chip's price: 45% MFU on v5p, 40% on H100. "
-         "Answer {'v5p': ..., 'h100': ...}."))
+register(
+    Exercise(
+        id="ch12.q1",
+        title="chips and dollars for a deadline",
+        solve=_q1,
+        unit="chips, $",
+        hint="Training FLOPs (Chapter 6) / (30 days x peak x 0.45) gives the chips; chips x hours x the v5p "
+        "price gives the bill. Answer {'chips': ..., 'dollars': ...}.",
+    )
+)
+register(
+    Exercise(
+        id="ch12.q2",
+        title="the layout on a full pod, at a realistic efficiency",
+        solve=_q2,
+        unit="chips, fraction",
+        hint="training.plan('llama3-70b', pod('v5p'), 4 * 2**20, 4096, sequence_sharding=True, "
+        "matmul_efficiency=0.8)[0]: its tensor degree and step.mfu. Answer {'tensor': ..., 'mfu': ...}.",
+    )
+)
+register(
+    Exercise(
+        id="ch12.q3",
+        title="serving the trained model",
+        solve=_q3,
+        unit="chips, $ per million tokens",
+        hint="inference.smallest_topology for int8 weights and KV at batch 32 and 8192 tokens of context, then the "
+        "decode step on that many chips and its cost per million tokens. Answer {'chips': ..., "
+        "'dollars_per_million_tokens': ...}.",
+    )
+)
+register(
+    Exercise(
+        id="ch12.q4",
+        title="the same run on v5p and on H100",
+        solve=_q4,
+        unit="$",
+        hint="training.training_cost at each chip's price: 45% MFU on v5p, 40% on H100. "
+        "Answer {'v5p': ..., 'h100': ...}.",
+    )
+)

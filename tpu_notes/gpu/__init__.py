@@ -12,21 +12,34 @@ pipeline rooflines, :func:`~tpu_notes.training.strategy_times`) are the same for
 bandwidths: they live in :mod:`tpu_notes.training.rooflines` (the analysis layer, above this one), which takes a
 TPU or a GPU chip or system.
 """
+
 from __future__ import annotations
 
 from .cluster import (
-                      GPU_HOP_LATENCY,
-                      H100_MEASURED_ALLREDUCE_BW,
-                      NODE_AXIS,
-                      SHARP_MEASURED_GAIN,
-                      FatTreeLevel,
-                      GpuCluster,
-                      LevelInfo,
-                      dgx_superpod,
-                      ragged_fraction,
+    GPU_HOP_LATENCY,
+    H100_MEASURED_ALLREDUCE_BW,
+    NODE_AXIS,
+    SHARP_MEASURED_GAIN,
+    FatTreeLevel,
+    GpuCluster,
+    LevelInfo,
+    dgx_superpod,
+    ragged_fraction,
 )
 from .routing import MAX_DIRECT_GPUS, LinkLoad, direct_collective_time, link_loads
 
-__all__ = ["GPU_HOP_LATENCY", "H100_MEASURED_ALLREDUCE_BW", "MAX_DIRECT_GPUS", "NODE_AXIS", "SHARP_MEASURED_GAIN",
-           "FatTreeLevel", "GpuCluster", "LevelInfo", "LinkLoad", "dgx_superpod", "direct_collective_time",
-           "link_loads", "ragged_fraction"]
+__all__ = [
+    "GPU_HOP_LATENCY",
+    "H100_MEASURED_ALLREDUCE_BW",
+    "MAX_DIRECT_GPUS",
+    "NODE_AXIS",
+    "SHARP_MEASURED_GAIN",
+    "FatTreeLevel",
+    "GpuCluster",
+    "LevelInfo",
+    "LinkLoad",
+    "dgx_superpod",
+    "direct_collective_time",
+    "link_loads",
+    "ragged_fraction",
+]

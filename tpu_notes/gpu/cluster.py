@@ -36,6 +36,7 @@ share ``w_l`` of the uplink for a level; a TPU slice answers with the bidirectio
 :meth:`GpuCluster.latency` the chip's ``hop_latency`` (5 µs per ring step), and :meth:`GpuCluster.collective_time`
 takes either a group size with its placement or a contiguous run of axes (``("node", "leaf")``).
 """
+
 from __future__ import annotations
 
 import math
@@ -56,8 +57,17 @@ from ..units import (
     fmt,
 )
 
-__all__ = ["GPU_HOP_LATENCY", "H100_MEASURED_ALLREDUCE_BW", "NODE_AXIS", "SHARP_MEASURED_GAIN", "FatTreeLevel",
-           "GpuCluster", "LevelInfo", "dgx_superpod", "ragged_fraction"]
+__all__ = [
+    "GPU_HOP_LATENCY",
+    "H100_MEASURED_ALLREDUCE_BW",
+    "NODE_AXIS",
+    "SHARP_MEASURED_GAIN",
+    "FatTreeLevel",
+    "GpuCluster",
+    "LevelInfo",
+    "dgx_superpod",
+    "ragged_fraction",
+]
 
 # GPU_HOP_LATENCY (5 µs per ring step) is every GPU's Chip.hop_latency in tpu_notes.hardware; it is re-exported
 # here under its old name, which Chapter 11 and the tests use.
@@ -81,9 +91,9 @@ Oversubscription = Annotated[float, Range(1.0, math.inf)]
 class FatTreeLevel:
     """One level of switches above the NVLink nodes."""
 
-    name: str                      # "leaf", "spine", "core"... (not "node": that is the NVLink level)
-    degree: PositiveInt            # children (subtrees of the level below) joined by one unit of this level
-    oversubscription: Oversubscription = 1.0   # child bandwidth below / into this level (1: full bisection)
+    name: str  # "leaf", "spine", "core"... (not "node": that is the NVLink level)
+    degree: PositiveInt  # children (subtrees of the level below) joined by one unit of this level
+    oversubscription: Oversubscription = 1.0  # child bandwidth below / into this level (1: full bisection)
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.strip():
@@ -97,16 +107,18 @@ class FatTreeLevel:
 class LevelInfo:
     """Bandwidth of one level of a :class:`GpuCluster`, as the scaling book's SuperPod table lists it."""
 
-    name: str                 # "node" or the fat-tree level's name
-    gpus: int                 # GPUs in one unit of this level
-    degree: int               # children per unit (GPUs for the node)
-    per_gpu_bw: float         # bytes/s each GPU has into this level (one direction)
-    child_uplink_bw: float    # bytes/s of one child's link into this level (one direction)
-    collective_bw: float      # bytes/s the level gives a collective spanning it: uplink of a whole child
+    name: str  # "node" or the fat-tree level's name
+    gpus: int  # GPUs in one unit of this level
+    degree: int  # children per unit (GPUs for the node)
+    per_gpu_bw: float  # bytes/s each GPU has into this level (one direction)
+    child_uplink_bw: float  # bytes/s of one child's link into this level (one direction)
+    collective_bw: float  # bytes/s the level gives a collective spanning it: uplink of a whole child
 
     def __repr__(self) -> str:
-        return (f"LevelInfo({self.name!r}, gpus={self.gpus}, degree={self.degree}, "
-                f"per_gpu={fmt(self.per_gpu_bw, 'B/s')}, collective={fmt(self.collective_bw, 'B/s')})")
+        return (
+            f"LevelInfo({self.name!r}, gpus={self.gpus}, degree={self.degree}, "
+            f"per_gpu={fmt(self.per_gpu_bw, 'B/s')}, collective={fmt(self.collective_bw, 'B/s')})"
+        )
 
 
 def _as_level(x, i: int) -> FatTreeLevel:
@@ -124,16 +136,18 @@ def _as_level(x, i: int) -> FatTreeLevel:
 class GpuCluster:
     """``n_gpus`` GPUs of ``chip`` in NVLink nodes of ``node_size``, nodes joined by the fat tree ``levels``."""
 
-    chip: Chip                  # a GPU of tpu_notes.hardware (name or Chip; stored as the Chip)
-    n_gpus: PositiveInt         # GPUs in the cluster
-    node_size: NonNegativeInt = 0   # GPUs per NVLink node (0: the chip's node_size, 8 for H100, 72 for GB200)
+    chip: Chip  # a GPU of tpu_notes.hardware (name or Chip; stored as the Chip)
+    n_gpus: PositiveInt  # GPUs in the cluster
+    node_size: NonNegativeInt = 0  # GPUs per NVLink node (0: the chip's node_size, 8 for H100, 72 for GB200)
     levels: tuple | None = None  # fat-tree levels above the node, bottom first (None: one full-bisection level)
 
     def __post_init__(self):
         c = get_chip(self.chip)
         if c.kind != "gpu":
-            raise ValueError(f"chip must be a GPU (e.g. 'h100'); {c.long_name} is a {c.kind.upper()}: use "
-                             "tpu_notes.topology.Slice for TPUs")
+            raise ValueError(
+                f"chip must be a GPU (e.g. 'h100'); {c.long_name} is a {c.kind.upper()}: use "
+                "tpu_notes.topology.Slice for TPUs"
+            )
         check_fields(self)
         n = self.n_gpus
         node = self.node_size or c.node_size
@@ -153,21 +167,30 @@ class GpuCluster:
             levels = tuple(_as_level(x, i) for i, x in enumerate(self.levels))
             names = [lv.name for lv in levels]
             if len(set(names)) != len(names):
-                raise ValueError(f"levels: each fat-tree level needs its own name (a level's collective term and "
-                                 f"its axis are looked up by it); got {names}")
+                raise ValueError(
+                    f"levels: each fat-tree level needs its own name (a level's collective term and "
+                    f"its axis are looked up by it); got {names}"
+                )
             if math.prod(lv.degree for lv in levels) != nodes:
-                raise ValueError(f"levels: the degrees {[lv.degree for lv in levels]} must multiply to the "
-                                 f"{nodes} nodes of {n} GPUs in nodes of {node}")
+                raise ValueError(
+                    f"levels: the degrees {[lv.degree for lv in levels]} must multiply to the "
+                    f"{nodes} nodes of {n} GPUs in nodes of {node}"
+                )
         object.__setattr__(self, "chip", c)
         object.__setattr__(self, "n_gpus", n)
         object.__setattr__(self, "node_size", node)
         object.__setattr__(self, "levels", levels)
 
     def __repr__(self) -> str:
-        tree = " > ".join(f"{lv.name}{lv.degree}" + (f"(1:{lv.oversubscription:g})" if lv.oversubscription > 1
-                                                       else "") for lv in self.levels)
-        return (f"GpuCluster({self.chip.name!r}, {self.n_gpus} GPUs, {self.node_size} per node"
-                + (f", {tree}" if tree else "") + ")")
+        tree = " > ".join(
+            f"{lv.name}{lv.degree}" + (f"(1:{lv.oversubscription:g})" if lv.oversubscription > 1 else "")
+            for lv in self.levels
+        )
+        return (
+            f"GpuCluster({self.chip.name!r}, {self.n_gpus} GPUs, {self.node_size} per node"
+            + (f", {tree}" if tree else "")
+            + ")"
+        )
 
     @property
     def n_chips(self) -> int:
@@ -206,8 +229,11 @@ class GpuCluster:
 
     def level_table(self) -> list[LevelInfo]:
         """The node and every fat-tree level with its bandwidths (the scaling book's SuperPod table)."""
-        rows = [LevelInfo(NODE_AXIS, self.node_size, self.node_size, self.chip.nvlink_bw, self.chip.nvlink_bw,
-                          self.chip.nvlink_bw)]
+        rows = [
+            LevelInfo(
+                NODE_AXIS, self.node_size, self.node_size, self.chip.nvlink_bw, self.chip.nvlink_bw, self.chip.nvlink_bw
+            )
+        ]
         for lv, s, w in zip(self.levels, self.subtree_sizes(), self.per_gpu_bw()):
             rows.append(LevelInfo(lv.name, s * lv.degree, lv.degree, w, s * w, s * w))
         return rows
@@ -235,24 +261,32 @@ class GpuCluster:
             inner = min(g, N) if inner is None else inner
             span = g if inner == min(g, N) else g * N // inner
             if self.n_gpus % span:
-                raise ValueError(f"inner ({inner}) spreads the group of {g} over {span} GPUs, which must divide "
-                                 f"n_gpus ({self.n_gpus})")
+                raise ValueError(
+                    f"inner ({inner}) spreads the group of {g} over {span} GPUs, which must divide "
+                    f"n_gpus ({self.n_gpus})"
+                )
             return inner, span
         span = check_positive("span", span, integer=True)
         if span % g or self.n_gpus % span:
             raise ValueError(f"span ({span}) must be a multiple of group ({g}) and divide n_gpus ({self.n_gpus})")
         stride = span // g
         if (stride < N and N % stride) or (stride >= N and stride % N):
-            raise ValueError(f"span ({span}) / group ({g}) = {stride} GPUs between members must divide node_size "
-                             f"({N}) or be a multiple of it")
+            raise ValueError(
+                f"span ({span}) / group ({g}) = {stride} GPUs between members must divide node_size "
+                f"({N}) or be a multiple of it"
+            )
         for S in self.subtree_sizes()[1:]:
             if S < span and S % stride and stride % S:
-                raise ValueError(f"span ({span}) / group ({g}) = {stride} GPUs between members does not line up "
-                                 f"with the fat tree's units of {S} GPUs (one must divide the other)")
+                raise ValueError(
+                    f"span ({span}) / group ({g}) = {stride} GPUs between members does not line up "
+                    f"with the fat tree's units of {S} GPUs (one must divide the other)"
+                )
         expect = min(max(1, N // stride), g)
         if inner is not None and inner != expect:
-            raise ValueError(f"inner ({inner}) must be {expect} for span {span}: members every {stride} GPUs put "
-                             f"{expect} in each node")
+            raise ValueError(
+                f"inner ({inner}) must be {expect} for span {span}: members every {stride} GPUs put "
+                f"{expect} in each node"
+            )
         return expect, span
 
     # ---- the System questions (tpu_notes.system) ---------------------------------------------------------------
@@ -305,20 +339,32 @@ class GpuCluster:
         if not isinstance(group, (list, tuple)):
             return check_positive("group", group, integer=True), inner, span
         if inner is not None or span is not None:
-            raise ValueError("inner and span place a group given by its size; a group given by its axes "
-                             f"({tuple(group)!r}) is placed by them")
+            raise ValueError(
+                "inner and span place a group given by its size; a group given by its axes "
+                f"({tuple(group)!r}) is placed by them"
+            )
         idx = sorted(self._axis_index(a, "group") for a in group)
         if not idx or idx != list(range(idx[0], idx[-1] + 1)):
-            raise ValueError(f"group must name distinct, adjacent axes from {list(self.axes)} (e.g. ('node', "
-                             f"'{self.axes[-1]}')); got {tuple(group)!r}")
+            raise ValueError(
+                f"group must name distinct, adjacent axes from {list(self.axes)} (e.g. ('node', "
+                f"'{self.axes[-1]}')); got {tuple(group)!r}"
+            )
         sizes = [self.axis_size(a) for a in self.axes]
-        g = math.prod(sizes[idx[0]:idx[-1] + 1])
-        return g, (self.node_size if idx[0] == 0 else 1), math.prod(sizes[:idx[-1] + 1])
+        g = math.prod(sizes[idx[0] : idx[-1] + 1])
+        return g, (self.node_size if idx[0] == 0 else 1), math.prod(sizes[: idx[-1] + 1])
 
     @checked
-    def collective_terms(self, kind: str, nbytes: NonNegativeFloat, group=None, inner: PositiveInt | None = None, *,
-                         span: PositiveInt | None = None, sharp: Bool = False,
-                         top_k: PositiveInt | None = None) -> dict:
+    def collective_terms(
+        self,
+        kind: str,
+        nbytes: NonNegativeFloat,
+        group=None,
+        inner: PositiveInt | None = None,
+        *,
+        span: PositiveInt | None = None,
+        sharp: Bool = False,
+        top_k: PositiveInt | None = None,
+    ) -> dict:
         """Seconds of collective ``kind`` at each level (``"node"``, then each fat-tree level by name): the
         bandwidth terms whose maximum :meth:`collective_time` reports. See the module docstring and
         :meth:`collective_time` for ``group``."""
@@ -360,9 +406,18 @@ class GpuCluster:
         return terms
 
     @checked
-    def collective_time(self, kind: str, nbytes: NonNegativeFloat, group=None, inner: PositiveInt | None = None, *,
-                        span: PositiveInt | None = None, hop_latency: NonNegativeFloat | None = None,
-                        sharp: Bool = False, top_k: PositiveInt | None = None) -> CollectiveTime:
+    def collective_time(
+        self,
+        kind: str,
+        nbytes: NonNegativeFloat,
+        group=None,
+        inner: PositiveInt | None = None,
+        *,
+        span: PositiveInt | None = None,
+        hop_latency: NonNegativeFloat | None = None,
+        sharp: Bool = False,
+        top_k: PositiveInt | None = None,
+    ) -> CollectiveTime:
         """Time of collective ``kind`` on a ``nbytes``-byte array over ``group`` GPUs, ``inner`` of them per node
         (default: as many as fit in one node), spread over ``span`` GPUs (default: ``group`` times the node GPUs
         ``inner`` leaves to other groups). ``group`` may also be ``None`` (every GPU) or axis names, a contiguous
@@ -378,8 +433,9 @@ class GpuCluster:
         return _time(max(terms.values()), steps * lat)
 
     @checked
-    def send_time(self, nbytes: NonNegativeFloat, across_nodes: Bool = True, *,
-                  hop_latency: NonNegativeFloat | None = None) -> float:
+    def send_time(
+        self, nbytes: NonNegativeFloat, across_nodes: Bool = True, *, hop_latency: NonNegativeFloat | None = None
+    ) -> float:
         """Seconds for one GPU to send ``nbytes`` to another (a pipeline stage boundary): NIC or NVLink, plus
         ``hop_latency`` (``None``: the chip's)."""
         return nbytes / (self.nic_bw if across_nodes else self.chip.nvlink_bw) + self._hop_latency(hop_latency)
@@ -387,14 +443,18 @@ class GpuCluster:
 
 def _time(bandwidth_time: float, latency_time: float) -> CollectiveTime:
     """A CollectiveTime whose total is the larger term (as tpu_notes.collectives builds them)."""
-    return CollectiveTime(bandwidth_time=bandwidth_time, latency_time=latency_time,
-                          total=max(bandwidth_time, latency_time),
-                          bound="bandwidth" if bandwidth_time >= latency_time else "latency")
+    return CollectiveTime(
+        bandwidth_time=bandwidth_time,
+        latency_time=latency_time,
+        total=max(bandwidth_time, latency_time),
+        bound="bandwidth" if bandwidth_time >= latency_time else "latency",
+    )
 
 
 @checked
-def dgx_superpod(chip="h100", n_gpus: PositiveInt = 1024, *, nodes_per_su: PositiveInt = 32,
-                 sus_per_spine: PositiveInt = 8) -> GpuCluster:
+def dgx_superpod(
+    chip="h100", n_gpus: PositiveInt = 1024, *, nodes_per_su: PositiveInt = 32, sus_per_spine: PositiveInt = 8
+) -> GpuCluster:
     """NVIDIA's reference DGX SuperPod: nodes in scalable units of ``nodes_per_su`` under leaf switches, units
     joined by spine switches in groups of up to ``sus_per_spine`` (8: 2048 GPUs; the 1024-GPU pod has 4), and a
     core level above when there are more. Full bisection everywhere (scaling book, gpus.md). A GB200 NVL72 pod:
@@ -415,8 +475,9 @@ def dgx_superpod(chip="h100", n_gpus: PositiveInt = 1024, *, nodes_per_su: Posit
         return GpuCluster(c, n, levels=(FatTreeLevel("leaf", su), FatTreeLevel("spine", sus)))
     if sus % sps:
         raise ValueError(f"n_gpus ({n}) must fill whole spine groups of {sps} scalable units")
-    return GpuCluster(c, n, levels=(FatTreeLevel("leaf", su), FatTreeLevel("spine", sps),
-                                    FatTreeLevel("core", sus // sps)))
+    return GpuCluster(
+        c, n, levels=(FatTreeLevel("leaf", su), FatTreeLevel("spine", sps), FatTreeLevel("core", sus // sps))
+    )
 
 
 @checked

@@ -13,6 +13,7 @@ seconds on a laptop core (the closed form prices any size): at most :data:`MAX_D
 at most as many), and ``n_gpus × group × (levels + 1) <=`` :data:`MAX_ROUTE_WORK` (a flat 576-GPU AllToAll is 0.7
 million; the cap stops a deep tree of many levels, where each piece climbs further).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,9 +36,9 @@ MAX_ROUTE_WORK = 1_500_000
 class LinkLoad:
     """Bytes one directed link of the explicit graph carries during a collective."""
 
-    link: tuple         # (from, to): ("gpu", i) / ("nvswitch", node) / (level name, unit index)
-    bandwidth: float    # bytes/s, one direction
-    nbytes: float       # bytes routed over it
+    link: tuple  # (from, to): ("gpu", i) / ("nvswitch", node) / (level name, unit index)
+    bandwidth: float  # bytes/s, one direction
+    nbytes: float  # bytes routed over it
 
     @property
     def time(self) -> float:
@@ -54,8 +55,15 @@ def _graph_ids(cluster: GpuCluster, gpu: int):
 
 
 @checked
-def link_loads(cluster: GpuCluster, kind: str, nbytes: NonNegativeFloat, group: capped(MAX_DIRECT_GPUS),
-               inner: PositiveInt | None = None, *, span: PositiveInt | None = None) -> list[LinkLoad]:
+def link_loads(
+    cluster: GpuCluster,
+    kind: str,
+    nbytes: NonNegativeFloat,
+    group: capped(MAX_DIRECT_GPUS),
+    inner: PositiveInt | None = None,
+    *,
+    span: PositiveInt | None = None,
+) -> list[LinkLoad]:
     """Route one collective over the explicit graph of ``cluster`` and return the bytes on every directed link.
 
     The graph: each GPU has an NVLink link to and from its node's NVSwitch (``W_nvlink``) and a NIC link to and
@@ -74,13 +82,17 @@ def link_loads(cluster: GpuCluster, kind: str, nbytes: NonNegativeFloat, group: 
     kind = canonical_kind(kind)
     v = nbytes
     if cluster.n_gpus > MAX_DIRECT_GPUS:
-        raise ValueError(f"cluster has {cluster.n_gpus} GPUs; link_loads enumerates at most MAX_DIRECT_GPUS="
-                         f"{MAX_DIRECT_GPUS} (the closed form GpuCluster.collective_time prices any size)")
+        raise ValueError(
+            f"cluster has {cluster.n_gpus} GPUs; link_loads enumerates at most MAX_DIRECT_GPUS="
+            f"{MAX_DIRECT_GPUS} (the closed form GpuCluster.collective_time prices any size)"
+        )
     work = cluster.n_gpus * group * (len(cluster.levels) + 1)
     if work > MAX_ROUTE_WORK:
-        raise ValueError(f"cluster ({cluster.n_gpus} GPUs, {len(cluster.levels)} levels) x group ({group}) is "
-                         f"{work:,} route steps; link_loads takes at most MAX_ROUTE_WORK={MAX_ROUTE_WORK:,} (use "
-                         "GpuCluster.collective_time, the closed form)")
+        raise ValueError(
+            f"cluster ({cluster.n_gpus} GPUs, {len(cluster.levels)} levels) x group ({group}) is "
+            f"{work:,} route steps; link_loads takes at most MAX_ROUTE_WORK={MAX_ROUTE_WORK:,} (use "
+            "GpuCluster.collective_time, the closed form)"
+        )
     inner, span = cluster._placement(group, inner, span)
     g = int(group)
     stride = span // g
@@ -90,13 +102,13 @@ def link_loads(cluster: GpuCluster, kind: str, nbytes: NonNegativeFloat, group: 
     per_gpu = cluster.per_gpu_bw()
     sizes = cluster.subtree_sizes()
     names = ["nvswitch"] + [lv.name for lv in cluster.levels]
-    unit = [_graph_ids(cluster, i) for i in range(cluster.n_gpus)]     # each GPU's unit at every level
+    unit = [_graph_ids(cluster, i) for i in range(cluster.n_gpus)]  # each GPU's unit at every level
     for i in range(cluster.n_gpus):
         ids = unit[i]
         bw[(("gpu", i), ("nvswitch", ids[0]))] = bw[(("nvswitch", ids[0]), ("gpu", i))] = cluster.chip.nvlink_bw
         if cluster.levels:
             bw[(("gpu", i), (names[1], ids[1]))] = bw[((names[1], ids[1]), ("gpu", i))] = per_gpu[0]
-    for li in range(1, len(cluster.levels)):      # subtree of level li-1 (name names[li]) -> unit of level li
+    for li in range(1, len(cluster.levels)):  # subtree of level li-1 (name names[li]) -> unit of level li
         child, parent = names[li], names[li + 1]
         for u in range(cluster.n_gpus // (sizes[li])):
             up = u // cluster.levels[li].degree
@@ -152,7 +164,7 @@ def link_loads(cluster: GpuCluster, kind: str, nbytes: NonNegativeFloat, group: 
             nodes = sorted({i // N for i in mem})
             for rank, s in enumerate(mem):
                 home = s // N
-                for (_, d) in members_of_node[(key, home)]:
+                for _, d in members_of_node[(key, home)]:
                     if d != s:
                         add((("gpu", s), ("nvswitch", home)), shard)
                         add((("nvswitch", home), ("gpu", d)), shard)
@@ -162,7 +174,7 @@ def link_loads(cluster: GpuCluster, kind: str, nbytes: NonNegativeFloat, group: 
                     local = members_of_node[(key, nd)]
                     _, entry = local[rank % len(local)]
                     add(((names[1], unit[entry][1]), ("gpu", entry)), shard)
-                    for (_, d) in local:
+                    for _, d in local:
                         if d != entry:
                             add((("gpu", entry), ("nvswitch", nd)), shard)
                             add((("nvswitch", nd), ("gpu", d)), shard)
@@ -172,10 +184,16 @@ def link_loads(cluster: GpuCluster, kind: str, nbytes: NonNegativeFloat, group: 
 
 
 @checked
-def direct_collective_time(cluster: GpuCluster, kind: str, nbytes: NonNegativeFloat, group: capped(MAX_DIRECT_GPUS),
-                           inner: PositiveInt | None = None, *, span: PositiveInt | None = None) -> float:
+def direct_collective_time(
+    cluster: GpuCluster,
+    kind: str,
+    nbytes: NonNegativeFloat,
+    group: capped(MAX_DIRECT_GPUS),
+    inner: PositiveInt | None = None,
+    *,
+    span: PositiveInt | None = None,
+) -> float:
     """Seconds of the busiest link of :func:`link_loads`: the bandwidth time of the collective counted link by
     link, to compare with :meth:`GpuCluster.collective_time`'s closed form."""
     loads = link_loads(cluster, kind, nbytes, group, inner, span=span)
     return max((ld.time for ld in loads), default=0.0)
-

@@ -4,17 +4,28 @@ Memory only decides what fits: ``n · HBM ≥ weights + B · S · kv_bytes``. Th
 the memory holds; the smallest slice is the first standard slice shape with enough chips. Throughput follows from
 :func:`~tpu_notes.inference.step.decode_step_time`; cost from throughput and a price per chip-hour.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Annotated, Optional, Sequence
+from collections.abc import Sequence
+from typing import Annotated
 
 from ..hardware import get_chip
 from ..topology import Slice
 from ..transformer import Model
 from ..units import Bool, PositiveFloat, Range, Shape, check_positive, checked, dtype_bytes
-from .step import (MAX_BATCH, Batch, Chips, ComputeDType, Context, DecodeStepTime, StorageDType, decode_step_time,
-                   machine)
+from .step import (
+    MAX_BATCH,
+    Batch,
+    Chips,
+    ComputeDType,
+    Context,
+    DecodeStepTime,
+    StorageDType,
+    decode_step_time,
+    machine,
+)
 
 #: Most candidates (batches, or chip counts × batches) one search or curve evaluates.
 MAX_CANDIDATES = 4096
@@ -38,8 +49,16 @@ def _candidates(name: str, values) -> tuple:
 
 
 @checked
-def max_batch(model: Model, chip, n_chips: Chips, seq_len: Context, *, weight_dtype: StorageDType = "bf16",
-              kv_dtype: StorageDType = "bf16", reserve_fraction: Reserve = 0.0) -> int:
+def max_batch(
+    model: Model,
+    chip,
+    n_chips: Chips,
+    seq_len: Context,
+    *,
+    weight_dtype: StorageDType = "bf16",
+    kv_dtype: StorageDType = "bf16",
+    reserve_fraction: Reserve = 0.0,
+) -> int:
     """Largest number of sequences of ``seq_len`` tokens whose KV caches fit beside the weights on ``n_chips``:
     ``floor((n · HBM · (1 − reserve) − weights) / (seq_len · kv_bytes))``.
 
@@ -52,18 +71,26 @@ def max_batch(model: Model, chip, n_chips: Chips, seq_len: Context, *, weight_dt
     free = n * m.hbm_bytes * (1.0 - r) - w
     b = math.floor(free / (S * kv)) if free > 0 else 0
     if b < 1:
-        need = min_chips(c, chip, batch=1, seq_len=S, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                         reserve_fraction=r)
-        raise ValueError(f"n_chips={n} {m.name} chips cannot hold {c.name or 'the model'} "
-                         f"({w / 1e9:.3g} GB of weights) and one {S:,}-token KV cache; it needs at least {need} "
-                         "chips")
+        need = min_chips(c, chip, batch=1, seq_len=S, weight_dtype=weight_dtype, kv_dtype=kv_dtype, reserve_fraction=r)
+        raise ValueError(
+            f"n_chips={n} {m.name} chips cannot hold {c.name or 'the model'} "
+            f"({w / 1e9:.3g} GB of weights) and one {S:,}-token KV cache; it needs at least {need} "
+            "chips"
+        )
     return int(min(b, MAX_BATCH))
 
 
 @checked
-def min_chips(model: Model, chip, *, batch: Batch | None = None, seq_len: Context | None = None,
-              weight_dtype: StorageDType = "bf16", kv_dtype: StorageDType = "bf16",
-              reserve_fraction: Reserve = 0.0) -> int:
+def min_chips(
+    model: Model,
+    chip,
+    *,
+    batch: Batch | None = None,
+    seq_len: Context | None = None,
+    weight_dtype: StorageDType = "bf16",
+    kv_dtype: StorageDType = "bf16",
+    reserve_fraction: Reserve = 0.0,
+) -> int:
     """Fewest chips whose memory holds the weights (and, given ``batch`` and ``seq_len``, their KV caches):
     ``ceil(bytes / (HBM · (1 − reserve)))``. Memory only: no slice shape, no speed."""
     c, w, kv = _memory(model, weight_dtype, kv_dtype)
@@ -102,12 +129,26 @@ def slice_shapes(chip) -> tuple[tuple[int, ...], ...]:
 
 
 @checked
-def smallest_topology(model: Model, chip, *, batch: Batch | None = None, seq_len: Context | None = None,
-                      weight_dtype: StorageDType = "bf16", kv_dtype: StorageDType = "bf16",
-                      reserve_fraction: Reserve = 0.0) -> Slice:
+def smallest_topology(
+    model: Model,
+    chip,
+    *,
+    batch: Batch | None = None,
+    seq_len: Context | None = None,
+    weight_dtype: StorageDType = "bf16",
+    kv_dtype: StorageDType = "bf16",
+    reserve_fraction: Reserve = 0.0,
+) -> Slice:
     """The smallest standard slice (:func:`slice_shapes`) with at least :func:`min_chips` chips."""
-    need = min_chips(model, chip, batch=batch, seq_len=seq_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                     reserve_fraction=reserve_fraction)
+    need = min_chips(
+        model,
+        chip,
+        batch=batch,
+        seq_len=seq_len,
+        weight_dtype=weight_dtype,
+        kv_dtype=kv_dtype,
+        reserve_fraction=reserve_fraction,
+    )
     for shape in slice_shapes(chip):
         if math.prod(shape) >= need:
             return Slice(chip, shape)
@@ -116,36 +157,59 @@ def smallest_topology(model: Model, chip, *, batch: Batch | None = None, seq_len
 
 
 @checked
-def throughput_per_chip(model: Model, chip, n_chips: Chips, batch: Batch, seq_len: Context, *,
-                        decode_len: Context | None = None, weight_dtype: StorageDType = "bf16",
-                        kv_dtype: StorageDType = "bf16", compute_dtype: ComputeDType = "bf16") -> float:
+def throughput_per_chip(
+    model: Model,
+    chip,
+    n_chips: Chips,
+    batch: Batch,
+    seq_len: Context,
+    *,
+    decode_len: Context | None = None,
+    weight_dtype: StorageDType = "bf16",
+    kv_dtype: StorageDType = "bf16",
+    compute_dtype: ComputeDType = "bf16",
+) -> float:
     """Tokens per second per chip of generation at ``batch`` and ``seq_len`` (``B / (step · n)``); with
     ``decode_len``, queries per second per chip instead (``B / (step · decode_len · n)``)."""
-    step = decode_step_time(model, chip, n_chips, batch, seq_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                            compute_dtype=compute_dtype)
+    step = decode_step_time(
+        model, chip, n_chips, batch, seq_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype, compute_dtype=compute_dtype
+    )
     if decode_len is None:
         return step.tokens_per_s_per_chip
     return step.tokens_per_s_per_chip / decode_len
 
 
 @checked
-def latency_throughput_curve(model: Model, chip, n_chips: Chips, seq_len: Context,
-                             batches: Optional[Sequence[int]] = None, *, weight_dtype: StorageDType = "bf16",
-                             kv_dtype: StorageDType = "bf16", compute_dtype: ComputeDType = "bf16",
-                             fitting_only: Bool = False) -> tuple[DecodeStepTime, ...]:
+def latency_throughput_curve(
+    model: Model,
+    chip,
+    n_chips: Chips,
+    seq_len: Context,
+    batches: Sequence[int] | None = None,
+    *,
+    weight_dtype: StorageDType = "bf16",
+    kv_dtype: StorageDType = "bf16",
+    compute_dtype: ComputeDType = "bf16",
+    fitting_only: Bool = False,
+) -> tuple[DecodeStepTime, ...]:
     """The step at each batch of ``batches`` (default: powers of two up to 1024; at most :data:`MAX_CANDIDATES`):
     latency is ``.total``, throughput ``.tokens_per_s_per_chip``. ``fitting_only`` drops the batches whose caches
     do not fit."""
     batches = _candidates("batches", tuple(2**i for i in range(11)) if batches is None else batches)
-    out = [decode_step_time(model, chip, n_chips, b, seq_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                            compute_dtype=compute_dtype) for b in batches]
+    out = [
+        decode_step_time(
+            model, chip, n_chips, b, seq_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype, compute_dtype=compute_dtype
+        )
+        for b in batches
+    ]
     return tuple(s for s in out if s.fits or not fitting_only)
 
 
 def pareto_frontier(steps: Sequence[DecodeStepTime]) -> tuple:
     """The steps no other step beats on both latency (``.total``, lower is better) and throughput per chip
     (``.tokens_per_s_per_chip``, higher is better), sorted by latency: the latency–throughput frontier across
-    batches, topologies and precisions. ``steps`` is a sequence of :class:`~tpu_notes.inference.DecodeStepTime`; ones that do not fit in
+    batches, topologies and precisions. ``steps`` is a sequence of :class:`~tpu_notes.inference.DecodeStepTime`;
+    ones that do not fit in
     memory are left out."""
     if isinstance(steps, (str, bytes)) or not isinstance(steps, (list, tuple)):
         raise TypeError(f"steps must be a list of DecodeStepTime; got {type(steps).__name__}")
@@ -163,11 +227,13 @@ def pareto_frontier(steps: Sequence[DecodeStepTime]) -> tuple:
 
 
 @checked
-def cost_per_million_tokens(tokens_per_s_per_chip, dollars_per_chip_hour: PositiveFloat | None = None, *,
-                            chip=None) -> float:
+def cost_per_million_tokens(
+    tokens_per_s_per_chip, dollars_per_chip_hour: PositiveFloat | None = None, *, chip=None
+) -> float:
     """Dollars per million generated tokens: ``1e6 / (tokens/s/chip) × price / 3600``.
 
-    ``tokens_per_s_per_chip`` is a number or a :class:`~tpu_notes.inference.DecodeStepTime`; the price is ``dollars_per_chip_hour`` or,
+    ``tokens_per_s_per_chip`` is a number or a :class:`~tpu_notes.inference.DecodeStepTime`; the price is
+    ``dollars_per_chip_hour`` or,
     when omitted, the on-demand price of ``chip`` in :mod:`tpu_notes.hardware`.
     """
     if isinstance(tokens_per_s_per_chip, DecodeStepTime):
@@ -204,5 +270,16 @@ def eviction_per_step(batch: Batch, prompt_len: Context, decode_len: Context) ->
     return {"sequences": B / G, "tokens": B * (P + G) / G}
 
 
-__all__ = ["MAX_CANDIDATES", "cost_per_million_tokens", "disaggregation_ratio", "eviction_per_step", "latency_throughput_curve",
-           "max_batch", "min_chips", "pareto_frontier", "slice_shapes", "smallest_topology", "throughput_per_chip"]
+__all__ = [
+    "MAX_CANDIDATES",
+    "cost_per_million_tokens",
+    "disaggregation_ratio",
+    "eviction_per_step",
+    "latency_throughput_curve",
+    "max_batch",
+    "min_chips",
+    "pareto_frontier",
+    "slice_shapes",
+    "smallest_topology",
+    "throughput_per_chip",
+]

@@ -15,6 +15,7 @@ collectives latency-bound (:func:`latency_bound_tp`). 1D weight-stationary shard
 ``2·B·D / (X·W) + 4·B·F / (YZ·W)``, least at ``X = sqrt(N·D / (2F))``, and wins past
 ``N = 32 · (F/D) · (3/4)²`` chips (72 for ``F = 4D``) on a 3D torus (:func:`weight_stationary_comms`).
 """
+
 from __future__ import annotations
 
 import math
@@ -44,19 +45,22 @@ def _ici(chip, kind="ici"):
 class GenerationMatmulTimes:
     """One ``[B, D] × [D, F]`` matmul sharded ``tp`` ways during generation, seconds per chip."""
 
-    hbm: float     # weights read: 2·D·F·bytes/2 / (Y · W_hbm)
-    ici: float     # activations gathered: 2·B·D / W_ici
-    math: float    # 2·B·D·F / (Y · C)
-    bound: str     # "hbm", "ici" or "compute": the largest
+    hbm: float  # weights read: 2·D·F·bytes/2 / (Y · W_hbm)
+    ici: float  # activations gathered: 2·B·D / W_ici
+    math: float  # 2·B·D·F / (Y · C)
+    bound: str  # "hbm", "ici" or "compute": the largest
 
     def __repr__(self) -> str:
-        return (f"GenerationMatmulTimes(hbm={fmt(self.hbm, 's')}, ici={fmt(self.ici, 's')}, "
-                f"math={fmt(self.math, 's')}, bound={self.bound})")
+        return (
+            f"GenerationMatmulTimes(hbm={fmt(self.hbm, 's')}, ici={fmt(self.ici, 's')}, "
+            f"math={fmt(self.math, 's')}, bound={self.bound})"
+        )
 
 
 @checked
-def generation_matmul_times(chip, batch: Batch, d_model: Dim, d_ff: Dim, tp: Chips, *,
-                            weight_dtype: StorageDType = "bf16") -> GenerationMatmulTimes:
+def generation_matmul_times(
+    chip, batch: Batch, d_model: Dim, d_ff: Dim, tp: Chips, *, weight_dtype: StorageDType = "bf16"
+) -> GenerationMatmulTimes:
     """The three times of one model-parallel matmul in a generation step (see the module docstring)."""
     c, w_ici = _ici(chip)
     B, D, F, Y = batch, d_model, d_ff, tp
@@ -97,15 +101,16 @@ def latency_bound_tp(chip, batch: Batch, d_model: Dim, *, dtype: StorageDType = 
 class KVSharding:
     """How a KV cache ``[B, S, K, H]`` is spread over ``n_chips``: over heads first, then over the batch."""
 
-    heads: int              # ways over the K key/value heads
-    batch: int              # ways over the sequences
-    all_to_alls: int        # AllToAlls per attention layer (2 when the batch is sharded, else 0)
-    replicated: int         # copies of each cache shard (1 when fully distributed)
+    heads: int  # ways over the K key/value heads
+    batch: int  # ways over the sequences
+    all_to_alls: int  # AllToAlls per attention layer (2 when the batch is sharded, else 0)
+    replicated: int  # copies of each cache shard (1 when fully distributed)
 
 
 @checked
-def kv_sharding(model: Model, n_chips: Chips, *, heads: PositiveInt | None = None,
-                batch: Batch | None = None) -> KVSharding:
+def kv_sharding(
+    model: Model, n_chips: Chips, *, heads: PositiveInt | None = None, batch: Batch | None = None
+) -> KVSharding:
     """Shard the KV cache of ``model`` over ``n_chips``: ``heads`` ways over the KV heads (default: the largest
     divisor of both ``K`` and ``n_chips``), the rest over the batch (``batch`` sequences must divide by it, when
     given). Asking for more head shards than the model has KV heads is a ``ValueError``."""
@@ -124,24 +129,30 @@ def kv_sharding(model: Model, n_chips: Chips, *, heads: PositiveInt | None = Non
         if B % ways and B >= ways:
             raise ValueError(f"batch={B} must be divisible by the {ways} batch shards")
         ways = min(ways, B)
-    return KVSharding(heads=heads, batch=ways, all_to_alls=2 if ways > 1 else 0,
-                      replicated=n // (heads * ways))
+    return KVSharding(heads=heads, batch=ways, all_to_alls=2 if ways > 1 else 0, replicated=n // (heads * ways))
 
 
 @dataclass(frozen=True)
 class WeightStationary:
     """Communication of one MLP block (``W_in``, ``W_out``) in a generation step, per chip, in seconds."""
 
-    layout: str          # "1d" or "2d"
-    comms: float         # seconds of ICI communication
-    x: float             # 2D: ways the D dimension is sharded (1 for 1D)
-    yz: float            # 2D: ways the F dimension is sharded (N for 1D)
+    layout: str  # "1d" or "2d"
+    comms: float  # seconds of ICI communication
+    x: float  # 2D: ways the D dimension is sharded (1 for 1D)
+    yz: float  # 2D: ways the F dimension is sharded (N for 1D)
 
 
 @checked
-def weight_stationary_comms(chip, batch: Batch, d_model: Dim, d_ff: Dim, n_chips: Chips,
-                            layout: Annotated[str, OneOf(("1d", "2d"))] = "1d", *,
-                            n_axes: Annotated[int, Positive(integer=True, maximum=3)] = 3) -> WeightStationary:
+def weight_stationary_comms(
+    chip,
+    batch: Batch,
+    d_model: Dim,
+    d_ff: Dim,
+    n_chips: Chips,
+    layout: Annotated[str, OneOf(("1d", "2d"))] = "1d",
+    *,
+    n_axes: Annotated[int, Positive(integer=True, maximum=3)] = 3,
+) -> WeightStationary:
     """ICI time of an MLP block's collectives under 1D (``F`` sharded over all chips: AllGather + ReduceScatter of
     the bf16 ``[B, D]`` activations on ``n_axes`` axes, ``4·B·D / (n_axes · W)``) or 2D weight-stationary sharding
     (``2·B·D / (X·W) + 4·B·F / (YZ·W)`` at the best real ``X = sqrt(N·D / (2F))``), ``W`` the bidirectional
@@ -162,6 +173,16 @@ def ws_2d_crossover(d_model: Dim, d_ff: Dim) -> float:
     return 32.0 * (d_ff / d_model) * (3.0 / 4.0) ** 2
 
 
-__all__ = ["ICI_HOP_LATENCY", "GenerationMatmulTimes", "KVSharding", "WeightStationary", "generation_matmul_times",
-           "kv_sharding", "latency_bound_tp", "max_tp_ici", "max_tp_memory", "weight_stationary_comms",
-           "ws_2d_crossover"]
+__all__ = [
+    "ICI_HOP_LATENCY",
+    "GenerationMatmulTimes",
+    "KVSharding",
+    "WeightStationary",
+    "generation_matmul_times",
+    "kv_sharding",
+    "latency_bound_tp",
+    "max_tp_ici",
+    "max_tp_memory",
+    "weight_stationary_comms",
+    "ws_2d_crossover",
+]

@@ -22,6 +22,7 @@ requests finds its first ``prefix_len`` tokens in a prefix cache and computes on
 Reported: time to first token (arrival → first token), time per output token (first → last token, over the
 tokens after the first), their percentiles, and tokens generated per second. Same arguments, same result.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -46,29 +47,37 @@ MAX_STEPS = 5_000_000
 class SimResult:
     """What :func:`simulate` measured. Times in seconds; percentiles are p50, p90, p99."""
 
-    ttft: tuple[float, float, float]      # time to first token, s: p50, p90, p99
-    tpot: tuple[float, float, float]      # time per output token after the first, s: p50, p90, p99
-    throughput: float                     # generated tokens per second over the run (first arrival → last token)
-    throughput_per_chip: float            # throughput / all chips (generation + prefill slices)
-    mean_batch: float                     # average sequences per generation step
-    duration: float                       # seconds from the first arrival to the last token
-    completed: int                        # requests served
-    n_chips: int                          # chips in all, prefill slices included
-    ttft_all: tuple[float, ...] = field(repr=False, default=())   # every request's TTFT, s
-    tpot_all: tuple[float, ...] = field(repr=False, default=())   # every request's TPOT, s
+    ttft: tuple[float, float, float]  # time to first token, s: p50, p90, p99
+    tpot: tuple[float, float, float]  # time per output token after the first, s: p50, p90, p99
+    throughput: float  # generated tokens per second over the run (first arrival → last token)
+    throughput_per_chip: float  # throughput / all chips (generation + prefill slices)
+    mean_batch: float  # average sequences per generation step
+    duration: float  # seconds from the first arrival to the last token
+    completed: int  # requests served
+    n_chips: int  # chips in all, prefill slices included
+    ttft_all: tuple[float, ...] = field(repr=False, default=())  # every request's TTFT, s
+    tpot_all: tuple[float, ...] = field(repr=False, default=())  # every request's TPOT, s
 
     def row(self) -> dict:
         """The headline numbers as a dict (for tables)."""
-        return {"ttft_p50_s": self.ttft[0], "ttft_p99_s": self.ttft[2], "tpot_p50_s": self.tpot[0],
-                "tpot_p99_s": self.tpot[2], "tokens_per_s": self.throughput,
-                "tokens_per_s_per_chip": self.throughput_per_chip, "mean_batch": self.mean_batch}
+        return {
+            "ttft_p50_s": self.ttft[0],
+            "ttft_p99_s": self.ttft[2],
+            "tpot_p50_s": self.tpot[0],
+            "tpot_p99_s": self.tpot[2],
+            "tokens_per_s": self.throughput,
+            "tokens_per_s_per_chip": self.throughput_per_chip,
+            "mean_batch": self.mean_batch,
+        }
 
     def __repr__(self) -> str:
         t = ", ".join(fmt(v, "s") for v in self.ttft)
         p = ", ".join(fmt(v, "s") for v in self.tpot)
-        return (f"SimResult(TTFT p50/p90/p99 = {t}; TPOT p50/p90/p99 = {p}; "
-                f"{fmt(self.throughput, 'tokens/s')} ({fmt(self.throughput_per_chip, 'tokens/s')} per chip); "
-                f"mean batch {self.mean_batch:.1f}; {self.completed} requests)")
+        return (
+            f"SimResult(TTFT p50/p90/p99 = {t}; TPOT p50/p90/p99 = {p}; "
+            f"{fmt(self.throughput, 'tokens/s')} ({fmt(self.throughput_per_chip, 'tokens/s')} per chip); "
+            f"mean batch {self.mean_batch:.1f}; {self.completed} requests)"
+        )
 
 
 def _lengths(rng, median: int, spread: float, n: int, name: str) -> np.ndarray:
@@ -84,17 +93,28 @@ _Share = Annotated[float, Range(0.0, 1.0)]
 
 
 @checked
-def simulate(model: Model, chip, n_chips: Chips, *, arrival_rate: PositiveFloat,
-             n_requests: Annotated[int, Positive(integer=True, maximum=MAX_REQUESTS)] = 200,
-             prompt_len: _Len = 1024, decode_len: _Len = 256,
-             length_spread: Annotated[float, Range(0.0, 3.0)] = 0.0,
-             max_batch: Annotated[int, Positive(integer=True, maximum=MAX_MODEL_BATCH)] | None = None,
-             weight_dtype: StorageDType = "bf16", kv_dtype: StorageDType = "bf16",
-             compute_dtype: ComputeDType = "bf16", prefill_mfu: Fraction = 0.5, prefix_hit_rate: _Share = 0.0,
-             prefix_len: Annotated[int, Positive(integer=True, allow_zero=True, maximum=MAX_REQUEST_LEN)] = 0,
-             disaggregated: Bool = False, prefill_chips: Chips | None = None,
-             prefill_servers: Annotated[int, Positive(integer=True, maximum=1024)] = 1,
-             seed: Annotated[int, Positive(integer=True, allow_zero=True, maximum=2**32 - 1)] = 0) -> SimResult:
+def simulate(
+    model: Model,
+    chip,
+    n_chips: Chips,
+    *,
+    arrival_rate: PositiveFloat,
+    n_requests: Annotated[int, Positive(integer=True, maximum=MAX_REQUESTS)] = 200,
+    prompt_len: _Len = 1024,
+    decode_len: _Len = 256,
+    length_spread: Annotated[float, Range(0.0, 3.0)] = 0.0,
+    max_batch: Annotated[int, Positive(integer=True, maximum=MAX_MODEL_BATCH)] | None = None,
+    weight_dtype: StorageDType = "bf16",
+    kv_dtype: StorageDType = "bf16",
+    compute_dtype: ComputeDType = "bf16",
+    prefill_mfu: Fraction = 0.5,
+    prefix_hit_rate: _Share = 0.0,
+    prefix_len: Annotated[int, Positive(integer=True, allow_zero=True, maximum=MAX_REQUEST_LEN)] = 0,
+    disaggregated: Bool = False,
+    prefill_chips: Chips | None = None,
+    prefill_servers: Annotated[int, Positive(integer=True, maximum=1024)] = 1,
+    seed: Annotated[int, Positive(integer=True, allow_zero=True, maximum=2**32 - 1)] = 0,
+) -> SimResult:
     """Serve ``n_requests`` Poisson arrivals (``arrival_rate`` requests/s) of ``prompt_len`` prompt tokens and
     ``decode_len`` generated tokens (log-normal around those medians when ``length_spread`` > 0) on ``n_chips``
     chips; see the module docstring for the two engines. Returns a :class:`SimResult`."""
@@ -115,11 +135,13 @@ def simulate(model: Model, chip, n_chips: Chips, *, arrival_rate: PositiveFloat,
     # what memory holds (refuses a deployment whose weights and one longest sequence do not fit, naming n_chips)
     fits = _max_batch(c, chip, n, longest, weight_dtype=wd, kv_dtype=kd) if math.isfinite(m.hbm_bytes) else 256
     if max_batch is not None and max_batch > fits:
-        raise ValueError(f"max_batch={max_batch} sequences of up to {longest:,} tokens do not fit in the memory of "
-                         f"n_chips={n} {m.name} chips beside the weights; at most {fits}")
+        raise ValueError(
+            f"max_batch={max_batch} sequences of up to {longest:,} tokens do not fit in the memory of "
+            f"n_chips={n} {m.name} chips beside the weights; at most {fits}"
+        )
     cap = min(fits if max_batch is None else max_batch, MAX_MODEL_BATCH)
     if disaggregated and math.isfinite(m.hbm_bytes):
-        _max_batch(c, chip, pchips, longest, weight_dtype=wd, kv_dtype=kd)   # a prefill slice must hold the model
+        _max_batch(c, chip, pchips, longest, weight_dtype=wd, kv_dtype=kd)  # a prefill slice must hold the model
 
     # prefill durations (computed once per distinct (prompt, cached) pair)
     memo: dict = {}
@@ -129,8 +151,9 @@ def simulate(model: Model, chip, n_chips: Chips, *, arrival_rate: PositiveFloat,
         cached = min(plen, T - 1) if hits[i] else 0
         key = (T, cached, chips)
         if key not in memo:
-            memo[key] = prefill_time(c, chip, chips, T, mfu=prefill_mfu, weight_dtype=wd,
-                                     compute_dtype=compute_dtype, cached_len=cached).total
+            memo[key] = prefill_time(
+                c, chip, chips, T, mfu=prefill_mfu, weight_dtype=wd, compute_dtype=compute_dtype, cached_len=cached
+            ).total
         return memo[key]
 
     # one generation step: Chapter 7's step-time formula at the current batch and the sum of its contexts
@@ -139,14 +162,14 @@ def simulate(model: Model, chip, n_chips: Chips, *, arrival_rate: PositiveFloat,
     first = np.full(N, np.nan)
     last = np.full(N, np.nan)
     t = float(arrivals[0])
-    active: list = []          # heap of (finish step index, request)
-    ctx_sum = 0                # sum of the active contexts (tokens cached)
+    active: list = []  # heap of (finish step index, request)
+    ctx_sum = 0  # sum of the active contexts (tokens cached)
     step_idx = 0
     batch_steps = 0
     steps = 0
-    ready: list = []           # (time its first token exists, request) waiting for a generation slot
-    nxt = 0                    # next request not yet admitted to prefill (interleaved) or to ready (disagg.)
-    remaining = {}             # request -> tokens still to generate
+    ready: list = []  # (time its first token exists, request) waiting for a generation slot
+    nxt = 0  # next request not yet admitted to prefill (interleaved) or to ready (disagg.)
+    remaining = {}  # request -> tokens still to generate
 
     if disaggregated:
         free_at = [float(arrivals[0])] * n_pre
@@ -198,8 +221,9 @@ def simulate(model: Model, chip, n_chips: Chips, *, arrival_rate: PositiveFloat,
         steps += 1
         batch_steps += B
         if steps > MAX_STEPS:
-            raise ValueError(f"the simulation passed {MAX_STEPS:,} generation steps; ask for fewer requests or "
-                             "shorter decode_len")
+            raise ValueError(
+                f"the simulation passed {MAX_STEPS:,} generation steps; ask for fewer requests or shorter decode_len"
+            )
         while active and active[0][0] <= step_idx:
             _, i = heapq.heappop(active)
             last[i] = t
@@ -211,12 +235,18 @@ def simulate(model: Model, chip, n_chips: Chips, *, arrival_rate: PositiveFloat,
     total_chips = n + (n_pre * pchips if disaggregated else 0)
     tokens = float(gens.sum())
     pct = (50, 90, 99)
-    return SimResult(ttft=tuple(float(v) for v in np.percentile(ttft, pct)),
-                     tpot=tuple(float(v) for v in np.percentile(tpot, pct)),
-                     throughput=tokens / duration, throughput_per_chip=tokens / duration / total_chips,
-                     mean_batch=batch_steps / steps if steps else 0.0, duration=duration, completed=N,
-                     n_chips=total_chips, ttft_all=tuple(float(v) for v in ttft),
-                     tpot_all=tuple(float(v) for v in tpot))
+    return SimResult(
+        ttft=tuple(float(v) for v in np.percentile(ttft, pct)),
+        tpot=tuple(float(v) for v in np.percentile(tpot, pct)),
+        throughput=tokens / duration,
+        throughput_per_chip=tokens / duration / total_chips,
+        mean_batch=batch_steps / steps if steps else 0.0,
+        duration=duration,
+        completed=N,
+        n_chips=total_chips,
+        ttft_all=tuple(float(v) for v in ttft),
+        tpot_all=tuple(float(v) for v in tpot),
+    )
 
 
 __all__ = ["MAX_REQUESTS", "SimResult", "simulate"]

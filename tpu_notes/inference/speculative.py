@@ -6,6 +6,7 @@ token is accepted with probability ``a`` (independently), a round yields ``1 + a
 the last draft). A round costs ``k`` draft steps and one target step that scores ``k + 1`` positions; while the
 target's step is memory-bound that costs about as much as a normal step.
 """
+
 from __future__ import annotations
 
 from typing import Annotated
@@ -25,16 +26,18 @@ def expected_tokens_per_round(acceptance: Probability, k: Drafts) -> float:
 
 
 @checked
-def speculative_speedup(acceptance: Probability, k: Drafts, draft_cost: NonNegativeFloat = 0.0,
-                        verify_cost: PositiveFloat = 1.0) -> float:
+def speculative_speedup(
+    acceptance: Probability, k: Drafts, draft_cost: NonNegativeFloat = 0.0, verify_cost: PositiveFloat = 1.0
+) -> float:
     """Tokens per unit time relative to plain decoding: ``E[tokens] / (k · draft_cost + verify_cost)``, with costs
     in units of one target decode step (``verify_cost`` > 1 when scoring ``k + 1`` positions is not free)."""
     return expected_tokens_per_round(acceptance, k) / (k * draft_cost + verify_cost)
 
 
 @checked
-def best_k(acceptance: Probability, draft_cost: NonNegativeFloat, k_max: Drafts = 16,
-           verify_cost: PositiveFloat = 1.0) -> int:
+def best_k(
+    acceptance: Probability, draft_cost: NonNegativeFloat, k_max: Drafts = 16, verify_cost: PositiveFloat = 1.0
+) -> int:
     """The number of drafts per round (1..``k_max``) with the largest :func:`speculative_speedup`."""
     return max(range(1, k_max + 1), key=lambda k: speculative_speedup(acceptance, k, draft_cost, verify_cost))
 

@@ -19,15 +19,28 @@ longer.
 attributes ``peak_flops`` and ``bandwidth``, such as :class:`tpu_notes.bench.FittedRoofline`): the last lets a
 chapter hold a CPU measurement against the same formula. Everything here is plain Python (no JAX).
 """
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Annotated, Optional
+from typing import Annotated
 
 from ..hardware import Chip, get_chip
 from ..transformer import Model
-from ..units import (DType, Fraction, NonNegativeFloat, OneOf, Positive, PositiveFloat, Range, check_positive, checked, dtype_bytes, fmt)
+from ..units import (
+    DType,
+    Fraction,
+    NonNegativeFloat,
+    OneOf,
+    Positive,
+    PositiveFloat,
+    Range,
+    check_positive,
+    checked,
+    dtype_bytes,
+    fmt,
+)
 
 #: Dtype names the step-time functions take for weights and KV caches.
 STORAGE_DTYPES = ("bf16", "fp32", "fp8", "int8", "int4")
@@ -51,16 +64,17 @@ Chips = Annotated[int, Positive(integer=True, maximum=MAX_CHIPS)]
 class Machine:
     """The three figures the step-time model needs, read off a chip or a measured roofline."""
 
-    name: str              # e.g. "TPU v5e", or "fitted roofline"
-    peak_flops: float      # FLOP/s of the matmuls in the compute dtype
-    hbm_bw: float          # bytes/s of the memory the weights and caches stream from
-    hbm_bytes: float       # bytes of that memory per chip (inf for a measured roofline)
-    chip: Optional[Chip]   # the Chip, when there is one (prices, ICI, slices)
+    name: str  # e.g. "TPU v5e", or "fitted roofline"
+    peak_flops: float  # FLOP/s of the matmuls in the compute dtype
+    hbm_bw: float  # bytes/s of the memory the weights and caches stream from
+    hbm_bytes: float  # bytes of that memory per chip (inf for a measured roofline)
+    chip: Chip | None  # the Chip, when there is one (prices, ICI, slices)
 
 
 @checked
 def machine(chip, compute_dtype: ComputeDType = "bf16") -> Machine:
-    """Resolve ``chip`` (a name, a :class:`~tpu_notes.hardware.Chip`, or a measured roofline) into a :class:`Machine`."""
+    """Resolve ``chip`` (a name, a :class:`~tpu_notes.hardware.Chip`, or a measured roofline) into a
+    :class:`Machine`."""
     if isinstance(chip, (str, Chip)):
         c = get_chip(chip)
         return Machine(c.long_name, c.peak_flops(compute_dtype), c.hbm_bw, c.hbm_bytes, c)
@@ -69,8 +83,10 @@ def machine(chip, compute_dtype: ComputeDType = "bf16") -> Machine:
         check_positive("chip.peak_flops", peak)
         check_positive("chip.bandwidth", bw)
         return Machine("fitted roofline", float(peak), float(bw), math.inf, None)
-    raise TypeError("chip must be a chip name (e.g. 'v5e'), a tpu_notes.hardware.Chip, or a measured roofline "
-                    f"with float peak_flops and bandwidth (tpu_notes.bench.FittedRoofline); got {type(chip).__name__}")
+    raise TypeError(
+        "chip must be a chip name (e.g. 'v5e'), a tpu_notes.hardware.Chip, or a measured roofline "
+        f"with float peak_flops and bandwidth (tpu_notes.bench.FittedRoofline); got {type(chip).__name__}"
+    )
 
 
 # ----------------------------------------------------------------------------------------------- what is read
@@ -94,9 +110,14 @@ def weight_params_read(model: Model, batch: Batch = 1) -> float:
 
 
 @checked
-def kv_bytes_per_token(model: Model, kv_dtype: StorageDType = "bf16", *, local_window: Context | None = None,
-                       local_fraction: Annotated[float, Range(0.0, 1.0)] = 0.0,
-                       seq_len: Context | None = None) -> float:
+def kv_bytes_per_token(
+    model: Model,
+    kv_dtype: StorageDType = "bf16",
+    *,
+    local_window: Context | None = None,
+    local_fraction: Annotated[float, Range(0.0, 1.0)] = 0.0,
+    seq_len: Context | None = None,
+) -> float:
     """Bytes of KV cache one token of context costs, averaged over layers.
 
     With local (sliding-window) attention on ``local_fraction`` of the layers, those layers keep only the last
@@ -118,20 +139,20 @@ def kv_bytes_per_token(model: Model, kv_dtype: StorageDType = "bf16", *, local_w
 class DecodeStepTime:
     """One generation step of ``batch`` sequences at context ``seq_len`` on ``n_chips`` chips, in seconds."""
 
-    kv_load: float            # KV caches read from HBM, seconds
-    weight_load: float        # weights read from HBM, seconds
-    flops_time: float         # weight-matmul FLOPs at peak, seconds
-    total: float              # kv_load + max(weight_load, flops_time), seconds
-    bound: str                # "weights" (weight load), "compute" (FLOPs) or "kv" (the KV load is the largest part)
-    batch: int                # sequences (= tokens) in the step
-    seq_len: int              # tokens of context per sequence
-    n_chips: int              # chips sharing the step
-    weight_bytes: float       # bytes of weights read, all chips together
-    kv_bytes: float           # bytes of KV cache read, all chips together
-    flops: float              # weight-matmul FLOPs, all chips together
-    memory_per_chip: float    # weights + KV caches resident per chip, bytes
-    hbm_per_chip: float       # memory each chip has, bytes (inf for a measured roofline)
-    machine: str              # what the rates came from
+    kv_load: float  # KV caches read from HBM, seconds
+    weight_load: float  # weights read from HBM, seconds
+    flops_time: float  # weight-matmul FLOPs at peak, seconds
+    total: float  # kv_load + max(weight_load, flops_time), seconds
+    bound: str  # "weights" (weight load), "compute" (FLOPs) or "kv" (the KV load is the largest part)
+    batch: int  # sequences (= tokens) in the step
+    seq_len: int  # tokens of context per sequence
+    n_chips: int  # chips sharing the step
+    weight_bytes: float  # bytes of weights read, all chips together
+    kv_bytes: float  # bytes of KV cache read, all chips together
+    flops: float  # weight-matmul FLOPs, all chips together
+    memory_per_chip: float  # weights + KV caches resident per chip, bytes
+    hbm_per_chip: float  # memory each chip has, bytes (inf for a measured roofline)
+    machine: str  # what the rates came from
 
     @property
     def fits(self) -> bool:
@@ -149,10 +170,12 @@ class DecodeStepTime:
         return self.tokens_per_s / self.n_chips
 
     def __repr__(self) -> str:
-        return (f"DecodeStepTime(total={fmt(self.total, 's')}: kv={fmt(self.kv_load, 's')} + "
-                f"max(weights={fmt(self.weight_load, 's')}, flops={fmt(self.flops_time, 's')}); "
-                f"bound={self.bound}, batch={self.batch}, seq_len={self.seq_len}, n_chips={self.n_chips}, "
-                f"memory/chip={fmt(self.memory_per_chip, 'B')})")
+        return (
+            f"DecodeStepTime(total={fmt(self.total, 's')}: kv={fmt(self.kv_load, 's')} + "
+            f"max(weights={fmt(self.weight_load, 's')}, flops={fmt(self.flops_time, 's')}); "
+            f"bound={self.bound}, batch={self.batch}, seq_len={self.seq_len}, n_chips={self.n_chips}, "
+            f"memory/chip={fmt(self.memory_per_chip, 'B')})"
+        )
 
 
 def _decode_parts(m: Machine, n: int, weight_bytes: float, kv_bytes: float, flops: float):
@@ -163,9 +186,18 @@ def _decode_parts(m: Machine, n: int, weight_bytes: float, kv_bytes: float, flop
 
 
 @checked
-def step_time_from_counts(weight_bytes: NonNegativeFloat, kv_bytes: NonNegativeFloat, flops: NonNegativeFloat, chip,
-                          n_chips: Chips, batch: Batch, seq_len: Context, *, compute_dtype: ComputeDType = "bf16",
-                          resident_bytes: PositiveFloat | None = None) -> DecodeStepTime:
+def step_time_from_counts(
+    weight_bytes: NonNegativeFloat,
+    kv_bytes: NonNegativeFloat,
+    flops: NonNegativeFloat,
+    chip,
+    n_chips: Chips,
+    batch: Batch,
+    seq_len: Context,
+    *,
+    compute_dtype: ComputeDType = "bf16",
+    resident_bytes: PositiveFloat | None = None,
+) -> DecodeStepTime:
     """The step-time formula on raw counts (all chips together): ``weight_bytes`` and ``kv_bytes`` read, weight
     ``flops`` done. ``resident_bytes`` (default ``weight_bytes + kv_bytes``) is what must stay in memory."""
     m = machine(chip, compute_dtype)
@@ -173,9 +205,22 @@ def step_time_from_counts(weight_bytes: NonNegativeFloat, kv_bytes: NonNegativeF
     resident = wb + kb if resident_bytes is None else resident_bytes
     kv_t, w_t, f_t, total = _decode_parts(m, n, wb, kb, fl)
     bound = "kv" if kv_t >= max(w_t, f_t) else ("compute" if f_t > w_t else "weights")
-    return DecodeStepTime(kv_load=kv_t, weight_load=w_t, flops_time=f_t, total=total, bound=bound, batch=B,
-                          seq_len=S, n_chips=n, weight_bytes=wb, kv_bytes=kb, flops=fl,
-                          memory_per_chip=resident / n, hbm_per_chip=m.hbm_bytes, machine=m.name)
+    return DecodeStepTime(
+        kv_load=kv_t,
+        weight_load=w_t,
+        flops_time=f_t,
+        total=total,
+        bound=bound,
+        batch=B,
+        seq_len=S,
+        n_chips=n,
+        weight_bytes=wb,
+        kv_bytes=kb,
+        flops=fl,
+        memory_per_chip=resident / n,
+        hbm_per_chip=m.hbm_bytes,
+        machine=m.name,
+    )
 
 
 def _cluster_chips(chip, n_chips):
@@ -192,10 +237,19 @@ def _cluster_chips(chip, n_chips):
 
 
 @checked
-def decode_step_time(model: Model, chip, n_chips: Chips | None, batch: Batch, seq_len: Context, *,
-                     weight_dtype: StorageDType = "bf16", kv_dtype: StorageDType = "bf16",
-                     compute_dtype: ComputeDType = "bf16", local_window: Context | None = None,
-                     local_fraction: Annotated[float, Range(0.0, 1.0)] = 0.0) -> DecodeStepTime:
+def decode_step_time(
+    model: Model,
+    chip,
+    n_chips: Chips | None,
+    batch: Batch,
+    seq_len: Context,
+    *,
+    weight_dtype: StorageDType = "bf16",
+    kv_dtype: StorageDType = "bf16",
+    compute_dtype: ComputeDType = "bf16",
+    local_window: Context | None = None,
+    local_fraction: Annotated[float, Range(0.0, 1.0)] = 0.0,
+) -> DecodeStepTime:
     """Time of one generation step of ``model`` (a config or preset name): ``batch`` sequences, each with
     ``seq_len`` tokens of context, on ``n_chips`` chips (perfect sharding, no communication). ``chip`` may also be
     a :class:`~tpu_notes.gpu.GpuCluster` (Chapter 11): its GPU and its GPU count, with ``n_chips=None``.
@@ -213,8 +267,9 @@ def decode_step_time(model: Model, chip, n_chips: Chips | None, batch: Batch, se
     wb = weight_params_read(c, B) * dtype_bytes(wd)
     flops = 2.0 * B * c.matmul_params_per_token()
     resident = c.param_count() * dtype_bytes(wd) + kv
-    return step_time_from_counts(wb, kv, flops, chip, n_chips, B, S, compute_dtype=compute_dtype,
-                                 resident_bytes=resident)
+    return step_time_from_counts(
+        wb, kv, flops, chip, n_chips, B, S, compute_dtype=compute_dtype, resident_bytes=resident
+    )
 
 
 #: Largest batch a :class:`DecodeStepModel` precomputes its weight reads for (the serving simulator's batch cap).
@@ -227,11 +282,11 @@ class DecodeStepModel:
     simulator's clock): the weights read at each batch up to :attr:`max_batch` precomputed, KV bytes and FLOPs per
     unit. :meth:`seconds` goes through the same formula as :func:`step_time_from_counts`."""
 
-    machine: Machine                  # the rates (see :func:`machine`)
-    n_chips: int                      # chips sharing each step
-    weight_bytes: tuple               # bytes of weights one step reads, all chips together; index = batch (0..max)
-    kv_bytes_per_token: float         # bytes of KV cache one token of context costs
-    flops_per_sequence: float         # weight-matmul FLOPs per sequence per step
+    machine: Machine  # the rates (see :func:`machine`)
+    n_chips: int  # chips sharing each step
+    weight_bytes: tuple  # bytes of weights one step reads, all chips together; index = batch (0..max)
+    kv_bytes_per_token: float  # bytes of KV cache one token of context costs
+    flops_per_sequence: float  # weight-matmul FLOPs per sequence per step
 
     @property
     def max_batch(self) -> int:
@@ -245,29 +300,45 @@ class DecodeStepModel:
             raise ValueError(f"batch must be a whole number in [1, {self.max_batch}]; got {batch!r}")
         if type(kv_tokens) is not int or not 0 <= kv_tokens <= MAX_BATCH * MAX_CONTEXT:
             raise ValueError(f"kv_tokens must be a whole number in [0, {MAX_BATCH * MAX_CONTEXT}]; got {kv_tokens!r}")
-        return _decode_parts(self.machine, self.n_chips, self.weight_bytes[batch], kv_tokens * self.kv_bytes_per_token,
-                             self.flops_per_sequence * batch)[3]
+        return _decode_parts(
+            self.machine,
+            self.n_chips,
+            self.weight_bytes[batch],
+            kv_tokens * self.kv_bytes_per_token,
+            self.flops_per_sequence * batch,
+        )[3]
 
 
 @checked
-def decode_step_model(model: Model, chip, n_chips: Chips,
-                      max_batch: Annotated[int, Positive(integer=True, maximum=MAX_MODEL_BATCH)], *,
-                      weight_dtype: StorageDType = "bf16", kv_dtype: StorageDType = "bf16",
-                      compute_dtype: ComputeDType = "bf16") -> DecodeStepModel:
+def decode_step_model(
+    model: Model,
+    chip,
+    n_chips: Chips,
+    max_batch: Annotated[int, Positive(integer=True, maximum=MAX_MODEL_BATCH)],
+    *,
+    weight_dtype: StorageDType = "bf16",
+    kv_dtype: StorageDType = "bf16",
+    compute_dtype: ComputeDType = "bf16",
+) -> DecodeStepModel:
     """A :class:`DecodeStepModel` of ``model`` on ``n_chips`` chips for batches up to ``max_batch`` (at most
     :data:`MAX_MODEL_BATCH`); the arguments mean what they mean for :func:`decode_step_time`."""
     c = model
     m = machine(chip, compute_dtype)
     per_param = dtype_bytes(weight_dtype)
     weights = (0.0,) + tuple(weight_params_read(c, b) * per_param for b in range(1, max_batch + 1))
-    return DecodeStepModel(machine=m, n_chips=n_chips, weight_bytes=weights,
-                           kv_bytes_per_token=c.kv_bytes_per_token(kv_dtype),
-                           flops_per_sequence=2.0 * c.matmul_params_per_token())
+    return DecodeStepModel(
+        machine=m,
+        n_chips=n_chips,
+        weight_bytes=weights,
+        kv_bytes_per_token=c.kv_bytes_per_token(kv_dtype),
+        flops_per_sequence=2.0 * c.matmul_params_per_token(),
+    )
 
 
 @checked
-def critical_batch(model: Model, chip, *, weight_dtype: StorageDType = "bf16",
-                   compute_dtype: ComputeDType = "bf16") -> float:
+def critical_batch(
+    model: Model, chip, *, weight_dtype: StorageDType = "bf16", compute_dtype: ComputeDType = "bf16"
+) -> float:
     """Sequences per step above which the weight matmuls of a generation step are compute-bound:
     ``C / W_hbm × bytes per weight`` (240 in bf16 on v5e, 120 with int8 weights and bf16 math); a MoE multiplies
     it by ``E / k``."""
@@ -282,19 +353,28 @@ def critical_batch(model: Model, chip, *, weight_dtype: StorageDType = "bf16",
 class ServingMemory:
     """What a generation server holds, all chips together, in bytes."""
 
-    weights: float     # every parameter in the weight dtype
-    kv_cache: float    # batch × seq_len tokens of KV cache
-    total: float       # weights + kv_cache
-    per_chip: float    # total / n_chips
+    weights: float  # every parameter in the weight dtype
+    kv_cache: float  # batch × seq_len tokens of KV cache
+    total: float  # weights + kv_cache
+    per_chip: float  # total / n_chips
 
     def __repr__(self) -> str:
-        return (f"ServingMemory(weights={fmt(self.weights, 'B')}, kv_cache={fmt(self.kv_cache, 'B')}, "
-                f"total={fmt(self.total, 'B')}, per_chip={fmt(self.per_chip, 'B')})")
+        return (
+            f"ServingMemory(weights={fmt(self.weights, 'B')}, kv_cache={fmt(self.kv_cache, 'B')}, "
+            f"total={fmt(self.total, 'B')}, per_chip={fmt(self.per_chip, 'B')})"
+        )
 
 
 @checked
-def serving_memory(model: Model, batch: Batch, seq_len: Context, *, n_chips: Chips = 1,
-                   weight_dtype: StorageDType = "bf16", kv_dtype: StorageDType = "bf16") -> ServingMemory:
+def serving_memory(
+    model: Model,
+    batch: Batch,
+    seq_len: Context,
+    *,
+    n_chips: Chips = 1,
+    weight_dtype: StorageDType = "bf16",
+    kv_dtype: StorageDType = "bf16",
+) -> ServingMemory:
     """Weights + KV caches of ``batch`` sequences of ``seq_len`` tokens (activations are negligible in
     generation and are left out)."""
     c = model
@@ -308,23 +388,33 @@ def serving_memory(model: Model, batch: Batch, seq_len: Context, *, n_chips: Chi
 class PrefillTime:
     """One prefill of ``batch`` prompts of ``prompt_len`` tokens, in seconds."""
 
-    flops: float          # forward FLOPs (causal attention included), all chips together
-    compute: float        # flops / (n_chips · peak · mfu), seconds
-    weight_load: float    # the weights read once, seconds (a floor for very short prompts)
-    total: float          # max(compute, weight_load), seconds
-    tokens: int           # batch × prompt_len
-    mfu: float            # the utilisation assumed
+    flops: float  # forward FLOPs (causal attention included), all chips together
+    compute: float  # flops / (n_chips · peak · mfu), seconds
+    weight_load: float  # the weights read once, seconds (a floor for very short prompts)
+    total: float  # max(compute, weight_load), seconds
+    tokens: int  # batch × prompt_len
+    mfu: float  # the utilisation assumed
 
     def __repr__(self) -> str:
-        return (f"PrefillTime(total={fmt(self.total, 's')}, compute={fmt(self.compute, 's')}, "
-                f"weight_load={fmt(self.weight_load, 's')}, tokens={self.tokens:,}, mfu={self.mfu:.2f})")
+        return (
+            f"PrefillTime(total={fmt(self.total, 's')}, compute={fmt(self.compute, 's')}, "
+            f"weight_load={fmt(self.weight_load, 's')}, tokens={self.tokens:,}, mfu={self.mfu:.2f})"
+        )
 
 
 @checked
-def prefill_time(model: Model, chip, n_chips: Chips, prompt_len: Context, batch: Batch = 1, *,
-                 mfu: Fraction = 0.5, weight_dtype: StorageDType = "bf16", compute_dtype: ComputeDType = "bf16",
-                 cached_len: Annotated[int, Positive(integer=True, allow_zero=True, maximum=MAX_CONTEXT)] = 0
-                 ) -> PrefillTime:
+def prefill_time(
+    model: Model,
+    chip,
+    n_chips: Chips,
+    prompt_len: Context,
+    batch: Batch = 1,
+    *,
+    mfu: Fraction = 0.5,
+    weight_dtype: StorageDType = "bf16",
+    compute_dtype: ComputeDType = "bf16",
+    cached_len: Annotated[int, Positive(integer=True, allow_zero=True, maximum=MAX_CONTEXT)] = 0,
+) -> PrefillTime:
     """Prefill (the time to first token, less queueing) of ``batch`` prompts of ``prompt_len`` tokens at ``mfu``.
 
     FLOPs are the forward pass with causal attention; ``cached_len`` tokens of each prompt come from a prefix
@@ -344,11 +434,25 @@ def prefill_time(model: Model, chip, n_chips: Chips, prompt_len: Context, batch:
     compute = flops / (n * m.peak_flops * mfu)
     w = weight_params_read(c, min(B * new, MAX_BATCH)) * dtype_bytes(weight_dtype)
     w_t = w / (n * m.hbm_bw)
-    return PrefillTime(flops=flops, compute=compute, weight_load=w_t, total=max(compute, w_t), tokens=B * T,
-                       mfu=mfu)
+    return PrefillTime(flops=flops, compute=compute, weight_load=w_t, total=max(compute, w_t), tokens=B * T, mfu=mfu)
 
 
-__all__ = ["COMPUTE_DTYPES", "MAX_MODEL_BATCH", "STORAGE_DTYPES", "DecodeStepModel", "DecodeStepTime", "Machine",
-           "PrefillTime", "ServingMemory", "critical_batch", "decode_step_model", "decode_step_time",
-           "kv_bytes_per_token", "machine", "prefill_time", "serving_memory", "step_time_from_counts",
-           "weight_params_read"]
+__all__ = [
+    "COMPUTE_DTYPES",
+    "MAX_MODEL_BATCH",
+    "STORAGE_DTYPES",
+    "DecodeStepModel",
+    "DecodeStepTime",
+    "Machine",
+    "PrefillTime",
+    "ServingMemory",
+    "critical_batch",
+    "decode_step_model",
+    "decode_step_time",
+    "kv_bytes_per_token",
+    "machine",
+    "prefill_time",
+    "serving_memory",
+    "step_time_from_counts",
+    "weight_params_read",
+]

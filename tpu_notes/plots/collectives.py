@@ -1,5 +1,6 @@
 """Chapter 3 figures: ring collectives hop by hop, one collective's cost on a slice, and measured collective
 times against the model."""
+
 from __future__ import annotations
 
 import math
@@ -31,16 +32,30 @@ def ring_all_gather_figure(n: int = 8, wraparound: bool = True, max_panels: int 
         xs, ys = np.cos(ang), np.sin(ang)
         if not wraparound:
             xs, ys = np.linspace(-1, 1, n), np.zeros(n)
-        ax.plot(np.append(xs, xs[0]) if wraparound else xs, np.append(ys, ys[0]) if wraparound else ys,
-                color="0.8", zorder=0, lw=1)
+        ax.plot(
+            np.append(xs, xs[0]) if wraparound else xs,
+            np.append(ys, ys[0]) if wraparound else ys,
+            color="0.8",
+            zorder=0,
+            lw=1,
+        )
         for d in range(n):
             held = sorted(state[d])
             for j, s in enumerate(range(n)):
                 a = 2 * math.pi * j / n
                 r = 0.22
                 face = colors(s % colors.N) if s in held else "white"
-                ax.add_patch(matplotlib.patches.Wedge((xs[d], ys[d]), r, math.degrees(a), math.degrees(a) + 360 / n,
-                                                      facecolor=face, edgecolor="0.5", lw=0.4))
+                ax.add_patch(
+                    matplotlib.patches.Wedge(
+                        (xs[d], ys[d]),
+                        r,
+                        math.degrees(a),
+                        math.degrees(a) + 360 / n,
+                        facecolor=face,
+                        edgecolor="0.5",
+                        lw=0.4,
+                    )
+                )
             ax.text(xs[d], ys[d] - 0.36, str(d), ha="center", va="center", fontsize=9)
         ax.set_xlim(-1.35, 1.35)
         ax.set_ylim(-1.35, 1.35)
@@ -91,13 +106,15 @@ def ring_collective_figure(kind: str = "reduce-scatter", n: int = 8, max_panels:
     if kind == "all-gather":
         return ring_all_gather_figure(n, True, max_panels)
     if kind == "all-reduce":
-        raise ValueError("kind must be 'all-gather', 'reduce-scatter' or 'all-to-all' (an AllReduce is a "
-                         "ReduceScatter followed by an AllGather: draw both)")
+        raise ValueError(
+            "kind must be 'all-gather', 'reduce-scatter' or 'all-to-all' (an AllReduce is a "
+            "ReduceScatter followed by an AllGather: draw both)"
+        )
     if isinstance(max_panels, bool) or not isinstance(max_panels, int) or max_panels < 2:
         raise ValueError(f"max_panels must be an integer >= 2; got {max_panels!r}")
     schedule = ring_reduce_scatter_schedule(n) if kind == "reduce-scatter" else ring_all_to_all_schedule(n)
     hops = list(range(len(schedule)))
-    if len(hops) > max_panels:         # keep the first panels and the final state
+    if len(hops) > max_panels:  # keep the first panels and the final state
         hops = hops[: max_panels - 1] + [hops[-1]]
     states = [schedule[h] for h in hops]
     fig, axes = panel_grid(len(states), ncols=3, panel_width=2.4, panel_height=2.9)
@@ -110,19 +127,28 @@ def ring_collective_figure(kind: str = "reduce-scatter", n: int = 8, max_panels:
         ax.plot(list(xs) + [xs[0]], list(ys) + [ys[0]], color="0.8", zorder=0, lw=1)
         for d in range(n):
             if kind == "reduce-scatter":
-                for s in state[d]:             # shards whose partial sum d still holds
+                for s in state[d]:  # shards whose partial sum d still holds
                     a0 = 360 * s / n
-                    ax.add_patch(matplotlib.patches.Wedge((xs[d], ys[d]), r, a0, a0 + 360 / n, facecolor="white",
-                                                          edgecolor="0.6", lw=0.5))
-                    filled = r * math.sqrt(len(state[d][s]) / n)     # area: the share of addends summed
-                    ax.add_patch(matplotlib.patches.Wedge((xs[d], ys[d]), filled, a0, a0 + 360 / n,
-                                                          facecolor=colors(s % colors.N), edgecolor="none"))
+                    ax.add_patch(
+                        matplotlib.patches.Wedge(
+                            (xs[d], ys[d]), r, a0, a0 + 360 / n, facecolor="white", edgecolor="0.6", lw=0.5
+                        )
+                    )
+                    filled = r * math.sqrt(len(state[d][s]) / n)  # area: the share of addends summed
+                    ax.add_patch(
+                        matplotlib.patches.Wedge(
+                            (xs[d], ys[d]), filled, a0, a0 + 360 / n, facecolor=colors(s % colors.N), edgecolor="none"
+                        )
+                    )
             else:
                 total, a0 = sum(state[d].values()), 0.0
                 for t in sorted(state[d]):
                     span = 360 * state[d][t] / total
-                    ax.add_patch(matplotlib.patches.Wedge((xs[d], ys[d]), r, a0, a0 + span,
-                                                          facecolor=colors(t % colors.N), edgecolor="0.5", lw=0.4))
+                    ax.add_patch(
+                        matplotlib.patches.Wedge(
+                            (xs[d], ys[d]), r, a0, a0 + span, facecolor=colors(t % colors.N), edgecolor="0.5", lw=0.4
+                        )
+                    )
                     a0 += span
             ax.text(xs[d], ys[d] - 0.42, str(d), ha="center", va="center", fontsize=9)
         ax.set_xlim(-1.45, 1.45)
@@ -134,16 +160,17 @@ def ring_collective_figure(kind: str = "reduce-scatter", n: int = 8, max_panels:
             home = sum(state[d].get(d, 0) for d in range(n))
             status = f"{home / n**2:.0%} of blocks home"
         ax.set_title(f"after {h} hop{'s' if h != 1 else ''}\n{status}", fontsize=10)
-    what = {"reduce-scatter": "a wedge per shard, filled by the share of addends summed",
-            "all-to-all": "each device's blocks, coloured by destination"}[kind]
+    what = {
+        "reduce-scatter": "a wedge per shard, filled by the share of addends summed",
+        "all-to-all": "each device's blocks, coloured by destination",
+    }[kind]
     name = {"reduce-scatter": "ReduceScatter", "all-to-all": "AllToAll"}[kind]
     fig.suptitle(f"{name} over {n} devices on a bidirectional ring:\n{what}", fontsize=11)
     fig.tight_layout()
     return fig
 
 
-def collective_cost_chart(chip="v5e", shape=(4, 4), kind: str = "all_gather", axes="x", nbytes: float = 64e6,
-                          ax=None):
+def collective_cost_chart(chip="v5e", shape=(4, 4), kind: str = "all_gather", axes="x", nbytes: float = 64e6, ax=None):
     """Time of one collective on a slice against the array size ``V`` (log-log), with its two terms (Chapter 3).
 
     Draws the bandwidth term, the latency term (hops × 1 µs) and their maximum for ``kind`` over ``axes`` of the
@@ -157,11 +184,23 @@ def collective_cost_chart(chip="v5e", shape=(4, 4), kind: str = "all_gather", ax
     fig, ax = figure_and_axes(ax, width=6.5, height=4.0)
     ax.loglog(sizes, [t.total for t in times], color="#1f77b4", label="time = max of the two terms")
     ax.loglog(sizes, [t.bandwidth_time for t in times], "--", color="#ff7f0e", lw=1.2, label="bandwidth term")
-    ax.loglog(sizes, [max(t.latency_time, 1e-9) for t in times], ":", color="#2ca02c", lw=1.5,
-              label="latency term (hops × 1 µs)")
+    ax.loglog(
+        sizes,
+        [max(t.latency_time, 1e-9) for t in times],
+        ":",
+        color="#2ca02c",
+        lw=1.5,
+        label="latency term (hops × 1 µs)",
+    )
     ax.plot([nbytes], [point.total], "o", color="black")
-    ax.annotate(f"V = {fmt(nbytes, 'B')}: {fmt(point.total, 's')} ({point.bound})", (nbytes, point.total),
-                textcoords="offset points", xytext=(8, 10), ha="left", fontsize=9)
+    ax.annotate(
+        f"V = {fmt(nbytes, 'B')}: {fmt(point.total, 's')} ({point.bound})",
+        (nbytes, point.total),
+        textcoords="offset points",
+        xytext=(8, 10),
+        ha="left",
+        fontsize=9,
+    )
     idx = sl._axis_indices(axes)
     names = "".join("xyz"[i] for i in idx)
     wraps = ", ".join(f"{'xyz'[i]}: {'ring' if sl.wraparound[i] else 'line'}" for i in idx)
@@ -169,8 +208,7 @@ def collective_cost_chart(chip="v5e", shape=(4, 4), kind: str = "all_gather", ax
     ax.set_xlabel("array size V (bytes, the whole gathered / unreduced array)")
     ax.set_ylabel("time (s)")
     shape_txt = "x".join(str(s) for s in sl.shape)
-    ax.set_title(f"{kind.replace('_', ' ')} over {names} of a {sl.chip.name} {shape_txt} slice ({wraps})",
-                 fontsize=10)
+    ax.set_title(f"{kind.replace('_', ' ')} over {names} of a {sl.chip.name} {shape_txt} slice ({wraps})", fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     return fig

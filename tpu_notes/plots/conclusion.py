@@ -1,4 +1,5 @@
 """Figures of Chapter 12 (the conclusion), drawn from :mod:`tpu_notes.cheatsheet`."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,9 +10,11 @@ from .style import figure_and_axes
 def critical_batches_chart(rows, ax=None):
     """The three critical batches of each TPU (HBM per chip, ICI per chip on one axis, DCN per slice) on a log scale:
     the book's thresholds side by side, from :func:`tpu_notes.cheatsheet.numbers_to_know` rows."""
-    kinds = (("critical batch (HBM, bf16)", "HBM: tokens per matmul"),
-             ("data/FSDP critical batch per chip, one axis", "ICI: tokens per chip"),
-             ("DCN critical batch per slice", "DCN: tokens per slice"))
+    kinds = (
+        ("critical batch (HBM, bf16)", "HBM: tokens per matmul"),
+        ("data/FSDP critical batch per chip, one axis", "ICI: tokens per chip"),
+        ("DCN critical batch per slice", "DCN: tokens per slice"),
+    )
     by: dict = {}
     for r in rows:
         by.setdefault(r.subject, {})[r.name] = r.value

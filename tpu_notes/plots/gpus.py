@@ -1,4 +1,5 @@
 """Figures of Chapter 11 (GPUs), drawn from :mod:`tpu_notes.gpu` and the chip table."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,9 +16,11 @@ def gpu_tpu_chips_chart(names=("v5e", "v5p", "v6e", "a100", "h100", "b200")):
     critical intensity), TPUs in blue and GPUs in green."""
     chips = [get_chip(n) for n in names]
     fig, axes = panel_grid(3, panel_width=2.4, panel_height=2.6)
-    panels = [("bf16 FLOP/s", [c.bf16_flops for c in chips], "FLOP/s"),
-              ("HBM bandwidth", [c.hbm_bw for c in chips], "B/s"),
-              ("critical intensity", [c.critical_intensity("bf16", "hbm") for c in chips], "FLOPs/B")]
+    panels = [
+        ("bf16 FLOP/s", [c.bf16_flops for c in chips], "FLOP/s"),
+        ("HBM bandwidth", [c.hbm_bw for c in chips], "B/s"),
+        ("critical intensity", [c.critical_intensity("bf16", "hbm") for c in chips], "FLOPs/B"),
+    ]
     colors = [_GPU_COLOR if c.kind == "gpu" else _TPU_COLOR for c in chips]
     for ax, (title, values, unit) in zip(axes, panels):
         ax.bar(range(len(chips)), values, color=colors)
@@ -41,8 +44,9 @@ def gpu_collective_chart(cluster, nbytes: float = 1e9, direct_up_to: int = 256):
         closed = [cluster.collective_time(kind, nbytes, g, hop_latency=0).total for g in groups]
         ax.loglog(groups, closed, color=color, label=kind)
         small = [g for g in groups if g <= direct_up_to]
-        ax.loglog(small, [direct_collective_time(cluster, kind, nbytes, g) for g in small], "o", color=color,
-                  markersize=4)
+        ax.loglog(
+            small, [direct_collective_time(cluster, kind, nbytes, g) for g in small], "o", color=color, markersize=4
+        )
     ax.axvline(cluster.node_size, color="0.6", ls=":", lw=1)
     ax.text(cluster.node_size * 1.05, ax.get_ylim()[1] * 0.5, "one node", fontsize=8, color="0.4")
     ax.set_xlabel("GPUs in the group")
@@ -62,7 +66,7 @@ def sharded_all_gather_chart(cluster, d: int = 8192, f: int = 32768, ys=(1, 2, 4
     fig, ax = figure_and_axes(width=6.0, height=3.4)
     terms = {y: cluster.collective_terms("all-gather", V / y, n // y, span=n) for y in ys}
     for level in terms[ys[0]]:
-        values = [terms[y][level] or np.nan for y in ys]      # a level the group never crosses: no point
+        values = [terms[y][level] or np.nan for y in ys]  # a level the group never crosses: no point
         ax.loglog(ys, values, "--", label=f"{level} term")
     ax.loglog(ys, [max(terms[y].values()) for y in ys], "k-o", markersize=4, label="total (the slowest level)")
     ax.axvline(cluster.node_size, color="0.6", ls=":", lw=1)

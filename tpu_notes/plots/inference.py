@@ -1,4 +1,5 @@
 """Figures of Chapter 7 (inference), drawn from :mod:`tpu_notes.inference`."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -6,6 +7,8 @@ import numpy as np
 from .style import figure_and_axes, new_figure
 
 _PART_COLORS = {"kv": "#d62728", "weights": "#1f77b4", "flops": "#2ca02c"}
+
+
 def _plain_log_ticks(ax) -> None:
     """No labels on the minor ticks of log axes (they crowd into each other on short ranges)."""
     from matplotlib.ticker import NullFormatter
@@ -17,16 +20,26 @@ def _plain_log_ticks(ax) -> None:
 _DTYPE_COLORS = {"bf16": "#1f77b4", "int8": "#ff7f0e", "int4": "#2ca02c", "fp8": "#9467bd", "fp32": "#7f7f7f"}
 
 
-def decode_step_parts_chart(model="llama3-8b", chip="v5e", n_chips: int = 4, seq_len: int = 8192,
-                            batch_range=(1, 1024), weight_dtype: str = "bf16", kv_dtype: str = "bf16", ax=None):
+def decode_step_parts_chart(
+    model="llama3-8b",
+    chip="v5e",
+    n_chips: int = 4,
+    seq_len: int = 8192,
+    batch_range=(1, 1024),
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    ax=None,
+):
     """The three parts of a generation step against the batch: KV load (grows with B), weight load (flat) and
     weight FLOPs (grows with B; hidden under the weight load until the critical batch), with their total."""
     from ..inference import critical_batch, decode_step_time
 
     fig, ax = figure_and_axes(ax)
     bs = np.unique(np.geomspace(batch_range[0], batch_range[1], 40).astype(int))
-    steps = [decode_step_time(model, chip, n_chips, int(b), seq_len, weight_dtype=weight_dtype,
-                              kv_dtype=kv_dtype) for b in bs]
+    steps = [
+        decode_step_time(model, chip, n_chips, int(b), seq_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+        for b in bs
+    ]
     ax.loglog(bs, [s.kv_load for s in steps], color=_PART_COLORS["kv"], label="KV load")
     ax.loglog(bs, [s.weight_load for s in steps], color=_PART_COLORS["weights"], label="weight load")
     ax.loglog(bs, [s.flops_time for s in steps], color=_PART_COLORS["flops"], label="weight FLOPs")
@@ -47,8 +60,15 @@ def decode_step_parts_chart(model="llama3-8b", chip="v5e", n_chips: int = 4, seq
     return fig
 
 
-def latency_throughput_chart(model="llama2-13b", chip="v5e", n_chips: int = 8, seq_len: int = 8192,
-                             weight_dtypes=("bf16", "int8"), batches=None, ax=None):
+def latency_throughput_chart(
+    model="llama2-13b",
+    chip="v5e",
+    n_chips: int = 8,
+    seq_len: int = 8192,
+    weight_dtypes=("bf16", "int8"),
+    batches=None,
+    ax=None,
+):
     """Latency per token (step time) against throughput per chip, one curve per weight dtype (KV cache in the same
     dtype), batches marked; hollow markers are batches whose caches do not fit."""
     from ..inference import latency_throughput_curve
@@ -70,8 +90,10 @@ def latency_throughput_chart(model="llama2-13b", chip="v5e", n_chips: int = 8, s
     ax.set_xlabel("throughput, tokens/s per chip")
     ax.set_ylabel("latency, ms per token")
     name = getattr(model, "name", model)
-    ax.set_title(f"{name}, {n_chips} × {chip}, {seq_len:,} tokens: batch moves along the curve "
-                 "(hollow: does not fit)", fontsize=10)
+    ax.set_title(
+        f"{name}, {n_chips} × {chip}, {seq_len:,} tokens: batch moves along the curve (hollow: does not fit)",
+        fontsize=10,
+    )
     ax.legend(fontsize=9)
     return fig
 
@@ -84,8 +106,10 @@ def measured_decode_chart(rows, ax=None):
     axes = axes.ravel()
     b0 = min(r["batch"] for r in rows)
     s0 = min(r["seq_len"] for r in rows)
-    for ax, key, fixed, label in ((axes[0], "batch", ("seq_len", s0), "batch"),
-                                  (axes[1], "seq_len", ("batch", b0), "context, tokens")):
+    for ax, key, fixed, label in (
+        (axes[0], "batch", ("seq_len", s0), "batch"),
+        (axes[1], "seq_len", ("batch", b0), "context, tokens"),
+    ):
         sel = sorted((r for r in rows if r[fixed[0]] == fixed[1]), key=lambda r: r[key])
         x = [r[key] for r in sel]
         ax.loglog(x, [r["measured_s"] for r in sel], "o-", label="measured (this CPU)")
@@ -119,18 +143,32 @@ def speculative_speedup_chart(draft_costs=(0.02, 0.1, 0.25), k_values=(1, 2, 4, 
     return fig
 
 
-def weight_stationary_chart(chip="v5p", batch: int = 64, d_model: int = 8192, d_ff: int = 32768,
-                            chips=(8, 16, 32, 64, 128, 256, 512, 1024), ax=None):
+def weight_stationary_chart(
+    chip="v5p",
+    batch: int = 64,
+    d_model: int = 8192,
+    d_ff: int = 32768,
+    chips=(8, 16, 32, 64, 128, 256, 512, 1024),
+    ax=None,
+):
     """ICI time of one MLP block's collectives in a generation step: 1D weight-stationary (flat in N) against 2D
     (falling as 1/sqrt(N)), with the crossover ``N = 32 (F/D) (3/4)²``."""
     from ..inference import weight_stationary_comms, ws_2d_crossover
 
     fig, ax = figure_and_axes(ax)
     ns = list(chips)
-    ax.loglog(ns, [weight_stationary_comms(chip, batch, d_model, d_ff, n, "1d").comms for n in ns], "o-",
-              label="1D: F sharded N ways")
-    ax.loglog(ns, [weight_stationary_comms(chip, batch, d_model, d_ff, n, "2d").comms for n in ns], "s-",
-              label="2D: D over X, F over YZ (best X)")
+    ax.loglog(
+        ns,
+        [weight_stationary_comms(chip, batch, d_model, d_ff, n, "1d").comms for n in ns],
+        "o-",
+        label="1D: F sharded N ways",
+    )
+    ax.loglog(
+        ns,
+        [weight_stationary_comms(chip, batch, d_model, d_ff, n, "2d").comms for n in ns],
+        "s-",
+        label="2D: D over X, F over YZ (best X)",
+    )
     cross = ws_2d_crossover(d_model, d_ff)
     ax.axvline(cross, color="0.5", ls=":")
     ax.text(cross, ax.get_ylim()[0] * 1.3, f" N = {cross:.0f}", fontsize=9)
@@ -162,8 +200,9 @@ def serving_sweep_chart(sweep, ax=None):
     return fig
 
 
-def kv_share_chart(model="llama3-70b", chip="v5e", n_chips: int = 16, contexts=(1024, 8192, 32768),
-                   batch: int = 32, ax=None):
+def kv_share_chart(
+    model="llama3-70b", chip="v5e", n_chips: int = 16, contexts=(1024, 8192, 32768), batch: int = 32, ax=None
+):
     """How the step time splits between KV and weights as the context grows, for bf16 and int8 KV caches."""
     from ..inference import decode_step_time
 
@@ -186,5 +225,12 @@ def kv_share_chart(model="llama3-70b", chip="v5e", n_chips: int = 16, contexts=(
     return fig
 
 
-__all__ = ["decode_step_parts_chart", "kv_share_chart", "latency_throughput_chart", "measured_decode_chart",
-           "serving_sweep_chart", "speculative_speedup_chart", "weight_stationary_chart"]
+__all__ = [
+    "decode_step_parts_chart",
+    "kv_share_chart",
+    "latency_throughput_chart",
+    "measured_decode_chart",
+    "serving_sweep_chart",
+    "speculative_speedup_chart",
+    "weight_stationary_chart",
+]

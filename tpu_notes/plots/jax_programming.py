@@ -1,4 +1,5 @@
 """Figures of Chapter 10 (programming TPUs in JAX)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +8,9 @@ from ..hardware import get_chip
 from .style import figure_and_axes
 
 
-def collective_matmul_chart(B: int = 2048, D: int = 8192, n: int = 8, chip="v5e", dtype: str = "bf16",
-                            widths=None, ax=None):
+def collective_matmul_chart(
+    B: int = 2048, D: int = 8192, n: int = 8, chip="v5e", dtype: str = "bf16", widths=None, ax=None
+):
     """Predicted time of ``A[B, D_X] ·_D W[D, F_X]`` on ``n`` chips against the output width ``F``, relative to the
     matmul alone: AllGather then matmul, and the one-way and two-way rings of
     :func:`tpu_notes.jaxprog.collective_matmul_time`. A dotted line marks ``F/n = C / W_oneway``, where one hop
@@ -16,8 +18,7 @@ def collective_matmul_chart(B: int = 2048, D: int = 8192, n: int = 8, chip="v5e"
     from ..jaxprog import collective_matmul_time  # local: jaxprog imports JAX; `from tpu_notes import plots` must not
 
     c = get_chip(chip)
-    fs = (np.unique((np.geomspace(1024, 262144, 33) // n * n).astype(int)) if widths is None
-          else np.asarray(widths, int))
+    fs = np.unique((np.geomspace(1024, 262144, 33) // n * n).astype(int)) if widths is None else np.asarray(widths, int)
     curves = {"sequential": [], "one-way": [], "two-way": []}
     for f in fs:
         one = collective_matmul_time(B, D, int(f), n, c, dtype)
@@ -26,16 +27,26 @@ def collective_matmul_chart(B: int = 2048, D: int = 8192, n: int = 8, chip="v5e"
         curves["one-way"].append(one.overlapped_s / one.matmul_s)
         curves["two-way"].append(two.overlapped_s / one.matmul_s)
     fig, ax = figure_and_axes(ax, width=7.0, height=3.8)
-    style = {"sequential": ("AllGather, then matmul", "-", "#d62728"),
-             "one-way": ("ring of ppermute, one way", "-", "#1f77b4"),
-             "two-way": ("ring of ppermute, both ways", "--", "#2ca02c")}
+    style = {
+        "sequential": ("AllGather, then matmul", "-", "#d62728"),
+        "one-way": ("ring of ppermute, one way", "-", "#1f77b4"),
+        "two-way": ("ring of ppermute, both ways", "--", "#2ca02c"),
+    }
     for key, (label, ls, color) in style.items():
         ax.plot(fs, curves[key], ls, color=color, label=label)
     ax.axhline(1.0, color="#7f7f7f", lw=0.8)
     balance = n * c.peak_flops(dtype) / c.ici_bw_oneway
     ax.axvline(balance, color="#7f7f7f", ls=":", lw=1.0)
-    ax.annotate("hop = partial matmul", (balance, 1.0), xytext=(4, 4), textcoords="offset points",
-                ha="left", va="bottom", fontsize=8, color="#555555")
+    ax.annotate(
+        "hop = partial matmul",
+        (balance, 1.0),
+        xytext=(4, 4),
+        textcoords="offset points",
+        ha="left",
+        va="bottom",
+        fontsize=8,
+        color="#555555",
+    )
     ax.set_xscale("log", base=2)
     ax.set_xlabel("output width F (columns of W)")
     ax.set_ylabel("time / matmul alone")

@@ -1,4 +1,5 @@
 """Figures of Chapter 9 (profiling), drawn from :mod:`tpu_notes.profile`'s traces and op tables."""
+
 from __future__ import annotations
 
 import math
@@ -39,8 +40,13 @@ def timeline(trace, step: int = None, ax=None, width: float = 7.0, height: float
     ax.invert_yaxis()
     ax.set_xlabel("ms from the start of the step")
     ax.set_title(f"{trace.module}, step {step}: {len(evs)} op executions")
-    ax.legend(handles=[Patch(color=v, label=k) for k, v in CATEGORY_COLORS.items()], loc="upper center",
-              bbox_to_anchor=(0.5, -0.22), ncol=4, frameon=False)
+    ax.legend(
+        handles=[Patch(color=v, label=k) for k, v in CATEGORY_COLORS.items()],
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.22),
+        ncol=4,
+        frameon=False,
+    )
     fig.tight_layout()
     return fig
 
@@ -87,12 +93,23 @@ def ops_on_roofline(rows, fit, top: int = 8, ax=None, width: float = 7.0, height
     hi = max(max(r.intensity for r in picked) * 4, fit.critical_intensity * 4)
     xs = np.geomspace(lo, hi, 200)
     ax.loglog(xs, [fit.attainable(x) for x in xs], "k-", label="measured roofline of this machine")
-    ax.axvline(fit.critical_intensity, color="0.6", ls=":", lw=1,
-               label=f"critical intensity {fit.critical_intensity:.3g} FLOP/B")
+    ax.axvline(
+        fit.critical_intensity,
+        color="0.6",
+        ls=":",
+        lw=1,
+        label=f"critical intensity {fit.critical_intensity:.3g} FLOP/B",
+    )
     for k, r in enumerate(sorted(picked, key=lambda r: -r.achieved_flops)):
         ax.scatter(r.intensity, r.achieved_flops, color=CATEGORY_COLORS[r.category], zorder=3)
-        ax.annotate(r.name, (r.intensity, r.achieved_flops), textcoords="offset points",
-                    xytext=(8 if k % 2 == 0 else -8, 2), ha="left" if k % 2 == 0 else "right", fontsize=8)
+        ax.annotate(
+            r.name,
+            (r.intensity, r.achieved_flops),
+            textcoords="offset points",
+            xytext=(8 if k % 2 == 0 else -8, 2),
+            ha="left" if k % 2 == 0 else "right",
+            fontsize=8,
+        )
     ax.set_xlabel("arithmetic intensity (FLOPs per byte, XLA's count)")
     ax.set_ylabel("achieved FLOP/s")
     ax.set_title(f"Top {len(picked)} ops of the step on the roofline")

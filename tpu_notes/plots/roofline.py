@@ -1,4 +1,5 @@
 """Chapter 1 figures: rooflines, matmul intensity against the batch, and the measured roofline."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,9 +45,17 @@ def _roof(ax, intensities, peak: float, bandwidth: float, **kw):
     ax.plot(intensities, np.minimum(peak, intensities * bandwidth), **kw)
 
 
-def roofline_chart(chips=("v5e", "v5p", "v6e", "h100"), ops=None, dtype: str = "bf16", bandwidth: str = "hbm",
-                   intensity_range=(0.05, 3e4), ax=None, title: str | None = None, units=None,
-                   vpu: bool = True):
+def roofline_chart(
+    chips=("v5e", "v5p", "v6e", "h100"),
+    ops=None,
+    dtype: str = "bf16",
+    bandwidth: str = "hbm",
+    intensity_range=(0.05, 3e4),
+    ax=None,
+    title: str | None = None,
+    units=None,
+    vpu: bool = True,
+):
     """Log-log rooflines (attainable FLOP/s against arithmetic intensity) of ``chips`` for ``dtype`` against
     ``bandwidth`` ("hbm", "ici", ...), with each chip's ridge point (its critical intensity) marked and the
     operations of ``ops`` ({label: FLOPs per byte}) drawn as vertical lines, with a dot where each meets each roof.
@@ -80,8 +89,16 @@ def roofline_chart(chips=("v5e", "v5p", "v6e", "h100"), ops=None, dtype: str = "
         ax.plot([peak / bw], [peak], "o", color=color, ms=5)
         vector = _vpu_peak(c) if vpu else None
         if vector is not None:
-            _roof(ax, x, vector, bw, color=color, ls="--", lw=1.2,
-                  label=f"{c.name} VPU: ridge at {vector / bw:.1f} FLOPs/B")
+            _roof(
+                ax,
+                x,
+                vector,
+                bw,
+                color=color,
+                ls="--",
+                lw=1.2,
+                label=f"{c.name} VPU: ridge at {vector / bw:.1f} FLOPs/B",
+            )
         for label, intensity in op_list:
             roof = vector if (units.get(label) == "VPU" and vector is not None) else peak
             ax.plot([intensity], [min(roof, intensity * bw)], ".", color=color, ms=6)
@@ -90,8 +107,16 @@ def roofline_chart(chips=("v5e", "v5p", "v6e", "h100"), ops=None, dtype: str = "
     for label, intensity in op_list:
         ax.axvline(intensity, color="0.45", ls=":", lw=1)
         shown = f"{label} ({units[label]})" if label in units else label
-        ax.text(intensity * 1.1, ymax / 1.5, shown, rotation=90, fontsize=8, color="0.2", va="top",
-                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
+        ax.text(
+            intensity * 1.1,
+            ymax / 1.5,
+            shown,
+            rotation=90,
+            fontsize=8,
+            color="0.2",
+            va="top",
+            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1},
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
@@ -103,8 +128,15 @@ def roofline_chart(chips=("v5e", "v5p", "v6e", "h100"), ops=None, dtype: str = "
     return fig
 
 
-def matmul_intensity_chart(D: int = 8192, F: int = 8192, chips=("v5e", "v5p", "v6e", "h100"),
-                           dtype: str = "bf16", w_dtype: str | None = None, batch_range=(1, 65536), ax=None):
+def matmul_intensity_chart(
+    D: int = 8192,
+    F: int = 8192,
+    chips=("v5e", "v5p", "v6e", "h100"),
+    dtype: str = "bf16",
+    w_dtype: str | None = None,
+    batch_range=(1, 65536),
+    ax=None,
+):
     """Exact arithmetic intensity of ``x[B, D] @ w[D, F]`` against the token batch ``B`` (log-log), with each
     chip's critical intensity as a horizontal line: where the curve crosses a line is that chip's critical batch.
 
@@ -116,11 +148,20 @@ def matmul_intensity_chart(D: int = 8192, F: int = 8192, chips=("v5e", "v5p", "v
     use_book_style()
     w = w_dtype or dtype
     bs = np.unique(np.geomspace(lo, hi, 200).astype(int))
-    ax.plot(bs, [matmul_intensity(int(b), D, F, dtype, w, dtype) for b in bs], color="black",
-            label=f"[B, {D}] x [{D}, {F}], {dtype} x {w}")
+    ax.plot(
+        bs,
+        [matmul_intensity(int(b), D, F, dtype, w, dtype) for b in bs],
+        color="black",
+        label=f"[B, {D}] x [{D}, {F}], {dtype} x {w}",
+    )
     for c in chip_objs:
-        ax.axhline(c.critical_intensity(dtype), color=CHIP_COLORS.get(c.name), ls="--", lw=1.2,
-                   label=f"{c.name} critical intensity ({c.critical_intensity(dtype):.0f})")
+        ax.axhline(
+            c.critical_intensity(dtype),
+            color=CHIP_COLORS.get(c.name),
+            ls="--",
+            lw=1.2,
+            label=f"{c.name} critical intensity ({c.critical_intensity(dtype):.0f})",
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("token batch B")
@@ -130,8 +171,17 @@ def matmul_intensity_chart(D: int = 8192, F: int = 8192, chips=("v5e", "v5p", "v
     return fig
 
 
-def matmul_on_roofline(B: int, D: int, F: int, chip="v5e", dtype: str = "bf16", w_dtype: str | None = None,
-                       ax=None, width: float = 6.0, height: float = 3.6):
+def matmul_on_roofline(
+    B: int,
+    D: int,
+    F: int,
+    chip="v5e",
+    dtype: str = "bf16",
+    w_dtype: str | None = None,
+    ax=None,
+    width: float = 6.0,
+    height: float = 3.6,
+):
     """One chip's roofline with the matmul ``x[B, D] @ w[D, F]`` placed on it: its intensity, the FLOP/s it can
     attain (FLOPs over the perfect-overlap time), and its time bounds in the title. Used by the explorer widget.
 
@@ -149,15 +199,17 @@ def matmul_on_roofline(B: int, D: int, F: int, chip="v5e", dtype: str = "bf16", 
     color = CHIP_COLORS.get(c.name, "tab:blue")
     _roof(ax, x, peak, bw, color=color, label=f"{c.name} {dtype} roofline")
     ax.axvline(ridge, color=color, ls=":", lw=1, label=f"critical intensity {ridge:.0f} FLOPs/B")
-    ax.plot([r.intensity], [r.flops / r.lower], "o", color="black", ms=7,
-            label=f"B={B}, D={D}, F={F}: {r.bound}-bound")
+    ax.plot([r.intensity], [r.flops / r.lower], "o", color="black", ms=7, label=f"B={B}, D={D}, F={F}: {r.bound}-bound")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_xlabel("arithmetic intensity (FLOPs per byte)")
     ax.set_ylabel("attainable FLOP/s")
-    ax.set_title(f"T_math {fmt(r.t_math, 's')}, T_comms {fmt(r.t_comms, 's')}: "
-                 f"between {fmt(r.lower, 's')} and {fmt(r.upper, 's')}", fontsize=9)
+    ax.set_title(
+        f"T_math {fmt(r.t_math, 's')}, T_comms {fmt(r.t_comms, 's')}: "
+        f"between {fmt(r.lower, 's')} and {fmt(r.upper, 's')}",
+        fontsize=9,
+    )
     ax.legend(loc="lower right", fontsize=8)
     return fig
 
@@ -183,28 +235,54 @@ def measured_roofline(result, chip=None, ax=None):
     lo = min(m.intensity for m in every) / 3
     hi = max(max(m.intensity for m in every), fit.critical_intensity) * 3
     x = np.geomspace(lo, hi, 300)
-    _roof(left, x, fit.peak_flops, fit.bandwidth, color="black",
-          label=f"fitted: {fit.peak_flops:.3g} FLOP/s, {fit.bandwidth:.3g} B/s")
+    _roof(
+        left,
+        x,
+        fit.peak_flops,
+        fit.bandwidth,
+        color="black",
+        label=f"fitted: {fit.peak_flops:.3g} FLOP/s, {fit.bandwidth:.3g} B/s",
+    )
     if chip is not None:
         c = get_chip(chip)
         try:
-            _roof(left, x, c.peak_flops(result.dtype), c.hbm_bw, color=CHIP_COLORS.get(c.name), ls="--",
-                  label=f"{c.name} datasheet")
+            _roof(
+                left,
+                x,
+                c.peak_flops(result.dtype),
+                c.hbm_bw,
+                color=CHIP_COLORS.get(c.name),
+                ls="--",
+                label=f"{c.name} datasheet",
+            )
         except ValueError:
             pass
     mm = result.matmuls
-    left.plot([m.intensity for m in mm], [m.flops_per_s for m in mm], "o", color="tab:blue",
-              label="matmuls [B, D] x [D, F]")
+    left.plot(
+        [m.intensity for m in mm], [m.flops_per_s for m in mm], "o", color="tab:blue", label="matmuls [B, D] x [D, F]"
+    )
     for m in mm:
-        left.annotate(f"B={m.shape[0]}" if m.shape else m.label, (m.intensity, m.flops_per_s), fontsize=8,
-                      xytext=(4, -10), textcoords="offset points")
+        left.annotate(
+            f"B={m.shape[0]}" if m.shape else m.label,
+            (m.intensity, m.flops_per_s),
+            fontsize=8,
+            xytext=(4, -10),
+            textcoords="offset points",
+        )
     cp = result.copies
     probe_style = {"sum": ("^", "tab:green", "sum(x): reads"), "add": ("s", "tab:orange", "x + 1: reads + writes")}
     for op in sorted({m.op for m in cp}):
         marker, color, name = probe_style.get(op, ("s", "tab:gray", op or "probe"))
         ms = [m for m in cp if m.op == op]
-        left.plot([m.intensity for m in ms], [m.flops_per_s for m in ms], marker, color=color, ms=5, ls="none",
-                  label=f"{name} (all sizes)")
+        left.plot(
+            [m.intensity for m in ms],
+            [m.flops_per_s for m in ms],
+            marker,
+            color=color,
+            ms=5,
+            ls="none",
+            label=f"{name} (all sizes)",
+        )
         right.plot([m.nbytes for m in ms], [m.bytes_per_s for m in ms], marker + "-", color=color, ms=5, label=name)
     left.set_xscale("log")
     left.set_yscale("log")
@@ -217,8 +295,14 @@ def measured_roofline(result, chip=None, ax=None):
         right.axvline(fit.min_copy_bytes, color="0.4", ls=":", lw=1, label="fit uses probes right of this")
     cache = getattr(result, "cache_bytes", None)
     if cache:
-        right.axvspan(min(m.nbytes for m in cp) / 1.5, cache, color="0.85", alpha=0.5, lw=0,
-                      label=f"fits in the {cache / 2**20:.0f} MiB last-level cache")
+        right.axvspan(
+            min(m.nbytes for m in cp) / 1.5,
+            cache,
+            color="0.85",
+            alpha=0.5,
+            lw=0,
+            label=f"fits in the {cache / 2**20:.0f} MiB last-level cache",
+        )
     spread = getattr(fit, "bandwidth_spread", ())
     if spread:
         right.axhspan(*spread, color="black", alpha=0.08, lw=0, label="spread of the fitted probes")
@@ -232,8 +316,9 @@ def measured_roofline(result, chip=None, ax=None):
     return fig
 
 
-def matmul_flops_vs_batch(dims=(4096, 1024), chip="v5e", dtype: str = "bf16", w_dtype: str | None = None,
-                          batch_range=(1, 1024), ax=None):
+def matmul_flops_vs_batch(
+    dims=(4096, 1024), chip="v5e", dtype: str = "bf16", w_dtype: str | None = None, batch_range=(1, 1024), ax=None
+):
     """Chapter 1: the roofline as a function of the token batch. For each ``D`` in ``dims`` (square weights
     ``D = F``), the FLOP/s that ``x[B, D] @ w[D, D]`` can attain on ``chip`` (its FLOPs over the perfect-overlap
     time, exact byte count), against ``B``; ``dtype`` is the activation and compute dtype, ``w_dtype`` the

@@ -1,5 +1,6 @@
 """Figures of Chapter 8 (serving Llama 3): the latency–throughput frontier across slices, a sharded step with its
 collectives, published benchmarks against the model, and the serving simulator's latency distributions."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,19 +23,34 @@ def pareto_chart(steps, frontier=None, ax=None, title=None):
     fig, ax = figure_and_axes(ax, width=7.0, height=4.4)
     for color, n in zip(_COLORS * 4, sorted({s.n_chips for s in steps})):
         pts = sorted((s for s in steps if s.n_chips == n), key=lambda s: s.batch)
-        ax.plot([s.tokens_per_s_per_chip for s in pts], [s.total * 1e3 for s in pts], "o-", color=color, ms=4,
-                lw=1, alpha=0.8, label=f"{n} chips")
+        ax.plot(
+            [s.tokens_per_s_per_chip for s in pts],
+            [s.total * 1e3 for s in pts],
+            "o-",
+            color=color,
+            ms=4,
+            lw=1,
+            alpha=0.8,
+            label=f"{n} chips",
+        )
     front = pareto_frontier(steps) if frontier is None else list(frontier)
-    ax.plot([s.tokens_per_s_per_chip for s in front], [s.total * 1e3 for s in front], "k-", lw=2.5, alpha=0.35,
-            label="frontier")
+    ax.plot(
+        [s.tokens_per_s_per_chip for s in front],
+        [s.total * 1e3 for s in front],
+        "k-",
+        lw=2.5,
+        alpha=0.35,
+        label="frontier",
+    )
     ax.set_xscale("log")
     ax.set_yscale("log")
     plain = FuncFormatter(lambda v, _: f"{v:g}")
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(plain)
         axis.set_minor_formatter(NullFormatter())
-    ax.set_yticks([t for t in (1, 2, 5, 10, 20, 50, 100) if t <= ax.get_ylim()[1] * 1.01
-                   and t >= ax.get_ylim()[0] * 0.99])
+    ax.set_yticks(
+        [t for t in (1, 2, 5, 10, 20, 50, 100) if t <= ax.get_ylim()[1] * 1.01 and t >= ax.get_ylim()[0] * 0.99]
+    )
     ax.set_xlabel("throughput, tokens/s per chip (cost falls to the right)")
     ax.set_ylabel("latency, ms per token")
     if title:
@@ -51,10 +67,12 @@ def sharded_step_chart(rows, ax=None):
         raise ValueError("rows must hold at least one ShardedStepTime")
     fig, ax = figure_and_axes(ax, width=7.0, height=3.8)
     x = np.arange(len(rows))
-    parts = [("KV load", [r.step.kv_load for r in rows], "#9467bd"),
-             ("max(weights, FLOPs)", [max(r.step.weight_load, r.step.flops_time) for r in rows], "#1f77b4"),
-             ("collectives: bandwidth", [r.comms_bandwidth for r in rows], "#ff7f0e"),
-             ("collectives: hop latency", [r.comms_latency for r in rows], "#d62728")]
+    parts = [
+        ("KV load", [r.step.kv_load for r in rows], "#9467bd"),
+        ("max(weights, FLOPs)", [max(r.step.weight_load, r.step.flops_time) for r in rows], "#1f77b4"),
+        ("collectives: bandwidth", [r.comms_bandwidth for r in rows], "#ff7f0e"),
+        ("collectives: hop latency", [r.comms_latency for r in rows], "#d62728"),
+    ]
     bottom = np.zeros(len(rows))
     for label, vals, color in parts:
         v = np.array(vals) * 1e3

@@ -3,6 +3,7 @@
 Every figure uses :func:`use_book_style` (explicit rcParams: named styles change between matplotlib versions)
 and a fixed size, so committed PNGs stay small and comparable.
 """
+
 from __future__ import annotations
 
 import matplotlib
@@ -24,8 +25,16 @@ BOOK_RC = {
 
 #: One colour per chip, so a chip looks the same in every figure.
 CHIP_COLORS = {
-    "v3": "#8c564b", "v4p": "#9467bd", "v5e": "#1f77b4", "v5p": "#ff7f0e", "v6e": "#2ca02c", "tpu7x": "#17becf",
-    "a100": "#7f7f7f", "h100": "#d62728", "h200": "#e377c2", "b200": "#bcbd22",
+    "v3": "#8c564b",
+    "v4p": "#9467bd",
+    "v5e": "#1f77b4",
+    "v5p": "#ff7f0e",
+    "v6e": "#2ca02c",
+    "tpu7x": "#17becf",
+    "a100": "#7f7f7f",
+    "h100": "#d62728",
+    "h200": "#e377c2",
+    "b200": "#bcbd22",
 }
 
 
@@ -74,8 +83,9 @@ def panel_grid(n_panels: int, ncols: int = 3, panel_width: float = 2.4, panel_he
         raise ValueError(f"ncols must be a positive integer; got {ncols!r}")
     ncols = max(1, min(ncols, n_panels, int(PAGE_WIDTH_IN // panel_width)))
     nrows = -(-n_panels // ncols)
-    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=min(PAGE_WIDTH_IN, panel_width * ncols),
-                           height=panel_height * nrows)
+    fig, axes = new_figure(
+        ncols=ncols, nrows=nrows, width=min(PAGE_WIDTH_IN, panel_width * ncols), height=panel_height * nrows
+    )
     axes = list(np.array(axes, dtype=object).reshape(-1))
     for ax in axes[n_panels:]:
         ax.axis("off")

@@ -1,4 +1,5 @@
 """Chapter 2 figures: the systolic array cycle by cycle, ICI hops on tori, the bandwidth ladder, MXU padding."""
+
 from __future__ import annotations
 
 import matplotlib
@@ -75,7 +76,7 @@ def torus_hops(items, origin=None):
         ax.set_xticks([])
         ax.set_yticks([])
         ax.grid(False)
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in list(axes.flat)[len(panels) :]:
         ax.axis("off")
     fig.suptitle("ICI hops from chip 0 ([w] = axis wraps, [-] = open)", fontsize=9)
     fig.tight_layout()
@@ -90,8 +91,7 @@ def bandwidth_ladder_chart(chips=("v4p", "v5e", "v5p", "v6e")):
     for k, name in enumerate(chips):
         ladder = bandwidth_ladder(name)
         xs = [i + (k - (len(chips) - 1) / 2) * width for i, kind in enumerate(kinds) if kind in ladder]
-        ax.bar(xs, [ladder[kind] for kind in kinds if kind in ladder], width, label=name,
-               color=CHIP_COLORS.get(name))
+        ax.bar(xs, [ladder[kind] for kind in kinds if kind in ladder], width, label=name, color=CHIP_COLORS.get(name))
     ax.set_xticks(range(len(kinds)))
     ax.set_xticklabels(["HBM", "ICI (1 link)", "PCIe", "DCN (per chip)"])
     ax.set_yscale("log")
@@ -108,8 +108,10 @@ def padding_sweep(sizes, seconds, mxu_size: int = 128, title: str = ""):
     sizes = np.asarray(sizes, dtype=float)
     seconds = np.asarray(seconds, dtype=float)
     if sizes.ndim != 1 or sizes.shape != seconds.shape or not sizes.size:
-        raise ValueError(f"sizes and seconds must be equally long, non-empty 1-D sequences; got shapes "
-                         f"{sizes.shape} and {seconds.shape}")
+        raise ValueError(
+            f"sizes and seconds must be equally long, non-empty 1-D sequences; got shapes "
+            f"{sizes.shape} and {seconds.shape}"
+        )
     if not (seconds > 0).all() or not (sizes > 0).all():
         raise ValueError("sizes and seconds must all be positive")
     if isinstance(mxu_size, bool) or not isinstance(mxu_size, int) or mxu_size < 1:
@@ -155,11 +157,13 @@ def tpu_chip_diagram(chip="v5p"):
         ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=size, weight=weight)
 
     def arrow(p, q, text, where=(0, 0), rot=0, both=True):
-        ax.add_patch(FancyArrowPatch(p, q, arrowstyle="<|-|>" if both else "-|>", mutation_scale=10, lw=1.4,
-                                     color="#333"))
+        ax.add_patch(
+            FancyArrowPatch(p, q, arrowstyle="<|-|>" if both else "-|>", mutation_scale=10, lw=1.4, color="#333")
+        )
         mx, my = (p[0] + q[0]) / 2 + where[0], (p[1] + q[1]) / 2 + where[1]
-        ax.text(mx, my, text, ha="center", va="center", fontsize=fs, rotation=rot,
-                bbox=dict(fc="white", ec="none", pad=0.5))
+        ax.text(
+            mx, my, text, ha="center", va="center", fontsize=fs, rotation=rot, bbox=dict(fc="white", ec="none", pad=0.5)
+        )
 
     # the chip outline
     ax.add_patch(FancyBboxPatch((4, 12), 64, 46, boxstyle="round,pad=0.6", fc="#fafafa", ec="#222", lw=1.5))
@@ -172,8 +176,7 @@ def tpu_chip_diagram(chip="v5p"):
     mxu = f"{c.mxu_size}×{c.mxu_size}" if c.mxu_size else "?"
     box(9, 39, 16, 8, f"MXU ×{c.mxus_per_core or '?'}\n{mxu} systolic", "#cfe0f7")
     box(27, 39, 16, 8, "VPU\n8 × 128 lanes", "#d8f0d8")
-    vregs = ("count not published" if c.vregs_per_core is None
-             else f"{c.vregs_per_core} × {VREG_BYTES // 1024} KiB")
+    vregs = "count not published" if c.vregs_per_core is None else f"{c.vregs_per_core} × {VREG_BYTES // 1024} KiB"
     box(9, 29.5, 34, 5, f"vector registers (VREGs): {vregs}", "#e9f7e9", size=8)
     vmem = "?" if c.vmem_bytes is None else f"{c.vmem_bytes / 2**20:.0f} MiB"
     box(9, 18.5, 22, 6.5, f"VMEM {vmem}\n(on-chip scratchpad)", "#fdf1d6", size=8)
@@ -189,16 +192,22 @@ def tpu_chip_diagram(chip="v5p"):
     # ICI ports
     ports = 2 * (c.ici_dims or 0)
     arrow((68.8, 44), (80.6, 44), "")
-    ax.text(80, 56, f"ICI: {ports} links,\n{num(c.ici_bw_oneway, 'B/s')} each way", fontsize=fs, ha="center",
-            va="center")
+    ax.text(
+        80, 56, f"ICI: {ports} links,\n{num(c.ici_bw_oneway, 'B/s')} each way", fontsize=fs, ha="center", va="center"
+    )
     box(81, 40, 17, 8, "neighbour\nchips", "#f2f2f2")
     # host, PCIe, DCN
     box(81, 20, 17, 9, "host CPU\n+ DRAM", "#f2f2f2")
     arrow((68.8, 24.5), (80.6, 24.5), f"PCIe\n{num(c.pcie_bw, 'B/s')}", where=(0, 4.5))
     box(81, 1, 17, 7, "other hosts", "#f2f2f2")
     arrow((89.5, 19.6), (89.5, 8.6), f"DCN {num(c.dcn_bw, 'B/s')}\nper chip", where=(-9.5, 0))
-    ax.text(4, 6.5, "Bandwidths per chip from tpu_notes.hardware;\nHBM and links decimal (1 GB = 1e9 B), VMEM "
-            "binary (MiB).", fontsize=8, va="center")
+    ax.text(
+        4,
+        6.5,
+        "Bandwidths per chip from tpu_notes.hardware;\nHBM and links decimal (1 GB = 1e9 B), VMEM binary (MiB).",
+        fontsize=8,
+        va="center",
+    )
     fig.tight_layout()
     return fig
 
@@ -217,12 +226,21 @@ def slice_hops_chart(chip="v5e", shape=(8, 16), nbytes: float = 2.0**26):
     left.imshow(plane, cmap="viridis", vmin=0, vmax=vmax, aspect="auto")
     if plane.size <= 128:
         for (i, j), v in np.ndenumerate(plane):
-            left.text(j, i, str(v), ha="center", va="center", fontsize=MIN_FONT_PT,
-                      color="white" if v < 0.6 * vmax else "black")
+            left.text(
+                j,
+                i,
+                str(v),
+                ha="center",
+                va="center",
+                fontsize=MIN_FONT_PT,
+                color="white" if v < 0.6 * vmax else "black",
+            )
     wraps = "".join("w" if w else "-" for w in sl.wraparound)
     where = "" if grid.ndim == 2 else " (z = 0 plane)"
-    left.set_title(f"{sl.chip.name} {'×'.join(map(str, sl.shape))} [{wraps}], diameter {sl.diameter}\n"
-                   f"hops from chip 0{where}", fontsize=9)
+    left.set_title(
+        f"{sl.chip.name} {'×'.join(map(str, sl.shape))} [{wraps}], diameter {sl.diameter}\nhops from chip 0{where}",
+        fontsize=9,
+    )
     left.set_xticks([])
     left.set_yticks([])
     left.grid(False)
@@ -230,8 +248,12 @@ def slice_hops_chart(chip="v5e", shape=(8, 16), nbytes: float = 2.0**26):
     rows = [(f"to farthest chip {far}", sl.transfer_time(nbytes, (0,) * len(sl.shape), far))]
     names = "xyz"[: len(sl.shape)]
     for i, a in enumerate(names):
-        rows.append((f"AllGather over {a} ({sl.shape[i]}, {'ring' if sl.wraparound[i] else 'line'})",
-                     sl.collective_time("all_gather", nbytes, a)))
+        rows.append(
+            (
+                f"AllGather over {a} ({sl.shape[i]}, {'ring' if sl.wraparound[i] else 'line'})",
+                sl.collective_time("all_gather", nbytes, a),
+            )
+        )
     rows.append((f"AllGather over {names}", sl.collective_time("all_gather", nbytes, None)))
     labels = [r[0] for r in rows]
     bw = np.array([r[1].bandwidth_time for r in rows])

@@ -1,4 +1,5 @@
 """Figures of Chapter 5 (training parallelism), drawn from :mod:`tpu_notes.training`."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,12 +8,27 @@ from ..hardware import get_chip
 from ..units import fmt
 from .style import figure_and_axes, new_figure
 
-_KIND_COLORS = {"compute": "#1f77b4", "fsdp": "#ff7f0e", "data": "#8c564b", "tensor": "#2ca02c",
-                "expert": "#9467bd", "pipeline": "#7f7f7f", "dcn": "#d62728", "bubble": "#c7c7c7"}
+_KIND_COLORS = {
+    "compute": "#1f77b4",
+    "fsdp": "#ff7f0e",
+    "data": "#8c564b",
+    "tensor": "#2ca02c",
+    "expert": "#9467bd",
+    "pipeline": "#7f7f7f",
+    "dcn": "#d62728",
+    "bubble": "#c7c7c7",
+}
 
 
-def training_roofline_chart(chip="v5p", d_model: int = 8192, d_ff: int = 28672, n_chips: int = 64,
-                            n_axes: int = 3, batch_range=(32, 65536), ax=None):
+def training_roofline_chart(
+    chip="v5p",
+    d_model: int = 8192,
+    d_ff: int = 28672,
+    n_chips: int = 64,
+    n_axes: int = 3,
+    batch_range=(32, 65536),
+    ax=None,
+):
     """Per-layer compute time and each strategy's communication time (forward + backward) against the per-chip
     batch, for ``n_chips`` chips: pure FSDP (all ``n_axes`` axes), pure tensor parallelism, and FSDP + tensor at
     the best power-of-two split. Lines above the compute line are communication-bound."""
@@ -29,8 +45,11 @@ def training_roofline_chart(chip="v5p", d_model: int = 8192, d_ff: int = 28672, 
         tp.append(mlp_layer_times("tensor", c, B, d_model, d_ff, tensor=n_chips, tp_axes=n_axes).comms)
         x_opt = optimal_fsdp_degree(B, n_chips, d_ff, fsdp_axes=2, tp_axes=1)
         X = int(min(n_chips, max(1, 2 ** round(np.log2(x_opt)))))
-        mixed.append(mlp_layer_times("fsdp+tensor", c, B, d_model, d_ff, fsdp=X, tensor=n_chips // X,
-                                     fsdp_axes=2, tp_axes=1).comms)
+        mixed.append(
+            mlp_layer_times(
+                "fsdp+tensor", c, B, d_model, d_ff, fsdp=X, tensor=n_chips // X, fsdp_axes=2, tp_axes=1
+            ).comms
+        )
     ax.loglog(per_chip, comp, "k--", label="compute (both passes)")
     ax.loglog(per_chip, fsdp, color=_KIND_COLORS["fsdp"], label=f"FSDP over {n_axes} axes")
     ax.loglog(per_chip, tp, color=_KIND_COLORS["tensor"], label=f"tensor parallel, {n_chips}-way")
@@ -50,15 +69,26 @@ def pipeline_schedule_chart(stages: int = 4, microbatches: int = 8):
     for ax, name in zip(axes.ravel(), ("gpipe", "1f1b")):
         tasks = simulate(stages, microbatches, name)
         for t in tasks:
-            ax.barh(t.stage, t.end - t.start, left=t.start, height=0.8,
-                    color="#1f77b4" if t.kind == "F" else "#ff7f0e", edgecolor="white", linewidth=0.6)
-            ax.text((t.start + t.end) / 2, t.stage, str(t.microbatch), ha="center", va="center", fontsize=8,
-                    color="white")
+            ax.barh(
+                t.stage,
+                t.end - t.start,
+                left=t.start,
+                height=0.8,
+                color="#1f77b4" if t.kind == "F" else "#ff7f0e",
+                edgecolor="white",
+                linewidth=0.6,
+            )
+            ax.text(
+                (t.start + t.end) / 2, t.stage, str(t.microbatch), ha="center", va="center", fontsize=8, color="white"
+            )
         ax.set_yticks(range(stages), [f"stage {s}" for s in range(stages)])
         ax.invert_yaxis()
         ax.grid(False)
-        ax.set_title(f"{'GPipe' if name == 'gpipe' else '1F1B'}: bubble {bubble_fraction(tasks):.0%}, "
-                     f"stage 0 holds {peak_in_flight(tasks)} microbatches", fontsize=10)
+        ax.set_title(
+            f"{'GPipe' if name == 'gpipe' else '1F1B'}: bubble {bubble_fraction(tasks):.0%}, "
+            f"stage 0 holds {peak_in_flight(tasks)} microbatches",
+            fontsize=10,
+        )
     axes.ravel()[-1].set_xlabel("time (forward = 1 unit, backward = 2; blue forward, orange backward)")
     fig.tight_layout()
     return fig
@@ -149,8 +179,14 @@ def reconciliation_chart(roofline_rows, calibrated_rows=None, ax=None):
     for kind in ("tpu", "gpu"):
         idx = [i for i, k in enumerate(kinds) if k == kind]
         if idx:
-            ax.scatter(pred[idx], meas[idx], facecolors="none", edgecolors=colors[kind], s=40,
-                       label=f"{kind.upper()} runs, roofline prediction")
+            ax.scatter(
+                pred[idx],
+                meas[idx],
+                facecolors="none",
+                edgecolors=colors[kind],
+                s=40,
+                label=f"{kind.upper()} runs, roofline prediction",
+            )
     if calibrated_rows is not None:
         cal = np.array([r.predicted_tokens_per_s for r in calibrated_rows])
         ax.scatter(cal, meas, c=[colors[k] for k in kinds], s=40, label="at the stated matmul efficiency")

@@ -1,5 +1,6 @@
 """Chapter 4 figures: attention share, parameter breakdown, KV cache, the remat trade-off, memory against
 context, a decoder layer as einsums, and MoE routing."""
+
 from __future__ import annotations
 
 import matplotlib
@@ -24,7 +25,7 @@ def attention_share_chart(models=("llama3-8b", "llama3-70b", "llama3-405b"), seq
     for name in models:
         m = as_config(name)
         share = [m.attention_fraction(int(T), causal=causal) for T in seq_lens]
-        line, = ax.plot(seq_lens, share, label=f"{m.name or name} (D={m.d_model})")
+        (line,) = ax.plot(seq_lens, share, label=f"{m.name or name} (D={m.d_model})")
         per_T = m.attention_flops(1, causal=causal) / m.n_layers
         t_eq = 2.0 * m.attention_params_per_layer() / per_T
         ax.plot([t_eq], [m.attention_fraction(max(1, int(round(t_eq))), causal=causal)], "o", color=line.get_color())
@@ -40,8 +41,7 @@ def attention_share_chart(models=("llama3-8b", "llama3-70b", "llama3-405b"), seq
     return fig
 
 
-def param_breakdown_chart(models=("tiny-mha", "llama2-13b", "llama3-8b", "llama3-70b", "llama3-405b",
-                                  "deepseek-v3")):
+def param_breakdown_chart(models=("tiny-mha", "llama2-13b", "llama3-8b", "llama3-70b", "llama3-405b", "deepseek-v3")):
     """Chapter 4: each model's parameters split by role (embedding, attention, MLP, norms, unembedding)."""
     roles = ("embedding", "attention", "mlp", "norms", "unembedding")
     colors = ("#9467bd", "#1f77b4", "#ff7f0e", "#7f7f7f", "#2ca02c")
@@ -63,8 +63,13 @@ def param_breakdown_chart(models=("tiny-mha", "llama2-13b", "llama3-8b", "llama3
     return fig
 
 
-def kv_cache_chart(models=("llama2-13b", "llama3-70b", "deepseek-v3"), seq_lens=None, batch: int = 1,
-                   dtype: str = "bf16", hbm_bytes: float | None = None):
+def kv_cache_chart(
+    models=("llama2-13b", "llama3-70b", "deepseek-v3"),
+    seq_lens=None,
+    batch: int = 1,
+    dtype: str = "bf16",
+    hbm_bytes: float | None = None,
+):
     """Chapter 4: KV-cache bytes of ``batch`` sequences against context length (MHA vs GQA vs MLA).
 
     ``hbm_bytes`` draws a horizontal line (e.g. one chip's HBM) for scale.
@@ -161,32 +166,71 @@ def transformer_layer_diagram(model="llama3-8b"):
         x, y = col_x[col], 1 - (row + 0.7) * row_h
         tall = text.count("\n") >= 2
         h = row_h * (0.86 if tall else 0.5)
-        ax.add_patch(FancyBboxPatch((x - box_w / 2, y - h / 2), box_w, h, boxstyle="round,pad=0.004",
-                                    facecolor=color, edgecolor="0.4", lw=0.8, transform=ax.transAxes))
+        ax.add_patch(
+            FancyBboxPatch(
+                (x - box_w / 2, y - h / 2),
+                box_w,
+                h,
+                boxstyle="round,pad=0.004",
+                facecolor=color,
+                edgecolor="0.4",
+                lw=0.8,
+                transform=ax.transAxes,
+            )
+        )
         ax.text(x, y, text, ha="center", va="center", fontsize=8.5, transform=ax.transAxes)
         centres[(row, col)] = (x, y, h)
 
     def arrow(a, b):
         (x0, y0, h0), (x1, y1, h1) = centres[a], centres[b]
-        ax.annotate("", xy=(x1, y1 + h1 / 2), xytext=(x0, y0 - h0 / 2), xycoords="axes fraction",
-                    arrowprops=dict(arrowstyle="->", color="0.35", lw=0.9))
+        ax.annotate(
+            "",
+            xy=(x1, y1 + h1 / 2),
+            xytext=(x0, y0 - h0 / 2),
+            xycoords="axes fraction",
+            arrowprops=dict(arrowstyle="->", color="0.35", lw=0.9),
+        )
 
-    for a, b in [((0, 1), (1, 1)), ((1, 1), (2, 0)), ((1, 1), (2, 1)), ((1, 1), (2, 2)), ((2, 0), (3, 1)),
-                 ((2, 1), (3, 1)), ((3, 1), (4, 1)), ((2, 2), (6, 1)), ((4, 1), (5, 1)), ((5, 1), (6, 1)),
-                 ((6, 1), (7, 1)), ((7, 1), (8, 1)), ((8, 1), (9, 1)), ((9, 1), (10, 0)), ((9, 1), (10, 2)),
-                 ((10, 0), (11, 1)), ((10, 2), (11, 1)), ((11, 1), (12, 1)), ((12, 1), (13, 1))]:
+    for a, b in [
+        ((0, 1), (1, 1)),
+        ((1, 1), (2, 0)),
+        ((1, 1), (2, 1)),
+        ((1, 1), (2, 2)),
+        ((2, 0), (3, 1)),
+        ((2, 1), (3, 1)),
+        ((3, 1), (4, 1)),
+        ((2, 2), (6, 1)),
+        ((4, 1), (5, 1)),
+        ((5, 1), (6, 1)),
+        ((6, 1), (7, 1)),
+        ((7, 1), (8, 1)),
+        ((8, 1), (9, 1)),
+        ((9, 1), (10, 0)),
+        ((9, 1), (10, 2)),
+        ((10, 0), (11, 1)),
+        ((10, 2), (11, 1)),
+        ((11, 1), (12, 1)),
+        ((12, 1), (13, 1)),
+    ]:
         arrow(a, b)
-    for start, end in (((0, 1), (8, 1)), ((8, 1), (13, 1))):     # the residual connections, on the right
+    for start, end in (((0, 1), (8, 1)), ((8, 1), (13, 1))):  # the residual connections, on the right
         (x0, y0, _), (x1, y1, _) = centres[start], centres[end]
         xr = col_x[2] + box_w / 2 + 0.01
-        ax.annotate("", xy=(x1 + box_w / 2, y1), xytext=(xr, y1), xycoords="axes fraction",
-                    arrowprops=dict(arrowstyle="->", color="#2ca02c", lw=1.0))
-        ax.plot([x0 + box_w / 2, xr, xr], [y0, y0, y1], color="#2ca02c", lw=1.0, transform=ax.transAxes,
-                clip_on=False)
+        ax.annotate(
+            "",
+            xy=(x1 + box_w / 2, y1),
+            xytext=(xr, y1),
+            xycoords="axes fraction",
+            arrowprops=dict(arrowstyle="->", color="#2ca02c", lw=1.0),
+        )
+        ax.plot([x0 + box_w / 2, xr, xr], [y0, y0, y1], color="#2ca02c", lw=1.0, transform=ax.transAxes, clip_on=False)
     dense = 2 * (m.attention_params_per_layer() + m.dense_mlp_params())
-    ax.set_title(f"One decoder layer of {m.name or 'the model'}: D={D}, N={N}, K={K} (G={G}), H={H}, F={F}\n"
-                 f"weight matmuls {fmt(dense, 'FLOPs')} per token forward (blue), attention 4·S·N·H "
-                 f"(orange); green: residual adds", fontsize=10)
+    ax.set_title(
+        f"One decoder layer of {m.name or 'the model'}: D={D}, N={N}, K={K} (G={G}), H={H}, F={F}\n"
+        f"weight matmuls {fmt(dense, 'FLOPs')} per token forward (blue), attention 4·S·N·H "
+        f"(orange); green: residual adds",
+        fontsize=10,
+    )
     return fig
 
 
@@ -220,8 +264,11 @@ def moe_routing_figure(top_experts, n_experts: int, capacity: int, probs=None):
     for e in range(n_experts):
         for s in range(capacity):
             slot_y[(e, s)] = y
-            ax.add_patch(matplotlib.patches.Rectangle((0.78, y - step * 0.4), 0.05, step * 0.8, facecolor="white",
-                                                      edgecolor="0.4", lw=0.6))
+            ax.add_patch(
+                matplotlib.patches.Rectangle(
+                    (0.78, y - step * 0.4), 0.05, step * 0.8, facecolor="white", edgecolor="0.4", lw=0.6
+                )
+            )
             y -= step
         ax.text(0.86, slot_y[(e, 0)] - step * (capacity - 1) / 2, f"expert {e}", va="center", fontsize=9)
         y -= 0.6 * step
@@ -229,13 +276,12 @@ def moe_routing_figure(top_experts, n_experts: int, capacity: int, probs=None):
         ax.text(0.07, ty[t], f"token {t}", ha="right", va="center", fontsize=9)
     used = {e: 0 for e in range(n_experts)}
     dropped = 0
-    for t in range(T):                       # token order, as the model's stable sort by expert keeps it
+    for t in range(T):  # token order, as the model's stable sort by expert keeps it
         for r in range(k):
             e = int(top[t, r])
             lw = 0.6 + 2.0 * float(w[t, r])
             if used[e] < capacity:
-                ax.plot([0.09, 0.78], [ty[t], slot_y[(e, used[e])]], color=colors[r % len(colors)], lw=lw,
-                        alpha=0.8)
+                ax.plot([0.09, 0.78], [ty[t], slot_y[(e, used[e])]], color=colors[r % len(colors)], lw=lw, alpha=0.8)
                 used[e] += 1
             else:
                 dropped += 1
@@ -246,13 +292,17 @@ def moe_routing_figure(top_experts, n_experts: int, capacity: int, probs=None):
     ax.plot([], [], "--x", color="#d62728", label="dropped: expert full")
     ax.legend(loc="lower center", bbox_to_anchor=(0.45, -0.08), ncol=k + 1, fontsize=8)
     ax.set_xlim(-0.08, 1.02)
-    ax.set_title(f"Top-{k} routing of {T} tokens to {n_experts} experts with {capacity} slots each "
-                 f"({dropped} of {T * k} assignments dropped)", fontsize=10)
+    ax.set_title(
+        f"Top-{k} routing of {T} tokens to {n_experts} experts with {capacity} slots each "
+        f"({dropped} of {T * k} assignments dropped)",
+        fontsize=10,
+    )
     return fig
 
 
-def memory_vs_context_chart(model="llama3-8b", batch: int = 16, seq_len: int = 8192, chip="v5p",
-                            seq_lens=None, ax=None):
+def memory_vs_context_chart(
+    model="llama3-8b", batch: int = 16, seq_len: int = 8192, chip="v5p", seq_lens=None, ax=None
+):
     """Bytes against context length for ``batch`` sequences (Chapter 4): the bf16 KV cache a server keeps, the
     activations training keeps under each remat policy, the bf16 weights, and one chip's HBM. A dot marks
     ``seq_len``. Returns the figure (draws into ``ax`` when given)."""
@@ -260,16 +310,27 @@ def memory_vs_context_chart(model="llama3-8b", batch: int = 16, seq_len: int = 8
     batch = check_positive("batch", batch, integer=True)
     seq_len = check_positive("seq_len", seq_len, integer=True)
     if seq_lens is None:
-        seq_lens = 2 ** np.arange(9, 18)                   # 512 ... 131072 tokens
+        seq_lens = 2 ** np.arange(9, 18)  # 512 ... 131072 tokens
     seq_lens = [int(s) for s in seq_lens]
     fig, ax = figure_and_axes(ax, width=7.0, height=4.2)
-    ax.loglog(seq_lens, [m.kv_cache_bytes(batch, s) for s in seq_lens], "-o", ms=3, color="#d62728",
-              label=f"KV cache, {batch} sequences (bf16)")
+    ax.loglog(
+        seq_lens,
+        [m.kv_cache_bytes(batch, s) for s in seq_lens],
+        "-o",
+        ms=3,
+        color="#d62728",
+        label=f"KV cache, {batch} sequences (bf16)",
+    )
     styles = {"none": "-", "save_matmul_outputs": "--", "full_block": ":"}
     if not m.is_mla:
         for policy in REMAT_POLICIES:
-            ax.loglog(seq_lens, [m.checkpoint_bytes(batch * s, policy) for s in seq_lens], styles[policy],
-                      color="#1f77b4", label=f"activations kept, remat '{policy}'")
+            ax.loglog(
+                seq_lens,
+                [m.checkpoint_bytes(batch * s, policy) for s in seq_lens],
+                styles[policy],
+                color="#1f77b4",
+                label=f"activations kept, remat '{policy}'",
+            )
     ax.axhline(2 * m.param_count(), color="#7f7f7f", lw=1, label="weights (bf16)")
     ax.axhline(c.hbm_bytes, color="black", lw=1, ls="-.", label=f"HBM of one {c.name}")
     ax.plot([seq_len], [m.kv_cache_bytes(batch, seq_len)], "o", color="#d62728", ms=8)

@@ -29,6 +29,7 @@ and gets out (the gathered size of an AllGather, the unreduced size of a ReduceS
 collectives one step runs (XLA may fuse several into one tuple-shaped op; :func:`tpu_notes.parallel.xla_collectives`
 splits them back so the two can be compared array by array).
 """
+
 from __future__ import annotations
 
 import math
@@ -46,16 +47,15 @@ KINDS = ("all-gather", "reduce-scatter", "all-reduce", "collective-permute")
 class PredictedCollective:
     """Collectives of one kind, over the same mesh axes and of the same size, in one training step."""
 
-    kind: str                  # "all-gather", "reduce-scatter", "all-reduce" or "collective-permute"
-    axes: tuple[str, ...]      # mesh axes of the groups, e.g. ("fsdp",); ("pipeline",) for a stage-to-stage permute
-    bytes_per_device: float    # bytes, the larger of what one device puts in and gets out of one collective
-    count: int                 # how many of them one step runs
-    what: str                  # what is moved and why, e.g. "gradient of wq, per layer"
+    kind: str  # "all-gather", "reduce-scatter", "all-reduce" or "collective-permute"
+    axes: tuple[str, ...]  # mesh axes of the groups, e.g. ("fsdp",); ("pipeline",) for a stage-to-stage permute
+    bytes_per_device: float  # bytes, the larger of what one device puts in and gets out of one collective
+    count: int  # how many of them one step runs
+    what: str  # what is moved and why, e.g. "gradient of wq, per layer"
 
     def __repr__(self) -> str:
         over = ",".join(self.axes) or "-"
-        return (f"PredictedCollective({self.count} x {self.kind}[{over}] {fmt(self.bytes_per_device, 'B')}: "
-                f"{self.what})")
+        return f"PredictedCollective({self.count} x {self.kind}[{over}] {fmt(self.bytes_per_device, 'B')}: {self.what})"
 
 
 def _weights(c: TransformerConfig, p: Parallelism) -> list[tuple[str, float, int]]:
@@ -69,7 +69,7 @@ def _weights(c: TransformerConfig, p: Parallelism) -> list[tuple[str, float, int
         n = math.prod(shape)
         short = name.split("/")[-1]
         if short not in ("attn_norm", "mlp_norm"):
-            n /= t                       # heads of wq/wk/wv/wo, F of the MLP
+            n /= t  # heads of wq/wk/wv/wo, F of the MLP
         out.append((short, n, layers))
     out.append(("embed", V * D, 1))
     out.append(("final_norm", D, 1))
@@ -84,8 +84,10 @@ def _check(model, parallelism, batch_tokens, seq_len):
         raise TypeError(f"parallelism must be a tpu_notes.training.Parallelism; got {type(parallelism).__name__}")
     p = parallelism
     if c.is_moe or p.expert > 1:
-        raise ValueError("predicted_collectives covers dense models with expert=1 (expert parallelism's "
-                         f"AllToAll is Chapter 7's); got {c.name or 'a MoE model'} with expert={p.expert}")
+        raise ValueError(
+            "predicted_collectives covers dense models with expert=1 (expert parallelism's "
+            f"AllToAll is Chapter 7's); got {c.name or 'a MoE model'} with expert={p.expert}"
+        )
     if c.is_mla:
         raise ValueError("predicted_collectives covers GQA attention (tpu_notes.model's); MLA is not supported")
     if batch_tokens % seq_len:
@@ -93,14 +95,16 @@ def _check(model, parallelism, batch_tokens, seq_len):
     seqs = batch_tokens // seq_len
     shards = p.batch_shards
     if seqs % shards:
-        raise ValueError(f"the batch of {seqs} sequences must be divisible by data x fsdp x expert x dcn = {shards} "
-                         f"({p.label()})")
+        raise ValueError(
+            f"the batch of {seqs} sequences must be divisible by data x fsdp x expert x dcn = {shards} ({p.label()})"
+        )
     if p.pipeline > 1:
         if c.n_layers % p.pipeline:
             raise ValueError(f"pipeline ({p.pipeline}) must divide n_layers ({c.n_layers})")
         if (seqs // shards) % p.microbatches:
-            raise ValueError(f"microbatches ({p.microbatches}) must divide the {seqs // shards} sequences per "
-                             "data shard")
+            raise ValueError(
+                f"microbatches ({p.microbatches}) must divide the {seqs // shards} sequences per data shard"
+            )
     if p.tensor > 1:
         for what, n in (("n_heads", c.n_heads), ("n_kv_heads", c.n_kv_heads), ("d_ff", c.d_ff)):
             if n % p.tensor:
@@ -111,8 +115,15 @@ def _check(model, parallelism, batch_tokens, seq_len):
 
 
 @checked
-def predicted_collectives(model, parallelism: Parallelism, batch_tokens: PositiveInt, seq_len: PositiveInt,
-                          dtype: DTypeName = "bf16", *, remat: Bool = False) -> list[PredictedCollective]:
+def predicted_collectives(
+    model,
+    parallelism: Parallelism,
+    batch_tokens: PositiveInt,
+    seq_len: PositiveInt,
+    dtype: DTypeName = "bf16",
+    *,
+    remat: Bool = False,
+) -> list[PredictedCollective]:
     """The collectives one training step of ``model`` runs per device, laid out per ``parallelism``.
 
     ``batch_tokens`` is the global batch in tokens (a whole number of ``seq_len`` sequences); ``dtype`` the type of
@@ -123,11 +134,13 @@ def predicted_collectives(model, parallelism: Parallelism, batch_tokens: Positiv
     """
     c, p = _check(model, parallelism, batch_tokens, seq_len)
     if remat and p.pipeline > 1:
-        raise ValueError("remat=True is modelled for layouts without pipeline (as tpu_notes.parallel runs them); "
-                         "allowed with pipeline > 1: remat=False")
+        raise ValueError(
+            "remat=True is modelled for layouts without pipeline (as tpu_notes.parallel runs them); "
+            "allowed with pipeline > 1: remat=False"
+        )
     b = dtype_bytes(dtype)
     D = c.d_model
-    tokens = batch_tokens / p.batch_shards                 # tokens through one device's layers per step
+    tokens = batch_tokens / p.batch_shards  # tokens through one device's layers per step
     out: dict[tuple, int] = {}
 
     def add(kind, axes, nbytes, count, what):
@@ -137,8 +150,11 @@ def predicted_collectives(model, parallelism: Parallelism, batch_tokens: Positiv
     batch_axes = tuple(a for a in ("data", "fsdp") if getattr(p, a) > 1)
     for name, n, copies in _weights(c, p):
         w = n * b
-        per = "per layer" if copies > 1 or name in ("wq", "wk", "wv", "wo", "w_gate", "w_up", "w_down",
-                                                    "attn_norm", "mlp_norm") else "once"
+        per = (
+            "per layer"
+            if copies > 1 or name in ("wq", "wk", "wv", "wo", "w_gate", "w_up", "w_down", "attn_norm", "mlp_norm")
+            else "once"
+        )
         # the embedding, final norm and unembedding sit on every pipeline stage: their gradients are summed over the
         # stages too (the stages that do not use them add zeros), in the same AllReduce as over data
         over = ("data",) if p.data > 1 else ()
@@ -146,9 +162,13 @@ def predicted_collectives(model, parallelism: Parallelism, batch_tokens: Positiv
             over += ("pipeline",)
         if p.fsdp > 1:
             again = remat and per == "per layer"
-            add("all-gather", ("fsdp",), w, (2 if again else 1) * copies,
-                f"{name} gathered before use ({'fwd and recomputed fwd' if again else 'kept for the backward'})"
-                f", {per}")
+            add(
+                "all-gather",
+                ("fsdp",),
+                w,
+                (2 if again else 1) * copies,
+                f"{name} gathered before use ({'fwd and recomputed fwd' if again else 'kept for the backward'}), {per}",
+            )
             add("reduce-scatter", ("fsdp",), w, copies, f"gradient of {name}, {per}")
             if over:
                 add("all-reduce", over, w / p.fsdp, copies, f"gradient shard of {name}, {per}")

@@ -11,6 +11,7 @@ Conventions (stated once, used everywhere in the book):
   FLOPs utilisation), which is always ``>= MFU``.
 - A chip is a name or a :class:`~tpu_notes.hardware.Chip`; the peak is ``chip.peak_flops(dtype)``.
 """
+
 from __future__ import annotations
 
 from typing import Annotated
@@ -27,8 +28,14 @@ Remat = Annotated[str, OneOf(REMAT_POLICIES)]
 
 
 @checked
-def flops_per_token(model, *, include_attention: Bool = False, seq_len: PositiveInt | None = None,
-                    causal: Bool = True, remat: Remat = "none") -> float:
+def flops_per_token(
+    model,
+    *,
+    include_attention: Bool = False,
+    seq_len: PositiveInt | None = None,
+    causal: Bool = True,
+    remat: Remat = "none",
+) -> float:
     """Training FLOPs per token (forward + backward) of ``model`` (a preset name or a ``TransformerConfig``).
 
     ``include_attention`` adds the dot-product attention of sequences of ``seq_len`` tokens. ``remat`` adds the
@@ -47,16 +54,30 @@ def flops_per_token(model, *, include_attention: Bool = False, seq_len: Positive
 
 
 @checked
-def training_flops(model, tokens: PositiveFloat, *, include_attention: Bool = False,
-                   seq_len: PositiveInt | None = None, causal: Bool = True) -> float:
+def training_flops(
+    model,
+    tokens: PositiveFloat,
+    *,
+    include_attention: Bool = False,
+    seq_len: PositiveInt | None = None,
+    causal: Bool = True,
+) -> float:
     """Model FLOPs to train ``model`` on ``tokens`` tokens: ``tokens × flops_per_token`` (about ``6·params·tokens``)."""
     return tokens * flops_per_token(model, include_attention=include_attention, seq_len=seq_len, causal=causal)
 
 
 @checked
-def training_time(model, tokens: PositiveFloat, chip, n_chips: PositiveInt, mfu: Fraction, *,
-                  dtype: DTypeName = "bf16", include_attention: Bool = False,
-                  seq_len: PositiveInt | None = None) -> float:
+def training_time(
+    model,
+    tokens: PositiveFloat,
+    chip,
+    n_chips: PositiveInt,
+    mfu: Fraction,
+    *,
+    dtype: DTypeName = "bf16",
+    include_attention: Bool = False,
+    seq_len: PositiveInt | None = None,
+) -> float:
     """Seconds to train ``model`` on ``tokens`` tokens with ``n_chips`` chips running at ``mfu`` of peak (a
     fraction in (0, 1]): ``training_flops / (n_chips · peak · mfu)``."""
     c = get_chip(chip)
@@ -65,8 +86,16 @@ def training_time(model, tokens: PositiveFloat, chip, n_chips: PositiveInt, mfu:
 
 
 @checked
-def mfu(model, tokens_per_s: PositiveFloat, chip, n_chips: PositiveInt, *, dtype: DTypeName = "bf16",
-        include_attention: Bool = False, seq_len: PositiveInt | None = None) -> float:
+def mfu(
+    model,
+    tokens_per_s: PositiveFloat,
+    chip,
+    n_chips: PositiveInt,
+    *,
+    dtype: DTypeName = "bf16",
+    include_attention: Bool = False,
+    seq_len: PositiveInt | None = None,
+) -> float:
     """Model FLOPs utilisation of a run that trains ``tokens_per_s`` tokens per second on ``n_chips`` chips.
 
     ``tokens_per_s × flops_per_token / (n_chips × peak)``; remat FLOPs are not counted (see :func:`hfu`). May exceed
@@ -78,8 +107,17 @@ def mfu(model, tokens_per_s: PositiveFloat, chip, n_chips: PositiveInt, *, dtype
 
 
 @checked
-def hfu(model, tokens_per_s: PositiveFloat, chip, n_chips: PositiveInt, *, seq_len: PositiveInt,
-        remat: Remat = "full_block", dtype: DTypeName = "bf16", include_attention: Bool = True) -> float:
+def hfu(
+    model,
+    tokens_per_s: PositiveFloat,
+    chip,
+    n_chips: PositiveInt,
+    *,
+    seq_len: PositiveInt,
+    remat: Remat = "full_block",
+    dtype: DTypeName = "bf16",
+    include_attention: Bool = True,
+) -> float:
     """Hardware FLOPs utilisation: like :func:`mfu` but counting the FLOPs ``remat`` recomputes."""
     c = get_chip(chip)
     f = flops_per_token(model, include_attention=include_attention, seq_len=seq_len, remat=remat)
@@ -93,8 +131,9 @@ def chip_hours(model, tokens: PositiveFloat, chip, mfu: Fraction, **kwargs) -> f
 
 
 @checked
-def training_cost(model, tokens: PositiveFloat, chip, mfu: Fraction,
-                  dollars_per_chip_hour: PositiveFloat | None = None, **kwargs) -> float:
+def training_cost(
+    model, tokens: PositiveFloat, chip, mfu: Fraction, dollars_per_chip_hour: PositiveFloat | None = None, **kwargs
+) -> float:
     """US dollars to train on ``tokens`` tokens at ``mfu``: chip-hours × price (default: the chip's on-demand
     price in :mod:`tpu_notes.hardware`; a ``ValueError`` if it has none and none is given)."""
     c = get_chip(chip)

@@ -13,6 +13,7 @@ degrees that split it:
   for every microbatch in flight; gradient accumulation (``microbatches > 1`` without a pipeline) holds one
   microbatch at a time.
 """
+
 from __future__ import annotations
 
 import math
@@ -47,7 +48,6 @@ REMAT = REMAT_POLICIES + ("mlp_outputs",)
 SCHEDULES = ("1f1b", "gpipe")
 
 
-
 @dataclass(frozen=True)
 class _RematPolicy(Kind):
     """The kind of a ``remat`` argument: a policy name from :data:`REMAT` or a positive number of D-sized
@@ -57,8 +57,9 @@ class _RematPolicy(Kind):
         if isinstance(value, str):
             return check_choice(name, value, REMAT)
         if isinstance(value, bool) or not isinstance(value, Real):
-            raise TypeError(f"{name} must be one of {list(REMAT)} or a number of D-sized checkpoints per layer; "
-                            f"got {value!r}")
+            raise TypeError(
+                f"{name} must be one of {list(REMAT)} or a number of D-sized checkpoints per layer; got {value!r}"
+            )
         return check_positive(name, value)
 
     def hostile(self) -> list:
@@ -93,11 +94,11 @@ def activation_values_per_token_layer(model, remat: Remat = "full_block") -> flo
 class MemoryBreakdown:
     """HBM used by one chip during a training step, in bytes."""
 
-    params: float        # weights held by this chip
-    grads: float         # gradients held by this chip
-    optimizer: float     # optimizer moments (and fp32 master weights) held in HBM by this chip
-    activations: float   # activations saved for the backward pass
-    total: float         # sum of the above
+    params: float  # weights held by this chip
+    grads: float  # gradients held by this chip
+    optimizer: float  # optimizer moments (and fp32 master weights) held in HBM by this chip
+    activations: float  # activations saved for the backward pass
+    total: float  # sum of the above
 
     @checked
     def fits(self, chip, fraction: PositiveFloat = 1.0) -> bool:
@@ -115,19 +116,31 @@ def _param_counts(m) -> tuple[float, float]:
 
 
 @checked
-def optimizer_bytes_per_param(optimizer: Optimizer = "adam", moment_dtype: DTypeName = "fp32",
-                              master_weights: Bool = False) -> float:
+def optimizer_bytes_per_param(
+    optimizer: Optimizer = "adam", moment_dtype: DTypeName = "fp32", master_weights: Bool = False
+) -> float:
     """Bytes of optimizer state per parameter: moments × bytes (Adam in fp32: 8), +4 with an fp32 master copy."""
     return OPTIMIZERS[optimizer] * DTYPE_BYTES[moment_dtype] + (4.0 if master_weights else 0.0)
 
 
 @checked
-def training_memory(model, parallelism: Parallelism | None = None, batch_tokens: PositiveInt = 1,
-                    seq_len: PositiveInt = 1, *, optimizer: Optimizer = "adam", param_dtype: DTypeName = "bf16",
-                    grad_dtype: DTypeName | None = None, moment_dtype: DTypeName = "fp32",
-                    master_weights: Bool = False, remat: Remat = "full_block", activation_dtype: DTypeName = "bf16",
-                    zero: Annotated[int, Range(0, 3, integer=True)] = 0, offload_optimizer: Bool = False,
-                    schedule: Annotated[str, OneOf(SCHEDULES)] = "1f1b") -> MemoryBreakdown:
+def training_memory(
+    model,
+    parallelism: Parallelism | None = None,
+    batch_tokens: PositiveInt = 1,
+    seq_len: PositiveInt = 1,
+    *,
+    optimizer: Optimizer = "adam",
+    param_dtype: DTypeName = "bf16",
+    grad_dtype: DTypeName | None = None,
+    moment_dtype: DTypeName = "fp32",
+    master_weights: Bool = False,
+    remat: Remat = "full_block",
+    activation_dtype: DTypeName = "bf16",
+    zero: Annotated[int, Range(0, 3, integer=True)] = 0,
+    offload_optimizer: Bool = False,
+    schedule: Annotated[str, OneOf(SCHEDULES)] = "1f1b",
+) -> MemoryBreakdown:
     """Bytes per chip of a training step of ``model`` laid out as ``parallelism`` (default: one chip).
 
     ``batch_tokens`` is the global batch in tokens (all slices), ``seq_len`` the sequence length. Adam with bf16
@@ -162,13 +175,22 @@ def training_memory(model, parallelism: Parallelism | None = None, batch_tokens:
     in_flight = 1 if p.pipeline == 1 else (p.microbatches if schedule == "gpipe" else min(p.pipeline, p.microbatches))
     layers = m.n_layers / p.pipeline
     acts = ab * per_token_layer * layers * tokens_per_mb * in_flight / p.tensor
-    return MemoryBreakdown(params=params, grads=grads, optimizer=optim, activations=acts,
-                           total=params + grads + optim + acts)
+    return MemoryBreakdown(
+        params=params, grads=grads, optimizer=optim, activations=acts, total=params + grads + optim + acts
+    )
 
 
 @checked
-def min_chips_for_memory(model, chip, batch_tokens: PositiveInt, seq_len: PositiveInt, *,
-                         include_grads: Bool = True, fraction: PositiveFloat = 1.0, **kwargs) -> int:
+def min_chips_for_memory(
+    model,
+    chip,
+    batch_tokens: PositiveInt,
+    seq_len: PositiveInt,
+    *,
+    include_grads: Bool = True,
+    fraction: PositiveFloat = 1.0,
+    **kwargs,
+) -> int:
     """Fewest chips whose HBM holds a training step of ``model`` if everything is sharded evenly (memory alone).
 
     ``ceil(total bytes / (fraction × HBM per chip))`` where the total is :func:`training_memory` on one chip (same
@@ -186,22 +208,27 @@ def min_chips_for_memory(model, chip, batch_tokens: PositiveInt, seq_len: Positi
 class BatchSplit:
     """How a global batch of ``tokens`` splits over the chips of a layout (uneven splits allowed and reported)."""
 
-    tokens: int                     # global batch, tokens
-    seq_len: int                    # tokens per sequence
-    sequences: int                  # global batch, sequences
-    batch_shards: int               # chips (groups) the batch is split over: data x fsdp x expert x dcn
-    sequences_per_shard: float      # may be fractional: then a sequence is split over several shards
-    tokens_per_shard: float         # tokens each batch shard processes
-    tokens_per_chip: float          # tokens / all chips (the "B / N" of the mixed FSDP + TP roofline)
-    sequence_split: int             # shards that share one sequence (1: whole sequences per shard)
-    even: bool                      # every shard gets the same number of whole sequences (or equal pieces)
+    tokens: int  # global batch, tokens
+    seq_len: int  # tokens per sequence
+    sequences: int  # global batch, sequences
+    batch_shards: int  # chips (groups) the batch is split over: data x fsdp x expert x dcn
+    sequences_per_shard: float  # may be fractional: then a sequence is split over several shards
+    tokens_per_shard: float  # tokens each batch shard processes
+    tokens_per_chip: float  # tokens / all chips (the "B / N" of the mixed FSDP + TP roofline)
+    sequence_split: int  # shards that share one sequence (1: whole sequences per shard)
+    even: bool  # every shard gets the same number of whole sequences (or equal pieces)
 
     def __str__(self) -> str:
-        how = ("each shard holds whole sequences" if self.sequence_split == 1
-               else f"each sequence is split over {self.sequence_split} shards (needs sequence sharding)")
-        return (f"{self.tokens:,} tokens = {self.sequences:,} sequences of {self.seq_len:,} over {self.batch_shards:,} "
-                f"batch shards: {self.sequences_per_shard:g} sequences ({self.tokens_per_shard:,.0f} tokens) per "
-                f"shard; {how}{'' if self.even else '; UNEVEN: some shards get one sequence more'}")
+        how = (
+            "each shard holds whole sequences"
+            if self.sequence_split == 1
+            else f"each sequence is split over {self.sequence_split} shards (needs sequence sharding)"
+        )
+        return (
+            f"{self.tokens:,} tokens = {self.sequences:,} sequences of {self.seq_len:,} over {self.batch_shards:,} "
+            f"batch shards: {self.sequences_per_shard:g} sequences ({self.tokens_per_shard:,.0f} tokens) per "
+            f"shard; {how}{'' if self.even else '; UNEVEN: some shards get one sequence more'}"
+        )
 
 
 @checked
@@ -215,14 +242,23 @@ def batch_split(batch_tokens: PositiveInt, seq_len: PositiveInt, parallelism: Pa
     if not isinstance(parallelism, Parallelism):
         raise TypeError(f"parallelism must be a Parallelism; got {type(parallelism).__name__}")
     if batch_tokens % seq_len:
-        raise ValueError(f"batch_tokens ({batch_tokens:,}) must be a whole number of sequences of seq_len "
-                         f"({seq_len:,})")
+        raise ValueError(
+            f"batch_tokens ({batch_tokens:,}) must be a whole number of sequences of seq_len ({seq_len:,})"
+        )
     seqs = batch_tokens // seq_len
     shards = parallelism.batch_shards
     if seqs >= shards:
         split, even = 1, seqs % shards == 0
     else:
         split, even = math.ceil(shards / seqs), shards % seqs == 0
-    return BatchSplit(tokens=batch_tokens, seq_len=seq_len, sequences=seqs, batch_shards=shards,
-                      sequences_per_shard=seqs / shards, tokens_per_shard=batch_tokens / shards,
-                      tokens_per_chip=batch_tokens / parallelism.n_chips, sequence_split=split, even=even)
+    return BatchSplit(
+        tokens=batch_tokens,
+        seq_len=seq_len,
+        sequences=seqs,
+        batch_shards=shards,
+        sequences_per_shard=seqs / shards,
+        tokens_per_shard=batch_tokens / shards,
+        tokens_per_chip=batch_tokens / parallelism.n_chips,
+        sequence_split=split,
+        even=even,
+    )

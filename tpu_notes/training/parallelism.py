@@ -5,6 +5,7 @@ chips of one ICI slice (``data × fsdp × tensor × pipeline × expert``), and `
 pure data parallelism over the data-centre network. The JAX layouts of :mod:`tpu_notes.parallel` name their mesh
 axes after the fields (:data:`MESH_AXES`), so XLA's collectives can be compared with the model's axis by axis.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,19 +28,21 @@ class Parallelism:
     over DCN (the other degrees are per slice).
     """
 
-    data: PositiveInt = 1            # pure data-parallel degree (within a slice)
-    fsdp: PositiveInt = 1            # fully-sharded data-parallel degree (ZeRO-3)
-    tensor: PositiveInt = 1          # tensor (Megatron) parallel degree
-    pipeline: PositiveInt = 1        # pipeline stages
-    expert: PositiveInt = 1          # expert-parallel degree (MoE)
-    microbatches: PositiveInt = 1    # microbatches per step (pipeline schedule, gradient accumulation)
-    dcn: PositiveInt = 1             # slices in data parallelism over DCN
+    data: PositiveInt = 1  # pure data-parallel degree (within a slice)
+    fsdp: PositiveInt = 1  # fully-sharded data-parallel degree (ZeRO-3)
+    tensor: PositiveInt = 1  # tensor (Megatron) parallel degree
+    pipeline: PositiveInt = 1  # pipeline stages
+    expert: PositiveInt = 1  # expert-parallel degree (MoE)
+    microbatches: PositiveInt = 1  # microbatches per step (pipeline schedule, gradient accumulation)
+    dcn: PositiveInt = 1  # slices in data parallelism over DCN
 
     def __post_init__(self):
         check_fields(self)
         if self.pipeline > 1 and self.microbatches < self.pipeline:
-            raise ValueError(f"microbatches ({self.microbatches}) must be >= pipeline ({self.pipeline}) so every "
-                             "stage has work; use at least as many microbatches as stages")
+            raise ValueError(
+                f"microbatches ({self.microbatches}) must be >= pipeline ({self.pipeline}) so every "
+                "stage has work; use at least as many microbatches as stages"
+            )
 
     @property
     def chips_per_slice(self) -> int:

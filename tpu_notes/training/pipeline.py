@@ -12,6 +12,7 @@ exist:
 Both leave the same idle time, ``(P − 1)(t_F + t_B)`` per stage, i.e. the bubble fraction ``(P − 1)/(M + P − 1)`` of
 :func:`~tpu_notes.training.rooflines.pipeline_bubble_fraction`; 1F1B only needs less memory.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,8 +33,8 @@ MAX_STAGES = 1024
 class Task:
     """One forward or backward pass of one microbatch on one stage, in units of time."""
 
-    stage: int      # 0 = first stage
-    kind: str       # "F" or "B"
+    stage: int  # 0 = first stage
+    kind: str  # "F" or "B"
     microbatch: int
     start: float
     end: float
@@ -55,9 +56,13 @@ def _order(stage: int, stages: int, microbatches: int, schedule: str) -> list[tu
 
 
 @checked
-def simulate(stages: capped(MAX_STAGES), microbatches: capped(MAX_TASKS // 2),
-             schedule: Annotated[str, OneOf(SCHEDULE_NAMES)] = "1f1b", forward_time: PositiveFloat = 1.0,
-             backward_time: PositiveFloat = 2.0) -> list[Task]:
+def simulate(
+    stages: capped(MAX_STAGES),
+    microbatches: capped(MAX_TASKS // 2),
+    schedule: Annotated[str, OneOf(SCHEDULE_NAMES)] = "1f1b",
+    forward_time: PositiveFloat = 1.0,
+    backward_time: PositiveFloat = 2.0,
+) -> list[Task]:
     """Every task of one pipelined step with its start and end time (see the module docstring). At most
     :data:`MAX_STAGES` stages and ``2 · stages · microbatches <=`` :data:`MAX_TASKS` tasks."""
     P, M, tf, tb = stages, microbatches, forward_time, backward_time
@@ -85,7 +90,7 @@ def simulate(stages: capped(MAX_STAGES), microbatches: capped(MAX_TASKS // 2),
                 tasks.append(Task(s, kind, m, start, end))
                 nxt[s] += 1
                 progressed = True
-        if not progressed:   # pragma: no cover - the orders above never deadlock
+        if not progressed:  # pragma: no cover - the orders above never deadlock
             raise RuntimeError("pipeline schedule deadlocked")
     return tasks
 
@@ -114,8 +119,10 @@ def peak_in_flight(tasks: list[Task], stage: NonNegativeInt = 0) -> int:
     tasks = _check_tasks(tasks)
     if stage > max(t.stage for t in tasks):
         raise ValueError(f"stage {stage} is not in the schedule (stages 0..{max(t.stage for t in tasks)})")
-    events = sorted([(t.end, 1) for t in tasks if t.stage == stage and t.kind == "F"]
-                    + [(t.end, -1) for t in tasks if t.stage == stage and t.kind == "B"])
+    events = sorted(
+        [(t.end, 1) for t in tasks if t.stage == stage and t.kind == "F"]
+        + [(t.end, -1) for t in tasks if t.stage == stage and t.kind == "B"]
+    )
     live = peak = 0
     for _, d in events:
         live += d

@@ -8,6 +8,7 @@ Candidates that cannot run are kept with the reason: the degrees do not divide t
 be placed on the axes, or the step does not fit in HBM. When nothing fits the ranking is empty and the reasons say
 why; the planner never raises for a layout, only for bad arguments.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,11 +33,11 @@ class Plan:
     """One candidate layout with its predicted memory and time (``reason`` is empty when it can run)."""
 
     parallelism: Parallelism
-    remat: object                        # remat policy name, or D-sized checkpoints per layer
-    layout: Layout | None             # placement on the torus (None if it could not be placed)
-    memory: MemoryBreakdown | None    # bytes per chip (None if not computed)
-    step: StepTime | None             # seconds (None when rejected)
-    reason: str = ""                     # why it was rejected; "" for a runnable layout
+    remat: object  # remat policy name, or D-sized checkpoints per layer
+    layout: Layout | None  # placement on the torus (None if it could not be placed)
+    memory: MemoryBreakdown | None  # bytes per chip (None if not computed)
+    step: StepTime | None  # seconds (None when rejected)
+    reason: str = ""  # why it was rejected; "" for a runnable layout
 
     @property
     def ok(self) -> bool:
@@ -48,25 +49,29 @@ class Plan:
 
     def row(self) -> dict:
         """The plan as a flat dict (for tables and JSON)."""
-        return {"layout": self.parallelism.label(), "remat": self.remat,
-                "placement": self.layout.describe() if self.layout else "",
-                "memory_per_chip_bytes": self.memory.total if self.memory else None,
-                "step_s": self.step.total if self.step else None,
-                "compute_s": self.step.compute if self.step else None,
-                "comms_s": self.step.comms if self.step else None,
-                "bubble_s": self.step.bubble if self.step else None,
-                "comms_over_compute": self.step.comms_ratio if self.step else None,
-                "bound": self.step.bound if self.step else None,
-                "mfu": self.step.mfu if self.step else None, "reason": self.reason}
+        return {
+            "layout": self.parallelism.label(),
+            "remat": self.remat,
+            "placement": self.layout.describe() if self.layout else "",
+            "memory_per_chip_bytes": self.memory.total if self.memory else None,
+            "step_s": self.step.total if self.step else None,
+            "compute_s": self.step.compute if self.step else None,
+            "comms_s": self.step.comms if self.step else None,
+            "bubble_s": self.step.bubble if self.step else None,
+            "comms_over_compute": self.step.comms_ratio if self.step else None,
+            "bound": self.step.bound if self.step else None,
+            "mfu": self.step.mfu if self.step else None,
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)
 class PlanResult:
     """The ranking (best first) and the rejected candidates of one :func:`plan` call. Iterates over the ranking."""
 
-    ranked: tuple[Plan, ...]       # runnable layouts by increasing step time
-    rejected: tuple[Plan, ...]     # layouts that cannot run, each with its reason
-    searched: int                  # candidates considered
+    ranked: tuple[Plan, ...]  # runnable layouts by increasing step time
+    rejected: tuple[Plan, ...]  # layouts that cannot run, each with its reason
+    searched: int  # candidates considered
 
     def __iter__(self):
         return iter(self.ranked)
@@ -95,8 +100,10 @@ class PlanResult:
         head = f"{'#':>2} {'layout':<30} {'remat':<12} {'HBM/chip':>9} {'step':>8} {'comms/cmp':>9} {'MFU*':>6} bound"
         lines = [head]
         for i, p in enumerate(self.ranked[:top], 1):
-            lines.append(f"{i:>2} {p.parallelism.label():<30.30} {str(p.remat):<12.12} {fmt(p.memory.total, 'B'):>9} "
-                         f"{fmt(p.step.total, 's'):>8} {p.step.comms_ratio:>9.2f} {p.step.mfu:>6.1%} {p.step.bound}")
+            lines.append(
+                f"{i:>2} {p.parallelism.label():<30.30} {str(p.remat):<12.12} {fmt(p.memory.total, 'B'):>9} "
+                f"{fmt(p.step.total, 's'):>8} {p.step.comms_ratio:>9.2f} {p.step.mfu:>6.1%} {p.step.bound}"
+            )
         lines.append("* roofline MFU: matmuls at peak and communication hidden under compute (an upper bound)")
         return "\n".join(lines)
 
@@ -107,11 +114,23 @@ def _divisors(n: int) -> list[int]:
 
 
 @checked
-def plan(model, slice: System, batch_tokens: PositiveInt, seq_len: PositiveInt, *, n_slices: PositiveInt = 1,
-         remat: Sequence = DEFAULT_REMAT, sequence_sharding: Bool = False, max_pipeline: PositiveInt = 16,
-         optimizer: Annotated[str, OneOf(tuple(OPTIMIZERS))] = "adam", dtype: DTypeName = "bf16",
-         hbm_fraction: Fraction = 1.0, overlap: Bool = True, max_microbatches: PositiveInt = 64,
-         matmul_efficiency: Fraction = 1.0) -> PlanResult:
+def plan(
+    model,
+    slice: System,
+    batch_tokens: PositiveInt,
+    seq_len: PositiveInt,
+    *,
+    n_slices: PositiveInt = 1,
+    remat: Sequence = DEFAULT_REMAT,
+    sequence_sharding: Bool = False,
+    max_pipeline: PositiveInt = 16,
+    optimizer: Annotated[str, OneOf(tuple(OPTIMIZERS))] = "adam",
+    dtype: DTypeName = "bf16",
+    hbm_fraction: Fraction = 1.0,
+    overlap: Bool = True,
+    max_microbatches: PositiveInt = 64,
+    matmul_efficiency: Fraction = 1.0,
+) -> PlanResult:
     """Rank every layout of a training step of ``model`` on ``n_slices`` copies of ``slice`` (joined over DCN).
 
     ``slice`` is a :class:`~tpu_notes.system.System`: a TPU ``Slice`` or a ``GpuCluster`` (which includes its
@@ -133,14 +152,15 @@ def plan(model, slice: System, batch_tokens: PositiveInt, seq_len: PositiveInt, 
     if isinstance(remat, (str, int, float)):
         remat = (remat,)
     if not isinstance(remat, (tuple, list)):
-        raise TypeError(f"remat must be a policy name or a sequence of them (e.g. {DEFAULT_REMAT}); "
-                        f"got {type(remat).__name__}")
+        raise TypeError(
+            f"remat must be a policy name or a sequence of them (e.g. {DEFAULT_REMAT}); got {type(remat).__name__}"
+        )
     policies = tuple(check_remat(r) for r in remat)
     if not policies:
         raise ValueError("remat must name at least one policy")
     if B % S:
         raise ValueError(f"batch_tokens ({B:,}) must be a whole number of sequences of seq_len ({S:,})")
-    slice.chip.peak_flops(dtype)                      # a dtype the chip has a peak for
+    slice.chip.peak_flops(dtype)  # a dtype the chip has a peak for
     hbm = frac * slice.chip.hbm_bytes
     seqs = B // S
     N = slice.n_devices
@@ -159,8 +179,9 @@ def plan(model, slice: System, batch_tokens: PositiveInt, seq_len: PositiveInt, 
                     continue
                 rest = N // (t * pp * e)
                 for f in _divisors(rest):
-                    base = Parallelism(data=rest // f, fsdp=f, tensor=t, pipeline=pp, expert=e, microbatches=pp,
-                                       dcn=n_slices)
+                    base = Parallelism(
+                        data=rest // f, fsdp=f, tensor=t, pipeline=pp, expert=e, microbatches=pp, dcn=n_slices
+                    )
                     shards = base.batch_shards
                     try:
                         lay = map_to_slice(base, slice)
@@ -170,36 +191,69 @@ def plan(model, slice: System, batch_tokens: PositiveInt, seq_len: PositiveInt, 
                         continue
                     if not sequence_sharding and seqs < shards:
                         searched += len(policies)
-                        rejected.append(Plan(base, policies[0], lay, None, None,
-                                             f"too few sequences: {seqs} sequences for {shards} batch shards "
-                                             "(allow sequence sharding)"))
+                        rejected.append(
+                            Plan(
+                                base,
+                                policies[0],
+                                lay,
+                                None,
+                                None,
+                                f"too few sequences: {seqs} sequences for {shards} batch shards "
+                                "(allow sequence sharding)",
+                            )
+                        )
                         continue
-                    mbs = [pp * k for k in (1, 2, 4, 8) if pp * k <= max_mb] if pp > 1 else \
-                        [2**i for i in range(int(math.log2(max_mb)) + 1)]
+                    mbs = (
+                        [pp * k for k in (1, 2, 4, 8) if pp * k <= max_mb]
+                        if pp > 1
+                        else [2**i for i in range(int(math.log2(max_mb)) + 1)]
+                    )
                     for r in policies:
                         searched += 1
                         best = None
                         for mb in mbs:
                             if not sequence_sharding and seqs < shards * mb:
                                 break
-                            cand = Parallelism(data=base.data, fsdp=f, tensor=t, pipeline=pp, expert=e,
-                                               microbatches=mb, dcn=n_slices)
+                            cand = Parallelism(
+                                data=base.data, fsdp=f, tensor=t, pipeline=pp, expert=e, microbatches=mb, dcn=n_slices
+                            )
                             mem = training_memory(m, cand, B, S, optimizer=optimizer, remat=r, param_dtype=dtype)
                             if mem.total > hbm:
-                                best = best or Plan(cand, r, lay, mem, None,
-                                                    f"does not fit: {fmt(mem.total, 'B')} per chip > "
-                                                    f"{fmt(hbm, 'B')} HBM")
+                                best = best or Plan(
+                                    cand,
+                                    r,
+                                    lay,
+                                    mem,
+                                    None,
+                                    f"does not fit: {fmt(mem.total, 'B')} per chip > {fmt(hbm, 'B')} HBM",
+                                )
                                 continue
-                            st = step_time(m, cand, slice, B, S, remat=r, dtype=dtype, overlap=overlap, layout=lay,
-                                           matmul_efficiency=matmul_efficiency)
+                            st = step_time(
+                                m,
+                                cand,
+                                slice,
+                                B,
+                                S,
+                                remat=r,
+                                dtype=dtype,
+                                overlap=overlap,
+                                layout=lay,
+                                matmul_efficiency=matmul_efficiency,
+                            )
                             plan_ = Plan(cand, r, lay, mem, st)
                             if best is None or not best.ok or st.total < best.step.total:
                                 best = plan_
                             if pp == 1:
-                                break          # more accumulation steps only repeat the FSDP gathers
+                                break  # more accumulation steps only repeat the FSDP gathers
                         if best is None:
-                            best = Plan(base, r, lay, None, None,
-                                        f"too few sequences: {seqs} sequences for {shards} shards x microbatches")
+                            best = Plan(
+                                base,
+                                r,
+                                lay,
+                                None,
+                                None,
+                                f"too few sequences: {seqs} sequences for {shards} shards x microbatches",
+                            )
                         (ranked if best.ok else rejected).append(best)
     # Ties in step time (common when compute-bound) go to the layout that recomputes least, then to the one with
     # the most communication headroom, then to the one that needs least memory.

@@ -19,10 +19,12 @@ Sources (all read for this chapter; figures restated, not copied):
   and ``MaxText/configs/v5p/*.sh`` and ``v5e/*.sh``: synthetic dense models (shapes from
   ``global_parameter_scale``), TFLOP/s per chip with non-causal attention counting.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Sequence
+from typing import Annotated
 
 from ..gpu import GpuCluster
 from ..runs import PublishedRecord, check_rows, check_runs, check_under_roofline, median_ratio
@@ -44,8 +46,16 @@ MATMUL_EFFICIENCY = 0.8
 
 def _synthetic(name: str, d_model: int, heads: int, d_ff: int, layers: int) -> TransformerConfig:
     """MaxText's synthetic dense models: multi-head attention, head dim 128, SwiGLU, vocabulary 32,000."""
-    return TransformerConfig(d_model=d_model, d_ff=d_ff, n_layers=layers, n_heads=heads, n_kv_heads=heads,
-                             d_head=128, vocab=32_000, name=name)
+    return TransformerConfig(
+        d_model=d_model,
+        d_ff=d_ff,
+        n_layers=layers,
+        n_heads=heads,
+        n_kv_heads=heads,
+        d_head=128,
+        vocab=32_000,
+        name=name,
+    )
 
 
 #: Llama 2 70B: the preset ``"llama2-70b"`` of :mod:`tpu_notes.transformer` (this name is kept as an alias).
@@ -58,17 +68,17 @@ class PublishedRun(PublishedRecord):
     ``name``, ``source`` and ``model`` come first (:class:`~tpu_notes.runs.PublishedRecord`); a run whose measured
     throughput beats the roofline by more than :data:`~tpu_notes.runs.ROOFLINE_TOLERANCE` is refused."""
 
-    system: object                  # topology.Slice or gpu.GpuCluster
-    parallelism: Parallelism        # the stated layout in this package's terms
-    batch_tokens: PositiveInt       # global batch, tokens
-    seq_len: PositiveInt            # tokens per sequence
-    remat: Annotated[str, OneOf(("none", "save_matmul_outputs", "full_block"))]   # closest remat policy here
-    reported_mfu: Fraction          # the MFU as the source states (or computes from its own numbers)
-    reported_tokens_per_s: PositiveFloat | None = None   # per chip, when the source states it
-    reported_flops_per_s: PositiveFloat | None = None    # per chip, when the source states it (its counting)
-    counting: Annotated[str, OneOf(COUNTINGS)] = "noncausal"   # how the source counts attention FLOPs
-    circular_repeats: PositiveInt = 1   # interleaved pipeline stages per chip
-    notes: str = ""                 # mapping choices and assumptions
+    system: object  # topology.Slice or gpu.GpuCluster
+    parallelism: Parallelism  # the stated layout in this package's terms
+    batch_tokens: PositiveInt  # global batch, tokens
+    seq_len: PositiveInt  # tokens per sequence
+    remat: Annotated[str, OneOf(("none", "save_matmul_outputs", "full_block"))]  # closest remat policy here
+    reported_mfu: Fraction  # the MFU as the source states (or computes from its own numbers)
+    reported_tokens_per_s: PositiveFloat | None = None  # per chip, when the source states it
+    reported_flops_per_s: PositiveFloat | None = None  # per chip, when the source states it (its counting)
+    counting: Annotated[str, OneOf(COUNTINGS)] = "noncausal"  # how the source counts attention FLOPs
+    circular_repeats: PositiveInt = 1  # interleaved pipeline stages per chip
+    notes: str = ""  # mapping choices and assumptions
 
     def __post_init__(self):
         super().__post_init__()
@@ -79,8 +89,10 @@ class PublishedRun(PublishedRecord):
         if self.reported_tokens_per_s is None and self.reported_flops_per_s is None:
             raise ValueError("give reported_tokens_per_s or reported_flops_per_s (a measured throughput)")
         if self.parallelism.chips_per_slice != self.system.n_chips:
-            raise ValueError(f"parallelism {self.parallelism} needs {self.parallelism.chips_per_slice} chips per "
-                             f"slice; system has {self.system.n_chips}")
+            raise ValueError(
+                f"parallelism {self.parallelism} needs {self.parallelism.chips_per_slice} chips per "
+                f"slice; system has {self.system.n_chips}"
+            )
         check_under_roofline(self.measured_field, predict(self).ratio)
 
     @property
@@ -102,7 +114,7 @@ class Reconciliation(_Reconciliation):
     """A published run beside the model's prediction for its configuration: ``predicted`` and ``reported`` are
     tokens/s per chip, ``ratio`` is reported / predicted (< 1: the run was slower than the model)."""
 
-    step: StepTime                  # the model's step at the given efficiency
+    step: StepTime  # the model's step at the given efficiency
 
     @property
     def predicted_tokens_per_s(self) -> float:
@@ -124,8 +136,16 @@ def predict(run: PublishedRun, efficiency: Fraction = 1.0) -> Reconciliation:
     """
     if not isinstance(run, PublishedRun):
         raise TypeError(f"run must be a PublishedRun; got {type(run).__name__}")
-    st = step_time(run.model, run.parallelism, run.system, run.batch_tokens, run.seq_len, remat=run.remat,
-                   circular_repeats=run.circular_repeats, matmul_efficiency=efficiency)
+    st = step_time(
+        run.model,
+        run.parallelism,
+        run.system,
+        run.batch_tokens,
+        run.seq_len,
+        remat=run.remat,
+        circular_repeats=run.circular_repeats,
+        matmul_efficiency=efficiency,
+    )
     predicted = run.batch_tokens / st.total / run.parallelism.n_chips
     reported = run.reported_tokens_per_chip()
     return Reconciliation(run=run, predicted=predicted, reported=reported, ratio=reported / predicted, step=st)
@@ -137,70 +157,169 @@ def _v5p(shape):
 
 RUNS: tuple[PublishedRun, ...] = (
     PublishedRun(
-        "Llama 3 405B, 8192 H100", "llama3, Table 4 row 1", "llama3-405b", GpuCluster("h100", 8192),
-        Parallelism(tensor=8, pipeline=16, data=64, microbatches=32), 16 * 2**20, 8192, "none",
-        reported_mfu=0.43, reported_flops_per_s=430e12, circular_repeats=2,
+        "Llama 3 405B, 8192 H100",
+        "llama3, Table 4 row 1",
+        "llama3-405b",
+        GpuCluster("h100", 8192),
+        Parallelism(tensor=8, pipeline=16, data=64, microbatches=32),
+        16 * 2**20,
+        8192,
+        "none",
+        reported_mfu=0.43,
+        reported_flops_per_s=430e12,
+        circular_repeats=2,
         notes="DP is FSDP that keeps gathered weights for the backward pass: priced as data parallelism (one "
-              "gradient reduction per step). Microbatches (32 = one sequence each) and 2 interleaved stages per "
-              "rank are assumptions: the paper does not publish its production values."),
+        "gradient reduction per step). Microbatches (32 = one sequence each) and 2 interleaved stages per "
+        "rank are assumptions: the paper does not publish its production values.",
+    ),
     PublishedRun(
-        "Llama 3 405B, 16384 H100", "llama3, Table 4 row 2", "llama3-405b", GpuCluster("h100", 16384),
-        Parallelism(tensor=8, pipeline=16, data=128, microbatches=16), 16 * 2**20, 8192, "none",
-        reported_mfu=0.41, reported_flops_per_s=400e12, circular_repeats=2,
-        notes="As row 1 with twice the data parallelism: 16 sequences per DP group, so 16 microbatches."),
+        "Llama 3 405B, 16384 H100",
+        "llama3, Table 4 row 2",
+        "llama3-405b",
+        GpuCluster("h100", 16384),
+        Parallelism(tensor=8, pipeline=16, data=128, microbatches=16),
+        16 * 2**20,
+        8192,
+        "none",
+        reported_mfu=0.41,
+        reported_flops_per_s=400e12,
+        circular_repeats=2,
+        notes="As row 1 with twice the data parallelism: 16 sequences per DP group, so 16 microbatches.",
+    ),
     PublishedRun(
-        "Llama 3.1 8B, v6e-256", "tpu-recipes, trillium/Llama3.1-8B-MaxText (llama3_1_8b_8192)", "llama3-8b",
-        Slice("v6e", (16, 16)), Parallelism(fsdp=256), 256 * 4 * 8192, 8192, "full_block",
-        reported_mfu=0.4546, reported_tokens_per_s=7207.3,
+        "Llama 3.1 8B, v6e-256",
+        "tpu-recipes, trillium/Llama3.1-8B-MaxText (llama3_1_8b_8192)",
+        "llama3-8b",
+        Slice("v6e", (16, 16)),
+        Parallelism(fsdp=256),
+        256 * 4 * 8192,
+        8192,
+        "full_block",
+        reported_mfu=0.4546,
+        reported_tokens_per_s=7207.3,
         notes="Custom remat offloads the layer input and attention projections to host and recomputes the rest: "
-              "priced as full_block recomputation."),
+        "priced as full_block recomputation.",
+    ),
     PublishedRun(
-        "Llama 3.1 70B, v6e-256", "tpu-recipes, trillium/Llama3.1-70B-MaxText (llama3_1_70b_8192)", "llama3-70b",
-        Slice("v6e", (16, 16)), Parallelism(fsdp=256), 256 * 5 * 8192, 8192, "full_block",
-        reported_mfu=0.5033, reported_tokens_per_s=960.2,
-        notes="Custom remat with host offload, priced as full_block."),
+        "Llama 3.1 70B, v6e-256",
+        "tpu-recipes, trillium/Llama3.1-70B-MaxText (llama3_1_70b_8192)",
+        "llama3-70b",
+        Slice("v6e", (16, 16)),
+        Parallelism(fsdp=256),
+        256 * 5 * 8192,
+        8192,
+        "full_block",
+        reported_mfu=0.5033,
+        reported_tokens_per_s=960.2,
+        notes="Custom remat with host offload, priced as full_block.",
+    ),
     PublishedRun(
-        "Llama 3.1 405B, 2 x v6e-256", "tpu-recipes, trillium/Llama3.1-405B-MaxText (pure_fsdp_ici)", "llama3-405b",
-        Slice("v6e", (16, 16)), Parallelism(fsdp=256, dcn=2), 512 * 8192, 8192, "full_block",
-        reported_mfu=0.4275, reported_tokens_per_s=149.48,
+        "Llama 3.1 405B, 2 x v6e-256",
+        "tpu-recipes, trillium/Llama3.1-405B-MaxText (pure_fsdp_ici)",
+        "llama3-405b",
+        Slice("v6e", (16, 16)),
+        Parallelism(fsdp=256, dcn=2),
+        512 * 8192,
+        8192,
+        "full_block",
+        reported_mfu=0.4275,
+        reported_tokens_per_s=149.48,
         notes="FSDP over each slice and over DCN (MaxText's dcn_fsdp=2); priced as data parallelism over DCN. "
-              "MaxText's tiering table quotes 38.6% for a different 405B config with no measured log."),
+        "MaxText's tiering table quotes 38.6% for a different 405B config with no measured log.",
+    ),
     PublishedRun(
-        "Llama 2 70B, v6e-256", "tpu-recipes, trillium/Llama2-70B-MaxText (llama2_70b_4096_sc)", LLAMA2_70B,
-        Slice("v6e", (16, 16)), Parallelism(fsdp=256), 256 * 2 * 4096, 4096, "save_matmul_outputs",
-        reported_mfu=0.4382, reported_tokens_per_s=905.0,
+        "Llama 2 70B, v6e-256",
+        "tpu-recipes, trillium/Llama2-70B-MaxText (llama2_70b_4096_sc)",
+        LLAMA2_70B,
+        Slice("v6e", (16, 16)),
+        Parallelism(fsdp=256),
+        256 * 2 * 4096,
+        4096,
+        "save_matmul_outputs",
+        reported_mfu=0.4382,
+        reported_tokens_per_s=905.0,
         notes="The log line was taken with per-device batch 2 (its token count says so). qkv_proj_offloaded remat "
-              "priced as saving the matmul outputs."),
+        "priced as saving the matmul outputs.",
+    ),
     PublishedRun(
-        "Llama 3.1 405B, v5p-1024", "tpu-recipes, v5p/Llama3.1-405B-MaxText (llama3_1_405b_8192_v5p_1024)",
-        "llama3-405b", _v5p((8, 8, 8)), Parallelism(fsdp=512), 512 * 2 * 8192, 8192, "full_block",
-        reported_mfu=0.685, reported_tokens_per_s=124.6, counting="causal",
-        notes="512 chips (v5p-1024 counts cores). Custom remat offloading two tensors, priced as full_block."),
+        "Llama 3.1 405B, v5p-1024",
+        "tpu-recipes, v5p/Llama3.1-405B-MaxText (llama3_1_405b_8192_v5p_1024)",
+        "llama3-405b",
+        _v5p((8, 8, 8)),
+        Parallelism(fsdp=512),
+        512 * 2 * 8192,
+        8192,
+        "full_block",
+        reported_mfu=0.685,
+        reported_tokens_per_s=124.6,
+        counting="causal",
+        notes="512 chips (v5p-1024 counts cores). Custom remat offloading two tensors, priced as full_block.",
+    ),
     PublishedRun(
-        "32B synthetic, v5p-128", "maxtext-readme, configs/v5p/32b.sh", _synthetic("maxtext-32b", 8192, 64, 28672, 32),
-        _v5p((4, 4, 4)), Parallelism(fsdp=16, tensor=4), 64 * 6 * 2048, 2048, "save_matmul_outputs",
-        reported_mfu=0.7147, reported_flops_per_s=328e12,
-        notes="remat 'minimal' saves the matmul outputs."),
+        "32B synthetic, v5p-128",
+        "maxtext-readme, configs/v5p/32b.sh",
+        _synthetic("maxtext-32b", 8192, 64, 28672, 32),
+        _v5p((4, 4, 4)),
+        Parallelism(fsdp=16, tensor=4),
+        64 * 6 * 2048,
+        2048,
+        "save_matmul_outputs",
+        reported_mfu=0.7147,
+        reported_flops_per_s=328e12,
+        notes="remat 'minimal' saves the matmul outputs.",
+    ),
     PublishedRun(
-        "256B synthetic, v5p-1024", "maxtext-readme, configs/v5p/256b.sh",
-        _synthetic("maxtext-256b", 16384, 128, 57344, 64), _v5p((8, 8, 8)), Parallelism(fsdp=64, tensor=8),
-        512 * 1 * 2048, 2048, "save_matmul_outputs", reported_mfu=0.6882, reported_flops_per_s=316e12,
-        notes="remat 'minimal'."),
+        "256B synthetic, v5p-1024",
+        "maxtext-readme, configs/v5p/256b.sh",
+        _synthetic("maxtext-256b", 16384, 128, 57344, 64),
+        _v5p((8, 8, 8)),
+        Parallelism(fsdp=64, tensor=8),
+        512 * 1 * 2048,
+        2048,
+        "save_matmul_outputs",
+        reported_mfu=0.6882,
+        reported_flops_per_s=316e12,
+        notes="remat 'minimal'.",
+    ),
     PublishedRun(
-        "1024B synthetic, v5p-4096", "maxtext-readme, configs/v5p/1024b.sh",
-        _synthetic("maxtext-1024b", 16384, 256, 114688, 128), _v5p((8, 16, 16)), Parallelism(fsdp=128, tensor=16),
-        2048 * 2 * 2048, 2048, "full_block", reported_mfu=0.648, reported_flops_per_s=297e12,
-        notes="remat 'full'."),
+        "1024B synthetic, v5p-4096",
+        "maxtext-readme, configs/v5p/1024b.sh",
+        _synthetic("maxtext-1024b", 16384, 256, 114688, 128),
+        _v5p((8, 16, 16)),
+        Parallelism(fsdp=128, tensor=16),
+        2048 * 2 * 2048,
+        2048,
+        "full_block",
+        reported_mfu=0.648,
+        reported_flops_per_s=297e12,
+        notes="remat 'full'.",
+    ),
     PublishedRun(
-        "32B synthetic, v5e-256", "maxtext-readme, configs/v5e/32b.sh", _synthetic("maxtext-32b", 8192, 64, 28672, 32),
-        Slice("v5e", (16, 16)), Parallelism(fsdp=256), 256 * 4 * 2048, 2048, "full_block",
-        reported_mfu=0.6686, reported_flops_per_s=132e12, notes="remat 'full'."),
+        "32B synthetic, v5e-256",
+        "maxtext-readme, configs/v5e/32b.sh",
+        _synthetic("maxtext-32b", 8192, 64, 28672, 32),
+        Slice("v5e", (16, 16)),
+        Parallelism(fsdp=256),
+        256 * 4 * 2048,
+        2048,
+        "full_block",
+        reported_mfu=0.6686,
+        reported_flops_per_s=132e12,
+        notes="remat 'full'.",
+    ),
     PublishedRun(
-        "128B synthetic, 4 x v5e-256", "maxtext-readme, configs/v5e/128b.sh",
-        _synthetic("maxtext-128b", 8192, 128, 57344, 64), Slice("v5e", (16, 16)),
-        Parallelism(fsdp=16, tensor=16, dcn=4), 4 * 256 * 1 * 2048, 2048, "save_matmul_outputs",
-        reported_mfu=0.5493, reported_flops_per_s=108e12,
-        notes="qkv_proj_offloaded remat priced as saving the matmul outputs; data parallelism over DCN."),
+        "128B synthetic, 4 x v5e-256",
+        "maxtext-readme, configs/v5e/128b.sh",
+        _synthetic("maxtext-128b", 8192, 128, 57344, 64),
+        Slice("v5e", (16, 16)),
+        Parallelism(fsdp=16, tensor=16, dcn=4),
+        4 * 256 * 1 * 2048,
+        2048,
+        "save_matmul_outputs",
+        reported_mfu=0.5493,
+        reported_flops_per_s=108e12,
+        notes="qkv_proj_offloaded remat priced as saving the matmul outputs; data parallelism over DCN.",
+    ),
 )
 
 
@@ -220,6 +339,8 @@ def format_table(rows: Sequence[Reconciliation]) -> str:
     """One line per run: reported and predicted tokens/s per chip, their ratio, and what bounds the model's step."""
     lines = [f"{'run':32s} {'reported':>9} {'predicted':>9} {'ratio':>6} {'MFU rep.':>8}  bound"]
     for r in check_rows(rows, Reconciliation):
-        lines.append(f"{r.run.name:32.32s} {r.reported:9,.0f} {r.predicted:9,.0f} "
-                     f"{r.ratio:6.2f} {r.run.reported_mfu:8.1%}  {r.step.bound}")
+        lines.append(
+            f"{r.run.name:32.32s} {r.reported:9,.0f} {r.predicted:9,.0f} "
+            f"{r.ratio:6.2f} {r.run.reported_mfu:8.1%}  {r.step.bound}"
+        )
     return "\n".join(lines)

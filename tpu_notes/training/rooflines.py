@@ -29,6 +29,7 @@ The GPU chapter's own rooflines (scaling book, ``gpus.md``) follow: :func:`two_n
 :func:`expert_parallel_times`, :func:`pipeline_comms_time` and :func:`strategy_times` (each strategy priced on a
 cluster's fat tree). Every per-layer result is one record, :class:`LayerTimes`.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,15 +42,28 @@ from ..system import System
 from ..transformer import as_config
 from ..units import Bool, DTypeName, OneOf, PositiveFloat, PositiveInt, checked, dtype_bytes, fmt
 
-__all__ = ["STRATEGIES", "LayerTimes", "collective_bandwidth", "critical_batch_per_chip", "critical_batch_per_gpu",
-           "expert_parallel_times", "ici_intensity", "max_tensor_parallelism", "mlp_layer_times",
-           "optimal_fsdp_degree", "pipeline_bubble_fraction", "pipeline_comms_time", "strategy_times",
-           "two_node_tensor_parallelism_ok"]
+__all__ = [
+    "STRATEGIES",
+    "LayerTimes",
+    "collective_bandwidth",
+    "critical_batch_per_chip",
+    "critical_batch_per_gpu",
+    "expert_parallel_times",
+    "ici_intensity",
+    "max_tensor_parallelism",
+    "mlp_layer_times",
+    "optimal_fsdp_degree",
+    "pipeline_bubble_fraction",
+    "pipeline_comms_time",
+    "strategy_times",
+    "two_node_tensor_parallelism_ok",
+]
 
 #: Strategies of the per-layer table (:func:`mlp_layer_times`).
 STRATEGIES = ("data", "fsdp", "tensor", "fsdp+tensor")
 #: Strategies of :func:`critical_batch_per_chip` ("dp" and "data" are the same; "fsdp+tp" and "dcn" are TPU-only).
 _CRITICAL = ("dp", "data", "fsdp", "fsdp+tp", "fsdp+tensor", "dcn")
+
 
 def _chip_of(chip, argument: str = "chip") -> Chip:
     """The Chip of a chip name, a Chip, or a System (a Slice or a GpuCluster)."""
@@ -70,8 +84,10 @@ def ici_intensity(chip, dtype: DTypeName = "bf16") -> float:
     """``α = C / W_ici``: peak FLOP/s over one link's bidirectional ICI bandwidth (2550 on v5p in bf16)."""
     c = _chip_of(chip)
     if c.ici_bw_bidi is None:
-        raise ValueError(f"chip must be a TPU with an ICI figure; {c.long_name} has none (for a GPU, "
-                         "collective_bandwidth and critical_batch_per_chip take its NVLink and scale-out figures)")
+        raise ValueError(
+            f"chip must be a TPU with an ICI figure; {c.long_name} has none (for a GPU, "
+            "collective_bandwidth and critical_batch_per_chip take its NVLink and scale-out figures)"
+        )
     return c.critical_intensity(dtype, "ici")
 
 
@@ -100,11 +116,21 @@ def _across(chip, across_nodes) -> bool:
 
 
 @checked
-def critical_batch_per_chip(strategy: Annotated[str, OneOf(_CRITICAL)], chip, *, n_axes: PositiveInt = 1,
-                            d_ff: PositiveInt | None = None, fsdp_axes: PositiveInt = 1, tp_axes: PositiveInt = 1,
-                            dtype: DTypeName = "bf16", across_nodes: Bool | None = None, experts: PositiveInt = 1,
-                            experts_per_token: PositiveInt = 1, nodes: PositiveInt | None = None,
-                            model_parallel_nodes: PositiveInt = 1) -> float:
+def critical_batch_per_chip(
+    strategy: Annotated[str, OneOf(_CRITICAL)],
+    chip,
+    *,
+    n_axes: PositiveInt = 1,
+    d_ff: PositiveInt | None = None,
+    fsdp_axes: PositiveInt = 1,
+    tp_axes: PositiveInt = 1,
+    dtype: DTypeName = "bf16",
+    across_nodes: Bool | None = None,
+    experts: PositiveInt = 1,
+    experts_per_token: PositiveInt = 1,
+    nodes: PositiveInt | None = None,
+    model_parallel_nodes: PositiveInt = 1,
+) -> float:
     """The batch (tokens) below which ``strategy`` is communication-bound on ``chip`` (a TPU or a GPU).
 
     - ``"dp"``/``"data"``, ``"fsdp"``: tokens **per chip** ``C / W`` with ``W`` from :func:`collective_bandwidth`:
@@ -128,10 +154,11 @@ def critical_batch_per_chip(strategy: Annotated[str, OneOf(_CRITICAL)], chip, *,
     _tpu_only(c, "nodes and NICs", nodes=(nodes, None), model_parallel_nodes=(model_parallel_nodes, 1))
     if c.kind == "gpu":
         if s not in ("dp", "data", "fsdp"):
-            raise ValueError(f"strategy {s!r} belongs to a TPU torus or DCN and chip {c.long_name} is a GPU: its "
-                             "critical batch is strategy 'dp' or 'fsdp' (across_nodes=True for the scale-out network)")
-        b = c.peak_flops(dtype) / collective_bandwidth(c, across) * experts / experts_per_token / \
-            model_parallel_nodes
+            raise ValueError(
+                f"strategy {s!r} belongs to a TPU torus or DCN and chip {c.long_name} is a GPU: its "
+                "critical batch is strategy 'dp' or 'fsdp' (across_nodes=True for the scale-out network)"
+            )
+        b = c.peak_flops(dtype) / collective_bandwidth(c, across) * experts / experts_per_token / model_parallel_nodes
         if nodes is not None:
             if nodes < 2:
                 raise ValueError(f"nodes must be at least 2 (the data-parallel degree in nodes); got {nodes!r}")
@@ -151,25 +178,42 @@ def critical_batch_per_chip(strategy: Annotated[str, OneOf(_CRITICAL)], chip, *,
 
 
 @checked
-def critical_batch_per_gpu(chip, *, across_nodes: Bool = True, experts: PositiveInt = 1,
-                           experts_per_token: PositiveInt = 1, nodes: PositiveInt | None = None,
-                           model_parallel_nodes: PositiveInt = 1, dtype: DTypeName = "bf16") -> float:
+def critical_batch_per_gpu(
+    chip,
+    *,
+    across_nodes: Bool = True,
+    experts: PositiveInt = 1,
+    experts_per_token: PositiveInt = 1,
+    nodes: PositiveInt | None = None,
+    model_parallel_nodes: PositiveInt = 1,
+    dtype: DTypeName = "bf16",
+) -> float:
     """Chapter 11's name for ``critical_batch_per_chip("dp", chip, ...)`` on a GPU (a thin alias, kept because
     the chapter and its exercises use it): tokens per GPU above which data parallelism or FSDP stays
     compute-bound, ``C / W_collective`` (2200 inside an H100 node, 2475 across nodes), times ``E / k`` for a MoE,
     times ``(X - 1) / X`` for ``nodes = X``, divided by ``model_parallel_nodes``."""
     c = _chip_of(chip)
     if c.kind != "gpu":
-        raise ValueError(f"chip must be a GPU (e.g. 'h100') or a GpuCluster; {c.long_name} is a TPU "
-                         "(critical_batch_per_chip takes either)")
-    return critical_batch_per_chip("dp", chip, across_nodes=across_nodes, experts=experts,
-                                   experts_per_token=experts_per_token, nodes=nodes,
-                                   model_parallel_nodes=model_parallel_nodes, dtype=dtype)
+        raise ValueError(
+            f"chip must be a GPU (e.g. 'h100') or a GpuCluster; {c.long_name} is a TPU "
+            "(critical_batch_per_chip takes either)"
+        )
+    return critical_batch_per_chip(
+        "dp",
+        chip,
+        across_nodes=across_nodes,
+        experts=experts,
+        experts_per_token=experts_per_token,
+        nodes=nodes,
+        model_parallel_nodes=model_parallel_nodes,
+        dtype=dtype,
+    )
 
 
 @checked
-def max_tensor_parallelism(chip, d_ff: PositiveInt, n_axes: PositiveInt = 1, dtype: DTypeName = "bf16", *,
-                           across_nodes: Bool = False) -> float:
+def max_tensor_parallelism(
+    chip, d_ff: PositiveInt, n_axes: PositiveInt = 1, dtype: DTypeName = "bf16", *, across_nodes: Bool = False
+) -> float:
     """Largest tensor-parallel degree that stays compute-bound: ``Y < n_axes · F W / C`` (a float: round down to a
     usable degree). On a TPU ``F / α`` per mesh axis (about 11 for F = 28,672 on one v5p axis); on a GPU
     ``F W_collective / C``, about ``F / 2200`` inside an H100 node and ``F / 2475`` across nodes. Independent of
@@ -185,8 +229,7 @@ def max_tensor_parallelism(chip, d_ff: PositiveInt, n_axes: PositiveInt = 1, dty
 
 
 @checked
-def two_node_tensor_parallelism_ok(chip, d_ff: PositiveInt, degree: PositiveInt, *,
-                                   dtype: DTypeName = "bf16") -> bool:
+def two_node_tensor_parallelism_ok(chip, d_ff: PositiveInt, degree: PositiveInt, *, dtype: DTypeName = "bf16") -> bool:
     """GPU: whether ``degree``-way TP over two nodes stays compute-bound: ``F > (C / W_node) (Y - node_size)``
     (the two nodes' halves exchange over the scale-out network at twice one node's egress)."""
     c = _gpu(chip)
@@ -201,8 +244,13 @@ def _gpu(chip) -> Chip:
 
 
 @checked
-def optimal_fsdp_degree(batch_tokens: PositiveFloat, n_chips: PositiveInt, d_ff: PositiveInt,
-                        fsdp_axes: PositiveInt = 1, tp_axes: PositiveInt = 1) -> float:
+def optimal_fsdp_degree(
+    batch_tokens: PositiveFloat,
+    n_chips: PositiveInt,
+    d_ff: PositiveInt,
+    fsdp_axes: PositiveInt = 1,
+    tp_axes: PositiveInt = 1,
+) -> float:
     """The FSDP degree that minimises mixed FSDP + tensor communication: ``X = sqrt((B / F)(M_X / M_Y) N)``.
 
     Not rounded: a layout uses a power of two near it (1618 → 2048 for Llama 3 70B, 4M tokens, 8960 chips, with
@@ -221,12 +269,12 @@ class LayerTimes:
     ``"fsdp+tensor"`` (:func:`mlp_layer_times`), or ``"dp"``, ``"tp"``, ``"ep"``, ``"pp"`` (the GPU rooflines).
     """
 
-    strategy: str               # the strategy priced
-    forward_compute: float      # seconds
-    forward_comms: float        # seconds
-    backward_compute: float     # seconds
-    backward_comms: float       # seconds
-    degree: int = 0             # chips (GPUs) the strategy spans; 0 where the table does not record one
+    strategy: str  # the strategy priced
+    forward_compute: float  # seconds
+    forward_comms: float  # seconds
+    backward_compute: float  # seconds
+    backward_comms: float  # seconds
+    degree: int = 0  # chips (GPUs) the strategy spans; 0 where the table does not record one
 
     @property
     def compute(self) -> float:
@@ -255,16 +303,29 @@ class LayerTimes:
 
     def __repr__(self) -> str:
         degree = f", {self.degree}-way" if self.degree else ""
-        return (f"LayerTimes({self.strategy}{degree}: forward {fmt(self.forward_compute, 's')} compute / "
-                f"{fmt(self.forward_comms, 's')} comms, backward {fmt(self.backward_compute, 's')} / "
-                f"{fmt(self.backward_comms, 's')}; {self.bound}-bound)")
+        return (
+            f"LayerTimes({self.strategy}{degree}: forward {fmt(self.forward_compute, 's')} compute / "
+            f"{fmt(self.forward_comms, 's')} comms, backward {fmt(self.backward_compute, 's')} / "
+            f"{fmt(self.backward_comms, 's')}; {self.bound}-bound)"
+        )
 
 
 @checked
-def mlp_layer_times(strategy: Annotated[str, OneOf(STRATEGIES)], chip, batch_tokens: PositiveFloat,
-                    d_model: PositiveInt, d_ff: PositiveInt, *, data: PositiveInt = 1, fsdp: PositiveInt = 1,
-                    tensor: PositiveInt = 1, fsdp_axes: PositiveInt = 1, tp_axes: PositiveInt = 1,
-                    dtype: DTypeName = "bf16", across_nodes: Bool = False) -> LayerTimes:
+def mlp_layer_times(
+    strategy: Annotated[str, OneOf(STRATEGIES)],
+    chip,
+    batch_tokens: PositiveFloat,
+    d_model: PositiveInt,
+    d_ff: PositiveInt,
+    *,
+    data: PositiveInt = 1,
+    fsdp: PositiveInt = 1,
+    tensor: PositiveInt = 1,
+    fsdp_axes: PositiveInt = 1,
+    tp_axes: PositiveInt = 1,
+    dtype: DTypeName = "bf16",
+    across_nodes: Bool = False,
+) -> LayerTimes:
     """The per-layer roofline table of the module docstring as seconds on ``chip`` (a TPU or a GPU).
 
     ``batch_tokens`` is the global ``B``; ``data``/``fsdp``/``tensor`` the degrees (``X`` and ``Y``); the bandwidth
@@ -294,24 +355,26 @@ def mlp_layer_times(strategy: Annotated[str, OneOf(STRATEGIES)], chip, batch_tok
         X = 1
     chips = X * Y
     fwd_c, bwd_c = 4 * batch_tokens * d_model * d_ff / (chips * C), 8 * batch_tokens * d_model * d_ff / (chips * C)
-    w_bytes = 2 * d_model * d_ff * b / Y         # both weight matrices, this tensor rank's share
-    act_bytes = batch_tokens * d_model * b / X   # one [B, D] activation, this data/FSDP shard's share
+    w_bytes = 2 * d_model * d_ff * b / Y  # both weight matrices, this tensor rank's share
+    act_bytes = batch_tokens * d_model * b / X  # one [B, D] activation, this data/FSDP shard's share
     if s == "data":
-        fwd, bwd = 0.0, 2 * w_bytes / (W * mx)                              # AllReduce of the gradients
+        fwd, bwd = 0.0, 2 * w_bytes / (W * mx)  # AllReduce of the gradients
     elif s == "fsdp":
-        fwd, bwd = w_bytes / (W * mx), 2 * w_bytes / (W * mx)              # AG; AG + RS
+        fwd, bwd = w_bytes / (W * mx), 2 * w_bytes / (W * mx)  # AG; AG + RS
     elif s == "tensor":
-        fwd, bwd = 2 * act_bytes / (W * my), 2 * act_bytes / (W * my)      # AG in + RS out, and transposes
+        fwd, bwd = 2 * act_bytes / (W * my), 2 * act_bytes / (W * my)  # AG in + RS out, and transposes
     else:
         fwd = w_bytes / (W * mx) + 2 * act_bytes / (W * my)
         bwd = 2 * w_bytes / (W * mx) + 2 * act_bytes / (W * my)
-    return LayerTimes(strategy=s, forward_compute=fwd_c, forward_comms=fwd, backward_compute=bwd_c,
-                      backward_comms=bwd, degree=chips)
+    return LayerTimes(
+        strategy=s, forward_compute=fwd_c, forward_comms=fwd, backward_compute=bwd_c, backward_comms=bwd, degree=chips
+    )
 
 
 @checked
-def pipeline_bubble_fraction(stages: PositiveInt, microbatches: PositiveInt,
-                             circular_repeats: PositiveInt = 1) -> float:
+def pipeline_bubble_fraction(
+    stages: PositiveInt, microbatches: PositiveInt, circular_repeats: PositiveInt = 1
+) -> float:
     """Share of a pipelined step the chips sit idle: ``(P − 1) / (v·M + P − 1)`` for ``P`` stages, ``M`` microbatches
     and ``v`` circular repeats (each chip holds ``v`` non-adjacent groups of layers; GPipe and 1F1B have ``v = 1``
     and the same bubble, 1F1B only holds fewer activations)."""
@@ -322,14 +385,22 @@ def pipeline_bubble_fraction(stages: PositiveInt, microbatches: PositiveInt,
 # The GPU chapter's rooflines (scaling book, gpus.md), priced with a GPU's NVLink and scale-out figures
 # ---------------------------------------------------------------------------------------------------------------
 
+
 def _forward(strategy: str, degree: int, t_math: float, t_comms: float) -> LayerTimes:
     return LayerTimes(strategy, t_math, t_comms, 0.0, 0.0, degree)
 
 
 @checked
-def expert_parallel_times(chip, batch_tokens: PositiveFloat, d_model: PositiveInt, d_ff: PositiveInt,
-                          experts_per_token: PositiveInt, degree: PositiveInt, *,
-                          dtype: DTypeName = "bf16") -> LayerTimes:
+def expert_parallel_times(
+    chip,
+    batch_tokens: PositiveFloat,
+    d_model: PositiveInt,
+    d_ff: PositiveInt,
+    experts_per_token: PositiveInt,
+    degree: PositiveInt,
+    *,
+    dtype: DTypeName = "bf16",
+) -> LayerTimes:
     """GPU: the scaling book's expert-parallel roofline over ``Z = degree`` GPUs spanning nodes:
     ``T_math = 4 B k D F / (Z C)``, ``T_comms = 4 B D (Z - n) / (W_node Z) · min(n k / Z, 1)`` with ``n`` the
     node size (the two AllToAlls of the forward pass; only the cross-node part counts). A forward-pass record."""
@@ -342,8 +413,15 @@ def expert_parallel_times(chip, batch_tokens: PositiveFloat, d_model: PositiveIn
 
 
 @checked
-def pipeline_comms_time(batch_tokens: PositiveFloat, d_model: PositiveInt, bandwidth: PositiveFloat,
-                        microbatches: PositiveInt, stages: PositiveInt, *, bytes_per_value: PositiveInt = 2) -> float:
+def pipeline_comms_time(
+    batch_tokens: PositiveFloat,
+    d_model: PositiveInt,
+    bandwidth: PositiveFloat,
+    microbatches: PositiveInt,
+    stages: PositiveInt,
+    *,
+    bytes_per_value: PositiveInt = 2,
+) -> float:
     """Seconds of a pipeline's activation sends: ``2 B D / (W N_mb) × (N_mb + N_stages - 2)`` hops (with 2-byte
     values; the scaling book's formula), ``bandwidth`` the link between stages in bytes/s."""
     M = microbatches
@@ -351,8 +429,14 @@ def pipeline_comms_time(batch_tokens: PositiveFloat, d_model: PositiveInt, bandw
 
 
 @checked
-def strategy_times(cluster: GpuCluster, model, batch_tokens: PositiveFloat, *, dtype: DTypeName = "bf16",
-                   microbatches: PositiveInt = 16) -> list[LayerTimes]:
+def strategy_times(
+    cluster: GpuCluster,
+    model,
+    batch_tokens: PositiveFloat,
+    *,
+    dtype: DTypeName = "bf16",
+    microbatches: PositiveInt = 16,
+) -> list[LayerTimes]:
     """GPU: comms vs compute of one MLP block (``x[B, D] W_in[D, F] W_out[F, D]``, expert MLPs for a MoE) for each
     strategy, priced on the cluster's topology with :meth:`GpuCluster.collective_time` (no latency): DP over
     every GPU (the backward pass's weight AllReduce vs its ``8 B D F k / X`` FLOPs, ``E`` expert copies), TP
@@ -373,19 +457,18 @@ def strategy_times(cluster: GpuCluster, model, batch_tokens: PositiveFloat, *, d
     n = cluster.n_gpus
     rows = []
     t = cluster.collective_time("all-reduce", 2 * D * F * E * b, n, hop_latency=0).total
-    rows.append(LayerTimes("dp", 0.0, 0.0, 2 * 2 * 2 * B * D * F * k / (n * C), t, n))     # the backward pass
+    rows.append(LayerTimes("dp", 0.0, 0.0, 2 * 2 * 2 * B * D * F * k / (n * C), t, n))  # the backward pass
     y = cluster.node_size
     t = 2 * cluster.collective_time("all-gather", B * D * b / max(n // y, 1), y, hop_latency=0).total
     rows.append(_forward("tp", y, 2 * 2 * B * D * F * k / (n * C), t))
     if m.is_moe:
-        z = math.gcd(n, E)                 # experts split evenly over GPUs that split the cluster evenly
+        z = math.gcd(n, E)  # experts split evenly over GPUs that split the cluster evenly
         span = z
         # each EP group's tokens, one D-vector slot per shard (the dense [B, D, Z] array), k slots filled
-        t = 2 * cluster.collective_time("all-to-all", B * z / n * D * b * z, z, span=span, hop_latency=0,
-                                        top_k=k).total
+        t = 2 * cluster.collective_time("all-to-all", B * z / n * D * b * z, z, span=span, hop_latency=0, top_k=k).total
         rows.append(_forward("ep", z, 2 * 2 * B * D * F * k / (n * C), t))
     if cluster.n_nodes > 1:
-        p = max(d for d in range(1, m.n_layers + 1) if cluster.n_nodes % d == 0)   # one stage per node(s)
+        p = max(d for d in range(1, m.n_layers + 1) if cluster.n_nodes % d == 0)  # one stage per node(s)
         w = cluster.nic_bw
         # one pipeline carries B p / n tokens in at least p microbatches; its sends spread over the layers
         t = pipeline_comms_time(B * p / n, D, w, max(M, p), p, bytes_per_value=b) / m.n_layers

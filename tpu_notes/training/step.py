@@ -35,6 +35,7 @@ divide the query heads and ``d_ff`` (every rank holds whole heads; KV heads fewe
 more pipeline stages × circular repeats than layers, expert parallelism on a dense model or not dividing the
 experts, and a batch that is not a whole number of sequences.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -73,9 +74,9 @@ ParallelKind = Annotated[str, OneOf(PLACEMENT_ORDER)]
 class AxisPart:
     """Part of one physical torus axis given to one kind of parallelism."""
 
-    axis: int           # index of the slice axis; on a GPU cluster NODE (-1, NVLink) or NETWORK (-2, scale-out)
-    size: int           # chips along it
-    wraparound: bool    # True only for a whole axis that closes into a ring
+    axis: int  # index of the slice axis; on a GPU cluster NODE (-1, NVLink) or NETWORK (-2, scale-out)
+    size: int  # chips along it
+    wraparound: bool  # True only for a whole axis that closes into a ring
 
 
 NODE, NETWORK = -1, -2
@@ -88,15 +89,20 @@ class Layout:
 
     parallelism: Parallelism
     slice: System
-    parts: Mapping[str, tuple[AxisPart, ...]]   # kind -> the axis parts it uses (empty for a degree of 1)
+    parts: Mapping[str, tuple[AxisPart, ...]]  # kind -> the axis parts it uses (empty for a degree of 1)
 
     @property
     def is_gpu(self) -> bool:
         return isinstance(self.slice, GpuCluster)
 
     @checked
-    def collective(self, kind: ParallelKind, op: Annotated[str, OneOf(coll.KINDS)], nbytes: NonNegativeFloat,
-                   hop_latency: NonNegativeFloat) -> float:
+    def collective(
+        self,
+        kind: ParallelKind,
+        op: Annotated[str, OneOf(coll.KINDS)],
+        nbytes: NonNegativeFloat,
+        hop_latency: NonNegativeFloat,
+    ) -> float:
         """Seconds of collective ``op`` ("all-gather", "all-reduce", ...) over the chips of parallelism ``kind``."""
         if not self.parts[kind]:
             return 0.0
@@ -104,15 +110,20 @@ class Layout:
             inner = math.prod(p.size for p in self.parts[kind] if p.axis == NODE)
             group = getattr(self.parallelism, kind)
             # the kinds placed before this one sit inside it (a mesh): the group spreads over their GPUs too
-            order = PLACEMENT_ORDER[:PLACEMENT_ORDER.index(kind) + 1]
+            order = PLACEMENT_ORDER[: PLACEMENT_ORDER.index(kind) + 1]
             span = math.prod(getattr(self.parallelism, k) for k in order)
             try:
                 return self.slice.collective_time(op, nbytes, group, inner, span=span, hop_latency=hop_latency).total
-            except ValueError:      # not a mesh-like placement: price the node and first level only
+            except ValueError:  # not a mesh-like placement: price the node and first level only
                 return self.slice.collective_time(op, nbytes, group, inner, hop_latency=hop_latency).total
         fn = getattr(coll, op.replace("-", "_") + "_time")
-        return fn(nbytes, list(self.sizes(kind)), self.slice.chip.bandwidth("ici"), wraparound=list(self.wraps(kind)),
-                  hop_latency=hop_latency).total
+        return fn(
+            nbytes,
+            list(self.sizes(kind)),
+            self.slice.chip.bandwidth("ici"),
+            wraparound=list(self.wraps(kind)),
+            hop_latency=hop_latency,
+        ).total
 
     @checked
     def sizes(self, kind: ParallelKind) -> tuple[int, ...]:
@@ -135,8 +146,11 @@ class Layout:
                 return f"net{p.size}"
             return f"{names[p.axis]}{p.size}({'ring' if p.wraparound else 'line'})"
 
-        out = [f"{kind}: " + " ".join(part(p) for p in self.parts[kind] if p.size > 1)
-               for kind in PLACEMENT_ORDER if self.parts[kind]]
+        out = [
+            f"{kind}: " + " ".join(part(p) for p in self.parts[kind] if p.size > 1)
+            for kind in PLACEMENT_ORDER
+            if self.parts[kind]
+        ]
         return "; ".join(out) or "one chip"
 
 
@@ -149,13 +163,17 @@ def map_to_slice(parallelism: Parallelism, slc: System) -> Layout:
     if isinstance(slc, GpuCluster):
         return _map_to_gpus(parallelism, slc)
     if not isinstance(slc, Slice):
-        raise TypeError(f"slice must be a tpu_notes.topology.Slice or a tpu_notes.gpu.GpuCluster (the two Systems "
-                        f"a layout can be placed on); got {type(slc).__name__}")
+        raise TypeError(
+            f"slice must be a tpu_notes.topology.Slice or a tpu_notes.gpu.GpuCluster (the two Systems "
+            f"a layout can be placed on); got {type(slc).__name__}"
+        )
     if parallelism.chips_per_slice != slc.n_chips:
-        raise ValueError(f"the degrees of {parallelism} multiply to {parallelism.chips_per_slice} chips, but the slice "
-                         f"{slc.shape} has {slc.n_chips}; they must be equal (dcn counts slices, not chips)")
-    left = list(slc.shape)                 # chips of each axis not yet given away
-    whole = [True] * len(left)             # axis untouched so far
+        raise ValueError(
+            f"the degrees of {parallelism} multiply to {parallelism.chips_per_slice} chips, but the slice "
+            f"{slc.shape} has {slc.n_chips}; they must be equal (dcn counts slices, not chips)"
+        )
+    left = list(slc.shape)  # chips of each axis not yet given away
+    whole = [True] * len(left)  # axis untouched so far
     parts: dict[str, tuple[AxisPart, ...]] = {}
     for kind in PLACEMENT_ORDER:
         d = getattr(parallelism, kind)
@@ -182,8 +200,10 @@ def map_to_slice(parallelism: Parallelism, slc: System) -> Layout:
             if best:
                 break
         if best is None:
-            raise ValueError(f"{kind}={d} cannot be placed on the axes left of slice {slc.shape} ({left}); choose "
-                             "degrees that are products of whole axes and parts of axes")
+            raise ValueError(
+                f"{kind}={d} cannot be placed on the axes left of slice {slc.shape} ({left}); choose "
+                "degrees that are products of whole axes and parts of axes"
+            )
         combo, j = best
         got = [AxisPart(i, left[i], slc.wraparound[i]) for i in combo]
         for i in combo:
@@ -199,11 +219,14 @@ def map_to_slice(parallelism: Parallelism, slc: System) -> Layout:
 
 def _map_to_gpus(parallelism: Parallelism, cluster: GpuCluster) -> Layout:
     if parallelism.chips_per_slice != cluster.n_gpus:
-        raise ValueError(f"the degrees of {parallelism} multiply to {parallelism.chips_per_slice} GPUs, but the "
-                         f"cluster has {cluster.n_gpus}; they must be equal")
+        raise ValueError(
+            f"the degrees of {parallelism} multiply to {parallelism.chips_per_slice} GPUs, but the "
+            f"cluster has {cluster.n_gpus}; they must be equal"
+        )
     if parallelism.dcn > 1:
-        raise ValueError("dcn counts TPU slices joined over DCN; a GpuCluster already includes its whole network "
-                         "(use dcn=1)")
+        raise ValueError(
+            "dcn counts TPU slices joined over DCN; a GpuCluster already includes its whole network (use dcn=1)"
+        )
     left = cluster.node_size
     parts: dict[str, tuple[AxisPart, ...]] = {}
     for kind in PLACEMENT_ORDER:
@@ -218,16 +241,16 @@ def _map_to_gpus(parallelism: Parallelism, cluster: GpuCluster) -> Layout:
 class StepTime:
     """One training step on one chip, in seconds (and the utilisation it implies)."""
 
-    compute: float                          # max(flops_time, hbm_time), seconds
-    flops_time: float                       # training FLOPs (remat included) / peak, seconds
-    hbm_time: float                         # weight reads from HBM (3 per microbatch) / HBM bandwidth, seconds
-    collectives: Mapping[str, float]        # seconds of each kind's communication ("fsdp", "tensor", ...)
-    bubble: float                           # pipeline idle time, seconds
-    comms: float                            # sum of the collectives, seconds
-    total: float                            # the step, seconds
-    bound: str                              # "compute", "hbm", or the kind whose communication sets the step
-    mfu: float                              # model FLOPs (no remat) / (total × peak)
-    hfu: float                              # hardware FLOPs (with remat) / (total × peak)
+    compute: float  # max(flops_time, hbm_time), seconds
+    flops_time: float  # training FLOPs (remat included) / peak, seconds
+    hbm_time: float  # weight reads from HBM (3 per microbatch) / HBM bandwidth, seconds
+    collectives: Mapping[str, float]  # seconds of each kind's communication ("fsdp", "tensor", ...)
+    bubble: float  # pipeline idle time, seconds
+    comms: float  # sum of the collectives, seconds
+    total: float  # the step, seconds
+    bound: str  # "compute", "hbm", or the kind whose communication sets the step
+    mfu: float  # model FLOPs (no remat) / (total × peak)
+    hfu: float  # hardware FLOPs (with remat) / (total × peak)
 
     @property
     def comms_ratio(self) -> float:
@@ -236,40 +259,61 @@ class StepTime:
 
     def __repr__(self) -> str:
         parts = ", ".join(f"{k}={fmt(v, 's')}" for k, v in self.collectives.items() if v)
-        return (f"StepTime(total={fmt(self.total, 's')}, compute={fmt(self.compute, 's')}, comms={fmt(self.comms, 's')}"
-                f"{' [' + parts + ']' if parts else ''}, bubble={fmt(self.bubble, 's')}, bound={self.bound!r}, "
-                f"mfu={self.mfu:.1%})")
+        return (
+            f"StepTime(total={fmt(self.total, 's')}, compute={fmt(self.compute, 's')}, comms={fmt(self.comms, 's')}"
+            f"{' [' + parts + ']' if parts else ''}, bubble={fmt(self.bubble, 's')}, bound={self.bound!r}, "
+            f"mfu={self.mfu:.1%})"
+        )
 
 
-def _check_layout(model, parallelism: Parallelism, batch_tokens: int, seq_len: int,
-                 circular_repeats: int = 1) -> TransformerConfig:
+def _check_layout(
+    model, parallelism: Parallelism, batch_tokens: int, seq_len: int, circular_repeats: int = 1
+) -> TransformerConfig:
     """Refuse a layout ``model`` cannot take (see the module docstring), naming the argument and its limit; return
     the model's config. :func:`step_time` calls it; the planner builds only layouts that pass."""
     m = as_config(model)
     p = parallelism
     if p.tensor > 1 and (m.n_heads % p.tensor or m.d_ff % p.tensor):
-        raise ValueError(f"tensor ({p.tensor}) must divide the {m.n_heads} query heads and d_ff ({m.d_ff:,}) of "
-                         f"{m.name or 'the model'} (each rank holds whole heads; its {m.n_kv_heads} KV heads are "
-                         "replicated when fewer)")
+        raise ValueError(
+            f"tensor ({p.tensor}) must divide the {m.n_heads} query heads and d_ff ({m.d_ff:,}) of "
+            f"{m.name or 'the model'} (each rank holds whole heads; its {m.n_kv_heads} KV heads are "
+            "replicated when fewer)"
+        )
     if p.pipeline * circular_repeats > m.n_layers:
-        raise ValueError(f"pipeline ({p.pipeline}) x circular_repeats ({circular_repeats}) must be at most the "
-                         f"{m.n_layers} layers of {m.name or 'the model'}: every stage holds at least one layer")
+        raise ValueError(
+            f"pipeline ({p.pipeline}) x circular_repeats ({circular_repeats}) must be at most the "
+            f"{m.n_layers} layers of {m.name or 'the model'}: every stage holds at least one layer"
+        )
     if p.expert > 1 and not m.is_moe:
-        raise ValueError(f"expert ({p.expert}) needs a mixture-of-experts model; {m.name or 'the model'} is dense "
-                         "(expert=1)")
+        raise ValueError(
+            f"expert ({p.expert}) needs a mixture-of-experts model; {m.name or 'the model'} is dense (expert=1)"
+        )
     if p.expert > 1 and m.n_experts % p.expert:
         raise ValueError(f"expert ({p.expert}) must divide the {m.n_experts} experts of {m.name or 'the model'}")
     if batch_tokens % seq_len:
-        raise ValueError(f"batch_tokens ({batch_tokens:,}) must be a whole number of sequences of seq_len "
-                         f"({seq_len:,}): at least {seq_len:,} tokens")
+        raise ValueError(
+            f"batch_tokens ({batch_tokens:,}) must be a whole number of sequences of seq_len "
+            f"({seq_len:,}): at least {seq_len:,} tokens"
+        )
     return m
 
 
 @checked
-def step_time(model, parallelism: Parallelism, slice, batch_tokens: PositiveInt, seq_len: PositiveInt, *,
-              remat: Remat = "full_block", dtype: DTypeName = "bf16", overlap: Bool = True,
-              hop_latency: NonNegativeFloat | None = None, circular_repeats: PositiveInt = 1,
-              matmul_efficiency: Fraction = 1.0, layout: Layout | None = None) -> StepTime:
+def step_time(
+    model,
+    parallelism: Parallelism,
+    slice,
+    batch_tokens: PositiveInt,
+    seq_len: PositiveInt,
+    *,
+    remat: Remat = "full_block",
+    dtype: DTypeName = "bf16",
+    overlap: Bool = True,
+    hop_latency: NonNegativeFloat | None = None,
+    circular_repeats: PositiveInt = 1,
+    matmul_efficiency: Fraction = 1.0,
+    layout: Layout | None = None,
+) -> StepTime:
     """Seconds of one training step of ``model`` with ``parallelism`` on ``slice`` (``parallelism.dcn`` copies of
     it over DCN), for a global batch of ``batch_tokens`` tokens in sequences of ``seq_len``. ``slice`` is a
     :class:`~tpu_notes.system.System`: a TPU :class:`~tpu_notes.topology.Slice` or a
@@ -285,20 +329,25 @@ def step_time(model, parallelism: Parallelism, slice, batch_tokens: PositiveInt,
     check_system(slice, "slice")
     if layout is not None and not isinstance(layout, Layout):
         raise TypeError(f"layout must be a Layout from map_to_slice (or None); got {type(layout).__name__}")
-    if layout is not None and (layout.slice != slice or any(
-            getattr(layout.parallelism, k) != getattr(p, k) for k in PLACEMENT_ORDER + ("dcn",))):
+    if layout is not None and (
+        layout.slice != slice
+        or any(getattr(layout.parallelism, k) != getattr(p, k) for k in PLACEMENT_ORDER + ("dcn",))
+    ):
         raise ValueError("layout must be map_to_slice(parallelism, slice) for the same degrees and slice")
     B, S, v_rep, eff = batch_tokens, seq_len, circular_repeats, matmul_efficiency
     m = _check_layout(model, p, B, S, v_rep)
     lay = layout if layout is not None else map_to_slice(p, slice)
     c = lay.slice.chip
-    flops_remat = remat if isinstance(remat, str) and remat in ("none", "save_matmul_outputs", "full_block") \
+    flops_remat = (
+        remat
+        if isinstance(remat, str) and remat in ("none", "save_matmul_outputs", "full_block")
         else "save_matmul_outputs"
+    )
     peak = c.peak_flops(dtype)
     b = dtype_bytes(dtype)
     n = p.n_chips
     if hop_latency is None:
-        hop_latency = lay.slice.latency(lay.slice.axes[0])        # the chip's: 1 µs (ICI) or 5 µs (GPU)
+        hop_latency = lay.slice.latency(lay.slice.axes[0])  # the chip's: 1 µs (ICI) or 5 µs (GPU)
 
     model_flops = B * flops_per_token(m, include_attention=True, seq_len=S) / n
     hw_flops = B * flops_per_token(m, include_attention=True, seq_len=S, remat=flops_remat) / n
@@ -310,19 +359,19 @@ def step_time(model, parallelism: Parallelism, slice, batch_tokens: PositiveInt,
     dense, expert = _param_counts(m)
     shard_w = (dense / (p.tensor * p.pipeline) + expert / (p.tensor * p.pipeline * p.expert)) * b
     M = p.microbatches
-    tokens_mb = B / (p.batch_shards * M)            # tokens per batch shard per microbatch
+    tokens_mb = B / (p.batch_shards * M)  # tokens per batch shard per microbatch
     layers = m.n_layers / p.pipeline
     times = {"fsdp": 0.0, "data": 0.0, "tensor": 0.0, "expert": 0.0, "pipeline": 0.0, "dcn": 0.0}
     if p.fsdp > 1:
         ag = ici("fsdp", "all-gather", shard_w)
-        times["fsdp"] = M * 3 * ag                  # AG forward, AG backward, RS gradients (same cost)
+        times["fsdp"] = M * 3 * ag  # AG forward, AG backward, RS gradients (same cost)
     if p.data > 1:
         times["data"] = ici("data", "all-reduce", shard_w / p.fsdp)
     if p.dcn > 1:
         times["dcn"] = 2 * (dense + expert) * b / (p.chips_per_slice * c.bandwidth("dcn"))
     if p.tensor > 1:
         per = ici("tensor", "all-gather", tokens_mb * m.d_model * b)
-        per_layer = 2 * 4 + (2 * 2 if remat == "full_block" else 0)   # 2 blocks x (AG+RS fwd, RS+AG bwd) [+ remat]
+        per_layer = 2 * 4 + (2 * 2 if remat == "full_block" else 0)  # 2 blocks x (AG+RS fwd, RS+AG bwd) [+ remat]
         times["tensor"] = M * layers * per_layer * per
     if p.expert > 1 and m.is_moe:
         moe_layers = m.n_moe_layers / p.pipeline
@@ -344,6 +393,15 @@ def step_time(model, parallelism: Parallelism, slice, batch_tokens: PositiveInt,
         bound = max(times, key=times.get)
     else:
         bound = "compute" if flops_time >= hbm_time else "hbm"
-    return StepTime(compute=compute, flops_time=flops_time, hbm_time=hbm_time,
-                    collectives={k: v for k, v in times.items() if v}, bubble=bubble, comms=comms, total=total,
-                    bound=bound, mfu=model_flops / (total * peak), hfu=hw_flops / (total * peak))
+    return StepTime(
+        compute=compute,
+        flops_time=flops_time,
+        hbm_time=hbm_time,
+        collectives={k: v for k, v in times.items() if v},
+        bubble=bubble,
+        comms=comms,
+        total=total,
+        bound=bound,
+        mfu=model_flops / (total * peak),
+        hfu=hw_flops / (total * peak),
+    )
