@@ -91,6 +91,7 @@ def _check_cache(cache, config: TransformerConfig | None = None) -> dict:
 
 #: Most bytes :func:`init_cache` allocates (keys and values of every layer): 1 GiB. The chapter's models need
 #: kilobytes to megabytes; ``init_cache(config, 2**20, 2**16)`` would ask for terabytes.
+#: The most bytes :func:`init_cache` allocates (1 GiB): the key/value buffers of every layer together.
 MAX_CACHE_BYTES = 2**30
 
 
@@ -99,7 +100,7 @@ def init_cache(
     config, batch: Annotated[int, Positive(integer=True, maximum=M.MAX_BATCH)], max_len: _Len, dtype=jnp.float32
 ) -> dict:
     """Zeroed key/value buffers: ``{"k": [L arrays of [B, K, max_len, H]], "v": [...]}`` (heads before positions:
-    the layout both attention contractions read without a transpose). At most :data:`MAX_CACHE_BYTES` in all."""
+    the layout both attention contractions read without a transpose). At most ``MAX_CACHE_BYTES`` (1 GiB) in all."""
     c = _config(config)
     B, S = batch, max_len
     dtype = M._check_float_dtype("dtype", dtype)

@@ -510,7 +510,8 @@ def moe_expert_parallel(x, router, w_in, w_out, mesh, axis: str = "x", capacity:
     Under ``shard_map`` each device routes its ``T/N`` tokens (top-1), packs them into a ``[E, capacity, D]``
     buffer (overflow dropped), and one ``all_to_all`` sends each expert's slots to the device that holds it; the
     experts run on ``[N·E/N, capacity, D]`` and a second ``all_to_all`` returns the results, which are scaled by
-    the gate and put back in token order. ``capacity`` defaults to :func:`moe_capacity` of ``T/N`` tokens.
+    the gate and put back in token order. ``capacity`` defaults to :func:`~tpu_notes.transformer.moe_capacity`
+    of ``T/N`` tokens.
     Returns ``(y[T, D], dropped)``, equal to :func:`moe_reference` with ``n_groups = N``.
     """
     n = _check_mesh(mesh, axis)

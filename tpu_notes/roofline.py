@@ -27,6 +27,7 @@ from .units import (
 )
 
 
+@dataclass(frozen=True)
 class _BandwidthArg(Kind):
     """A bandwidth given either as a kind of link or memory of the chip (one of ``BANDWIDTH_KINDS``, e.g.
     ``"hbm"``) or as a number of bytes/s > 0."""

@@ -84,7 +84,9 @@ def parse_system(text: str) -> System:
     if chip.kind != "gpu":
         return parse_slice(text)
     if not (size.isascii() and size.isdigit()) or int(size) < 1:
-        raise ValueError(f"a GPU cluster is spelled GPU:N with N the number of GPUs (e.g. h100:1024); got {text!r}")
+        raise ValueError(
+            f"system must be spelled GPU:N for a GPU cluster, N the number of GPUs (e.g. h100:1024); got {text!r}"
+        )
     try:
         return dgx_superpod(chip.name, int(size), nodes_per_su=8 if chip.node_size and chip.node_size > 8 else 32)
     except ValueError as err:

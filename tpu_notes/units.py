@@ -17,7 +17,7 @@ import math
 import types
 import typing
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import MISSING, dataclass, fields, is_dataclass
 from numbers import Integral, Real
 from typing import Annotated, Any
 
@@ -141,22 +141,38 @@ class Kind:
     """
 
     def check(self, name: str, value):
+        """The normalised ``value`` of argument ``name``, or a ``ValueError``/``TypeError`` naming ``name``."""
         raise NotImplementedError
 
     def hostile(self) -> list:
+        """Values this kind must refuse (the hostile-input test tries each in place of the argument)."""
         return [None, "x", object()]
 
     def example(self):
+        """One value this kind accepts."""
         raise NotImplementedError
 
     def describe(self) -> str:
+        """The allowed values in words, for messages."""
         return type(self).__name__
+
+    def __repr__(self) -> str:
+        """The kind as written in a signature, defaults left out (``Positive(integer=True, maximum=4096)``): what the
+        API pages show beside each parameter."""
+        if not is_dataclass(self):
+            return f"{type(self).__name__}()"
+        parts = [
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)
+            if f.default is MISSING or getattr(self, f.name) != f.default
+        ]
+        return f"{type(self).__name__}({', '.join(parts)})"
 
 
 _NAN, _INF = float("nan"), float("inf")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Positive(Kind):
     """A finite number > 0 (``>= 0`` with ``allow_zero``), a whole number if ``integer``; ``maximum`` is an
     inclusive cap: the largest value the function's cost is documented to take."""
@@ -187,7 +203,7 @@ class Positive(Kind):
         return f"{what} {'>= 0' if self.allow_zero else '> 0'}{cap}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Range(Kind):
     """A finite number in ``[low, high]`` (either end open if asked), a whole number if ``integer``."""
 
@@ -229,7 +245,7 @@ class Range(Kind):
         return int(round(mid)) if self.integer else mid
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class OneOf(Kind):
     """One of a fixed set of strings, matched case-insensitively; the canonical spelling is passed on."""
 
@@ -248,7 +264,7 @@ class OneOf(Kind):
         return f"one of {list(self.choices)}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Flag(Kind):
     """``True`` or ``False`` (not 1, "yes" or None)."""
 
@@ -262,7 +278,7 @@ class Flag(Kind):
         return True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Shape(Kind):
     """A tuple or list of whole numbers (> 0, or >= 0 with ``allow_zero``) with at least ``min_len`` entries."""
 
@@ -282,7 +298,7 @@ class Shape(Kind):
         return (1,) * max(self.min_len, 1)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DType(Kind):
     """A dtype name the book knows (:data:`DTYPE_BYTES`, or an alias such as ``"bfloat16"``)."""
 

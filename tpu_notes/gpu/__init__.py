@@ -3,9 +3,11 @@ graph that checks those times.
 
 One module per idea:
 
-- :mod:`.cluster`: :class:`FatTreeLevel`, :class:`GpuCluster` (a :class:`tpu_notes.system.System`, as a TPU
-  ``Slice`` is), :func:`dgx_superpod`, :func:`ragged_fraction` and the closed-form collective model;
-- :mod:`.routing`: :func:`link_loads` and :func:`direct_collective_time`, every shard routed over every link.
+- :mod:`.cluster`: :class:`~.cluster.FatTreeLevel`, :class:`~.cluster.GpuCluster` (a
+  :class:`tpu_notes.system.System`, as a TPU ``Slice`` is), :func:`~.cluster.dgx_superpod`,
+  :func:`~.cluster.ragged_fraction` and the closed-form collective model;
+- :mod:`.routing`: :func:`~.routing.link_loads` and :func:`~.routing.direct_collective_time`, every shard routed
+  over every link.
 
 The rooflines of LLM scaling on GPUs (critical batches, the largest tensor-parallel degree, the expert-parallel and
 pipeline rooflines, :func:`~tpu_notes.training.strategy_times`) are the same formulas as on TPUs, with a GPU's

@@ -33,7 +33,8 @@ uplink; ``top_k`` makes it ragged (each token goes to ``k`` of ``g`` shards: the
 ``"node"`` (the NVLink domain, ``node_size`` GPUs) and then each fat-tree level by name (``degree`` children each),
 :meth:`GpuCluster.bandwidth` of an axis is what one GPU sends into it **one way** (``W_nvlink`` for the node, its
 share ``w_l`` of the uplink for a level; a TPU slice answers with the bidirectional ICI figure its chapters use),
-:meth:`GpuCluster.latency` the chip's ``hop_latency`` (5 µs per ring step), and :meth:`GpuCluster.collective_time`
+:meth:`GpuCluster.latency` the chip's ``hop_latency`` (5 µs per ring step), and
+:meth:`~tpu_notes.gpu.cluster.GpuCluster.collective_time`
 takes either a group size with its placement or a contiguous run of axes (``("node", "leaf")``).
 """
 

@@ -194,6 +194,6 @@ def direct_collective_time(
     span: PositiveInt | None = None,
 ) -> float:
     """Seconds of the busiest link of :func:`link_loads`: the bandwidth time of the collective counted link by
-    link, to compare with :meth:`GpuCluster.collective_time`'s closed form."""
+    link, to compare with :meth:`~tpu_notes.gpu.cluster.GpuCluster.collective_time`'s closed form."""
     loads = link_loads(cluster, kind, nbytes, group, inner, span=span)
     return max((ld.time for ld in loads), default=0.0)

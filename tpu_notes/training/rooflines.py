@@ -438,7 +438,8 @@ def strategy_times(
     microbatches: PositiveInt = 16,
 ) -> list[LayerTimes]:
     """GPU: comms vs compute of one MLP block (``x[B, D] W_in[D, F] W_out[F, D]``, expert MLPs for a MoE) for each
-    strategy, priced on the cluster's topology with :meth:`GpuCluster.collective_time` (no latency): DP over
+    strategy, priced on the cluster's topology with :meth:`~tpu_notes.gpu.cluster.GpuCluster.collective_time` (no
+    latency): DP over
     every GPU (the backward pass's weight AllReduce vs its ``8 B D F k / X`` FLOPs, ``E`` expert copies), TP
     over one node (AllGather + ReduceScatter of the activations per forward pass), EP over ``gcd(GPUs,
     experts)`` GPUs (two ragged AllToAlls of the routed tokens), PP with a stage per node or group of nodes
