@@ -294,3 +294,13 @@ def test_generated_hostile_values_are_refused_by_name(dotted, data):
     bad = data.draw(case.args[name].strategy(), label="value")
     problem = _check_one(dotted, case, fn, valid, name, bad)
     assert problem is None, f"{dotted}: {problem}"
+
+
+def test_a_checked_function_can_be_covered_from_its_kinds_alone():
+    """The no-entry path: a call built from the kinds' examples runs, and a required argument without a kind (here
+    ``chip`` of ``roofline.compute_time``) means an entry is needed."""
+    case = _auto_case("tpu_notes.transformer.moe_capacity")
+    assert case is not None and set(case.args) >= {"n_tokens", "n_experts"}
+    _call(_target("tpu_notes.transformer.moe_capacity", case), case, {k: a.valid() for k, a in case.args.items()})
+    assert _auto_case("tpu_notes.roofline.compute_time") is None
+    assert _auto_case("tpu_notes.units.fmt") is None  # not decorated: its registry entry is what covers it
