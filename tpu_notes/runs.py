@@ -27,6 +27,20 @@ from .units import NonNegativeFloat, check_fields, checked
 #: nothing), and a fixed-size serving cache is read whole. Beyond 1.5 × the roofline a record is refused.
 ROOFLINE_TOLERANCE = 1.5
 
+#: The groups the published set is reported by (median and worst error per group, and the leave-one-group-out
+#: check of anything fitted): who ran it and on what, since a framework's habits (what it overlaps, which kernels it
+#: has) are shared by its runs and differ between frameworks.
+GROUPS = {
+    "maxtext-synthetic": "MaxText README tables: synthetic dense models on TPU v4, v5e, v5p, one slice or several",
+    "maxtext-recipes": "tpu-recipes and MaxText recipes: Llama, Mixtral and GPT-3 configs on TPU v5p and v6e",
+    "tpu-other": "other TPU training runs (PaLM, papers and blogs)",
+    "megatron": "Megatron-LM on A100, Megatron-Core / NeMo on H100, Llama 3 405B on H100",
+    "torchtitan": "torchtitan and other PyTorch-native training on H100/H200/B200, bf16 and FP8",
+    "gpu-other": "other GPU training runs",
+    "tpu-serving": "serving on TPU: JetStream, vLLM on TPU",
+    "gpu-serving": "serving on GPU: TensorRT-LLM, NIM, vLLM, gpt-fast",
+}
+
 
 @dataclass(frozen=True)
 class PublishedRecord:
@@ -38,6 +52,9 @@ class PublishedRecord:
     model: object  # preset name or TransformerConfig
 
     def __post_init__(self):
+        group = getattr(self, "group", None)
+        if group not in GROUPS:
+            raise ValueError(f"group must be one of {sorted(GROUPS)} (runs.GROUPS); got {group!r}")
         check_fields(self)  # every field whose annotation declares a kind (the subclass's included)
         for f in ("name", "source", "notes"):
             if not isinstance(getattr(self, f, ""), str):
@@ -99,6 +116,7 @@ def median_ratio(rows) -> float:
 
 
 __all__ = [
+    "GROUPS",
     "ROOFLINE_TOLERANCE",
     "PublishedRecord",
     "Reconciliation",

@@ -83,6 +83,7 @@ class PublishedServing(PublishedRecord):
     cache_len: _Len | None = None  # tokens of KV cache read per step (decode)
     reported_tokens_per_s: PositiveFloat | None = None  # output tokens/s, all n_chips together (static, decode)
     reported_latency_s: Annotated[float, Positive(maximum=10.0)] | None = None  # s per output token (latency)
+    group: str = ""  # one of runs.GROUPS (who ran it, on what)
     notes: str = ""  # mapping choices and assumptions
 
     def __post_init__(self):
@@ -228,6 +229,7 @@ RUNS: tuple[PublishedServing, ...] = (
         "decode",
         cache_len=2048,
         reported_tokens_per_s=3663,
+        group="tpu-serving",
         notes=_JP_NOTE,
     ),
     PublishedServing(
@@ -242,6 +244,7 @@ RUNS: tuple[PublishedServing, ...] = (
         kv_dtype="int8",
         cache_len=2048,
         reported_tokens_per_s=4783,
+        group="tpu-serving",
         notes=_JP_NOTE,
     ),
     PublishedServing(
@@ -254,6 +257,7 @@ RUNS: tuple[PublishedServing, ...] = (
         "decode",
         cache_len=2048,
         reported_tokens_per_s=2056,
+        group="tpu-serving",
         notes=_JP_NOTE,
     ),
     PublishedServing(
@@ -268,6 +272,7 @@ RUNS: tuple[PublishedServing, ...] = (
         kv_dtype="int8",
         cache_len=2048,
         reported_tokens_per_s=3458,
+        group="tpu-serving",
         notes=_JP_NOTE,
     ),
     PublishedServing(
@@ -280,6 +285,7 @@ RUNS: tuple[PublishedServing, ...] = (
         "decode",
         cache_len=2048,
         reported_tokens_per_s=8249,
+        group="tpu-serving",
         notes=_JP_NOTE,
     ),
     PublishedServing(
@@ -294,6 +300,7 @@ RUNS: tuple[PublishedServing, ...] = (
         kv_dtype="int8",
         cache_len=2048,
         reported_tokens_per_s=10873,
+        group="tpu-serving",
         notes=_JP_NOTE,
     ),
     PublishedServing(
@@ -310,6 +317,7 @@ RUNS: tuple[PublishedServing, ...] = (
         input_len=128,
         output_len=128,
         reported_tokens_per_s=3317,
+        group="gpu-serving",
         notes=_TRT_NOTE,
     ),
     PublishedServing(
@@ -326,6 +334,7 @@ RUNS: tuple[PublishedServing, ...] = (
         input_len=128,
         output_len=2048,
         reported_tokens_per_s=2616,
+        group="gpu-serving",
         notes=_TRT_NOTE,
     ),
     PublishedServing(
@@ -342,6 +351,7 @@ RUNS: tuple[PublishedServing, ...] = (
         input_len=2048,
         output_len=128,
         reported_tokens_per_s=843,
+        group="gpu-serving",
         notes=_TRT_NOTE,
     ),
     PublishedServing(
@@ -358,6 +368,7 @@ RUNS: tuple[PublishedServing, ...] = (
         input_len=2048,
         output_len=2048,
         reported_tokens_per_s=1583,
+        group="gpu-serving",
         notes=_TRT_NOTE,
     ),
     PublishedServing(
@@ -374,6 +385,7 @@ RUNS: tuple[PublishedServing, ...] = (
         input_len=128,
         output_len=128,
         reported_tokens_per_s=9193,
+        group="gpu-serving",
         notes="'LLaMA 7B' priced with Llama 2 7B's shapes (the same layers); KV dtype assumed fp8.",
     ),
     PublishedServing(
@@ -390,6 +402,7 @@ RUNS: tuple[PublishedServing, ...] = (
         input_len=128,
         output_len=128,
         reported_tokens_per_s=3014,
+        group="gpu-serving",
         notes=_H200_NOTE,
     ),
     PublishedServing(
@@ -406,6 +419,7 @@ RUNS: tuple[PublishedServing, ...] = (
         input_len=2048,
         output_len=128,
         reported_tokens_per_s=303,
+        group="gpu-serving",
         notes=_H200_NOTE,
     ),
     PublishedServing(
@@ -422,6 +436,7 @@ RUNS: tuple[PublishedServing, ...] = (
         input_len=128,
         output_len=2048,
         reported_tokens_per_s=4750,
+        group="gpu-serving",
         notes=_H200_NOTE,
     ),
     PublishedServing(
@@ -438,6 +453,7 @@ RUNS: tuple[PublishedServing, ...] = (
         input_len=5000,
         output_len=500,
         reported_latency_s=18.58e-3,
+        group="gpu-serving",
         notes=_NIM_NOTE,
     ),
     PublishedServing(
@@ -454,6 +470,7 @@ RUNS: tuple[PublishedServing, ...] = (
         input_len=500,
         output_len=2000,
         reported_latency_s=18.91e-3,
+        group="gpu-serving",
         notes=_NIM_NOTE,
     ),
     PublishedServing(
@@ -470,6 +487,7 @@ RUNS: tuple[PublishedServing, ...] = (
         input_len=5000,
         output_len=500,
         reported_latency_s=59.73e-3,
+        group="gpu-serving",
         notes=_NIM_NOTE,
     ),
 )

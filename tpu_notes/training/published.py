@@ -78,6 +78,8 @@ class PublishedRun(PublishedRecord):
     reported_flops_per_s: PositiveFloat | None = None  # per chip, when the source states it (its counting)
     counting: Annotated[str, OneOf(COUNTINGS)] = "noncausal"  # how the source counts attention FLOPs
     circular_repeats: PositiveInt = 1  # interleaved pipeline stages per chip
+    dtype: Annotated[str, OneOf(("bf16", "fp8"))] = "bf16"  # the dtype of the run's large matmuls
+    group: str = ""  # one of runs.GROUPS (who ran it, on what)
     notes: str = ""  # mapping choices and assumptions
 
     def __post_init__(self):
@@ -143,6 +145,7 @@ def predict(run: PublishedRun, efficiency: Fraction = 1.0) -> Reconciliation:
         run.batch_tokens,
         run.seq_len,
         remat=run.remat,
+        dtype=run.dtype,
         circular_repeats=run.circular_repeats,
         matmul_efficiency=efficiency,
     )
@@ -168,6 +171,7 @@ RUNS: tuple[PublishedRun, ...] = (
         reported_mfu=0.43,
         reported_flops_per_s=430e12,
         circular_repeats=2,
+        group="megatron",
         notes="DP is FSDP that keeps gathered weights for the backward pass: priced as data parallelism (one "
         "gradient reduction per step). Microbatches (32 = one sequence each) and 2 interleaved stages per "
         "rank are assumptions: the paper does not publish its production values.",
@@ -184,6 +188,7 @@ RUNS: tuple[PublishedRun, ...] = (
         reported_mfu=0.41,
         reported_flops_per_s=400e12,
         circular_repeats=2,
+        group="megatron",
         notes="As row 1 with twice the data parallelism: 16 sequences per DP group, so 16 microbatches.",
     ),
     PublishedRun(
@@ -197,6 +202,7 @@ RUNS: tuple[PublishedRun, ...] = (
         "full_block",
         reported_mfu=0.4546,
         reported_tokens_per_s=7207.3,
+        group="maxtext-recipes",
         notes="Custom remat offloads the layer input and attention projections to host and recomputes the rest: "
         "priced as full_block recomputation.",
     ),
@@ -211,6 +217,7 @@ RUNS: tuple[PublishedRun, ...] = (
         "full_block",
         reported_mfu=0.5033,
         reported_tokens_per_s=960.2,
+        group="maxtext-recipes",
         notes="Custom remat with host offload, priced as full_block.",
     ),
     PublishedRun(
@@ -224,6 +231,7 @@ RUNS: tuple[PublishedRun, ...] = (
         "full_block",
         reported_mfu=0.4275,
         reported_tokens_per_s=149.48,
+        group="maxtext-recipes",
         notes="FSDP over each slice and over DCN (MaxText's dcn_fsdp=2); priced as data parallelism over DCN. "
         "MaxText's tiering table quotes 38.6% for a different 405B config with no measured log.",
     ),
@@ -238,6 +246,7 @@ RUNS: tuple[PublishedRun, ...] = (
         "save_matmul_outputs",
         reported_mfu=0.4382,
         reported_tokens_per_s=905.0,
+        group="maxtext-recipes",
         notes="The log line was taken with per-device batch 2 (its token count says so). qkv_proj_offloaded remat "
         "priced as saving the matmul outputs.",
     ),
@@ -253,6 +262,7 @@ RUNS: tuple[PublishedRun, ...] = (
         reported_mfu=0.685,
         reported_tokens_per_s=124.6,
         counting="causal",
+        group="maxtext-recipes",
         notes="512 chips (v5p-1024 counts cores). Custom remat offloading two tensors, priced as full_block.",
     ),
     PublishedRun(
@@ -266,6 +276,7 @@ RUNS: tuple[PublishedRun, ...] = (
         "save_matmul_outputs",
         reported_mfu=0.7147,
         reported_flops_per_s=328e12,
+        group="maxtext-synthetic",
         notes="remat 'minimal' saves the matmul outputs.",
     ),
     PublishedRun(
@@ -279,6 +290,7 @@ RUNS: tuple[PublishedRun, ...] = (
         "save_matmul_outputs",
         reported_mfu=0.6882,
         reported_flops_per_s=316e12,
+        group="maxtext-synthetic",
         notes="remat 'minimal'.",
     ),
     PublishedRun(
@@ -292,6 +304,7 @@ RUNS: tuple[PublishedRun, ...] = (
         "full_block",
         reported_mfu=0.648,
         reported_flops_per_s=297e12,
+        group="maxtext-synthetic",
         notes="remat 'full'.",
     ),
     PublishedRun(
@@ -305,6 +318,7 @@ RUNS: tuple[PublishedRun, ...] = (
         "full_block",
         reported_mfu=0.6686,
         reported_flops_per_s=132e12,
+        group="maxtext-synthetic",
         notes="remat 'full'.",
     ),
     PublishedRun(
@@ -318,6 +332,7 @@ RUNS: tuple[PublishedRun, ...] = (
         "save_matmul_outputs",
         reported_mfu=0.5493,
         reported_flops_per_s=108e12,
+        group="maxtext-synthetic",
         notes="qkv_proj_offloaded remat priced as saving the matmul outputs; data parallelism over DCN.",
     ),
 )
