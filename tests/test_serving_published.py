@@ -62,7 +62,7 @@ def test_static_rows_count_the_prefill_and_every_step():
 
 
 def test_records_refuse_inconsistent_configurations():
-    base = dict(name="x", source="y", model="llama3-8b", chip="v5e", n_chips=8, batch=8)
+    base = dict(name="x", source="y", model="llama3-8b", chip="v5e", n_chips=8, batch=8, group="tpu-serving")
     with pytest.raises(ValueError, match="input_len"):
         published.PublishedServing(mode="static", reported_tokens_per_s=1.0, **base)
     with pytest.raises(ValueError, match="cache_len"):

@@ -33,6 +33,15 @@ _SM = (
 _TC = "scaling book, gpus.md tensor-core footnote (an estimate: V100 256, A100 512, H100 1024, B200 ~2048)"
 _NVL = "scaling book, gpus.md NVLink table"
 _NODE_IB = "scaling book, gpus.md (8 x 400 Gb/s InfiniBand NICs per node = 400 GB/s)"
+_H100_WP = (
+    "NVIDIA H100 Tensor Core GPU Architecture whitepaper, H100 SXM5 vs H100 PCIe table (tensor-core rows "
+    "'with sparsity': dense = / 2; the table as reproduced at "
+    "https://archive-lib.hpctech.co.jp/gpuproduct/nvidia-h100.html); max TDP 300-350 W"
+)
+_H100_DS = (
+    "NVIDIA H100 product page / datasheet, H100 NVL column (https://www.nvidia.com/en-us/data-center/h100/; "
+    "tensor-core rows '* with sparsity': dense = / 2); max TDP 350-400 W (configurable)"
+)
 
 #: Latency of one ICI hop (one link between neighbouring TPU chips), seconds: every TPU's ``Chip.hop_latency``.
 ICI_HOP_LATENCY = 1e-6
@@ -339,6 +348,55 @@ _B200_SOURCES = {
     "fp32_flops": "derived: fp32_fma_flops / 2",
 }
 
+#: Scale-out NICs of an NVIDIA DGX A100: one single-port 200 Gb/s HDR InfiniBand ConnectX-6 per GPU for the
+#: compute fabric; the dual-port ConnectX-6 card(s) serve storage and in-band management and are not counted.
+_DGX_A100_IB = (
+    "NVIDIA DGX A100 datasheet, Networking row of the 320 GB system (8 x A100 40GB): 8x single-port ConnectX-6 "
+    "VPI 200 Gb/s HDR InfiniBand, one per GPU (the dual-port storage NIC is not counted)"
+)
+_DGX_A100_80G = " (the 640 GB system, 8 x A100 80GB, is taken to keep the same eight compute NICs)"
+
+# The GA100 die as the A100 SXM4 40 GB and 80 GB share it: same SMs, clocks, L2 and NVLink, different HBM.
+_A100_PARTS = dict(
+    bf16_flops=3.12e14,
+    int8_flops=6.24e14,
+    fp8_flops=None,
+    dcn_bw=200e9 / 8,
+    nvlink_bw=3e11,
+    node_size=8,
+    clock_hz=1.41e9,
+    base_clock_hz=1.10e9,
+    tensor_clock_hz=1.41e9,
+    sms=108,
+    **_sm_parts(512),
+    **_fp32(108, 1.41e9),
+    smem_bytes_per_sm=192e3,
+    l2_bytes=40e6,
+    nvlink_links=12,
+    nvlink_link_bw=2.5e10,
+    nvswitches_per_node=6,
+    node_egress_bw=8 * 200e9 / 8,
+)
+_A100_SOURCES = {
+    "*": _GPU_TABLE,
+    **_GPU_DERIVED,
+    "nvlink_links": _NVL,
+    "nvlink_link_bw": _NVL,
+    "nvswitches_per_node": _NVL,
+    "tensor_clock_hz": "the boost clock (108 x 4 x 512 x 1.41e9 = 3.12e14)",
+    "bf16_flops": "NVIDIA A100 datasheet (312 TFLOP/s dense); the scaling book's table rounds to 3.1e14",
+    "int8_flops": "NVIDIA A100 datasheet (624 TOP/s dense)",
+    "nvlink_bw": "scaling book, gpus.md NVLink table (12 x 25 GB/s)",
+    "dcn_bw": _DGX_A100_IB + ": one 200 Gb/s NIC per GPU = 200e9 / 8 = 25e9 bytes/s each way",
+    "node_egress_bw": _DGX_A100_IB + ": 8 x 200 Gb/s = 1.6 Tb/s = 2e11 bytes/s each way",
+}
+_A100_80G_SOURCES = {
+    **_A100_SOURCES,
+    "dcn_bw": _A100_SOURCES["dcn_bw"] + _DGX_A100_80G,
+    "node_egress_bw": _A100_SOURCES["node_egress_bw"] + _DGX_A100_80G,
+    "hbm_bw": _GPU_TABLE + " (2.0e12; NVIDIA's A100 80GB datasheet prints 2,039 GB/s for the SXM card)",
+}
+
 _CHIP_LIST = [
     _tpu(
         name="v3",
@@ -377,6 +435,7 @@ _CHIP_LIST = [
         pod_shape=(16, 16, 16),
         host_shape=(2, 2, 1),
         pcie_bw=1.6e10,
+        dcn_bw=6.25e9,
         mxu_size=128,
         cores_per_chip=2,
         mxus_per_core=4,
@@ -387,6 +446,11 @@ _CHIP_LIST = [
             "*": _TABLE,
             "hbm_bw": _TABLE + "; tpus.md Q1 uses 1.23e12",
             "pcie_bw": "scaling book, tpus.md ('16GB/s each way' for v4)",
+            "dcn_bw": "scaling book, tpus.md TPU Specs ('typically around 6.25e9 bytes / second per TPU', the "
+            "figure it gives every chip but v5e and v6e); its earlier text and training.md give 2.5e10 bytes/s per "
+            "host, and a v4 host holds 4 chips (host_shape 2x2x1): 2.5e10 / 4 = 6.25e9. Cross-check, a measured "
+            "burst and not a capacity: PaLM (Chowdhery et al. 2022, sec. 4) saw 81 Tb/s across the 1536 hosts of "
+            "two 3072-chip v4 pods, 81e12 / 8 / 1536 = 6.6e9 bytes/s per host, 1.6e9 per chip",
             "mxus_per_core": "scaling book, tpus.md Appendix B",
             "clock_hz": "TPU v4 paper (Jouppi et al., ISCA 2023: 1050 MHz); also 2.75e14 / (2 cores x 4 MXUs "
             "x 32768 FLOPs/cycle)",
@@ -554,34 +618,23 @@ _CHIP_LIST = [
     _gpu(
         name="a100",
         long_name="NVIDIA A100 SXM",
-        bf16_flops=3.12e14,
-        int8_flops=6.24e14,
-        fp8_flops=None,
         hbm_bytes=80e9,
         hbm_bw=2.0e12,
-        nvlink_bw=3e11,
-        node_size=8,
-        clock_hz=1.41e9,
-        base_clock_hz=1.10e9,
-        tensor_clock_hz=1.41e9,
-        sms=108,
-        **_sm_parts(512),
-        **_fp32(108, 1.41e9),
-        smem_bytes_per_sm=192e3,
-        l2_bytes=40e6,
-        nvlink_links=12,
-        nvlink_link_bw=2.5e10,
-        nvswitches_per_node=6,
+        **_A100_PARTS,
+        sources=_A100_80G_SOURCES,
+    ),
+    _gpu(
+        name="a100-40g",
+        long_name="NVIDIA A100 SXM 40GB",
+        hbm_bytes=40e9,
+        hbm_bw=1.555e12,
+        **_A100_PARTS,
         sources={
-            "*": _GPU_TABLE,
-            **_GPU_DERIVED,
-            "nvlink_links": _NVL,
-            "nvlink_link_bw": _NVL,
-            "nvswitches_per_node": _NVL,
-            "tensor_clock_hz": "the boost clock (108 x 4 x 512 x 1.41e9 = 3.12e14)",
-            "bf16_flops": "NVIDIA A100 datasheet (312 TFLOP/s dense); the scaling book's table rounds to 3.1e14",
-            "int8_flops": "NVIDIA A100 datasheet (624 TOP/s dense)",
-            "nvlink_bw": "scaling book, gpus.md NVLink table (12 x 25 GB/s)",
+            **_A100_SOURCES,
+            "*": "as the A100 SXM 80GB (same GA100 die, SMs, clocks, L2 and NVLink): " + _GPU_TABLE,
+            "hbm_bytes": "NVIDIA A100 datasheet, A100 40GB SXM column (40 GB HBM2)",
+            "hbm_bw": "NVIDIA A100 datasheet, A100 40GB SXM column (1,555 GB/s HBM2); also the NVIDIA A100 "
+            "Tensor Core GPU Architecture whitepaper (1555 GB/s)",
         },
     ),
     _gpu(
@@ -672,6 +725,52 @@ _CHIP_LIST = [
             "fp8_flops": "scaling book, transformers.md Q7 (3026 TFLOP/s sparse / 2), the figure its "
             "DeepSeek-V3 question uses",
             "hbm_bw": "NVIDIA H800 PCIe datasheet (2.0 TB/s, HBM2e)",
+        },
+    ),
+    _gpu(
+        name="h100-pcie",
+        long_name="NVIDIA H100 PCIe 80GB",
+        bf16_flops=1.513e15 / 2,
+        int8_flops=3.026e15 / 2,
+        fp8_flops=3.026e15 / 2,
+        hbm_bytes=80e9,
+        hbm_bw=2.0e12,
+        pcie_bw=128e9 / 2,
+        nvlink_bw=600e9 / 2,
+        sms=114,
+        l2_bytes=50e6,
+        sources={
+            "*": _H100_WP,
+            "bf16_flops": _H100_WP + ": 1,513 TFLOP/s bf16 with sparsity / 2 = 756.5 TFLOP/s dense",
+            "int8_flops": _H100_WP + ": 3,026 TOP/s int8 with sparsity / 2",
+            "fp8_flops": _H100_WP + ": 3,026 TFLOP/s fp8 with sparsity / 2",
+            "hbm_bw": _H100_WP + " (2,000 GB/s, HBM2e)",
+            "pcie_bw": _H100_WP + " (PCIe Gen5 128 GB/s counting both directions; / 2 for one way)",
+            "nvlink_bw": _H100_WP + " (NVLink 600 GB/s counting both directions, over an NVLink bridge; / 2 "
+            "for one way, as the SXM's 900 GB/s becomes 4.5e11)",
+            "sms": _H100_WP + " (114 SMs on the PCIe card)",
+            "l2_bytes": _H100_WP + " (50 MB)",
+        },
+    ),
+    _gpu(
+        name="h100-nvl",
+        long_name="NVIDIA H100 NVL (94GB PCIe card)",
+        bf16_flops=1.671e15 / 2,
+        int8_flops=3.341e15 / 2,
+        fp8_flops=3.341e15 / 2,
+        hbm_bytes=94e9,
+        hbm_bw=3.9e12,
+        pcie_bw=128e9 / 2,
+        nvlink_bw=600e9 / 2,
+        sources={
+            "*": _H100_DS,
+            "bf16_flops": _H100_DS + ": 1,671 TFLOP/s bf16 with sparsity / 2 = 835.5 TFLOP/s dense",
+            "int8_flops": _H100_DS + ": 3,341 TOP/s int8 with sparsity / 2",
+            "fp8_flops": _H100_DS + ": 3,341 TFLOP/s fp8 with sparsity / 2",
+            "hbm_bytes": _H100_DS + " (94 GB HBM3 per card)",
+            "hbm_bw": _H100_DS + " (3.9 TB/s; NVIDIA's H100 NVL product brief PB-11773 gives 3,938 GB/s)",
+            "pcie_bw": _H100_DS + " (PCIe Gen5 128 GB/s counting both directions; / 2 for one way)",
+            "nvlink_bw": _H100_DS + " (NVLink 600 GB/s counting both directions; / 2 for one way)",
         },
     ),
     _gpu(
@@ -786,6 +885,15 @@ ALIASES: Mapping[str, str] = MappingProxyType(
         "h800-sxm": "h800",
         "h800 pcie": "h800-pcie",
         "h800pcie": "h800-pcie",
+        "h100 pcie": "h100-pcie",
+        "h100pcie": "h100-pcie",
+        "h100 nvl": "h100-nvl",
+        "h100nvl": "h100-nvl",
+        "a100 40gb": "a100-40g",
+        "a100-40gb": "a100-40g",
+        "a100 40g": "a100-40g",
+        "a100 80gb": "a100",
+        "a100-80gb": "a100",
     }
 )
 

@@ -69,7 +69,19 @@ class Reconciliation:
     run: PublishedRecord  # the record priced
     predicted: float  # the modelled figure, in the record's units (tokens/s per chip, or seconds per token)
     reported: float  # the measured figure, the same units
-    ratio: float  # achieved speed / modelled speed (1: the model is exact; < 1: the run was slower)
+    ratio: float  # achieved speed / roofline speed (1: the roofline is exact; < 1: the run was slower)
+    expected: float  # the efficiency model's figure, in the record's units
+    expected_ratio: float  # achieved speed / expected speed (1: the expected model is exact)
+
+    @property
+    def roofline_error(self) -> float:
+        """Roofline speed / measured speed − 1: positive when the roofline is optimistic (it always should be)."""
+        return 1.0 / self.ratio - 1.0
+
+    @property
+    def expected_error(self) -> float:
+        """Expected speed / measured speed − 1: positive when the forecast is optimistic."""
+        return 1.0 / self.expected_ratio - 1.0
 
 
 @checked
@@ -106,6 +118,67 @@ def check_rows(rows, row_type: type) -> list:
     return rows
 
 
+@dataclass(frozen=True)
+class GroupError:
+    """How far the two predictions are from the measured runs of one group (errors are speed ratios − 1: +0.2
+    means the prediction is 20% faster than the run)."""
+
+    group: str  # a key of GROUPS, or "all"
+    n: int  # runs in the group
+    roofline_median: float  # median |error| of the roofline
+    roofline_worst: float  # the largest |error| of the roofline, signed
+    expected_median: float  # median |error| of the expected model
+    expected_worst: float  # the largest |error| of the expected model, signed
+    optimistic: int  # runs the expected model predicts faster than measured
+    worst_run: str  # the run with the worst expected error
+
+
+def _worst(errors):
+    return max(errors, key=abs)
+
+
+def group_errors(rows) -> list[GroupError]:
+    """One :class:`GroupError` per group present in ``rows`` (in :data:`GROUPS` order), then one for all."""
+    rows = check_rows(rows, Reconciliation)
+    if not rows:
+        raise ValueError("rows must hold at least one Reconciliation")
+    out = []
+    groups = [g for g in GROUPS if any(r.run.group == g for r in rows)] + ["all"]
+    for g in groups:
+        rs = [r for r in rows if g == "all" or r.run.group == g]
+        roof = [r.roofline_error for r in rs]
+        exp = [r.expected_error for r in rs]
+        worst = max(rs, key=lambda r: abs(r.expected_error))
+        out.append(
+            GroupError(
+                group=g,
+                n=len(rs),
+                roofline_median=statistics.median(abs(x) for x in roof),
+                roofline_worst=_worst(roof),
+                expected_median=statistics.median(abs(x) for x in exp),
+                expected_worst=_worst(exp),
+                optimistic=sum(x > 0 for x in exp),
+                worst_run=worst.run.name,
+            )
+        )
+    return out
+
+
+def format_errors(errors) -> str:
+    """The per-group table: runs, the roofline's and the expected model's median and worst error, and how many
+    runs the expected model predicts too fast."""
+    if isinstance(errors, (str, bytes)) or not all(isinstance(e, GroupError) for e in errors):
+        raise TypeError("errors must be a list of GroupError from group_errors()")
+    head = f"{'group':18s} {'runs':>4}  {'roofline median':>15} {'worst':>7}  {'expected median':>15} {'worst':>7}  {'too fast':>8}"
+    lines = [head]
+    for e in errors:
+        lines.append(
+            f"{e.group:18s} {e.n:4d}  {e.roofline_median:15.0%} {e.roofline_worst:+7.0%}  "
+            f"{e.expected_median:15.0%} {e.expected_worst:+7.0%}  {e.optimistic:4d}/{e.n:<3d}"
+        )
+    return "\n".join(lines)
+
+
 def median_ratio(rows) -> float:
     """The median achieved / modelled ratio of ``rows`` (predictions at efficiency 1: the efficiency that would
     make the typical run come out exact)."""
@@ -117,6 +190,9 @@ def median_ratio(rows) -> float:
 
 __all__ = [
     "GROUPS",
+    "GroupError",
+    "format_errors",
+    "group_errors",
     "ROOFLINE_TOLERANCE",
     "PublishedRecord",
     "Reconciliation",

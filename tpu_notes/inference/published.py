@@ -33,6 +33,16 @@ Sources (all read for this chapter; figures restated, not copied):
   Max throughput": batch, TP, input and output length, "Throughput (out tok/s/GPU)", TensorRT-LLM v0.5.0.
 - ``nim``: docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance, Llama-3.3-70b-instruct, NIM 1.8.0, 2 x H100
   80G, fp8, TP2: concurrency, TTFT, ITL (inter-token latency) and throughput at stated input/output lengths.
+- ``gpt-fast``: github.com/pytorch-labs/gpt-fast (commit 32971d3), ``README.md`` tables "Benchmarks", "Tensor
+  Parallelism" and "Tensor Parallelism + Quantization", and ``mixtral-moe/README.md``: 8 x A100-80GB (power
+  limited to 330 W), batch 1, a 5-token prompt, tokens/s of one sequence; bf16, int8 and int4 (groups of 32)
+  weight-only quantisation, tensor parallelism over 1 to 8 GPUs.
+- ``trtllm-0.9``: github.com/NVIDIA/TensorRT-LLM, ``docs/source/performance.md`` as of v0.9.0 ("All data was
+  generated using version 0.9.0"), "Peak Throughput" tables for H200 FP8, H100 FP8 and A100 FP16: batch, TP,
+  input and output length, "Throughput (out tok/s/GPU)", measured with ``gptSessionBenchmark`` (static batches).
+- ``tpu-recipes``: github.com/AI-Hypercomputer/tpu-recipes (commit b709d73),
+  ``inference/trillium/vLLM/Llama3.x/README.md``, Step 11: vLLM on v6e-8, Llama 3.3 70B, TP 8, 1000 input and
+  1000 output tokens, mean TPOT at maximum concurrency 64 and 128.
 """
 
 from __future__ import annotations
@@ -41,10 +51,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
+from ..efficiency import EfficiencyModel
 from ..hardware import get_chip
 from ..runs import PublishedRecord, Reconciliation, check_rows, check_runs, check_under_roofline, median_ratio
-from ..transformer import get_model
+from ..transformer import TransformerConfig, get_model
 from ..units import Fraction, OneOf, Positive, PositiveFloat, checked, fmt
+from .expected import expected_decode_step, expected_prefill
 from .step import ComputeDType, StorageDType, decode_step_time, prefill_time
 
 #: How a row is priced (see the module docstring).
@@ -146,8 +158,22 @@ class ServingReconciliation(Reconciliation):
         )
 
 
+def _expected(run: PublishedServing, model: EfficiencyModel | None) -> float:
+    """The efficiency model's figure for ``run``, in ``run.metric`` units (the same three modes as the roofline)."""
+    kw = dict(weight_dtype=run.weight_dtype, compute_dtype=run.compute_dtype, efficiency=model)
+    step = expected_decode_step(run.model, run.chip, run.n_chips, run.batch, run.context, kv_dtype=run.kv_dtype, **kw)
+    if run.mode == "latency":
+        return step.total
+    if run.mode == "decode":
+        return run.batch / step.total / run.n_chips
+    prefill = expected_prefill(run.model, run.chip, run.n_chips, run.input_len, run.batch, **kw)
+    return run.batch * run.output_len / (prefill + run.output_len * step.total) / run.n_chips
+
+
 @checked
-def predict(run: PublishedServing, efficiency: Fraction = 1.0) -> ServingReconciliation:
+def predict(
+    run: PublishedServing, efficiency: Fraction = 1.0, model: EfficiencyModel | None = None
+) -> ServingReconciliation:
     """Price ``run`` with Chapter 7's :func:`~tpu_notes.inference.decode_step_time` and
     :func:`~tpu_notes.inference.prefill_time` (see the module docstring for the three modes) at ``efficiency``
     of the datasheet rates, and compare with what was measured."""
@@ -186,11 +212,15 @@ def predict(run: PublishedServing, efficiency: Fraction = 1.0) -> ServingReconci
         else:
             predicted = run.batch / step_s / run.n_chips
         ratio = run.reported / predicted
+    expected = _expected(run, model)
+    exp_ratio = expected / run.reported if run.mode == "latency" else run.reported / expected
     return ServingReconciliation(
         run=run,
         predicted=predicted,
         reported=run.reported,
         ratio=ratio,
+        expected=expected,
+        expected_ratio=exp_ratio,
         step_s=step_s,
         prefill_s=prefill_s,
         bound=step.bound,
@@ -216,6 +246,67 @@ _NIM = "nim, Llama-3.3-70b-instruct 1.8.0"
 _NIM_NOTE = (
     "ITL at the stated concurrency (taken as the decode batch); fp8 KV cache assumed (not stated). At high "
     "concurrency prefills of new requests interleave with generation, which the step alone leaves out."
+)
+
+#: Mixtral 8x7B (no preset in :mod:`tpu_notes.transformer`): 32 layers of width 4096, 32 query and 8 key/value heads
+#: of 128, vocabulary 32000, and in every layer 8 gated experts of hidden size 14336, 2 used per token. Shapes from
+#: github.com/pytorch-labs/gpt-fast, ``mixtral-moe/model.py`` (commit 32971d3), ``transformer_configs`` entry
+#: "Mixtral-8x7B-v0.1" and the ``ModelArgs`` defaults; 46.7B parameters, 12.9B used per token.
+MIXTRAL_8X7B = TransformerConfig(
+    d_model=4096,
+    d_ff=14336,
+    n_layers=32,
+    n_heads=32,
+    n_kv_heads=8,
+    d_head=128,
+    vocab=32000,
+    n_experts=8,
+    experts_per_token=2,
+    name="mixtral-8x7b",
+)
+_MOE_NOTE = (
+    "Mixtral 8x7B priced with MIXTRAL_8X7B; a step reads the experts its batch is expected to visit "
+    "(2 of 8 per token, drawn independently)."
+)
+_GF = "gpt-fast, README.md"
+_GF_MOE = "gpt-fast, mixtral-moe/README.md"
+#: gpt-fast's generate.py defaults (commit 32971d3): the prompt "Hello, my name is" (the README: "just 5 tokens")
+#: and max_new_tokens=200.
+_GF_IN, _GF_OUT = 5, 200
+_GF_NOTE = (
+    "Batch 1 on A100-80GB power-limited to 330 W (the roofline uses the datasheet rates). Tokens/s as stated, "
+    "entered as seconds per token = 1 / (tokens/s); it averages the whole generation of 200 tokens (the "
+    "generate.py default) after a 5-token prompt, the tiny prefill included. bf16 KV cache. TP rows: all "
+    "GPUs of the group share each step."
+)
+_GF_INT8 = "int8 is weight-only (matmuls in bf16)."
+_GF_INT4 = (
+    "int4 is weight-only with groups of 32 (matmuls in bf16); the group scales and zeros (about 1/8 byte per "
+    "weight more) are not counted."
+)
+_T9 = "trtllm-0.9, performance.md v0.9.0"
+_T9_NOTE = (
+    "gptSessionBenchmark: a static batch of the stated size, prefilled then decoded for the output length. "
+    "Throughput stated per GPU; entered here as all GPUs of the TP group together (per-GPU x TP). FP8 weights "
+    "and FP8 KV cache (the LLaMA build configs set quant_algo and kv_cache_quant_algo to FP8; the page gives "
+    "no Mixtral config, so the same is assumed for it)."
+)
+_T9_A100_NOTE = (
+    "gptSessionBenchmark: a static batch of the stated size, prefilled then decoded for the output length. "
+    "Throughput stated per GPU; entered here as all GPUs of the TP group together (per-GPU x TP). FP16 "
+    "weights, activations and KV cache (no FP8 on A100); priced as bf16 (the same 2 bytes and peak)."
+)
+_T9_LLAMA = (
+    "'LLaMA 7B/70B' priced as Llama 2 7B/70B (the build configs give Llama 2's shapes: vocab 32000, 8 KV "
+    "heads for 70B)."
+)
+_VT = "tpu-recipes, inference/trillium/vLLM/Llama3.x/README.md"
+_VT_NOTE = (
+    "vLLM (vllm/vllm-tpu:v0.12.0), Llama-3.3-70B-Instruct in bf16 (the Hugging Face checkpoint, no "
+    "quantisation flag), TP 8 on v6e-8, random 1000-token prompts and 1000 output tokens (ignore-eos), "
+    "3000 prompts at the stated maximum concurrency, taken as the decode batch. Mean TPOT (excluding the "
+    "first token) as the per-token latency; prefills of new requests (max-num-batched-tokens 512) "
+    "interleave with generation, which the step alone leaves out. bf16 KV cache assumed (not stated)."
 )
 
 RUNS: tuple[PublishedServing, ...] = (
@@ -490,13 +581,352 @@ RUNS: tuple[PublishedServing, ...] = (
         group="gpu-serving",
         notes=_NIM_NOTE,
     ),
+    # ---------------------------------------------------------------- gpt-fast: batch 1 on A100 (latency rows)
+    PublishedServing(
+        "Llama 2 7B bf16, 1 A100, b=1",
+        _GF + ", Benchmarks table, Llama-2-7B Base",
+        LLAMA2_7B,
+        "a100",
+        1,
+        1,
+        "latency",
+        input_len=_GF_IN,
+        output_len=_GF_OUT,
+        reported_latency_s=1 / 104.9,
+        group="gpu-serving",
+        notes=_GF_NOTE,
+    ),
+    PublishedServing(
+        "Llama 2 7B int8, 1 A100, b=1",
+        _GF + ", Benchmarks table, Llama-2-7B 8-bit",
+        LLAMA2_7B,
+        "a100",
+        1,
+        1,
+        "latency",
+        weight_dtype="int8",
+        input_len=_GF_IN,
+        output_len=_GF_OUT,
+        reported_latency_s=1 / 155.58,
+        group="gpu-serving",
+        notes=_GF_NOTE + " " + _GF_INT8,
+    ),
+    PublishedServing(
+        "Llama 2 7B int4, 1 A100, b=1",
+        _GF + ", Benchmarks table, Llama-2-7B 4-bit (G=32)",
+        LLAMA2_7B,
+        "a100",
+        1,
+        1,
+        "latency",
+        weight_dtype="int4",
+        input_len=_GF_IN,
+        output_len=_GF_OUT,
+        reported_latency_s=1 / 196.80,
+        group="gpu-serving",
+        notes=_GF_NOTE + " " + _GF_INT4,
+    ),
+    PublishedServing(
+        "Llama 2 70B int8, 1 A100, b=1",
+        _GF + ", Benchmarks table, Llama-2-70B 8-bit",
+        LLAMA2_70B,
+        "a100",
+        1,
+        1,
+        "latency",
+        weight_dtype="int8",
+        input_len=_GF_IN,
+        output_len=_GF_OUT,
+        reported_latency_s=1 / 19.13,
+        group="gpu-serving",
+        notes=_GF_NOTE + " " + _GF_INT8,
+    ),
+    PublishedServing(
+        "Llama 2 70B bf16, 8 A100 TP8, b=1",
+        _GF + ", Tensor Parallelism table, Llama-2-70B 8 GPUs",
+        LLAMA2_70B,
+        "a100",
+        8,
+        1,
+        "latency",
+        input_len=_GF_IN,
+        output_len=_GF_OUT,
+        reported_latency_s=1 / 62.50,
+        group="gpu-serving",
+        notes=_GF_NOTE,
+    ),
+    PublishedServing(
+        "Llama 2 70B int4, 8 A100 TP8, b=1",
+        _GF + ", Tensor Parallelism + Quantization table, Llama-2-70B 4-bit (G=32)",
+        LLAMA2_70B,
+        "a100",
+        8,
+        1,
+        "latency",
+        weight_dtype="int4",
+        input_len=_GF_IN,
+        output_len=_GF_OUT,
+        reported_latency_s=1 / 90.77,
+        group="gpu-serving",
+        notes=_GF_NOTE + " " + _GF_INT4,
+    ),
+    PublishedServing(
+        "Llama 3.1 8B bf16, 1 A100, b=1",
+        _GF + ", Benchmarks table, Llama-3.1-8B Base",
+        "llama3-8b",
+        "a100",
+        1,
+        1,
+        "latency",
+        input_len=_GF_IN,
+        output_len=_GF_OUT,
+        reported_latency_s=1 / 93.89,
+        group="gpu-serving",
+        notes=_GF_NOTE + " Llama 3.1 8B priced with the llama3-8b preset (the same shapes).",
+    ),
+    PublishedServing(
+        "Llama 3.1 70B int8, 8 A100 TP8, b=1",
+        _GF + ", Tensor Parallelism + Quantization table, Llama-3.1-70B 8-bit",
+        "llama3-70b",
+        "a100",
+        8,
+        1,
+        "latency",
+        weight_dtype="int8",
+        input_len=_GF_IN,
+        output_len=_GF_OUT,
+        reported_latency_s=1 / 75.58,
+        group="gpu-serving",
+        notes=_GF_NOTE + " " + _GF_INT8 + " Llama 3.1 70B priced with the llama3-70b preset (the same shapes).",
+    ),
+    PublishedServing(
+        "Llama 3.1 405B int8, 8 A100 TP8, b=1",
+        _GF + ", Tensor Parallelism + Quantization table, Llama-3.1-405B 8-bit",
+        "llama3-405b",
+        "a100",
+        8,
+        1,
+        "latency",
+        weight_dtype="int8",
+        input_len=_GF_IN,
+        output_len=_GF_OUT,
+        reported_latency_s=1 / 15.60,
+        group="gpu-serving",
+        notes=_GF_NOTE + " " + _GF_INT8 + " The table does not say 8 GPUs for this row; taken from the table's 8-GPU "
+        "rows above it (405 GB of int8 weights need more than 4 A100s).",
+    ),
+    PublishedServing(
+        "Mixtral 8x7B int8, 1 A100, b=1",
+        _GF_MOE + ", int8 row, 1 GPU",
+        MIXTRAL_8X7B,
+        "a100",
+        1,
+        1,
+        "latency",
+        weight_dtype="int8",
+        input_len=_GF_IN,
+        output_len=_GF_OUT,
+        reported_latency_s=1 / 97.92,
+        group="gpu-serving",
+        notes=_GF_NOTE + " " + _GF_INT8 + " " + _MOE_NOTE,
+    ),
+    PublishedServing(
+        "Mixtral 8x7B bf16, 8 A100 TP8, b=1",
+        _GF_MOE + ", baseline (bfloat16) row, 8 GPU",
+        MIXTRAL_8X7B,
+        "a100",
+        8,
+        1,
+        "latency",
+        input_len=_GF_IN,
+        output_len=_GF_OUT,
+        reported_latency_s=1 / 227.82,
+        group="gpu-serving",
+        notes=_GF_NOTE + " " + _MOE_NOTE,
+    ),
+    # ---------------------------------------------------------------- TensorRT-LLM 0.9.0: static batches, per GPU
+    PublishedServing(
+        "Mixtral 8x7B fp8 128/128, 2 H200",
+        _T9 + ", H200 GPUs (FP8), Mixtral 8x7B, batch 1024",
+        MIXTRAL_8X7B,
+        "h200",
+        2,
+        1024,
+        "static",
+        weight_dtype="fp8",
+        kv_dtype="fp8",
+        compute_dtype="fp8",
+        input_len=128,
+        output_len=128,
+        reported_tokens_per_s=5444 * 2,
+        group="gpu-serving",
+        notes=_T9_NOTE + " " + _MOE_NOTE,
+    ),
+    PublishedServing(
+        "Mixtral 8x7B fp8 2048/2048, 2 H100",
+        _T9 + ", H100 GPUs (FP8), Mixtral 8x7B, batch 32",
+        MIXTRAL_8X7B,
+        "h100",
+        2,
+        32,
+        "static",
+        weight_dtype="fp8",
+        kv_dtype="fp8",
+        compute_dtype="fp8",
+        input_len=2048,
+        output_len=2048,
+        reported_tokens_per_s=1317 * 2,
+        group="gpu-serving",
+        notes=_T9_NOTE + " " + _MOE_NOTE,
+    ),
+    PublishedServing(
+        "Mixtral 8x7B fp16 128/128, 2 A100",
+        _T9 + ", A100 GPUs (FP16), Mixtral 8x7B, batch 512",
+        MIXTRAL_8X7B,
+        "a100",
+        2,
+        512,
+        "static",
+        input_len=128,
+        output_len=128,
+        reported_tokens_per_s=2842 * 2,
+        group="gpu-serving",
+        notes=_T9_A100_NOTE + " " + _MOE_NOTE,
+    ),
+    PublishedServing(
+        "Llama 2 70B fp8 128/128, 1 H200, b=1024",
+        _T9 + ", H200 GPUs (FP8), LLaMA 70B, batch 1024",
+        LLAMA2_70B,
+        "h200",
+        1,
+        1024,
+        "static",
+        weight_dtype="fp8",
+        kv_dtype="fp8",
+        compute_dtype="fp8",
+        input_len=128,
+        output_len=128,
+        reported_tokens_per_s=3989,
+        group="gpu-serving",
+        notes=_T9_NOTE + " " + _T9_LLAMA,
+    ),
+    PublishedServing(
+        "Llama 2 70B fp8 2048/2048, 1 H200",
+        _T9 + ", H200 GPUs (FP8), LLaMA 70B, batch 64",
+        LLAMA2_70B,
+        "h200",
+        1,
+        64,
+        "static",
+        weight_dtype="fp8",
+        kv_dtype="fp8",
+        compute_dtype="fp8",
+        input_len=2048,
+        output_len=2048,
+        reported_tokens_per_s=1458,
+        group="gpu-serving",
+        notes=_T9_NOTE + " " + _T9_LLAMA,
+    ),
+    PublishedServing(
+        "Llama 2 70B fp8 128/2048, 4 H100, b=512",
+        _T9 + ", H100 GPUs (FP8), LLaMA 70B, batch 512",
+        LLAMA2_70B,
+        "h100",
+        4,
+        512,
+        "static",
+        weight_dtype="fp8",
+        kv_dtype="fp8",
+        compute_dtype="fp8",
+        input_len=128,
+        output_len=2048,
+        reported_tokens_per_s=2725 * 4,
+        group="gpu-serving",
+        notes=_T9_NOTE + " " + _T9_LLAMA,
+    ),
+    PublishedServing(
+        "Llama 7B fp8 128/128, 1 H100, b=896",
+        _T9 + ", H100 GPUs (FP8), LLaMA 7B, batch 896",
+        LLAMA2_7B,
+        "h100",
+        1,
+        896,
+        "static",
+        weight_dtype="fp8",
+        kv_dtype="fp8",
+        compute_dtype="fp8",
+        input_len=128,
+        output_len=128,
+        reported_tokens_per_s=19854,
+        group="gpu-serving",
+        notes=_T9_NOTE + " " + _T9_LLAMA,
+    ),
+    PublishedServing(
+        "Llama 2 70B fp16 128/128, 4 A100",
+        _T9 + ", A100 GPUs (FP16), LLaMA 70B, batch 1024",
+        LLAMA2_70B,
+        "a100",
+        4,
+        1024,
+        "static",
+        input_len=128,
+        output_len=128,
+        reported_tokens_per_s=686 * 4,
+        group="gpu-serving",
+        notes=_T9_A100_NOTE + " " + _T9_LLAMA,
+    ),
+    PublishedServing(
+        "Llama 7B fp16 128/128, 1 A100",
+        _T9 + ", A100 GPUs (FP16), LLaMA 7B, batch 256",
+        LLAMA2_7B,
+        "a100",
+        1,
+        256,
+        "static",
+        input_len=128,
+        output_len=128,
+        reported_tokens_per_s=5390,
+        group="gpu-serving",
+        notes=_T9_A100_NOTE + " " + _T9_LLAMA,
+    ),
+    # ---------------------------------------------------------------- vLLM on TPU v6e-8 (tpu-recipes)
+    PublishedServing(
+        "Llama 3.3 70B bf16, v6e-8, c=64 1k/1k",
+        _VT + ", MAX_CONCURRENCY=64 output",
+        "llama3-70b",
+        "v6e",
+        8,
+        64,
+        "latency",
+        input_len=1000,
+        output_len=1000,
+        reported_latency_s=25.35e-3,
+        group="tpu-serving",
+        notes=_VT_NOTE,
+    ),
+    PublishedServing(
+        "Llama 3.3 70B bf16, v6e-8, c=128 1k/1k",
+        _VT + ", MAX_CONCURRENCY=128 output",
+        "llama3-70b",
+        "v6e",
+        8,
+        128,
+        "latency",
+        input_len=1000,
+        output_len=1000,
+        reported_latency_s=35.12e-3,
+        group="tpu-serving",
+        notes=_VT_NOTE,
+    ),
 )
 
 
 @checked
-def reconcile(runs: Sequence[PublishedServing] = RUNS, efficiency: Fraction = 1.0) -> list[ServingReconciliation]:
-    """:func:`predict` for every run."""
-    return [predict(r, efficiency) for r in check_runs(runs, PublishedServing)]
+def reconcile(
+    runs: Sequence[PublishedServing] = RUNS, efficiency: Fraction = 1.0, model: EfficiencyModel | None = None
+) -> list[ServingReconciliation]:
+    """:func:`predict` for every run: the roofline at ``efficiency`` and the expected figure with ``model``."""
+    return [predict(r, efficiency, model) for r in check_runs(runs, PublishedServing)]
 
 
 def fitted_efficiency(runs: Sequence[PublishedServing] = RUNS) -> float:
@@ -524,6 +954,7 @@ __all__ = [
     "EFFICIENCY",
     "LLAMA2_70B",
     "LLAMA2_7B",
+    "MIXTRAL_8X7B",
     "MODES",
     "RUNS",
     "PublishedServing",

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from .. import collectives as coll
+from ..efficiency import ATTENTION_KERNELS, EfficiencyModel, check_efficiency
 from ..gpu import GpuCluster
 from ..system import System, check_system
 from ..topology import Slice
@@ -61,6 +62,7 @@ from ..units import (
     fmt,
 )
 from .cost import flops_per_token
+from .expected import ExpectedStep, expected_step
 from .memory import Remat, _param_counts
 from .parallelism import Parallelism
 
@@ -249,8 +251,9 @@ class StepTime:
     comms: float  # sum of the collectives, seconds
     total: float  # the step, seconds
     bound: str  # "compute", "hbm", or the kind whose communication sets the step
-    mfu: float  # model FLOPs (no remat) / (total × peak)
+    mfu: float  # model FLOPs (no remat) / (total × peak): the roofline's MFU, an upper bound
     hfu: float  # hardware FLOPs (with remat) / (total × peak)
+    expected: ExpectedStep | None = None  # the same step at the efficiency model's rates (a forecast)
 
     @property
     def comms_ratio(self) -> float:
@@ -262,7 +265,13 @@ class StepTime:
         return (
             f"StepTime(total={fmt(self.total, 's')}, compute={fmt(self.compute, 's')}, comms={fmt(self.comms, 's')}"
             f"{' [' + parts + ']' if parts else ''}, bubble={fmt(self.bubble, 's')}, bound={self.bound!r}, "
-            f"mfu={self.mfu:.1%})"
+            f"roofline mfu={self.mfu:.1%}"
+            + (
+                f"; expected total={fmt(self.expected.total, 's')}, mfu={self.expected.mfu:.1%}"
+                if self.expected is not None
+                else ""
+            )
+            + ")"
         )
 
 
@@ -313,6 +322,8 @@ def step_time(
     circular_repeats: PositiveInt = 1,
     matmul_efficiency: Fraction = 1.0,
     layout: Layout | None = None,
+    attention: Annotated[str, OneOf(ATTENTION_KERNELS)] = "flash",
+    efficiency: EfficiencyModel | None = None,
 ) -> StepTime:
     """Seconds of one training step of ``model`` with ``parallelism`` on ``slice`` (``parallelism.dcn`` copies of
     it over DCN), for a global batch of ``batch_tokens`` tokens in sequences of ``seq_len``. ``slice`` is a
@@ -322,7 +333,11 @@ def step_time(
     ``circular_repeats`` (``v``, at most the layers per stage) gives each pipeline stage ``v`` interleaved groups
     of layers, dividing the bubble by ``v`` and multiplying the stage-boundary sends by ``v``;
     ``matmul_efficiency`` is the fraction of peak FLOP/s the matmuls reach, in (0, 1] (1: the roofline; Chapter 6
-    calibrates it against published runs); ``layout`` reuses a placement from :func:`map_to_slice`."""
+    calibrates it against published runs); ``layout`` reuses a placement from :func:`map_to_slice`.
+
+    The result is the roofline (``total``, ``mfu``: upper bounds) with ``expected``, the same step at the rates of
+    the :class:`~tpu_notes.efficiency.EfficiencyModel` ``efficiency`` (default :data:`tpu_notes.efficiency.DEFAULT`;
+    see :mod:`tpu_notes.training.expected`), whose ``attention`` kernel is ``"flash"`` or ``"materialized"``."""
     p = parallelism
     if not isinstance(p, Parallelism):
         raise TypeError(f"parallelism must be a Parallelism; got {type(p).__name__}")
@@ -335,6 +350,7 @@ def step_time(
     ):
         raise ValueError("layout must be map_to_slice(parallelism, slice) for the same degrees and slice")
     B, S, v_rep, eff = batch_tokens, seq_len, circular_repeats, matmul_efficiency
+    effm = check_efficiency(efficiency)
     m = _check_layout(model, p, B, S, v_rep)
     lay = layout if layout is not None else map_to_slice(p, slice)
     c = lay.slice.chip
@@ -393,7 +409,23 @@ def step_time(
         bound = max(times, key=times.get)
     else:
         bound = "compute" if flops_time >= hbm_time else "hbm"
+    expected = expected_step(
+        m,
+        p,
+        lay,
+        B,
+        S,
+        remat=flops_remat,
+        dtype=dtype,
+        circular_repeats=v_rep,
+        collectives=times,
+        hbm_time=hbm_time,
+        model_flops=model_flops,
+        attention=attention,
+        efficiency=effm,
+    )
     return StepTime(
+        expected=expected,
         compute=compute,
         flops_time=flops_time,
         hbm_time=hbm_time,

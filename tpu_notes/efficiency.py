@@ -1,0 +1,400 @@
+"""The efficiency model: what fraction of each datasheet rate a real program reaches, stated in one place.
+
+The chapters teach the **roofline**: matmuls at the chip's peak, bytes at the HBM bandwidth, collectives at the
+links' datasheet bandwidth, everything that can overlap hidden. It is an upper bound on speed, and Chapters 6 and 8
+keep it. A reader who asks "how long will my run take" needs the **expected** time beside it, and this module holds
+every figure that turns one into the other. There are no per-run knobs: an :class:`EfficiencyModel` is a handful of
+global parameters, each with its source (a published microbenchmark, a vendor's achieved number) or, for the few
+no public measurement gives, a fit on a stated group of published runs (:data:`SOURCES` says which is which).
+
+What the expected time adds to the roofline (:mod:`tpu_notes.training.expected` and
+:func:`tpu_notes.inference.expected_decode_step` use these functions):
+
+- **Matmuls** run at :func:`matmul_fraction` of peak: the large-matmul figure of the chip (``matmul``), times a
+  shape factor ``Π d / (d + knee)`` over the three dimensions (small matmuls do not fill the systolic array or the
+  GPU's SMs: pipeline fill, tile and wave quantisation, launch) over the weight's two dimensions, times the tile
+  quantisation ``d / (⌈d / tile⌉ · tile)`` of each (a 130-wide matmul pays for 256 columns); :func:`matmul_seconds`
+  adds the bytes, which bound a thin matmul.
+- **Attention** (the score and value matmuls of a fused, flash-style kernel) runs at ``attention`` of peak, in
+  bf16 even in an FP8 run.
+- **Memory-bound work** (norms, residual adds, rotary, the MLP activation, casts, the softmax over the vocabulary,
+  the optimizer update) moves its bytes (:func:`layer_elementwise_bytes`, :func:`optimizer_bytes`,
+  :func:`logits_bytes`) at ``hbm`` of the HBM bandwidth; it does not overlap the matmuls.
+- **Collectives** reach ``links[link]`` of each interconnect's datasheet bandwidth (ICI, DCN, NVLink,
+  InfiniBand), and each call pays ``collective_latency[link]`` seconds.
+- **Overlap**: ``exposed[kind]`` of each parallelism kind's communication sits on the critical path (tensor and
+  expert parallel collectives wait for the matmul that needs them); the rest hides under compute as far as compute
+  lasts. FSDP and data-parallel gradient traffic have one layer exposed (the first gather, the last bucket),
+  which the step model adds from the layer count.
+- **Per step**, a fixed ``step_overhead`` (host dispatch, the optimizer's launch, the loss), and in serving a
+  ``decode_overhead`` per layer of a generation step (the kernels that are not weight reads: they cannot start
+  before the previous one).
+
+Bad parameters are refused when the model is built: every fraction must lie in (0, 1], every time be finite and
+at least 0, and a chip with no matmul figure (neither its own nor its family's) is refused by name when asked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Annotated
+
+from .hardware import Chip, get_chip
+from .transformer import Model
+from .units import OneOf, Positive, PositiveInt, checked
+
+#: The interconnects the model has an achieved fraction for.
+LINKS = ("ici", "dcn", "nvlink", "ib", "pcie")
+#: The parallelism kinds whose exposed fraction the model states.
+EXPOSED_KINDS = ("tensor", "expert", "pipeline", "fsdp", "data", "dcn")
+_EXPOSED_KEYS = EXPOSED_KINDS + tuple(f"{fam}:{k}" for fam in ("tpu", "gpu") for k in EXPOSED_KINDS)
+#: Attention kernels: "flash" (fused, scores never leave the chip's fast memory) or "materialized" (the scores
+#: are written to HBM and read back: what Megatron-LM did before FlashAttention).
+ATTENTION_KERNELS = ("flash", "materialized")
+
+
+def _frozen(d: Mapping) -> Mapping:
+    return MappingProxyType(dict(d))
+
+
+def _check_fraction_map(name: str, value, keys=None, zero: bool = False) -> Mapping:
+    span = "[0, 1]" if zero else "(0, 1]"
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a mapping of names to fractions in {span}; got {type(value).__name__}")
+    for k, v in value.items():
+        if not isinstance(k, str) or (keys is not None and k not in keys):
+            raise ValueError(f"{name} has an unknown key {k!r}; allowed: {', '.join(keys or ('chip names',))}")
+        low_ok = v >= 0.0 if zero else v > 0.0
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (low_ok and v <= 1.0):
+            raise ValueError(f"{name}[{k!r}] must be a fraction in {span}; got {v!r}")
+    return _frozen(value)
+
+
+def _check_time_map(name: str, value, keys) -> Mapping:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a mapping of names to seconds; got {type(value).__name__}")
+    for k, v in value.items():
+        if k not in keys:
+            raise ValueError(f"{name} has an unknown key {k!r}; allowed: {', '.join(keys)}")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v < 1.0:
+            raise ValueError(f"{name}[{k!r}] must be seconds in [0, 1); got {v!r}")
+    return _frozen(value)
+
+
+@dataclass(frozen=True)
+class EfficiencyModel:
+    """The global parameters of the expected-time model (see the module docstring); :data:`DEFAULT` is the one the
+    book uses, :data:`SOURCES` says where each figure comes from. Keys ``"tpu"`` and ``"gpu"`` of the per-chip
+    mappings are the family figures a chip without its own falls back to."""
+
+    matmul: Mapping[str, float]  # large bf16 matmul, fraction of peak: chip name or family ("tpu", "gpu")
+    matmul_knee: Mapping[str, float]  # per family: the dimension (elements) at which one axis halves efficiency
+    attention: Mapping[str, float]  # flash attention (forward + backward), fraction of bf16 peak, per family
+    hbm: float  # fraction of the HBM bandwidth streaming, memory-bound work reaches
+    links: Mapping[str, float]  # fraction of each interconnect's datasheet bandwidth a large collective reaches
+    collective_latency: Mapping[str, float]  # seconds one collective call costs on each link, whatever its size
+    exposed: Mapping[
+        str, float
+    ]  # fraction of each kind's communication on the critical path ("tpu:tensor": a family's)
+    step_overhead: float = 0.0  # seconds added to every training step (host dispatch, optimizer launch)
+    decode_overhead: float = 0.0  # seconds per layer of one generation step that are neither reads nor FLOPs
+    name: str = "custom"  # label for tables
+
+    def __post_init__(self):
+        object.__setattr__(self, "matmul", _check_fraction_map("matmul", self.matmul))
+        object.__setattr__(self, "matmul_knee", _frozen(self.matmul_knee))
+        for k, v in self.matmul_knee.items():
+            if k not in ("tpu", "gpu"):
+                raise ValueError(f"matmul_knee has an unknown key {k!r}; allowed: tpu, gpu")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v < 1e6:
+                raise ValueError(f"matmul_knee[{k!r}] must be elements in [0, 1e6); got {v!r}")
+        object.__setattr__(self, "attention", _check_fraction_map("attention", self.attention, ("tpu", "gpu")))
+        if isinstance(self.hbm, bool) or not isinstance(self.hbm, (int, float)) or not 0.0 < self.hbm <= 1.0:
+            raise ValueError(f"hbm must be a fraction in (0, 1] (of the HBM bandwidth); got {self.hbm!r}")
+        object.__setattr__(self, "links", _check_fraction_map("links", self.links, LINKS))
+        object.__setattr__(
+            self, "collective_latency", _check_time_map("collective_latency", self.collective_latency, LINKS)
+        )
+        object.__setattr__(self, "exposed", _check_fraction_map("exposed", self.exposed, _EXPOSED_KEYS, zero=True))
+        for f in ("step_overhead", "decode_overhead"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v < 1.0:
+                raise ValueError(f"{f} must be seconds in [0, 1); got {v!r}")
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a string; got {type(self.name).__name__}")
+
+    def with_(self, **changes) -> EfficiencyModel:
+        """A copy with some parameters changed (checked like the original), e.g. ``DEFAULT.with_(hbm=0.8)``."""
+        return replace(self, **changes)
+
+    # -- the figures, per chip --------------------------------------------------------------------------------
+    def large_matmul(self, chip) -> float:
+        """The fraction of peak a large bf16 matmul reaches on ``chip`` (its own figure, else its family's)."""
+        c = _chip(chip)
+        for key in (c.name, c.kind):
+            if key in self.matmul:
+                return float(self.matmul[key])
+        raise ValueError(
+            f"the efficiency model {self.name!r} has no matmul figure for {c.long_name} (key {c.name!r}) or its "
+            f"family ({c.kind!r}): add one to EfficiencyModel.matmul"
+        )
+
+    def attention_fraction(self, chip) -> float:
+        """The fraction of bf16 peak flash attention (forward and backward) reaches on ``chip``'s family."""
+        c = _chip(chip)
+        if c.kind not in self.attention:
+            raise ValueError(f"the efficiency model {self.name!r} has no attention figure for {c.kind} chips")
+        return float(self.attention[c.kind])
+
+    def link(self, link: str) -> float:
+        """The achieved fraction of ``link``'s datasheet bandwidth ("ici", "dcn", "nvlink", "ib", "pcie")."""
+        if link not in LINKS:
+            raise ValueError(f"link must be one of {', '.join(LINKS)}; got {link!r}")
+        if link not in self.links:
+            raise ValueError(f"the efficiency model {self.name!r} has no achieved-bandwidth figure for {link!r}")
+        return float(self.links[link])
+
+    def latency(self, link: str) -> float:
+        """Seconds one collective call costs on ``link`` beyond its bytes (0 when the model states none)."""
+        if link not in LINKS:
+            raise ValueError(f"link must be one of {', '.join(LINKS)}; got {link!r}")
+        return float(self.collective_latency.get(link, 0.0))
+
+    def exposed_fraction(self, kind: str, chip=None) -> float:
+        """The fraction of parallelism ``kind``'s communication that sits on the critical path (on ``chip``'s
+        family, when the model states a family's own figure, e.g. ``"tpu:tensor"``)."""
+        if kind not in EXPOSED_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(EXPOSED_KINDS)}; got {kind!r}")
+        if chip is not None and f"{_chip(chip).kind}:{kind}" in self.exposed:
+            return float(self.exposed[f"{_chip(chip).kind}:{kind}"])
+        if kind not in self.exposed:
+            raise ValueError(f"the efficiency model {self.name!r} has no exposed fraction for {kind!r}")
+        return float(self.exposed[kind])
+
+
+def _chip(chip) -> Chip:
+    if isinstance(chip, Chip):
+        return chip
+    if isinstance(chip, str):
+        return get_chip(chip)
+    inner = getattr(chip, "chip", None)  # a System (Slice, GpuCluster) stands for its chip
+    if isinstance(inner, Chip):
+        return inner
+    raise TypeError(f"chip must be a chip name, a tpu_notes.hardware.Chip or a System; got {type(chip).__name__}")
+
+
+#: Rows (the ``m`` dimension) a matmul is padded to: 8 (a TPU sublane group, a GPU mma fragment). A matmul of few
+#: rows (a decode step's batch) is weight-streaming, not array-filling: its time is the weights' bytes.
+ROW_TILE = 8
+
+
+def _tile(c: Chip) -> int:
+    """The tile a matmul dimension is padded to: the MXU edge on a TPU, 128 on a GPU (a tensor-core CTA tile)."""
+    return c.mxu_size or 128
+
+
+#: Where every parameter of :data:`DEFAULT` comes from. "fitted" figures name the group of published runs they were
+#: fitted on (``tpu_notes.runs.GROUPS``) and the fit; the rest are sourced.
+SOURCES: Mapping[str, str] = MappingProxyType(
+    {
+        "matmul[a100]": "measured maximum achievable bf16 matmul (MAMF finder), A100 SXM: 271 of 312 TFLOP/s "
+        "(shared/facts/models.md)",
+        "matmul[h100]": "MAMF, H100 SXM: 794.5 of 989 TFLOP/s (shared/facts/models.md); also used for H200 and "
+        "H800 (the same die and clocks)",
+        "matmul[b200]": "MAMF, B200: 1745 of 2250 TFLOP/s (shared/facts/models.md)",
+        "matmul[gpu]": "GPUs without a measurement of their own: the H100 figure",
+        "matmul[tpu]": "fitted: the median over the 'maxtext-synthetic' group of measured / expected throughput "
+        "with every other parameter as stated (tpu_notes.runs has the fit, benchmarks/efficiency.py prints it); "
+        "no public TPU matmul microbenchmark states one",
+        "matmul_knee": "stated: a dimension of 128 elements halves its share of the large-matmul rate, 1024 "
+        "keeps 89% (GPU MAMF sweeps reach their plateau near 4k-8k; a TPU's systolic array fills in 128-256)",
+        "attention": "stated: FlashAttention-2 reaches 50-73% of A100 peak forward and less backward (Dao 2023, "
+        "arXiv 2307.08691), FlashAttention-3 75% of H100 peak forward (arXiv 2407.08608); 0.55 over forward and "
+        "backward, and the same for TPU splash attention (no public figure)",
+        "hbm": "Azure measured 92% of the datasheet HBM bandwidth on GB200 (shared/facts, Chapter 8); STREAM-like "
+        "kernels on H100 reach about 90%: 0.9",
+        "links[ici]": "v5e 4x4, AllGather of 34 MB over a 4-chip line: 560 us by the ring model, 680 us measured "
+        "(shared/facts/models.md): 0.82",
+        "links[nvlink]": "8xH200 NVLink all-reduce bus bandwidth peaks near 482 GB/s with in-switch reduction "
+        "(shared/facts/models.md); the ring collectives priced here reach about 80% of the one-way NVLink rate",
+        "links[ib]": "stated: 0.8 of the NIC's line rate (nccl-tests bus bandwidth across nodes on 400 Gb/s NDR "
+        "reaches about 40 of 50 GB/s per GPU)",
+        "links[dcn]": "stated: 0.5 of the per-chip DCN share (hosts share NICs with input and checkpoint traffic; "
+        "no public per-chip achieved figure)",
+        "links[pcie]": "stated: 0.8 of the PCIe one-way rate",
+        "collective_latency[ici]": "the same v5e measurement: a 32 kB shard takes about 8 us where the hop model "
+        "says 3 us: 5 us per call beyond the hops",
+        "collective_latency[nvlink]": "stated: 10 us per NCCL call on one NVLink node (small-message all-reduce "
+        "latency of nccl-tests on 8 GPUs is of that order)",
+        "collective_latency[ib]": "stated: 20 us per NCCL call across nodes",
+        "collective_latency[dcn]": "stated: 100 us per call over the data-centre network",
+        "exposed[tensor]": "tensor-parallel activation reductions feed the next matmul (Megatron-LM, Shoeybi 2019: "
+        "two all-reduces per layer forward, two backward, on the critical path): 1",
+        "exposed[tpu:tensor]": "XLA on TPU decomposes a tensor-sharded matmul and its all-gather/reduce-scatter "
+        "into steps that overlap ('collective matmul', Wang et al. ASPLOS 2023; the JAX shard_map collective "
+        "matmul example): 0, hidden as far as compute lasts",
+        "exposed[expert]": "the dispatch and combine all-to-alls wait for this layer's routing: 1",
+        "exposed[pipeline]": "a stage's send is waited for by the next stage: 1",
+        "exposed[fsdp]": "prefetched behind the previous layer (XLA, PyTorch FSDP); the first gather and last "
+        "reduce-scatter of each microbatch are added by the step model from the layer count: 0",
+        "exposed[data]": "bucketed behind the backward pass; the last bucket is added from the layer count: 0",
+        "exposed[dcn]": "as data parallelism: 0, plus the last layer's share",
+        "step_overhead": "stated: 0 (the runs' steps are seconds long; a figure would be per framework)",
+        "decode_overhead": "fitted: the median over the 'gpu-serving' latency rows of the per-layer time the "
+        "reads and FLOPs leave unexplained (benchmarks/efficiency.py prints it)",
+    }
+)
+
+#: The model the book uses (its figures and their sources: :data:`SOURCES`).
+DEFAULT = EfficiencyModel(
+    matmul={
+        "a100": 271 / 312,
+        "h100": 794.5 / 989,
+        "h200": 794.5 / 989,
+        "h800": 794.5 / 989,
+        "b200": 1745 / 2250,
+        "gpu": 794.5 / 989,
+        "tpu": 0.85,
+    },
+    matmul_knee={"tpu": 128.0, "gpu": 128.0},
+    attention={"tpu": 0.55, "gpu": 0.55},
+    hbm=0.9,
+    links={"ici": 0.82, "nvlink": 0.8, "ib": 0.8, "dcn": 0.5, "pcie": 0.8},
+    collective_latency={"ici": 5e-6, "nvlink": 10e-6, "ib": 20e-6, "dcn": 100e-6, "pcie": 10e-6},
+    exposed={"tpu:tensor": 0.0, "tensor": 1.0, "expert": 1.0, "pipeline": 1.0, "fsdp": 0.0, "data": 0.0, "dcn": 0.0},
+    step_overhead=0.0,
+    decode_overhead=0.0,
+    name="default",
+)
+
+
+def check_efficiency(efficiency, argument: str = "efficiency") -> EfficiencyModel:
+    """``efficiency`` if it is an :class:`EfficiencyModel` (None: :data:`DEFAULT`), else a TypeError naming
+    ``argument``."""
+    if efficiency is None:
+        return DEFAULT
+    if not isinstance(efficiency, EfficiencyModel):
+        raise TypeError(
+            f"{argument} must be a tpu_notes.efficiency.EfficiencyModel (e.g. efficiency.DEFAULT) or None; "
+            f"got {type(efficiency).__name__}"
+        )
+    return efficiency
+
+
+# ------------------------------------------------------------------------------------------------ matmuls
+_Dim = Annotated[float, Positive(maximum=2**40)]
+
+
+@checked
+def shape_factor(chip, m: _Dim, k: _Dim, n: _Dim, efficiency: EfficiencyModel | None = None) -> float:
+    """The share of the large-matmul rate a matmul of ``[m, k] @ [k, n]`` keeps on ``chip``, in (0, 1]: over the
+    weight's two dimensions ``k`` and ``n``, ``d / (d + knee)`` times the tile quantisation ``d / (⌈d / tile⌉ ·
+    tile)`` (the MXU edge on a TPU, 128 on a GPU); the rows ``m`` are padded to :data:`ROW_TILE`."""
+    e = check_efficiency(efficiency)
+    c = _chip(chip)
+    knee = float(e.matmul_knee.get(c.kind, 0.0))
+    tile = _tile(c)
+    out = m / (math.ceil(m / ROW_TILE) * ROW_TILE) if m >= 1 else 1.0
+    for d in (k, n):
+        out *= d / (d + knee) if knee else 1.0
+        if d >= 1:
+            out *= d / (math.ceil(d / tile) * tile)
+    return out
+
+
+@checked
+def matmul_fraction(chip, m: _Dim, k: _Dim, n: _Dim, efficiency: EfficiencyModel | None = None) -> float:
+    """The fraction of ``chip``'s peak a ``[m, k] @ [k, n]`` matmul reaches: the large-matmul figure times
+    :func:`shape_factor`."""
+    e = check_efficiency(efficiency)
+    return e.large_matmul(chip) * shape_factor(chip, m, k, n, e)
+
+
+@checked
+def matmul_seconds(
+    chip,
+    m: _Dim,
+    k: _Dim,
+    n: _Dim,
+    dtype: Annotated[str, OneOf(("bf16", "fp8", "int8"))] = "bf16",
+    efficiency: EfficiencyModel | None = None,
+) -> float:
+    """Expected seconds of one ``[m, k] @ [k, n]`` matmul in ``dtype`` on ``chip``: ``2mkn`` FLOPs at
+    :func:`matmul_fraction` of the dtype's peak, or the operands' bytes at the achieved HBM rate if longer."""
+    e = check_efficiency(efficiency)
+    c = _chip(chip)
+    b = {"bf16": 2.0, "fp8": 1.0, "int8": 1.0}[dtype]
+    flops_t = 2.0 * m * k * n / (c.peak_flops(dtype) * matmul_fraction(c, m, k, n, e))
+    bytes_t = b * (m * k + k * n + m * n) / (c.hbm_bw * e.hbm)
+    return max(flops_t, bytes_t)
+
+
+# ------------------------------------------------------------------------------------------------ bytes
+@checked
+def layer_elementwise_bytes(
+    model: Model,
+    seq_len: PositiveInt,
+    *,
+    attention: Annotated[str, OneOf(ATTENTION_KERNELS)] = "flash",
+    fp8: bool = False,
+) -> float:
+    """Bytes of HBM traffic of the memory-bound (non-matmul) work of one layer's **forward** pass, per token.
+
+    Each op reads its inputs and writes its output once, in bf16 (2 bytes): two RMSNorms (``4D``), two residual
+    adds (``6D``), rotary embedding of queries and keys (``2(N + K)H``), the MLP activation (``3F`` gated, ``2F``
+    not), a mixture of experts' token permutation in and out (``4kD``). ``attention="materialized"`` adds the
+    score matrix written, softmaxed and read back (``4·N·S/2`` elements per token, causal). ``fp8=True`` adds the
+    casts of the projection inputs to FP8 (read 2 bytes, write 1, for ``2D + N·H + F`` elements). The backward
+    pass moves about twice this, and a rematerialised forward once more: the step model multiplies.
+    """
+    c = model
+    D, F, N, K, H = c.d_model, (c.d_ff_expert or c.d_ff) if c.is_moe else c.d_ff, c.n_heads, c.n_kv_heads, c.d_head
+    k = c.experts_per_token + c.n_shared_experts if c.is_moe else 1
+    elements = 4 * D + 6 * D + 2 * (N + K) * H + (3 if c.gated_mlp else 2) * F * k
+    if c.is_moe:
+        elements += 4 * c.experts_per_token * D
+    if attention == "materialized":
+        elements += 4 * N * seq_len / 2
+    out = 2.0 * elements
+    if fp8:
+        out += 3.0 * (2 * D + N * H + F * k)
+    return float(out)
+
+
+@checked
+def logits_bytes(model: Model) -> float:
+    """Bytes per token of the softmax cross-entropy over the vocabulary (forward and backward): the logits read
+    and upcast to fp32, the gradient written back in bf16: ``8·V``."""
+    return 8.0 * model.vocab
+
+
+#: Bytes the Adam update moves per parameter with fp32 master weights: reads of the master weight, the two moments
+#: and the fp32 gradient (16), writes of the three (12) and of the bf16 copy (2).
+ADAM_BYTES_PER_PARAM = 30.0
+
+
+@checked
+def optimizer_bytes(params: Annotated[float, Positive(allow_zero=True, maximum=1e16)]) -> float:
+    """Bytes of HBM traffic of one Adam update of ``params`` parameters (on one chip: its shard)."""
+    return ADAM_BYTES_PER_PARAM * params
+
+
+__all__ = [
+    "ADAM_BYTES_PER_PARAM",
+    "ATTENTION_KERNELS",
+    "DEFAULT",
+    "EXPOSED_KINDS",
+    "LINKS",
+    "SOURCES",
+    "EfficiencyModel",
+    "check_efficiency",
+    "layer_elementwise_bytes",
+    "logits_bytes",
+    "matmul_fraction",
+    "matmul_seconds",
+    "optimizer_bytes",
+    "shape_factor",
+]

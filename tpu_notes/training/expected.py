@@ -1,0 +1,208 @@
+"""The expected time of one training step: the roofline's parts at the rates real programs reach (Chapter 6).
+
+:func:`~tpu_notes.training.step_time` prices a step twice. Its roofline (``StepTime.total``) is the chapter's upper
+bound. Its ``StepTime.expected`` (an :class:`ExpectedStep`, built here) prices the same layout with the
+:mod:`tpu_notes.efficiency` model, per chip:
+
+- **matmuls**: the weight matmuls' hardware FLOPs at the large-matmul fraction times the FLOP-weighted shape factor
+  of this layout's matmuls (tokens per microbatch and shard × the tensor-sharded widths); an FP8 run does its layer
+  matmuls at the FP8 peak and keeps the unembedding and attention in bf16;
+- **attention**: the score and value matmuls at the flash-attention fraction of bf16 peak (a materialised kernel at
+  the matmul fraction, with its score matrix in the memory-bound bytes);
+- **memory-bound work**: :func:`~tpu_notes.efficiency.layer_elementwise_bytes` of every layer on this chip, three
+  passes (forward, twice for backward) plus one per recomputed forward, the softmax over the vocabulary and one
+  Adam update of this chip's parameter shard, at the achieved HBM rate; activations are taken as sharded over the
+  tensor axis (sequence parallelism, as Megatron-Core and MaxText do);
+- **compute** is their sum (or the weight reads at the achieved HBM rate, if longer), since they run one after
+  another on one chip;
+- **communication**: each kind's roofline collective time at the achieved fraction of its link (ICI or DCN on a
+  TPU; NVLink, or InfiniBand when a group spans nodes, on a GPU), plus the per-call latency for every call the
+  step makes. The model's ``exposed`` fraction of it is on the critical path; FSDP adds the first gather and last
+  reduce-scatter of each microbatch and data/DCN gradients the last layer's bucket; the rest hides under compute
+  as far as compute lasts;
+- **bubble** ``compute × (P − 1) / (v·M)`` and the per-step overhead.
+
+The MFU it implies is the model FLOPs over (expected step × peak): a forecast, where the roofline's MFU is a bound.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .. import efficiency as eff_mod
+from ..efficiency import EfficiencyModel
+from ..units import fmt
+from .memory import _param_counts
+
+
+@dataclass(frozen=True)
+class ExpectedStep:
+    """One training step on one chip at the efficiency model's rates, in seconds (see the module docstring)."""
+
+    matmul: float  # weight matmuls at the achieved, shape-dependent rate, seconds
+    attention: float  # attention score/value matmuls, seconds
+    memory_bound: float  # norms, activations, casts, softmax, optimizer: bytes / achieved HBM rate, seconds
+    compute: float  # matmul + attention + memory_bound (or the weight reads, if longer), seconds
+    collectives: Mapping[str, float]  # each kind's communication at achieved bandwidth + latency, seconds
+    exposed: float  # communication on the critical path (exposed parts + what compute cannot hide), seconds
+    bubble: float  # pipeline idle time, seconds
+    overhead: float  # the per-step fixed cost, seconds
+    total: float  # the expected step, seconds
+    bound: str  # the largest part: "matmul", "attention", "memory", or the kind whose communication is exposed most
+    mfu: float  # model FLOPs / (total × peak): the expected MFU
+    tokens_per_s_per_chip: float  # global batch tokens / total / chips
+    efficiency: str  # the name of the EfficiencyModel used
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{k}={fmt(v, 's')}" for k, v in self.collectives.items() if v)
+        return (
+            f"ExpectedStep(total={fmt(self.total, 's')}, matmul={fmt(self.matmul, 's')}, "
+            f"attention={fmt(self.attention, 's')}, memory_bound={fmt(self.memory_bound, 's')}, "
+            f"exposed comms={fmt(self.exposed, 's')}{' [' + parts + ']' if parts else ''}, "
+            f"bubble={fmt(self.bubble, 's')}, bound={self.bound!r}, mfu={self.mfu:.1%})"
+        )
+
+
+def _link(lay, kind: str) -> str:
+    """The interconnect a kind's collectives cross: "dcn" for slices over DCN; on a GPU cluster "ib" when the
+    group spans nodes, else "nvlink"; "ici" on a slice."""
+    if kind == "dcn":
+        return "dcn"
+    if lay.is_gpu:
+        parts = lay.parts.get(kind, ())
+        return "ib" if any(p.axis == -2 and p.size > 1 for p in parts) else "nvlink"
+    return "ici"
+
+
+def _layer_shape_factor(m, p, tokens_mb: float, chip, e: EfficiencyModel) -> float:
+    """The FLOP-weighted (harmonic) shape factor of one layer's weight matmuls on one chip, and the unembedding."""
+    D, N, K, H, t = m.d_model, m.n_heads, m.n_kv_heads, m.d_head, max(tokens_mb, 1.0)
+    tp = p.tensor
+    mats = [(t, D, (N + 2 * K) * H / tp), (t, N * H / tp, D)]
+    if m.is_moe:
+        Fe = m.d_ff_expert or m.d_ff
+        te = max(t * m.experts_per_token * p.expert / m.n_experts, 1.0)  # tokens per local expert
+        n_e = m.n_experts / p.expert
+        mlp = [(te, D, Fe / tp)] * (2 if m.gated_mlp else 1) + [(te, Fe / tp, D)]
+        mats += [x for x in mlp for _ in range(max(int(n_e), 1))]
+    else:
+        F = m.d_ff
+        mats += [(t, D, F / tp)] * (2 if m.gated_mlp else 1) + [(t, F / tp, D)]
+    mats.append((t, D, m.vocab / tp))
+    flops = [a * b * c for a, b, c in mats]
+    time = sum(
+        f / eff_mod.shape_factor(chip, max(a, 1.0), max(b, 1.0), max(c, 1.0), e) for f, (a, b, c) in zip(flops, mats)
+    )
+    return sum(flops) / time
+
+
+def expected_step(
+    m,
+    p,
+    lay,
+    batch_tokens: int,
+    seq_len: int,
+    *,
+    remat: str,
+    dtype: str,
+    circular_repeats: int,
+    collectives: Mapping[str, float],
+    hbm_time: float,
+    model_flops: float,
+    attention: str,
+    efficiency: EfficiencyModel,
+) -> ExpectedStep:
+    """:class:`ExpectedStep` of a layout :func:`~tpu_notes.training.step_time` has already priced (its roofline
+    collective times per kind, its weight-read time and its model FLOPs per chip are passed in)."""
+    e = efficiency
+    c = lay.slice.chip
+    n = p.n_chips
+    B, S, M, v_rep = batch_tokens, seq_len, p.microbatches, circular_repeats
+    tokens_chip = B / p.batch_shards  # tokens this chip's batch shard holds per step
+    tokens_mb = tokens_chip / M
+    layers = m.n_layers / p.pipeline
+    peak16 = c.peak_flops("bf16")
+    peak_layer = c.peak_flops(dtype)
+    recompute = remat in ("full_block", "save_matmul_outputs")
+
+    # matmul FLOPs per chip: the layers' (3 passes, +1 forward under full_block) and the unembedding's (3 passes)
+    layer_params = m.matmul_params_per_token() - m.vocab * m.d_model
+    passes = 3.0 + (1.0 if remat == "full_block" else 0.0)
+    layer_flops = 2.0 * layer_params * passes * B / n
+    unembed_flops = 2.0 * m.vocab * m.d_model * 3.0 * B / n
+    large = e.large_matmul(c)
+    shape = _layer_shape_factor(m, p, tokens_mb, c, e)
+    matmul = (layer_flops / peak_layer + unembed_flops / peak16) / (large * shape)
+
+    # attention: 3 passes (+1 forward when anything is recomputed)
+    attn_flops = m.attention_flops(S, causal=True) * (3.0 + (1.0 if recompute else 0.0)) * B / n
+    if attention == "flash":
+        attn = attn_flops / (peak16 * e.attention_fraction(c))
+    else:
+        attn = attn_flops / (peak16 * large)
+
+    # memory-bound work on this chip
+    per_token_layer = eff_mod.layer_elementwise_bytes(m, S, attention=attention, fp8=dtype == "fp8")
+    elem_passes = 3.0 + (1.0 if recompute else 0.0)
+    elem = tokens_chip * layers * per_token_layer * elem_passes / p.tensor
+    logits = tokens_chip * eff_mod.logits_bytes(m) / p.tensor
+    dense, expert = _param_counts(m)
+    shard = (dense / (p.tensor * p.pipeline) + expert / (p.tensor * p.pipeline * p.expert)) / p.fsdp
+    opt = eff_mod.optimizer_bytes(shard)
+    memory = (elem + logits + opt) / (c.hbm_bw * e.hbm)
+    compute = max(matmul + attn + memory, hbm_time / e.hbm)
+
+    # communication: achieved bandwidth, per-call latency, exposure
+    calls = {
+        "fsdp": 3 * M * layers,
+        "tensor": M * layers * (8 + (4 if remat == "full_block" else 0)),
+        "expert": 4 * M * (m.n_moe_layers / p.pipeline if m.is_moe else 0),
+        "data": layers,
+        "dcn": layers,
+        "pipeline": 2 * M * v_rep,
+    }
+    comm = {}
+    exposed_parts = {}
+    hidden = 0.0
+    for kind, t in collectives.items():
+        if not t:
+            continue
+        link = _link(lay, kind)
+        te = t / e.link(link) + calls.get(kind, 1) * e.latency(link)
+        f = e.exposed_fraction(kind, c)
+        if kind == "fsdp":
+            f = max(f, 2.0 / (3.0 * layers))
+        elif kind in ("data", "dcn"):
+            f = max(f, 1.0 / layers)
+        comm[kind] = te
+        exposed_parts[kind] = f * te
+        hidden += (1.0 - f) * te
+    spill = max(0.0, hidden - compute)
+    exposed = sum(exposed_parts.values()) + spill
+    bubble = compute * (p.pipeline - 1) / (v_rep * M)
+    total = compute + exposed + bubble + e.step_overhead
+    parts = {"matmul": matmul, "attention": attn, "memory": memory}
+    if exposed_parts:
+        worst = max(exposed_parts, key=exposed_parts.get)
+        parts[worst] = exposed_parts[worst] + spill
+    bound = max(parts, key=parts.get)
+    return ExpectedStep(
+        matmul=matmul,
+        attention=attn,
+        memory_bound=memory,
+        compute=compute,
+        collectives=comm,
+        exposed=exposed,
+        bubble=bubble,
+        overhead=e.step_overhead,
+        total=total,
+        bound=bound,
+        mfu=model_flops / (total * peak16) if math.isfinite(total) else 0.0,
+        tokens_per_s_per_chip=B / total / n,
+        efficiency=e.name,
+    )
+
+
+__all__ = ["ExpectedStep", "expected_step"]

@@ -1,0 +1,206 @@
+"""The efficiency model against every published run: the per-group table, the fits, and the leave-one-group-out
+check (Chapters 6 and 8, ``benchmarks/efficiency.py``).
+
+Two parameters of :data:`tpu_notes.efficiency.DEFAULT` have no public measurement and are fitted, each on a stated
+subset of the published runs (:data:`FITS`), by bisection until the median of measured / expected speed over the
+subset is 1:
+
+- ``matmul["tpu"]``, the large-matmul fraction of peak on TPUs, on the ``maxtext-synthetic`` group (synthetic dense
+  models whose configurations are fully stated);
+- ``decode_overhead``, the seconds per layer of a generation step that neither the reads nor the FLOPs explain, on
+  the GPU serving rows measured at batch 1 (``gpu-serving``, ``mode="latency"``, ``batch == 1``).
+
+:func:`leave_one_group_out` refits both with one group's runs removed and reports that group's error under the
+refitted model, so a group never grades a figure fitted on itself. Every other figure is sourced
+(:data:`tpu_notes.efficiency.SOURCES`) and fitted on nothing.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .efficiency import EfficiencyModel, check_efficiency
+from .inference import published as serving
+from .runs import GROUPS, GroupError, Reconciliation, format_errors, group_errors
+from .training import published as training
+
+
+def all_runs() -> list:
+    """Every published run: the training runs (Chapter 6), then the serving benchmarks (Chapter 8)."""
+    return list(training.RUNS) + list(serving.RUNS)
+
+
+def reconcile_all(runs: Sequence | None = None, model: EfficiencyModel | None = None) -> list[Reconciliation]:
+    """The roofline (efficiency 1) and the expected prediction of every run in ``runs`` (default: all)."""
+    e = check_efficiency(model, "model")
+    runs = all_runs() if runs is None else list(runs)
+    out = []
+    for r in runs:
+        if isinstance(r, training.PublishedRun):
+            out.append(training.predict(r, 1.0, e))
+        elif isinstance(r, serving.PublishedServing):
+            out.append(serving.predict(r, 1.0, e))
+        else:
+            raise TypeError(f"runs must hold PublishedRun or PublishedServing records; got {type(r).__name__}")
+    return out
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One fitted parameter: which, on which runs, and the value."""
+
+    parameter: str  # e.g. 'matmul["tpu"]'
+    subset: str  # the runs it is fitted on, in words
+    select: Callable  # run -> bool: the subset
+    apply: Callable  # (model, value) -> model with the parameter set
+    low: float  # bisection bounds
+    high: float
+
+
+def _set_tpu_matmul(e: EfficiencyModel, x: float) -> EfficiencyModel:
+    return e.with_(matmul={**e.matmul, "tpu": x})
+
+
+def _set_decode_overhead(e: EfficiencyModel, x: float) -> EfficiencyModel:
+    return e.with_(decode_overhead=x)
+
+
+#: The fitted parameters of :data:`~tpu_notes.efficiency.DEFAULT`, each with its subset.
+FITS: tuple[Fit, ...] = (
+    Fit(
+        'matmul["tpu"]',
+        "maxtext-synthetic (MaxText's synthetic dense models on TPU)",
+        lambda r: r.group == "maxtext-synthetic",
+        _set_tpu_matmul,
+        0.3,
+        1.0,
+    ),
+    Fit(
+        "decode_overhead",
+        "gpu-serving rows measured at batch 1 (latency)",
+        lambda r: r.group == "gpu-serving" and getattr(r, "mode", "") == "latency" and r.batch == 1,
+        _set_decode_overhead,
+        0.0,
+        5e-4,
+    ),
+)
+
+
+def _median_ratio(runs, e: EfficiencyModel) -> float:
+    return statistics.median(x.expected_ratio for x in reconcile_all(runs, e))
+
+
+def fit_parameter(fit: Fit, runs: Sequence, model: EfficiencyModel | None = None, steps: int = 30) -> float:
+    """The value of ``fit``'s parameter that makes the median measured / expected speed over ``runs`` 1 (by
+    bisection; a bound when no value inside reaches 1). ``runs`` must be non-empty."""
+    if not isinstance(fit, Fit):
+        raise TypeError(f"fit must be a validation.Fit (one of FITS); got {type(fit).__name__}")
+    runs = list(runs)
+    if not runs:
+        raise ValueError("runs must hold at least one run to fit on")
+    e = check_efficiency(model, "model")
+    lo, hi = fit.low, fit.high
+    # the ratio measured/expected falls as the parameter makes the model faster (matmul up) and rises as it makes
+    # it slower (overhead up): find the direction from the two ends
+    r_lo, r_hi = _median_ratio(runs, fit.apply(e, lo)), _median_ratio(runs, fit.apply(e, hi))
+    if (r_lo - 1.0) * (r_hi - 1.0) > 0:
+        return lo if abs(r_lo - 1.0) < abs(r_hi - 1.0) else hi
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        r = _median_ratio(runs, fit.apply(e, mid))
+        if (r - 1.0) * (r_lo - 1.0) > 0:
+            lo, r_lo = mid, r
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def fit_model(runs: Sequence | None = None, model: EfficiencyModel | None = None) -> EfficiencyModel:
+    """``model`` (default :data:`DEFAULT`) with every parameter of :data:`FITS` refitted on its subset of ``runs``
+    (default: all published runs); a subset left empty keeps the model's value."""
+    e = check_efficiency(model, "model")
+    runs = all_runs() if runs is None else list(runs)
+    for f in FITS:
+        chosen = [r for r in runs if f.select(r)]
+        if chosen:
+            e = f.apply(e, fit_parameter(f, chosen, e))
+    return e.with_(name=f"{e.name} (refitted)")
+
+
+def report(model: EfficiencyModel | None = None) -> list[GroupError]:
+    """:func:`~tpu_notes.runs.group_errors` of every published run under ``model`` (default :data:`DEFAULT`)."""
+    return group_errors(reconcile_all(None, model))
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """One group's expected error when the fitted parameters are refitted without it."""
+
+    group: str  # the group held out
+    n: int  # its runs
+    expected_median: float  # median |error| under the model fitted without the group
+    expected_worst: float  # the worst error, signed
+    in_sample_median: float  # the same under DEFAULT (fitted with it)
+
+
+def leave_one_group_out(model: EfficiencyModel | None = None) -> list[HeldOut]:
+    """For each group: refit :data:`FITS` on every other group's runs, and grade the group with that model."""
+    e = check_efficiency(model, "model")
+    runs = all_runs()
+    base = {g.group: g for g in group_errors(reconcile_all(runs, e))}
+    out = []
+    for g in GROUPS:
+        held = [r for r in runs if r.group == g]
+        if not held:
+            continue
+        rest = [r for r in runs if r.group != g]
+        refit = e
+        for f in FITS:
+            chosen = [r for r in rest if f.select(r)]
+            if not chosen:  # the fit's own subset is the group held out: fit on the rest of its family
+                family = {"matmul": "tpu", "decode_overhead": "gpu"}[f.parameter.split("[")[0]]
+                chosen = [r for r in rest if _family(r) == family and _kind(r) == _kind(held[0])]
+            if chosen:
+                refit = f.apply(refit, fit_parameter(f, chosen, refit))
+        err = group_errors(reconcile_all(held, refit))[0]
+        out.append(HeldOut(g, len(held), err.expected_median, err.expected_worst, base[g].expected_median))
+    return out
+
+
+def _family(run) -> str:
+    from .hardware import get_chip
+
+    if isinstance(run, serving.PublishedServing):
+        return get_chip(run.chip).kind
+    return run.system.chip.kind
+
+
+def _kind(run) -> str:
+    return "training" if isinstance(run, training.PublishedRun) else "serving"
+
+
+def format_held_out(rows: Sequence[HeldOut]) -> str:
+    """The leave-one-group-out table."""
+    lines = [f"{'group held out':18s} {'runs':>4}  {'median':>7} {'worst':>7}  {'in-sample median':>16}"]
+    for h in rows:
+        lines.append(
+            f"{h.group:18s} {h.n:4d}  {h.expected_median:7.0%} {h.expected_worst:+7.0%}  {h.in_sample_median:16.0%}"
+        )
+    return "\n".join(lines)
+
+
+__all__ = [
+    "FITS",
+    "Fit",
+    "HeldOut",
+    "all_runs",
+    "fit_model",
+    "fit_parameter",
+    "format_errors",
+    "format_held_out",
+    "leave_one_group_out",
+    "reconcile_all",
+    "report",
+]
