@@ -41,7 +41,7 @@ def parse_count(text: str, name: str = "value") -> int:
 
 def _plan(args) -> int:
     from .training import plan
-    from .units import check_positive
+    from .units import check_positive, fmt
 
     check_positive("--top", args.top, integer=True)
     check_positive("--slices", args.slices, integer=True)
@@ -57,6 +57,7 @@ def _plan(args) -> int:
         n_slices=args.slices,
         sequence_sharding=args.sequence_sharding,
         remat=tuple(args.remat) if args.remat else ("none", "save_matmul_outputs", "full_block"),
+        rank_by=args.rank_by,
     )
     if args.json:
         json.dump(
@@ -65,6 +66,7 @@ def _plan(args) -> int:
                 "slice": repr(slc),
                 "slices": args.slices,
                 "searched": result.searched,
+                "rank_by": args.rank_by,
                 "ranked": [p.row() for p in result.ranked[: args.top]],
                 "rejected_reasons": result.reasons(),
             },
@@ -79,13 +81,27 @@ def _plan(args) -> int:
         )
         print(result.table(args.top))
         if result.ranked:
-            print(f"best placement: {result.ranked[0].layout.describe()}")
+            best = result.ranked[0]
+            print(f"best by the {args.rank_by} step: {best.parallelism.label()}, {best.remat}")
+            row = best.row()
+            print(
+                f"  roofline: step {fmt(row['step_s_roofline'], 's')}, MFU {row['mfu_roofline']:.1%}, "
+                f"{fmt(row['tokens_per_s_per_chip_roofline'], 'tokens/s')} per chip (upper bounds on speed)"
+            )
+            if best.expected is not None:
+                print(
+                    f"  expected: step {fmt(row['step_s_expected'], 's')}, MFU {row['mfu_expected']:.1%}, "
+                    f"{fmt(row['tokens_per_s_per_chip_expected'], 'tokens/s')} per chip "
+                    f"({row['bound_expected']}-bound; efficiency model {row['efficiency_model']!r}: a forecast)"
+                )
+            print(f"best placement: {best.layout.describe()}")
     return 0
 
 
 def _serve(args) -> int:
     from .hardware import get_chip
     from .inference import cost_per_million_tokens, decode_step_time, min_chips, smallest_topology
+    from .inference.expected import expected_decode_step
     from .units import canonical_dtype, check_positive, fmt
 
     check_positive("--batch", args.batch, integer=True)
@@ -108,6 +124,16 @@ def _serve(args) -> int:
         dollars = cost_per_million_tokens(step, chip=args.chip)
     except ValueError:
         dollars = None
+    try:  # the same step at the efficiency model's rates; a chip it has no figure for leaves it out, with the reason
+        exp = expected_decode_step(
+            args.model, args.chip, n, args.batch, args.context, weight_dtype=args.weights, kv_dtype=kv
+        )
+        why_not = ""
+    except (ValueError, TypeError) as err:
+        exp, why_not = None, str(err)
+    exp_dollars = None
+    if exp is not None and dollars is not None:  # the same price at the expected throughput
+        exp_dollars = cost_per_million_tokens(exp.tokens_per_s_per_chip, chip=args.chip)
     if args.json:
         json.dump(
             {
@@ -128,6 +154,18 @@ def _serve(args) -> int:
                 "dollars_per_million_tokens": dollars,
                 "smallest_topology": shape,
                 "smallest_topology_chips": fewest,
+                "step_s_roofline": step.total,
+                "bound_roofline": step.bound,
+                "tokens_per_s_per_chip_roofline": step.tokens_per_s_per_chip,
+                "dollars_per_million_tokens_roofline": dollars,
+                "step_s_expected": exp.total if exp else None,
+                "bound_expected": exp.bound if exp else None,
+                "tokens_per_s_per_chip_expected": exp.tokens_per_s_per_chip if exp else None,
+                "dollars_per_million_tokens_expected": exp_dollars,
+                "collectives_s_expected": exp.collectives if exp else None,
+                "overhead_s_expected": exp.overhead if exp else None,
+                "efficiency_model": exp.efficiency if exp else None,
+                "expected_unavailable": why_not or None,
             },
             sys.stdout,
             indent=1,
@@ -139,17 +177,32 @@ def _serve(args) -> int:
         f"{args.weights} weights, {kv} KV cache"
     )
     print(
-        f"  step {fmt(step.total, 's')} = KV load {fmt(step.kv_load, 's')} + max(weight load "
-        f"{fmt(step.weight_load, 's')}, FLOPs {fmt(step.flops_time, 's')})  [{step.bound}-bound]"
+        f"  roofline step {fmt(step.total, 's')} = KV load {fmt(step.kv_load, 's')} + max(weight load "
+        f"{fmt(step.weight_load, 's')}, FLOPs {fmt(step.flops_time, 's')})  [{step.bound}-bound; a floor]"
     )
+    if exp is not None:
+        print(
+            f"  expected step {fmt(exp.total, 's')} = KV load {fmt(exp.kv_load, 's')} + max(weight load "
+            f"{fmt(exp.weight_load, 's')}, FLOPs {fmt(exp.flops_time, 's')}) + collectives "
+            f"{fmt(exp.collectives, 's')} + overhead {fmt(exp.overhead, 's')}  [{exp.bound}-bound; a forecast]"
+        )
+    else:
+        print(f"  expected step: not available ({why_not})")
     print(
         f"  memory per chip {fmt(step.memory_per_chip, 'B')} of {fmt(step.hbm_per_chip, 'B')}: "
         f"{'fits' if step.fits else 'does NOT fit'}"
     )
     print(
-        f"  throughput {fmt(step.tokens_per_s_per_chip, 'tokens/s')} per chip"
+        f"  roofline throughput {fmt(step.tokens_per_s_per_chip, 'tokens/s')} per chip"
         + (f", ${dollars:.3g} per million tokens" if dollars is not None else "")
+        + " (upper bound)"
     )
+    if exp is not None:
+        print(
+            f"  expected throughput {fmt(exp.tokens_per_s_per_chip, 'tokens/s')} per chip"
+            + (f", ${exp_dollars:.3g} per million tokens" if exp_dollars is not None else "")
+            + f" (efficiency model {exp.efficiency!r})"
+        )
     where = f"{args.chip} {'x'.join(map(str, shape))} ({fewest} chips)" if shape else f"{fewest} x {args.chip}"
     print(f"  smallest topology for this batch and context: {where}")
     return 0
@@ -237,7 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
         "plan",
         help="rank training layouts of a model on a TPU slice or GPU cluster (Chapters 5, 11)",
         description="Rank every data/FSDP/tensor/pipeline layout of one training step by predicted "
-        "step time, with memory per chip, the comms/compute ratio and MFU.",
+        "step time, with memory per chip, the comms/compute ratio, and the step time and MFU twice: the roofline "
+        "(an upper bound on speed) and the expected (the efficiency model's forecast).",
     )
     p.add_argument("--model", required=True, help="a preset model name (e.g. llama3-70b, llama3-405b, llama2-13b)")
     p.add_argument(
@@ -265,13 +319,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="remat policy to try (repeatable): none, save_matmul_outputs, full_block, mlp_outputs",
     )
     p.add_argument("--top", type=int, default=10, help="how many layouts to print (default 10)")
+    p.add_argument(
+        "--rank-by",
+        choices=("roofline", "expected"),
+        default="roofline",
+        help="rank by the roofline step (an upper bound on speed, default) or the expected one (a forecast)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_plan)
     v = sub.add_parser(
         "serve",
         help="time one generation step of a model on a TPU generation (Chapter 7)",
         description="Time one generation step (KV load + max(weight load, FLOPs)), the throughput "
-        "per chip and its cost, and the smallest slice that holds the model and caches.",
+        "per chip and its cost, both at the roofline (an upper bound) and expected (the efficiency model's "
+        "forecast), and the smallest slice that holds the model and caches.",
     )
     v.add_argument("--model", required=True, help="a preset model name (e.g. llama3-70b, llama3-8b, llama2-13b)")
     v.add_argument("--chip", required=True, help="a TPU generation (e.g. v5e, v5p, v6e)")

@@ -44,7 +44,7 @@ from typing import Annotated
 
 from .hardware import Chip, get_chip
 from .transformer import Model
-from .units import OneOf, Positive, PositiveInt, checked
+from .units import Bool, OneOf, Positive, PositiveInt, checked
 
 #: The interconnects the model has an achieved fraction for.
 LINKS = ("ici", "dcn", "nvlink", "ib", "pcie")
@@ -105,6 +105,8 @@ class EfficiencyModel:
 
     def __post_init__(self):
         object.__setattr__(self, "matmul", _check_fraction_map("matmul", self.matmul))
+        if not isinstance(self.matmul_knee, Mapping):
+            raise TypeError(f"matmul_knee must be a mapping of families to elements; got {self.matmul_knee!r}")
         object.__setattr__(self, "matmul_knee", _frozen(self.matmul_knee))
         for k, v in self.matmul_knee.items():
             if k not in ("tpu", "gpu"):
@@ -266,7 +268,7 @@ DEFAULT = EfficiencyModel(
     collective_latency={"ici": 5e-6, "nvlink": 10e-6, "ib": 20e-6, "dcn": 100e-6, "pcie": 10e-6},
     exposed={"tpu:tensor": 0.0, "tensor": 1.0, "expert": 1.0, "pipeline": 1.0, "fsdp": 0.0, "data": 0.0, "dcn": 0.0},
     step_overhead=0.0,
-    decode_overhead=0.0,
+    decode_overhead=85e-6,
     name="default",
 )
 
@@ -339,7 +341,7 @@ def layer_elementwise_bytes(
     seq_len: PositiveInt,
     *,
     attention: Annotated[str, OneOf(ATTENTION_KERNELS)] = "flash",
-    fp8: bool = False,
+    fp8: Bool = False,
 ) -> float:
     """Bytes of HBM traffic of the memory-bound (non-matmul) work of one layer's **forward** pass, per token.
 

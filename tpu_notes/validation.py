@@ -27,6 +27,18 @@ from .runs import GROUPS, GroupError, Reconciliation, format_errors, group_error
 from .training import published as training
 
 
+def _check_runs(runs) -> list:
+    if isinstance(runs, (str, bytes)) or not hasattr(runs, "__iter__"):
+        raise TypeError(
+            f"runs must be a sequence of PublishedRun / PublishedServing records; got {type(runs).__name__}"
+        )
+    runs = list(runs)
+    for r in runs:
+        if not isinstance(r, (training.PublishedRun, serving.PublishedServing)):
+            raise TypeError(f"runs must hold PublishedRun or PublishedServing records; got {type(r).__name__}")
+    return runs
+
+
 def all_runs() -> list:
     """Every published run: the training runs (Chapter 6), then the serving benchmarks (Chapter 8)."""
     return list(training.RUNS) + list(serving.RUNS)
@@ -35,7 +47,7 @@ def all_runs() -> list:
 def reconcile_all(runs: Sequence | None = None, model: EfficiencyModel | None = None) -> list[Reconciliation]:
     """The roofline (efficiency 1) and the expected prediction of every run in ``runs`` (default: all)."""
     e = check_efficiency(model, "model")
-    runs = all_runs() if runs is None else list(runs)
+    runs = all_runs() if runs is None else _check_runs(runs)
     out = []
     for r in runs:
         if isinstance(r, training.PublishedRun):
@@ -97,7 +109,9 @@ def fit_parameter(fit: Fit, runs: Sequence, model: EfficiencyModel | None = None
     bisection; a bound when no value inside reaches 1). ``runs`` must be non-empty."""
     if not isinstance(fit, Fit):
         raise TypeError(f"fit must be a validation.Fit (one of FITS); got {type(fit).__name__}")
-    runs = list(runs)
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 200:
+        raise ValueError(f"steps must be a whole number of bisection steps in [1, 200]; got {steps!r}")
+    runs = _check_runs(runs)
     if not runs:
         raise ValueError("runs must hold at least one run to fit on")
     e = check_efficiency(model, "model")
@@ -121,7 +135,7 @@ def fit_model(runs: Sequence | None = None, model: EfficiencyModel | None = None
     """``model`` (default :data:`DEFAULT`) with every parameter of :data:`FITS` refitted on its subset of ``runs``
     (default: all published runs); a subset left empty keeps the model's value."""
     e = check_efficiency(model, "model")
-    runs = all_runs() if runs is None else list(runs)
+    runs = all_runs() if runs is None else _check_runs(runs)
     for f in FITS:
         chosen = [r for r in runs if f.select(r)]
         if chosen:
@@ -159,9 +173,10 @@ def leave_one_group_out(model: EfficiencyModel | None = None) -> list[HeldOut]:
         refit = e
         for f in FITS:
             chosen = [r for r in rest if f.select(r)]
-            if not chosen:  # the fit's own subset is the group held out: fit on the rest of its family
-                family = {"matmul": "tpu", "decode_overhead": "gpu"}[f.parameter.split("[")[0]]
-                chosen = [r for r in rest if _family(r) == family and _kind(r) == _kind(held[0])]
+            if not chosen:  # the fit's own subset is the group held out: fit on the other runs of its kind
+                kind = "training" if f.parameter.startswith("matmul") else "serving"
+                family = "tpu" if f.parameter.startswith("matmul") else None
+                chosen = [r for r in rest if _kind(r) == kind and family in (None, _family(r))]
             if chosen:
                 refit = f.apply(refit, fit_parameter(f, chosen, refit))
         err = group_errors(reconcile_all(held, refit))[0]
@@ -183,6 +198,11 @@ def _kind(run) -> str:
 
 def format_held_out(rows: Sequence[HeldOut]) -> str:
     """The leave-one-group-out table."""
+    if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
+        raise TypeError(f"rows must be a list of HeldOut from leave_one_group_out(); got {type(rows).__name__}")
+    rows = list(rows)
+    if not all(isinstance(h, HeldOut) for h in rows):
+        raise TypeError("rows must be a list of HeldOut from leave_one_group_out()")
     lines = [f"{'group held out':18s} {'runs':>4}  {'median':>7} {'worst':>7}  {'in-sample median':>16}"]
     for h in rows:
         lines.append(

@@ -4,7 +4,8 @@ One module per topic, as ``tpu_notes.exercises`` is split by chapter: :mod:`.sty
 ``new_figure``, ``figure_and_axes`` and shared helpers), :mod:`.roofline` (Chapter 1), :mod:`.tpu` (Chapter 2),
 :mod:`.collectives` (Chapter 3), :mod:`.transformer` (Chapter 4), :mod:`.training` (Chapters 5-6),
 :mod:`.inference` (Chapter 7), :mod:`.serving` (Chapter 8), :mod:`.profiling` (Chapter 9),
-:mod:`.jax_programming` (Chapter 10), :mod:`.gpus` (Chapter 11) and :mod:`.conclusion` (Chapter 12); the chapter
+:mod:`.jax_programming` (Chapter 10), :mod:`.gpus` (Chapter 11), :mod:`.conclusion` (Chapter 12) and
+:mod:`.validation` (the efficiency model against published runs, Chapters 6 and 8); the chapter
 manifest ``tools/chapters.json`` names each chapter's module. Every public name is re-exported here, so
 ``from tpu_notes import plots; plots.roofline_chart(...)`` works whichever module defines it.
 
@@ -61,6 +62,7 @@ from .transformer import (
     remat_tradeoff_chart,
     transformer_layer_diagram,
 )
+from .validation import predicted_vs_measured_chart
 
 __all__ = [
     "critical_batches_chart",
@@ -117,4 +119,5 @@ __all__ = [
     "sharded_all_gather_chart",
     "gpu_strategy_chart",
     "gpu_critical_batch_chart",
+    "predicted_vs_measured_chart",
 ]

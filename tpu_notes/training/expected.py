@@ -30,10 +30,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Annotated
 
 from .. import efficiency as eff_mod
 from ..efficiency import EfficiencyModel
-from ..units import fmt
+from ..efficiency import ATTENTION_KERNELS
+from ..units import DTypeName, NonNegativeFloat, OneOf, PositiveInt, checked, fmt
 from .memory import _param_counts
 
 
@@ -98,25 +100,32 @@ def _layer_shape_factor(m, p, tokens_mb: float, chip, e: EfficiencyModel) -> flo
     return sum(flops) / time
 
 
+@checked
 def expected_step(
     m,
     p,
     lay,
-    batch_tokens: int,
-    seq_len: int,
+    batch_tokens: PositiveInt,
+    seq_len: PositiveInt,
     *,
-    remat: str,
-    dtype: str,
-    circular_repeats: int,
+    remat: Annotated[str, OneOf(("none", "save_matmul_outputs", "full_block"))],
+    dtype: DTypeName,
+    circular_repeats: PositiveInt,
     collectives: Mapping[str, float],
-    hbm_time: float,
-    model_flops: float,
-    attention: str,
-    efficiency: EfficiencyModel,
+    hbm_time: NonNegativeFloat,
+    model_flops: NonNegativeFloat,
+    attention: Annotated[str, OneOf(ATTENTION_KERNELS)],
+    efficiency: EfficiencyModel | None,
 ) -> ExpectedStep:
-    """:class:`ExpectedStep` of a layout :func:`~tpu_notes.training.step_time` has already priced (its roofline
-    collective times per kind, its weight-read time and its model FLOPs per chip are passed in)."""
-    e = efficiency
+    """:class:`ExpectedStep` of a layout :func:`~tpu_notes.training.step_time` has already priced: ``m`` its model
+    config, ``p`` its Parallelism, ``lay`` its Layout, ``collectives`` its roofline seconds per kind, ``hbm_time``
+    its weight-read seconds and ``model_flops`` its model FLOPs per chip. Call :func:`step_time` rather than this."""
+    e = eff_mod.check_efficiency(efficiency)
+    if not isinstance(collectives, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < float("inf")
+        for k, v in collectives.items()
+    ):
+        raise TypeError("collectives must map parallelism kinds to finite seconds >= 0 (StepTime.collectives)")
     c = lay.slice.chip
     n = p.n_chips
     B, S, M, v_rep = batch_tokens, seq_len, p.microbatches, circular_repeats

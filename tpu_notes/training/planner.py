@@ -20,12 +20,15 @@ from ..gpu import GpuCluster
 from ..system import System, check_system
 from ..transformer import as_config
 from ..units import Bool, DTypeName, Fraction, OneOf, PositiveInt, checked, fmt
+from .expected import ExpectedStep
 from .memory import OPTIMIZERS, MemoryBreakdown, check_remat, training_memory
 from .parallelism import Parallelism
 from .step import Layout, StepTime, map_to_slice, step_time
 
 #: Remat policies the planner tries by default (cheapest recompute first).
 DEFAULT_REMAT = ("none", "save_matmul_outputs", "full_block")
+#: What :func:`plan` ranks by: the roofline step (``StepTime.total``) or the expected one (``StepTime.expected``).
+RANK_BY = ("roofline", "expected")
 
 
 @dataclass(frozen=True)
@@ -47,21 +50,40 @@ class Plan:
     def mfu(self) -> float:
         return self.step.mfu if self.step else 0.0
 
+    @property
+    def expected(self) -> ExpectedStep | None:
+        """The step at the efficiency model's rates (an :class:`~tpu_notes.training.ExpectedStep`, a forecast), or
+        None when rejected."""
+        return self.step.expected if self.step else None
+
     def row(self) -> dict:
-        """The plan as a flat dict (for tables and JSON)."""
+        """The plan as a flat dict (for tables and JSON). ``step_s``, ``mfu`` and ``bound`` are the roofline's (a
+        floor on the step, a ceiling on MFU), repeated as ``step_s_roofline``, ``mfu_roofline`` and
+        ``bound_roofline``; the ``*_expected`` keys are the efficiency model's forecast of the same step."""
+        st, ex = self.step, self.expected
+        roof_tps = ex.tokens_per_s_per_chip * ex.total / st.total if st and ex and st.total else None
         return {
             "layout": self.parallelism.label(),
             "remat": self.remat,
             "placement": self.layout.describe() if self.layout else "",
             "memory_per_chip_bytes": self.memory.total if self.memory else None,
-            "step_s": self.step.total if self.step else None,
-            "compute_s": self.step.compute if self.step else None,
-            "comms_s": self.step.comms if self.step else None,
-            "bubble_s": self.step.bubble if self.step else None,
-            "comms_over_compute": self.step.comms_ratio if self.step else None,
-            "bound": self.step.bound if self.step else None,
-            "mfu": self.step.mfu if self.step else None,
+            "step_s": st.total if st else None,
+            "compute_s": st.compute if st else None,
+            "comms_s": st.comms if st else None,
+            "bubble_s": st.bubble if st else None,
+            "comms_over_compute": st.comms_ratio if st else None,
+            "bound": st.bound if st else None,
+            "mfu": st.mfu if st else None,
             "reason": self.reason,
+            "step_s_roofline": st.total if st else None,
+            "mfu_roofline": st.mfu if st else None,
+            "bound_roofline": st.bound if st else None,
+            "tokens_per_s_per_chip_roofline": roof_tps,
+            "step_s_expected": ex.total if ex else None,
+            "mfu_expected": ex.mfu if ex else None,
+            "bound_expected": ex.bound if ex else None,
+            "tokens_per_s_per_chip_expected": ex.tokens_per_s_per_chip if ex else None,
+            "efficiency_model": ex.efficiency if ex else None,
         }
 
 
@@ -69,7 +91,7 @@ class Plan:
 class PlanResult:
     """The ranking (best first) and the rejected candidates of one :func:`plan` call. Iterates over the ranking."""
 
-    ranked: tuple[Plan, ...]  # runnable layouts by increasing step time
+    ranked: tuple[Plan, ...]  # runnable layouts by increasing step time (roofline, or expected with rank_by)
     rejected: tuple[Plan, ...]  # layouts that cannot run, each with its reason
     searched: int  # candidates considered
 
@@ -92,19 +114,32 @@ class PlanResult:
 
     @checked
     def table(self, top: PositiveInt = 10) -> str:
-        """The ``top`` layouts as a fixed-width table (≤ 88 columns), or the rejection reasons if none can run."""
+        """The ``top`` layouts as a fixed-width table, or the rejection reasons if none can run. Each row gives the
+        roofline (``roof step``, ``roof MFU``, ``bound``: the chapter's bound) and, at the end, the expected step
+        (``exp step``, ``exp MFU``, ``exp bound``: the :mod:`tpu_notes.efficiency` model's forecast); rows of
+        ≤ 88 columns up to the roofline's bound, about 120 with the expected columns."""
         if not self.ranked:
             lines = [f"No layout fits ({self.searched} candidates). Rejected because:"]
             lines += [f"  {n:6d} x {r}" for r, n in self.reasons().items()]
             return "\n".join(lines)
-        head = f"{'#':>2} {'layout':<30} {'remat':<12} {'HBM/chip':>9} {'step':>8} {'comms/cmp':>9} {'MFU*':>6} bound"
+        head = (
+            f"{'#':>2} {'layout':<30} {'remat':<12} {'HBM/chip':>9} {'roof step':>9} {'comms/cmp':>9} "
+            f"{'roof MFU':>8} {'bound':<8} {'exp step':>9} {'exp MFU':>7} exp bound"
+        )
         lines = [head]
+        names = set()
         for i, p in enumerate(self.ranked[:top], 1):
+            st, ex = p.step, p.expected
+            exp = f"{fmt(ex.total, 's'):>9} {ex.mfu:>7.1%} {ex.bound}" if ex else f"{'-':>9} {'-':>7} -"
+            if ex:
+                names.add(ex.efficiency)
             lines.append(
                 f"{i:>2} {p.parallelism.label():<30.30} {str(p.remat):<12.12} {fmt(p.memory.total, 'B'):>9} "
-                f"{fmt(p.step.total, 's'):>8} {p.step.comms_ratio:>9.2f} {p.step.mfu:>6.1%} {p.step.bound}"
+                f"{fmt(st.total, 's'):>9} {st.comms_ratio:>9.2f} {st.mfu:>8.1%} {st.bound:<8} {exp}"
             )
-        lines.append("* roofline MFU: matmuls at peak and communication hidden under compute (an upper bound)")
+        lines.append("roof: the roofline (matmuls at peak, comms hidden): a floor on the step, a ceiling on MFU")
+        model = ", ".join(repr(n) for n in sorted(names)) or "none"
+        lines.append(f"exp: expected, at the rates of efficiency model {model}: a forecast")
         return "\n".join(lines)
 
 
@@ -130,6 +165,7 @@ def plan(
     overlap: Bool = True,
     max_microbatches: PositiveInt = 64,
     matmul_efficiency: Fraction = 1.0,
+    rank_by: Annotated[str, OneOf(RANK_BY)] = "roofline",
 ) -> PlanResult:
     """Rank every layout of a training step of ``model`` on ``n_slices`` copies of ``slice`` (joined over DCN).
 
@@ -142,10 +178,17 @@ def plan(
     parallelism must divide the experts of a MoE model. A layout fits when its
     :func:`~tpu_notes.training.training_memory` is at most
     ``hbm_fraction`` (in (0, 1]) of HBM. ``matmul_efficiency`` (fraction of peak the matmuls reach) is passed to
-    :func:`~tpu_notes.training.step_time`; 1 ranks by the roofline. Returns a :class:`PlanResult`.
+    :func:`~tpu_notes.training.step_time`; 1 ranks by the roofline. ``rank_by`` picks the step time the ranking (and
+    the choice of microbatch count per layout) uses: ``"roofline"`` (``StepTime.total``, the default) or
+    ``"expected"`` (``StepTime.expected.total``, the :mod:`tpu_notes.efficiency` model's forecast). Returns a
+    :class:`PlanResult`.
     """
     m = as_config(model)
     check_system(slice, "slice")
+
+    def seconds(st: StepTime) -> float:  # the step time the ranking uses
+        return st.expected.total if rank_by == "expected" and st.expected is not None else st.total
+
     if isinstance(slice, GpuCluster) and n_slices != 1:
         raise ValueError("n_slices joins TPU slices over DCN; a GpuCluster includes its whole network (n_slices=1)")
     B, S, max_mb, frac = batch_tokens, seq_len, max_microbatches, hbm_fraction
@@ -241,7 +284,7 @@ def plan(
                                 matmul_efficiency=matmul_efficiency,
                             )
                             plan_ = Plan(cand, r, lay, mem, st)
-                            if best is None or not best.ok or st.total < best.step.total:
+                            if best is None or not best.ok or seconds(st) < seconds(best.step):
                                 best = plan_
                             if pp == 1:
                                 break  # more accumulation steps only repeat the FSDP gathers
@@ -257,5 +300,5 @@ def plan(
                         (ranked if best.ok else rejected).append(best)
     # Ties in step time (common when compute-bound) go to the layout that recomputes least, then to the one with
     # the most communication headroom, then to the one that needs least memory.
-    ranked.sort(key=lambda p: (round(p.step.total, 12), round(p.step.hfu, 9), p.step.comms_ratio, p.memory.total))
+    ranked.sort(key=lambda p: (round(seconds(p.step), 12), round(p.step.hfu, 9), p.step.comms_ratio, p.memory.total))
     return PlanResult(ranked=tuple(ranked), rejected=tuple(rejected), searched=searched)

@@ -637,13 +637,16 @@ RUNS: tuple[PublishedRun, ...] = (
             "full_block",
             reported_mfu=_mfu(_megatron_tokens_per_s(tflops * 1e12, model, 2048), model, 2048, "a100", False),
             reported_tokens_per_s=_megatron_tokens_per_s(tflops * 1e12, model, 2048),
+            attention="materialized",
             group="megatron",
             notes=f"The paper states {tflops} TFLOP/s per GPU ({pct}% of peak) counted with its eq. 3, which includes "
             "the recomputed forward pass: converted to tokens/s with that formula (_megatron_tokens_per_s); "
             "reported_mfu is this package's model-FLOP count (no recomputation) over the A100's bf16 peak. Full "
             "activation recomputation (full_block). Microbatches of one sequence (batch / data-parallel degree) and "
             "the non-interleaved 1F1B schedule are assumptions: Table 1 does not give the microbatch size. fp16 "
-            "mixed precision, priced at the same peak as bf16. Data parallelism is plain (no optimizer sharding).",
+            "mixed precision, priced at the same peak as bf16. Data parallelism is plain (no optimizer sharding). "
+            "The paper predates FlashAttention (2022): its fused softmax kernel writes the score matrix to HBM and "
+            "reads it back (attention='materialized').",
         )
         for size, model, tp, pp, gpus, batch, tflops, pct in (
             ("1.7B", _megatron_gpt("1.7b", 24, 2304, 24), 1, 1, 32, 512, 137, 44),
