@@ -92,7 +92,7 @@ class EfficiencyModel:
 
     matmul: Mapping[str, float]  # large bf16 matmul, fraction of peak: chip name or family ("tpu", "gpu")
     matmul_knee: Mapping[str, float]  # per family: the dimension (elements) at which one axis halves efficiency
-    attention: Mapping[str, float]  # flash attention (forward + backward), fraction of bf16 peak, per family
+    attention: Mapping[str, float]  # flash attention (fwd + bwd), fraction of bf16 peak: chip name or family
     hbm: float  # fraction of the HBM bandwidth streaming, memory-bound work reaches
     links: Mapping[str, float]  # fraction of each interconnect's datasheet bandwidth a large collective reaches
     collective_latency: Mapping[str, float]  # seconds one collective call costs on each link, whatever its size
@@ -113,7 +113,7 @@ class EfficiencyModel:
                 raise ValueError(f"matmul_knee has an unknown key {k!r}; allowed: tpu, gpu")
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v < 1e6:
                 raise ValueError(f"matmul_knee[{k!r}] must be elements in [0, 1e6); got {v!r}")
-        object.__setattr__(self, "attention", _check_fraction_map("attention", self.attention, ("tpu", "gpu")))
+        object.__setattr__(self, "attention", _check_fraction_map("attention", self.attention))
         if isinstance(self.hbm, bool) or not isinstance(self.hbm, (int, float)) or not 0.0 < self.hbm <= 1.0:
             raise ValueError(f"hbm must be a fraction in (0, 1] (of the HBM bandwidth); got {self.hbm!r}")
         object.__setattr__(self, "links", _check_fraction_map("links", self.links, LINKS))
@@ -145,11 +145,16 @@ class EfficiencyModel:
         )
 
     def attention_fraction(self, chip) -> float:
-        """The fraction of bf16 peak flash attention (forward and backward) reaches on ``chip``'s family."""
+        """The fraction of bf16 peak flash attention (forward and backward) reaches on ``chip`` (its own figure,
+        else its family's)."""
         c = _chip(chip)
-        if c.kind not in self.attention:
-            raise ValueError(f"the efficiency model {self.name!r} has no attention figure for {c.kind} chips")
-        return float(self.attention[c.kind])
+        for key in (c.name, c.kind):
+            if key in self.attention:
+                return float(self.attention[key])
+        raise ValueError(
+            f"the efficiency model {self.name!r} has no attention figure for {c.long_name} (key {c.name!r}) or its "
+            f"family ({c.kind!r}): add one to EfficiencyModel.attention"
+        )
 
     def link(self, link: str) -> float:
         """The achieved fraction of ``link``'s datasheet bandwidth ("ici", "dcn", "nvlink", "ib", "pcie")."""
@@ -202,6 +207,8 @@ def _tile(c: Chip) -> int:
 #: fitted on (``tpu_notes.runs.GROUPS``) and the fit; the rest are sourced.
 SOURCES: Mapping[str, str] = MappingProxyType(
     {
+        "attention[h200]": "as H100 (the same die): 0.35",
+        "attention[h800]": "as H100 (the same die): 0.35",
         "matmul[a100]": "measured maximum achievable bf16 matmul (MAMF finder), A100 SXM: 271 of 312 TFLOP/s "
         "(shared/facts/models.md)",
         "matmul[h100]": "MAMF, H100 SXM: 794.5 of 989 TFLOP/s (shared/facts/models.md); also used for H200 and "
@@ -211,11 +218,19 @@ SOURCES: Mapping[str, str] = MappingProxyType(
         "matmul[tpu]": "fitted: the median over the 'maxtext-synthetic' group of measured / expected throughput "
         "with every other parameter as stated (tpu_notes.runs has the fit, benchmarks/efficiency.py prints it); "
         "no public TPU matmul microbenchmark states one",
+        "matmul[v6e]": "fitted: the median over the TPU v6e training runs (all in 'maxtext-recipes') of measured / "
+        "expected throughput; no public v6e matmul microbenchmark, and the v4/v5 figure leaves every v6e run "
+        "slower than expected (benchmarks/efficiency.py prints the fit and its leave-one-group-out check)",
         "matmul_knee": "stated: a dimension of 128 elements halves its share of the large-matmul rate, 1024 "
         "keeps 89% (GPU MAMF sweeps reach their plateau near 4k-8k; a TPU's systolic array fills in 128-256)",
-        "attention": "stated: FlashAttention-2 reaches 50-73% of A100 peak forward and less backward (Dao 2023, "
-        "arXiv 2307.08691), FlashAttention-3 75% of H100 peak forward (arXiv 2407.08608); 0.55 over forward and "
-        "backward, and the same for TPU splash attention (no public figure)",
+        "attention[a100]": "FlashAttention-2 reaches 50-73% of A100 peak forward and somewhat less backward (Dao "
+        "2023, arXiv 2307.08691): 0.55 over forward and backward",
+        "attention[h100]": "FlashAttention-2, the kernel behind PyTorch SDPA and most 2024 H100 runs, reaches 'only "
+        "35% utilization on the H100' (FlashAttention-3 paper, Shah et al. 2024, arXiv 2407.08608, abstract): 0.35; "
+        "FlashAttention-3 reaches 75% forward, which a run using it would state",
+        "attention[gpu]": "other GPUs: the H100 figure (the same FlashAttention-2 kernels)",
+        "attention[tpu]": "stated: TPU splash / flash attention has no public utilisation figure; the A100 figure, "
+        "0.55 (a fused kernel on a systolic array, no warp specialisation needed)",
         "hbm": "Azure measured 92% of the datasheet HBM bandwidth on GB200 (shared/facts, Chapter 8); STREAM-like "
         "kernels on H100 reach about 90%: 0.9",
         "links[ici]": "v5e 4x4, AllGather of 34 MB over a 4-chip line: 560 us by the ring model, 680 us measured "
@@ -232,6 +247,7 @@ SOURCES: Mapping[str, str] = MappingProxyType(
         "collective_latency[nvlink]": "stated: 10 us per NCCL call on one NVLink node (small-message all-reduce "
         "latency of nccl-tests on 8 GPUs is of that order)",
         "collective_latency[ib]": "stated: 20 us per NCCL call across nodes",
+        "collective_latency[pcie]": "stated: 10 us per call over PCIe, as over NVLink",
         "collective_latency[dcn]": "stated: 100 us per call over the data-centre network",
         "exposed[tensor]": "tensor-parallel activation reductions feed the next matmul (Megatron-LM, Shoeybi 2019: "
         "two all-reduces per layer forward, two backward, on the critical path): 1",
@@ -260,9 +276,10 @@ DEFAULT = EfficiencyModel(
         "b200": 1745 / 2250,
         "gpu": 794.5 / 989,
         "tpu": 0.85,
+        "v6e": 0.59,
     },
     matmul_knee={"tpu": 128.0, "gpu": 128.0},
-    attention={"tpu": 0.55, "gpu": 0.55},
+    attention={"a100": 0.55, "h100": 0.35, "h200": 0.35, "h800": 0.35, "gpu": 0.35, "tpu": 0.55},
     hbm=0.9,
     links={"ici": 0.82, "nvlink": 0.8, "ib": 0.8, "dcn": 0.5, "pcie": 0.8},
     collective_latency={"ici": 5e-6, "nvlink": 10e-6, "ib": 20e-6, "dcn": 100e-6, "pcie": 10e-6},

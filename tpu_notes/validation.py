@@ -1,12 +1,14 @@
 """The efficiency model against every published run: the per-group table, the fits, and the leave-one-group-out
 check (Chapters 6 and 8, ``benchmarks/efficiency.py``).
 
-Two parameters of :data:`tpu_notes.efficiency.DEFAULT` have no public measurement and are fitted, each on a stated
+Three parameters of :data:`tpu_notes.efficiency.DEFAULT` have no public measurement and are fitted, each on a stated
 subset of the published runs (:data:`FITS`), by bisection until the median of measured / expected speed over the
 subset is 1:
 
 - ``matmul["tpu"]``, the large-matmul fraction of peak on TPUs, on the ``maxtext-synthetic`` group (synthetic dense
-  models whose configurations are fully stated);
+  models whose configurations are fully stated, on v4, v5e and v5p);
+- ``matmul["v6e"]``, the same figure for TPU v6e (Trillium: a 256-wide MXU and the highest FLOPs per HBM byte of
+  the table), on the v6e training runs (all in ``maxtext-recipes``: no synthetic table covers v6e);
 - ``decode_overhead``, the seconds per layer of a generation step that neither the reads nor the FLOPs explain, on
   the GPU serving rows measured at batch 1 (``gpu-serving``, ``mode="latency"``, ``batch == 1``).
 
@@ -69,10 +71,16 @@ class Fit:
     apply: Callable  # (model, value) -> model with the parameter set
     low: float  # bisection bounds
     high: float
+    fallback: str  # what a held-out refit does when the subset is all held out: "drop" (use the family figure)
+    # or "family" (fit on the other runs of the same kind and chip family that the parameter prices)
 
 
 def _set_tpu_matmul(e: EfficiencyModel, x: float) -> EfficiencyModel:
     return e.with_(matmul={**e.matmul, "tpu": x})
+
+
+def _set_v6e_matmul(e: EfficiencyModel, x: float) -> EfficiencyModel:
+    return e.with_(matmul={**e.matmul, "v6e": x})
 
 
 def _set_decode_overhead(e: EfficiencyModel, x: float) -> EfficiencyModel:
@@ -88,6 +96,16 @@ FITS: tuple[Fit, ...] = (
         _set_tpu_matmul,
         0.3,
         1.0,
+        "family",
+    ),
+    Fit(
+        'matmul["v6e"]',
+        "the TPU v6e training runs (maxtext-recipes: Llama, Mistral, Mixtral and GPT-3 on v6e)",
+        lambda r: isinstance(r, training.PublishedRun) and r.system.chip.name == "v6e",
+        _set_v6e_matmul,
+        0.3,
+        1.0,
+        "drop",
     ),
     Fit(
         "decode_overhead",
@@ -96,6 +114,7 @@ FITS: tuple[Fit, ...] = (
         _set_decode_overhead,
         0.0,
         5e-4,
+        "family",
     ),
 )
 
@@ -173,15 +192,24 @@ def leave_one_group_out(model: EfficiencyModel | None = None) -> list[HeldOut]:
         refit = e
         for f in FITS:
             chosen = [r for r in rest if f.select(r)]
-            if not chosen:  # the fit's own subset is the group held out: fit on the other runs of its kind
-                kind = "training" if f.parameter.startswith("matmul") else "serving"
-                family = "tpu" if f.parameter.startswith("matmul") else None
-                chosen = [r for r in rest if _kind(r) == kind and family in (None, _family(r))]
+            if not chosen and f.fallback == "drop":  # e.g. v6e held out: it takes the TPU family's figure
+                refit = refit.with_(matmul={k: v for k, v in refit.matmul.items() if k != "v6e"})
+                continue
+            if not chosen:  # the subset is the group held out: fit on the other runs the parameter prices
+                chosen = [r for r in rest if _priced_by(f, r, refit)]
             if chosen:
                 refit = f.apply(refit, fit_parameter(f, chosen, refit))
         err = group_errors(reconcile_all(held, refit))[0]
         out.append(HeldOut(g, len(held), err.expected_median, err.expected_worst, base[g].expected_median))
     return out
+
+
+def _priced_by(f: Fit, run, e: EfficiencyModel) -> bool:
+    """True when ``run``'s expected time depends on ``f``'s parameter: TPU training runs on chips without their
+    own matmul figure for ``matmul["tpu"]``; serving rows for ``decode_overhead``."""
+    if f.parameter.startswith("matmul"):
+        return _kind(run) == "training" and _family(run) == "tpu" and run.system.chip.name not in e.matmul
+    return _kind(run) == "serving"
 
 
 def _family(run) -> str:

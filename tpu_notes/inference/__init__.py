@@ -4,6 +4,8 @@ speculative sampling in expectation, and a discrete-event serving simulator.
 Pure Python, no JAX (the analysis layer). One module per idea:
 
 - :mod:`.step`: one generation step (``KV load + max(weight load, FLOPs)``, each part) and one prefill;
+- :mod:`.expected`: the same step and prefill at the rates of :mod:`tpu_notes.efficiency` (the forecast beside
+  the roofline);
 - :mod:`.serving`: what fits (largest batch, fewest chips, smallest slice), throughput per chip, the
   latency–throughput curve and its Pareto frontier, dollars per million tokens, the prefill:generate server ratio;
 - :mod:`.sharding`: how far generation can be model-sharded (HBM vs ICI, compute, latency), KV-cache sharding,
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from . import published  # noqa: F401  (Chapter 8: published serving benchmarks)
 from .deployment import ShardedStepTime, best_deployment, sharded_step_time  # Chapter 8
+from .expected import ExpectedDecodeStep, expected_decode_step, expected_prefill
 from .serving import (
     MAX_CANDIDATES,
     cost_per_million_tokens,
@@ -74,6 +77,7 @@ __all__ = [
     "STORAGE_DTYPES",
     "DecodeStepModel",
     "DecodeStepTime",
+    "ExpectedDecodeStep",
     "GenerationMatmulTimes",
     "KVSharding",
     "Machine",
@@ -90,6 +94,8 @@ __all__ = [
     "decode_step_time",
     "disaggregation_ratio",
     "eviction_per_step",
+    "expected_decode_step",
+    "expected_prefill",
     "expected_tokens_per_round",
     "generation_matmul_times",
     "kv_bytes_per_token",

@@ -10,6 +10,8 @@ Pure Python, no JAX (the analysis layer). One module per idea:
   (Chapter 11's GPU rooflines included);
 - :mod:`.step`: a layout placed on a system (a TPU slice's torus axes, a GPU cluster's nodes), and the time of
   one step;
+- :mod:`.expected`: the same step at the rates of :mod:`tpu_notes.efficiency` (``StepTime.expected``, the
+  forecast beside the roofline);
 - :mod:`.planner`: every layout ranked by step time;
 - :mod:`.collectives`: the collectives of one step of :mod:`tpu_notes.model`, to compare with XLA's.
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from .collectives import PredictedCollective, collective_totals, predicted_collectives
 from .cost import chip_hours, flops_per_token, hfu, mfu, training_cost, training_flops, training_time
+from .expected import ExpectedStep
 from .memory import (
     OPTIMIZERS,
     REMAT,
@@ -59,6 +62,7 @@ __all__ = [
     "STRATEGIES",
     "AxisPart",
     "BatchSplit",
+    "ExpectedStep",
     "Layout",
     "LayerTimes",
     "MemoryBreakdown",

@@ -33,8 +33,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from .. import efficiency as eff_mod
-from ..efficiency import EfficiencyModel
-from ..efficiency import ATTENTION_KERNELS
+from ..efficiency import ATTENTION_KERNELS, EfficiencyModel
 from ..units import DTypeName, NonNegativeFloat, OneOf, PositiveInt, checked, fmt
 from .memory import _param_counts
 

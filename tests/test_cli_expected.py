@@ -1,0 +1,119 @@
+"""The planner's table and the ``plan``/``serve`` subcommands give the roofline and the expected figures, labelled."""
+
+import json
+
+import pytest
+
+from tpu_notes import inference as I
+from tpu_notes import training as T
+from tpu_notes.__main__ import main
+from tpu_notes.inference.expected import expected_decode_step
+from tpu_notes.topology import parse_slice
+
+PLAN_TPU = ["--model", "llama3-8b", "--slice", "v5e:4x4", "--batch-tokens", "1Mi", "--seq-len", "4096"]
+PLAN_GPU = ["--model", "llama3-8b", "--slice", "h100:64", "--batch-tokens", "1Mi", "--seq-len", "4096"]
+SERVE_TPU = ["--model", "llama3-70b", "--chip", "v5e", "--batch", "64", "--context", "8192", "--weights", "int8"]
+SERVE_GPU = ["--model", "llama3-8b", "--chip", "h100", "--batch", "8", "--context", "4096", "--chips", "2"]
+
+
+def _json(capsys, *argv):
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _text(capsys, *argv):
+    assert main(list(argv)) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [PLAN_TPU, PLAN_GPU], ids=["tpu", "gpu"])
+def test_plan_json_carries_roofline_and_expected(argv, capsys):
+    data = _json(capsys, "plan", *argv, "--top", "6")
+    rows = data["ranked"]
+    assert data["rank_by"] == "roofline" and len(rows) == 6
+    for r in rows:
+        assert r["step_s"] == r["step_s_roofline"] > 0 and r["mfu"] == r["mfu_roofline"]
+        assert r["step_s_expected"] >= r["step_s_roofline"]
+        assert 0 < r["mfu_expected"] <= r["mfu_roofline"] <= 1.0
+        assert 0 < r["tokens_per_s_per_chip_expected"] <= r["tokens_per_s_per_chip_roofline"]
+        # tokens/s × step × chips is the global batch, for both figures
+        chips = 16 if argv is PLAN_TPU else 64
+        for kind in ("roofline", "expected"):
+            assert r[f"tokens_per_s_per_chip_{kind}"] * r[f"step_s_{kind}"] * chips == pytest.approx(2**20)
+        assert r["bound_expected"] and r["efficiency_model"] == "default"
+    steps = [r["step_s"] for r in rows]
+    assert steps == sorted(steps)  # still ranked by the roofline
+
+
+def test_plan_can_rank_by_the_expected_step(capsys):
+    data = _json(capsys, "plan", *PLAN_TPU, "--top", "8", "--rank-by", "expected")
+    steps = [r["step_s_expected"] for r in data["ranked"]]
+    assert data["rank_by"] == "expected" and steps == sorted(steps) and len(steps) == 8
+    roof = T.plan("llama3-8b", parse_slice("v5e:4x4"), 2**20, 4096)
+    exp = T.plan("llama3-8b", parse_slice("v5e:4x4"), 2**20, 4096, rank_by="expected")
+    assert exp[0].step.expected.total <= min(p.step.expected.total for p in roof)
+    assert len(exp) == len(roof)  # the same layouts survive, only the order (and microbatch choice) may differ
+
+
+def test_plan_text_labels_both_figures(capsys):
+    out = _text(capsys, "plan", *PLAN_TPU, "--top", "3")
+    head = next(line for line in out.splitlines() if line.lstrip().startswith("#"))
+    for word in ("roof step", "roof MFU", "exp step", "exp MFU", "exp bound"):
+        assert word in head
+    assert "roofline" in out and "ceiling on MFU" in out and "expected" in out and "forecast" in out
+    best = T.plan("llama3-8b", parse_slice("v5e:4x4"), 2**20, 4096)[0]
+    from tpu_notes.units import fmt
+
+    assert f"roofline: step {fmt(best.step.total, 's')}" in out
+    assert f"expected: step {fmt(best.step.expected.total, 's')}, MFU {best.step.expected.mfu:.1%}" in out
+
+
+def test_planner_table_and_rows():
+    result = T.plan("llama3-8b", parse_slice("v5e:4x4"), 2**20, 4096)
+    table = result.table(4)
+    lines = table.splitlines()
+    assert len(lines) == 1 + 4 + 2 and "exp MFU" in lines[0] and lines[-1].startswith("exp: expected")
+    p = result[0]
+    assert f"{p.step.mfu:.1%}" in lines[1] and f"{p.step.expected.mfu:.1%}" in lines[1]
+    assert p.expected is p.step.expected
+    rejected = result.rejected[0].row()
+    assert rejected["reason"] and rejected["step_s_expected"] is None and rejected["mfu_roofline"] is None
+    with pytest.raises(ValueError, match="rank_by"):
+        T.plan("llama3-8b", parse_slice("v5e:4x4"), 2**20, 4096, rank_by="fastest")
+
+
+@pytest.mark.parametrize("argv", [SERVE_TPU, SERVE_GPU], ids=["tpu", "gpu"])
+def test_serve_json_carries_roofline_and_expected(argv, capsys):
+    data = _json(capsys, "serve", *argv)
+    assert data["step_s"] == data["step_s_roofline"] > 0
+    assert data["step_s_expected"] >= data["step_s_roofline"]
+    assert 0 < data["tokens_per_s_per_chip_expected"] <= data["tokens_per_s_per_chip_roofline"]
+    assert data["dollars_per_million_tokens_expected"] >= data["dollars_per_million_tokens_roofline"] > 0
+    # the cost is the same formula at the two speeds: dollars × tokens/s is the price per chip-second for both
+    assert data["dollars_per_million_tokens_expected"] * data["tokens_per_s_per_chip_expected"] == pytest.approx(
+        data["dollars_per_million_tokens_roofline"] * data["tokens_per_s_per_chip_roofline"]
+    )
+    kv = data["kv_dtype"]
+    e = expected_decode_step(
+        data["model"],
+        data["chip"],
+        data["n_chips"],
+        data["batch"],
+        data["context"],
+        weight_dtype=data["weight_dtype"],
+        kv_dtype=kv,
+    )
+    assert data["step_s_expected"] == pytest.approx(e.total) and data["bound_expected"] == e.bound
+    assert data["expected_unavailable"] is None and data["efficiency_model"] == "default"
+
+
+def test_serve_text_labels_both_figures(capsys):
+    out = _text(capsys, "serve", *SERVE_TPU)
+    from tpu_notes.units import fmt
+
+    roof = I.decode_step_time("llama3-70b", "v5e", 16, 64, 8192, weight_dtype="int8", kv_dtype="int8")
+    e = expected_decode_step("llama3-70b", "v5e", 16, 64, 8192, weight_dtype="int8", kv_dtype="int8")
+    assert f"roofline step {fmt(roof.total, 's')}" in out and f"expected step {fmt(e.total, 's')}" in out
+    assert f"roofline throughput {fmt(roof.tokens_per_s_per_chip, 'tokens/s')}" in out
+    assert f"expected throughput {fmt(e.tokens_per_s_per_chip, 'tokens/s')}" in out
+    assert out.count("per million tokens") == 2 and "a forecast" in out and "upper bound" in out
