@@ -29,6 +29,7 @@ LAYERS = {
         "transformer",
         "efficiency",
         "runs",
+        "validation",
         "training",
         "inference",
         "serving",

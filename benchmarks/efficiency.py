@@ -1,0 +1,46 @@
+"""The efficiency model against every published run: the per-group table, the fits and the held-out check.
+
+    python benchmarks/efficiency.py            # the tables
+    python benchmarks/efficiency.py --runs     # and one line per run
+
+Prints, for the roofline (an upper bound) and the expected model (tpu_notes.efficiency.DEFAULT): the median and
+worst error per group of published runs and overall (error = predicted speed / measured speed - 1, positive when the
+prediction is too fast); every parameter of the model with its source or fit; each fitted parameter refitted from its
+stated subset now; and the leave-one-group-out table (each group graded by a model fitted without it). Nothing here
+is timed; it is the table the closing note of issue 22 quotes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from tpu_notes import efficiency, runs, validation
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", action="store_true", help="also print one line per published run")
+    args = parser.parse_args()
+    t0 = time.perf_counter()
+    rows = validation.reconcile_all()
+    print(f"{len(rows)} published runs ({sum(r.run.group in ('tpu-serving', 'gpu-serving') for r in rows)} serving)\n")
+    print(runs.format_errors(runs.group_errors(rows)))
+    print("\nleave one group out (the fitted parameters refitted without the group):")
+    print(validation.format_held_out(validation.leave_one_group_out()))
+    print("\nfitted parameters, refitted from their stated subsets now:")
+    for f in validation.FITS:
+        chosen = [r for r in validation.all_runs() if f.select(r)]
+        print(f"  {f.parameter:16s} = {validation.fit_parameter(f, chosen):.4g}  on {len(chosen)} runs: {f.subset}")
+    print("\nparameters of efficiency.DEFAULT and their sources:")
+    for key, source in efficiency.SOURCES.items():
+        print(f"  {key:26s} {source}")
+    if args.runs:
+        print(f"\n{'run':44s} {'group':18s} {'roofline':>9} {'expected':>9}")
+        for r in rows:
+            print(f"{r.run.name:44.44s} {r.run.group:18s} {r.roofline_error:+9.0%} {r.expected_error:+9.0%}")
+    print(f"\n({time.perf_counter() - t0:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()
