@@ -25,6 +25,18 @@ def _kw():
     return {f: getattr(d, f) for f in ("matmul", "matmul_knee", "attention", "links", "collective_latency", "exposed")}
 
 
+def _chip(name):
+    from tpu_notes.hardware import get_chip
+
+    return get_chip(name)
+
+
+def _roof():
+    from tpu_notes.inference import decode_step_time
+
+    return decode_step_time("llama3-8b", "h100", 2, 32, 2048)
+
+
 def _run():
     from tpu_notes.training.published import RUNS
 
@@ -86,6 +98,20 @@ CASES = {
         self_=_default, kind=Raw("tensor", ["sideways", None, 3, ODD]), chip=Opt(ChipArg("v5e"))
     ),
     E + "EfficiencyModel.with_": Case(self_=_default),
+    E + "EfficiencyModel.shape_factor": Case(
+        self_=_default,
+        chip=Raw(lambda: _chip("v5e"), ["v5e", None, 3, ODD], lazy=True),
+        m=Fixed(4096.0),
+        k=Fixed(4096.0),
+        n=Fixed(4096.0),
+    ),
+    E + "EfficiencyModel.fraction": Case(
+        self_=_default,
+        chip=Raw(lambda: _chip("h100"), ["h100", None, 3, ODD], lazy=True),
+        m=Fixed(4096.0),
+        k=Fixed(4096.0),
+        n=Fixed(4096.0),
+    ),
     E + "check_efficiency": Case(efficiency=Raw(None, _MODEL_BAD), argument=Fixed("efficiency")),
     E + "shape_factor": Case(
         chip=ChipArg("v5e"), m=Num(4096.0), k=Num(4096.0), n=Num(4096.0), efficiency=Raw(None, _MODEL_BAD)
@@ -148,6 +174,12 @@ CASES = {
         weight_dtype=Choice("bf16"),
         kv_dtype=Choice("bf16"),
         compute_dtype=Choice("bf16"),
+        efficiency=Raw(None, _MODEL_BAD),
+    ),
+    "tpu_notes.inference.expected.expected_from_roofline": Case(
+        roof=Raw(_roof, ["x", None, 3, ODD], lazy=True),
+        model=Fixed(lambda: __import__("tpu_notes.transformer").transformer.get_model("llama3-8b"), lazy=True),
+        chip=ChipArg("h100"),
         efficiency=Raw(None, _MODEL_BAD),
     ),
     "tpu_notes.inference.expected.expected_prefill": Case(

@@ -41,9 +41,14 @@ CASES = {
         cache_len=Opt(Int(2048, big=True), none_baseline=True),
         reported_tokens_per_s=Opt(Num(3000.0)),
         reported_latency_s=Opt(Num(0.02, top=10.0), none_baseline=True),
+        group=Raw("gpu-serving", ["", "serving", 3, None, ODD]),
         notes=Raw("", _TEXT_BAD),
     ),
-    I + "published.predict": Case(run=Raw(_run, ["abc", None, 3, ODD], lazy=True), efficiency=Num(0.8, top=1.0)),
+    I + "published.predict": Case(
+        run=Raw(_run, ["abc", None, 3, ODD], lazy=True),
+        efficiency=Num(0.8, top=1.0),
+        model=Raw(None, ["default", 3, {}, True, ODD]),
+    ),
     I + "published.reconcile": Case(
         runs=Raw(lambda: [_run()], ["abc", None, 3, [], [ODD], ODD], lazy=True), efficiency=Num(0.8, top=1.0)
     ),

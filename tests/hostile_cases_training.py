@@ -327,10 +327,17 @@ CASES = {
         reported_flops_per_s=Opt(Num(2e14), none_baseline=True),
         counting=Choice("causal"),
         circular_repeats=Int(1),
+        dtype=Choice("bf16"),
+        attention=Choice("flash"),
+        group=Raw("maxtext-synthetic", ["", "synthetic", 3, None, ODD]),
         notes=Raw("", [3, None, ODD, ["x"], True]),
     ),
     TR + "published.PublishedRun.reported_tokens_per_chip": Case(self_=_run),
-    TR + "published.predict": Case(run=Raw(_run, ["abc", None, 3, ODD], lazy=True), efficiency=Num(0.8, top=1.0)),
+    TR + "published.predict": Case(
+        run=Raw(_run, ["abc", None, 3, ODD], lazy=True),
+        efficiency=Num(0.8, top=1.0),
+        model=Raw(None, ["default", 3, {}, True, ODD]),
+    ),
     TR + "published.reconcile": Case(
         runs=Raw(lambda: [_run()], ["abc", None, 3, [], [ODD], ODD], lazy=True), efficiency=Num(0.8, top=1.0)
     ),

@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Annotated
 
-from .hardware import Chip, get_chip
+from .hardware import CHIPS, Chip, get_chip
 from .transformer import Model
 from .units import Bool, OneOf, Positive, PositiveInt, checked
 
@@ -50,6 +50,8 @@ from .units import Bool, OneOf, Positive, PositiveInt, checked
 LINKS = ("ici", "dcn", "nvlink", "ib", "pcie")
 #: The parallelism kinds whose exposed fraction the model states.
 EXPOSED_KINDS = ("tensor", "expert", "pipeline", "fsdp", "data", "dcn")
+#: Keys of the per-chip mappings: a family ("tpu", "gpu") or a chip name of tpu_notes.hardware.CHIPS.
+_CHIP_KEYS = ("tpu", "gpu") + tuple(CHIPS)
 _EXPOSED_KEYS = EXPOSED_KINDS + tuple(f"{fam}:{k}" for fam in ("tpu", "gpu") for k in EXPOSED_KINDS)
 #: Attention kernels: "flash" (fused, scores never leave the chip's fast memory) or "materialized" (the scores
 #: are written to HBM and read back: what Megatron-LM did before FlashAttention).
@@ -104,7 +106,7 @@ class EfficiencyModel:
     name: str = "custom"  # label for tables
 
     def __post_init__(self):
-        object.__setattr__(self, "matmul", _check_fraction_map("matmul", self.matmul))
+        object.__setattr__(self, "matmul", _check_fraction_map("matmul", self.matmul, _CHIP_KEYS))
         if not isinstance(self.matmul_knee, Mapping):
             raise TypeError(f"matmul_knee must be a mapping of families to elements; got {self.matmul_knee!r}")
         object.__setattr__(self, "matmul_knee", _frozen(self.matmul_knee))
@@ -113,7 +115,7 @@ class EfficiencyModel:
                 raise ValueError(f"matmul_knee has an unknown key {k!r}; allowed: tpu, gpu")
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v < 1e6:
                 raise ValueError(f"matmul_knee[{k!r}] must be elements in [0, 1e6); got {v!r}")
-        object.__setattr__(self, "attention", _check_fraction_map("attention", self.attention))
+        object.__setattr__(self, "attention", _check_fraction_map("attention", self.attention, _CHIP_KEYS))
         if isinstance(self.hbm, bool) or not isinstance(self.hbm, (int, float)) or not 0.0 < self.hbm <= 1.0:
             raise ValueError(f"hbm must be a fraction in (0, 1] (of the HBM bandwidth); got {self.hbm!r}")
         object.__setattr__(self, "links", _check_fraction_map("links", self.links, LINKS))
@@ -180,6 +182,24 @@ class EfficiencyModel:
         if kind not in self.exposed:
             raise ValueError(f"the efficiency model {self.name!r} has no exposed fraction for {kind!r}")
         return float(self.exposed[kind])
+
+    # -- matmul shapes (unchecked: the library's inner loops call these; the module functions check) -----------
+    def shape_factor(self, chip: Chip, m: float, k: float, n: float) -> float:
+        """:func:`shape_factor` for a resolved :class:`~tpu_notes.hardware.Chip` and dimensions already checked."""
+        if not isinstance(chip, Chip):
+            raise TypeError(f"chip must be a tpu_notes.hardware.Chip; got {type(chip).__name__}")
+        knee = float(self.matmul_knee.get(chip.kind, 0.0))
+        tile = _tile(chip)
+        out = m / (math.ceil(m / ROW_TILE) * ROW_TILE) if m >= 1 else 1.0
+        for d in (k, n):
+            out *= d / (d + knee) if knee else 1.0
+            if d >= 1:
+                out *= d / (math.ceil(d / tile) * tile)
+        return out
+
+    def fraction(self, chip: Chip, m: float, k: float, n: float) -> float:
+        """:func:`matmul_fraction` for a resolved Chip: the large-matmul figure times :meth:`shape_factor`."""
+        return self.large_matmul(chip) * self.shape_factor(chip, m, k, n)
 
 
 def _chip(chip) -> Chip:
@@ -312,24 +332,14 @@ def shape_factor(chip, m: _Dim, k: _Dim, n: _Dim, efficiency: EfficiencyModel | 
     """The share of the large-matmul rate a matmul of ``[m, k] @ [k, n]`` keeps on ``chip``, in (0, 1]: over the
     weight's two dimensions ``k`` and ``n``, ``d / (d + knee)`` times the tile quantisation ``d / (⌈d / tile⌉ ·
     tile)`` (the MXU edge on a TPU, 128 on a GPU); the rows ``m`` are padded to :data:`ROW_TILE`."""
-    e = check_efficiency(efficiency)
-    c = _chip(chip)
-    knee = float(e.matmul_knee.get(c.kind, 0.0))
-    tile = _tile(c)
-    out = m / (math.ceil(m / ROW_TILE) * ROW_TILE) if m >= 1 else 1.0
-    for d in (k, n):
-        out *= d / (d + knee) if knee else 1.0
-        if d >= 1:
-            out *= d / (math.ceil(d / tile) * tile)
-    return out
+    return check_efficiency(efficiency).shape_factor(_chip(chip), m, k, n)
 
 
 @checked
 def matmul_fraction(chip, m: _Dim, k: _Dim, n: _Dim, efficiency: EfficiencyModel | None = None) -> float:
     """The fraction of ``chip``'s peak a ``[m, k] @ [k, n]`` matmul reaches: the large-matmul figure times
     :func:`shape_factor`."""
-    e = check_efficiency(efficiency)
-    return e.large_matmul(chip) * shape_factor(chip, m, k, n, e)
+    return check_efficiency(efficiency).fraction(_chip(chip), m, k, n)
 
 
 @checked
@@ -346,7 +356,7 @@ def matmul_seconds(
     e = check_efficiency(efficiency)
     c = _chip(chip)
     b = {"bf16": 2.0, "fp8": 1.0, "int8": 1.0}[dtype]
-    flops_t = 2.0 * m * k * n / (c.peak_flops(dtype) * matmul_fraction(c, m, k, n, e))
+    flops_t = 2.0 * m * k * n / (c.peak_flops(dtype) * e.fraction(c, m, k, n))
     bytes_t = b * (m * k + k * n + m * n) / (c.hbm_bw * e.hbm)
     return max(flops_t, bytes_t)
 

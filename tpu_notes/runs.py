@@ -52,14 +52,14 @@ class PublishedRecord:
     model: object  # preset name or TransformerConfig
 
     def __post_init__(self):
-        group = getattr(self, "group", None)
-        if hasattr(type(self), "group") and group not in GROUPS:  # a domain's record names its group
-            raise ValueError(f"group must be one of {sorted(GROUPS)} (runs.GROUPS); got {group!r}")
         check_fields(self)  # every field whose annotation declares a kind (the subclass's included)
         for f in ("name", "source", "notes"):
             if not isinstance(getattr(self, f, ""), str):
                 raise TypeError(f"{f} must be a string; got {type(getattr(self, f)).__name__}")
         as_config(self.model)
+        group = getattr(self, "group", None)
+        if hasattr(type(self), "group") and group not in GROUPS:  # a domain's record names its group
+            raise ValueError(f"group must be one of {sorted(GROUPS)} (runs.GROUPS); got {group!r}")
 
 
 @dataclass(frozen=True)

@@ -93,20 +93,33 @@ def expected_decode_step(
     efficiency: EfficiencyModel | None = None,
 ) -> ExpectedDecodeStep:
     """The generation step of :func:`~tpu_notes.inference.decode_step_time` (same arguments) at the rates of the
-    efficiency model ``efficiency`` (default :data:`tpu_notes.efficiency.DEFAULT`); see the module docstring."""
-    e = check_efficiency(efficiency)
+    efficiency model ``efficiency`` (default :data:`tpu_notes.efficiency.DEFAULT`); see the module docstring.
+    ``decode_step_time(...).expected`` is this step at the default model."""
     roof = decode_step_time(
         model, chip, n_chips, batch, seq_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype, compute_dtype=compute_dtype
     )
     chip, n = _cluster_chips(chip, n_chips)
-    c = machine(chip, compute_dtype).chip
+    return expected_from_roofline(roof, model, chip, efficiency)
+
+
+def expected_from_roofline(roof, model, chip, efficiency: EfficiencyModel | None = None) -> ExpectedDecodeStep:
+    """The :class:`ExpectedDecodeStep` of a roofline step ``roof`` (a :class:`~tpu_notes.inference.DecodeStepTime`)
+    of ``model`` on ``roof.n_chips`` chips of ``chip`` (a name or a Chip); what :func:`expected_decode_step` and
+    ``decode_step_time`` use."""
+    from .step import DecodeStepTime
+
+    e = check_efficiency(efficiency)
+    if not isinstance(roof, DecodeStepTime):
+        raise TypeError(f"roof must be a DecodeStepTime from decode_step_time; got {type(roof).__name__}")
+    c = machine(chip).chip
     if c is None:
         raise TypeError(
             "chip must be a chip name or a tpu_notes.hardware.Chip: a measured roofline has no efficiency figures"
         )
+    n, batch = roof.n_chips, roof.batch
     kv, w = roof.kv_load / e.hbm, roof.weight_load / e.hbm
     F = (model.d_ff_expert or model.d_ff) if model.is_moe else model.d_ff
-    f = roof.flops_time / eff_mod.matmul_fraction(c, batch, model.d_model, max(F / n, 1.0), e)
+    f = roof.flops_time / e.fraction(c, batch, model.d_model, max(F / n, 1.0))
     comm = _all_reduces(model, c, n, batch, e)
     over = e.decode_overhead * model.n_layers
     total = kv + max(w, f) + comm + over
@@ -147,7 +160,7 @@ def expected_prefill(
     tokens = float(B * T)
     F = (m.d_ff_expert or m.d_ff) if m.is_moe else m.d_ff
     weight_flops = 2.0 * m.matmul_params_per_token() * tokens
-    frac = eff_mod.matmul_fraction(c, tokens, m.d_model, max(F / n, 1.0), e)
+    frac = e.fraction(c, tokens, m.d_model, max(F / n, 1.0))
     mm = weight_flops / (n * c.peak_flops(compute_dtype) * frac)
     attn = m.attention_flops(T, causal=True) * tokens / (n * c.peak_flops("bf16") * e.attention_fraction(c))
     elem = tokens * m.n_layers * eff_mod.layer_elementwise_bytes(m, T) / n / (c.hbm_bw * e.hbm)
@@ -157,4 +170,4 @@ def expected_prefill(
     return max(mm + attn + elem, weights) + _all_reduces(m, c, n, tokens, e)
 
 
-__all__ = ["ExpectedDecodeStep", "expected_decode_step", "expected_prefill"]
+__all__ = ["ExpectedDecodeStep", "expected_decode_step", "expected_from_roofline", "expected_prefill"]

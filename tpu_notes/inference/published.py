@@ -51,7 +51,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
-from ..efficiency import EfficiencyModel
+from ..efficiency import EfficiencyModel, check_efficiency
 from ..hardware import get_chip
 from ..runs import PublishedRecord, Reconciliation, check_rows, check_runs, check_under_roofline, median_ratio
 from ..transformer import TransformerConfig, get_model
@@ -179,6 +179,7 @@ def predict(
     of the datasheet rates, and compare with what was measured."""
     if not isinstance(run, PublishedServing):
         raise TypeError(f"run must be a PublishedServing; got {type(run).__name__}")
+    model = check_efficiency(model, "model")
     eff = efficiency
     step = decode_step_time(
         run.model,

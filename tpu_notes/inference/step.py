@@ -23,7 +23,7 @@ chapter hold a CPU measurement against the same formula. Everything here is plai
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated
 
 from ..hardware import Chip, get_chip
@@ -153,6 +153,7 @@ class DecodeStepTime:
     memory_per_chip: float  # weights + KV caches resident per chip, bytes
     hbm_per_chip: float  # memory each chip has, bytes (inf for a measured roofline)
     machine: str  # what the rates came from
+    expected: object = None  # the same step at tpu_notes.efficiency.DEFAULT's rates (an ExpectedDecodeStep), a forecast
 
     @property
     def fits(self) -> bool:
@@ -174,7 +175,9 @@ class DecodeStepTime:
             f"DecodeStepTime(total={fmt(self.total, 's')}: kv={fmt(self.kv_load, 's')} + "
             f"max(weights={fmt(self.weight_load, 's')}, flops={fmt(self.flops_time, 's')}); "
             f"bound={self.bound}, batch={self.batch}, seq_len={self.seq_len}, n_chips={self.n_chips}, "
-            f"memory/chip={fmt(self.memory_per_chip, 'B')})"
+            f"memory/chip={fmt(self.memory_per_chip, 'B')}"
+            + (f"; expected total={fmt(self.expected.total, 's')}" if self.expected is not None else "")
+            + ")"
         )
 
 
@@ -259,6 +262,10 @@ def decode_step_time(
     ``local_fraction`` model sliding-window attention on that share of layers (see :func:`kv_bytes_per_token`).
     Paged attention is the default here: the caches read are the ``seq_len`` tokens that exist, not a padded
     maximum; pass the padded length to see what padding costs.
+
+    The result is the roofline; its ``expected`` is the same step at the rates of
+    :data:`tpu_notes.efficiency.DEFAULT` (:func:`~tpu_notes.inference.expected_decode_step` takes another model),
+    None for a measured roofline.
     """
     c = model
     chip, n_chips = _cluster_chips(chip, n_chips)
@@ -267,9 +274,14 @@ def decode_step_time(
     wb = weight_params_read(c, B) * dtype_bytes(wd)
     flops = 2.0 * B * c.matmul_params_per_token()
     resident = c.param_count() * dtype_bytes(wd) + kv
-    return step_time_from_counts(
+    roof = step_time_from_counts(
         wb, kv, flops, chip, n_chips, B, S, compute_dtype=compute_dtype, resident_bytes=resident
     )
+    if not isinstance(chip, (str, Chip)):  # a measured roofline: no efficiency figures apply
+        return roof
+    from .expected import expected_from_roofline
+
+    return replace(roof, expected=expected_from_roofline(roof, c, chip))
 
 
 #: Largest batch a :class:`DecodeStepModel` precomputes its weight reads for (the serving simulator's batch cap).

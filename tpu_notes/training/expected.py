@@ -93,9 +93,7 @@ def _layer_shape_factor(m, p, tokens_mb: float, chip, e: EfficiencyModel) -> flo
         mats += [(t, D, F / tp)] * (2 if m.gated_mlp else 1) + [(t, F / tp, D)]
     mats.append((t, D, m.vocab / tp))
     flops = [a * b * c for a, b, c in mats]
-    time = sum(
-        f / eff_mod.shape_factor(chip, max(a, 1.0), max(b, 1.0), max(c, 1.0), e) for f, (a, b, c) in zip(flops, mats)
-    )
+    time = sum(f / e.shape_factor(chip, max(a, 1.0), max(b, 1.0), max(c, 1.0)) for f, (a, b, c) in zip(flops, mats))
     return sum(flops) / time
 
 

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
-from ..efficiency import ATTENTION_KERNELS, EfficiencyModel
+from ..efficiency import ATTENTION_KERNELS, EfficiencyModel, check_efficiency
 from ..gpu import GpuCluster
 from ..hardware import get_chip
 from ..runs import PublishedRecord, check_rows, check_runs, check_under_roofline, median_ratio
@@ -253,6 +253,7 @@ def predict(run: PublishedRun, efficiency: Fraction = 1.0, model: EfficiencyMode
     """
     if not isinstance(run, PublishedRun):
         raise TypeError(f"run must be a PublishedRun; got {type(run).__name__}")
+    model = check_efficiency(model, "model")
     st = step_time(
         run.model,
         run.parallelism,
