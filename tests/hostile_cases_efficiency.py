@@ -86,12 +86,14 @@ CASES = {
         links=Raw({"ici": 0.8}, ["x", None, {"ici": 0.0}, {"ici": 2.0}, {"wifi": 0.5}]),
         collective_latency=Raw({"ici": 5e-6}, ["x", None, {"ici": -1.0}, {"ici": INF}, {"ici": NAN}, {"wifi": 1e-6}]),
         exposed=Raw({"tensor": 1.0}, ["x", None, {"tensor": -0.1}, {"tensor": 1.5}, {"sideways": 0.5}]),
+        sustained=Raw({"tpu": 1.0, "gpu": 0.8}, _FRACTIONS_BAD),
         step_overhead=Raw(0.0, [-1.0, NAN, INF, 5.0, "0", None, True]),
         decode_overhead=Raw(0.0, [-1.0, NAN, INF, 5.0, "0", None, True]),
         name=Raw("m", [3, None, ["x"]]),
     ),
     E + "EfficiencyModel.large_matmul": Case(self_=_default, chip=ChipArg("v5e")),
     E + "EfficiencyModel.attention_fraction": Case(self_=_default, chip=ChipArg("h100")),
+    E + "EfficiencyModel.sustained_fraction": Case(self_=_default, chip=ChipArg("h100")),
     E + "EfficiencyModel.link": Case(self_=_default, link=Raw("ici", ["wifi", None, 3, "", ODD])),
     E + "EfficiencyModel.latency": Case(self_=_default, link=Raw("nvlink", ["wifi", None, 3, "", ODD])),
     E + "EfficiencyModel.exposed_fraction": Case(
@@ -190,6 +192,7 @@ CASES = {
         batch=Int(2, big=True),
         weight_dtype=Choice("bf16"),
         compute_dtype=Choice("bf16"),
+        cached_len=Raw(0, [-1, 1024, 2.5, None, "0", True]),
         efficiency=Raw(None, _MODEL_BAD),
     ),
     # -- the per-group report of tpu_notes.runs

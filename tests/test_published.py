@@ -34,11 +34,15 @@ def test_the_roofline_is_an_upper_bound_on_every_measured_run():
     assert all(r.ratio <= 1.0 for r in rows), P.format_table(rows)
 
 
-def test_the_stated_efficiency_brings_the_typical_run_close():
+def test_one_stated_factor_leaves_the_typical_run_short_and_the_expected_model_closes_the_gap():
     rows = P.reconcile(efficiency=P.MATMUL_EFFICIENCY)
     median = statistics.median(r.ratio for r in rows)
-    assert 0.7 <= median <= 1.1, P.format_table(rows)
+    assert median < 1.0, P.format_table(rows)  # measured below even the 80% roofline
     assert P.fitted_efficiency() < P.MATMUL_EFFICIENCY  # real runs lose more than the matmul kernel alone
+    # the expected step (the efficiency model) is closer to the measurement than the 80% factor, run by run median
+    factor = statistics.median(abs(1 / r.ratio - 1) for r in rows)
+    expected = statistics.median(abs(r.expected_error) for r in rows)
+    assert expected < factor / 2
 
 
 def test_bad_input():

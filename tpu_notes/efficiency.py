@@ -26,6 +26,8 @@ What the expected time adds to the roofline (:mod:`tpu_notes.training.expected` 
   expert parallel collectives wait for the matmul that needs them); the rest hides under compute as far as compute
   lasts. FSDP and data-parallel gradient traffic have one layer exposed (the first gather, the last bucket),
   which the step model adds from the layer count.
+- **Sustained rates**: a whole step keeps ``sustained`` of those compute rates (the GPU microbenchmarks run one
+  matmul alone, at its clocks and with every SM).
 - **Per step**, a fixed ``step_overhead`` (host dispatch, the optimizer's launch, the loss), and in serving a
   ``decode_overhead`` per layer of a generation step (the kernels that are not weight reads: they cannot start
   before the previous one).
@@ -38,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Annotated
 
@@ -101,6 +103,7 @@ class EfficiencyModel:
     exposed: Mapping[
         str, float
     ]  # fraction of each kind's communication on the critical path ("tpu:tensor": a family's)
+    sustained: Mapping[str, float] = field(default_factory=dict)  # share of the compute rates a whole step keeps
     step_overhead: float = 0.0  # seconds added to every training step (host dispatch, optimizer launch)
     decode_overhead: float = 0.0  # seconds per layer of one generation step that are neither reads nor FLOPs
     name: str = "custom"  # label for tables
@@ -119,6 +122,7 @@ class EfficiencyModel:
         if isinstance(self.hbm, bool) or not isinstance(self.hbm, (int, float)) or not 0.0 < self.hbm <= 1.0:
             raise ValueError(f"hbm must be a fraction in (0, 1] (of the HBM bandwidth); got {self.hbm!r}")
         object.__setattr__(self, "links", _check_fraction_map("links", self.links, LINKS))
+        object.__setattr__(self, "sustained", _check_fraction_map("sustained", self.sustained, _CHIP_KEYS))
         object.__setattr__(
             self, "collective_latency", _check_time_map("collective_latency", self.collective_latency, LINKS)
         )
@@ -156,6 +160,18 @@ class EfficiencyModel:
         raise ValueError(
             f"the efficiency model {self.name!r} has no attention figure for {c.long_name} (key {c.name!r}) or its "
             f"family ({c.kind!r}): add one to EfficiencyModel.attention"
+        )
+
+    def sustained_fraction(self, chip) -> float:
+        """The share of the matmul and attention rates a whole compute-bound step sustains on ``chip`` (its own
+        figure, else its family's): 1 for a family the microbenchmarks already describe."""
+        c = _chip(chip)
+        for key in (c.name, c.kind):
+            if key in self.sustained:
+                return float(self.sustained[key])
+        raise ValueError(
+            f"the efficiency model {self.name!r} has no sustained figure for {c.long_name} or its family "
+            f"({c.kind!r}): add one to EfficiencyModel.sustained"
         )
 
     def link(self, link: str) -> float:
@@ -280,6 +296,10 @@ SOURCES: Mapping[str, str] = MappingProxyType(
         "reduce-scatter of each microbatch are added by the step model from the layer count: 0",
         "exposed[data]": "bucketed behind the backward pass; the last bucket is added from the layer count: 0",
         "exposed[dcn]": "as data parallelism: 0, plus the last layer's share",
+        "sustained[tpu]": "1: the TPU matmul figures are fitted on whole training steps already",
+        "sustained[gpu]": "fitted: the median over the 'megatron' group (Megatron-LM, Megatron-Core / NeMo, Llama 3) "
+        "of measured / expected throughput; what a whole step keeps of the matmul-only microbenchmark (clocks under a "
+        "step's full power draw, SMs lent to NCCL while it overlaps: DeepSeek-V3 gives 20 of 132 to communication)",
         "step_overhead": "stated: 0 (the runs' steps are seconds long; a figure would be per framework)",
         "decode_overhead": "fitted: the median over the 'gpu-serving' latency rows of the per-layer time the "
         "reads and FLOPs leave unexplained (benchmarks/efficiency.py prints it)",
@@ -304,6 +324,7 @@ DEFAULT = EfficiencyModel(
     links={"ici": 0.82, "nvlink": 0.8, "ib": 0.8, "dcn": 0.5, "pcie": 0.8},
     collective_latency={"ici": 5e-6, "nvlink": 10e-6, "ib": 20e-6, "dcn": 100e-6, "pcie": 10e-6},
     exposed={"tpu:tensor": 0.0, "tensor": 1.0, "expert": 1.0, "pipeline": 1.0, "fsdp": 0.0, "data": 0.0, "dcn": 0.0},
+    sustained={"tpu": 1.0, "gpu": 0.75},
     step_overhead=0.0,
     decode_overhead=85e-6,
     name="default",

@@ -1,7 +1,7 @@
 """The efficiency model against every published run: the per-group table, the fits, and the leave-one-group-out
 check (Chapters 6 and 8, ``benchmarks/efficiency.py``).
 
-Three parameters of :data:`tpu_notes.efficiency.DEFAULT` have no public measurement and are fitted, each on a stated
+Four parameters of :data:`tpu_notes.efficiency.DEFAULT` have no public measurement and are fitted, each on a stated
 subset of the published runs (:data:`FITS`), by bisection until the median of measured / expected speed over the
 subset is 1:
 
@@ -9,6 +9,8 @@ subset is 1:
   models whose configurations are fully stated, on v4, v5e and v5p);
 - ``matmul["v6e"]``, the same figure for TPU v6e (Trillium: a 256-wide MXU and the highest FLOPs per HBM byte of
   the table), on the v6e training runs (all in ``maxtext-recipes``: no synthetic table covers v6e);
+- ``sustained["gpu"]``, the share of the GPU matmul microbenchmark figures a whole training step keeps, on the
+  ``megatron`` group (the most published GPU training stack);
 - ``decode_overhead``, the seconds per layer of a generation step that neither the reads nor the FLOPs explain, on
   the GPU serving rows measured at batch 1 (``gpu-serving``, ``mode="latency"``, ``batch == 1``).
 
@@ -83,6 +85,10 @@ def _set_v6e_matmul(e: EfficiencyModel, x: float) -> EfficiencyModel:
     return e.with_(matmul={**e.matmul, "v6e": x})
 
 
+def _set_gpu_sustained(e: EfficiencyModel, x: float) -> EfficiencyModel:
+    return e.with_(sustained={**e.sustained, "gpu": x})
+
+
 def _set_decode_overhead(e: EfficiencyModel, x: float) -> EfficiencyModel:
     return e.with_(decode_overhead=x)
 
@@ -106,6 +112,15 @@ FITS: tuple[Fit, ...] = (
         0.3,
         1.0,
         "drop",
+    ),
+    Fit(
+        'sustained["gpu"]',
+        "megatron (Megatron-LM on A100, Megatron-Core / NeMo on H100, B200 and GB200, Llama 3 405B on H100)",
+        lambda r: r.group == "megatron",
+        _set_gpu_sustained,
+        0.3,
+        1.0,
+        "family",
     ),
     Fit(
         "decode_overhead",
@@ -209,6 +224,8 @@ def _priced_by(f: Fit, run, e: EfficiencyModel) -> bool:
     own matmul figure for ``matmul["tpu"]``; serving rows for ``decode_overhead``."""
     if f.parameter.startswith("matmul"):
         return _kind(run) == "training" and _family(run) == "tpu" and run.system.chip.name not in e.matmul
+    if f.parameter.startswith("sustained"):
+        return _kind(run) == "training" and _family(run) == "gpu"
     return _kind(run) == "serving"
 
 

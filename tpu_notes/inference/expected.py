@@ -21,12 +21,23 @@ flash fraction, the forward's memory-bound bytes at the achieved HBM rate, and t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 from .. import efficiency as eff_mod
 from ..efficiency import EfficiencyModel, check_efficiency
 from ..transformer import Model
-from ..units import checked, fmt
-from .step import Batch, Chips, ComputeDType, Context, StorageDType, _cluster_chips, decode_step_time, machine
+from ..units import Positive, checked, dtype_bytes, fmt
+from .step import (
+    MAX_CONTEXT,
+    Batch,
+    Chips,
+    ComputeDType,
+    Context,
+    StorageDType,
+    _cluster_chips,
+    decode_step_time,
+    machine,
+)
 
 
 @dataclass(frozen=True)
@@ -148,24 +159,30 @@ def expected_prefill(
     *,
     weight_dtype: StorageDType = "bf16",
     compute_dtype: ComputeDType = "bf16",
+    cached_len: Annotated[int, Positive(integer=True, allow_zero=True, maximum=MAX_CONTEXT)] = 0,
     efficiency: EfficiencyModel | None = None,
 ) -> float:
-    """Expected seconds of a prefill of ``batch`` prompts of ``prompt_len`` tokens on ``n_chips`` chips (see the
-    module docstring); the roofline is :func:`~tpu_notes.inference.prefill_time` at ``mfu=1``."""
+    """Expected seconds of a prefill of ``batch`` prompts of ``prompt_len`` tokens on ``n_chips`` chips, of which
+    ``cached_len`` come from a prefix cache (see the module docstring); the roofline is
+    :func:`~tpu_notes.inference.prefill_time` at ``mfu=1``, whose ``expected`` is this at the default model."""
     e = check_efficiency(efficiency)
     c = machine(chip, compute_dtype).chip
     if c is None:
         raise TypeError("chip must be a chip name or a tpu_notes.hardware.Chip")
     m, n, T, B = model, n_chips, prompt_len, batch
-    tokens = float(B * T)
+    if cached_len >= T:
+        raise ValueError(f"cached_len must be smaller than prompt_len ({T}); got {cached_len}")
+    new = T - cached_len
+    tokens = float(B * new)
     F = (m.d_ff_expert or m.d_ff) if m.is_moe else m.d_ff
     weight_flops = 2.0 * m.matmul_params_per_token() * tokens
     frac = e.fraction(c, tokens, m.d_model, max(F / n, 1.0))
-    mm = weight_flops / (n * c.peak_flops(compute_dtype) * frac)
-    attn = m.attention_flops(T, causal=True) * tokens / (n * c.peak_flops("bf16") * e.attention_fraction(c))
+    sustain = e.sustained_fraction(c)
+    mm = weight_flops / (n * c.peak_flops(compute_dtype) * frac * sustain)
+    keys = new * cached_len + new * (new + 1) / 2.0  # causal: new token i sees cached_len + i + 1 keys
+    attn_flops = 2.0 * m.n_layers * m.n_heads * (m.qk_head_dim + m.v_dim) * keys * B
+    attn = attn_flops / (n * c.peak_flops("bf16") * e.attention_fraction(c) * sustain)
     elem = tokens * m.n_layers * eff_mod.layer_elementwise_bytes(m, T) / n / (c.hbm_bw * e.hbm)
-    from ..units import dtype_bytes
-
     weights = m.param_count() * dtype_bytes(weight_dtype) / n / (c.hbm_bw * e.hbm)
     return max(mm + attn + elem, weights) + _all_reduces(m, c, n, tokens, e)
 

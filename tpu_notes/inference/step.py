@@ -406,11 +406,14 @@ class PrefillTime:
     total: float  # max(compute, weight_load), seconds
     tokens: int  # batch × prompt_len
     mfu: float  # the utilisation assumed
+    expected: float | None = None  # seconds at tpu_notes.efficiency.DEFAULT's rates (None for a measured roofline)
 
     def __repr__(self) -> str:
         return (
             f"PrefillTime(total={fmt(self.total, 's')}, compute={fmt(self.compute, 's')}, "
-            f"weight_load={fmt(self.weight_load, 's')}, tokens={self.tokens:,}, mfu={self.mfu:.2f})"
+            f"weight_load={fmt(self.weight_load, 's')}, tokens={self.tokens:,}, mfu={self.mfu:.2f}"
+            + (f"; expected {fmt(self.expected, 's')}" if self.expected is not None else "")
+            + ")"
         )
 
 
@@ -446,7 +449,22 @@ def prefill_time(
     compute = flops / (n * m.peak_flops * mfu)
     w = weight_params_read(c, min(B * new, MAX_BATCH)) * dtype_bytes(weight_dtype)
     w_t = w / (n * m.hbm_bw)
-    return PrefillTime(flops=flops, compute=compute, weight_load=w_t, total=max(compute, w_t), tokens=B * T, mfu=mfu)
+    expected = None
+    if m.chip is not None:
+        from .expected import expected_prefill
+
+        expected = expected_prefill(
+            c, chip, n, T, B, weight_dtype=weight_dtype, compute_dtype=compute_dtype, cached_len=cached
+        )
+    return PrefillTime(
+        flops=flops,
+        compute=compute,
+        weight_load=w_t,
+        total=max(compute, w_t),
+        tokens=B * T,
+        mfu=mfu,
+        expected=expected,
+    )
 
 
 __all__ = [

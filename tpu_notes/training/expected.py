@@ -140,14 +140,15 @@ def expected_step(
     unembed_flops = 2.0 * m.vocab * m.d_model * 3.0 * B / n
     large = e.large_matmul(c)
     shape = _layer_shape_factor(m, p, tokens_mb, c, e)
-    matmul = (layer_flops / peak_layer + unembed_flops / peak16) / (large * shape)
+    sustain = e.sustained_fraction(c)
+    matmul = (layer_flops / peak_layer + unembed_flops / peak16) / (large * shape * sustain)
 
     # attention: 3 passes (+1 forward when anything is recomputed)
     attn_flops = m.attention_flops(S, causal=True) * (3.0 + (1.0 if recompute else 0.0)) * B / n
     if attention == "flash":
-        attn = attn_flops / (peak16 * e.attention_fraction(c))
+        attn = attn_flops / (peak16 * e.attention_fraction(c) * sustain)
     else:
-        attn = attn_flops / (peak16 * large)
+        attn = attn_flops / (peak16 * large * sustain)
 
     # memory-bound work on this chip
     per_token_layer = eff_mod.layer_elementwise_bytes(m, S, attention=attention, fp8=dtype == "fp8")

@@ -15,6 +15,9 @@ Sources (all read for this chapter; figures restated, not copied):
   ``training/trillium/*-MaxText`` and ``training/v5p/Llama3.1-405B-MaxText``: measured step-log lines (tokens/s/device,
   TFLOP/s/device) of MaxText configs named in ``benchmarks/maxtext_trillium_model_configs.py`` and
   ``maxtext_v5p_model_configs.py``.
+- ``nemo-25.11``: github.com/NVIDIA-NeMo/Megatron-Bridge (commit 067f987), ``docs/performance-summary-archive.md``,
+  "25.11 NeMo Container" pre-training tables per system (DGX-B200, DGX-GB200, DGX-H100): GPUs, precision, GBS,
+  MBS, sequence length, FSDP/TP/PP/CP/VP/EP, gradient accumulation, tokens/s/GPU.
 - ``maxtext-readme``: github.com/google/maxtext (commit e64f681, 2024-10-10), README "Runtime Performance Results"
   and ``MaxText/configs/v5p/*.sh`` and ``v5e/*.sh``: synthetic dense models (shapes from
   ``global_parameter_scale``), TFLOP/s per chip with non-causal attention counting. The TPU v5e multi-slice table
@@ -111,6 +114,12 @@ def _mfu(tokens_per_s: float, model, seq_len: int, chip: str, causal: bool) -> f
     over the chip's bf16 peak: for sources that state no MFU, or state it with another count (the notes say so)."""
     per_token = as_config(model).flops_per_token(seq_len, training=True, causal=causal)
     return tokens_per_s * per_token / get_chip(chip).peak_flops("bf16")
+
+
+_NEMO_2511 = (
+    "Megatron-Bridge performance archive, 25.11 NeMo container pre-training table (FP8-CS: per-tensor current "
+    "scaling, the row's first figure). "
+)
 
 
 #: Mixtral 8x7B (MaxText ``mixtral-8x7b``): Mistral-7B's shapes, 8 SwiGLU experts per layer, 2 per token.
@@ -678,6 +687,63 @@ RUNS: tuple[PublishedRun, ...] = (
         "this package's causal count, so reported_mfu is 1664 tokens/s x our count over the bf16 peak (989 TFLOP/s); "
         "the step is priced at the fp8 peak although attention runs in bf16. The 405B H100 row uses context "
         "parallelism 2, which cannot be expressed here, and is not entered.",
+    ),
+    *(
+        PublishedRun(
+            f"Llama 3 {size.upper()} FP8, {gpus} {chip.upper()} (NeMo 25.11)",
+            f"nemo-25.11, pre-training, DGX-{chip.upper()} table, LLAMA3_{size.upper()} row",
+            f"llama3-{size}",
+            GpuCluster(chip, gpus),
+            par,
+            gbs * 8192,
+            8192,
+            "none",
+            reported_mfu=_mfu(tps, f"llama3-{size}", 8192, chip, True),
+            reported_tokens_per_s=tps,
+            counting="causal",
+            dtype="fp8",
+            group="megatron",
+            notes=_NEMO_2511 + note + " No recomputation is assumed (the table does not say); reported_mfu is our "
+            "causal count over the bf16 peak.",
+        )
+        for size, chip, gpus, par, gbs, tps, note in (
+            (
+                "8b",
+                "b200",
+                8,
+                Parallelism(data=8, microbatches=8),
+                128,
+                30624.0,
+                "GBS 128, MBS 2, DDP over 8 GPUs (FSDP 0), TP 1, PP 1, GA 8: eight microbatches of 2 sequences.",
+            ),
+            (
+                "8b",
+                "h100",
+                8,
+                Parallelism(fsdp=8, microbatches=16),
+                128,
+                14451.0,
+                "GBS 128, MBS 1, FSDP over 8 GPUs, GA 16: sixteen microbatches of one sequence.",
+            ),
+            (
+                "8b",
+                "gb200",
+                8,
+                Parallelism(data=8, microbatches=8),
+                128,
+                31508.0,
+                "GBS 128, MBS 2, DDP over 8 GPUs of one NVL72 rack, GA 8.",
+            ),
+            (
+                "70b",
+                "gb200",
+                64,
+                Parallelism(fsdp=64, microbatches=2),
+                256,
+                4312.0,
+                "GBS 256, MBS 2, FSDP over 64 GPUs of one NVL72 rack, GA 2.",
+            ),
+        )
     ),
     # -- torchtitan on H100 / H200 ------------------------------------------------------------------------------------
     PublishedRun(
