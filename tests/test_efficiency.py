@@ -200,8 +200,8 @@ def test_leave_one_group_out_refits_without_the_group():
     assert h.expected_median != pytest.approx(h.in_sample_median, abs=1e-6)
     h = held["megatron"]  # the GPU sustained share is fitted on megatron: refitted on torchtitan without it
     assert h.expected_median != pytest.approx(h.in_sample_median, abs=1e-6)
-    # a group no fit uses is graded by the same model either way
-    assert held["tpu-serving"].expected_median == pytest.approx(held["tpu-serving"].in_sample_median, rel=1e-6)
+    # a group no fit uses is graded by the same model either way (up to DEFAULT's rounding of the fitted values)
+    assert held["tpu-serving"].expected_median == pytest.approx(held["tpu-serving"].in_sample_median, abs=0.005)
     assert "group held out" in V.format_held_out(list(held.values()))
 
 
