@@ -265,7 +265,8 @@ def decode_step_time(
 
     The result is the roofline; its ``expected`` is the same step at the rates of
     :data:`tpu_notes.efficiency.DEFAULT` (:func:`~tpu_notes.inference.expected_decode_step` takes another model),
-    None for a measured roofline.
+    None for a measured roofline or when a figure it needs is missing (e.g. no NVLink figure for a PCIe GPU's
+    tensor parallelism: :func:`~tpu_notes.inference.expected_decode_step` raises and names it).
     """
     c = model
     chip, n_chips = _cluster_chips(chip, n_chips)
@@ -281,7 +282,10 @@ def decode_step_time(
         return roof
     from .expected import expected_from_roofline
 
-    return replace(roof, expected=expected_from_roofline(roof, c, chip))
+    try:
+        return replace(roof, expected=expected_from_roofline(roof, c, chip))
+    except ValueError:  # a figure the expected step needs is missing: expected_decode_step names it
+        return roof
 
 
 #: Largest batch a :class:`DecodeStepModel` precomputes its weight reads for (the serving simulator's batch cap).
@@ -406,7 +410,7 @@ class PrefillTime:
     total: float  # max(compute, weight_load), seconds
     tokens: int  # batch × prompt_len
     mfu: float  # the utilisation assumed
-    expected: float | None = None  # seconds at tpu_notes.efficiency.DEFAULT's rates (None for a measured roofline)
+    expected: float | None = None  # seconds at efficiency.DEFAULT (None: a measured roofline, or a figure missing)
 
     def __repr__(self) -> str:
         return (
@@ -453,9 +457,12 @@ def prefill_time(
     if m.chip is not None:
         from .expected import expected_prefill
 
-        expected = expected_prefill(
-            c, chip, n, T, B, weight_dtype=weight_dtype, compute_dtype=compute_dtype, cached_len=cached
-        )
+        try:
+            expected = expected_prefill(
+                c, chip, n, T, B, weight_dtype=weight_dtype, compute_dtype=compute_dtype, cached_len=cached
+            )
+        except ValueError:  # a figure the expected prefill needs is missing: expected_prefill names it
+            expected = None
     return PrefillTime(
         flops=flops,
         compute=compute,
