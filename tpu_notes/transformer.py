@@ -575,6 +575,21 @@ _PRESETS: dict[str, TransformerConfig] = {
         v_head_dim=128,
         name="deepseek-v3",
     ),
+    # Mixtral 8x7B (Jiang et al., "Mixtral of Experts", arXiv 2401.04088; shapes from the released config.json):
+    # Mistral 7B's attention, 8 gated experts of 14336 per layer, 2 per token.
+    "mixtral-8x7b": TransformerConfig(
+        d_model=4096,
+        d_ff=14336,
+        n_layers=32,
+        n_heads=32,
+        n_kv_heads=8,
+        d_head=128,
+        vocab=32_000,
+        n_experts=8,
+        experts_per_token=2,
+        d_ff_expert=14336,
+        name="mixtral-8x7b",
+    ),
     # Small configurations the notebooks compile and train on a CPU.
     "tiny-mha": TransformerConfig(
         d_model=64, d_ff=256, n_layers=2, n_heads=4, n_kv_heads=4, d_head=16, vocab=512, name="tiny-mha"
@@ -633,6 +648,7 @@ PUBLISHED_PARAMS = {
     "llama3-70b": 70_553_706_496,
     "llama3-405b": 405_853_388_800,
     "deepseek-v3": 671e9,
+    "mixtral-8x7b": 46_702_792_704,  # the released checkpoint's total ("46.7B", arXiv 2401.04088)
 }
 #: Component by component (Chapter 4, tests/test_transformer.py), DeepSeek-V3's ``active_param_count()`` is 37.55B with
 #: both embedding tables and 36.63B without the input embedding: the published "37B" (two digits, convention not

@@ -54,7 +54,7 @@ from typing import Annotated
 from ..efficiency import EfficiencyModel, check_efficiency
 from ..hardware import get_chip
 from ..runs import PublishedRecord, Reconciliation, check_rows, check_runs, check_under_roofline, median_ratio
-from ..transformer import TransformerConfig, get_model
+from ..transformer import get_model
 from ..units import Fraction, OneOf, Positive, PositiveFloat, checked, fmt
 from .expected import expected_decode_step, expected_prefill
 from .step import ComputeDType, StorageDType, decode_step_time, prefill_time
@@ -249,22 +249,9 @@ _NIM_NOTE = (
     "concurrency prefills of new requests interleave with generation, which the step alone leaves out."
 )
 
-#: Mixtral 8x7B (no preset in :mod:`tpu_notes.transformer`): 32 layers of width 4096, 32 query and 8 key/value heads
-#: of 128, vocabulary 32000, and in every layer 8 gated experts of hidden size 14336, 2 used per token. Shapes from
-#: github.com/pytorch-labs/gpt-fast, ``mixtral-moe/model.py`` (commit 32971d3), ``transformer_configs`` entry
-#: "Mixtral-8x7B-v0.1" and the ``ModelArgs`` defaults; 46.7B parameters, 12.9B used per token.
-MIXTRAL_8X7B = TransformerConfig(
-    d_model=4096,
-    d_ff=14336,
-    n_layers=32,
-    n_heads=32,
-    n_kv_heads=8,
-    d_head=128,
-    vocab=32000,
-    n_experts=8,
-    experts_per_token=2,
-    name="mixtral-8x7b",
-)
+#: Mixtral 8x7B: the preset ``"mixtral-8x7b"`` of :mod:`tpu_notes.transformer` (46.7B parameters, 12.9B used per
+#: token; its shapes agree with github.com/pytorch-labs/gpt-fast ``mixtral-moe/model.py``, commit 32971d3).
+MIXTRAL_8X7B = get_model("mixtral-8x7b")
 _MOE_NOTE = (
     "Mixtral 8x7B priced with MIXTRAL_8X7B; a step reads the experts its batch is expected to visit "
     "(2 of 8 per token, drawn independently)."

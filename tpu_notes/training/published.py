@@ -122,20 +122,8 @@ _NEMO_2511 = (
 )
 
 
-#: Mixtral 8x7B (MaxText ``mixtral-8x7b``): Mistral-7B's shapes, 8 SwiGLU experts per layer, 2 per token.
-MIXTRAL_8X7B = TransformerConfig(
-    d_model=4096,
-    d_ff=14336,
-    n_layers=32,
-    n_heads=32,
-    n_kv_heads=8,
-    d_head=128,
-    vocab=32_000,
-    n_experts=8,
-    experts_per_token=2,
-    d_ff_expert=14336,
-    name="mixtral-8x7b",
-)
+#: Mixtral 8x7B (MaxText ``mixtral-8x7b``): the preset ``"mixtral-8x7b"`` of :mod:`tpu_notes.transformer`.
+MIXTRAL_8X7B = get_model("mixtral-8x7b")
 #: Mixtral 8x22B (MaxText ``configs/models/mixtral-8x22b.yml``).
 MIXTRAL_8X22B = TransformerConfig(
     d_model=6144,
