@@ -252,7 +252,7 @@ SOURCES: Mapping[str, str] = MappingProxyType(
         "matmul[b200]": "MAMF, B200: 1745 of 2250 TFLOP/s (shared/facts/models.md)",
         "matmul[gpu]": "GPUs without a measurement of their own: the H100 figure",
         "matmul[tpu]": "fitted: the median over the 'maxtext-synthetic' group of measured / expected throughput "
-        "with every other parameter as stated (tpu_notes.runs has the fit, benchmarks/efficiency.py prints it); "
+        "with every other parameter as stated (tpu_notes.validation.FITS; benchmarks/efficiency.py prints it); "
         "no public TPU matmul microbenchmark states one",
         "matmul[v6e]": "fitted: the median over the TPU v6e training runs (all in 'maxtext-recipes') of measured / "
         "expected throughput; no public v6e matmul microbenchmark, and the v4/v5 figure leaves every v6e run "
@@ -301,8 +301,9 @@ SOURCES: Mapping[str, str] = MappingProxyType(
         "of measured / expected throughput; what a whole step keeps of the matmul-only microbenchmark (clocks under a "
         "step's full power draw, SMs lent to NCCL while it overlaps: DeepSeek-V3 gives 20 of 132 to communication)",
         "step_overhead": "stated: 0 (the runs' steps are seconds long; a figure would be per framework)",
-        "decode_overhead": "fitted: the median over the 'gpu-serving' latency rows of the per-layer time the "
-        "reads and FLOPs leave unexplained (benchmarks/efficiency.py prints it)",
+        "decode_overhead": "fitted: the per-layer time that makes the median measured / expected speed 1 over the "
+        "'gpu-serving' rows measured at batch 1 (latency: gpt-fast, NIM), what the reads and FLOPs leave unexplained "
+        "(tpu_notes.validation.FITS; benchmarks/efficiency.py prints it)",
     }
 )
 
