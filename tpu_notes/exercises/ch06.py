@@ -1,7 +1,7 @@
 """Exercises of Chapter 6 (ids ch06.*), registered with their reference solutions.
 
 Questions 1–9 follow the scaling book's applied-training chapter (applied-training.md) in the order it asks them,
-10–12 are its worked problems, 13–14 are ours on the 405B case.
+10–12 are its worked problems, 13–14 are ours on the 405B case, 15 on the expected step time.
 """
 
 from __future__ import annotations
@@ -256,5 +256,25 @@ register(
         solve=_q14,
         unit="tokens/s per chip",
         hint="published.predict(run, published.MATMUL_EFFICIENCY).predicted_tokens_per_s for the v5p-1024 run.",
+    )
+)
+
+
+def _q15():
+    from ..training import published
+
+    run = next(r for r in published.RUNS if r.name == "Llama 3.1 8B, v6e-256")
+    return published.predict(run).step.expected.memory_bound
+
+
+register(
+    Exercise(
+        id="ch06.q15",
+        title="the memory-bound part of an expected step",
+        solve=_q15,
+        unit="s",
+        hint="tokens per chip x layers x efficiency.layer_elementwise_bytes(model, seq_len) x 4 passes, plus tokens "
+        "per chip x efficiency.logits_bytes(model), plus efficiency.optimizer_bytes(params / 256), all over "
+        "efficiency.DEFAULT.hbm x the v6e HBM bandwidth.",
     )
 )
