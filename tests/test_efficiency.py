@@ -252,3 +252,17 @@ def test_the_expected_decode_step_pays_tensor_parallel_all_reduces():
     # two all-reduces per layer, each at least its call latency
     assert one.collectives >= 2 * 80 * E.DEFAULT.collective_latency["nvlink"]
     assert expected_decode_step("llama3-8b", "h100", 1, 8, 1024).collectives == 0
+
+
+def test_exercise_6_15_is_the_sum_of_its_parts_by_hand():
+    """Exercise 6.15's reference answer, rebuilt from the formulas with the numbers written out."""
+    from tpu_notes import exercises
+    from tpu_notes.hardware import get_chip
+
+    tokens, layers, D, F, N, K, H, V = 4 * 8192, 32, 4096, 14336, 32, 8, 128, 128_256
+    per_token_layer = 2 * (4 * D + 6 * D + 2 * (N + K) * H + 3 * F)  # norms, residuals, rotary, SwiGLU
+    moved = tokens * layers * per_token_layer * 4 + tokens * 8 * V + 30 * 8_030_261_248 / 256
+    by_hand = moved / (0.9 * get_chip("v6e").hbm_bw)
+    assert exercises.solution("ch06.q15") == pytest.approx(by_hand, rel=1e-9)
+    assert exercises.grade("ch06.q15", by_hand).correct
+    assert not exercises.grade("ch06.q15", 1.5 * by_hand).correct
