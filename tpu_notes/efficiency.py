@@ -439,6 +439,7 @@ __all__ = [
     "DEFAULT",
     "EXPOSED_KINDS",
     "LINKS",
+    "ROW_TILE",
     "SOURCES",
     "EfficiencyModel",
     "check_efficiency",

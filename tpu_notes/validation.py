@@ -166,8 +166,8 @@ def fit_parameter(fit: Fit, runs: Sequence, model: EfficiencyModel | None = None
 
 
 def fit_model(runs: Sequence | None = None, model: EfficiencyModel | None = None) -> EfficiencyModel:
-    """``model`` (default :data:`DEFAULT`) with every parameter of :data:`FITS` refitted on its subset of ``runs``
-    (default: all published runs); a subset left empty keeps the model's value."""
+    """``model`` (default :data:`~tpu_notes.efficiency.DEFAULT`) with every parameter of :data:`FITS` refitted
+    on its subset of ``runs`` (default: all published runs); a subset left empty keeps the model's value."""
     e = check_efficiency(model, "model")
     runs = all_runs() if runs is None else _check_runs(runs)
     for f in FITS:
@@ -178,7 +178,8 @@ def fit_model(runs: Sequence | None = None, model: EfficiencyModel | None = None
 
 
 def report(model: EfficiencyModel | None = None) -> list[GroupError]:
-    """:func:`~tpu_notes.runs.group_errors` of every published run under ``model`` (default :data:`DEFAULT`)."""
+    """:func:`~tpu_notes.runs.group_errors` of every published run under ``model`` (default
+    :data:`~tpu_notes.efficiency.DEFAULT`)."""
     return group_errors(reconcile_all(None, model))
 
 

@@ -116,7 +116,8 @@ def expected_step(
 ) -> ExpectedStep:
     """:class:`ExpectedStep` of a layout :func:`~tpu_notes.training.step_time` has already priced: ``m`` its model
     config, ``p`` its Parallelism, ``lay`` its Layout, ``collectives`` its roofline seconds per kind, ``hbm_time``
-    its weight-read seconds and ``model_flops`` its model FLOPs per chip. Call :func:`step_time` rather than this."""
+    its weight-read seconds and ``model_flops`` its model FLOPs per chip. Call
+    :func:`~tpu_notes.training.step_time` rather than this."""
     e = eff_mod.check_efficiency(efficiency)
     if not isinstance(collectives, Mapping) or not all(
         isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < float("inf")
