@@ -230,7 +230,7 @@ def test_host_and_dcn_bad_input():
     with pytest.raises(ValueError, match="nbytes"):
         tp.dcn_transfer_time(-5, "v5e", 4)
     with pytest.raises(ValueError, match="dcn"):
-        tp.dcn_transfer_time(1e6, "v4p", 4)  # no DCN figure for v4p in the table
+        tp.dcn_transfer_time(1e6, "v3", 4)  # no DCN figure for v3 in the table
     with pytest.raises(ValueError, match="latency"):
         tp.host_transfer_time(1e6, "v5e", latency=-1e-6)
     with pytest.raises(ValueError, match="TPU"):
