@@ -114,33 +114,42 @@ class PlanResult:
 
     @checked
     def table(self, top: PositiveInt = 10) -> str:
-        """The ``top`` layouts as a fixed-width table, or the rejection reasons if none can run. Each row gives the
-        roofline (``roof step``, ``roof MFU``, ``bound``: the chapter's bound) and, at the end, the expected step
-        (``exp step``, ``exp MFU``, ``exp bound``: the :mod:`tpu_notes.efficiency` model's forecast); rows of
-        ≤ 88 columns up to the roofline's bound, about 120 with the expected columns."""
+        """The ``top`` layouts as a fixed-width table (at most 96 columns: a layout label is cut at 30), or the rejection
+        reasons if none can run. Each row gives the roofline (``roof step``, its ``MFU`` and ``bound``: the
+        chapter's bound) and then the expected step and its ``MFU`` (the :mod:`tpu_notes.efficiency` model's
+        forecast); ``Plan.row()`` has every figure, the expected bound and the communication ratio included."""
         if not self.ranked:
             lines = [f"No layout fits ({self.searched} candidates). Rejected because:"]
             lines += [f"  {n:6d} x {r}" for r, n in self.reasons().items()]
             return "\n".join(lines)
+        shown = self.ranked[:top]
+        w = min(30, max(6, *(len(p.parallelism.label()) for p in shown)))  # its longest label, at most 30
         head = (
-            f"{'#':>2} {'layout':<30} {'remat':<12} {'HBM/chip':>9} {'roof step':>9} {'comms/cmp':>9} "
-            f"{'roof MFU':>8} {'bound':<8} {'exp step':>9} {'exp MFU':>7} exp bound"
+            f"{'#':>2} {'layout':<{w}} {'remat':<10} {'HBM/chip':>8} {'roof step':>9} {'MFU':>6} {'bound':<8} "
+            f"{'exp step':>9} {'MFU':>6}"
         )
         lines = [head]
         names = set()
-        for i, p in enumerate(self.ranked[:top], 1):
+        for i, p in enumerate(shown, 1):
             st, ex = p.step, p.expected
-            exp = f"{fmt(ex.total, 's'):>9} {ex.mfu:>7.1%} {ex.bound}" if ex else f"{'-':>9} {'-':>7} -"
+            exp = f"{fmt(ex.total, 's'):>9} {ex.mfu:>6.1%}" if ex else f"{'-':>9} {'-':>6}"
             if ex:
                 names.add(ex.efficiency)
+            remat = _REMAT_SHORT.get(str(p.remat), str(p.remat))
             lines.append(
-                f"{i:>2} {p.parallelism.label():<30.30} {str(p.remat):<12.12} {fmt(p.memory.total, 'B'):>9} "
-                f"{fmt(st.total, 's'):>9} {st.comms_ratio:>9.2f} {st.mfu:>8.1%} {st.bound:<8} {exp}"
+                f"{i:>2} {p.parallelism.label()[:w]:<{w}} {remat:<10.10} {fmt(p.memory.total, 'B'):>8} "
+                f"{fmt(st.total, 's'):>9} {st.mfu:>6.1%} {st.bound:<8} {exp}"
             )
         lines.append("roof: the roofline (matmuls at peak, comms hidden): a floor on the step, a ceiling on MFU")
         model = ", ".join(repr(n) for n in sorted(names)) or "none"
         lines.append(f"exp: expected, at the rates of efficiency model {model}: a forecast")
+        if any(str(p.remat) in _REMAT_SHORT for p in shown):
+            lines.append("remat save_mm: save_matmul_outputs")
         return "\n".join(lines)
+
+
+#: Remat policy names shortened in :meth:`PlanResult.table` (the legend under the table spells them out).
+_REMAT_SHORT = {"save_matmul_outputs": "save_mm"}
 
 
 def _divisors(n: int) -> list[int]:
