@@ -114,8 +114,8 @@ class PlanResult:
 
     @checked
     def table(self, top: PositiveInt = 10) -> str:
-        """The ``top`` layouts as a fixed-width table (at most 96 columns: a layout label is cut at 30), or the rejection
-        reasons if none can run. Each row gives the roofline (``roof step``, its ``MFU`` and ``bound``: the
+        """The ``top`` layouts as a fixed-width table (at most 96 columns: a layout label is cut at 30), or the
+        rejection reasons if none can run. Each row gives the roofline (``roof step``, its ``MFU`` and ``bound``: the
         chapter's bound) and then the expected step and its ``MFU`` (the :mod:`tpu_notes.efficiency` model's
         forecast); ``Plan.row()`` has every figure, the expected bound and the communication ratio included."""
         if not self.ranked:
