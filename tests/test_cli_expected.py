@@ -60,7 +60,7 @@ def test_plan_text_labels_both_figures(capsys):
     head = next(line for line in out.splitlines() if line.lstrip().startswith("#"))
     for word in ("roof step", "MFU", "exp step", "bound"):
         assert word in head
-    assert "roofline" in out and "ceiling on MFU" in out and "expected" in out and "forecast" in out
+    assert "roofline" in out and "floor on the step" in out and "expected" in out and "forecast" in out
     best = T.plan("llama3-8b", parse_slice("v5e:4x4"), 2**20, 4096)[0]
     from tpu_notes.units import fmt
 
@@ -72,10 +72,10 @@ def test_planner_table_and_rows():
     result = T.plan("llama3-8b", parse_slice("v5e:4x4"), 2**20, 4096)
     table = result.table(4)
     lines = table.splitlines()
-    assert lines[0].count("MFU") == 2 and all(len(line) <= 96 for line in lines)
+    assert lines[0].count("MFU") == 1 and all(len(line) <= 84 for line in lines)
     assert "exp: expected" in table and len([x for x in lines if x[:2].strip().isdigit()]) == 4
     p = result[0]
-    assert f"{p.step.mfu:.1%}" in lines[1] and f"{p.step.expected.mfu:.1%}" in lines[1]
+    assert f"{p.step.expected.mfu:.1%}" in lines[1] and p.step.bound in lines[1]
     assert p.expected is p.step.expected
     rejected = result.rejected[0].row()
     assert rejected["reason"] and rejected["step_s_expected"] is None and rejected["mfu_roofline"] is None

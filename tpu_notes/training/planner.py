@@ -114,42 +114,44 @@ class PlanResult:
 
     @checked
     def table(self, top: PositiveInt = 10) -> str:
-        """The ``top`` layouts as a fixed-width table (at most 96 columns: a layout label is cut at 30), or the
-        rejection reasons if none can run. Each row gives the roofline (``roof step``, its ``MFU`` and ``bound``: the
-        chapter's bound) and then the expected step and its ``MFU`` (the :mod:`tpu_notes.efficiency` model's
-        forecast); ``Plan.row()`` has every figure, the expected bound and the communication ratio included."""
+        """The ``top`` layouts as a fixed-width table of at most 84 columns (a layout label is cut at 28), or the
+        rejection reasons if none can run. Each row gives the roofline step and its bound (the chapter's figures)
+        and then the expected step and its MFU (the :mod:`tpu_notes.efficiency` model's forecast); ``Plan.row()``
+        has every figure, the roofline MFU, the expected bound and the communication ratio included."""
         if not self.ranked:
             lines = [f"No layout fits ({self.searched} candidates). Rejected because:"]
             lines += [f"  {n:6d} x {r}" for r, n in self.reasons().items()]
             return "\n".join(lines)
         shown = self.ranked[:top]
-        w = min(30, max(6, *(len(p.parallelism.label()) for p in shown)))  # its longest label, at most 30
+        w = min(28, max(6, *(len(p.parallelism.label()) for p in shown)))  # its longest label, at most 28
         head = (
-            f"{'#':>2} {'layout':<{w}} {'remat':<10} {'HBM/chip':>8} {'roof step':>9} {'MFU':>6} {'bound':<8} "
-            f"{'exp step':>9} {'MFU':>6}"
+            f"{'#':>2} {'layout':<{w}} {'remat':<8} {'HBM/chip':>8} {'roof step':>9} {'bound':<8} {'exp step':>8} "
+            f"{'MFU':>6}"
         )
         lines = [head]
         names = set()
         for i, p in enumerate(shown, 1):
             st, ex = p.step, p.expected
-            exp = f"{fmt(ex.total, 's'):>9} {ex.mfu:>6.1%}" if ex else f"{'-':>9} {'-':>6}"
+            exp = f"{fmt(ex.total, 's'):>8} {ex.mfu:>6.1%}" if ex else f"{'-':>8} {'-':>6}"
             if ex:
                 names.add(ex.efficiency)
             remat = _REMAT_SHORT.get(str(p.remat), str(p.remat))
             lines.append(
-                f"{i:>2} {p.parallelism.label()[:w]:<{w}} {remat:<10.10} {fmt(p.memory.total, 'B'):>8} "
-                f"{fmt(st.total, 's'):>9} {st.mfu:>6.1%} {st.bound:<8} {exp}"
+                f"{i:>2} {p.parallelism.label()[:w]:<{w}} {remat:<8.8} {fmt(p.memory.total, 'B'):>8} "
+                f"{fmt(st.total, 's'):>9} {st.bound:<8} {exp}"
             )
-        lines.append("roof: the roofline (matmuls at peak, comms hidden): a floor on the step, a ceiling on MFU")
         model = ", ".join(repr(n) for n in sorted(names)) or "none"
-        lines.append(f"exp: expected, at the rates of efficiency model {model}: a forecast")
-        if any(str(p.remat) in _REMAT_SHORT for p in shown):
-            lines.append("remat save_mm: save_matmul_outputs")
+        lines.append("roof: the roofline (matmuls at peak, comms hidden), a floor on the step")
+        lines.append(f"exp: expected, at the rates of efficiency model {model}: a forecast (MFU: its MFU)")
+        short = sorted({_REMAT_SHORT[str(p.remat)] for p in shown if str(p.remat) in _REMAT_SHORT})
+        if short:
+            full = {v: k for k, v in _REMAT_SHORT.items()}
+            lines.append("remat " + ", ".join(f"{s}: {full[s]}" for s in short))
         return "\n".join(lines)
 
 
 #: Remat policy names shortened in :meth:`PlanResult.table` (the legend under the table spells them out).
-_REMAT_SHORT = {"save_matmul_outputs": "save_mm"}
+_REMAT_SHORT = {"save_matmul_outputs": "save_mm", "full_block": "full"}
 
 
 def _divisors(n: int) -> list[int]:
