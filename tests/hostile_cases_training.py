@@ -17,6 +17,24 @@ def _par(**kw):
     return Parallelism(**kw)
 
 
+def _cfg8b():
+    from tpu_notes.transformer import get_model
+
+    return get_model("llama3-8b")
+
+
+def _par16():
+    from tpu_notes.training import Parallelism
+
+    return Parallelism(fsdp=4, tensor=16)
+
+
+def _slice_options():
+    from tpu_notes.training.subslices import plan_slices
+
+    return plan_slices("llama3-8b", "v5e", 2**20, 4096, min_fraction=1.0)
+
+
 def _cube():
     from tpu_notes.topology import Slice
 
@@ -209,6 +227,7 @@ CASES = {
         experts_per_token=1,
         nodes=None,
         model_parallel_nodes=1,
+        combine="max",
     ),
     TR + "rooflines.critical_batch_per_gpu": Case(
         chip=ChipArg("h100"),
@@ -223,7 +242,9 @@ CASES = {
         chip=ChipArg("v5p"), d_ff=28672, n_axes=1, dtype="bf16", across_nodes=False
     ),
     TR + "rooflines.two_node_tensor_parallelism_ok": Case(chip=ChipArg("h100"), d_ff=28672, degree=16, dtype="bf16"),
-    TR + "rooflines.optimal_fsdp_degree": Case(batch_tokens=4e6, n_chips=8960, d_ff=28672, fsdp_axes=2, tp_axes=1),
+    TR + "rooflines.optimal_fsdp_degree": Case(
+        batch_tokens=4e6, n_chips=8960, d_ff=28672, fsdp_axes=2, tp_axes=1, combine="max"
+    ),
     TR + "rooflines.mlp_layer_times": Case(
         strategy="fsdp+tensor",
         chip=ChipArg("v5p"),
@@ -237,6 +258,7 @@ CASES = {
         tp_axes=1,
         dtype="bf16",
         across_nodes=False,
+        combine="max",
     ),
     TR + "rooflines.pipeline_bubble_fraction": Case(stages=4, microbatches=16, circular_repeats=1),
     TR + "rooflines.expert_parallel_times": Case(
@@ -289,19 +311,42 @@ CASES = {
     # -- training.planner --------------------------------------------------------------------------------------------
     TR + "planner.plan": Case(
         model=Model("llama3-8b"),
-        slice=Raw(_cube, _NOT_SLICE, lazy=True),
+        system=Raw(_cube, _NOT_SLICE, lazy=True),
         batch_tokens=Int(2**20),
         seq_len=Int(4096),
         n_slices=Int(1),
         remat=Raw(("full_block",), ["sometimes", (), ("x",), None, ODD, -1]),
-        sequence_sharding=Flag(False),
+        max_context=Int(4),
         max_pipeline=Int(16),
+        interleave=Raw((1, 2), [(), (0,), (-1,), (1.5,), ("x",), None, ODD, (True,)]),
         optimizer=Choice("adam"),
         dtype=Choice("bf16"),
         hbm_fraction=Num(1.0),
         overlap=Flag(True),
         max_microbatches=Int(64),
         matmul_efficiency=Num(1.0, top=1.0),
+        fused_projections=Opt(Flag(False)),
+        rank_by=Choice("expected"),
+    ),
+    TR + "subslices.slice_shapes": Case(chip=ChipArg("v5p"), min_chips=Int(4096)),
+    TR + "subslices.plan_slices": Case(
+        model=Model("llama3-8b"),
+        chip=ChipArg("v5e"),
+        batch_tokens=Int(2**20),
+        seq_len=Int(4096),
+        n_slices=Int(1),
+        min_fraction=Num(1.0, top=1.0),
+    ),
+    TR + "subslices.format_slices": Case(
+        options=Raw(_slice_options, ["abc", None, 3, [ODD], ODD], lazy=True), top=Int(3)
+    ),
+    TR + "parallelism.Parallelism.short": Case(self_=_par16),
+    TR + "step.Layout.collective_over": Case(
+        self_=_layout,
+        kinds=Raw(("fsdp",), ["fsdp", (), ("magic",), None, ODD, 3]),
+        op=Choice("all-gather"),
+        nbytes=Num(1e8, zero=True),
+        hop_latency=Num(1e-6, zero=True),
     ),
     TR + "planner.PlanResult.table": Case(self_=_plan_result, top=Int(5)),
     TR + "planner.PlanResult.reasons": Case(self_=_plan_result),
@@ -383,3 +428,32 @@ RESULT_RECORDS = {
     "training.pipeline.Task",
     "training.published.Reconciliation",
 }
+
+
+# practitioners (issue 23): the planner beside the published layouts (tpu_notes.training.practitioners)
+def _small_runs():
+    from tpu_notes.training.published import RUNS
+
+    return [next(r for r in RUNS if r.parallelism.n_chips <= 8)]  # an 8-chip run: planned in well under a second
+
+
+def _comparisons():
+    from tpu_notes.training.practitioners import compare_with_practitioners
+
+    return compare_with_practitioners(_small_runs())
+
+
+_NOT_ROWS = ["abc", None, 3, [], [ODD], ODD]
+
+CASES.update(
+    {
+        TR + "practitioners.compare_with_practitioners": Case(
+            runs=Raw(_small_runs, ["abc", None, 3, [], [ODD], ODD, [None]], lazy=True), same_remat=Flag(True)
+        ),
+        TR + "practitioners.summarize": Case(rows=Raw(_comparisons, _NOT_ROWS, lazy=True)),
+        TR + "practitioners.format_comparison": Case(rows=Raw(_comparisons, _NOT_ROWS, lazy=True)),
+        TR + "practitioners.describe_system": Case(system=Raw(_cube, _NOT_SLICE, lazy=True), n_slices=Int(2)),
+    }
+)
+COVERED = COVERED + ("training.practitioners",)
+RESULT_RECORDS = RESULT_RECORDS | {"training.practitioners.PractitionerComparison"}

@@ -46,6 +46,7 @@ def _plan(args) -> int:
     check_positive("--top", args.top, integer=True)
     check_positive("--slices", args.slices, integer=True)
     check_positive("--seq-len", args.seq_len, integer=True)
+    check_positive("--max-context", args.max_context, integer=True)
     slc = parse_system(args.slice)
     if not isinstance(slc, Slice) and args.slices != 1:
         raise ValueError("--slices joins TPU slices over DCN; a GPU cluster includes its whole network (use 1)")
@@ -55,7 +56,7 @@ def _plan(args) -> int:
         parse_count(args.batch_tokens, "--batch-tokens"),
         args.seq_len,
         n_slices=args.slices,
-        sequence_sharding=args.sequence_sharding,
+        max_context=args.max_context,
         remat=tuple(args.remat) if args.remat else ("none", "save_matmul_outputs", "full_block"),
         rank_by=args.rank_by,
     )
@@ -80,6 +81,20 @@ def _plan(args) -> int:
             f"sequences of {args.seq_len:,}: {len(result)} runnable of {result.searched} candidates"
         )
         print(result.table(args.top))
+        if not result.ranked and isinstance(slc, Slice):
+            from .training.subslices import format_slices, plan_slices
+
+            print("\nNo legal layout uses every chip; the slices of this pod that can run, fastest first:")
+            options = plan_slices(
+                args.model,
+                slc.chip,
+                parse_count(args.batch_tokens, "--batch-tokens"),
+                args.seq_len,
+                n_slices=args.slices,
+                max_context=args.max_context,
+                rank_by=args.rank_by,
+            )
+            print(format_slices([o for o in options if o.ok] or options, top=min(args.top, 8)))
         if result.ranked:
             best = result.ranked[0]
             print(f"best by the {args.rank_by} step: {best.parallelism.label()}, {best.remat}")
@@ -295,7 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--model", required=True, help="a preset model name (e.g. llama3-70b, llama3-405b, llama2-13b)")
     p.add_argument(
+        "--system",
         "--slice",
+        dest="slice",
         required=True,
         help="the TPU slice as CHIP:AxBxC (e.g. v5p:16x16x16, v5e:16x16), a chip name for a full pod, or "
         "a GPU cluster as GPU:N (e.g. h100:1024, a DGX SuperPod of N GPUs)",
@@ -308,9 +325,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seq-len", required=True, type=int, help="tokens per sequence (the batch holds whole sequences)")
     p.add_argument("--slices", type=int, default=1, help="copies of the slice joined by data parallelism over DCN")
     p.add_argument(
-        "--sequence-sharding",
-        action="store_true",
-        help="allow splitting one sequence over several batch shards (context parallelism)",
+        "--max-context",
+        type=int,
+        default=16,
+        help="largest context-parallel degree to try (chips splitting one sequence, ring attention; 1: never)",
     )
     p.add_argument(
         "--remat",
@@ -322,8 +340,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--rank-by",
         choices=("roofline", "expected"),
-        default="roofline",
-        help="rank by the roofline step (an upper bound on speed, default) or the expected one (a forecast)",
+        default="expected",
+        help="rank by the expected step (the efficiency model's forecast, default) or the roofline one (a floor)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_plan)

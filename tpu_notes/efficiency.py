@@ -51,7 +51,7 @@ from .units import Bool, OneOf, Positive, PositiveInt, checked
 #: The interconnects the model has an achieved fraction for.
 LINKS = ("ici", "dcn", "nvlink", "ib", "pcie")
 #: The parallelism kinds whose exposed fraction the model states.
-EXPOSED_KINDS = ("tensor", "expert", "pipeline", "fsdp", "data", "dcn")
+EXPOSED_KINDS = ("tensor", "expert", "context", "pipeline", "fsdp", "data", "dcn")
 #: Keys of the per-chip mappings: a family ("tpu", "gpu") or a chip name of tpu_notes.hardware.CHIPS.
 _CHIP_KEYS = ("tpu", "gpu") + tuple(CHIPS)
 _EXPOSED_KEYS = EXPOSED_KINDS + tuple(f"{fam}:{k}" for fam in ("tpu", "gpu") for k in EXPOSED_KINDS)
@@ -291,6 +291,9 @@ SOURCES: Mapping[str, str] = MappingProxyType(
         "into steps that overlap ('collective matmul', Wang et al. ASPLOS 2023; the JAX shard_map collective "
         "matmul example): 0, hidden as far as compute lasts",
         "exposed[expert]": "the dispatch and combine all-to-alls wait for this layer's routing: 1",
+        "exposed[context]": "ring attention passes the next key/value chunk while the current one's attention runs "
+        "(Liu, Zaharia, Abbeel 2023, 'Ring Attention with Blockwise Transformers', arXiv 2310.01889): 0, hidden as "
+        "far as compute lasts",
         "exposed[pipeline]": "a stage's send is waited for by the next stage: 1",
         "exposed[fsdp]": "prefetched behind the previous layer (XLA, PyTorch FSDP); the first gather and last "
         "reduce-scatter of each microbatch are added by the step model from the layer count: 0",
@@ -324,7 +327,16 @@ DEFAULT = EfficiencyModel(
     hbm=0.9,
     links={"ici": 0.82, "nvlink": 0.8, "ib": 0.8, "dcn": 0.5, "pcie": 0.8},
     collective_latency={"ici": 5e-6, "nvlink": 10e-6, "ib": 20e-6, "dcn": 100e-6, "pcie": 10e-6},
-    exposed={"tpu:tensor": 0.0, "tensor": 1.0, "expert": 1.0, "pipeline": 1.0, "fsdp": 0.0, "data": 0.0, "dcn": 0.0},
+    exposed={
+        "tpu:tensor": 0.0,
+        "tensor": 1.0,
+        "expert": 1.0,
+        "context": 0.0,
+        "pipeline": 1.0,
+        "fsdp": 0.0,
+        "data": 0.0,
+        "dcn": 0.0,
+    },
     sustained={"tpu": 1.0, "gpu": 0.75},
     step_overhead=0.0,
     decode_overhead=85e-6,

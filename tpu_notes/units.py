@@ -418,19 +418,28 @@ def check_fields(obj) -> None:
     """
     if not is_dataclass(obj) or isinstance(obj, type):
         raise TypeError(f"obj must be a dataclass instance; got {type(obj).__name__} {_show(obj)}")
-    hints = typing.get_type_hints(type(obj), include_extras=True)
-    for f in fields(obj):
-        if f.name not in hints:
-            continue
-        kinds, optional = _kinds_of(hints[f.name])
-        if not kinds:
-            continue
-        value = getattr(obj, f.name)
-        if value is None and (optional or f.default is None):
+    specs = _FIELD_KINDS.get(type(obj))
+    if specs is None:  # read the annotations once per class
+        hints = typing.get_type_hints(type(obj), include_extras=True)
+        specs = []
+        for f in fields(obj):
+            if f.name not in hints:
+                continue
+            kinds, optional = _kinds_of(hints[f.name])
+            if kinds:
+                specs.append((f.name, kinds, optional or f.default is None))
+        _FIELD_KINDS[type(obj)] = specs
+    for name, kinds, may_be_none in specs:
+        value = getattr(obj, name)
+        if value is None and may_be_none:
             continue
         for kind in kinds:
-            value = kind.check(f.name, value)
-        object.__setattr__(obj, f.name, value)
+            value = kind.check(name, value)
+        object.__setattr__(obj, name, value)
+
+
+#: The checked fields of each dataclass :func:`check_fields` has seen: ``[(name, kinds, may be None), ...]``.
+_FIELD_KINDS: dict[type, list] = {}
 
 
 _SI_PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")]

@@ -480,7 +480,7 @@ def planner_explorer(
         description="seq len",
         style=style,
     )
-    seqshard_w = widgets.Checkbox(value=False, description="allow sequence sharding")
+    seqshard_w = widgets.Checkbox(value=True, description="allow context parallelism")
     text = widgets.HTML()
 
     def draw(*_):
@@ -492,7 +492,7 @@ def planner_explorer(
                 parse_slice(slice_w.value),
                 batch_w.value,
                 seq_w.value,
-                sequence_sharding=seqshard_w.value,
+                max_context=16 if seqshard_w.value else 1,
             )
         except ValueError as err:
             text.value = f"<pre>{html.escape(str(err))}</pre>"
@@ -637,17 +637,27 @@ def training_run(
     from .topology import pod
     from .training import plan
 
-    result = plan(
-        model, pod(chip), batch_tokens, seq_len, n_slices=pods, sequence_sharding=True, matmul_efficiency=efficiency
-    )
-    if not len(result):
-        return result.table()
-    best = result[0]
+    result = plan(model, pod(chip), batch_tokens, seq_len, n_slices=pods, matmul_efficiency=efficiency)
+    note = ""
+    if not len(result):  # no legal layout uses every chip of the pod: take the fastest slice that has one
+        from .training.subslices import plan_slices
+
+        options = [
+            o
+            for o in plan_slices(model, chip, batch_tokens, seq_len, n_slices=pods, matmul_efficiency=efficiency)
+            if o.ok
+        ]
+        if not options:
+            return result.table()
+        best = options[0].best
+        note = f"  (no legal layout uses the full pod: {options[0].idle_chips:,} chips left idle)\n"
+    else:
+        best = result[0]
     days = best.step.total * tokens / batch_tokens / 86_400
     return (
         f"{model} on {pods} x {best.layout.slice!r}: {best.parallelism.label()}, remat {best.remat}\n"
-        f"  placement: {best.layout.describe()}\n"
-        f"  {fmt(best.memory.total, 'B')} HBM per chip; step {fmt(best.step.total, 's')} "
+        f"{note}  placement: {best.layout.describe()}\n"
+        f"  {fmt(best.memory.peak, 'B')} HBM per chip; step {fmt(best.step.total, 's')} "
         f"({best.step.bound}-bound); MFU {best.step.mfu:.0%} at {efficiency:.0%} matmul efficiency\n"
         f"  {tokens:.3g} tokens in {days:,.1f} days"
     )

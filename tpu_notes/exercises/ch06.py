@@ -6,6 +6,8 @@ Questions 1–9 follow the scaling book's applied-training chapter (applied-trai
 
 from __future__ import annotations
 
+import functools
+
 from . import Exercise, register
 
 LLAMA3_TOKENS = 15e12  # Llama 3 pre-training tokens (Llama 3 paper, §3)
@@ -76,18 +78,26 @@ def _q9():
     from ..transformer import get_model
 
     F = get_model("llama3-70b").d_ff
-    return {
-        "critical_tokens_per_chip": critical_batch_per_chip("fsdp+tp", "v5p", d_ff=F, fsdp_axes=2),
+    return {  # the book's current convention: 113 tokens per chip (combine="sum", its older text: 453), X_opt 1618
+        "critical_tokens_per_chip": critical_batch_per_chip("fsdp+tp", "v5p", d_ff=F, fsdp_axes=2, combine="max"),
         "optimal_fsdp": optimal_fsdp_degree(BATCH_70B, POD_CHIPS, F, fsdp_axes=2),
     }
 
 
-def days_with_best_layout(model: str, batch_tokens: int, seq_len: int, n_slices: int, tokens: float = LLAMA3_TOKENS):
-    """Days to train on ``tokens`` with the planner's best layout on ``n_slices`` v5p pods (roofline step time)."""
-    from ..training import plan
+@functools.lru_cache(maxsize=16)
+def best_slice(model: str, batch_tokens: int, seq_len: int, n_slices: int):
+    """The fastest legal option of :func:`tpu_notes.training.subslices.plan_slices` on ``n_slices`` v5p pods, by the
+    roofline step (a full pod of 8,960 chips often has no legal layout: 8,960 = 2^8 x 35)."""
+    from ..training.subslices import plan_slices
 
-    best = plan(model, _pod(), batch_tokens, seq_len, n_slices=n_slices, sequence_sharding=True)[0]
-    return best.step.total * tokens / batch_tokens / 86_400
+    options = [o for o in plan_slices(model, "v5p", batch_tokens, seq_len, n_slices=n_slices, rank_by="roofline")]
+    return next(o for o in options if o.ok)
+
+
+def days_with_best_layout(model: str, batch_tokens: int, seq_len: int, n_slices: int, tokens: float = LLAMA3_TOKENS):
+    """Days to train on ``tokens`` with the planner's best legal layout on the best slice of each of ``n_slices`` v5p
+    pods (:func:`best_slice`; roofline step time)."""
+    return best_slice(model, batch_tokens, seq_len, n_slices).step_s * tokens / batch_tokens / 86_400
 
 
 def _q10():
@@ -196,7 +206,8 @@ register(
         title="mixed FSDP + tensor parallelism on the pod",
         solve=_q9,
         unit="tokens per chip, chips",
-        hint="B / N > 4α² / (M_X M_Y F) with M_X M_Y = 2; X_opt = sqrt((B / F)(M_X / M_Y) N). "
+        hint="B / N > α² / (M_X M_Y F) with M_X M_Y = 2: the FSDP and tensor collectives overlap, so the slower "
+        "of the two sets the time (adding them instead gives 4x). X_opt = sqrt((B / F)(M_X / M_Y) N). "
         "Answer {'critical_tokens_per_chip': ..., 'optimal_fsdp': ...}.",
     )
 )
@@ -206,8 +217,10 @@ register(
         title="four pods at the same batch (book problem 1)",
         solve=_q10,
         unit="tokens per chip, days",
-        hint="4M tokens over 4 × 8960 chips is far below every critical batch: the planner's best layout is "
-        "communication-bound, and its step time (not the compute) sets the days. "
+        hint="4M tokens over 4 × 8960 chips would be 117 per chip, but no legal layout uses a whole pod: 8960 = 2^8 × "
+        "35 and 1024 sequences do not split 35 ways. Rank the slices each pod offers "
+        "(training.subslices.plan_slices('llama3-70b', 'v5p', 4 * 2**20, 4096, n_slices=4, rank_by='roofline')), "
+        "take the fastest legal one and turn its roofline step into days for 15T tokens. "
         "Answer {'tokens_per_chip': ..., 'days': ...}.",
     )
 )
@@ -227,8 +240,9 @@ register(
         title="Llama 3 405B on 8 v5p pods (book problem 2b)",
         solve=lambda: days_with_best_layout("llama3-405b", BATCH_405B, 8192, 8),
         unit="days",
-        hint="Plan the 16M-token batch on 8 pods (data parallelism over DCN between them) and turn the best step "
-        "time into days for 15T tokens.",
+        hint="Plan the 16M-token batch on 8 pods (data parallelism over DCN between them): no legal layout uses "
+        "whole pods, so rank the slices each pod offers (training.subslices.plan_slices, n_slices=8, "
+        "rank_by='roofline'), take the fastest legal one and turn its step time into days for 15T tokens.",
     )
 )
 register(

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from ..hardware import get_chip
 from ..inference import cost_per_million_tokens, decode_step_time, smallest_topology
-from ..topology import pod
-from ..training import plan, training_cost, training_flops
+from ..training import training_cost, training_flops
 from . import Exercise, register
 
 TOKENS = 15e12  # a Llama-3-sized pre-training run
@@ -20,7 +19,10 @@ def _q1():
 
 
 def _q2():
-    best = plan("llama3-70b", pod("v5p"), 4 * 2**20, 4096, sequence_sharding=True, matmul_efficiency=0.8)[0]
+    from ..training.subslices import plan_slices
+
+    options = plan_slices("llama3-70b", "v5p", 4 * 2**20, 4096, matmul_efficiency=0.8, rank_by="roofline")
+    best = next(o for o in options if o.ok).best
     return {"tensor": best.parallelism.tensor, "mfu": best.step.mfu}
 
 
@@ -51,11 +53,13 @@ register(
 register(
     Exercise(
         id="ch12.q2",
-        title="the layout on a full pod, at a realistic efficiency",
+        title="the layout on a v5p pod, at a realistic efficiency",
         solve=_q2,
         unit="chips, fraction",
-        hint="training.plan('llama3-70b', pod('v5p'), 4 * 2**20, 4096, sequence_sharding=True, "
-        "matmul_efficiency=0.8)[0]: its tensor degree and step.mfu. Answer {'tensor': ..., 'mfu': ...}.",
+        hint="No legal layout uses all 8960 chips of a v5p pod for 1024 sequences (8960 = 2^8 x 35): rank the "
+        "pod's slices with training.subslices.plan_slices('llama3-70b', 'v5p', 4 * 2**20, 4096, "
+        "matmul_efficiency=0.8, rank_by='roofline') and read the fastest legal option's best layout: its tensor "
+        "degree and step.mfu. Answer {'tensor': ..., 'mfu': ...}.",
     )
 )
 register(

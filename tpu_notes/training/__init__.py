@@ -12,7 +12,9 @@ Pure Python, no JAX (the analysis layer). One module per idea:
   one step;
 - :mod:`.expected`: the same step at the rates of :mod:`tpu_notes.efficiency` (``StepTime.expected``, the
   forecast beside the roofline);
-- :mod:`.planner`: every layout ranked by step time;
+- :mod:`.planner`: every legal layout ranked by step time;
+- :mod:`.subslices`: which chips to ask for: the slices a pod offers, each with its best legal layout;
+- :mod:`.practitioners`: the planner's choice beside the layouts published runs used;
 - :mod:`.collectives`: the collectives of one step of :mod:`tpu_notes.model`, to compare with XLA's.
 
 The JAX side, the same layouts run for real on (simulated) devices, is :mod:`tpu_notes.parallel` (its
@@ -54,6 +56,7 @@ from .rooflines import (
     two_node_tensor_parallelism_ok,
 )
 from .step import AxisPart, Layout, StepTime, map_to_slice, step_time
+from .subslices import SliceOption, format_slices, plan_slices, slice_shapes
 
 __all__ = [
     "MESH_AXES",
@@ -70,6 +73,7 @@ __all__ = [
     "Plan",
     "PlanResult",
     "PredictedCollective",
+    "SliceOption",
     "StepTime",
     "collective_totals",
     "activation_values_per_token_layer",
@@ -80,6 +84,7 @@ __all__ = [
     "critical_batch_per_gpu",
     "expert_parallel_times",
     "flops_per_token",
+    "format_slices",
     "hfu",
     "ici_intensity",
     "map_to_slice",
@@ -92,7 +97,9 @@ __all__ = [
     "pipeline_bubble_fraction",
     "pipeline_comms_time",
     "plan",
+    "plan_slices",
     "predicted_collectives",
+    "slice_shapes",
     "step_time",
     "strategy_times",
     "training_cost",

@@ -35,7 +35,7 @@ from typing import Annotated
 from .. import efficiency as eff_mod
 from ..efficiency import ATTENTION_KERNELS, EfficiencyModel
 from ..units import DTypeName, NonNegativeFloat, OneOf, PositiveInt, checked, fmt
-from .memory import _param_counts
+from .memory import _chip_params
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,7 @@ def expected_step(
     dtype: DTypeName,
     circular_repeats: PositiveInt,
     collectives: Mapping[str, float],
+    calls: Mapping[str, float] | None = None,
     hbm_time: NonNegativeFloat,
     model_flops: NonNegativeFloat,
     attention: Annotated[str, OneOf(ATTENTION_KERNELS)],
@@ -116,7 +117,8 @@ def expected_step(
 ) -> ExpectedStep:
     """:class:`ExpectedStep` of a layout :func:`~tpu_notes.training.step_time` has already priced: ``m`` its model
     config, ``p`` its Parallelism, ``lay`` its Layout, ``collectives`` its roofline seconds per kind, ``hbm_time``
-    its weight-read seconds and ``model_flops`` its model FLOPs per chip. Call
+    its weight-read seconds, ``calls`` how many collective calls of each kind the step makes (each pays the link's
+    latency) and ``model_flops`` its model FLOPs per chip. Call
     :func:`~tpu_notes.training.step_time` rather than this."""
     e = eff_mod.check_efficiency(efficiency)
     if not isinstance(collectives, Mapping) or not all(
@@ -124,10 +126,49 @@ def expected_step(
         for k, v in collectives.items()
     ):
         raise TypeError("collectives must map parallelism kinds to finite seconds >= 0 (StepTime.collectives)")
+    if calls is not None and not isinstance(calls, Mapping):
+        raise TypeError(f"calls must map parallelism kinds to call counts (or be None); got {type(calls).__name__}")
+    return _expected_step(
+        m,
+        p,
+        lay,
+        batch_tokens,
+        seq_len,
+        remat=remat,
+        dtype=dtype,
+        circular_repeats=circular_repeats,
+        collectives=collectives,
+        calls=calls,
+        hbm_time=hbm_time,
+        model_flops=model_flops,
+        attention=attention,
+        efficiency=e,
+    )
+
+
+def _expected_step(
+    m,
+    p,
+    lay,
+    batch_tokens,
+    seq_len,
+    *,
+    remat,
+    dtype,
+    circular_repeats,
+    collectives,
+    calls,
+    hbm_time,
+    model_flops,
+    attention,
+    efficiency,
+) -> ExpectedStep:
+    """:func:`expected_step` for arguments already checked (``efficiency`` an EfficiencyModel)."""
+    e = efficiency
     c = lay.slice.chip
     n = p.n_chips
     B, S, M, v_rep = batch_tokens, seq_len, p.microbatches, circular_repeats
-    tokens_chip = B / p.batch_shards  # tokens this chip's batch shard holds per step
+    tokens_chip = B / p.token_shards  # tokens this chip's layers see per step (its batch shard's context chunk)
     tokens_mb = tokens_chip / M
     layers = m.n_layers / p.pipeline
     peak16 = c.peak_flops("bf16")
@@ -156,21 +197,13 @@ def expected_step(
     elem_passes = 3.0 + (1.0 if recompute else 0.0)
     elem = tokens_chip * layers * per_token_layer * elem_passes / p.tensor
     logits = tokens_chip * eff_mod.logits_bytes(m) / p.tensor
-    dense, expert = _param_counts(m)
-    shard = (dense / (p.tensor * p.pipeline) + expert / (p.tensor * p.pipeline * p.expert)) / p.fsdp
+    shard = sum(_chip_params(m, p)) / p.fsdp
     opt = eff_mod.optimizer_bytes(shard)
     memory = (elem + logits + opt) / (c.hbm_bw * e.hbm)
     compute = max(matmul + attn + memory, hbm_time / e.hbm)
 
     # communication: achieved bandwidth, per-call latency, exposure
-    calls = {
-        "fsdp": 3 * M * layers,
-        "tensor": M * layers * (8 + (4 if remat == "full_block" else 0)),
-        "expert": 4 * M * (m.n_moe_layers / p.pipeline if m.is_moe else 0),
-        "data": layers,
-        "dcn": layers,
-        "pipeline": 2 * M * v_rep,
-    }
+    calls = calls or {}
     comm = {}
     exposed_parts = {}
     hidden = 0.0

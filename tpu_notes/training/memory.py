@@ -8,14 +8,31 @@ degrees that split it:
 - parameters, gradients and optimizer state by ``fsdp × tensor × pipeline`` (expert weights also by ``expert``);
   the pure ``data`` axis replicates them unless a ZeRO stage shards them over it too (``zero=1``: optimizer
   state; ``2``: and gradients; ``3``: and parameters, i.e. FSDP);
-- activations by the chips that split the batch (``data × fsdp × expert``) and by ``tensor`` (the activations
-  between blocks are sharded over the tensor axis, ``In[B, D_Y]``); a pipeline stage holds only its layers, but
-  for every microbatch in flight; gradient accumulation (``microbatches > 1`` without a pipeline) holds one
-  microbatch at a time.
+- activations by the chips that split the tokens (``data × fsdp × expert × context``) and by ``tensor`` (the
+  activations between blocks are sharded over the tensor axis, ``In[B, D_Y]``); a pipeline stage holds only its
+  layers, but for every microbatch in flight (1F1B: ``min(stages, microbatches)``, times ``1 + (P − 1)/(P·v)`` with
+  ``v`` interleaved groups per stage; GPipe: every microbatch); gradient accumulation (``microbatches > 1`` without a
+  pipeline) holds one microbatch at a time.
+- with more tensor ranks than KV heads, each KV head's projection is **replicated** on ``tensor / n_kv_heads``
+  ranks, so a chip holds ``1 / n_kv_heads`` of ``wk`` and ``wv``, not ``1 / tensor``.
+
+That sum is :attr:`MemoryBreakdown.total`, the count Chapter 5 adds up. A compiled step needs more, and
+:attr:`MemoryBreakdown.peak` (what the planner checks against HBM) adds it:
+
+- **gathered weights** (``gathered``): under FSDP each weight is all-gathered before use. Without remat XLA keeps
+  every gathered copy alive until its backward pass (``tpu_notes.parallel.FINDINGS["fsdp-gathers-once"]``): a
+  chip holds the whole of its stage's tensor-split weights. With remat each layer's weights are gathered again in
+  the backward pass and dropped after use: two layers live (the one in use and the next, prefetched), or the
+  unembedding if larger;
+- the **largest transient** (``transient``): the logits of one microbatch over the vocabulary in fp32, which their
+  gradient overwrites (``4 · tokens · V / tensor`` bytes; the vocabulary split over the tensor axis, as Megatron and
+  MaxText do), or, with context parallelism, one layer's keys and values gathered over the whole sequence, whichever is
+  larger.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, fields
 from numbers import Real
@@ -27,9 +44,9 @@ from ..units import (
     DTYPE_BYTES,
     Bool,
     DTypeName,
+    Fraction,
     Kind,
     OneOf,
-    PositiveFloat,
     PositiveInt,
     Range,
     check_choice,
@@ -81,7 +98,11 @@ def check_remat(remat) -> Remat:
 @checked
 def activation_values_per_token_layer(model, remat: Remat = "full_block") -> float:
     """Values saved per token and layer for the backward pass under ``remat`` (elements, not bytes)."""
-    m = as_config(model)
+    return _activation_values(as_config(model), remat)
+
+
+@functools.lru_cache(maxsize=1024)
+def _activation_values(m, remat) -> float:
     if not isinstance(remat, str):
         return remat * m.d_model
     if remat == "mlp_outputs":
@@ -98,21 +119,54 @@ class MemoryBreakdown:
     grads: float  # gradients held by this chip
     optimizer: float  # optimizer moments (and fp32 master weights) held in HBM by this chip
     activations: float  # activations saved for the backward pass
-    total: float  # sum of the above
+    total: float  # sum of the above (Chapter 5's count)
+    gathered: float = 0.0  # FSDP-gathered weight copies alive at once, beyond this chip's own shard
+    transient: float = 0.0  # the largest short-lived buffer: the logits over the vocabulary, or gathered K/V
+
+    @property
+    def peak(self) -> float:
+        """Bytes at the step's high-water mark, as compiled: ``total + gathered + transient``."""
+        return self.total + self.gathered + self.transient
 
     @checked
-    def fits(self, chip, fraction: PositiveFloat = 1.0) -> bool:
-        """True when ``total`` is at most ``fraction`` of the chip's HBM."""
-        return self.total <= fraction * get_chip(chip).hbm_bytes
+    def fits(self, chip, fraction: Fraction = 1.0) -> bool:
+        """True when ``peak`` is at most ``fraction`` (in (0, 1]) of the chip's HBM."""
+        return self.peak <= fraction * get_chip(chip).hbm_bytes
 
     def __repr__(self) -> str:
-        return "MemoryBreakdown(" + ", ".join(f"{f.name}={fmt(getattr(self, f.name), 'B')}" for f in fields(self)) + ")"
+        return (
+            "MemoryBreakdown("
+            + ", ".join(f"{f.name}={fmt(getattr(self, f.name), 'B')}" for f in fields(self))
+            + f", peak={fmt(self.peak, 'B')})"
+        )
 
 
+@functools.lru_cache(maxsize=1024)
 def _param_counts(m) -> tuple[float, float]:
     """(non-expert parameters, routed-expert parameters) of a model."""
     expert = m.n_moe_layers * m.n_experts * m.expert_params() if m.is_moe else 0
     return float(m.param_count() - expert), float(expert)
+
+
+def _kv_replication(m, tensor: int) -> int:
+    """Tensor ranks that hold a copy of each KV head: ``tensor / n_kv_heads`` when the tensor degree exceeds the KV
+    heads (a multiple of them), else 1. MLA models (no per-head K/V weights) return 1."""
+    if m.is_mla or tensor <= m.n_kv_heads:
+        return 1
+    return tensor // m.n_kv_heads
+
+
+def _chip_params(m, p: Parallelism) -> tuple[float, float]:
+    """(non-expert, routed-expert) parameters one chip uses, split over ``tensor × pipeline`` (experts also over
+    ``expert``) but not over ``fsdp``: the weights an FSDP group gathers. KV projections replicated over the tensor
+    ranks (:func:`_kv_replication`) count once per copy."""
+    dense, expert = _param_counts(m)
+    per = dense / (p.tensor * p.pipeline)
+    rep = _kv_replication(m, p.tensor)
+    if rep > 1:
+        kv = m.n_layers * 2 * m.d_model * m.n_kv_heads * m.d_head  # wk and wv
+        per += kv * (rep - 1) / (p.tensor * p.pipeline)
+    return per, expert / (p.tensor * p.pipeline * p.expert)
 
 
 @checked
@@ -140,6 +194,7 @@ def training_memory(
     zero: Annotated[int, Range(0, 3, integer=True)] = 0,
     offload_optimizer: Bool = False,
     schedule: Annotated[str, OneOf(SCHEDULES)] = "1f1b",
+    circular_repeats: PositiveInt = 1,
 ) -> MemoryBreakdown:
     """Bytes per chip of a training step of ``model`` laid out as ``parallelism`` (default: one chip).
 
@@ -148,7 +203,9 @@ def training_memory(
     ``param_dtype``); ``master_weights=True`` adds an fp32 copy (16 bytes with bf16 gradients). ``zero`` (0–3) is the
     ZeRO stage applied over the pure ``data`` axis. ``offload_optimizer`` keeps the optimizer state in host memory
     (it then costs PCIe time, not HBM). ``schedule`` is the pipeline schedule
-    (:data:`~tpu_notes.training.memory.SCHEDULES`).
+    (:data:`~tpu_notes.training.memory.SCHEDULES`) and ``circular_repeats`` its interleaved layer groups per stage.
+    ``total`` is Chapter 5's sum; ``peak`` adds the gathered FSDP weights and the largest transient (see the module
+    docstring), the figure :func:`~tpu_notes.training.plan` checks against HBM.
     """
     m = as_config(model)
     p = Parallelism() if parallelism is None else parallelism
@@ -158,25 +215,74 @@ def training_memory(
         raise ValueError(f"expert={p.expert} needs a mixture-of-experts model; {m.name or 'this model'} is dense")
     if p.pipeline > 1 and m.n_layers % p.pipeline:
         raise ValueError(f"pipeline={p.pipeline} must divide n_layers={m.n_layers}")
-    pb = DTYPE_BYTES[param_dtype]
-    gb = pb if grad_dtype is None else DTYPE_BYTES[grad_dtype]
-    ab = DTYPE_BYTES[activation_dtype]
-    ob = optimizer_bytes_per_param(optimizer, moment_dtype, master_weights)
+    if p.pipeline * circular_repeats > m.n_layers:
+        raise ValueError(
+            f"pipeline ({p.pipeline}) x circular_repeats ({circular_repeats}) must be at most n_layers ({m.n_layers})"
+        )
+    return _memory(
+        m,
+        p,
+        batch_tokens,
+        remat,
+        pb=DTYPE_BYTES[param_dtype],
+        gb=DTYPE_BYTES[param_dtype] if grad_dtype is None else DTYPE_BYTES[grad_dtype],
+        ab=DTYPE_BYTES[activation_dtype],
+        ob=optimizer_bytes_per_param(optimizer, moment_dtype, master_weights),
+        zero=zero,
+        offload_optimizer=offload_optimizer,
+        schedule=schedule,
+        circular_repeats=circular_repeats,
+    )
 
-    dense, expert = _param_counts(m)
-    model_shards = p.fsdp * p.tensor * p.pipeline
-    per_chip = dense / model_shards + expert / (model_shards * p.expert)
+
+def _memory(
+    m, p, batch_tokens, remat, *, pb, gb, ab, ob, zero=0, offload_optimizer=False, schedule="1f1b", circular_repeats=1
+) -> MemoryBreakdown:
+    """:func:`training_memory` for arguments already checked, with the bytes per parameter (``pb``), gradient
+    (``gb``), activation value (``ab``) and optimizer state (``ob``) resolved (the planner's inner loop)."""
+
+    dense_chip, expert_chip = _chip_params(m, p)  # tensor/pipeline/expert split, before fsdp
+    per_chip = (dense_chip + expert_chip) / p.fsdp
     params = per_chip * pb / (p.data if zero >= 3 else 1)
     grads = per_chip * gb / (p.data if zero >= 2 else 1)
     optim = 0.0 if offload_optimizer else per_chip * ob / (p.data if zero >= 1 else 1)
 
-    per_token_layer = activation_values_per_token_layer(m, remat)
-    tokens_per_mb = batch_tokens / (p.batch_shards * p.microbatches)
-    in_flight = 1 if p.pipeline == 1 else (p.microbatches if schedule == "gpipe" else min(p.pipeline, p.microbatches))
-    layers = m.n_layers / p.pipeline
+    per_token_layer = _activation_values(m, remat)
+    tokens_per_mb = batch_tokens / (p.token_shards * p.microbatches)  # tokens one chip's layers see per microbatch
+    P, v = p.pipeline, circular_repeats
+    if P == 1:
+        in_flight = 1.0
+    elif schedule == "gpipe":
+        in_flight = float(p.microbatches)
+    else:
+        in_flight = min(P, p.microbatches) * (1.0 + (P - 1) / (P * v) if v > 1 else 1.0)
+    layers = m.n_layers / P
     acts = ab * per_token_layer * layers * tokens_per_mb * in_flight / p.tensor
+
+    # as compiled: gathered FSDP weights and the largest transient
+    gathered = 0.0
+    unembed = m.vocab * m.d_model / p.tensor * pb
+    if p.fsdp > 1:
+        stage = (dense_chip + expert_chip) * pb
+        if remat == "none":
+            gathered = stage * (1.0 - 1.0 / p.fsdp)  # every gathered copy kept for the backward pass
+        else:
+            per_layer = (stage - 2.0 * unembed / P) / layers if layers else 0.0
+            gathered = max(2.0 * max(per_layer, 0.0), unembed)
+    logits = 4.0 * tokens_per_mb * m.vocab / p.tensor  # fp32 logits; their gradient overwrites them in place
+    kv_gather = 0.0
+    if p.context > 1 and not m.is_mla:
+        kv_heads = m.n_kv_heads / min(p.tensor, m.n_kv_heads)
+        kv_gather = tokens_per_mb * p.context * 2 * kv_heads * m.d_head * ab
+    transient = max(logits, kv_gather)
     return MemoryBreakdown(
-        params=params, grads=grads, optimizer=optim, activations=acts, total=params + grads + optim + acts
+        params=params,
+        grads=grads,
+        optimizer=optim,
+        activations=acts,
+        total=params + grads + optim + acts,
+        gathered=gathered,
+        transient=transient,
     )
 
 
@@ -188,14 +294,14 @@ def min_chips_for_memory(
     seq_len: PositiveInt,
     *,
     include_grads: Bool = True,
-    fraction: PositiveFloat = 1.0,
+    fraction: Fraction = 1.0,
     **kwargs,
 ) -> int:
     """Fewest chips whose HBM holds a training step of ``model`` if everything is sharded evenly (memory alone).
 
     ``ceil(total bytes / (fraction × HBM per chip))`` where the total is :func:`training_memory` on one chip (same
-    keyword arguments). ``include_grads=False`` follows the scaling book's worked answers, which count
-    parameters, optimizer state and checkpoints only.
+    keyword arguments) and ``fraction`` is in (0, 1]. ``include_grads=False`` follows the scaling book's worked
+    answers, which count parameters, optimizer state and checkpoints only.
     """
     c = get_chip(chip)
     f = fraction

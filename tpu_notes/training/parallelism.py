@@ -1,9 +1,10 @@
 """How one training step is split over chips: the degrees of each kind of parallelism (Chapter 5).
 
 A :class:`Parallelism` names how many ways each kind of parallelism splits the work. Its degrees multiply to the
-chips of one ICI slice (``data × fsdp × tensor × pipeline × expert``), and ``dcn`` copies of that slice train as
-pure data parallelism over the data-centre network. The JAX layouts of :mod:`tpu_notes.parallel` name their mesh
-axes after the fields (:data:`MESH_AXES`), so XLA's collectives can be compared with the model's axis by axis.
+chips of one ICI slice (``data × fsdp × context × tensor × pipeline × expert``), and ``dcn`` copies of that slice
+train as pure data parallelism over the data-centre network. The JAX layouts of :mod:`tpu_notes.parallel` name
+their mesh axes after the fields (:data:`MESH_AXES`), so XLA's collectives can be compared with the model's axis
+by axis.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from dataclasses import dataclass
 from ..units import Bool, PositiveInt, check_fields, checked
 
 #: Mesh axis names of the parallelism kinds, in the order a mesh lists them (outermost first).
-MESH_AXES = ("data", "fsdp", "pipeline", "expert", "tensor")
+MESH_AXES = ("data", "fsdp", "context", "pipeline", "expert", "tensor")
+#: The abbreviations of :meth:`Parallelism.short` (and the planner's table).
+SHORT_NAMES = {"data": "dp", "fsdp": "fsdp", "context": "cp", "pipeline": "pp", "expert": "ep", "tensor": "tp"}
 
 
 @dataclass(frozen=True)
@@ -24,8 +27,10 @@ class Parallelism:
     weights, gradients and optimizer state sharded (ZeRO-3: weights AllGathered before use, gradients
     ReduceScattered). ``tensor``: Megatron tensor parallelism of the MLP and attention (activations AllGathered
     and ReduceScattered). ``pipeline``: stages of consecutive layers, ``microbatches`` per step. ``expert``:
-    experts of a MoE layer spread over chips (AllToAll dispatch). ``dcn``: slices joined by pure data parallelism
-    over DCN (the other degrees are per slice).
+    experts of a MoE layer spread over chips (AllToAll dispatch). ``context``: context (sequence) parallelism, each
+    sequence split into ``context`` chunks on as many chips, which exchange their keys and values in every attention
+    layer (ring attention; weights replicated over it, gradients reduced over it as over ``data``). ``dcn``: slices
+    joined by pure data parallelism over DCN (the other degrees are per slice).
     """
 
     data: PositiveInt = 1  # pure data-parallel degree (within a slice)
@@ -35,6 +40,7 @@ class Parallelism:
     expert: PositiveInt = 1  # expert-parallel degree (MoE)
     microbatches: PositiveInt = 1  # microbatches per step (pipeline schedule, gradient accumulation)
     dcn: PositiveInt = 1  # slices in data parallelism over DCN
+    context: PositiveInt = 1  # context-parallel degree: chips that split each sequence (ring attention)
 
     def __post_init__(self):
         check_fields(self)
@@ -46,8 +52,8 @@ class Parallelism:
 
     @property
     def chips_per_slice(self) -> int:
-        """Chips of one ICI slice: ``data × fsdp × tensor × pipeline × expert``."""
-        return self.data * self.fsdp * self.tensor * self.pipeline * self.expert
+        """Chips of one ICI slice: ``data × fsdp × context × tensor × pipeline × expert``."""
+        return self.data * self.fsdp * self.context * self.tensor * self.pipeline * self.expert
 
     @property
     def n_chips(self) -> int:
@@ -56,8 +62,14 @@ class Parallelism:
 
     @property
     def batch_shards(self) -> int:
-        """Ways the global batch is split: ``data × fsdp × expert × dcn`` (tensor and pipeline ranks share it)."""
+        """Ways the global batch of whole sequences is split: ``data × fsdp × expert × dcn`` (tensor, pipeline and
+        context ranks share a shard's sequences; context ranks each take a chunk of every one)."""
         return self.data * self.fsdp * self.expert * self.dcn
+
+    @property
+    def token_shards(self) -> int:
+        """Ways the batch's tokens are split: ``batch_shards × context``."""
+        return self.batch_shards * self.context
 
     @checked
     def mesh_shape(self, drop_ones: Bool = True) -> dict[str, int]:
@@ -74,6 +86,16 @@ class Parallelism:
         if self.pipeline > 1:
             parts.append(f"mb={self.microbatches}")
         return " x ".join(parts) or "single chip"
+
+    def short(self) -> str:
+        """A compact name for tables, e.g. ``"dp2 fsdp64 tp4"``, ``"cp4 pp8 tp8 mb16"`` (``"1 chip"``): the
+        abbreviations of :data:`SHORT_NAMES`."""
+        parts = [f"{SHORT_NAMES[a]}{n}" for a, n in self.mesh_shape().items()]
+        if self.dcn > 1:
+            parts.append(f"dcn{self.dcn}")
+        if self.pipeline > 1 or self.microbatches > 1:
+            parts.append(f"mb{self.microbatches}")
+        return " ".join(parts) or "1 chip"
 
     def __str__(self) -> str:
         return self.label()

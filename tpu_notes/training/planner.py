@@ -1,12 +1,28 @@
-"""Search every layout of a training step and rank them by predicted step time (Chapter 5).
+"""Search every legal layout of a training step and rank them by predicted step time (Chapters 5, 6 and 11).
 
-:func:`plan` enumerates the degrees of tensor, pipeline, expert, FSDP and data parallelism whose product is the
-slice's chip count, places each on the torus (:func:`~tpu_notes.training.step.map_to_slice`), tries each remat
-policy (and, with a pipeline, several microbatch counts; without one, the fewest gradient-accumulation steps that
-fit), checks memory against HBM, and prices the survivors with :func:`~tpu_notes.training.step_time`.
-Candidates that cannot run are kept with the reason: the degrees do not divide the model or the batch, they cannot
-be placed on the axes, or the step does not fit in HBM. When nothing fits the ranking is empty and the reasons say
-why; the planner never raises for a layout, only for bad arguments.
+:func:`plan` takes a model and a :class:`~tpu_notes.system.System`, a TPU ``Slice`` (``n_slices`` of them joined
+over DCN) or a ``GpuCluster`` (NVLink nodes under a fat tree), and enumerates the degrees of tensor, pipeline,
+expert, context, FSDP and data parallelism whose product is its chip count. A layout is ranked only if it is
+**legal**, every degree dividing what it shards:
+
+- the batch: ``data × fsdp × expert × dcn`` batch shards each hold the same whole number of sequences (no
+  average over uneven shards), and each shard's sequences split into whole microbatches;
+- a sequence: ``context`` ranks each hold an equal chunk of every sequence (context parallelism, the only way to
+  split a sequence; its key/value exchange is priced by :func:`~tpu_notes.training.step_time`);
+- the model: ``tensor`` divides the query heads and ``d_ff``, and divides or is a multiple of the KV heads (then
+  each KV head is replicated, in memory and time); ``pipeline`` divides the layers (at most ``max_pipeline``),
+  with ``circular_repeats`` interleaved groups per stage when they divide its layers; ``expert`` divides the experts.
+
+Each legal layout is placed on the system (:func:`~tpu_notes.training.step.map_to_slice`), tried with each remat
+policy, microbatch count and pipeline interleaving, checked against HBM with the memory **as compiled**
+(:attr:`~tpu_notes.training.MemoryBreakdown.peak`: gathered FSDP weights, pipeline activations in flight, the
+largest transient) and priced with :func:`~tpu_notes.training.step_time` (the collectives as XLA compiles them).
+The ranking is by the expected step of :mod:`tpu_notes.efficiency` by default, the roofline beside it.
+
+Every candidate that cannot run is kept with its reason (the text before the first colon is its kind: "uneven
+batch", "too few sequences", "cannot place", "does not fit"...); when nothing is legal the ranking is empty and the
+reasons say why (:mod:`tpu_notes.training.subslices` then ranks the smaller slices a pod offers). The planner never
+raises for a layout, only for bad arguments.
 """
 
 from __future__ import annotations
@@ -16,14 +32,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
+from ..efficiency import check_efficiency
 from ..gpu import GpuCluster
 from ..system import System, check_system
 from ..transformer import as_config
-from ..units import Bool, DTypeName, Fraction, OneOf, PositiveInt, checked, fmt
+from ..units import Bool, DTypeName, Fraction, OneOf, PositiveInt, checked, dtype_bytes, fmt
 from .expected import ExpectedStep
-from .memory import OPTIMIZERS, MemoryBreakdown, check_remat, training_memory
-from .parallelism import Parallelism
-from .step import Layout, StepTime, map_to_slice, step_time
+from .memory import OPTIMIZERS, MemoryBreakdown, _memory, check_remat, optimizer_bytes_per_param
+from .parallelism import SHORT_NAMES, Parallelism
+from .step import Layout, StepTime, _check_layout, _price, map_to_slice
 
 #: Remat policies the planner tries by default (cheapest recompute first).
 DEFAULT_REMAT = ("none", "save_matmul_outputs", "full_block")
@@ -41,6 +58,7 @@ class Plan:
     memory: MemoryBreakdown | None  # bytes per chip (None if not computed)
     step: StepTime | None  # seconds (None when rejected)
     reason: str = ""  # why it was rejected; "" for a runnable layout
+    circular_repeats: int = 1  # interleaved layer groups per pipeline stage
 
     @property
     def ok(self) -> bool:
@@ -65,6 +83,8 @@ class Plan:
         return {
             "layout": self.parallelism.label(),
             "remat": self.remat,
+            "circular_repeats": self.circular_repeats,
+            "memory_peak_per_chip_bytes": self.memory.peak if self.memory else None,
             "placement": self.layout.describe() if self.layout else "",
             "memory_per_chip_bytes": self.memory.total if self.memory else None,
             "step_s": st.total if st else None,
@@ -91,9 +111,10 @@ class Plan:
 class PlanResult:
     """The ranking (best first) and the rejected candidates of one :func:`plan` call. Iterates over the ranking."""
 
-    ranked: tuple[Plan, ...]  # runnable layouts by increasing step time (roofline, or expected with rank_by)
+    ranked: tuple[Plan, ...]  # runnable layouts by increasing step time (expected, or roofline with rank_by)
     rejected: tuple[Plan, ...]  # layouts that cannot run, each with its reason
     searched: int  # candidates considered
+    rank_by: str = "expected"  # the step time the ranking uses: "expected" or "roofline"
 
     def __iter__(self):
         return iter(self.ranked)
@@ -114,18 +135,23 @@ class PlanResult:
 
     @checked
     def table(self, top: PositiveInt = 10) -> str:
-        """The ``top`` layouts as a fixed-width table of at most 84 columns (a layout label is cut at 28), or the
-        rejection reasons if none can run. Each row gives the roofline step and its bound (the chapter's figures)
-        and then the expected step and its MFU (the :mod:`tpu_notes.efficiency` model's forecast); ``Plan.row()``
-        has every figure, the roofline MFU, the expected bound and the communication ratio included."""
+        """The ``top`` layouts as a fixed-width table of at most 84 columns, or the rejection reasons if none can
+        run. A layout is named by :meth:`~tpu_notes.training.Parallelism.short` (``v2``: two interleaved layer
+        groups per pipeline stage); ``HBM/chip`` is the compiled peak; each row then gives the roofline step and
+        its bound (the chapters' figures) and the expected step and its MFU (the :mod:`tpu_notes.efficiency`
+        forecast). ``Plan.row()`` has every figure."""
         if not self.ranked:
-            lines = [f"No layout fits ({self.searched} candidates). Rejected because:"]
+            lines = [f"No legal layout fits ({self.searched} candidates). Rejected because:"]
             lines += [f"  {n:6d} x {r}" for r, n in self.reasons().items()]
             return "\n".join(lines)
         shown = self.ranked[:top]
-        w = min(28, max(6, *(len(p.parallelism.label()) for p in shown)))  # its longest label, at most 28
+
+        def name(p):
+            return p.parallelism.short() + (f" v{p.circular_repeats}" if p.circular_repeats > 1 else "")
+
+        w = min(30, max(6, *(len(name(p)) for p in shown)))  # its longest name, at most 30
         head = (
-            f"{'#':>2} {'layout':<{w}} {'remat':<8} {'HBM/chip':>8} {'roof step':>9} {'bound':<8} {'exp step':>8} "
+            f"{'#':>2} {'layout':<{w}} {'remat':<7} {'HBM/chip':>8} {'roof step':>9} {'bound':<8} {'exp step':>8} "
             f"{'MFU':>6}"
         )
         lines = [head]
@@ -137,12 +163,17 @@ class PlanResult:
                 names.add(ex.efficiency)
             remat = _REMAT_SHORT.get(str(p.remat), str(p.remat))
             lines.append(
-                f"{i:>2} {p.parallelism.label()[:w]:<{w}} {remat:<8.8} {fmt(p.memory.total, 'B'):>8} "
-                f"{fmt(st.total, 's'):>9} {st.bound:<8} {exp}"
+                f"{i:>2} {name(p)[:w]:<{w}} {remat:<7.7} {fmt(p.memory.peak, 'B'):>8} "
+                f"{fmt(st.total, 's'):>9} {st.bound:<8.8} {exp}"
             )
         model = ", ".join(repr(n) for n in sorted(names)) or "none"
+        lines.append(f"ranked by the {self.rank_by} step; HBM/chip: the compiled peak (gathered weights included)")
         lines.append("roof: the roofline (matmuls at peak, comms hidden), a floor on the step")
         lines.append(f"exp: expected, at the rates of efficiency model {model}: a forecast (MFU: its MFU)")
+        used = {SHORT_NAMES[a] for p in shown for a in p.parallelism.mesh_shape()}
+        lines.append(
+            "layout: " + ", ".join(f"{v} {k}" for k, v in SHORT_NAMES.items() if v in used) + ", mb microbatches"
+        )
         short = sorted({_REMAT_SHORT[str(p.remat)] for p in shown if str(p.remat) in _REMAT_SHORT})
         if short:
             full = {v: k for k, v in _REMAT_SHORT.items()}
@@ -154,55 +185,236 @@ class PlanResult:
 _REMAT_SHORT = {"save_matmul_outputs": "save_mm", "full_block": "full"}
 
 
+#: Pipeline interleavings (layer groups per stage) the planner tries by default.
+DEFAULT_INTERLEAVE = (1, 2, 4)
+
+
 def _divisors(n: int) -> list[int]:
     small = [d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0]
     return sorted(set(small + [n // d for d in small]))
 
 
+def _model_degrees(m, n_chips: int, seq_len: int, *, max_pipeline: int, max_context: int) -> dict[str, list[int]]:
+    """The degrees of each model-splitting kind that are legal for config ``m`` and divide ``n_chips``:
+    ``{"tensor": [...], "pipeline": [...], "expert": [...], "context": [...]}`` (see the module docstring)."""
+    divs = _divisors(n_chips)
+    kv_ok = (lambda t: True) if m.is_mla else (lambda t: m.n_kv_heads % t == 0 or t % m.n_kv_heads == 0)
+    return {
+        "tensor": [t for t in divs if m.n_heads % t == 0 and m.d_ff % t == 0 and kv_ok(t)],
+        "pipeline": [q for q in divs if m.n_layers % q == 0 and q <= max_pipeline],
+        "expert": [e for e in divs if m.n_experts % e == 0] if m.is_moe else [1],
+        "context": [c for c in divs if seq_len % c == 0 and c <= max_context],
+    }
+
+
 @checked
 def plan(
     model,
-    slice: System,
+    system: System,
     batch_tokens: PositiveInt,
     seq_len: PositiveInt,
     *,
     n_slices: PositiveInt = 1,
     remat: Sequence = DEFAULT_REMAT,
-    sequence_sharding: Bool = False,
+    max_context: PositiveInt = 16,
     max_pipeline: PositiveInt = 16,
+    interleave: Sequence = DEFAULT_INTERLEAVE,
     optimizer: Annotated[str, OneOf(tuple(OPTIMIZERS))] = "adam",
     dtype: DTypeName = "bf16",
     hbm_fraction: Fraction = 1.0,
     overlap: Bool = True,
     max_microbatches: PositiveInt = 64,
     matmul_efficiency: Fraction = 1.0,
-    rank_by: Annotated[str, OneOf(RANK_BY)] = "roofline",
+    fused_projections: Bool | None = None,
+    rank_by: Annotated[str, OneOf(RANK_BY)] = "expected",
 ) -> PlanResult:
-    """Rank every layout of a training step of ``model`` on ``n_slices`` copies of ``slice`` (joined over DCN).
+    """Rank every legal layout of a training step of ``model`` on ``system`` (``n_slices`` copies over DCN).
 
-    ``slice`` is a :class:`~tpu_notes.system.System`: a TPU ``Slice`` or a ``GpuCluster`` (which includes its
-    whole network: ``n_slices=1``).
-
-    ``batch_tokens`` is the global batch, ``seq_len`` the sequence length. Without ``sequence_sharding`` a batch
-    shard must hold whole sequences (at most ``batch_tokens / seq_len`` shards). Tensor parallelism must divide
-    the query heads and ``d_ff``; pipeline stages must divide the layers (at most ``max_pipeline``); expert
-    parallelism must divide the experts of a MoE model. A layout fits when its
-    :func:`~tpu_notes.training.training_memory` is at most
-    ``hbm_fraction`` (in (0, 1]) of HBM. ``matmul_efficiency`` (fraction of peak the matmuls reach) is passed to
-    :func:`~tpu_notes.training.step_time`; 1 ranks by the roofline. ``rank_by`` picks the step time the ranking (and
-    the choice of microbatch count per layout) uses: ``"roofline"`` (``StepTime.total``, the default) or
-    ``"expected"`` (``StepTime.expected.total``, the :mod:`tpu_notes.efficiency` model's forecast). Returns a
-    :class:`PlanResult`.
+    ``system`` is a :class:`~tpu_notes.system.System`: a TPU ``Slice`` or a ``GpuCluster`` (which includes its
+    whole network: ``n_slices=1``). ``batch_tokens`` is the global batch, ``seq_len`` the sequence length; see the
+    module docstring for the legality rules. ``max_context`` caps the context-parallel degree (1: never split a
+    sequence), ``max_pipeline`` the stages, ``interleave`` the layer groups per stage tried with a pipeline
+    (``circular_repeats`` of :func:`~tpu_notes.training.step_time`), ``max_microbatches`` the microbatches. A
+    layout fits when its :attr:`~tpu_notes.training.MemoryBreakdown.peak` is at most ``hbm_fraction`` (in (0, 1])
+    of HBM. ``matmul_efficiency`` (fraction of peak the matmuls reach) and ``fused_projections`` are passed to
+    :func:`~tpu_notes.training.step_time`. ``rank_by`` picks the step time the ranking (and the choice of
+    microbatches, interleaving and remat per layout) uses: ``"expected"`` (the default: ``StepTime.expected``,
+    the :mod:`tpu_notes.efficiency` forecast, the figure a practitioner plans with) or ``"roofline"``
+    (``StepTime.total``, the chapters' upper bound on speed). Returns a :class:`PlanResult`.
     """
     m = as_config(model)
-    check_system(slice, "slice")
+    check_system(system, "system")
 
     def seconds(st: StepTime) -> float:  # the step time the ranking uses
         return st.expected.total if rank_by == "expected" and st.expected is not None else st.total
 
-    if isinstance(slice, GpuCluster) and n_slices != 1:
+    if isinstance(system, GpuCluster) and n_slices != 1:
         raise ValueError("n_slices joins TPU slices over DCN; a GpuCluster includes its whole network (n_slices=1)")
     B, S, max_mb, frac = batch_tokens, seq_len, max_microbatches, hbm_fraction
+    policies = _check_policies(remat)
+    repeats = _check_interleave(interleave)
+    if B % S:
+        raise ValueError(f"batch_tokens ({B:,}) must be a whole number of sequences of seq_len ({S:,})")
+    system.chip.peak_flops(dtype)  # a dtype the chip has a peak for
+    hbm = frac * system.chip.hbm_bytes
+    seqs = B // S
+    N = system.n_devices
+    deg = _model_degrees(m, N, S, max_pipeline=max_pipeline, max_context=max_context)
+    pb = dtype_bytes("bf16" if dtype == "fp8" else dtype)  # weights kept in bf16 when the matmuls run in FP8
+    ob = optimizer_bytes_per_param(optimizer)
+    effm = check_efficiency(None)
+    hop = system.latency(system.axes[0])
+
+    ranked: list[Plan] = []
+    rejected: list[Plan] = []
+    searched = 0
+
+    def reject(base, lay, reason):
+        nonlocal searched
+        searched += len(policies)
+        rejected.append(Plan(base, policies[0], lay, None, None, reason))
+
+    for t in deg["tensor"]:
+        for pp in deg["pipeline"]:
+            for e in deg["expert"]:
+                for cp in _contexts(
+                    deg["context"], N // (t * pp * e) if N % (t * pp * e) == 0 else 0, seqs, n_slices, pp
+                ):
+                    rest = N // (t * pp * e * cp)
+                    for f in _divisors(rest):
+                        base = Parallelism(
+                            data=rest // f,
+                            fsdp=f,
+                            tensor=t,
+                            pipeline=pp,
+                            expert=e,
+                            context=cp,
+                            microbatches=pp,
+                            dcn=n_slices,
+                        )
+                        shards = base.batch_shards
+                        if seqs < shards:
+                            reject(
+                                base,
+                                None,
+                                f"too few sequences: {seqs:,} sequences for {shards:,} batch shards (split "
+                                "sequences with context parallelism, max_context, or use fewer chips)",
+                            )
+                            continue
+                        if seqs % shards:
+                            reject(
+                                base,
+                                None,
+                                f"uneven batch: {seqs:,} sequences do not divide over {shards:,} batch shards "
+                                f"({seqs / shards:.3g} each)",
+                            )
+                            continue
+                        try:
+                            lay = map_to_slice(base, system)
+                            _check_layout(m, base, B, S)
+                        except ValueError as err:
+                            reject(base, None, f"cannot place: {err}")
+                            continue
+                        per_shard = seqs // shards
+                        mbs = [k for k in _divisors(per_shard) if pp <= k <= max_mb]
+                        if pp > 1:
+                            mbs = mbs[:4]  # the fewest microbatches that fill the pipeline: larger ones only add sends
+                        vs = [v for v in repeats if pp > 1 and (m.n_layers // pp) % v == 0] or [1]
+                        if not mbs:
+                            reject(
+                                base,
+                                lay,
+                                f"too few sequences: {per_shard:,} sequences per batch shard for {pp} pipeline "
+                                "stages (each needs a whole microbatch)",
+                            )
+                            continue
+                        for r in policies:
+                            searched += 1
+                            best = None
+                            for mb in mbs:
+                                for v in vs:
+                                    cand = Parallelism(
+                                        data=base.data,
+                                        fsdp=f,
+                                        tensor=t,
+                                        pipeline=pp,
+                                        expert=e,
+                                        context=cp,
+                                        microbatches=mb,
+                                        dcn=n_slices,
+                                    )
+                                    mem = _memory(m, cand, B, r, pb=pb, gb=pb, ab=2, ob=ob, circular_repeats=v)
+                                    if mem.peak > hbm:
+                                        best = best or Plan(
+                                            cand,
+                                            r,
+                                            lay,
+                                            mem,
+                                            None,
+                                            f"does not fit: {fmt(mem.peak, 'B')} per chip at peak > "
+                                            f"{fmt(hbm, 'B')} HBM",
+                                        )
+                                        continue
+                                    st = _price(
+                                        m,
+                                        cand,
+                                        lay,
+                                        B,
+                                        S,
+                                        r,
+                                        dtype,
+                                        overlap,
+                                        hop,
+                                        v,
+                                        matmul_efficiency,
+                                        "flash",
+                                        effm,
+                                        fused_projections,
+                                    )
+                                    plan_ = Plan(cand, r, lay, mem, st, circular_repeats=v)
+                                    if best is None or not best.ok or seconds(st) < seconds(best.step):
+                                        best = plan_
+                                if pp == 1 and best is not None and best.ok:
+                                    break  # more accumulation steps only repeat the FSDP gathers
+                            (ranked if best.ok else rejected).append(best)
+
+    # Ties in step time (to 4 significant digits; common when compute-bound) go to the simpler layout (fewer kinds
+    # of parallelism, then no context parallelism), then to the one that recomputes least, then to the one with the
+    # most communication headroom, then to the one that needs least memory.
+    def key(p):
+        par = p.parallelism
+        return (
+            float(f"{seconds(p.step):.4g}"),
+            len(par.mesh_shape()),
+            par.context,
+            round(p.step.hfu, 9),
+            p.step.comms_ratio,
+            p.memory.peak,
+        )
+
+    ranked.sort(key=key)
+    return PlanResult(ranked=tuple(ranked), rejected=tuple(rejected), searched=searched, rank_by=rank_by)
+
+
+def _contexts(degrees: list[int], chips: int, seqs: int, n_slices: int, stages: int) -> list[int]:
+    """The context degrees worth pricing when ``chips`` remain for data, FSDP and context: 1, and the larger ones up
+    to the first that gives every batch shard the same whole number of sequences and at least one per pipeline
+    stage. Beyond it a larger degree keeps the tokens per chip and only adds key/value exchange (and takes chips
+    from FSDP, which shards the weights), so it cannot rank higher."""
+    if not chips:
+        return []
+    out = []
+    for cp in degrees:
+        if chips % cp:
+            continue
+        out.append(cp)
+        shards = chips // cp * n_slices
+        if seqs % shards == 0 and seqs // shards >= stages:
+            break
+    return out
+
+
+def _check_policies(remat) -> tuple:
     if isinstance(remat, (str, int, float)):
         remat = (remat,)
     if not isinstance(remat, (tuple, list)):
@@ -212,104 +424,17 @@ def plan(
     policies = tuple(check_remat(r) for r in remat)
     if not policies:
         raise ValueError("remat must name at least one policy")
-    if B % S:
-        raise ValueError(f"batch_tokens ({B:,}) must be a whole number of sequences of seq_len ({S:,})")
-    slice.chip.peak_flops(dtype)  # a dtype the chip has a peak for
-    hbm = frac * slice.chip.hbm_bytes
-    seqs = B // S
-    N = slice.n_devices
-    divs = _divisors(N)
-    tensors = [t for t in divs if m.n_heads % t == 0 and m.d_ff % t == 0]
-    pipes = [p for p in divs if m.n_layers % p == 0 and p <= max_pipeline]
-    experts = [e for e in divs if m.n_experts % e == 0] if m.is_moe else [1]
+    return policies
 
-    ranked: list[Plan] = []
-    rejected: list[Plan] = []
-    searched = 0
-    for t in tensors:
-        for pp in pipes:
-            for e in experts:
-                if N % (t * pp * e):
-                    continue
-                rest = N // (t * pp * e)
-                for f in _divisors(rest):
-                    base = Parallelism(
-                        data=rest // f, fsdp=f, tensor=t, pipeline=pp, expert=e, microbatches=pp, dcn=n_slices
-                    )
-                    shards = base.batch_shards
-                    try:
-                        lay = map_to_slice(base, slice)
-                    except ValueError as err:
-                        searched += len(policies)
-                        rejected.append(Plan(base, policies[0], None, None, None, f"cannot place: {err}"))
-                        continue
-                    if not sequence_sharding and seqs < shards:
-                        searched += len(policies)
-                        rejected.append(
-                            Plan(
-                                base,
-                                policies[0],
-                                lay,
-                                None,
-                                None,
-                                f"too few sequences: {seqs} sequences for {shards} batch shards "
-                                "(allow sequence sharding)",
-                            )
-                        )
-                        continue
-                    mbs = (
-                        [pp * k for k in (1, 2, 4, 8) if pp * k <= max_mb]
-                        if pp > 1
-                        else [2**i for i in range(int(math.log2(max_mb)) + 1)]
-                    )
-                    for r in policies:
-                        searched += 1
-                        best = None
-                        for mb in mbs:
-                            if not sequence_sharding and seqs < shards * mb:
-                                break
-                            cand = Parallelism(
-                                data=base.data, fsdp=f, tensor=t, pipeline=pp, expert=e, microbatches=mb, dcn=n_slices
-                            )
-                            mem = training_memory(m, cand, B, S, optimizer=optimizer, remat=r, param_dtype=dtype)
-                            if mem.total > hbm:
-                                best = best or Plan(
-                                    cand,
-                                    r,
-                                    lay,
-                                    mem,
-                                    None,
-                                    f"does not fit: {fmt(mem.total, 'B')} per chip > {fmt(hbm, 'B')} HBM",
-                                )
-                                continue
-                            st = step_time(
-                                m,
-                                cand,
-                                slice,
-                                B,
-                                S,
-                                remat=r,
-                                dtype=dtype,
-                                overlap=overlap,
-                                layout=lay,
-                                matmul_efficiency=matmul_efficiency,
-                            )
-                            plan_ = Plan(cand, r, lay, mem, st)
-                            if best is None or not best.ok or seconds(st) < seconds(best.step):
-                                best = plan_
-                            if pp == 1:
-                                break  # more accumulation steps only repeat the FSDP gathers
-                        if best is None:
-                            best = Plan(
-                                base,
-                                r,
-                                lay,
-                                None,
-                                None,
-                                f"too few sequences: {seqs} sequences for {shards} shards x microbatches",
-                            )
-                        (ranked if best.ok else rejected).append(best)
-    # Ties in step time (common when compute-bound) go to the layout that recomputes least, then to the one with
-    # the most communication headroom, then to the one that needs least memory.
-    ranked.sort(key=lambda p: (round(seconds(p.step), 12), round(p.step.hfu, 9), p.step.comms_ratio, p.memory.total))
-    return PlanResult(ranked=tuple(ranked), rejected=tuple(rejected), searched=searched)
+
+def _check_interleave(interleave) -> tuple[int, ...]:
+    if isinstance(interleave, bool) or isinstance(interleave, int):
+        interleave = (interleave,)
+    if not isinstance(interleave, (tuple, list)) or not interleave:
+        raise TypeError(
+            f"interleave must be a non-empty sequence of positive integers (e.g. (1, 2)); got {interleave!r}"
+        )
+    for v in interleave:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"interleave must hold positive integers (layer groups per stage); got {v!r}")
+    return tuple(sorted(set(interleave)))

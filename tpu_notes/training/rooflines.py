@@ -17,13 +17,16 @@ their number ``M``). Its forward pass costs ``4BDF`` FLOPs and its backward ``8B
   backward), ReduceScatter the gradients, each ``4DF`` bytes' worth;
 - **tensor**: compute ``12BDF / Y``; communication ``8BD``: AllGather the input and ReduceScatter the output,
   forward and backward;
-- **fsdp+tensor**: compute ``12BDF / (XY)``; communication ``12DF / Y + 8BD / X``.
+- **fsdp+tensor**: compute ``12BDF / (XY)``; communication ``12DF / Y + 8BD / X`` bytes, the first over the FSDP
+  axes and the second over the tensor axes. The two run on different links and overlap, so a pass lasts as long as
+  the slower of the two (``combine="max"``, the default); ``combine="sum"`` adds them, as an older text did.
 
 Comparing compute with communication gives the critical batches: data/FSDP are compute-bound iff ``B / X > C / W``
 (``α = C / W_ici``: 2550 on v5p per mesh axis; ``C / W_collective``: 2200 inside an H100 node, 2475 across nodes);
 tensor parallelism iff ``Y < M_Y · F W / C``, whatever the batch; mixed FSDP + tensor parallelism on a torus at its
-best FSDP degree ``X = sqrt((B / F)(M_X / M_Y) N)`` iff ``B / N > 4α² / (M_X M_Y F)``; data parallelism across TPU
-slices over DCN iff the tokens **per slice** exceed ``C / W_dcn``.
+best FSDP degree ``X = sqrt((B / F)(M_X / M_Y) N)`` iff ``B / N > α² / (M_X M_Y F)`` (``4α² / (M_X M_Y F)`` if the
+two axes' times are added instead of overlapped, ``combine="sum"``); data parallelism across TPU slices over DCN iff
+the tokens **per slice** exceed ``C / W_dcn``.
 
 The GPU chapter's own rooflines (scaling book, ``gpus.md``) follow: :func:`two_node_tensor_parallelism_ok`,
 :func:`expert_parallel_times`, :func:`pipeline_comms_time` and :func:`strategy_times` (each strategy priced on a
@@ -34,7 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Literal
 
 from ..gpu import GpuCluster
 from ..hardware import Chip, get_chip
@@ -43,6 +46,7 @@ from ..transformer import as_config
 from ..units import Bool, DTypeName, OneOf, PositiveFloat, PositiveInt, checked, dtype_bytes, fmt
 
 __all__ = [
+    "COMBINES",
     "STRATEGIES",
     "LayerTimes",
     "collective_bandwidth",
@@ -63,6 +67,20 @@ __all__ = [
 STRATEGIES = ("data", "fsdp", "tensor", "fsdp+tensor")
 #: Strategies of :func:`critical_batch_per_chip` ("dp" and "data" are the same; "fsdp+tp" and "dcn" are TPU-only).
 _CRITICAL = ("dp", "data", "fsdp", "fsdp+tp", "fsdp+tensor", "dcn")
+
+#: How mixed FSDP + tensor parallelism combines the time of its two kinds of collective within a pass: "max" (they
+#: overlap on different mesh axes, so the pass waits for the slower; the scaling book's current text) or "sum" (they
+#: run one after the other; the book's older text, whose thresholds come out 4x higher).
+#: Source: jax-ml/scaling-book, training.md, section "Combining FSDP and Tensor Parallelism": at commit
+#: 6f859b440efe108ac36867f252111af8e297f268 (2025-12-09; https://jax-ml.github.io/scaling-book/training/) it
+#: assumes the X-axis and Y-axis collectives overlap fully, takes T_comms = max(T_FSDP, T_TP) and gets
+#: B/N > α²/(M_X M_Y F) (about 99 for F = 32,768); the change came in 91e016f6d5a2ad2a80530743da2dad8e37087348
+#: (2025-08-12, "Big update to the training overlap section"). The older text, at
+#: 0819a7d8c55ddc113f5cba0285a5f97380cac1e3 (2025-02-18), adds the two and gets 4α²/(M_X M_Y F) (about 400).
+#: Both texts give the same optimal FSDP degree (the sum and the max of an increasing and a decreasing term are
+#: both smallest where the two are equal). Read from the upstream history carried by github.com/EeToSe/scaling-book.
+COMBINES = ("max", "sum")
+Combine = Annotated[Literal["max", "sum"], OneOf(COMBINES)]
 
 
 def _chip_of(chip, argument: str = "chip") -> Chip:
@@ -130,6 +148,7 @@ def critical_batch_per_chip(
     experts_per_token: PositiveInt = 1,
     nodes: PositiveInt | None = None,
     model_parallel_nodes: PositiveInt = 1,
+    combine: Combine = "max",
 ) -> float:
     """The batch (tokens) below which ``strategy`` is communication-bound on ``chip`` (a TPU or a GPU).
 
@@ -139,10 +158,18 @@ def critical_batch_per_chip(
       for a MoE (``experts``, ``experts_per_token``); on a GPU also times ``(X - 1) / X`` when only ``nodes = X``
       nodes take part, and divided by the ``model_parallel_nodes`` a model-parallel group spans (its shards each
       cross on their own NICs);
-    - ``"fsdp+tp"``/``"fsdp+tensor"`` (TPU): tokens per chip ``4α² / (M_X M_Y F)`` at the optimal FSDP degree
-      (``fsdp_axes = M_X``, ``tp_axes = M_Y``, ``d_ff = F`` needed): 453 for Llama 3 70B on v5p with
-      ``M_X M_Y = 2``;
+    - ``"fsdp+tp"``/``"fsdp+tensor"`` (TPU): tokens per chip at the optimal FSDP degree (``fsdp_axes = M_X``,
+      ``tp_axes = M_Y``, ``d_ff = F`` needed), ``α² / (M_X M_Y F)`` with ``combine="max"`` (the default): 113 for
+      Llama 3 70B on v5p with ``M_X M_Y = 2``; ``4α² / (M_X M_Y F)`` with ``combine="sum"`` (453);
     - ``"dcn"`` (TPU): tokens **per slice** ``C / W_dcn`` (73,440 on v5p), pure data parallelism between slices.
+
+    ``combine`` says how the mixed layout's FSDP weight gathers (over the ``M_X`` FSDP axes) and tensor-parallel
+    activation gathers (over the ``M_Y`` tensor axes) add up in time. They use different links and overlap, so the
+    step waits for the slower of the two, not for their sum: ``"max"``, the scaling book's current derivation
+    (training.md, "Combining FSDP and Tensor Parallelism"; commits in the comment on ``COMBINES``). At the optimal
+    degree the two times are equal, so adding them (``"sum"``, the book's older text) doubles the communication;
+    as that communication grows with ``sqrt(B)`` and the compute with ``B``, doubling it quadruples the threshold.
+    Every other strategy has one kind of collective, so both conventions give the same answer there.
 
     Tensor parallelism alone has no critical batch (see :func:`max_tensor_parallelism`).
     """
@@ -174,7 +201,10 @@ def critical_batch_per_chip(
         return c.peak_flops(dtype) / c.bandwidth("dcn")
     if d_ff is None:
         raise ValueError("d_ff (the MLP width F) is needed for strategy 'fsdp+tp'")
-    return 4 * ici_intensity(c, dtype) ** 2 / (fsdp_axes * tp_axes * d_ff)
+    # at X_opt each axis's time is sqrt(B F / (N M_X M_Y)) · 4D / W: "max" keeps one of them, "sum" both (2x),
+    # and compute ≥ comms then needs B / N above α² / (M_X M_Y F) times 1 or 2² = 4
+    factor = 1 if combine == "max" else 4
+    return factor * ici_intensity(c, dtype) ** 2 / (fsdp_axes * tp_axes * d_ff)
 
 
 @checked
@@ -250,11 +280,17 @@ def optimal_fsdp_degree(
     d_ff: PositiveInt,
     fsdp_axes: PositiveInt = 1,
     tp_axes: PositiveInt = 1,
+    combine: Combine = "max",
 ) -> float:
     """The FSDP degree that minimises mixed FSDP + tensor communication: ``X = sqrt((B / F)(M_X / M_Y) N)``.
 
     Not rounded: a layout uses a power of two near it (1618 → 2048 for Llama 3 70B, 4M tokens, 8960 chips, with
-    ``M_X / M_Y = 2``). The tensor degree is ``N / X``.
+    ``M_X / M_Y = 2``; the scaling book's applied-training.md). The tensor degree is ``N / X``.
+
+    ``combine`` (``"max"``, the default, or ``"sum"``; see :func:`critical_batch_per_chip`) is accepted so one switch
+    can be passed to every FSDP + tensor function, and the answer is the same for both: the FSDP time grows as ``X``
+    and the tensor time falls as ``1 / X``, and both their maximum and their sum are smallest where the two are
+    equal. Only the communication left at that degree differs (the sum is twice the maximum).
     """
     return math.sqrt(batch_tokens / d_ff * fsdp_axes / tp_axes * n_chips)
 
@@ -325,6 +361,7 @@ def mlp_layer_times(
     tp_axes: PositiveInt = 1,
     dtype: DTypeName = "bf16",
     across_nodes: Bool = False,
+    combine: Combine = "max",
 ) -> LayerTimes:
     """The per-layer roofline table of the module docstring as seconds on ``chip`` (a TPU or a GPU).
 
@@ -333,6 +370,11 @@ def mlp_layer_times(
     ``fsdp_axes`` for data or FSDP, ``tp_axes`` for tensor; on a GPU NVLink, or the node's egress
     ``across_nodes``). Ring collectives are taken at their large-array limit (AllGather ``V / W``, AllReduce
     ``2V / W``) as in the chapter's derivation; :func:`tpu_notes.training.step_time` prices exact collectives.
+
+    For ``"fsdp+tensor"`` each pass's communication is the slower of its FSDP weight collectives and its tensor
+    activation collectives with ``combine="max"`` (the default: they run on different mesh axes and overlap, as in
+    the scaling book's current text), or their sum with ``combine="sum"`` (its older text). The other strategies
+    have one kind of collective each, and ``combine`` does not change them.
     """
     s = strategy
     c = _chip_of(chip)
@@ -364,8 +406,9 @@ def mlp_layer_times(
     elif s == "tensor":
         fwd, bwd = 2 * act_bytes / (W * my), 2 * act_bytes / (W * my)  # AG in + RS out, and transposes
     else:
-        fwd = w_bytes / (W * mx) + 2 * act_bytes / (W * my)
-        bwd = 2 * w_bytes / (W * mx) + 2 * act_bytes / (W * my)
+        join = max if combine == "max" else (lambda a, b: a + b)
+        fwd = join(w_bytes / (W * mx), 2 * act_bytes / (W * my))  # AG weights over X; AG in + RS out over Y
+        bwd = join(2 * w_bytes / (W * mx), 2 * act_bytes / (W * my))  # AG + RS weights; the activations' transposes
     return LayerTimes(
         strategy=s, forward_compute=fwd_c, forward_comms=fwd, backward_compute=bwd_c, backward_comms=bwd, degree=chips
     )

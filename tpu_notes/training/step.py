@@ -13,16 +13,24 @@ Two steps, each a small function:
    priced with the GPUs they spread over (``span`` of :meth:`~tpu_notes.gpu.GpuCluster.collective_time`).
 2. :func:`step_time` prices one step of a Transformer with :mod:`tpu_notes.collectives`:
 
-   - **compute**: training FLOPs per chip (causal attention included, plus what ``remat`` recomputes) / peak,
-     or, if longer, the time to read this chip's weights from HBM three times per microbatch (forward, and the two
-     backward matmuls): tiny microbatches make the matmuls memory-bound, as in Chapter 1;
-   - **FSDP**: per microbatch, AllGather of this chip's weight shard in the forward and again in the backward,
-     ReduceScatter of the gradients;
-   - **data**: one AllReduce of the gradient shard per step; **DCN**: the slice's gradients AllReduced over
-     DCN at ``slice chips × W_dcn`` (the large-ring form ``2V / W``, as in the chapter's critical batch);
+   - **compute**: training FLOPs per chip (causal attention included, plus what ``remat`` recomputes, plus the
+     KV projections repeated on every tensor rank that holds a replicated KV head) / peak, or, if longer, the time
+     to read this chip's gathered weights from HBM three times per microbatch (forward, and the two backward
+     matmuls): tiny microbatches make the matmuls memory-bound, as in Chapter 1;
+   - **FSDP**: per microbatch, an AllGather of this chip's weights, once without remat (XLA keeps the gathered
+     copy for the backward pass: :data:`tpu_notes.parallel.FINDINGS`, "fsdp-gathers-once") or twice with it, and
+     one reduction of the gradients: a ReduceScatter over ``fsdp``, or, with ``data`` or ``context`` ranks too,
+     one AllReduce over all of those axes at once, as XLA compiles it ("dp-fsdp-one-reduction");
+   - **data** (no FSDP): one AllReduce of the gradients over ``data × context`` per step; **DCN**: the slice's
+     gradients AllReduced over DCN at ``slice chips × W_dcn`` (the large-ring form ``2V / W``, as in the
+     chapter's critical batch);
+   - **context** (ring attention): per layer and microbatch, the keys and values of the whole sequence gathered
+     over the context ranks (again in the backward pass under remat), and their gradients reduce-scattered;
    - **tensor**: per layer and microbatch, AllGather + ReduceScatter of the ``[tokens, D]`` activations around
-     attention and around the MLP, their transposes in the backward, and again in the recomputed forward under
-     ``remat="full_block"``;
+     attention and around the MLP (4), their transposes in the backward pass with one ReduceScatter per input
+     projection as XLA compiles separate weights (q, k, v; gate and up: "tp-backward-per-projection", 7 in all)
+     or one per block with fused weights (``fused_projections``; 4), and the AllGather, ReduceScatter and
+     AllGather of the recomputed forward under ``remat="full_block"`` (3);
    - **expert**: two AllToAlls (dispatch, combine) per MoE layer, forward and backward;
    - **pipeline**: one activation and one gradient send per microbatch (one hop, one link), and the bubble
      ``compute × (P − 1) / M``.
@@ -31,17 +39,20 @@ Two steps, each a small function:
    add. The bubble always adds.
 
 A layout the model cannot take is refused, each with the argument and its limit: a tensor degree that does not
-divide the query heads and ``d_ff`` (every rank holds whole heads; KV heads fewer than the degree are replicated),
-more pipeline stages × circular repeats than layers, expert parallelism on a dense model or not dividing the
-experts, and a batch that is not a whole number of sequences.
+divide the query heads and ``d_ff`` (every rank holds whole heads), or neither divides nor is a multiple of the KV
+heads (KV heads fewer than the degree are replicated), a context degree that does not divide the sequence, more
+pipeline stages × circular repeats than layers, expert parallelism on a dense model or not dividing the experts,
+and a batch that is not a whole number of sequences. (The planner's legality rules go further: see
+:mod:`tpu_notes.training.planner`.)
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from .. import collectives as coll
@@ -62,12 +73,12 @@ from ..units import (
     fmt,
 )
 from .cost import flops_per_token
-from .expected import ExpectedStep, expected_step
-from .memory import Remat, _param_counts
+from .expected import ExpectedStep, _expected_step
+from .memory import Remat, _chip_params, _kv_replication, _param_counts
 from .parallelism import Parallelism
 
 #: Placement order of the kinds on the torus: the most bandwidth-hungry first.
-PLACEMENT_ORDER = ("tensor", "expert", "fsdp", "data", "pipeline")
+PLACEMENT_ORDER = ("tensor", "expert", "context", "fsdp", "data", "pipeline")
 #: A kind of parallelism, as a ``Layout`` method's argument.
 ParallelKind = Annotated[str, OneOf(PLACEMENT_ORDER)]
 
@@ -92,6 +103,7 @@ class Layout:
     parallelism: Parallelism
     slice: System
     parts: Mapping[str, tuple[AxisPart, ...]]  # kind -> the axis parts it uses (empty for a degree of 1)
+    _cache: dict = field(default_factory=dict, compare=False, repr=False, hash=False)  # collective times per call
 
     @property
     def is_gpu(self) -> bool:
@@ -106,14 +118,43 @@ class Layout:
         hop_latency: NonNegativeFloat,
     ) -> float:
         """Seconds of collective ``op`` ("all-gather", "all-reduce", ...) over the chips of parallelism ``kind``."""
-        if not self.parts[kind]:
+        return self._cached((kind,), op, nbytes, hop_latency)
+
+    @checked
+    def collective_over(
+        self,
+        kinds: tuple,
+        op: Annotated[str, OneOf(coll.KINDS)],
+        nbytes: NonNegativeFloat,
+        hop_latency: NonNegativeFloat,
+    ) -> float:
+        """Seconds of collective ``op`` over the chips of several kinds at once (e.g. one gradient reduction over
+        ``("data", "fsdp")``): the union of their axis parts on a torus; on a GPU cluster the product of their degrees,
+        with the NVLink members of each."""
+        return self._cached(kinds, op, nbytes, hop_latency)
+
+    def _cached(self, kinds: tuple, op: str, nbytes: float, hop_latency: float) -> float:
+        if isinstance(kinds, str) or not isinstance(kinds, tuple) or not kinds:
+            raise TypeError(f"kinds must be a non-empty tuple of parallelism kinds {PLACEMENT_ORDER}; got {kinds!r}")
+        for k in kinds:
+            if k not in PLACEMENT_ORDER:
+                raise ValueError(f"kinds must name kinds of {PLACEMENT_ORDER}; got {k!r}")
+        key = (kinds, op, nbytes, hop_latency)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = self._collective_over(kinds, coll.canonical_kind(op), nbytes, hop_latency)
+        return hit
+
+    def _collective_over(self, kinds: tuple, op: str, nbytes: float, hop_latency: float) -> float:
+        parts = [pt for k in kinds for pt in self.parts[k]]
+        if not parts:
             return 0.0
         if self.is_gpu:
-            inner = math.prod(p.size for p in self.parts[kind] if p.axis == NODE)
-            group = getattr(self.parallelism, kind)
-            # the kinds placed before this one sit inside it (a mesh): the group spreads over their GPUs too
-            order = PLACEMENT_ORDER[: PLACEMENT_ORDER.index(kind) + 1]
-            span = math.prod(getattr(self.parallelism, k) for k in order)
+            inner = math.prod(pt.size for pt in parts if pt.axis == NODE)
+            group = math.prod(getattr(self.parallelism, k) for k in kinds)
+            # the kinds placed before these sit inside them (a mesh): the group spreads over their GPUs too
+            last = max(PLACEMENT_ORDER.index(k) for k in kinds)
+            span = math.prod(getattr(self.parallelism, k) for k in PLACEMENT_ORDER[: last + 1])
             try:
                 return self.slice.collective_time(op, nbytes, group, inner, span=span, hop_latency=hop_latency).total
             except ValueError:  # not a mesh-like placement: price the node and first level only
@@ -121,9 +162,9 @@ class Layout:
         fn = getattr(coll, op.replace("-", "_") + "_time")
         return fn(
             nbytes,
-            list(self.sizes(kind)),
+            [pt.size for pt in parts],
             self.slice.chip.bandwidth("ici"),
-            wraparound=list(self.wraps(kind)),
+            wraparound=[pt.wraparound for pt in parts],
             hop_latency=hop_latency,
         ).total
 
@@ -288,6 +329,16 @@ def _check_layout(
             f"{m.name or 'the model'} (each rank holds whole heads; its {m.n_kv_heads} KV heads are "
             "replicated when fewer)"
         )
+    if p.tensor > 1 and not m.is_mla and m.n_kv_heads % p.tensor and p.tensor % m.n_kv_heads:
+        raise ValueError(
+            f"tensor ({p.tensor}) must divide the {m.n_kv_heads} KV heads of {m.name or 'the model'} or be a "
+            "multiple of them (each KV head then replicated on tensor / n_kv_heads ranks)"
+        )
+    if p.context > 1 and seq_len % p.context:
+        raise ValueError(
+            f"context ({p.context}) must divide seq_len ({seq_len:,}): each context rank holds an equal chunk of "
+            "every sequence"
+        )
     if p.pipeline * circular_repeats > m.n_layers:
         raise ValueError(
             f"pipeline ({p.pipeline}) x circular_repeats ({circular_repeats}) must be at most the "
@@ -324,6 +375,7 @@ def step_time(
     layout: Layout | None = None,
     attention: Annotated[str, OneOf(ATTENTION_KERNELS)] = "flash",
     efficiency: EfficiencyModel | None = None,
+    fused_projections: Bool | None = None,
 ) -> StepTime:
     """Seconds of one training step of ``model`` with ``parallelism`` on ``slice`` (``parallelism.dcn`` copies of
     it over DCN), for a global batch of ``batch_tokens`` tokens in sequences of ``seq_len``. ``slice`` is a
@@ -333,7 +385,10 @@ def step_time(
     ``circular_repeats`` (``v``, at most the layers per stage) gives each pipeline stage ``v`` interleaved groups
     of layers, dividing the bubble by ``v`` and multiplying the stage-boundary sends by ``v``;
     ``matmul_efficiency`` is the fraction of peak FLOP/s the matmuls reach, in (0, 1] (1: the roofline; Chapter 6
-    calibrates it against published runs); ``layout`` reuses a placement from :func:`map_to_slice`.
+    calibrates it against published runs); ``layout`` reuses a placement from :func:`map_to_slice`;
+    ``fused_projections`` says whether the QKV and gate-up weights are fused (one tensor-parallel backward
+    reduction per block instead of one per projection; default: fused on a GPU cluster, as Megatron-Core does,
+    separate on a TPU slice, as MaxText does).
 
     The result is the roofline (``total``, ``mfu``: upper bounds) with ``expected``, the same step at the rates of
     the :class:`~tpu_notes.efficiency.EfficiencyModel` ``efficiency`` (default :data:`tpu_notes.efficiency.DEFAULT`;
@@ -353,6 +408,19 @@ def step_time(
     effm = check_efficiency(efficiency)
     m = _check_layout(model, p, B, S, v_rep)
     lay = layout if layout is not None else map_to_slice(p, slice)
+    if hop_latency is None:
+        hop_latency = lay.slice.latency(lay.slice.axes[0])  # the chip's: 1 µs (ICI) or 5 µs (GPU)
+    return _price(m, p, lay, B, S, remat, dtype, overlap, hop_latency, v_rep, eff, attention, effm, fused_projections)
+
+
+@functools.lru_cache(maxsize=4096)
+def _flops(m: TransformerConfig, seq_len: int, remat: str) -> float:
+    """Training FLOPs per token (causal attention included) under ``remat`` (cached: the planner asks often)."""
+    return flops_per_token(m, include_attention=True, seq_len=seq_len, remat=remat)
+
+
+def _price(m, p, lay, B, S, remat, dtype, overlap, hop_latency, v_rep, eff, attention, effm, fused_projections):
+    """The body of :func:`step_time` for arguments already checked (the planner calls it in its inner loop)."""
     c = lay.slice.chip
     flops_remat = (
         remat
@@ -362,37 +430,64 @@ def step_time(
     peak = c.peak_flops(dtype)
     b = dtype_bytes(dtype)
     n = p.n_chips
-    if hop_latency is None:
-        hop_latency = lay.slice.latency(lay.slice.axes[0])  # the chip's: 1 µs (ICI) or 5 µs (GPU)
 
-    model_flops = B * flops_per_token(m, include_attention=True, seq_len=S) / n
-    hw_flops = B * flops_per_token(m, include_attention=True, seq_len=S, remat=flops_remat) / n
+    model_flops = B * _flops(m, S, "none") / n
+    hw_flops = B * _flops(m, S, flops_remat) / n
+    rep = _kv_replication(m, p.tensor)
+    if rep > 1:  # each KV head's projections computed on `rep` tensor ranks: (rep - 1) extra copies of their FLOPs
+        kv_flops = 2.0 * 2 * m.d_model * m.n_kv_heads * m.d_head * m.n_layers  # forward, per token
+        passes = 3.0 + (1.0 if flops_remat == "full_block" else 0.0)
+        hw_flops += B * kv_flops * passes * (rep - 1) / n
     flops_time = hw_flops / (peak * eff)
 
-    def ici(kind: str, op: str, nbytes: float) -> float:
-        return lay.collective(kind, op, nbytes, hop_latency)
+    def ici(kind, op: str, nbytes: float) -> float:
+        return lay._cached(kind if isinstance(kind, tuple) else (kind,), op, nbytes, hop_latency)
 
-    dense, expert = _param_counts(m)
-    shard_w = (dense / (p.tensor * p.pipeline) + expert / (p.tensor * p.pipeline * p.expert)) * b
+    dense_chip, expert_chip = _chip_params(m, p)
+    shard_w = (dense_chip + expert_chip) * b  # bytes of this chip's tensor/pipeline/expert split, before fsdp
     M = p.microbatches
-    tokens_mb = B / (p.batch_shards * M)  # tokens per batch shard per microbatch
+    tokens_mb = B / (p.token_shards * M)  # tokens one chip's layers see per microbatch
     layers = m.n_layers / p.pipeline
-    times = {"fsdp": 0.0, "data": 0.0, "tensor": 0.0, "expert": 0.0, "pipeline": 0.0, "dcn": 0.0}
+    if fused_projections is None:
+        fused_projections = lay.is_gpu  # Megatron fuses QKV and gate-up; MaxText (XLA) keeps them apart
+    gathers = 1 if flops_remat == "none" else 2  # without remat XLA keeps the gathered weights for the backward
+    grad_axes = tuple(k for k in ("data", "fsdp", "context") if getattr(p, k) > 1)
+    times = dict.fromkeys(("fsdp", "data", "context", "tensor", "expert", "pipeline", "dcn"), 0.0)
+    calls = dict.fromkeys(times, 0.0)
     if p.fsdp > 1:
-        ag = ici("fsdp", "all-gather", shard_w)
-        times["fsdp"] = M * 3 * ag  # AG forward, AG backward, RS gradients (same cost)
-    if p.data > 1:
-        times["data"] = ici("data", "all-reduce", shard_w / p.fsdp)
+        # per microbatch: the gathers of every weight, and one reduction of its gradient, over fsdp alone
+        # (ReduceScatter) or, with data or context ranks too, over all of them at once (XLA's one AllReduce)
+        grad = (
+            ici("fsdp", "reduce-scatter", shard_w) if grad_axes == ("fsdp",) else ici(grad_axes, "all-reduce", shard_w)
+        )
+        times["fsdp"] = M * (gathers * ici("fsdp", "all-gather", shard_w) + grad)
+        calls["fsdp"] = M * (gathers + 1) * layers
+    elif grad_axes:
+        times["data"] = ici(grad_axes, "all-reduce", shard_w)  # once per step, gradients accumulated locally
+        calls["data"] = layers
     if p.dcn > 1:
-        times["dcn"] = 2 * (dense + expert) * b / (p.chips_per_slice * c.bandwidth("dcn"))
+        times["dcn"] = 2 * sum(_param_counts(m)) * b / (p.chips_per_slice * c.bandwidth("dcn"))
+        calls["dcn"] = layers
+    if p.context > 1 and not m.is_mla:
+        # ring attention: every layer gathers the keys and values of the whole sequence (forward; again in the
+        # backward unless kept, i.e. without remat) and reduce-scatters their gradients
+        kv = tokens_mb * p.context * 2 * (m.n_kv_heads / min(p.tensor, m.n_kv_heads)) * m.d_head * b
+        per_layer = gathers + 1
+        times["context"] = M * layers * per_layer * ici("context", "all-gather", kv)
+        calls["context"] = M * layers * per_layer
     if p.tensor > 1:
         per = ici("tensor", "all-gather", tokens_mb * m.d_model * b)
-        per_layer = 2 * 4 + (2 * 2 if remat == "full_block" else 0)  # 2 blocks x (AG+RS fwd, RS+AG bwd) [+ remat]
+        # forward: AllGather + ReduceScatter around attention and around the MLP (4); backward: the transposes,
+        # with one ReduceScatter per input projection as XLA compiles them (q, k, v; gate and up) unless fused
+        inputs = 2 if fused_projections else 3 + (2 if m.gated_mlp else 1)
+        per_layer = 4 + 2 + inputs + (3 if flops_remat == "full_block" else 0)  # + recomputed AG, RS, AG
         times["tensor"] = M * layers * per_layer * per
+        calls["tensor"] = M * layers * per_layer
     if p.expert > 1 and m.is_moe:
         moe_layers = m.n_moe_layers / p.pipeline
         v = p.expert * tokens_mb * m.experts_per_token * m.d_model * b / p.tensor
         times["expert"] = M * moe_layers * 4 * ici("expert", "all-to-all", v)
+        calls["expert"] = 4 * M * moe_layers
     if p.pipeline > 1:
         v = tokens_mb * m.d_model * b / p.tensor
         if lay.is_gpu:
@@ -400,7 +495,8 @@ def step_time(
         else:
             send = v / c.bandwidth("ici_oneway") + hop_latency
         times["pipeline"] = 2 * M * v_rep * send
-    hbm_time = 3 * M * shard_w / c.bandwidth("hbm")
+        calls["pipeline"] = 2 * M * v_rep
+    hbm_time = 3 * M * shard_w / c.bandwidth("hbm")  # the gathered weights read per microbatch
     compute = max(flops_time, hbm_time)
     comms = sum(times.values())
     bubble = compute * (p.pipeline - 1) / (v_rep * M)
@@ -409,7 +505,7 @@ def step_time(
         bound = max(times, key=times.get)
     else:
         bound = "compute" if flops_time >= hbm_time else "hbm"
-    expected = expected_step(
+    expected = _expected_step(
         m,
         p,
         lay,
@@ -419,6 +515,7 @@ def step_time(
         dtype=dtype,
         circular_repeats=v_rep,
         collectives=times,
+        calls=calls,
         hbm_time=hbm_time,
         model_flops=model_flops,
         attention=attention,

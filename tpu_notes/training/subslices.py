@@ -1,0 +1,153 @@
+"""Which chips to ask for: the slices a TPU pod offers, each with the planner's best legal layout (Chapter 6).
+
+A full pod is not always the best place to train. A v5p pod has 8,960 = 2⁸ · 35 chips: with 1,024 sequences per
+batch no tensor, pipeline or context degree of Llama 3 70B absorbs the 35, so no legal layout uses every chip
+(:func:`~tpu_notes.training.plan` ranks none). A practitioner then asks for a smaller slice. :func:`plan_slices`
+plans every slice shape of the pod above a size (:func:`slice_shapes`) and ranks them by the run's throughput;
+each :class:`SliceOption` counts the chips left idle and prices a million tokens twice: paying for the chips
+used, and paying for the whole pod (when the idle chips cannot be lent to anyone else).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..hardware import get_chip
+from ..topology import CUBE, Slice
+from ..units import Fraction, PositiveInt, checked, fmt
+from .planner import Plan, plan
+
+
+@dataclass(frozen=True)
+class SliceOption:
+    """One slice shape of a pod with the planner's best legal layout on it (``best`` None when nothing is legal)."""
+
+    slice: Slice  # the slice shape asked for
+    n_slices: int  # copies of it over DCN
+    chips: int  # chips the run uses: slice chips x n_slices
+    idle_chips: int  # chips of the pods reserved (n_slices full pods) left idle
+    legal: int  # legal layouts that fit (the planner's ranking)
+    best: Plan | None  # the planner's first choice, or None
+    step_s: float | None  # its expected step, seconds (None without a legal layout)
+    tokens_per_s: float  # the whole run's tokens per second (0 without a legal layout)
+    dollars_per_mtoken_used: float | None  # $ per million tokens paying for the chips used (None: no price)
+    dollars_per_mtoken_pod: float | None  # $ per million tokens paying for the whole pods, idle chips included
+
+    @property
+    def ok(self) -> bool:
+        return self.best is not None
+
+
+@checked
+def slice_shapes(chip, min_chips: PositiveInt = 1) -> list[Slice]:
+    """Every slice shape of ``chip``'s pod with at least ``min_chips`` chips, largest first: on a 3D torus the
+    sub-cube shapes and every shape of whole 4×4×4 cubes that fits in the pod; on a 2D torus the shapes whose
+    axes are powers of two (1×1 to 16×16 on v5e), each axis at most twice the other. Axes are listed smallest
+    first; shapes that differ only by the order of their axes appear once."""
+    c = get_chip(chip, "chip")
+    if c.kind != "tpu" or not c.pod_shape:
+        raise ValueError(f"chip must be a TPU generation with a pod shape (e.g. 'v5p'); got {c.name!r}")
+    pod = sorted(c.pod_shape)
+    if len(pod) == 3:
+        small = [(a, b, d) for a in (1, 2, 4) for b in (1, 2, 4) for d in (1, 2, 4) if a <= b <= d]
+        cubes = [
+            (a, b, d)
+            for a in range(CUBE, pod[0] + 1, CUBE)
+            for b in range(a, pod[1] + 1, CUBE)
+            for d in range(b, pod[2] + 1, CUBE)
+        ]
+        shapes = set(small) | {s for s in cubes if s[0] <= pod[0] and s[1] <= pod[1] and s[2] <= pod[2]}
+    else:
+        sizes = [2**k for k in range(0, pod[1].bit_length()) if 2**k <= pod[1]]
+        shapes = {(a, b) for a in sizes for b in sizes if a <= b <= 2 * a and a <= pod[0] and b <= pod[1]}
+    out = [Slice(c, s) for s in shapes]
+    out = [s for s in out if s.n_chips >= min_chips]
+    return sorted(out, key=lambda s: (-s.n_chips, s.shape))
+
+
+@checked
+def plan_slices(
+    model,
+    chip,
+    batch_tokens: PositiveInt,
+    seq_len: PositiveInt,
+    *,
+    n_slices: PositiveInt = 1,
+    min_fraction: Fraction = 0.25,
+    **plan_kwargs,
+) -> list[SliceOption]:
+    """Plan a training step of ``model`` on every slice shape of ``chip``'s pod with at least ``min_fraction`` (in
+    (0, 1]) of its chips (``n_slices`` copies over DCN, one per pod), and rank the shapes by the run's expected
+    throughput, fastest first (shapes without a legal layout last). ``plan_kwargs`` go to
+    :func:`~tpu_notes.training.plan` (``rank_by`` included; the throughput is the ranked step's).
+    """
+    c = get_chip(chip, "chip")
+    pod_chips = Slice(c).n_chips
+    rank_by = plan_kwargs.get("rank_by", "expected")
+    price = c.dollars_per_hour
+    out = []
+    for slc in slice_shapes(c, max(1, int(min_fraction * pod_chips + 0.999999))):
+        result = plan(model, slc, batch_tokens, seq_len, n_slices=n_slices, **plan_kwargs)
+        chips = slc.n_chips * n_slices
+        best = result.ranked[0] if result.ranked else None
+        step = None
+        if best is not None:
+            step = best.expected.total if rank_by == "expected" and best.expected is not None else best.step.total
+        tps = batch_tokens / step if step else 0.0
+
+        out.append(
+            SliceOption(
+                slice=slc,
+                n_slices=n_slices,
+                chips=chips,
+                idle_chips=(pod_chips - slc.n_chips) * n_slices,
+                legal=len(result.ranked),
+                best=best,
+                step_s=step,
+                tokens_per_s=tps,
+                dollars_per_mtoken_used=_dollars(chips, price, tps),
+                dollars_per_mtoken_pod=_dollars(pod_chips * n_slices, price, tps),
+            )
+        )
+    return sorted(out, key=lambda o: (not o.ok, -o.tokens_per_s, o.chips))
+
+
+def _dollars(chips: int, dollars_per_chip_hour: float | None, tokens_per_s: float) -> float | None:
+    """$ per million tokens for ``chips`` at ``dollars_per_chip_hour``, or None without a price or throughput."""
+    if not dollars_per_chip_hour or not tokens_per_s:
+        return None
+    return chips * dollars_per_chip_hour / 3600.0 / tokens_per_s * 1e6
+
+
+def format_slices(options, top: int = 8) -> str:
+    """The first ``top`` options of :func:`plan_slices` as a table of at most 88 columns."""
+    if isinstance(options, (str, bytes)) or not hasattr(options, "__iter__"):
+        raise TypeError(f"options must be plan_slices' list of SliceOption; got {type(options).__name__}")
+    options = list(options)
+    if not all(isinstance(o, SliceOption) for o in options):
+        raise TypeError("options must be plan_slices' list of SliceOption")
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise ValueError(f"top must be a positive integer; got {top!r}")
+    lines = [
+        f"{'slice':<9} {'chips':>6} {'idle':>5} {'legal':>5} {'best layout':<22} {'step':>7} {'Mtok/s':>6} "
+        f"{'$/Mtok':>6} {'pod':>6}"
+    ]
+    for o in options[:top]:
+        shape = "x".join(map(str, o.slice.shape))
+        if not o.ok:
+            lines.append(f"{shape:<9} {o.chips:>6} {o.idle_chips:>5} {0:>5} {'(none legal)':<22}")
+            continue
+
+        def usd(x):
+            return f"{x:>6.2f}" if x is not None else f"{'-':>6}"
+
+        lines.append(
+            f"{shape:<9} {o.chips:>6} {o.idle_chips:>5} {o.legal:>5} {o.best.parallelism.short()[:22]:<22} "
+            f"{fmt(o.step_s, 's'):>7} {o.tokens_per_s / 1e6:>6.2f} {usd(o.dollars_per_mtoken_used)} "
+            f"{usd(o.dollars_per_mtoken_pod)}"
+        )
+    lines.append("$/Mtok: paying for the chips used; pod: paying for the whole pod, idle chips included")
+    return "\n".join(lines)
+
+
+__all__ = ["SliceOption", "format_slices", "plan_slices", "slice_shapes"]
