@@ -275,7 +275,16 @@ def test_cli_bad_input_exits_2_with_one_line(args, words):
 
 def test_cli_help_explains_every_flag():
     out = _cli("plan", "--help")
-    for flag in ("--model", "--slice", "--batch-tokens", "--seq-len", "--slices", "--max-context", "--system", "--json"):
+    for flag in (
+        "--model",
+        "--slice",
+        "--batch-tokens",
+        "--seq-len",
+        "--slices",
+        "--max-context",
+        "--system",
+        "--json",
+    ):
         assert flag in out.stdout
 
 

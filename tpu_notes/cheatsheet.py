@@ -56,7 +56,12 @@ FORMULAS = (
         5,
         "training.critical_batch_per_chip",
     ),
-    ("FSDP + tensor compute-bound", "tokens per chip > 4 α² / (M_X M_Y F)", 5, "training.critical_batch_per_chip"),
+    (
+        "FSDP + tensor compute-bound",
+        "tokens per chip > α² / (M_X M_Y F) (axes overlap: the slower sets the time)",
+        5,
+        "training.critical_batch_per_chip",
+    ),
     ("training step", "max(compute, communication) + bubble", 5, "training.step_time"),
     ("generation step", "KV load + max(weight load, FLOPs)", 7, "inference.decode_step_time"),
 )
