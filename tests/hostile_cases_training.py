@@ -410,6 +410,7 @@ COVERED = (
     "training.rooflines",
     "training.step",
     "training.planner",
+    "training.subslices",
     "training.pipeline",
     "training.published",
 )
@@ -425,6 +426,7 @@ RESULT_RECORDS = {
     "training.step.StepTime",
     "training.planner.Plan",
     "training.planner.PlanResult",
+    "training.subslices.SliceOption",
     "training.pipeline.Task",
     "training.published.Reconciliation",
 }

@@ -16,7 +16,7 @@ degrees that split it:
 - with more tensor ranks than KV heads, each KV head's projection is **replicated** on ``tensor / n_kv_heads``
   ranks, so a chip holds ``1 / n_kv_heads`` of ``wk`` and ``wv``, not ``1 / tensor``.
 
-That sum is :attr:`MemoryBreakdown.total`, the count Chapter 5 adds up. A compiled step needs more, and
+That sum is ``MemoryBreakdown.total``, the count Chapter 5 adds up. A compiled step needs more, and
 :attr:`MemoryBreakdown.peak` (what the planner checks against HBM) adds it:
 
 - **gathered weights** (``gathered``): under FSDP each weight is all-gathered before use. Without remat XLA keeps

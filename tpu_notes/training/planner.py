@@ -15,7 +15,7 @@ expert, context, FSDP and data parallelism whose product is its chip count. A la
 
 Each legal layout is placed on the system (:func:`~tpu_notes.training.step.map_to_slice`), tried with each remat
 policy, microbatch count and pipeline interleaving, checked against HBM with the memory **as compiled**
-(:attr:`~tpu_notes.training.MemoryBreakdown.peak`: gathered FSDP weights, pipeline activations in flight, the
+(:attr:`~tpu_notes.training.memory.MemoryBreakdown.peak`: gathered FSDP weights, pipeline activations in flight, the
 largest transient) and priced with :func:`~tpu_notes.training.step_time` (the collectives as XLA compiles them).
 The ranking is by the expected step of :mod:`tpu_notes.efficiency` by default, the roofline beside it.
 
@@ -235,7 +235,7 @@ def plan(
     module docstring for the legality rules. ``max_context`` caps the context-parallel degree (1: never split a
     sequence), ``max_pipeline`` the stages, ``interleave`` the layer groups per stage tried with a pipeline
     (``circular_repeats`` of :func:`~tpu_notes.training.step_time`), ``max_microbatches`` the microbatches. A
-    layout fits when its :attr:`~tpu_notes.training.MemoryBreakdown.peak` is at most ``hbm_fraction`` (in (0, 1])
+    layout fits when its :attr:`~tpu_notes.training.memory.MemoryBreakdown.peak` is at most ``hbm_fraction`` (in (0, 1])
     of HBM. ``matmul_efficiency`` (fraction of peak the matmuls reach) and ``fused_projections`` are passed to
     :func:`~tpu_notes.training.step_time`. ``rank_by`` picks the step time the ranking (and the choice of
     microbatches, interleaving and remat per layout) uses: ``"expected"`` (the default: ``StepTime.expected``,

@@ -1,6 +1,6 @@
 """The planner's choice beside the layouts practitioners ran (Chapters 5 and 6).
 
-Every run of :data:`tpu_notes.training.published.RUNS` states a layout that somebody chose, compiled and measured.
+Every run of ``tpu_notes.training.published.RUNS`` states a layout that somebody chose, compiled and measured.
 :func:`compare_with_practitioners` hands each run's problem (its model, its system, its global batch and sequence
 length, its dtype, its number of DCN slices and, by default, its remat policy) to
 :func:`~tpu_notes.training.plan` and asks three questions: where does the planner rank the stated layout, why does
