@@ -326,6 +326,7 @@ CASES = {
         max_microbatches=Int(64),
         matmul_efficiency=Num(1.0, top=1.0),
         fused_projections=Opt(Flag(False)),
+        reshard_after_forward=Opt(Flag(False)),
         rank_by=Choice("expected"),
     ),
     TR + "subslices.slice_shapes": Case(chip=ChipArg("v5p"), min_chips=Int(4096)),
@@ -341,6 +342,7 @@ CASES = {
         options=Raw(_slice_options, ["abc", None, 3, [ODD], ODD], lazy=True), top=Int(3)
     ),
     TR + "parallelism.Parallelism.short": Case(self_=_par16),
+    TR + "memory.stage_layers": Case(model=Model("llama3-405b"), pipeline=Int(16), circular_repeats=Int(1)),
     TR + "step.Layout.collective_over": Case(
         self_=_layout,
         kinds=Raw(("fsdp",), ["fsdp", (), ("magic",), None, ODD, 3]),

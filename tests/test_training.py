@@ -190,7 +190,7 @@ def test_planner_finds_no_legal_layout_on_a_full_v5p_pod():
         (lambda: T.training_memory("llama3-8b", None, 4096, 4096, optimizer="adagrad"), "optimizer"),
         (lambda: T.training_memory("llama3-8b", None, 4096, 4096, remat="sometimes"), "remat"),
         (lambda: T.training_memory("llama3-8b", T.Parallelism(expert=2), 4096, 4096), "expert"),
-        (lambda: T.training_memory("llama3-8b", T.Parallelism(pipeline=3, microbatches=3), 4096, 4096), "pipeline"),
+        (lambda: T.training_memory("llama3-8b", T.Parallelism(pipeline=33, microbatches=33), 4096, 4096), "pipeline"),
         (lambda: T.training_memory("llama3-8b", None, 4096, 4096, zero=4), "zero"),
         (lambda: T.training_time("llama3-8b", 1e12, "v5p", 8, 1.5), "mfu"),
         (lambda: T.critical_batch_per_chip("fsdp+tp", "v5p"), "d_ff"),

@@ -10,7 +10,8 @@ axes dropped) and a ``PartitionSpec`` for every weight (:func:`param_specs`):
   (``D`` always divides, and it is the dimension the book shards); the batch split over ``"fsdp"`` too. XLA
   AllGathers each weight before its matmul and ReduceScatters its gradient.
 - **tensor** (Megatron): the heads of ``wq``/``wk``/``wv``/``wo`` and the hidden ``F`` of the MLP split over
-  ``"tensor"``, so attention and MLP each need one activation reduction forward and one backward. The embedding,
+  ``"tensor"``, so attention and MLP each need one activation reduction forward, and in the backward pass one per
+  input projection (q, k and v; gate and up), as XLA compiles separate weights. The embedding,
   the unembedding and the norm gains stay replicated over ``"tensor"`` (Megatron also splits the vocabulary; at
   the book's tiny vocabularies that would add two small reductions to the loss for nothing).
 - **mixtures** combine the rules: a weight's ``D`` over ``"fsdp"`` and its heads or ``F`` over ``"tensor"``; the

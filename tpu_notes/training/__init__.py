@@ -35,6 +35,7 @@ from .memory import (
     batch_split,
     min_chips_for_memory,
     optimizer_bytes_per_param,
+    stage_layers,
     training_memory,
 )
 from .parallelism import MESH_AXES, Parallelism
@@ -100,6 +101,7 @@ __all__ = [
     "plan_slices",
     "predicted_collectives",
     "slice_shapes",
+    "stage_layers",
     "step_time",
     "strategy_times",
     "training_cost",

@@ -35,7 +35,7 @@ from typing import Annotated
 from .. import efficiency as eff_mod
 from ..efficiency import ATTENTION_KERNELS, EfficiencyModel
 from ..units import DTypeName, NonNegativeFloat, OneOf, PositiveInt, checked, fmt
-from .memory import _chip_params
+from .memory import _chip_params, _stage_layers
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,8 @@ def _expected_step(
     B, S, M, v_rep = batch_tokens, seq_len, p.microbatches, circular_repeats
     tokens_chip = B / p.token_shards  # tokens this chip's layers see per step (its batch shard's context chunk)
     tokens_mb = tokens_chip / M
-    layers = m.n_layers / p.pipeline
+    layers = _stage_layers(m, p.pipeline, v_rep)  # on the busiest stage
+    imbalance = layers * p.pipeline / m.n_layers
     peak16 = c.peak_flops("bf16")
     peak_layer = c.peak_flops(dtype)
     recompute = remat in ("full_block", "save_matmul_outputs")
@@ -178,7 +179,7 @@ def _expected_step(
     # matmul FLOPs per chip: the layers' (3 passes, +1 forward under full_block) and the unembedding's (3 passes)
     layer_params = m.matmul_params_per_token() - m.vocab * m.d_model
     passes = 3.0 + (1.0 if remat == "full_block" else 0.0)
-    layer_flops = 2.0 * layer_params * passes * B / n
+    layer_flops = 2.0 * layer_params * passes * B / n * imbalance
     unembed_flops = 2.0 * m.vocab * m.d_model * 3.0 * B / n
     large = e.large_matmul(c)
     shape = _layer_shape_factor(m, p, tokens_mb, c, e)
@@ -186,7 +187,7 @@ def _expected_step(
     matmul = (layer_flops / peak_layer + unembed_flops / peak16) / (large * shape * sustain)
 
     # attention: 3 passes (+1 forward when anything is recomputed)
-    attn_flops = m.attention_flops(S, causal=True) * (3.0 + (1.0 if recompute else 0.0)) * B / n
+    attn_flops = m.attention_flops(S, causal=True) * (3.0 + (1.0 if recompute else 0.0)) * B / n * imbalance
     if attention == "flash":
         attn = attn_flops / (peak16 * e.attention_fraction(c) * sustain)
     else:

@@ -21,9 +21,9 @@ That sum is ``MemoryBreakdown.total``, the count Chapter 5 adds up. A compiled s
 
 - **gathered weights** (``gathered``): under FSDP each weight is all-gathered before use. Without remat XLA keeps
   every gathered copy alive until its backward pass (``tpu_notes.parallel.FINDINGS["fsdp-gathers-once"]``): a
-  chip holds the whole of its stage's tensor-split weights. With remat each layer's weights are gathered again in
-  the backward pass and dropped after use: two layers live (the one in use and the next, prefetched), or the
-  unembedding if larger;
+  chip holds the whole of its stage's tensor-split weights. With remat, or when the framework reshards after the
+  forward pass (PyTorch FSDP's default), each layer's weights are gathered again in the backward pass and dropped
+  after use: two layers live (the one in use and the next, prefetched), or the unembedding if larger;
 - the **largest transient** (``transient``): the logits of one microbatch over the vocabulary in fp32, which their
   gradient overwrites (``4 · tokens · V / tensor`` bytes; the vocabulary split over the tensor axis, as Megatron and
   MaxText do), or, with context parallelism, one layer's keys and values gathered over the whole sequence, whichever is
@@ -148,6 +148,28 @@ def _param_counts(m) -> tuple[float, float]:
     return float(m.param_count() - expert), float(expert)
 
 
+@checked
+def stage_layers(model, pipeline: PositiveInt, circular_repeats: PositiveInt = 1) -> float:
+    """Layers on the busiest pipeline stage of ``model``: ``L / P`` when ``pipeline`` stages (``circular_repeats``
+    groups each) split the ``L`` layers evenly, else ``ceil(L / (P·v))·v``: stages hold whole layers, and the one
+    with most sets the pace (Llama 3 405B's 126 layers on 16 stages: 8 on the busiest)."""
+    m = as_config(model)
+    if pipeline * circular_repeats > m.n_layers:
+        raise ValueError(
+            f"pipeline ({pipeline}) x circular_repeats ({circular_repeats}) must be at most the {m.n_layers} layers"
+        )
+    return _stage_layers(m, pipeline, circular_repeats)
+
+
+def _stage_layers(m, pipeline: int, circular_repeats: int = 1) -> float:
+    P, v, L = pipeline, circular_repeats, m.n_layers
+    if P == 1:
+        return float(L)
+    if L % (P * v) == 0:
+        return L / P
+    return float(math.ceil(L / (P * v)) * v)
+
+
 def _kv_replication(m, tensor: int) -> int:
     """Tensor ranks that hold a copy of each KV head: ``tensor / n_kv_heads`` when the tensor degree exceeds the KV
     heads (a multiple of them), else 1. MLA models (no per-head K/V weights) return 1."""
@@ -161,12 +183,13 @@ def _chip_params(m, p: Parallelism) -> tuple[float, float]:
     ``expert``) but not over ``fsdp``: the weights an FSDP group gathers. KV projections replicated over the tensor
     ranks (:func:`_kv_replication`) count once per copy."""
     dense, expert = _param_counts(m)
-    per = dense / (p.tensor * p.pipeline)
+    imbalance = _stage_layers(m, p.pipeline) * p.pipeline / m.n_layers  # > 1 when the stages are uneven
+    per = dense / (p.tensor * p.pipeline) * imbalance
     rep = _kv_replication(m, p.tensor)
     if rep > 1:
         kv = m.n_layers * 2 * m.d_model * m.n_kv_heads * m.d_head  # wk and wv
         per += kv * (rep - 1) / (p.tensor * p.pipeline)
-    return per, expert / (p.tensor * p.pipeline * p.expert)
+    return per, expert / (p.tensor * p.pipeline * p.expert) * imbalance
 
 
 @checked
@@ -195,6 +218,7 @@ def training_memory(
     offload_optimizer: Bool = False,
     schedule: Annotated[str, OneOf(SCHEDULES)] = "1f1b",
     circular_repeats: PositiveInt = 1,
+    reshard_after_forward: Bool = False,
 ) -> MemoryBreakdown:
     """Bytes per chip of a training step of ``model`` laid out as ``parallelism`` (default: one chip).
 
@@ -205,7 +229,9 @@ def training_memory(
     (it then costs PCIe time, not HBM). ``schedule`` is the pipeline schedule
     (:data:`~tpu_notes.training.memory.SCHEDULES`) and ``circular_repeats`` its interleaved layer groups per stage.
     ``total`` is Chapter 5's sum; ``peak`` adds the gathered FSDP weights and the largest transient (see the module
-    docstring), the figure :func:`~tpu_notes.training.plan` checks against HBM.
+    docstring), the figure :func:`~tpu_notes.training.plan` checks against HBM. ``reshard_after_forward`` drops
+    each gathered weight after its forward use even without remat (PyTorch FSDP's default); ``False`` is XLA's
+    behaviour, which keeps them until the backward pass when nothing is rematerialised.
     """
     m = as_config(model)
     p = Parallelism() if parallelism is None else parallelism
@@ -213,8 +239,6 @@ def training_memory(
         raise TypeError(f"parallelism must be a Parallelism; got {type(p).__name__}")
     if p.expert > 1 and not m.is_moe:
         raise ValueError(f"expert={p.expert} needs a mixture-of-experts model; {m.name or 'this model'} is dense")
-    if p.pipeline > 1 and m.n_layers % p.pipeline:
-        raise ValueError(f"pipeline={p.pipeline} must divide n_layers={m.n_layers}")
     if p.pipeline * circular_repeats > m.n_layers:
         raise ValueError(
             f"pipeline ({p.pipeline}) x circular_repeats ({circular_repeats}) must be at most n_layers ({m.n_layers})"
@@ -232,11 +256,25 @@ def training_memory(
         offload_optimizer=offload_optimizer,
         schedule=schedule,
         circular_repeats=circular_repeats,
+        reshard=reshard_after_forward,
     )
 
 
 def _memory(
-    m, p, batch_tokens, remat, *, pb, gb, ab, ob, zero=0, offload_optimizer=False, schedule="1f1b", circular_repeats=1
+    m,
+    p,
+    batch_tokens,
+    remat,
+    *,
+    pb,
+    gb,
+    ab,
+    ob,
+    zero=0,
+    offload_optimizer=False,
+    schedule="1f1b",
+    circular_repeats=1,
+    reshard=False,
 ) -> MemoryBreakdown:
     """:func:`training_memory` for arguments already checked, with the bytes per parameter (``pb``), gradient
     (``gb``), activation value (``ab``) and optimizer state (``ob``) resolved (the planner's inner loop)."""
@@ -256,7 +294,7 @@ def _memory(
         in_flight = float(p.microbatches)
     else:
         in_flight = min(P, p.microbatches) * (1.0 + (P - 1) / (P * v) if v > 1 else 1.0)
-    layers = m.n_layers / P
+    layers = _stage_layers(m, P, v)  # on the busiest stage
     acts = ab * per_token_layer * layers * tokens_per_mb * in_flight / p.tensor
 
     # as compiled: gathered FSDP weights and the largest transient
@@ -264,7 +302,7 @@ def _memory(
     unembed = m.vocab * m.d_model / p.tensor * pb
     if p.fsdp > 1:
         stage = (dense_chip + expert_chip) * pb
-        if remat == "none":
+        if remat == "none" and not reshard:
             gathered = stage * (1.0 - 1.0 / p.fsdp)  # every gathered copy kept for the backward pass
         else:
             per_layer = (stage - 2.0 * unembed / P) / layers if layers else 0.0

@@ -10,8 +10,9 @@ expert, context, FSDP and data parallelism whose product is its chip count. A la
 - a sequence: ``context`` ranks each hold an equal chunk of every sequence (context parallelism, the only way to
   split a sequence; its key/value exchange is priced by :func:`~tpu_notes.training.step_time`);
 - the model: ``tensor`` divides the query heads and ``d_ff``, and divides or is a multiple of the KV heads (then
-  each KV head is replicated, in memory and time); ``pipeline`` divides the layers (at most ``max_pipeline``),
-  with ``circular_repeats`` interleaved groups per stage when they divide its layers; ``expert`` divides the experts.
+  each KV head is replicated, in memory and time); ``pipeline`` stages are at most the layers (and ``max_pipeline``),
+  with ``circular_repeats`` interleaved groups per stage; stages that do not split the layers evenly are priced at
+  the busiest one (Llama 3 405B ran 126 layers on 16 stages); ``expert`` divides the experts.
 
 Each legal layout is placed on the system (:func:`~tpu_notes.training.step.map_to_slice`), tried with each remat
 policy, microbatch count and pipeline interleaving, checked against HBM with the memory **as compiled**
@@ -201,7 +202,7 @@ def _model_degrees(m, n_chips: int, seq_len: int, *, max_pipeline: int, max_cont
     kv_ok = (lambda t: True) if m.is_mla else (lambda t: m.n_kv_heads % t == 0 or t % m.n_kv_heads == 0)
     return {
         "tensor": [t for t in divs if m.n_heads % t == 0 and m.d_ff % t == 0 and kv_ok(t)],
-        "pipeline": [q for q in divs if m.n_layers % q == 0 and q <= max_pipeline],
+        "pipeline": [q for q in divs if q <= min(max_pipeline, m.n_layers)],
         "expert": [e for e in divs if m.n_experts % e == 0] if m.is_moe else [1],
         "context": [c for c in divs if seq_len % c == 0 and c <= max_context],
     }
@@ -226,6 +227,7 @@ def plan(
     max_microbatches: PositiveInt = 64,
     matmul_efficiency: Fraction = 1.0,
     fused_projections: Bool | None = None,
+    reshard_after_forward: Bool | None = None,
     rank_by: Annotated[str, OneOf(RANK_BY)] = "expected",
 ) -> PlanResult:
     """Rank every legal layout of a training step of ``model`` on ``system`` (``n_slices`` copies over DCN).
@@ -236,8 +238,9 @@ def plan(
     sequence), ``max_pipeline`` the stages, ``interleave`` the layer groups per stage tried with a pipeline
     (``circular_repeats`` of :func:`~tpu_notes.training.step_time`), ``max_microbatches`` the microbatches. A
     layout fits when its :attr:`~tpu_notes.training.memory.MemoryBreakdown.peak` is at most ``hbm_fraction`` (in (0, 1])
-    of HBM. ``matmul_efficiency`` (fraction of peak the matmuls reach) and ``fused_projections`` are passed to
-    :func:`~tpu_notes.training.step_time`. ``rank_by`` picks the step time the ranking (and the choice of
+    of HBM. ``matmul_efficiency`` (fraction of peak the matmuls reach), ``fused_projections`` and
+    ``reshard_after_forward`` are passed to :func:`~tpu_notes.training.step_time` (the last to the memory too).
+    ``rank_by`` picks the step time the ranking (and the choice of
     microbatches, interleaving and remat per layout) uses: ``"expected"`` (the default: ``StepTime.expected``,
     the :mod:`tpu_notes.efficiency` forecast, the figure a practitioner plans with) or ``"roofline"``
     (``StepTime.total``, the chapters' upper bound on speed). Returns a :class:`PlanResult`.
@@ -264,6 +267,7 @@ def plan(
     ob = optimizer_bytes_per_param(optimizer)
     effm = check_efficiency(None)
     hop = system.latency(system.axes[0])
+    reshard = isinstance(system, GpuCluster) if reshard_after_forward is None else reshard_after_forward
 
     ranked: list[Plan] = []
     rejected: list[Plan] = []
@@ -317,9 +321,11 @@ def plan(
                             continue
                         per_shard = seqs // shards
                         mbs = [k for k in _divisors(per_shard) if pp <= k <= max_mb]
-                        if pp > 1:
-                            mbs = mbs[:4]  # the fewest microbatches that fill the pipeline: larger ones only add sends
-                        vs = [v for v in repeats if pp > 1 and (m.n_layers // pp) % v == 0] or [1]
+                        if pp > 1 and len(mbs) > 5:
+                            # five counts from the fewest that fill the pipeline (the least sends) to the most (the
+                            # smallest microbatches: the least activation memory and the shortest bubble)
+                            mbs = [mbs[round(i * (len(mbs) - 1) / 4)] for i in range(5)]
+                        vs = [v for v in repeats if pp > 1 and pp * v <= m.n_layers] or [1]
                         if not mbs:
                             reject(
                                 base,
@@ -343,7 +349,9 @@ def plan(
                                         microbatches=mb,
                                         dcn=n_slices,
                                     )
-                                    mem = _memory(m, cand, B, r, pb=pb, gb=pb, ab=2, ob=ob, circular_repeats=v)
+                                    mem = _memory(
+                                        m, cand, B, r, pb=pb, gb=pb, ab=2, ob=ob, circular_repeats=v, reshard=reshard
+                                    )
                                     if mem.peak > hbm:
                                         best = best or Plan(
                                             cand,
@@ -370,6 +378,7 @@ def plan(
                                         "flash",
                                         effm,
                                         fused_projections,
+                                        reshard,
                                     )
                                     plan_ = Plan(cand, r, lay, mem, st, circular_repeats=v)
                                     if best is None or not best.ok or seconds(st) < seconds(best.step):

@@ -125,12 +125,12 @@ def _plan_default(name: str):
 
 def _not_searched(run: PublishedRun, plan_kwargs: dict) -> str:
     """:data:`NOT_SEARCHED` and what keeps the stated degrees out of the planner's candidates where a rule of
-    :func:`plan` names it (a pipeline that does not divide the layers or passes ``max_pipeline``, a tensor degree that
+    :func:`plan` names it (a pipeline with more stages than layers or than ``max_pipeline``, a tensor degree that
     does not divide the heads and ``d_ff``, an expert degree that does not divide the experts)."""
     m, p = as_config(run.model), run.parallelism
     why = []
-    if m.n_layers % p.pipeline:
-        why.append(f"pipeline={p.pipeline} does not divide the {m.n_layers} layers")
+    if p.pipeline > m.n_layers:
+        why.append(f"pipeline={p.pipeline} has more stages than the {m.n_layers} layers")
     limit = plan_kwargs.get("max_pipeline", _plan_default("max_pipeline"))
     if isinstance(limit, int) and p.pipeline > limit:
         why.append(f"pipeline={p.pipeline} > max_pipeline={limit}")
@@ -152,6 +152,9 @@ def _compare_one(run: PublishedRun, same_remat: bool, plan_kwargs: dict) -> Prac
     p = run.parallelism
     kwargs = dict(plan_kwargs)
     kwargs.setdefault("rank_by", "expected")
+    # search at least as far as the run went: its pipeline depth and microbatch count
+    kwargs.setdefault("max_pipeline", max(_plan_default("max_pipeline"), p.pipeline))
+    kwargs.setdefault("max_microbatches", max(_plan_default("max_microbatches"), p.microbatches))
     if same_remat:
         kwargs["remat"] = run.remat
     result: PlanResult = plan(

@@ -33,7 +33,8 @@ Two steps, each a small function:
      AllGather of the recomputed forward under ``remat="full_block"`` (3);
    - **expert**: two AllToAlls (dispatch, combine) per MoE layer, forward and backward;
    - **pipeline**: one activation and one gradient send per microbatch (one hop, one link), and the bubble
-     ``compute × (P − 1) / M``.
+     ``compute × (P − 1) / M``. Stages that do not split the layers evenly are priced at the busiest one
+     (:func:`~tpu_notes.training.memory.stage_layers`): its compute, weights and activations set the step.
 
    With ``overlap=True`` communication hides under compute (``max``, the chapter's lower bound); otherwise they
    add. The bubble always adds.
@@ -74,7 +75,7 @@ from ..units import (
 )
 from .cost import flops_per_token
 from .expected import ExpectedStep, _expected_step
-from .memory import Remat, _chip_params, _kv_replication, _param_counts
+from .memory import Remat, _chip_params, _kv_replication, _param_counts, _stage_layers
 from .parallelism import Parallelism
 
 #: Placement order of the kinds on the torus: the most bandwidth-hungry first.
@@ -376,6 +377,7 @@ def step_time(
     attention: Annotated[str, OneOf(ATTENTION_KERNELS)] = "flash",
     efficiency: EfficiencyModel | None = None,
     fused_projections: Bool | None = None,
+    reshard_after_forward: Bool | None = None,
 ) -> StepTime:
     """Seconds of one training step of ``model`` with ``parallelism`` on ``slice`` (``parallelism.dcn`` copies of
     it over DCN), for a global batch of ``batch_tokens`` tokens in sequences of ``seq_len``. ``slice`` is a
@@ -388,7 +390,9 @@ def step_time(
     calibrates it against published runs); ``layout`` reuses a placement from :func:`map_to_slice`;
     ``fused_projections`` says whether the QKV and gate-up weights are fused (one tensor-parallel backward
     reduction per block instead of one per projection; default: fused on a GPU cluster, as Megatron-Core does,
-    separate on a TPU slice, as MaxText does).
+    separate on a TPU slice, as MaxText does); ``reshard_after_forward`` whether FSDP drops each gathered weight after
+    the forward pass and gathers it again for the backward even without remat (default: yes on a GPU cluster,
+    PyTorch FSDP's default; no on a TPU slice, where XLA keeps them when nothing is rematerialised).
 
     The result is the roofline (``total``, ``mfu``: upper bounds) with ``expected``, the same step at the rates of
     the :class:`~tpu_notes.efficiency.EfficiencyModel` ``efficiency`` (default :data:`tpu_notes.efficiency.DEFAULT`;
@@ -410,7 +414,23 @@ def step_time(
     lay = layout if layout is not None else map_to_slice(p, slice)
     if hop_latency is None:
         hop_latency = lay.slice.latency(lay.slice.axes[0])  # the chip's: 1 µs (ICI) or 5 µs (GPU)
-    return _price(m, p, lay, B, S, remat, dtype, overlap, hop_latency, v_rep, eff, attention, effm, fused_projections)
+    return _price(
+        m,
+        p,
+        lay,
+        B,
+        S,
+        remat,
+        dtype,
+        overlap,
+        hop_latency,
+        v_rep,
+        eff,
+        attention,
+        effm,
+        fused_projections,
+        reshard_after_forward,
+    )
 
 
 @functools.lru_cache(maxsize=4096)
@@ -419,7 +439,9 @@ def _flops(m: TransformerConfig, seq_len: int, remat: str) -> float:
     return flops_per_token(m, include_attention=True, seq_len=seq_len, remat=remat)
 
 
-def _price(m, p, lay, B, S, remat, dtype, overlap, hop_latency, v_rep, eff, attention, effm, fused_projections):
+def _price(
+    m, p, lay, B, S, remat, dtype, overlap, hop_latency, v_rep, eff, attention, effm, fused_projections, reshard=None
+):
     """The body of :func:`step_time` for arguments already checked (the planner calls it in its inner loop)."""
     c = lay.slice.chip
     flops_remat = (
@@ -438,7 +460,8 @@ def _price(m, p, lay, B, S, remat, dtype, overlap, hop_latency, v_rep, eff, atte
         kv_flops = 2.0 * 2 * m.d_model * m.n_kv_heads * m.d_head * m.n_layers  # forward, per token
         passes = 3.0 + (1.0 if flops_remat == "full_block" else 0.0)
         hw_flops += B * kv_flops * passes * (rep - 1) / n
-    flops_time = hw_flops / (peak * eff)
+    imbalance = _stage_layers(m, p.pipeline, v_rep) * p.pipeline / m.n_layers  # the busiest stage's share, >= 1
+    flops_time = hw_flops * imbalance / (peak * eff)
 
     def ici(kind, op: str, nbytes: float) -> float:
         return lay._cached(kind if isinstance(kind, tuple) else (kind,), op, nbytes, hop_latency)
@@ -447,10 +470,13 @@ def _price(m, p, lay, B, S, remat, dtype, overlap, hop_latency, v_rep, eff, atte
     shard_w = (dense_chip + expert_chip) * b  # bytes of this chip's tensor/pipeline/expert split, before fsdp
     M = p.microbatches
     tokens_mb = B / (p.token_shards * M)  # tokens one chip's layers see per microbatch
-    layers = m.n_layers / p.pipeline
+    layers = _stage_layers(m, p.pipeline, v_rep)  # on the busiest stage
     if fused_projections is None:
         fused_projections = lay.is_gpu  # Megatron fuses QKV and gate-up; MaxText (XLA) keeps them apart
-    gathers = 1 if flops_remat == "none" else 2  # without remat XLA keeps the gathered weights for the backward
+    # PyTorch FSDP reshards by default; XLA keeps the gathered weights when nothing is rematerialised
+    reshard_after_forward = lay.is_gpu if reshard is None else reshard
+    # without remat (and without resharding) the gathered weights are kept for the backward pass: one gather
+    gathers = 1 if flops_remat == "none" and not reshard_after_forward else 2
     grad_axes = tuple(k for k in ("data", "fsdp", "context") if getattr(p, k) > 1)
     times = dict.fromkeys(("fsdp", "data", "context", "tensor", "expert", "pipeline", "dcn"), 0.0)
     calls = dict.fromkeys(times, 0.0)
@@ -484,7 +510,7 @@ def _price(m, p, lay, B, S, remat, dtype, overlap, hop_latency, v_rep, eff, atte
         times["tensor"] = M * layers * per_layer * per
         calls["tensor"] = M * layers * per_layer
     if p.expert > 1 and m.is_moe:
-        moe_layers = m.n_moe_layers / p.pipeline
+        moe_layers = m.n_moe_layers / p.pipeline * imbalance
         v = p.expert * tokens_mb * m.experts_per_token * m.d_model * b / p.tensor
         times["expert"] = M * moe_layers * 4 * ici("expert", "all-to-all", v)
         calls["expert"] = 4 * M * moe_layers
