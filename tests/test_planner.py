@@ -161,22 +161,12 @@ def test_uneven_pipeline_stages_are_priced_at_the_busiest():
     with pytest.raises(ValueError, match="layers"):
         T.stage_layers("llama3-8b", 33)
     cluster = parse_system("h100:16384")
-    even = T.step_time(
-        "llama3-405b",
-        T.Parallelism(data=1024, pipeline=2, tensor=8, microbatches=2),
-        cluster,
-        16 * 2**20,
-        8192,
-        remat="none",
-    )
-    uneven = T.step_time(
-        "llama3-405b",
-        T.Parallelism(data=128, pipeline=16, tensor=8, microbatches=16),
-        cluster,
-        16 * 2**20,
-        8192,
-        remat="none",
-    )
+
+    def step(parallelism):
+        return T.step_time("llama3-405b", parallelism, cluster, 16 * 2**20, 8192, remat="none")
+
+    even = step(T.Parallelism(data=1024, pipeline=2, tensor=8, microbatches=2))
+    uneven = step(T.Parallelism(data=128, pipeline=16, tensor=8, microbatches=16))
     assert uneven.flops_time / even.flops_time == pytest.approx(8 * 16 / 126, rel=1e-9)
     r = T.plan("llama3-405b", cluster, 16 * 2**20, 8192, remat="none")
     seen = [p.parallelism for p in (*r.ranked, *r.rejected)]

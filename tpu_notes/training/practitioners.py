@@ -34,7 +34,7 @@ from ..transformer import as_config
 from ..units import Bool, PositiveInt, check_bool, checked, fmt
 from .parallelism import Parallelism
 from .planner import Plan, PlanResult, plan
-from .published import RUNS, PublishedRun
+from .published import RUNS, PublishedRun, stated_step
 from .step import step_time
 
 #: The degrees a plan must share with a run's stated layout to count as that layout (microbatches are left free).
@@ -160,18 +160,7 @@ def _compare_one(run: PublishedRun, same_remat: bool, plan_kwargs: dict) -> Prac
     result: PlanResult = plan(
         run.model, run.system, run.batch_tokens, run.seq_len, n_slices=p.dcn, dtype=run.dtype, **kwargs
     )
-    used = step_time(
-        run.model,
-        p,
-        run.system,
-        run.batch_tokens,
-        run.seq_len,
-        remat=run.remat,
-        dtype=run.dtype,
-        circular_repeats=run.circular_repeats,
-        attention=run.attention,
-        **_step_kwargs(plan_kwargs),
-    )
+    used = stated_step(run, **_step_kwargs(plan_kwargs))
     ranked = tuple(result.ranked)
     hit = _find(ranked, run)
     rank = ranked.index(hit) + 1 if hit is not None else None

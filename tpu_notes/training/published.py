@@ -242,6 +242,26 @@ class Reconciliation(_Reconciliation):
         return self.reported
 
 
+def stated_step(run: PublishedRun, **step_kwargs) -> StepTime:
+    """:func:`~tpu_notes.training.step_time` of ``run`` as it states itself: its model, layout, system, batch,
+    sequence length, remat policy, dtype, interleaving and attention kernel; ``step_kwargs`` are step_time's other
+    keywords (``matmul_efficiency``, ``efficiency``, ``overlap``...)."""
+    if not isinstance(run, PublishedRun):
+        raise TypeError(f"run must be a PublishedRun; got {type(run).__name__}")
+    return step_time(
+        run.model,
+        run.parallelism,
+        run.system,
+        run.batch_tokens,
+        run.seq_len,
+        remat=run.remat,
+        dtype=run.dtype,
+        circular_repeats=run.circular_repeats,
+        attention=run.attention,
+        **step_kwargs,
+    )
+
+
 @checked
 def predict(run: PublishedRun, efficiency: Fraction = 1.0, model: EfficiencyModel | None = None) -> Reconciliation:
     """Price ``run`` with :func:`~tpu_notes.training.step_time` and compare tokens/s per chip, twice: ``predicted``
@@ -251,19 +271,7 @@ def predict(run: PublishedRun, efficiency: Fraction = 1.0, model: EfficiencyMode
     if not isinstance(run, PublishedRun):
         raise TypeError(f"run must be a PublishedRun; got {type(run).__name__}")
     model = check_efficiency(model, "model")
-    st = step_time(
-        run.model,
-        run.parallelism,
-        run.system,
-        run.batch_tokens,
-        run.seq_len,
-        remat=run.remat,
-        dtype=run.dtype,
-        circular_repeats=run.circular_repeats,
-        matmul_efficiency=efficiency,
-        attention=run.attention,
-        efficiency=model,
-    )
+    st = stated_step(run, matmul_efficiency=efficiency, efficiency=model)
     predicted = run.batch_tokens / st.total / run.parallelism.n_chips
     reported = run.reported_tokens_per_chip()
     expected = st.expected.tokens_per_s_per_chip
