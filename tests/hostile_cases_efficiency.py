@@ -31,12 +31,6 @@ def _chip(name):
     return get_chip(name)
 
 
-def _roof():
-    from tpu_notes.inference import decode_step_time
-
-    return decode_step_time("llama3-8b", "h100", 2, 32, 2048)
-
-
 def _run():
     from tpu_notes.training.published import RUNS
 
@@ -177,12 +171,8 @@ CASES = {
         kv_dtype=Choice("bf16"),
         compute_dtype=Choice("bf16"),
         efficiency=Raw(None, _MODEL_BAD),
-    ),
-    "tpu_notes.inference.expected.expected_from_roofline": Case(
-        roof=Raw(_roof, ["x", None, 3, ODD], lazy=True),
-        model=Fixed(lambda: __import__("tpu_notes.transformer").transformer.get_model("llama3-8b"), lazy=True),
-        chip=ChipArg("h100"),
-        efficiency=Raw(None, _MODEL_BAD),
+        local_window=Opt(Int(1024, big=True)),
+        local_fraction=Num(0.0, zero=True, top=1.0),
     ),
     "tpu_notes.inference.expected.expected_prefill": Case(
         model=Model("llama3-8b"),

@@ -1,21 +1,22 @@
 """The expected time of a generation step and of a prefill: Chapter 7's roofline at the rates engines reach.
 
 :func:`~tpu_notes.inference.decode_step_time` is the roofline (every weight and cache byte at the datasheet HBM
-bandwidth, the FLOPs at peak, no communication). :func:`expected_decode_step` prices the same step with the
-:mod:`tpu_notes.efficiency` model:
+bandwidth, the FLOPs at peak, no communication). :func:`expected_decode_step` and :func:`expected_prefill` price the
+same work with the one serving step model, :mod:`tpu_notes.inference.engine`, at the rates of an
+:class:`~tpu_notes.efficiency.EfficiencyModel`:
 
 - the weights and the KV caches stream at the achieved HBM fraction; the weight matmuls run at
   :func:`~tpu_notes.efficiency.matmul_fraction` of peak for their real shape (``batch`` rows: a decode matmul is
   thin, so the fraction is low exactly when it does not matter);
-- tensor parallelism over ``n_chips`` costs two all-reduces of the ``[batch, D]`` activations per layer, at the
-  achieved fraction of the link (ICI on a TPU; NVLink inside a GPU node, the scale-out NIC beyond it), plus the
-  per-call latency: they do not overlap (the next matmul needs them);
+- tensor parallelism over ``n_chips`` costs two AllReduces of the ``[rows, D]`` activations per layer (and two
+  AllToAlls when the KV caches are sharded over the batch), at the achieved fraction of the link (ICI on a TPU;
+  NVLink inside a GPU node, the scale-out network beyond it), plus each call's latency: they do not overlap;
 - each layer pays the model's ``decode_overhead`` (what the reads and FLOPs leave unexplained: norms, rotary,
   sampling, kernel boundaries, the engine's scheduling).
 
-:func:`expected_prefill` prices a prefill the same way: FLOPs at the shape's matmul fraction, attention at the
-flash fraction, the forward's memory-bound bytes at the achieved HBM rate, and the same all-reduces on
-``[tokens, D]``.
+A prefill adds its attention FLOPs at the flash fraction and its memory-bound non-matmul bytes at the achieved HBM
+rate. These are :class:`~tpu_notes.inference.engine.Deployment` steps with no memory reserve and no memory check
+(they price a point; whether it fits is the roofline's ``fits``).
 """
 
 from __future__ import annotations
@@ -23,21 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from .. import efficiency as eff_mod
 from ..efficiency import EfficiencyModel, check_efficiency
+from ..hardware import Chip
 from ..transformer import Model
-from ..units import Positive, checked, dtype_bytes, fmt
-from .step import (
-    MAX_CONTEXT,
-    Batch,
-    Chips,
-    ComputeDType,
-    Context,
-    StorageDType,
-    _cluster_chips,
-    decode_step_time,
-    machine,
-)
+from ..units import Positive, Range, checked, fmt
+from .step import MAX_CONTEXT, Batch, Chips, ComputeDType, Context, StorageDType, kv_bytes_per_token
 
 
 @dataclass(frozen=True)
@@ -47,7 +38,7 @@ class ExpectedDecodeStep:
     kv_load: float  # KV caches at the achieved HBM rate, seconds
     weight_load: float  # weights at the achieved HBM rate, seconds
     flops_time: float  # weight matmuls at the achieved rate for their shape, seconds
-    collectives: float  # tensor-parallel all-reduces (bandwidth + latency), seconds
+    collectives: float  # tensor-parallel AllReduces and KV AllToAlls (bandwidth + latency), seconds
     overhead: float  # the per-layer overhead, all layers, seconds
     total: float  # kv_load + max(weight_load, flops_time) + collectives + overhead, seconds
     bound: str  # the largest part: "kv", "weights", "compute", "collectives" or "overhead"
@@ -68,26 +59,66 @@ class ExpectedDecodeStep:
         )
 
 
-def _all_reduces(model, chip, n: int, rows: float, e: EfficiencyModel) -> float:
-    """Seconds of the two tensor-parallel all-reduces per layer of ``[rows, D]`` bf16 activations over ``n``
-    chips, all layers: ``2(n − 1)/n`` of the bytes over the achieved link rate, plus a call's latency."""
-    if n == 1:
-        return 0.0
-    c = chip
-    if c.kind == "gpu":
-        inside = n <= (c.node_size or 1)
-        link = "nvlink" if inside else "ib"
-        bw = c.nvlink_bw if inside else c.dcn_bw
-        if bw is None:
-            raise ValueError(
-                f"{c.long_name} has no {'NVLink' if inside else 'scale-out NIC'} figure to price "
-                f"tensor parallelism over {n} GPUs"
-            )
+#: Deployments already built for pricing, by their arguments (a frontier prices hundreds of points on one).
+_PRICING: dict = {}
+
+
+def _pricing_deployment(model, chip, n_chips, weight_dtype, kv_dtype, compute_dtype, efficiency):
+    """The :class:`~tpu_notes.inference.engine.Deployment` the expected figures are priced on: ``chip`` a name or
+    Chip with ``n_chips``, or a GPU cluster (``n_chips`` None or its size); no reserve, no memory check."""
+    key = (model, chip if isinstance(chip, (str, Chip)) else id(chip), n_chips, weight_dtype, kv_dtype, compute_dtype)
+    hit = _PRICING.get(key + (id(efficiency),))
+    if hit is not None and hit[0] is efficiency and hit[1] is chip:
+        return hit[2]
+    dep = _build_pricing(model, chip, n_chips, weight_dtype, kv_dtype, compute_dtype, efficiency)
+    if len(_PRICING) > 512:
+        _PRICING.clear()
+    _PRICING[key + (id(efficiency),)] = (efficiency, chip, dep)
+    return dep
+
+
+def _build_pricing(model, chip, n_chips, weight_dtype, kv_dtype, compute_dtype, efficiency):
+    from ..gpu import GpuCluster
+    from .engine import deployment
+
+    if isinstance(chip, GpuCluster):
+        system, n = chip, (None if n_chips is None or n_chips == chip.n_gpus else n_chips)
+    elif isinstance(chip, (str, Chip)):
+        if n_chips is None:
+            raise TypeError("n_chips must be a whole number of chips (None only with a tpu_notes.gpu.GpuCluster)")
+        system, n = chip, n_chips
     else:
-        link, bw = "ici", c.bandwidth("ici")
-    nbytes = rows * model.d_model * 2.0
-    one = 2.0 * (n - 1) / n * nbytes / (bw * e.link(link)) + e.latency(link)
-    return 2.0 * model.n_layers * one
+        raise TypeError(
+            "chip must be a chip name, a tpu_notes.hardware.Chip or a tpu_notes.gpu.GpuCluster (a measured roofline "
+            f"has no efficiency figures); got {type(chip).__name__}"
+        )
+    return deployment(
+        model,
+        system,
+        n,
+        weight_dtype=weight_dtype,
+        kv_dtype=kv_dtype,
+        compute_dtype=compute_dtype,
+        reserve_fraction=0.0,
+        efficiency=efficiency,
+        check_memory=False,
+    )
+
+
+def _from_engine(step, efficiency_name: str) -> ExpectedDecodeStep:
+    bound = step.bound
+    return ExpectedDecodeStep(
+        kv_load=step.kv,
+        weight_load=step.weights,
+        flops_time=step.matmul,
+        collectives=step.collectives,
+        overhead=step.overhead,
+        total=step.total,
+        bound=bound,
+        batch=step.decode,
+        n_chips=step.n_chips,
+        efficiency=efficiency_name,
+    )
 
 
 @checked
@@ -102,51 +133,21 @@ def expected_decode_step(
     kv_dtype: StorageDType = "bf16",
     compute_dtype: ComputeDType = "bf16",
     efficiency: EfficiencyModel | None = None,
+    local_window: Context | None = None,
+    local_fraction: Annotated[float, Range(0.0, 1.0)] = 0.0,
 ) -> ExpectedDecodeStep:
     """The generation step of :func:`~tpu_notes.inference.decode_step_time` (same arguments) at the rates of the
-    efficiency model ``efficiency`` (default :data:`tpu_notes.efficiency.DEFAULT`); see the module docstring.
-    ``decode_step_time(...).expected`` is this step at the default model."""
-    roof = decode_step_time(
-        model, chip, n_chips, batch, seq_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype, compute_dtype=compute_dtype
-    )
-    chip, n = _cluster_chips(chip, n_chips)
-    return expected_from_roofline(roof, model, chip, efficiency)
-
-
-def expected_from_roofline(roof, model, chip, efficiency: EfficiencyModel | None = None) -> ExpectedDecodeStep:
-    """The :class:`ExpectedDecodeStep` of a roofline step ``roof`` (a :class:`~tpu_notes.inference.DecodeStepTime`)
-    of ``model`` on ``roof.n_chips`` chips of ``chip`` (a name or a Chip); what :func:`expected_decode_step` and
-    ``decode_step_time`` use."""
-    from .step import DecodeStepTime
-
+    efficiency model ``efficiency`` (default :data:`tpu_notes.efficiency.DEFAULT`): the
+    :meth:`~tpu_notes.inference.engine.Deployment.step` of ``batch`` sequences with ``batch × seq_len`` tokens of
+    context (fewer with sliding-window layers). ``decode_step_time(...).expected`` is this step at the default
+    model."""
     e = check_efficiency(efficiency)
-    if not isinstance(roof, DecodeStepTime):
-        raise TypeError(f"roof must be a DecodeStepTime from decode_step_time; got {type(roof).__name__}")
-    c = machine(chip).chip
-    if c is None:
-        raise TypeError(
-            "chip must be a chip name or a tpu_notes.hardware.Chip: a measured roofline has no efficiency figures"
-        )
-    n, batch = roof.n_chips, roof.batch
-    kv, w = roof.kv_load / e.hbm, roof.weight_load / e.hbm
-    F = (model.d_ff_expert or model.d_ff) if model.is_moe else model.d_ff
-    f = roof.flops_time / e.fraction(c, batch, model.d_model, max(F / n, 1.0))
-    comm = _all_reduces(model, c, n, batch, e)
-    over = e.decode_overhead * model.n_layers
-    total = kv + max(w, f) + comm + over
-    parts = {"kv": kv, "weights": w, "compute": f, "collectives": comm, "overhead": over}
-    return ExpectedDecodeStep(
-        kv_load=kv,
-        weight_load=w,
-        flops_time=f,
-        collectives=comm,
-        overhead=over,
-        total=total,
-        bound=max(parts, key=parts.get),
-        batch=batch,
-        n_chips=n,
-        efficiency=e.name,
+    dep = _pricing_deployment(model, chip, n_chips, weight_dtype, kv_dtype, compute_dtype, e)
+    per_token = kv_bytes_per_token(
+        model, kv_dtype, local_window=local_window, local_fraction=local_fraction, seq_len=seq_len
     )
+    kv_tokens = max(batch, round(batch * seq_len * per_token / dep.kv_bytes_per_token))
+    return _from_engine(dep.step(batch, kv_tokens), e.name)
 
 
 @checked
@@ -163,28 +164,14 @@ def expected_prefill(
     efficiency: EfficiencyModel | None = None,
 ) -> float:
     """Expected seconds of a prefill of ``batch`` prompts of ``prompt_len`` tokens on ``n_chips`` chips, of which
-    ``cached_len`` come from a prefix cache (see the module docstring); the roofline is
-    :func:`~tpu_notes.inference.prefill_time` at ``mfu=1``, whose ``expected`` is this at the default model."""
+    ``cached_len`` come from a prefix cache: :meth:`~tpu_notes.inference.engine.Deployment.prefill_step`'s total.
+    The roofline is :func:`~tpu_notes.inference.prefill_time` at ``mfu=1``, whose ``expected`` is this at the
+    default model."""
     e = check_efficiency(efficiency)
-    c = machine(chip, compute_dtype).chip
-    if c is None:
-        raise TypeError("chip must be a chip name or a tpu_notes.hardware.Chip")
-    m, n, T, B = model, n_chips, prompt_len, batch
-    if cached_len >= T:
-        raise ValueError(f"cached_len must be smaller than prompt_len ({T}); got {cached_len}")
-    new = T - cached_len
-    tokens = float(B * new)
-    F = (m.d_ff_expert or m.d_ff) if m.is_moe else m.d_ff
-    weight_flops = 2.0 * m.matmul_params_per_token() * tokens
-    frac = e.fraction(c, tokens, m.d_model, max(F / n, 1.0))
-    sustain = e.sustained_fraction(c)
-    mm = weight_flops / (n * c.peak_flops(compute_dtype) * frac * sustain)
-    keys = new * cached_len + new * (new + 1) / 2.0  # causal: new token i sees cached_len + i + 1 keys
-    attn_flops = 2.0 * m.n_layers * m.n_heads * (m.qk_head_dim + m.v_dim) * keys * B
-    attn = attn_flops / (n * c.peak_flops("bf16") * e.attention_fraction(c) * sustain)
-    elem = tokens * m.n_layers * eff_mod.layer_elementwise_bytes(m, T) / n / (c.hbm_bw * e.hbm)
-    weights = m.param_count() * dtype_bytes(weight_dtype) / n / (c.hbm_bw * e.hbm)
-    return max(mm + attn + elem, weights) + _all_reduces(m, c, n, tokens, e)
+    if cached_len >= prompt_len:
+        raise ValueError(f"cached_len must be smaller than prompt_len ({prompt_len}); got {cached_len}")
+    dep = _pricing_deployment(model, chip, n_chips, weight_dtype, "bf16", compute_dtype, e)
+    return dep.prefill_step(prompt_len, batch, cached_len=cached_len).total
 
 
-__all__ = ["ExpectedDecodeStep", "expected_decode_step", "expected_from_roofline", "expected_prefill"]
+__all__ = ["ExpectedDecodeStep", "expected_decode_step", "expected_prefill"]

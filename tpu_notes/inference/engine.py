@@ -1,0 +1,466 @@
+"""The one serving step model (Chapters 7 and 8): what one step of a serving engine costs on a deployment.
+
+A :class:`Deployment` is one model replica on a system (a TPU :class:`~tpu_notes.topology.Slice` or a
+:class:`~tpu_notes.gpu.GpuCluster`), tensor-parallel over all of its devices, with its dtypes and the HBM it keeps
+in reserve. Everything that prices serving asks it: the simulator, the frontier, the deployment search, the cost
+sheet, speculative decoding and the CLI.
+
+One engine step runs every layer once over a set of *rows*: one per sequence being decoded and one per prompt token
+of the prefill chunks mixed into the step (chunked prefill). Its parts, in seconds:
+
+- **weights**: the matmul weights the rows visit (every parameter but the input embedding; a mixture of experts
+  reads only the experts the rows are expected to visit), from HBM;
+- **kv**: the KV caches the step's attention reads (each decoded sequence's context, each prefill chunk's prefix and
+  itself), from HBM;
+- **matmul**: ``2 × rows ×`` the matmul parameters per token;
+- **attention**: a prefill chunk's causal attention FLOPs (a decoded token's attention runs at the KV load's pace
+  and is the ``kv`` part);
+- **elementwise**: a prefill chunk's memory-bound non-matmul traffic (norms, rotary, activations);
+- **collectives**: per layer, two AllReduces of the ``[rows, D]`` activations over the tensor-parallel group, and
+  when the KV heads are fewer than the devices (the caches are sharded over the batch,
+  :func:`~tpu_notes.inference.kv_sharding`), two AllToAlls of the decoded rows' queries and attention outputs;
+  they do not overlap (the next matmul needs them);
+- **overhead**: the efficiency model's per-layer decode overhead (kernel boundaries, sampling, scheduling).
+
+``total = kv + max(weights, matmul + attention + elementwise) + collectives + overhead``. The **roofline** is the
+same sum at datasheet rates, the collectives at the system's own formulas (``System.collective_time``) and no
+overhead; the **expected** time (what :attr:`EngineStep.total` is) at the rates of an
+:class:`~tpu_notes.efficiency.EfficiencyModel` (default :data:`tpu_notes.efficiency.DEFAULT`): HBM at its achieved
+fraction, matmuls at :func:`~tpu_notes.efficiency.matmul_fraction` of their real shape (``rows`` by ``D`` by
+``F / n``) times the sustained fraction, attention at the flash fraction, each collective's bytes at the achieved
+link fraction plus one call's latency. With one device, no prefill and the default rates set to 1, the roofline is
+:func:`~tpu_notes.inference.decode_step_time` exactly (a test holds them together).
+
+Memory: the weights (sharded over the devices) and the KV pool share HBM; ``reserve_fraction`` of it is kept for
+activations and the runtime. :attr:`Deployment.kv_capacity_tokens` is what the pool holds; a step whose caches
+exceed it is marked ``fits=False`` and :meth:`Deployment.decode_step` refuses it unless asked not to.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Annotated
+
+from .. import efficiency as eff_mod
+from ..efficiency import EfficiencyModel, check_efficiency
+from ..hardware import Chip, get_chip
+from ..system import System
+from ..transformer import Model, TransformerConfig
+from ..units import Bool, Positive, Range, checked, dtype_bytes, fmt
+from .sharding import kv_sharding
+from .step import MAX_CONTEXT, Batch, Chips, ComputeDType, Context, StorageDType, weight_params_read
+
+#: Most rows (decoded sequences + prefill tokens) one engine step may hold.
+MAX_ROWS = 2**22
+#: The share of HBM a deployment keeps out of the KV pool, by default: activations, the runtime, fragmentation.
+DEFAULT_RESERVE = 0.1
+_Reserve = Annotated[float, Range(0.0, 0.99)]
+_Count = Annotated[int, Positive(integer=True, allow_zero=True, maximum=MAX_ROWS)]
+#: Most tokens of KV cache one step may hold (more than any pool of a whole pod: 2**36 ≈ 6.9e10).
+MAX_STEP_TOKENS = 2**36
+_Tokens = Annotated[int, Positive(integer=True, allow_zero=True, maximum=MAX_STEP_TOKENS)]
+_Pairs = Annotated[float, Positive(allow_zero=True, maximum=1e18)]
+
+
+@checked
+def system_for(chip, n_chips: Chips) -> System:
+    """The system ``n_chips`` devices of ``chip`` form: the standard TPU slice of that many chips
+    (:func:`~tpu_notes.inference.slice_shapes`), or a GPU cluster (whole nodes past one node)."""
+    from ..gpu import GpuCluster
+    from ..topology import Slice
+    from .serving import slice_shapes
+
+    c = get_chip(chip)
+    if c.kind == "gpu":
+        return GpuCluster(c, n_chips)
+    shapes = [s for s in slice_shapes(c) if math.prod(s) == n_chips]
+    if shapes:
+        return Slice(c, shapes[0])
+    line = (n_chips,) + (1,) * (c.ici_dims - 1)  # a non-standard count: one line of chips, if the pod has one
+    try:
+        return Slice(c, line)
+    except ValueError:
+        menu = sorted({math.prod(s) for s in slice_shapes(c)})
+        raise ValueError(
+            f"n_chips must be the size of a standard {c.long_name} slice ({menu}) or fit on one axis; got {n_chips}"
+        ) from None
+
+
+def _resolve_system(system, n_chips) -> System:
+    if isinstance(system, System) and not isinstance(system, (str, Chip)):
+        if n_chips is not None and n_chips != system.n_devices:
+            raise ValueError(f"n_chips ({n_chips!r}) must be None or the system's {system.n_devices} devices")
+        return system
+    if isinstance(system, (str, Chip)):
+        if n_chips is None:
+            raise TypeError("n_chips must be a whole number of chips when system is a chip name or a Chip")
+        try:
+            get_chip(system)
+        except ValueError as err:
+            raise ValueError(f"system: {err}") from None
+        return system_for(system, n_chips)
+    raise TypeError(
+        "system must be a tpu_notes.topology.Slice, a tpu_notes.gpu.GpuCluster, or a chip name with n_chips; "
+        f"got {type(system).__name__}"
+    )
+
+
+def _link(system: System, n: int) -> str:
+    """The efficiency model's link name for a collective over all ``n`` devices of ``system``."""
+    c = system.chip
+    if c.kind == "gpu":
+        return "nvlink" if n <= system.node_size else "ib"
+    return "ici"
+
+
+@dataclass(frozen=True)
+class EngineStep:
+    """One engine step of a :class:`Deployment`: ``decode`` sequences plus ``prefill_tokens`` prompt tokens, in
+    seconds at the efficiency model's rates (``roofline`` is the same step at datasheet rates)."""
+
+    kv: float  # KV caches read, seconds
+    weights: float  # matmul weights read, seconds
+    matmul: float  # weight-matmul FLOPs, seconds
+    attention: float  # prefill attention FLOPs, seconds
+    elementwise: float  # prefill memory-bound non-matmul traffic, seconds
+    collectives: float  # tensor-parallel AllReduces and KV AllToAlls, seconds
+    overhead: float  # per-layer overhead, all layers, seconds
+    total: float  # kv + max(weights, matmul + attention + elementwise) + collectives + overhead, seconds
+    roofline: float  # the same step at datasheet rates (no overhead), seconds
+    decode: int  # sequences decoded (one token each)
+    prefill_tokens: int  # prompt tokens prefilled
+    kv_tokens: int  # tokens of KV cache resident for the step's sequences
+    n_chips: int  # devices sharing the step
+    fits: bool  # weights + these caches fit the HBM the deployment gives them
+    roofline_parts: dict = field(repr=False, default_factory=dict)  # the roofline's parts, by the names above
+
+    @property
+    def rows(self) -> int:
+        """Tokens the step's matmuls process."""
+        return self.decode + self.prefill_tokens
+
+    @property
+    def matmul_bound(self) -> str:
+        """``"compute"`` when the matmuls (and prefill attention) outlast the weight reads, else ``"weights"``."""
+        return "compute" if self.matmul + self.attention + self.elementwise > self.weights else "weights"
+
+    @property
+    def bound(self) -> str:
+        """The largest part of the sum: ``"kv"``, ``"weights"`` or ``"compute"`` (the ``max`` term, named by
+        :attr:`matmul_bound`), ``"collectives"`` or ``"overhead"``."""
+        parts = {
+            "kv": self.kv,
+            self.matmul_bound: max(self.weights, self.matmul + self.attention + self.elementwise),
+            "collectives": self.collectives,
+            "overhead": self.overhead,
+        }
+        return max(parts, key=parts.get)
+
+    @property
+    def tokens_per_s_per_chip(self) -> float:
+        """Decoded tokens per second per device at this step time (prefill tokens are not output)."""
+        return self.decode / self.total / self.n_chips
+
+    def __repr__(self) -> str:
+        pre = f" + prefill {self.prefill_tokens:,} tokens" if self.prefill_tokens else ""
+        return (
+            f"EngineStep(total={fmt(self.total, 's')} (roofline {fmt(self.roofline, 's')}): kv={fmt(self.kv, 's')}"
+            f" + max(weights={fmt(self.weights, 's')}, matmul={fmt(self.matmul, 's')}"
+            + (f" + attention={fmt(self.attention, 's')}" if self.attention else "")
+            + f") + collectives={fmt(self.collectives, 's')} + overhead={fmt(self.overhead, 's')}; "
+            f"bound={self.bound}, matmuls {self.matmul_bound}-bound; decode {self.decode}{pre}; "
+            f"n_chips={self.n_chips}" + ("" if self.fits else "; does NOT fit") + ")"
+        )
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One model replica on ``system``, tensor-parallel over all its devices (build it with :func:`deployment`).
+    Its rates are precomputed so that pricing a step (the simulator's clock) is a few float operations."""
+
+    model: TransformerConfig  # the model served
+    system: System  # the devices one replica spans (a Slice or a GpuCluster)
+    weight_dtype: str  # dtype the weights are stored in
+    kv_dtype: str  # dtype the KV caches are stored in
+    compute_dtype: str  # dtype the matmuls run in (the chip's peak for it)
+    reserve_fraction: float  # share of HBM kept out of the weights + KV pool
+    efficiency: EfficiencyModel  # the rates of the expected step
+    weight_bytes: float  # every parameter in the weight dtype, all devices together, bytes
+    kv_bytes_per_token: float  # KV cache of one token of context, all devices together, bytes
+    kv_capacity_tokens: int  # tokens of KV cache the HBM left after the weights and the reserve holds
+    _c: dict = field(repr=False, compare=False, default_factory=dict)  # precomputed rates (see deployment())
+
+    @property
+    def chip(self) -> Chip:
+        """The chip every device is."""
+        return self.system.chip
+
+    @property
+    def n_chips(self) -> int:
+        """Devices in the replica."""
+        return self.system.n_devices
+
+    def kv_blocks(self, block_size: int) -> int:
+        """Blocks of ``block_size`` tokens the KV pool holds (paged attention)."""
+        if type(block_size) is not int or not 1 <= block_size <= 2**16:
+            raise ValueError(f"block_size must be a whole number of tokens in [1, 65536]; got {block_size!r}")
+        return self.kv_capacity_tokens // block_size
+
+    def max_batch(self, seq_len: int) -> int:
+        """Most sequences of ``seq_len`` tokens whose caches the pool holds at once (0 when not one fits)."""
+        if type(seq_len) is not int or not 1 <= seq_len <= MAX_CONTEXT:
+            raise ValueError(f"seq_len must be a whole number of tokens in [1, {MAX_CONTEXT}]; got {seq_len!r}")
+        return self.kv_capacity_tokens // seq_len
+
+    # ------------------------------------------------------------------------------------------ the step
+    def _parts(self, decode, kv_tokens, prefill_tokens, prefill_pairs, prefill_kv):
+        """Both sets of parts, unchecked: ``(expected, roofline)`` dicts of seconds."""
+        c = self._c
+        rows = decode + prefill_tokens
+        if rows == 0:
+            zero = dict.fromkeys(("kv", "weights", "matmul", "attention", "elementwise", "collectives"), 0.0)
+            return {**zero, "overhead": 0.0}, zero
+        E, k = c["experts"]
+        visited = c["dense_params"] + (c["expert_layer_params"] * E * (1.0 - (1.0 - k / E) ** rows) if E else 0.0)
+        w_roof = (visited + min(rows, c["vocab_rows"]) * c["embed_row"]) * c["wbytes"] / c["hbm_all"]
+        kv_roof = (kv_tokens + prefill_kv) * self.kv_bytes_per_token / c["hbm_all"]
+        mm_roof = 2.0 * rows * c["matmul_params"] / c["peak_all"]
+        at_roof = prefill_pairs * c["attn_flops_per_pair"] / c["peak_bf16_all"]
+        el_roof = prefill_tokens * c["elem_bytes_per_token"] / c["hbm_all"]
+        ar_a, ar_b = c["all_reduce"]
+        aa_a, aa_b = c["all_to_all"]
+        coll_roof = c["n_reduces"] * ar_b * rows + (c["n_a2a"] * aa_b * decode if decode else 0.0)
+        hops = c["n_reduces"] * ar_a + (c["n_a2a"] * aa_a if decode else 0.0)
+        roof = {
+            "kv": kv_roof,
+            "weights": w_roof,
+            "matmul": mm_roof,
+            "attention": at_roof,
+            "elementwise": el_roof,
+            "collectives": coll_roof,
+            "collective_latency": hops,
+        }
+        e_hbm, frac, att = c["e_hbm"], self._matmul_fraction(rows), c["attention_fraction"]
+        elat_ar, ebw_ar = c["e_all_reduce"]
+        elat_aa, ebw_aa = c["e_all_to_all"]
+        coll = c["n_reduces"] * (elat_ar + ebw_ar * rows) + (
+            c["n_a2a"] * (elat_aa + ebw_aa * decode) if decode else 0.0
+        )
+        exp = {
+            "kv": kv_roof / e_hbm,
+            "weights": w_roof / e_hbm,
+            "matmul": mm_roof / frac,
+            "attention": at_roof / att,
+            "elementwise": el_roof / e_hbm,
+            "collectives": coll,
+            "overhead": c["overhead"],
+        }
+        return exp, roof
+
+    def _matmul_fraction(self, rows: int) -> float:
+        cache = self._c["fraction_cache"]
+        f = cache.get(rows)
+        if f is None:
+            c = self._c
+            f = self.efficiency.fraction(self.chip, rows, self.model.d_model, c["ffn_per_chip"]) * c["sustained"]
+            if len(cache) < 65536:
+                cache[rows] = f
+        return f
+
+    def _seconds(self, decode: int, kv_tokens: int, prefill_tokens: int = 0, prefill_pairs: float = 0.0,
+                 prefill_kv: int = 0) -> float:  # fmt: skip
+        """Expected seconds of one step, unchecked: the simulator's clock, a few float operations (:meth:`step`
+        checks its arguments, explains the parts and holds the same formula; a test keeps them equal):
+        ``decode`` sequences with ``kv_tokens`` tokens of context between them, and ``prefill_tokens`` prompt
+        tokens whose attention covers ``prefill_pairs`` (query, key) pairs and reads ``prefill_kv`` cached tokens."""
+        p, _ = self._parts(decode, kv_tokens, prefill_tokens, prefill_pairs, prefill_kv)
+        return (
+            p["kv"]
+            + max(p["weights"], p["matmul"] + p["attention"] + p["elementwise"])
+            + p["collectives"]
+            + (p["overhead"])
+        )
+
+    @checked
+    def step(
+        self,
+        decode: _Count,
+        kv_tokens: _Tokens,
+        prefill_tokens: _Count = 0,
+        prefill_pairs: _Pairs = 0.0,
+        prefill_kv: _Tokens = 0,
+    ) -> EngineStep:
+        """One engine step (see the module docstring), checked: ``decode`` sequences whose contexts add up to
+        ``kv_tokens`` tokens, plus ``prefill_tokens`` prompt tokens attending over ``prefill_pairs`` (query, key)
+        pairs and reading ``prefill_kv`` tokens of cache. ``fits`` says whether those caches fit the KV pool."""
+        if decode + prefill_tokens == 0:
+            raise ValueError("a step needs at least one row: decode or prefill_tokens must be positive")
+        if decode and kv_tokens < decode:
+            raise ValueError(f"kv_tokens ({kv_tokens}) must be at least decode ({decode}): each sequence has a token")
+        exp, roof = self._parts(decode, kv_tokens, prefill_tokens, prefill_pairs, prefill_kv)
+
+        def total(p):
+            return (
+                p["kv"]
+                + max(p["weights"], p["matmul"] + p["attention"] + p["elementwise"])
+                + p["collectives"]
+                + p.get("overhead", 0.0)
+            )
+
+        resident = kv_tokens + prefill_kv + prefill_tokens
+        return EngineStep(
+            kv=exp["kv"],
+            weights=exp["weights"],
+            matmul=exp["matmul"],
+            attention=exp["attention"],
+            elementwise=exp["elementwise"],
+            collectives=exp["collectives"],
+            overhead=exp["overhead"],
+            total=total(exp),
+            roofline=total(roof),
+            decode=decode,
+            prefill_tokens=prefill_tokens,
+            kv_tokens=resident,
+            n_chips=self.n_chips,
+            fits=resident <= self.kv_capacity_tokens,
+            roofline_parts=roof,
+        )
+
+    @checked
+    def decode_step(self, batch: Batch, seq_len: Context, *, allow_unfit: Bool = False) -> EngineStep:
+        """A generation step of ``batch`` sequences of ``seq_len`` tokens of context each. Refuses (naming the
+        largest batch that fits) a batch whose caches do not fit the pool, unless ``allow_unfit``; the step is then
+        marked ``fits=False``."""
+        s = self.step(batch, batch * seq_len)
+        if not s.fits and not allow_unfit:
+            raise ValueError(
+                f"batch={batch} sequences of {seq_len:,} tokens do not fit beside the weights on "
+                f"{self.n_chips} {self.chip.long_name} devices: at most {self.max_batch(seq_len)} "
+                f"(pass allow_unfit=True to price it anyway)"
+            )
+        return s
+
+    @checked
+    def prefill_step(
+        self,
+        prompt_len: Context,
+        batch: Batch = 1,
+        *,
+        cached_len: Annotated[int, Positive(integer=True, allow_zero=True, maximum=MAX_CONTEXT)] = 0,
+    ) -> EngineStep:
+        """One step prefilling ``batch`` whole prompts of ``prompt_len`` tokens, the first ``cached_len`` of each
+        from a prefix cache (computed: the rest, each attending to the whole prompt so far)."""
+        if cached_len >= prompt_len:
+            raise ValueError(f"cached_len must be smaller than prompt_len ({prompt_len}); got {cached_len}")
+        new = prompt_len - cached_len
+        pairs = batch * (new * cached_len + new * (new + 1) / 2.0)
+        return self.step(0, 0, batch * new, pairs, batch * cached_len)
+
+
+@checked
+def deployment(
+    model: Model,
+    system,
+    n_chips: Chips | None = None,
+    *,
+    weight_dtype: StorageDType = "bf16",
+    kv_dtype: StorageDType = "bf16",
+    compute_dtype: ComputeDType = "bf16",
+    reserve_fraction: _Reserve = DEFAULT_RESERVE,
+    efficiency: EfficiencyModel | None = None,
+    check_memory: Bool = True,
+) -> Deployment:
+    """A :class:`Deployment` of ``model`` on ``system``: a :class:`~tpu_notes.topology.Slice`, a
+    :class:`~tpu_notes.gpu.GpuCluster`, or a chip name with ``n_chips`` (the standard slice of that many TPU
+    chips, or that many GPUs). Refuses, naming ``n_chips``, a system whose memory does not hold the weights and one
+    token of cache; ``check_memory=False`` prices it anyway (a pool of 0 tokens: every step is marked unfit)."""
+    m = model
+    sysm = _resolve_system(system, n_chips)
+    c = sysm.chip
+    n = sysm.n_devices
+    e = check_efficiency(efficiency)
+    hbm_free = n * c.hbm_bytes * (1.0 - reserve_fraction)
+    wbytes = dtype_bytes(weight_dtype)
+    weights = m.param_count() * wbytes
+    kv_tok = m.kv_bytes_per_token(kv_dtype)
+    capacity = math.floor((hbm_free - weights) / kv_tok) if hbm_free > weights else 0
+    if capacity < 1 and check_memory:
+        need = math.ceil((weights + kv_tok) / (c.hbm_bytes * (1.0 - reserve_fraction)))
+        raise ValueError(
+            f"n_chips={n} {c.long_name} devices cannot hold {m.name or 'the model'} ({weights / 1e9:.3g} GB of "
+            f"weights in {weight_dtype}) with {reserve_fraction:.0%} of HBM in reserve; it needs at least {need}"
+        )
+    # weights read by a step of `rows` rows: dense part + experts visited + embedding rows looked up
+    total_params = float(weight_params_read(m, 1))
+    embed_row = 0.0 if m.tied_embeddings else float(m.d_model)
+    if not m.tied_embeddings:
+        total_params -= embed_row  # the one looked-up row weight_params_read counted
+    if m.is_moe:
+        E, k = m.n_experts, m.experts_per_token
+        per_layer = float(m.n_moe_layers * m.expert_params())
+        visited_1 = E * (1.0 - (1.0 - k / E))
+        dense = total_params - per_layer * visited_1
+        experts = (E, k)
+    else:
+        per_layer, dense, experts = 0.0, total_params, (0, 1)
+    # collectives: AllReduce of [rows, D] activations (2 per layer) and, with the KV caches sharded over the batch,
+    # AllToAll of the decoded rows' queries and outputs (2 per layer); each affine in rows: (intercept, slope)
+    act = 2.0 * m.d_model  # bf16 activations, bytes per row
+    link = _link(sysm, n)
+
+    def affine(kind):
+        if n == 1:
+            return (0.0, 0.0), (0.0, 0.0)
+        one, two = sysm.collective_time(kind, act), sysm.collective_time(kind, 2 * act)
+        slope_bw = two.bandwidth_time - one.bandwidth_time
+        roof = (one.latency_time, slope_bw)  # hops x the system's latency; bytes at the datasheet rate
+        exp = (e.latency(link), slope_bw / e.link(link))  # one call's latency; bytes at the achieved rate
+        return roof, exp
+
+    ar_roof, ar_exp = affine("all_reduce")
+    a2a = kv_sharding(m, n).all_to_alls if n > 1 else 0
+    aa_roof, aa_exp = affine("all_to_all") if a2a else ((0.0, 0.0), (0.0, 0.0))
+    F = (m.d_ff_expert or m.d_ff) if m.is_moe else m.d_ff
+    rates = {
+        "experts": experts,
+        "dense_params": dense,
+        "expert_layer_params": per_layer,
+        "vocab_rows": m.vocab if not m.tied_embeddings else 0,
+        "embed_row": embed_row,
+        "wbytes": wbytes,
+        "hbm_all": n * c.hbm_bw,
+        "peak_all": n * c.peak_flops(compute_dtype),
+        "peak_bf16_all": n * c.peak_flops("bf16"),
+        "matmul_params": float(m.matmul_params_per_token()),
+        "attn_flops_per_pair": 2.0 * m.n_layers * m.n_heads * (m.qk_head_dim + m.v_dim),
+        "elem_bytes_per_token": m.n_layers * eff_mod.layer_elementwise_bytes(m, 1),
+        "n_reduces": 2 * m.n_layers if n > 1 else 0,
+        "all_reduce": ar_roof,
+        "e_all_reduce": (ar_exp[0], ar_exp[1]),
+        "n_a2a": a2a * m.n_layers,
+        "all_to_all": aa_roof,
+        "e_all_to_all": (aa_exp[0], aa_exp[1]),
+        "e_hbm": e.hbm,
+        "attention_fraction": e.attention_fraction(c) * e.sustained_fraction(c),
+        "sustained": e.sustained_fraction(c),
+        "ffn_per_chip": max(F / n, 1.0),
+        "overhead": e.decode_overhead * m.n_layers,
+        "fraction_cache": {},
+    }
+    return Deployment(
+        model=m,
+        system=sysm,
+        weight_dtype=weight_dtype,
+        kv_dtype=kv_dtype,
+        compute_dtype=compute_dtype,
+        reserve_fraction=reserve_fraction,
+        efficiency=e,
+        weight_bytes=weights,
+        kv_bytes_per_token=kv_tok,
+        kv_capacity_tokens=int(min(max(capacity, 0), MAX_STEP_TOKENS)),
+        _c=rates,
+    )
+
+
+__all__ = ["DEFAULT_RESERVE", "MAX_ROWS", "Deployment", "EngineStep", "deployment", "system_for"]
