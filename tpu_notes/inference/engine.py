@@ -18,8 +18,11 @@ of the prefill chunks mixed into the step (chunked prefill). Its parts, in secon
 - **elementwise**: a prefill chunk's memory-bound non-matmul traffic (norms, rotary, activations);
 - **collectives**: per layer, two AllReduces of the ``[rows, D]`` activations over the tensor-parallel group, and
   when the KV heads are fewer than the devices (the caches are sharded over the batch,
-  :func:`~tpu_notes.inference.kv_sharding`), two AllToAlls of the decoded rows' queries and attention outputs;
-  they do not overlap (the next matmul needs them);
+  :func:`~tpu_notes.inference.kv_sharding`), two AllToAlls of the decoded rows' queries and attention outputs.
+  A decoded row's collectives do not overlap (the next matmul needs them, and a thin matmul has nothing to hide
+  them behind); a prefill chunk's AllReduce bytes hide behind its own matmuls as far as the efficiency model's
+  tensor exposure says (``exposed["tpu:tensor"] = 0`` on TPU, XLA's collective matmuls: hidden as far as compute
+  lasts; ``exposed["tensor"] = 1`` on GPU), the convention of the training step model;
 - **overhead**: the efficiency model's per-layer decode overhead (kernel boundaries, sampling, scheduling).
 
 ``total = kv + max(weights, matmul + attention + elementwise) + collectives + overhead``. The **roofline** is the
@@ -136,6 +139,11 @@ class EngineStep:
     roofline_parts: dict = field(repr=False, default_factory=dict)  # the roofline's parts, by the names above
 
     @property
+    def batch(self) -> int:
+        """Sequences decoded (the name Chapter 7's :class:`~tpu_notes.inference.DecodeStepTime` uses)."""
+        return self.decode
+
+    @property
     def rows(self) -> int:
         """Tokens the step's matmuls process."""
         return self.decode + self.prefill_tokens
@@ -230,7 +238,10 @@ class Deployment:
         el_roof = prefill_tokens * c["elem_bytes_per_token"] / c["hbm_all"]
         ar_a, ar_b = c["all_reduce"]
         aa_a, aa_b = c["all_to_all"]
-        coll_roof = c["n_reduces"] * ar_b * rows + (c["n_a2a"] * aa_b * decode if decode else 0.0)
+        # the ideal: a prefill chunk's AllReduce bytes hidden behind its own FLOPs as far as they last
+        pre_roof = c["n_reduces"] * ar_b * prefill_tokens
+        pre_roof = max(0.0, pre_roof - mm_roof - at_roof) if prefill_tokens else 0.0
+        coll_roof = c["n_reduces"] * ar_b * decode + pre_roof + (c["n_a2a"] * aa_b * decode if decode else 0.0)
         hops = c["n_reduces"] * ar_a + (c["n_a2a"] * aa_a if decode else 0.0)
         roof = {
             "kv": kv_roof,
@@ -244,14 +255,20 @@ class Deployment:
         e_hbm, frac, att = c["e_hbm"], self._matmul_fraction(rows), c["attention_fraction"]
         elat_ar, ebw_ar = c["e_all_reduce"]
         elat_aa, ebw_aa = c["e_all_to_all"]
-        coll = c["n_reduces"] * (elat_ar + ebw_ar * rows) + (
-            c["n_a2a"] * (elat_aa + ebw_aa * decode) if decode else 0.0
-        )
+        mm, at = mm_roof / frac, at_roof / att
+        # decoded rows' AllReduces and AllToAlls wait in full; a prefill chunk's AllReduce bytes hide behind its
+        # matmuls as far as the efficiency model's tensor exposure says (collective matmuls on TPU: as far as
+        # compute lasts; on GPU: not at all), as in the training step model
+        lat = c["n_reduces"] * elat_ar + (c["n_a2a"] * (elat_aa + ebw_aa * decode) if decode else 0.0)
+        pre = c["n_reduces"] * ebw_ar * prefill_tokens
+        x = c["exposed"]
+        pre = x * pre + (1.0 - x) * max(0.0, pre - mm - at) if prefill_tokens else 0.0
+        coll = lat + c["n_reduces"] * ebw_ar * decode + pre
         exp = {
             "kv": kv_roof / e_hbm,
             "weights": w_roof / e_hbm,
-            "matmul": mm_roof / frac,
-            "attention": at_roof / att,
+            "matmul": mm,
+            "attention": at,
             "elementwise": el_roof / e_hbm,
             "collectives": coll,
             "overhead": c["overhead"],
@@ -446,6 +463,7 @@ def deployment(
         "sustained": e.sustained_fraction(c),
         "ffn_per_chip": max(F / n, 1.0),
         "overhead": e.decode_overhead * m.n_layers,
+        "exposed": e.exposed_fraction("tensor", c),
         "fraction_cache": {},
     }
     return Deployment(
