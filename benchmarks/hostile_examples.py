@@ -12,7 +12,9 @@ import time
 from tpu_notes import gpu, transformer
 from tpu_notes import inference as I
 from tpu_notes import training as T
+from tpu_notes.inference.engine import deploy
 from tpu_notes.inference.simulator import simulate as serve_sim
+from tpu_notes.inference.workload import Workload
 from tpu_notes.topology import Slice
 from tpu_notes.training import Parallelism, pipeline
 from tpu_notes.training import published as TP
@@ -54,7 +56,10 @@ probe(
 probe(
     "step_time batch_tokens=1000 seq_len=4096", lambda: T.step_time("llama3-8b", Parallelism(fsdp=64), v5p, 1000, 4096)
 )
-probe("serving simulator: 405B on one v5e", lambda: serve_sim("llama3-405b", "v5e", 1, arrival_rate=1.0))
+probe(
+    "serving simulator: 405B on one v5e",
+    lambda: serve_sim(deploy("llama3-405b", "v5e", 1), Workload.poisson(1.0)),
+)
 probe(
     "published run at 10^5 x its figure",
     lambda: dataclasses.replace(

@@ -12,14 +12,14 @@ _SYSTEM_BAD = ["no-such-chip", 3, None, ODD, [16], b"v5e"]
 
 
 def _dep():
-    from tpu_notes.inference.engine import deployment
+    from tpu_notes.inference.engine import deploy
 
-    return deployment("llama3-70b", "v5e", 16, weight_dtype="int8", kv_dtype="int8")
+    return deploy("llama3-70b", "v5e", 16, weight_dtype="int8", kv_dtype="int8")
 
 
 CASES = {
     E + "system_for": Case(chip=ChipArg("v5e"), n_chips=Int(16)),
-    E + "deployment": Case(
+    E + "deploy": Case(
         model=Model("llama3-70b"),
         system=Raw("v5e", _SYSTEM_BAD),
         n_chips=Opt(Int(16, big=True)),

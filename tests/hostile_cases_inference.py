@@ -34,11 +34,56 @@ def _step_model():
     return decode_step_model("llama3-8b", "v5e", 4, 16)
 
 
+def _sim_deployment():
+    from tpu_notes.inference.engine import deploy
+
+    return deploy("llama3-8b", "v5e", 4)
+
+
+def _sim_workload():
+    from tpu_notes.inference.workload import LengthDistribution, Workload
+
+    return Workload.poisson(
+        2.0, n_requests=10, prompt=LengthDistribution.fixed(256), output=LengthDistribution.fixed(16)
+    )
+
+
 def _sim_result():
-    from tpu_notes.inference import simulate
+    from tpu_notes.inference.simulator import simulate
 
-    return simulate("llama3-8b", "v5e", 4, arrival_rate=2.0, n_requests=10, decode_len=16)
+    return simulate(_sim_deployment(), _sim_workload())
 
+
+def _length():
+    from tpu_notes.inference.workload import LengthDistribution
+
+    return LengthDistribution.fixed(64)
+
+
+def _scheduler():
+    from tpu_notes.inference.simulator import Scheduler
+
+    return Scheduler(token_budget=512, max_seqs=64)
+
+
+def _disaggregation():
+    from tpu_notes.inference.simulator import Disaggregation
+
+    return Disaggregation(_sim_deployment(), 1, "ici")
+
+
+def _rng():
+    import numpy as np
+
+    return np.random.default_rng(0)
+
+
+W = I + "workload."
+_COMPONENTS = Raw(
+    ((1.0, 64.0, 0.5),),
+    hostile=[None, "x", 3, (), ((0.5, 64.0, 0.5),), ((1.0, -1.0, 0.5),), ((1.0, 64.0, 9.0),), ((1.0, 64.0),), (3,)],
+)
+_LEN_ARG = Opt(Raw(_length, hostile=[3, "x", ODD], lazy=True), none_baseline=True)
 
 CASES = {
     # step
@@ -210,27 +255,99 @@ CASES = {
     ),
     # simulator
     I + "simulator.simulate": Case(
-        model=Model("llama3-8b"),
-        chip=ChipArg("v5e"),
-        n_chips=Int(4, big=True),
-        arrival_rate=Num(2.0),
+        deployment=Raw(_sim_deployment, hostile=[None, "llama3-8b", 3, ODD], lazy=True),
+        workload=Raw(_sim_workload, hostile=[None, 3, "poisson", ODD], lazy=True),
+        scheduler=Opt(Raw(_scheduler, hostile=[3, "chunked", ODD], lazy=True), none_baseline=True),
+        disaggregation=Opt(Raw(_disaggregation, hostile=[3, "ici", ODD], lazy=True), none_baseline=True),
+    ),
+    I + "simulator.sweep": Case(
+        deployment=Raw(_sim_deployment, hostile=[None, "llama3-8b", 3], lazy=True),
+        workload=Raw(_sim_workload, hostile=[None, 3], lazy=True),
+        rates=Raw([1.0, 4.0], hostile=[[], "1", None, 3, [0.0], [-1.0], [NAN], [INF], [1.0] * 65]),
+        engines=Raw(
+            lambda: {"chunked": (_scheduler(), None)},
+            hostile=[{}, None, 3, {"a": 3}, {"a": (1, 2)}, {"a": (None,)}, {3: (None, None)}],
+            lazy=True,
+        ),
+    ),
+    I + "simulator.default_engines": Case(
+        prefill=Opt(Raw(_sim_deployment, hostile=[3, "x", ODD], lazy=True), none_baseline=True),
+        instances=Int(1, big=True),
+        link=Opt(Choice("ici")),
+    ),
+    I + "simulator.Scheduler": Case(
+        policy=Choice("chunked"),
+        token_budget=Int(512, big=True),
+        max_seqs=Int(64, big=True),
+        kv=Choice("paged"),
+        block_size=Int(16, big=True),
+        preemption=Choice("recompute"),
+        prefix_caching=Flag(False),
+        slot_tokens=Opt(Int(4096, big=True), none_baseline=True),
+    ),
+    I + "simulator.Scheduler.label": Case(self_=_scheduler),
+    I + "simulator.Disaggregation": Case(
+        prefill=Raw(_sim_deployment, hostile=[None, "llama3-8b", 3, ODD], lazy=True),
+        instances=Int(2, big=True),
+        link=Opt(Choice("ici")),
+    ),
+    I + "simulator.Disaggregation.bandwidth": Case(
+        self_=_disaggregation, decode=Raw(_sim_deployment, hostile=[None, "llama3-8b", 3], lazy=True)
+    ),
+    I + "simulator.Disaggregation.transfer_seconds": Case(
+        self_=_disaggregation,
+        decode=Raw(_sim_deployment, hostile=[None, 3], lazy=True),
+        tokens=Int(1024, zero=True, big=True),
+    ),
+    I + "simulator.Disaggregation.label": Case(self_=_disaggregation),
+    I + "simulator.SimResult.row": Case(self_=_sim_result),
+    I + "simulator.SimResult.goodput": Case(self_=_sim_result, ttft_slo_s=Num(1.0), tpot_slo_s=Num(0.05)),
+    # workload
+    W + "LengthDistribution": Case(
+        components=_COMPONENTS, low=Int(1, big=True), high=Int(4096, big=True), name=Raw("", hostile=[3, None])
+    ),
+    W + "LengthDistribution.mixture": Case(
+        components=_COMPONENTS, low=Int(1, big=True), high=Int(4096, big=True), name=Raw("", hostile=[3, None])
+    ),
+    W + "LengthDistribution.fixed": Case(n=Int(64, big=True)),
+    W + "LengthDistribution.lognormal": Case(
+        median=Num(100.0), sigma=Num(0.5, zero=True, top=5.0), low=Int(1, big=True), high=Int(4096, big=True)
+    ),
+    W + "LengthDistribution.sharegpt_like": Case(part=Choice("prompt")),
+    W + "LengthDistribution.sample": Case(
+        self_=_length, rng=Raw(_rng, hostile=[None, 3, "x", ODD], lazy=True), n=Int(10, zero=True, big=True)
+    ),
+    W + "Workload": Case(
         n_requests=Int(20, big=True),
-        prompt_len=Int(512, big=True),
-        decode_len=Int(32, big=True),
-        length_spread=Num(0.3, zero=True, top=3.0),
-        max_batch=Opt(Int(16, big=True), none_baseline=True),
-        weight_dtype=Choice("bf16"),
-        kv_dtype=Choice("bf16"),
-        compute_dtype=Choice("bf16"),
-        prefill_mfu=Num(0.5, top=1.0),
-        prefix_hit_rate=Num(0.5, zero=True, top=1.0),
-        prefix_len=Int(128, zero=True, big=True),
-        disaggregated=Flag(True),
-        prefill_chips=Opt(Int(4, big=True)),
-        prefill_servers=Int(2, big=True),
+        arrival=Choice("poisson"),
+        rate=Opt(Num(2.0)),
+        prompt=Raw(_length, hostile=[None, 3, "x", ODD], lazy=True),
+        output=Raw(_length, hostile=[None, 3, "x", ODD], lazy=True),
+        cv=Num(2.0),
+        concurrency=Opt(Int(4, big=True), none_baseline=True),
+        prefix_share=Num(0.5, zero=True, top=1.0),
+        prefix_len=Int(16, zero=True, big=True),
         seed=Int(3, zero=True, big=True),
     ),
-    I + "simulator.SimResult.row": Case(self_=_sim_result),
+    W + "Workload.poisson": Case(
+        rate=Num(2.0), n_requests=Int(20, big=True), prompt=_LEN_ARG, output=_LEN_ARG, seed=Int(0, zero=True, big=True)
+    ),
+    W + "Workload.bursty": Case(
+        rate=Num(2.0),
+        cv=Num(2.0),
+        n_requests=Int(20, big=True),
+        prompt=_LEN_ARG,
+        output=_LEN_ARG,
+        seed=Int(0, zero=True, big=True),
+    ),
+    W + "Workload.closed": Case(
+        concurrency=Int(4, big=True),
+        n_requests=Int(20, big=True),
+        prompt=_LEN_ARG,
+        output=_LEN_ARG,
+        seed=Int(0, zero=True, big=True),
+    ),
+    W + "Workload.draw": Case(self_=_sim_workload),
 }
 
 # -- tpu_notes.generate (JAX): model parameters, prompts and probability vectors are not fuzzed -----------------------
@@ -394,6 +511,7 @@ COVERED = (
     "inference.sharding",
     "inference.speculative",
     "inference.simulator",
+    "inference.workload",
     "generate",
 )
 
@@ -407,5 +525,6 @@ RESULT_RECORDS = {
     "inference.sharding.KVSharding",
     "inference.sharding.WeightStationary",
     "inference.simulator.SimResult",
+    "inference.workload.Requests",
     "inference.step.DecodeStepModel",
 }

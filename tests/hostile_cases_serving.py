@@ -18,6 +18,12 @@ def _run():
     return RUNS[6]
 
 
+def _workload_run():
+    from tpu_notes.inference.published import RUNS
+
+    return next(r for r in RUNS if r.workload == "closed" and r.batch == 1)
+
+
 def _rows():
     from tpu_notes.inference.published import reconcile
 
@@ -47,6 +53,14 @@ CASES = {
     I + "published.predict": Case(
         run=Raw(_run, ["abc", None, 3, ODD], lazy=True),
         efficiency=Num(0.8, top=1.0),
+        model=Raw(None, ["default", 3, {}, True, ODD]),
+    ),
+    I + "published.simulate_run": Case(
+        run=Raw(_workload_run, ["abc", None, 3, ODD, _run], lazy=True),
+        model=Raw(None, ["default", 3, {}, True, ODD]),
+    ),
+    I + "published.simulated_figure": Case(
+        run=Raw(_workload_run, ["abc", None, 3, ODD, _run], lazy=True),
         model=Raw(None, ["default", 3, {}, True, ODD]),
     ),
     I + "published.reconcile": Case(
@@ -79,8 +93,65 @@ CASES = {
         kv_dtype=Choice("int8"),
         compute_dtype=Choice("bf16"),
         overlap=Flag(False),
+        rank_by=Choice("roofline"),
     ),
+    I + "deployment.axis_sizes": Case(n_chips=Int(16, big=True), n_axes=Int(2, top=3)),
 }
+
+# -- tpu_notes.inference.cost and the engine-priced speculative decoding: a Deployment is an object, tried against
+# the things a user might pass instead (a model name, a chip, None) ---------------------------------------------------
+_NOT_A_DEPLOYMENT = ["llama3-8b", "v5e", None, 3, ODD, ["llama3-8b"]]
+
+
+def _deployment():
+    from tpu_notes.inference.engine import deploy
+
+    return deploy("llama3-8b", "v5e", 4)
+
+
+def _draft():
+    from tpu_notes.inference.engine import deploy
+
+    return deploy("small", "v5e", 4)  # a small draft model beside the 8B target
+
+
+CASES.update(
+    {
+        I + "cost.serving_cost": Case(
+            deployment=Raw(_deployment, _NOT_A_DEPLOYMENT, lazy=True),
+            prompt_len=Int(1024, big=True),
+            output_len=Int(128, big=True),
+            batch=Int(8, big=True),
+            utilisation=Num(0.5, top=1.0),
+            dollars_per_chip_hour=Opt(Num(1.2)),
+            prefill_batch=Opt(Int(2, big=True)),
+        ),
+        I + "speculative.speculative_decoding": Case(
+            deployment=Raw(_deployment, _NOT_A_DEPLOYMENT, lazy=True),
+            batch=Int(8, big=True),
+            context=Int(1024, big=True),
+            k=Int(4, big=True),
+            acceptance=Num(0.8, zero=True, top=1.0),
+            draft=Raw(_draft, ["llama3-8b", 3, ODD], lazy=True),
+        ),
+        I + "speculative.speculative_vs_batch": Case(
+            deployment=Raw(_deployment, _NOT_A_DEPLOYMENT, lazy=True),
+            context=Int(1024, big=True),
+            k=Int(4, big=True),
+            acceptance=Num(0.8, zero=True, top=1.0),
+            batches=Sizes((1, 8, 64), big=True),
+            draft_cost=Opt(Num(0.05, zero=True)),
+        ),
+        I + "speculative.best_k_at_batch": Case(
+            deployment=Raw(_deployment, _NOT_A_DEPLOYMENT, lazy=True),
+            batch=Int(8, big=True),
+            context=Int(1024, big=True),
+            acceptance=Num(0.8, zero=True, top=1.0),
+            k_max=Int(8, top=64),
+            draft_cost=Opt(Num(0.05, zero=True)),
+        ),
+    }
+)
 
 # -- tpu_notes.runs: the framework both published-run modules share ---------------------------------------------------
 R = "tpu_notes.runs."
@@ -118,11 +189,13 @@ CASES.update(
     }
 )
 
-COVERED = ("inference.published", "inference.deployment", "runs")
+COVERED = ("inference.published", "inference.deployment", "inference.cost", "runs")
 
 #: Records the library builds itself (their fields are computed): constructors not fuzzed; methods have entries.
 RESULT_RECORDS = {
     "inference.published.ServingReconciliation",
     "inference.deployment.ShardedStepTime",
+    "inference.cost.ServingCost",
+    "inference.speculative.SpeculativeResult",
     "runs.Reconciliation",
 }

@@ -31,7 +31,9 @@ GROWING = [
     ("tpu_notes.training.pipeline.simulate", "microbatches"),
     ("tpu_notes.training.pipeline.simulate", "stages"),
     ("tpu_notes.gpu.routing.link_loads", "group"),
-    ("tpu_notes.inference.simulator.simulate", "n_requests"),
+    # the simulator serves a Workload: its request count is capped where a workload is built
+    ("tpu_notes.inference.workload.Workload.poisson", "n_requests"),
+    ("tpu_notes.inference.workload.Workload.closed", "n_requests"),
     ("tpu_notes.parallel.train", "steps"),
     ("tpu_notes.roofline.smallest_compute_bound_batch", "limit"),
     ("tpu_notes.systolic.tile_schedule", "n_tiles"),

@@ -7,7 +7,6 @@ import pytest
 from tpu_notes import inference as I
 from tpu_notes import training as T
 from tpu_notes.__main__ import main
-from tpu_notes.inference.expected import expected_decode_step
 from tpu_notes.topology import parse_slice
 
 PLAN_TPU = ["--model", "llama3-8b", "--slice", "v5e:4x4", "--batch-tokens", "1Mi", "--seq-len", "4096"]
@@ -85,36 +84,38 @@ def test_planner_table_and_rows():
 
 @pytest.mark.parametrize("argv", [SERVE_TPU, SERVE_GPU], ids=["tpu", "gpu"])
 def test_serve_json_carries_roofline_and_expected(argv, capsys):
+    """Every figure of ``serve`` is the engine's step (``inference.engine``) and its cost sheet
+    (``inference.cost``), the roofline and the expected labelled."""
+    from tpu_notes.inference.cost import serving_cost
+    from tpu_notes.inference.engine import deploy
+
     data = _json(capsys, "serve", *argv)
     assert data["step_s"] == data["step_s_roofline"] > 0
-    assert data["step_s_expected"] >= data["step_s_roofline"]
+    assert data["step_s_expected"] >= data["step_s_roofline"] >= data["step_s_roofline_no_collectives"]
     assert 0 < data["tokens_per_s_per_chip_expected"] <= data["tokens_per_s_per_chip_roofline"]
-    assert data["dollars_per_million_tokens_expected"] >= data["dollars_per_million_tokens_roofline"] > 0
-    # the cost is the same formula at the two speeds: dollars × tokens/s is the price per chip-second for both
-    assert data["dollars_per_million_tokens_expected"] * data["tokens_per_s_per_chip_expected"] == pytest.approx(
-        data["dollars_per_million_tokens_roofline"] * data["tokens_per_s_per_chip_roofline"]
+    d = deploy(
+        data["model"], data["chip"], data["n_chips"], weight_dtype=data["weight_dtype"], kv_dtype=data["kv_dtype"]
     )
-    kv = data["kv_dtype"]
-    e = expected_decode_step(
-        data["model"],
-        data["chip"],
-        data["n_chips"],
-        data["batch"],
-        data["context"],
-        weight_dtype=data["weight_dtype"],
-        kv_dtype=kv,
-    )
+    e = d.step(data["batch"], data["batch"] * data["context"])
     assert data["step_s_expected"] == pytest.approx(e.total) and data["bound_expected"] == e.bound
-    assert data["expected_unavailable"] is None and data["efficiency_model"] == "default"
+    assert data["step_s_roofline"] == pytest.approx(e.roofline)
+    assert sum(data["parts_s_expected"].values()) >= data["step_s_expected"] * (1 - 1e-12)  # max() drops a part
+    c = serving_cost(d, data["prompt_len"], data["output_len"], data["batch"])
+    assert data["prompt_len"] == data["context"] and data["output_len"] == 512  # the stated defaults
+    assert data["dollars_per_million_output"] == pytest.approx(c.dollars_per_million_output)
+    assert data["dollars_per_million_input"] == pytest.approx(c.dollars_per_million_input)
+    assert data["dollars_per_million_input"] > 0
+    assert data["fits"] is True and data["no_price_reason"] is None and data["efficiency_model"] == "default"
 
 
 def test_serve_text_labels_both_figures(capsys):
-    out = _text(capsys, "serve", *SERVE_TPU)
+    from tpu_notes.inference.engine import deploy
     from tpu_notes.units import fmt
 
+    out = _text(capsys, "serve", *SERVE_TPU)
+    e = deploy("llama3-70b", "v5e", 16, weight_dtype="int8", kv_dtype="int8").step(64, 64 * 8192)
     roof = I.decode_step_time("llama3-70b", "v5e", 16, 64, 8192, weight_dtype="int8", kv_dtype="int8")
-    e = expected_decode_step("llama3-70b", "v5e", 16, 64, 8192, weight_dtype="int8", kv_dtype="int8")
-    assert f"roofline step {fmt(roof.total, 's')}" in out and f"expected step {fmt(e.total, 's')}" in out
-    assert f"roofline throughput {fmt(roof.tokens_per_s_per_chip, 'tokens/s')}" in out
-    assert f"expected throughput {fmt(e.tokens_per_s_per_chip, 'tokens/s')}" in out
-    assert out.count("per million tokens") == 2 and "a forecast" in out and "upper bound" in out
+    assert f"expected step {fmt(e.total, 's')}" in out and f"roofline step {fmt(e.roofline, 's')}" in out
+    assert f"Chapter 7's step {fmt(roof.total, 's')}" in out  # the engine's roofline less its collectives
+    assert f"throughput {fmt(e.tokens_per_s_per_chip, 'tokens/s')} per chip expected" in out
+    assert out.count("per million") == 2 and "a forecast" in out and "a floor" in out and "upper bound" in out

@@ -11,13 +11,13 @@ from tpu_notes import inference as I
 from tpu_notes.efficiency import DEFAULT
 from tpu_notes.gpu import GpuCluster
 from tpu_notes.hardware import get_chip
-from tpu_notes.inference.engine import deployment, system_for
+from tpu_notes.inference.engine import deploy, system_for
 from tpu_notes.transformer import get_model
 
 
 def test_one_device_no_prefill_roofline_is_chapter_7s_step():
     """With one chip and no prefill, the engine's roofline is decode_step_time's formula, exactly."""
-    d = deployment("llama2-7b", "v5e", 1, reserve_fraction=0.0)
+    d = deploy("llama2-7b", "v5e", 1, reserve_fraction=0.0)
     for batch, ctx in ((1, 128), (4, 1024), (16, 700)):
         s = d.step(batch, batch * ctx)
         ref = I.decode_step_time("llama2-7b", "v5e", 1, batch, ctx)
@@ -28,7 +28,7 @@ def test_one_device_no_prefill_roofline_is_chapter_7s_step():
 
 
 def test_expected_reads_are_the_roofline_reads_at_the_achieved_hbm_fraction():
-    d = deployment("llama3-70b", "h100", 8, weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8")
+    d = deploy("llama3-70b", "h100", 8, weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8")
     s = d.decode_step(64, 2048)
     assert s.kv == pytest.approx(s.roofline_parts["kv"] / DEFAULT.hbm)
     assert s.weights == pytest.approx(s.roofline_parts["weights"] / DEFAULT.hbm)
@@ -37,7 +37,7 @@ def test_expected_reads_are_the_roofline_reads_at_the_achieved_hbm_fraction():
 
 
 def test_the_fast_clock_is_the_checked_step():
-    d = deployment("llama3-70b", "v5e", 16, weight_dtype="int8", kv_dtype="int8")
+    d = deploy("llama3-70b", "v5e", 16, weight_dtype="int8", kv_dtype="int8")
     for args in (
         (1, 5000, 0, 0.0, 0),
         (37, 37 * 3111, 0, 0.0, 0),
@@ -52,8 +52,8 @@ def test_collectives_are_the_systems_all_reduces_and_kv_all_to_alls():
     decoded rows when kv_sharding shards the caches over the batch (Llama 3 70B's 8 KV heads on 16 chips)."""
     m = get_model("llama3-70b")
     rows = 48
-    d16 = deployment(m, "v5e", 16, weight_dtype="int8", kv_dtype="int8")
-    d8 = deployment(m, "v5e", 8, weight_dtype="int4", kv_dtype="int4")
+    d16 = deploy(m, "v5e", 16, weight_dtype="int8", kv_dtype="int8")
+    d8 = deploy(m, "v5e", 8, weight_dtype="int4", kv_dtype="int4")
     ar16 = d16.system.collective_time("all_reduce", rows * m.d_model * 2.0).bandwidth_time
     a2a16 = d16.system.collective_time("all_to_all", rows * m.d_model * 2.0).bandwidth_time
     ar8 = d8.system.collective_time("all_reduce", rows * m.d_model * 2.0).bandwidth_time
@@ -63,13 +63,13 @@ def test_collectives_are_the_systems_all_reduces_and_kv_all_to_alls():
     assert got16 == pytest.approx(2 * m.n_layers * ar16 + 2 * m.n_layers * a2a16, rel=1e-9)
     assert got8 == pytest.approx(2 * m.n_layers * ar8, rel=1e-9)
     # one device: nothing to communicate
-    assert deployment("llama2-7b", "v5e", 1, reserve_fraction=0.0).step(4, 4000).collectives == 0.0
+    assert deploy("llama2-7b", "v5e", 1, reserve_fraction=0.0).step(4, 4000).collectives == 0.0
 
 
 def test_a_gpu_step_pays_nvlink_inside_a_node_and_the_network_beyond():
     m = get_model("llama3-70b")
-    inside = deployment(m, GpuCluster("h100", 8), weight_dtype="fp8", kv_dtype="fp8")
-    beyond = deployment(m, GpuCluster("h100", 16), weight_dtype="fp8", kv_dtype="fp8")
+    inside = deploy(m, GpuCluster("h100", 8), weight_dtype="fp8", kv_dtype="fp8")
+    beyond = deploy(m, GpuCluster("h100", 16), weight_dtype="fp8", kv_dtype="fp8")
     a, b = inside.step(32, 32 * 2048), beyond.step(32, 32 * 2048)
     assert b.collectives > a.collectives
     assert a.collectives == pytest.approx(
@@ -82,7 +82,7 @@ def test_a_gpu_step_pays_nvlink_inside_a_node_and_the_network_beyond():
 
 def test_a_mixture_of_experts_reads_the_experts_its_rows_visit():
     m = get_model("mixtral-8x7b")
-    d = deployment(m, "h100", 2, reserve_fraction=0.0)
+    d = deploy(m, "h100", 2, reserve_fraction=0.0)
     hbm = 2 * get_chip("h100").hbm_bw
     for rows in (1, 3, 64):
         want = I.weight_params_read(m, rows) * 2 / hbm
@@ -92,7 +92,7 @@ def test_a_mixture_of_experts_reads_the_experts_its_rows_visit():
 def test_the_kv_pool_is_hbm_left_after_weights_and_reserve():
     m = get_model("llama3-70b")
     c = get_chip("v5e")
-    d = deployment(m, "v5e", 16, weight_dtype="int8", kv_dtype="int8", reserve_fraction=0.1)
+    d = deploy(m, "v5e", 16, weight_dtype="int8", kv_dtype="int8", reserve_fraction=0.1)
     free = 16 * c.hbm_bytes * 0.9 - m.param_count() * 1
     assert d.kv_capacity_tokens == math.floor(free / m.kv_bytes_per_token("int8"))
     assert d.kv_blocks(16) == d.kv_capacity_tokens // 16
@@ -105,13 +105,13 @@ def test_the_kv_pool_is_hbm_left_after_weights_and_reserve():
 
 def test_a_deployment_that_cannot_hold_the_weights_is_refused_by_n_chips():
     with pytest.raises(ValueError, match="n_chips=1"):
-        deployment("llama3-70b", "v5e", 1)
-    priced = deployment("llama3-70b", "v5e", 1, check_memory=False)
+        deploy("llama3-70b", "v5e", 1)
+    priced = deploy("llama3-70b", "v5e", 1, check_memory=False)
     assert priced.kv_capacity_tokens == 0 and not priced.decode_step(1, 100, allow_unfit=True).fits
 
 
 def test_prefill_step_is_the_expected_prefill_and_the_prefix_cache_saves_work():
-    d = deployment("llama3-70b", "h100", 8, reserve_fraction=0.0, check_memory=False)
+    d = deploy("llama3-70b", "h100", 8, reserve_fraction=0.0, check_memory=False)
     full = d.prefill_step(8192)
     assert full.total == pytest.approx(I.expected_prefill("llama3-70b", "h100", 8, 8192), rel=1e-12)
     cached = d.prefill_step(8192, cached_len=4096)
@@ -130,7 +130,7 @@ def test_bound_names_the_largest_part_and_matmul_bound_the_max_term():
     assert step.flops_time > step.weight_load and step.kv_load > step.flops_time
     assert step.bound == "kv" and step.matmul_bound == "compute"
     assert "matmuls compute-bound" in repr(step)
-    e = deployment("llama3-70b", "v5e", 8, weight_dtype="int4", kv_dtype="int4").decode_step(100, 8192)
+    e = deploy("llama3-70b", "v5e", 8, weight_dtype="int4", kv_dtype="int4").decode_step(100, 8192)
     assert e.matmul_bound == ("compute" if e.matmul > e.weights else "weights")
 
 

@@ -168,42 +168,6 @@ def test_slice_shapes():
     assert isinstance(I.smallest_topology("llama3-8b", "v5p"), Slice)
 
 
-# -- the simulator -------------------------------------------------------------------------------------------------
-def test_simulator_is_deterministic_and_reports_percentiles():
-    kw = dict(arrival_rate=4.0, n_requests=120, prompt_len=512, decode_len=64, seed=3)
-    a = I.simulate("llama3-8b", "v5e", 4, **kw)
-    b = I.simulate("llama3-8b", "v5e", 4, **kw)
-    assert a == b
-    assert a.ttft[0] <= a.ttft[1] <= a.ttft[2] and a.tpot[0] <= a.tpot[1] <= a.tpot[2]
-    assert a.completed == 120 and len(a.ttft_all) == 120
-    # at a light load the TTFT is about one prefill and the TPOT about one step
-    pre = I.prefill_time("llama3-8b", "v5e", 4, 512).total
-    assert a.ttft[0] == pytest.approx(pre, rel=0.5)
-
-
-def test_simulator_throughput_tracks_the_offered_load_until_saturation():
-    light = I.simulate("llama3-8b", "v5e", 4, arrival_rate=1.0, n_requests=150, decode_len=128)
-    heavy = I.simulate("llama3-8b", "v5e", 4, arrival_rate=1e4, n_requests=150, decode_len=128)
-    assert light.throughput == pytest.approx(128.0, rel=0.25)  # ~ 1 request/s x 128 tokens
-    assert heavy.mean_batch > 10 * light.mean_batch
-    assert heavy.throughput > 5 * light.throughput
-
-
-def test_disaggregation_removes_prefill_stalls_from_tpot():
-    kw = dict(arrival_rate=6.0, n_requests=150, prompt_len=4096, decode_len=128, seed=1)
-    mixed = I.simulate("llama3-8b", "v5e", 4, **kw)
-    split = I.simulate("llama3-8b", "v5e", 4, disaggregated=True, prefill_chips=4, prefill_servers=1, **kw)
-    assert split.tpot[1] < mixed.tpot[1]
-    assert split.n_chips == 8
-
-
-def test_prefix_cache_lowers_ttft():
-    kw = dict(arrival_rate=2.0, n_requests=100, prompt_len=4096, decode_len=32, seed=2)
-    cold = I.simulate("llama3-8b", "v5e", 4, **kw)
-    warm = I.simulate("llama3-8b", "v5e", 4, prefix_hit_rate=1.0, prefix_len=3072, **kw)
-    assert warm.ttft[0] < 0.5 * cold.ttft[0]
-
-
 # -- bad input -----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "call, name",
@@ -217,8 +181,6 @@ def test_prefix_cache_lowers_ttft():
         (lambda: I.prefill_time("llama3-8b", "v5e", 4, 1024, mfu=1.5), "mfu"),
         (lambda: I.max_batch("llama3-70b", "v5e", 2, 1024), "n_chips"),
         (lambda: I.kv_sharding("llama3-8b", 16, heads=9), "heads"),
-        (lambda: I.simulate("llama3-8b", "v5e", 4, arrival_rate=0.0), "arrival_rate"),
-        (lambda: I.simulate("llama3-8b", "v5e", 4, arrival_rate=-1.0), "arrival_rate"),
         (lambda: I.cost_per_million_tokens(100.0), "dollars_per_chip_hour"),
         (lambda: I.disaggregation_ratio(1.0, 0.01, 0, 100), "batch"),
         (lambda: I.expected_tokens_per_round(1.5, 4), "acceptance"),
@@ -234,8 +196,10 @@ def test_analysis_layer_does_not_import_jax():
     import sys
 
     code = (
-        "import sys, tpu_notes.inference as I; I.simulate('llama3-8b', 'v5e', 4, arrival_rate=1.0, "
-        "n_requests=5); print('jax' in sys.modules)"
+        "import sys, tpu_notes.inference as I; from tpu_notes.inference.engine import deploy; "
+        "from tpu_notes.inference.workload import Workload; "
+        "I.simulate(deploy('llama3-8b', 'v5e', 4), Workload.poisson(1.0, n_requests=5)); "
+        "print('jax' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -314,7 +278,11 @@ def test_inference_figures_draw_the_library_numbers():
     assert t[0] == pytest.approx(I.decode_step_time("llama3-8b", "v5e", 4, int(b[0]), 8192).total)
     fig2 = plots.latency_throughput_chart("llama2-13b", "v5e", 8, 8192, batches=[1, 8, 64])
     assert fig2.axes[0].get_xlabel().startswith("throughput")
-    runs = {"a": [(1.0, I.simulate("llama3-8b", "v5e", 4, arrival_rate=1.0, n_requests=10, decode_len=8))]}
+    from tpu_notes.inference.engine import deploy
+    from tpu_notes.inference.workload import LengthDistribution, Workload
+
+    wl = Workload.poisson(1.0, n_requests=10, output=LengthDistribution.fixed(8))
+    runs = {"a": [(1.0, I.simulate(deploy("llama3-8b", "v5e", 4), wl))]}
     for f in (
         plots.speculative_speedup_chart(),
         plots.weight_stationary_chart(),
@@ -371,14 +339,6 @@ def test_the_simulator_clock_is_the_decode_step_formula():
         clock.seconds(65, 100)
     with pytest.raises(ValueError, match="kv_tokens"):
         clock.seconds(1, -1)
-
-
-def test_the_simulator_refuses_a_model_that_does_not_fit():
-    for kw in ({}, {"max_batch": 8}):
-        with pytest.raises(ValueError, match="n_chips=1 TPU v5e"):
-            I.simulate("llama3-405b", "v5e", 1, arrival_rate=1.0, **kw)
-    with pytest.raises(ValueError, match="max_batch"):
-        I.simulate("llama3-8b", "v5e", 4, arrival_rate=1.0, max_batch=4000)
 
 
 def test_candidate_lists_are_capped():

@@ -109,23 +109,31 @@ def test_more_chips_cost_more_communication_per_step():
     assert b.tokens_per_s_per_chip < a.tokens_per_s_per_chip
 
 
-def test_best_deployment_is_the_best_point_of_its_grid():
+@pytest.mark.parametrize("rank_by", ["expected", "roofline"])
+def test_best_deployment_is_the_best_point_of_its_grid(rank_by):
+    """By the step it ranks by (the engine's expected step by default, the roofline with communication when
+    asked): within the latency limit, fitting, and no fitting point of the grid within the limit does better."""
     grid = [(n, b) for n in (8, 16, 32) for b in (16, 32, 64, 128)]
     best = inference.best_deployment(
         "llama3-70b",
         "v5e",
         8192,
-        0.02,
+        0.03,
         chip_counts=(8, 16, 32),
         batches=(16, 32, 64, 128),
         weight_dtype="int8",
         kv_dtype="int8",
+        rank_by=rank_by,
     )
-    assert best.total <= 0.02 and best.step.fits
+
+    def judged(s):
+        return s.expected if rank_by == "expected" else s
+
+    assert judged(best).total <= 0.03 and best.fits
     for n, b in grid:
         s = inference.sharded_step_time("llama3-70b", "v5e", n, b, 8192, weight_dtype="int8", kv_dtype="int8")
-        if s.step.fits and s.total <= 0.02:
-            assert s.tokens_per_s_per_chip <= best.tokens_per_s_per_chip
+        if s.fits and judged(s).total <= 0.03:
+            assert judged(s).tokens_per_s_per_chip <= judged(best).tokens_per_s_per_chip
     assert inference.best_deployment("llama3-70b", "v5e", 8192, 1e-4, weight_dtype="int8", kv_dtype="int8") is None
 
 
@@ -147,9 +155,15 @@ def test_every_precision_that_fills_hbm_has_the_same_step():
 
 
 def test_cheapest_frontier_point_respects_the_limit():
+    """Exercise 8.13's point is on the frontier with communication, within the limit, and no cheaper point of
+    that frontier is; the perfectly sharded frontier would have answered differently (more chips)."""
     s = ch08.cheapest_under(20e-3)
-    assert s.total <= 20e-3
-    assert s in inference.pareto_frontier(ch08.pareto_steps())
+    front = inference.pareto_frontier(ch08.pareto_steps(expected=True))
+    assert s.total <= 20e-3 and s in front
+    assert all(f.tokens_per_s_per_chip <= s.tokens_per_s_per_chip for f in front if f.total <= 20e-3)
+    roof = ch08.cheapest_under(20e-3, expected=False)
+    assert roof in inference.pareto_frontier(ch08.pareto_steps())
+    assert roof.n_chips > s.n_chips
 
 
 # ------------------------------------------------------------------------------------------------ figures
@@ -165,7 +179,11 @@ def test_figures_draw_what_they_are_given():
     raw = published.reconcile()
     fig3 = plots.serving_reconciliation_chart(raw, published.reconcile(efficiency=0.8))
     assert len(fig3.axes[0].patches) == 2 * len(raw)
-    sim = inference.simulate("llama3-8b", "v5e", 4, arrival_rate=2.0, n_requests=20, decode_len=16)
+    from tpu_notes.inference.engine import deploy
+    from tpu_notes.inference.workload import LengthDistribution, Workload
+
+    wl = Workload.poisson(2.0, n_requests=20, output=LengthDistribution.fixed(16))
+    sim = inference.simulate(deploy("llama3-8b", "v5e", 4), wl)
     fig4 = plots.simulation_chart({"a": sim})
     assert len(fig4.axes) == 2 and all(len(ax.lines) == 1 for ax in fig4.axes)
     for f in (fig, fig2, fig3, fig4):
@@ -179,11 +197,16 @@ def test_figures_draw_what_they_are_given():
 
 
 def test_recommended_deployment_is_a_4x4():
-    """The chapter's recommendation: with collectives priced, 16 chips beat 32 and 64 on throughput per chip under
-    20 ms per token (Llama 3 70B, int8 weights and caches, 8k context)."""
-    best = inference.best_deployment("llama3-70b", "v5e", 8192, 20e-3, weight_dtype="int8", kv_dtype="int8")
+    """The chapter's recommendation at the roofline with communication: 16 chips beat 32 and 64 on throughput per
+    chip under 20 ms per token (Llama 3 70B, int8 weights and caches, 8k context). The engine's expected step is
+    slower (overhead, achieved rates): under the same 20 ms only a 4x8 qualifies; with 30 ms, the 4x4 again."""
+    kw = dict(weight_dtype="int8", kv_dtype="int8")
+    best = inference.best_deployment("llama3-70b", "v5e", 8192, 20e-3, rank_by="roofline", **kw)
     assert best.tp == 16
     assert math.isclose(best.total, best.step.total + best.comms)
+    expected = inference.best_deployment("llama3-70b", "v5e", 8192, 20e-3, **kw)
+    assert expected.expected.total <= 20e-3 < best.expected.total and expected.tp > best.tp
+    assert inference.best_deployment("llama3-70b", "v5e", 8192, 30e-3, **kw).tp == 16
 
 
 # ------------------------------------------------------------------------------------------------ the explorer

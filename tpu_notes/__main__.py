@@ -1,7 +1,8 @@
 """``python -m tpu_notes``: the book's command-line entry, one subcommand per job.
 
 - ``plan``: rank training layouts of a model on a TPU slice (Chapter 5, :func:`tpu_notes.training.plan`);
-- ``serve``: one generation step, throughput and the smallest topology (Chapter 7, :mod:`tpu_notes.inference`);
+- ``serve``: one serving step, throughput, the cost of a request and the smallest topology (Chapters 7 and 8,
+  :mod:`tpu_notes.inference.engine` and :mod:`tpu_notes.inference.cost`);
 - ``spec``: the chip table, or every figure of a chip with its source (:mod:`tpu_notes.hardware`);
 - ``bench``: measure this machine's roofline and compare with the model (Chapter 1, :mod:`tpu_notes.bench`).
 
@@ -113,113 +114,222 @@ def _plan(args) -> int:
     return 0
 
 
-def _serve(args) -> int:
+def _fewest_chips(model, chip, tokens: int, **dtypes):
+    """``(system, n)``: the smallest system of ``chip`` (the standard TPU slices, smallest first; 1..8 GPUs, then
+    whole nodes) whose engine deployment holds the weights and ``tokens`` tokens of KV cache beside its reserve;
+    ``(None, None)`` when no slice of one pod (or no cluster of up to 4096 GPUs) does."""
     from .hardware import get_chip
-    from .inference import cost_per_million_tokens, decode_step_time, min_chips, smallest_topology
-    from .inference.expected import expected_decode_step
+    from .inference import slice_shapes
+    from .inference.engine import deploy, system_for
+
+    c = get_chip(chip)
+    if c.kind == "tpu":
+        systems = (Slice(c, shape) for shape in slice_shapes(c))
+    else:
+        node = c.node_size or 8  # GPUs per NVLink node (tpu_notes.hardware); whole nodes past one
+        counts = list(range(1, node + 1)) + [node * k for k in range(2, 4096 // node + 1)]
+        systems = (system_for(c, n) for n in counts)
+    for system in systems:
+        d = deploy(model, system, check_memory=False, **dtypes)
+        if d.kv_capacity_tokens >= tokens:
+            return system, system.n_devices
+    return None, None
+
+
+def _describe_system(system) -> str:
+    shape = getattr(system, "shape", None)
+    name = system.chip.name
+    if shape:
+        return f"{name} {'x'.join(map(str, shape))} ({system.n_devices} chips)"
+    return f"{system.n_devices} x {name}"
+
+
+def _serve(args) -> int:
+    from .inference.cost import serving_cost
+    from .inference.engine import MAX_ROWS, deploy, system_for
+    from .inference.speculative import speculative_decoding
+    from .inference.step import MAX_CONTEXT
     from .units import canonical_dtype, check_positive, fmt
 
-    check_positive("--batch", args.batch, integer=True)
-    check_positive("--context", args.context, integer=True)
+    check_positive("--batch", args.batch, integer=True, maximum=MAX_ROWS)
+    check_positive("--context", args.context, integer=True, maximum=MAX_CONTEXT)
     canonical_dtype(args.weights, "--weights")
     if args.kv is not None:
         canonical_dtype(args.kv, "--kv")
     if args.chips is not None:
         check_positive("--chips", args.chips, integer=True)
+    prompt = args.context
+    if args.prompt is not None:
+        prompt = check_positive("--prompt", args.prompt, integer=True, maximum=MAX_CONTEXT)
+    output = check_positive("--output", args.output, integer=True, maximum=MAX_CONTEXT)
+    if args.price is not None:
+        check_positive("--price", args.price)
+    util = check_positive("--utilisation", args.utilisation, maximum=1.0)
+    if args.speculate is not None:
+        check_positive("--speculate", args.speculate, integer=True, maximum=64)
+        if args.acceptance is None:
+            raise ValueError("--speculate needs --acceptance (the probability each draft token is kept)")
+    if args.acceptance is not None and not 0.0 <= args.acceptance <= 1.0:
+        raise ValueError(f"--acceptance must be in [0, 1]; got {args.acceptance}")
+    if args.draft_cost is not None:
+        check_positive("--draft-cost", args.draft_cost, allow_zero=True)
+    if args.draft_cost is not None and args.draft_model is not None:
+        raise ValueError("give --draft-model or --draft-cost, not both")
     kv = args.kv or args.weights
-    need = dict(batch=args.batch, seq_len=args.context, weight_dtype=args.weights, kv_dtype=kv)
-    if get_chip(args.chip, "--chip").kind == "tpu":
-        topo = smallest_topology(args.model, args.chip, **need)
-        shape, fewest = list(topo.shape), topo.n_chips
-    else:  # GPUs: a count of GPUs, no torus shape
-        shape, fewest = None, min_chips(args.model, args.chip, **need)
-    n = args.chips or fewest
-    step = decode_step_time(args.model, args.chip, n, args.batch, args.context, weight_dtype=args.weights, kv_dtype=kv)
-    try:
-        dollars = cost_per_million_tokens(step, chip=args.chip)
-    except ValueError:
-        dollars = None
-    try:  # the same step at the efficiency model's rates; a chip it has no figure for leaves it out, with the reason
-        exp = expected_decode_step(
-            args.model, args.chip, n, args.batch, args.context, weight_dtype=args.weights, kv_dtype=kv
+    dtypes = dict(weight_dtype=args.weights, kv_dtype=kv)
+    peak = max(args.context, prompt + output)  # tokens of cache per sequence at the workload's longest
+    fewest_system, fewest = _fewest_chips(args.model, args.chip, args.batch * peak, **dtypes)
+    if args.chips is not None:
+        try:
+            system = system_for(args.chip, args.chips)
+        except ValueError as err:
+            raise ValueError(f"--chips {args.chips}: {err}") from None
+    elif fewest_system is not None:
+        system = fewest_system
+    else:
+        raise ValueError(
+            f"--batch {args.batch} sequences of {peak:,} tokens of {args.model} do not fit on any one {args.chip} "
+            "system tpu_notes builds; lower --batch or the lengths"
         )
-        why_not = ""
-    except (ValueError, TypeError) as err:
-        exp, why_not = None, str(err)
-    exp_dollars = None
-    if exp is not None and dollars is not None:  # the same price at the expected throughput
-        exp_dollars = cost_per_million_tokens(exp.tokens_per_s_per_chip, chip=args.chip)
+    d = deploy(args.model, system, check_memory=False, **dtypes)
+    step = d.step(args.batch, args.batch * args.context)
+    fits = step.fits and args.batch * peak <= d.kv_capacity_tokens
+    cost = (
+        serving_cost(d, prompt, output, args.batch, utilisation=util, dollars_per_chip_hour=args.price)
+        if (fits and (args.price is not None or d.chip.dollars_per_hour is not None))
+        else None
+    )
+    no_price = "" if cost is not None or not fits else f"{d.chip.long_name} has no price in tpu_notes.hardware"
+    r = step.roofline_parts
+    chapter7 = r["kv"] + max(r["weights"], r["matmul"] + r["attention"] + r["elementwise"])
+    spec = None
+    if args.speculate is not None and fits:
+        draft = None
+        if args.draft_model is not None:
+            draft = deploy(args.draft_model, system, check_memory=False, **dtypes)
+        spec = speculative_decoding(
+            d, args.batch, args.context, args.speculate, args.acceptance, draft=draft, draft_cost=args.draft_cost
+        )
+
+    def per_chip(x: float) -> float:
+        return x / d.n_chips
+
+    kv_bytes = step.kv_tokens * d.kv_bytes_per_token
+    hbm = d.chip.hbm_bytes
+    where = _describe_system(fewest_system) if fewest_system is not None else None
     if args.json:
-        json.dump(
-            {
-                "model": args.model,
-                "chip": args.chip,
-                "n_chips": n,
-                "batch": args.batch,
-                "context": args.context,
-                "weight_dtype": args.weights,
-                "kv_dtype": kv,
-                "step_s": step.total,
-                "kv_load_s": step.kv_load,
-                "weight_load_s": step.weight_load,
-                "flops_s": step.flops_time,
-                "bound": step.bound,
-                "fits": step.fits,
-                "tokens_per_s_per_chip": step.tokens_per_s_per_chip,
-                "dollars_per_million_tokens": dollars,
-                "smallest_topology": shape,
-                "smallest_topology_chips": fewest,
-                "step_s_roofline": step.total,
-                "bound_roofline": step.bound,
-                "tokens_per_s_per_chip_roofline": step.tokens_per_s_per_chip,
-                "dollars_per_million_tokens_roofline": dollars,
-                "step_s_expected": exp.total if exp else None,
-                "bound_expected": exp.bound if exp else None,
-                "tokens_per_s_per_chip_expected": exp.tokens_per_s_per_chip if exp else None,
-                "dollars_per_million_tokens_expected": exp_dollars,
-                "collectives_s_expected": exp.collectives if exp else None,
-                "overhead_s_expected": exp.overhead if exp else None,
-                "efficiency_model": exp.efficiency if exp else None,
-                "expected_unavailable": why_not or None,
+        data = {
+            "model": args.model,
+            "chip": args.chip,
+            "n_chips": d.n_chips,
+            "system": _describe_system(system),
+            "batch": args.batch,
+            "context": args.context,
+            "prompt_len": prompt,
+            "output_len": output,
+            "weight_dtype": args.weights,
+            "kv_dtype": kv,
+            "fits": fits,
+            "reserve_fraction": d.reserve_fraction,
+            "weight_bytes_per_chip": per_chip(d.weight_bytes),
+            "kv_bytes_per_chip": per_chip(kv_bytes),
+            "hbm_bytes_per_chip": hbm,
+            "max_batch": d.max_batch(peak),
+            "step_s": step.roofline,  # kept for older readers: the roofline step (collectives included)
+            "step_s_roofline": step.roofline,
+            "step_s_roofline_no_collectives": chapter7,
+            "step_s_expected": step.total,
+            "bound_expected": step.bound,
+            "parts_s_expected": {
+                k: getattr(step, k)
+                for k in ("kv", "weights", "matmul", "attention", "elementwise", "collectives", "overhead")
             },
-            sys.stdout,
-            indent=1,
-        )
+            "parts_s_roofline": dict(r),
+            "tokens_per_s_per_chip_expected": step.tokens_per_s_per_chip,
+            "tokens_per_s_per_chip_roofline": step.decode / step.roofline / d.n_chips,
+            "efficiency_model": d.efficiency.name,
+            "dollars_per_million_input": cost.dollars_per_million_input if cost else None,
+            "dollars_per_million_output": cost.dollars_per_million_output if cost else None,
+            "dollars_per_request": cost.dollars_per_request if cost else None,
+            "prefill_share": cost.prefill_share if cost else None,
+            "dollars_per_chip_hour": cost.dollars_per_chip_hour if cost else None,
+            "price_source": cost.price_source if cost else None,
+            "utilisation": util,
+            "no_price_reason": None if cost else ("does not fit" if not fits else no_price),
+            "smallest_topology": list(fewest_system.shape) if getattr(fewest_system, "shape", None) else None,
+            "smallest_topology_chips": fewest,
+        }
+        if args.speculate is not None:
+            data["speculative"] = (
+                None
+                if spec is None
+                else {
+                    "k": spec.k,
+                    "acceptance": spec.acceptance,
+                    "verify_cost": spec.verify_cost,
+                    "draft_cost": spec.draft_cost,
+                    "tokens_per_round": spec.tokens_per_round,
+                    "speedup": spec.speedup,
+                }
+            )
+        json.dump(data, sys.stdout, indent=1)
         print()
         return 0
     print(
-        f"{args.model} on {n} x {args.chip}, batch {args.batch}, context {args.context:,}, "
+        f"{args.model} on {_describe_system(system)}, batch {args.batch}, context {args.context:,}, "
         f"{args.weights} weights, {kv} KV cache"
     )
     print(
-        f"  roofline step {fmt(step.total, 's')} = KV load {fmt(step.kv_load, 's')} + max(weight load "
-        f"{fmt(step.weight_load, 's')}, FLOPs {fmt(step.flops_time, 's')})  [{step.bound}-bound; a floor]"
+        f"  expected step {fmt(step.total, 's')} = KV {fmt(step.kv, 's')} + max(weights {fmt(step.weights, 's')}, "
+        f"matmul {fmt(step.matmul, 's')}) + collectives {fmt(step.collectives, 's')} + overhead "
+        f"{fmt(step.overhead, 's')}  [{step.bound}-bound; a forecast, efficiency model {d.efficiency.name!r}]"
     )
-    if exp is not None:
-        print(
-            f"  expected step {fmt(exp.total, 's')} = KV load {fmt(exp.kv_load, 's')} + max(weight load "
-            f"{fmt(exp.weight_load, 's')}, FLOPs {fmt(exp.flops_time, 's')}) + collectives "
-            f"{fmt(exp.collectives, 's')} + overhead {fmt(exp.overhead, 's')}  [{exp.bound}-bound; a forecast]"
+    print(
+        f"  roofline step {fmt(step.roofline, 's')} = Chapter 7's step {fmt(chapter7, 's')} (KV "
+        f"{fmt(r['kv'], 's')} + max(weights {fmt(r['weights'], 's')}, FLOPs {fmt(r['matmul'], 's')})) + "
+        f"collectives {fmt(r['collectives'], 's')}  [a floor]"
+    )
+    print(
+        f"  memory per chip: weights {fmt(per_chip(d.weight_bytes), 'B')} + KV {fmt(per_chip(kv_bytes), 'B')} of "
+        f"{fmt(hbm, 'B')} ({d.reserve_fraction:.0%} kept in reserve): "
+        + (
+            "fits"
+            if fits
+            else f"does NOT fit (at most batch {d.max_batch(peak)} at {peak:,} tokens)"
+            if d.kv_capacity_tokens
+            else "does NOT fit (not even the weights and one token of cache)"
         )
+    )
+    print(
+        f"  throughput {fmt(step.tokens_per_s_per_chip, 'tokens/s')} per chip expected, "
+        f"{fmt(step.decode / step.roofline / d.n_chips, 'tokens/s')} at the roofline (upper bound)"
+        + ("" if fits else "; as if the memory were there")
+    )
+    if cost is not None:
+        print(
+            f"  cost of requests of {prompt:,} tokens in + {output:,} out, at ${cost.dollars_per_chip_hour:.3g} per "
+            f"chip-hour ({cost.price_source}), {util:.0%} utilisation:"
+        )
+        print(
+            f"    ${cost.dollars_per_million_input:.3g} per million input tokens, "
+            f"${cost.dollars_per_million_output:.3g} per million output tokens, "
+            f"${cost.dollars_per_request:.3g} per request ({cost.prefill_share:.0%} of it prefill)"
+        )
+    elif not fits:
+        need = f"it needs at least {where}" if where else f"no {args.chip} system tpu_notes builds holds it"
+        print(f"  no price: this setup does not fit; {need}")
     else:
-        print(f"  expected step: not available ({why_not})")
-    print(
-        f"  memory per chip {fmt(step.memory_per_chip, 'B')} of {fmt(step.hbm_per_chip, 'B')}: "
-        f"{'fits' if step.fits else 'does NOT fit'}"
-    )
-    print(
-        f"  roofline throughput {fmt(step.tokens_per_s_per_chip, 'tokens/s')} per chip"
-        + (f", ${dollars:.3g} per million tokens" if dollars is not None else "")
-        + " (upper bound)"
-    )
-    if exp is not None:
+        print(f"  no price: {no_price}; give --price (dollars per chip-hour)")
+    if spec is not None:
         print(
-            f"  expected throughput {fmt(exp.tokens_per_s_per_chip, 'tokens/s')} per chip"
-            + (f", ${exp_dollars:.3g} per million tokens" if exp_dollars is not None else "")
-            + f" (efficiency model {exp.efficiency!r})"
+            f"  speculative decoding, {spec.k} drafts at acceptance {spec.acceptance:g}: verify step "
+            f"{spec.verify_cost:.2f} decode steps at this batch, draft {spec.draft_cost:.3g} of a step, "
+            f"{spec.tokens_per_round:.2f} tokens per round: speedup {spec.speedup:.2f}x"
+            + ("" if spec.pays else " (slower than plain decoding)")
         )
-    where = f"{args.chip} {'x'.join(map(str, shape))} ({fewest} chips)" if shape else f"{fewest} x {args.chip}"
-    print(f"  smallest topology for this batch and context: {where}")
+    elif args.speculate is not None:
+        print("  speculative decoding: not priced (the setup does not fit)")
+    print(f"  smallest topology for this batch and context: {where or 'none in one pod'}")
     return 0
 
 
@@ -347,10 +457,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_plan)
     v = sub.add_parser(
         "serve",
-        help="time one generation step of a model on a TPU generation (Chapter 7)",
-        description="Time one generation step (KV load + max(weight load, FLOPs)), the throughput "
-        "per chip and its cost, both at the roofline (an upper bound) and expected (the efficiency model's "
-        "forecast), and the smallest slice that holds the model and caches.",
+        help="one serving step, its throughput and the cost of a request (Chapters 7, 8)",
+        description="Price one generation step with the serving step model (tpu_notes.inference.engine): expected "
+        "(the efficiency model's forecast) and at the roofline (a floor), with its collectives; the throughput per "
+        "chip; dollars per million input and output tokens and per request of --prompt/--output tokens "
+        "(tpu_notes.inference.cost; none for a setup that does not fit); optionally speculative decoding at the "
+        "real verify cost; and the smallest slice that holds the weights and caches.",
     )
     v.add_argument("--model", required=True, help="a preset model name (e.g. llama3-70b, llama3-8b, llama2-13b)")
     v.add_argument("--chip", required=True, help="a TPU generation (e.g. v5e, v5p, v6e)")
@@ -359,6 +471,25 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--weights", default="bf16", help="weight dtype: bf16, int8, int4, fp8 (default bf16)")
     v.add_argument("--kv", default=None, help="KV-cache dtype (default: the weight dtype)")
     v.add_argument("--chips", type=int, default=None, help="chips to serve on (default: the smallest topology)")
+    v.add_argument(
+        "--prompt", type=int, default=None, help="prompt tokens per request, for the cost (default: --context)"
+    )
+    v.add_argument("--output", type=int, default=512, help="output tokens per request, for the cost (default 512)")
+    v.add_argument("--price", type=float, default=None, help="dollars per chip-hour (default: the chip's listed price)")
+    v.add_argument(
+        "--utilisation",
+        type=float,
+        default=1.0,
+        help="share of paid chip-time running steps, (0, 1] (default 1: busy all the time, a price floor)",
+    )
+    v.add_argument("--speculate", type=int, default=None, metavar="K", help="also price speculative decoding, K drafts")
+    v.add_argument(
+        "--acceptance", type=float, default=None, help="probability each draft token is kept (with --speculate)"
+    )
+    v.add_argument("--draft-model", default=None, help="draft model served on the same chips (with --speculate)")
+    v.add_argument(
+        "--draft-cost", type=float, default=None, help="draft step in target steps (default 0, or --draft-model's)"
+    )
     v.add_argument("--json", action="store_true", help="print JSON instead of text")
     v.set_defaults(func=_serve)
     s = sub.add_parser(

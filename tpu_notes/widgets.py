@@ -910,14 +910,17 @@ def pareto_summary(
     seq_len: int = 8192,
     weight_dtype: str = "int8",
     chip_counts=(4, 8, 16, 32, 64),
+    expected: bool = True,
 ):
     """``(steps, text)``: every (chip count, batch) generation step that fits at ``seq_len`` (weights and KV cache in
-    ``weight_dtype``, batches 1 to 512) and a few lines on its latency–throughput frontier. Raises ``ValueError``
-    when nothing fits."""
+    ``weight_dtype``, batches 1 to 512) and a few lines on its latency–throughput frontier. The steps are the
+    engine's, with their collectives at the efficiency model's rates (``expected=False``: Chapter 7's perfectly
+    sharded roofline). Raises ``ValueError`` when nothing fits."""
     from .inference import latency_throughput_curve, pareto_frontier
-    from .units import check_sizes
+    from .units import check_bool, check_sizes
 
     counts = check_sizes("chip_counts", chip_counts)
+    check_bool("expected", expected)
     steps = []
     for n in counts:
         steps += latency_throughput_curve(
@@ -929,6 +932,7 @@ def pareto_summary(
             weight_dtype=weight_dtype,
             kv_dtype=weight_dtype,
             fitting_only=True,
+            expected=expected,
         )
     if not steps:
         raise ValueError(
@@ -955,15 +959,16 @@ def pareto_explorer(
     chip_counts=(4, 8, 16, 32, 64),
     static: bool = False,
 ):
-    """The latency–throughput frontier across chip counts and batches (:func:`tpu_notes.plots.pareto_chart`, perfect
-    sharding as in Chapter 7), with the context and the precision as controls. Without ipywidgets, or with
-    ``static=True``, returns the static figure for the starting settings."""
+    """The latency–throughput frontier across chip counts and batches (:func:`tpu_notes.plots.pareto_chart`, the
+    engine's steps with their collectives, as :func:`pareto_summary`), with the context and the precision as
+    controls. Without ipywidgets, or with ``static=True``, returns the static figure for the starting settings."""
     from . import plots
 
     def figure(ctx, wd):
         steps, text = pareto_summary(model, chip, ctx, wd, chip_counts)
         name = getattr(model, "name", model)
-        return plots.pareto_chart(steps, title=f"{name}, {wd} on {chip}, {ctx:,}-token context"), text
+        title = f"{name}, {wd} on {chip}, {ctx:,}-token context, with communication"
+        return plots.pareto_chart(steps, title=title), text
 
     widgets = _widgets_or_none(static)
     fig, _ = figure(seq_len, weight_dtype)  # validates the starting settings

@@ -112,23 +112,36 @@ def _q7():
     return ws_2d_crossover(m.d_model, m.d_ff)
 
 
-def _sim(**kw):
-    from ..inference import simulate
+def _sim(rate: float = 6.0, **kw):
+    """Chapter 7's simulated stream: Llama 3 8B on a v5e 2x2, 150 Poisson requests of 4096 prompt tokens and 128
+    answer tokens, seed 1; ``kw`` goes to ``simulate`` (a scheduler, a disaggregation)."""
+    from ..inference.engine import deploy
+    from ..inference.simulator import simulate
+    from ..inference.workload import LengthDistribution, Workload
 
-    base = dict(arrival_rate=6.0, n_requests=150, prompt_len=4096, decode_len=128, seed=1)
-    base.update(kw)
-    return simulate("llama3-8b", "v5e", 4, **base)
+    wl = Workload.poisson(
+        rate, n_requests=150, prompt=LengthDistribution.fixed(4096), output=LengthDistribution.fixed(128), seed=1
+    )
+    return simulate(deploy("llama3-8b", "v5e", 4), wl, **kw)
 
 
 def _sim_tpot():
-    mixed = _sim()
-    split = _sim(disaggregated=True, prefill_chips=4)
+    """p90 TPOT at 6 requests/s: interleaved (prefill-first, one 2x2) against a 2x2 decoding beside a 2x2 prefill
+    instance that sends it the KV over ICI."""
+    from ..inference.engine import deploy
+    from ..inference.simulator import Disaggregation, Scheduler
+
+    mixed = _sim(scheduler=Scheduler(policy="prefill_first"))
+    split = _sim(disaggregation=Disaggregation(deploy("llama3-8b", "v5e", 4), 1, "ici"))
     return {"interleaved_p90_s": mixed.tpot[1], "disaggregated_p90_s": split.tpot[1]}
 
 
 def _sim_rate():
-    """The largest of a grid of arrival rates whose median TTFT stays under 0.5 s (interleaved engine)."""
-    ok = [r for r in (1, 2, 4, 6, 8, 10, 12, 14, 16) if _sim(arrival_rate=float(r)).ttft[0] < 0.5]
+    """The largest of a grid of arrival rates whose median TTFT stays under 0.5 s (interleaved prefill-first)."""
+    from ..inference.simulator import Scheduler
+
+    interleaved = Scheduler(policy="prefill_first")
+    ok = [r for r in (1, 2, 4, 6, 8, 10, 12, 14, 16) if _sim(float(r), scheduler=interleaved).ttft[0] < 0.5]
     return float(max(ok))
 
 
@@ -292,7 +305,8 @@ _EXERCISES = [
         solve=_sim_tpot,
         unit="s",
         rtol=0.05,
-        hint="Run inference.simulate twice on the same seeded stream, with and without disaggregated=True.",
+        hint="Run inference.simulate twice on the same seeded Workload: scheduler=Scheduler(policy='prefill_first'), "
+        "then disaggregation=Disaggregation(<a 4-chip prefill deployment>, 1, 'ici'); read SimResult.tpot[1].",
     ),
     Exercise(
         id="ch07.q14",
@@ -300,7 +314,8 @@ _EXERCISES = [
         solve=_sim_rate,
         unit="requests/s",
         rtol=0.05,
-        hint="Sweep arrival_rate over 1, 2, 4, 6, ... 16 and read SimResult.ttft[0].",
+        hint="Sweep the Workload's rate over 1, 2, 4, 6, ... 16 with Scheduler(policy='prefill_first') and read "
+        "SimResult.ttft[0].",
     ),
 ]
 

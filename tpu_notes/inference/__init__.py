@@ -3,15 +3,26 @@ speculative sampling in expectation, and a discrete-event serving simulator.
 
 Pure Python, no JAX (the analysis layer). One module per idea:
 
-- :mod:`.step`: one generation step (``KV load + max(weight load, FLOPs)``, each part) and one prefill;
+- :mod:`.engine`: the one serving step model every path prices with: a :class:`Deployment` (a model replica on a
+  TPU slice or a GPU cluster, its dtypes and KV pool) and its :class:`EngineStep` (decoded sequences and prefill
+  chunks together: weights, KV, FLOPs, the sharding's collectives, expected beside the roofline);
+- :mod:`.step`: Chapter 7's roofline of one generation step (``KV load + max(weight load, FLOPs)``, each part) and
+  one prefill;
 - :mod:`.expected`: the same step and prefill at the rates of :mod:`tpu_notes.efficiency` (the forecast beside
   the roofline);
 - :mod:`.serving`: what fits (largest batch, fewest chips, smallest slice), throughput per chip, the
-  latency–throughput curve and its Pareto frontier, dollars per million tokens, the prefill:generate server ratio;
+  latency–throughput curve and its Pareto frontier, dollars per million generated tokens, the prefill:generate
+  server ratio;
 - :mod:`.sharding`: how far generation can be model-sharded (HBM vs ICI, compute, latency), KV-cache sharding,
   1D vs 2D weight-stationary layouts;
-- :mod:`.speculative`: expected tokens per round and speedup against the acceptance rate;
-- :mod:`.simulator`: continuous batching, prefix caching and disaggregation, TTFT/TPOT percentiles.
+- :mod:`.cost`: what a buyer pays: dollars per million input and per million output tokens and per request of a
+  workload, at a stated utilisation;
+- :mod:`.speculative`: expected tokens per round, and the speedup at a batch with the verify step's real cost;
+- :mod:`.workload`: request streams: Poisson, bursty and closed-loop arrivals; fixed, log-normal and ShareGPT-like
+  lengths;
+- :mod:`.simulator`: a discrete-event serving engine on a :class:`Deployment`: continuous batching over a paged KV
+  pool with preemption, chunked or prefill-first scheduling, prefix caching, disaggregated prefill with KV transfer
+  and backpressure; TTFT/TPOT percentiles, goodput, KV utilisation.
 
 The JAX side (a KV-cached decoder for :mod:`tpu_notes.model`, speculative sampling) is :mod:`tpu_notes.generate`.
 """
@@ -19,7 +30,9 @@ The JAX side (a KV-cached decoder for :mod:`tpu_notes.model`, speculative sampli
 from __future__ import annotations
 
 from . import published  # noqa: F401  (Chapter 8: published serving benchmarks)
-from .deployment import ShardedStepTime, best_deployment, sharded_step_time  # Chapter 8
+from .cost import DEFAULT_UTILISATION, ServingCost, serving_cost
+from .deployment import RANK_BY, ShardedStepTime, axis_sizes, best_deployment, sharded_step_time  # Chapter 8
+from .engine import Deployment, EngineStep, deploy  # the one serving step model
 from .expected import ExpectedDecodeStep, expected_decode_step, expected_prefill
 from .serving import (
     MAX_CANDIDATES,
@@ -47,8 +60,26 @@ from .sharding import (
     weight_stationary_comms,
     ws_2d_crossover,
 )
-from .simulator import SimResult, simulate
-from .speculative import best_k, expected_tokens_per_round, speculative_speedup
+from .simulator import (
+    MAX_BLOCKS,
+    MAX_STEPS,
+    MAX_SWEEP_RUNS,
+    Disaggregation,
+    Scheduler,
+    SimResult,
+    default_engines,
+    simulate,
+    sweep,
+)
+from .speculative import (
+    SpeculativeResult,
+    best_k,
+    best_k_at_batch,
+    expected_tokens_per_round,
+    speculative_decoding,
+    speculative_speedup,
+    speculative_vs_batch,
+)
 from .step import (
     COMPUTE_DTYPES,
     MAX_MODEL_BATCH,
@@ -68,14 +99,36 @@ from .step import (
     step_time_from_counts,
     weight_params_read,
 )
+from .workload import LengthDistribution, Requests, Workload
 
 __all__ = [
     "COMPUTE_DTYPES",
+    "DEFAULT_UTILISATION",
+    "MAX_BLOCKS",
+    "MAX_STEPS",
+    "MAX_SWEEP_RUNS",
+    "Disaggregation",
+    "LengthDistribution",
+    "Requests",
+    "Scheduler",
+    "Workload",
+    "default_engines",
+    "sweep",
+    "RANK_BY",
+    "ServingCost",
+    "SpeculativeResult",
+    "axis_sizes",
+    "best_k_at_batch",
+    "serving_cost",
+    "speculative_decoding",
+    "speculative_vs_batch",
     "ICI_HOP_LATENCY",
     "MAX_CANDIDATES",
     "MAX_MODEL_BATCH",
     "STORAGE_DTYPES",
     "DecodeStepModel",
+    "Deployment",
+    "EngineStep",
     "DecodeStepTime",
     "ExpectedDecodeStep",
     "GenerationMatmulTimes",
@@ -92,6 +145,7 @@ __all__ = [
     "critical_batch",
     "decode_step_model",
     "decode_step_time",
+    "deploy",
     "disaggregation_ratio",
     "eviction_per_step",
     "expected_decode_step",

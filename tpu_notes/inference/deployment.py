@@ -9,22 +9,36 @@ the attention block and the MLP block each AllGather their ``[B, D]`` input and 
 - latency: each of the four collectives crosses ``tp_axes · ceil(side / 2)`` hops of ``ICI_HOP_LATENCY`` (1 µs),
   ``side = tp ** (1 / tp_axes)`` chips per axis (a bidirectional ring on each axis).
 
+When the KV heads are fewer than the chips, the caches are sharded over the batch too
+(:func:`~tpu_notes.inference.kv_sharding`) and each attention layer adds ``all_to_alls`` AllToAlls (2: the decoded
+rows' queries to the chips that hold their caches, the attention outputs back), each of the ``[B, D]`` activations,
+priced by :func:`tpu_notes.collectives.all_to_all_time` on the same bidirectional rings (``n`` chips factored over
+``tp_axes`` axes) at ``max(bandwidth, hops × 1 µs)``: the ``kv_all_to_all`` part.
+
 ``overlap=False`` (the default) adds the collectives to the step, as when a layer's next matmul waits for them;
 ``overlap=True`` hides them under the weight load and FLOPs: ``KV + max(weights, FLOPs, comms)``.
+
+Beside this roofline-with-communication sum, every :class:`ShardedStepTime` carries ``expected``: the step of the
+same point from the one serving step model (:meth:`tpu_notes.inference.engine.Deployment.step`, at the efficiency
+model's rates, the collectives at the system's formulas, 10% of HBM in reserve). :func:`best_deployment` ranks by it
+unless asked for the roofline.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
+from .. import collectives
 from ..hardware import get_chip
+from ..topology import Slice
 from ..transformer import Model
-from ..units import Bool, Positive, Shape, checked, dtype_bytes, fmt
+from ..units import Bool, OneOf, Positive, Shape, checked, dtype_bytes, fmt
+from .engine import EngineStep
 from .serving import MAX_CANDIDATES
-from .sharding import ICI_HOP_LATENCY
+from .sharding import ICI_HOP_LATENCY, kv_sharding
 from .step import Batch, Chips, ComputeDType, Context, DecodeStepTime, StorageDType, decode_step_time
 
 _Axes = Annotated[int, Positive(integer=True, maximum=3)]
@@ -41,11 +55,21 @@ class ShardedStepTime:
     bound: str  # "comms" when the collectives are the largest part, else step.bound
     tp: int  # model-parallel degree
     tp_axes: int  # torus axes the model-parallel group spans
+    kv_all_to_all: float = 0.0  # the KV AllToAlls (kv_sharding's all_to_alls per layer), all layers, seconds
+    all_to_alls: int = 0  # AllToAlls per attention layer: 2 when the caches are sharded over the batch, else 0
+    expected: EngineStep | None = field(default=None, repr=False)  # the engine's step of the same point
 
     @property
     def comms(self) -> float:
-        """All communication of the step, seconds."""
-        return self.comms_bandwidth + self.comms_latency
+        """All communication of the step: the activation collectives' bandwidth and latency and the KV AllToAlls,
+        seconds."""
+        return self.comms_bandwidth + self.comms_latency + self.kv_all_to_all
+
+    @property
+    def fits(self) -> bool:
+        """Whether the weights and caches fit: Chapter 7's memory check (``step.fits``, all of HBM) and, when the
+        engine's step is there, its pool too (HBM less its reserve)."""
+        return self.step.fits and (self.expected is None or self.expected.fits)
 
     @property
     def tokens_per_s_per_chip(self) -> float:
@@ -56,8 +80,50 @@ class ShardedStepTime:
         return (
             f"ShardedStepTime(total={fmt(self.total, 's')}: step={fmt(self.step.total, 's')} + comms="
             f"{fmt(self.comms, 's')} (bandwidth {fmt(self.comms_bandwidth, 's')}, latency "
-            f"{fmt(self.comms_latency, 's')}); bound={self.bound}, tp={self.tp} over {self.tp_axes} axes)"
+            f"{fmt(self.comms_latency, 's')}"
+            + (f", KV AllToAlls {fmt(self.kv_all_to_all, 's')}" if self.all_to_alls else "")
+            + f"); bound={self.bound}, tp={self.tp} over {self.tp_axes} axes"
+            + (f"; expected {fmt(self.expected.total, 's')}" if self.expected is not None else "")
+            + ("" if self.fits else "; does NOT fit")
+            + ")"
         )
+
+
+@checked
+def axis_sizes(n_chips: Chips, n_axes: _Axes) -> tuple[int, ...]:
+    """``n_chips`` factored over ``n_axes`` torus axes as evenly as whole numbers allow, smallest first
+    (16 over 2 axes: (4, 4); 8 over 2: (2, 4); 8 over 3: (2, 2, 2); a prime p over 2: (1, p))."""
+    sizes, rest = [], n_chips
+    for left in range(n_axes, 0, -1):
+        target = rest ** (1.0 / left) + 1e-9
+        d = max(d for d in range(1, int(target) + 1) if rest % d == 0)
+        sizes.append(d)
+        rest //= d
+    sizes[-1] *= rest  # rest is 1 unless rounding left a factor behind
+    return tuple(sorted(sizes))
+
+
+def _engine_step(model, chip, n, axes, batch, seq_len, weight_dtype, kv_dtype, compute_dtype) -> EngineStep:
+    """The engine's step for ``batch`` sequences of ``seq_len`` on ``n`` chips laid over ``axes`` axes (the slice of
+    that shape; the standard slice of ``n`` chips when the pod has no such shape), priced even when it does not fit
+    (``fits=False``)."""
+    from .engine import deploy, system_for
+
+    c = get_chip(chip)
+    shape = axis_sizes(n, axes) + (1,) * ((c.ici_dims or axes) - axes)
+    try:
+        system = Slice(c, shape)
+    except ValueError:
+        system = system_for(c, n)
+    d = deploy(
+        model,
+        system,
+        weight_dtype=weight_dtype,
+        kv_dtype=kv_dtype,
+        compute_dtype=compute_dtype,
+        check_memory=False,
+    )
+    return d.step(batch, batch * seq_len)
 
 
 @checked
@@ -76,7 +142,10 @@ def sharded_step_time(
     overlap: Bool = False,
 ) -> ShardedStepTime:
     """A generation step of ``model`` on ``n_chips`` TPU chips, all of them one model-parallel group laid over
-    ``tp_axes`` torus axes, with the activation collectives priced (see the module docstring)."""
+    ``tp_axes`` torus axes, with the activation collectives and the KV AllToAlls priced (see the module docstring).
+    ``expected`` is the engine's step of the same point (:func:`~tpu_notes.inference.engine.deploy` on the slice
+    of ``n_chips`` factored over ``tp_axes`` axes, same dtypes; marked ``fits=False`` rather than refused when the
+    weights and caches do not fit its pool)."""
     c = model
     chip_ = get_chip(chip)
     if chip_.ici_bw_bidi is None:
@@ -95,16 +164,38 @@ def sharded_step_time(
         bw = c.n_layers * 2 * 2.0 * B * D * act / (axes * chip_.ici_bw_bidi)
         side = n ** (1.0 / axes)
         lat = c.n_layers * 4 * axes * math.ceil(side / 2 - 1e-9) * ICI_HOP_LATENCY
-    comms = bw + lat
+    sharding = kv_sharding(c, n) if n > 1 else None
+    a2a_per_layer = sharding.all_to_alls if sharding is not None else 0
+    a2a = 0.0
+    if a2a_per_layer:
+        one = collectives.all_to_all_time(
+            B * D * act, axis_sizes(n, axes), chip_.ici_bw_bidi, wraparound=True, hop_latency=ICI_HOP_LATENCY
+        )
+        a2a = c.n_layers * a2a_per_layer * one.total
+    comms = bw + lat + a2a
     if overlap:
         total = step.kv_load + max(step.weight_load, step.flops_time, comms)
     else:
         total = step.total + comms
     parts = {"kv": step.kv_load, "weights": step.weight_load, "compute": step.flops_time, "comms": comms}
     bound = "comms" if comms >= max(parts.values()) else step.bound
+    expected = _engine_step(c, chip_, n, axes, batch, seq_len, weight_dtype, kv_dtype, compute_dtype)
     return ShardedStepTime(
-        step=step, comms_bandwidth=bw, comms_latency=lat, total=total, bound=bound, tp=n, tp_axes=axes
+        step=step,
+        comms_bandwidth=bw,
+        comms_latency=lat,
+        total=total,
+        bound=bound,
+        tp=n,
+        tp_axes=axes,
+        kv_all_to_all=a2a,
+        all_to_alls=a2a_per_layer,
+        expected=expected,
     )
+
+
+#: What :func:`best_deployment` ranks by: the engine's expected step, or the roofline with communication.
+RANK_BY = ("expected", "roofline")
 
 
 @checked
@@ -121,11 +212,17 @@ def best_deployment(
     kv_dtype: StorageDType = "bf16",
     compute_dtype: ComputeDType = "bf16",
     overlap: Bool = False,
+    rank_by: Annotated[str, OneOf(RANK_BY)] = "expected",
 ):
-    """The :func:`sharded_step_time` with the most tokens/s per chip whose step (collectives included) is at most
-    ``latency_limit_s``, over ``chip_counts`` model-parallel groups and the ``batches`` that fit in memory at
-    ``seq_len`` (at most :data:`~tpu_notes.inference.serving.MAX_CANDIDATES` pairs); ``None`` when nothing meets
-    the limit."""
+    """The :func:`sharded_step_time` with the most tokens/s per chip whose step is at most ``latency_limit_s``,
+    over ``chip_counts`` model-parallel groups and ``batches`` (at most
+    :data:`~tpu_notes.inference.serving.MAX_CANDIDATES` pairs); ``None`` when nothing meets the limit.
+
+    ``rank_by="expected"`` (the default) judges each point by the engine's step (``.expected``: the efficiency
+    model's rates, the collectives at the system's formulas, the per-layer overhead) for both the latency limit and
+    the throughput; ``"roofline"`` by the roofline with communication (``.total``), the behaviour before the engine.
+    Either way a point whose weights and caches do not fit is skipped (:attr:`ShardedStepTime.fits`: all of HBM for
+    Chapter 7's check and, for the engine's, HBM less its 10% reserve), so the answer always fits."""
     limit, counts, bs = latency_limit_s, chip_counts, batches
     for name, values, top in (("chip_counts", counts, 2**16), ("batches", bs, 2**20)):
         for i, v in enumerate(values):
@@ -135,7 +232,13 @@ def best_deployment(
         raise ValueError(
             f"chip_counts x batches may hold at most {MAX_CANDIDATES} candidates; got {len(counts)} x {len(bs)}"
         )
-    best = None
+
+    def judged(s: ShardedStepTime) -> tuple[float, float]:  # (latency, tokens/s per chip) by the chosen step
+        if rank_by == "expected":
+            return s.expected.total, s.expected.tokens_per_s_per_chip
+        return s.total, s.tokens_per_s_per_chip
+
+    best, best_rate = None, -1.0
     for n in counts:
         for b in bs:
             s = sharded_step_time(
@@ -150,11 +253,12 @@ def best_deployment(
                 compute_dtype=compute_dtype,
                 overlap=overlap,
             )
-            if not s.step.fits or s.total > limit:
+            if not s.fits:
                 continue
-            if best is None or s.tokens_per_s_per_chip > best.tokens_per_s_per_chip:
-                best = s
+            latency, rate = judged(s)
+            if latency <= limit and rate > best_rate:
+                best, best_rate = s, rate
     return best
 
 
-__all__ = ["ShardedStepTime", "best_deployment", "sharded_step_time"]
+__all__ = ["RANK_BY", "ShardedStepTime", "axis_sizes", "best_deployment", "sharded_step_time"]

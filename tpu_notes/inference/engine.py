@@ -26,12 +26,14 @@ of the prefill chunks mixed into the step (chunked prefill). Its parts, in secon
 - **overhead**: the efficiency model's per-layer decode overhead (kernel boundaries, sampling, scheduling).
 
 ``total = kv + max(weights, matmul + attention + elementwise) + collectives + overhead``. The **roofline** is the
-same sum at datasheet rates, the collectives at the system's own formulas (``System.collective_time``) and no
-overhead; the **expected** time (what :attr:`EngineStep.total` is) at the rates of an
-:class:`~tpu_notes.efficiency.EfficiencyModel` (default :data:`tpu_notes.efficiency.DEFAULT`): HBM at its achieved
-fraction, matmuls at :func:`~tpu_notes.efficiency.matmul_fraction` of their real shape (``rows`` by ``D`` by
-``F / n``) times the sustained fraction, attention at the flash fraction, each collective's bytes at the achieved
-link fraction plus one call's latency. With one device, no prefill and the default rates set to 1, the roofline is
+same sum at datasheet rates, a lower bound: the collectives' bytes at the system's own bandwidth formulas
+(``System.collective_time``'s bandwidth term; their hop latency is reported apart, as
+``roofline_parts["collective_latency"]``, and left out of the bound), a prefill chunk's AllReduce bytes hidden
+behind its FLOPs as far as they last, and no overhead; the **expected** time (what :attr:`EngineStep.total` is)
+at the rates of an :class:`~tpu_notes.efficiency.EfficiencyModel` (default :data:`tpu_notes.efficiency.DEFAULT`):
+HBM at its achieved fraction, matmuls at :func:`~tpu_notes.efficiency.matmul_fraction` of their real shape
+(``rows`` by ``D`` by ``F / n``) times the sustained fraction, attention at the flash fraction, each collective's
+bytes at the achieved link fraction plus one call's latency. With one device and no prefill the roofline is
 :func:`~tpu_notes.inference.decode_step_time` exactly (a test holds them together).
 
 Memory: the weights (sharded over the devices) and the KV pool share HBM; ``reserve_fraction`` of it is kept for
@@ -184,7 +186,7 @@ class EngineStep:
 
 @dataclass(frozen=True)
 class Deployment:
-    """One model replica on ``system``, tensor-parallel over all its devices (build it with :func:`deployment`).
+    """One model replica on ``system``, tensor-parallel over all its devices (build it with :func:`deploy`).
     Its rates are precomputed so that pricing a step (the simulator's clock) is a few float operations."""
 
     model: TransformerConfig  # the model served
@@ -197,7 +199,7 @@ class Deployment:
     weight_bytes: float  # every parameter in the weight dtype, all devices together, bytes
     kv_bytes_per_token: float  # KV cache of one token of context, all devices together, bytes
     kv_capacity_tokens: int  # tokens of KV cache the HBM left after the weights and the reserve holds
-    _c: dict = field(repr=False, compare=False, default_factory=dict)  # precomputed rates (see deployment())
+    _c: dict = field(repr=False, compare=False, default_factory=dict)  # precomputed rates (see deploy())
 
     @property
     def chip(self) -> Chip:
@@ -291,13 +293,23 @@ class Deployment:
         checks its arguments, explains the parts and holds the same formula; a test keeps them equal):
         ``decode`` sequences with ``kv_tokens`` tokens of context between them, and ``prefill_tokens`` prompt
         tokens whose attention covers ``prefill_pairs`` (query, key) pairs and reads ``prefill_kv`` cached tokens."""
-        p, _ = self._parts(decode, kv_tokens, prefill_tokens, prefill_pairs, prefill_kv)
-        return (
-            p["kv"]
-            + max(p["weights"], p["matmul"] + p["attention"] + p["elementwise"])
-            + p["collectives"]
-            + (p["overhead"])
-        )
+        (k_kv, k_w, dense, per_layer, E, k, vocab_rows, embed_row, k_mm, k_at, k_el, n_red, elat_ar, ebw_ar, n_a2a,
+         elat_aa, ebw_aa, x, overhead) = self._c["fast"]  # fmt: skip
+        rows = decode + prefill_tokens
+        if rows == 0:
+            return 0.0
+        visited = dense + (per_layer * E * (1.0 - (1.0 - k / E) ** rows) if E else 0.0)
+        weights = (visited + min(rows, vocab_rows) * embed_row) * k_w
+        frac = self._c["fraction_cache"].get(rows) or self._matmul_fraction(rows)
+        mm = rows * k_mm / frac
+        at = prefill_pairs * k_at
+        coll = n_red * (elat_ar + ebw_ar * decode)
+        if decode and n_a2a:
+            coll += n_a2a * (elat_aa + ebw_aa * decode)
+        if prefill_tokens:
+            pre = n_red * ebw_ar * prefill_tokens
+            coll += x * pre + (1.0 - x) * max(0.0, pre - mm - at)
+        return (kv_tokens + prefill_kv) * k_kv + max(weights, mm + at + prefill_tokens * k_el) + coll + overhead
 
     @checked
     def step(
@@ -376,7 +388,7 @@ class Deployment:
 
 
 @checked
-def deployment(
+def deploy(
     model: Model,
     system,
     n_chips: Chips | None = None,
@@ -466,6 +478,28 @@ def deployment(
         "exposed": e.exposed_fraction("tensor", c),
         "fraction_cache": {},
     }
+    e_hbm_all = rates["hbm_all"] * e.hbm
+    rates["fast"] = (
+        kv_tok / e_hbm_all,
+        wbytes / e_hbm_all,
+        dense,
+        per_layer,
+        experts[0],
+        experts[1],
+        rates["vocab_rows"],
+        embed_row,
+        2.0 * rates["matmul_params"] / rates["peak_all"],
+        rates["attn_flops_per_pair"] / (rates["peak_bf16_all"] * rates["attention_fraction"]),
+        rates["elem_bytes_per_token"] / e_hbm_all,
+        rates["n_reduces"],
+        ar_exp[0],
+        ar_exp[1],
+        rates["n_a2a"],
+        aa_exp[0],
+        aa_exp[1],
+        rates["exposed"],
+        rates["overhead"],
+    )
     return Deployment(
         model=m,
         system=sysm,
@@ -481,4 +515,4 @@ def deployment(
     )
 
 
-__all__ = ["DEFAULT_RESERVE", "MAX_ROWS", "Deployment", "EngineStep", "deployment", "system_for"]
+__all__ = ["DEFAULT_RESERVE", "MAX_ROWS", "MAX_STEP_TOKENS", "Deployment", "EngineStep", "deploy", "system_for"]

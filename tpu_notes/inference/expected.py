@@ -79,7 +79,7 @@ def _pricing_deployment(model, chip, n_chips, weight_dtype, kv_dtype, compute_dt
 
 def _build_pricing(model, chip, n_chips, weight_dtype, kv_dtype, compute_dtype, efficiency):
     from ..gpu import GpuCluster
-    from .engine import deployment
+    from .engine import deploy
 
     if isinstance(chip, GpuCluster):
         system, n = chip, (None if n_chips is None or n_chips == chip.n_gpus else n_chips)
@@ -92,7 +92,7 @@ def _build_pricing(model, chip, n_chips, weight_dtype, kv_dtype, compute_dtype, 
             "chip must be a chip name, a tpu_notes.hardware.Chip or a tpu_notes.gpu.GpuCluster (a measured roofline "
             f"has no efficiency figures); got {type(chip).__name__}"
         )
-    return deployment(
+    return deploy(
         model,
         system,
         n,

@@ -17,6 +17,11 @@ How a row is priced (:func:`predict`), all with Chapter 7's step-time model and 
 - ``mode="latency"``: the per-token latency is one generation step at ``batch`` sequences and context
   ``input_len + output_len / 2``.
 
+A row whose source states how it drove the server (``workload``: a closed loop of clients at a fixed concurrency,
+or ShareGPT prompts sent at once to fixed cache slots) has its expected figure from the serving simulator instead
+(:func:`simulate_run`), where prefills of arriving requests share the steps with generation; the roofline stays
+the step model's.
+
 The efficiency ``e`` divides every roofline time (HBM and FLOP/s both reach ``e`` of their datasheet rates) and is
 the prefill MFU; :data:`EFFICIENCY` is the value the chapter states. ``e = 1`` gives the pure roofline, which should
 be an upper bound on every measured speed.
@@ -48,7 +53,7 @@ Sources (all read for this chapter; figures restated, not copied):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Annotated
 
 from ..efficiency import EfficiencyModel, check_efficiency
@@ -61,6 +66,13 @@ from .step import ComputeDType, StorageDType, decode_step_time, prefill_time
 
 #: How a row is priced (see the module docstring).
 MODES = ("static", "decode", "latency")
+#: How a source drove its server, when it says: ``""`` (a fixed batch: the step model prices it), ``"closed"``
+#: (a fixed concurrency of clients in a closed loop, fixed lengths), ``"sharegpt"`` (ShareGPT prompts sent at once
+#: to fixed-size cache slots). A row with a workload is also predicted by :func:`~tpu_notes.inference.simulate`.
+WORKLOADS = ("", "closed", "sharegpt")
+#: Most requests one row's simulation serves (the source's count when it states one, else a stated multiple of the
+#: concurrency).
+MAX_SIMULATED = 5000
 
 #: The one efficiency assumption of Chapter 8: HBM streams and matmuls both reach 80% of the datasheet rate, and a
 #: prefill runs at 80% MFU. The matmul figure is Chapter 6's (measured maximum achievable matmul FLOP/s on H100: 80%
@@ -97,6 +109,9 @@ class PublishedServing(PublishedRecord):
     reported_latency_s: Annotated[float, Positive(maximum=10.0)] | None = None  # s per output token (latency)
     group: str = ""  # one of runs.GROUPS (who ran it, on what)
     notes: str = ""  # mapping choices and assumptions
+    workload: Annotated[str, OneOf(WORKLOADS)] = ""  # how the source drove the server ("" : a fixed batch)
+    n_requests: Annotated[int, Positive(integer=True, maximum=MAX_SIMULATED)] | None = None  # requests simulated
+    token_budget: Annotated[int, Positive(integer=True, maximum=2**16)] | None = None  # engine's tokens per step
 
     def __post_init__(self):
         super().__post_init__()
@@ -112,7 +127,13 @@ class PublishedServing(PublishedRecord):
             raise ValueError("mode='latency' takes reported_latency_s (seconds per token) and no reported_tokens_per_s")
         if mode != "latency" and (self.reported_tokens_per_s is None or self.reported_latency_s is not None):
             raise ValueError(f"mode={mode!r} takes reported_tokens_per_s (output tokens/s) and no reported_latency_s")
-        check_under_roofline(self.measured_field, predict(self).ratio)
+        if self.workload == "closed" and (mode != "latency" or self.input_len is None):
+            raise ValueError("workload='closed' is a latency row: mode='latency' with input_len and output_len")
+        if self.workload == "sharegpt" and (mode != "decode" or self.cache_len is None):
+            raise ValueError("workload='sharegpt' is a throughput row on fixed slots: mode='decode' with cache_len")
+        if self.workload and self.n_requests is None:
+            raise ValueError(f"workload={self.workload!r} needs n_requests (how many requests to simulate)")
+        check_under_roofline(self.measured_field, _roofline(self, 1.0)[1])
 
     @property
     def measured_field(self) -> str:
@@ -149,6 +170,7 @@ class ServingReconciliation(Reconciliation):
     prefill_s: float  # the priced prefill of the whole batch, seconds (0 when not priced)
     bound: str  # what bounds the step: "weights", "compute" or "kv"
     fits: bool  # weights and caches fit the chips' memory
+    priced_by: str = "step model"  # what gave `expected`: "step model" or "simulator" (a stated workload)
 
     def __repr__(self) -> str:
         unit = "s" if self.run.metric == "s/token" else "tokens/s"
@@ -158,28 +180,125 @@ class ServingReconciliation(Reconciliation):
         )
 
 
-def _expected(run: PublishedServing, model: EfficiencyModel | None) -> float:
-    """The efficiency model's figure for ``run``, in ``run.metric`` units (the same three modes as the roofline)."""
+def _expected(run: PublishedServing, model: EfficiencyModel | None) -> tuple[float, str]:
+    """The efficiency model's figure for ``run`` in ``run.metric`` units, and what priced it: ``"simulator"`` for a
+    row whose source states its workload (:func:`simulate_run`), else ``"step model"`` (the same three modes as the
+    roofline, on the engine's steps)."""
+    if run.workload:
+        return simulated_figure(run, model), "simulator"
     kw = dict(weight_dtype=run.weight_dtype, compute_dtype=run.compute_dtype, efficiency=model)
     step = expected_decode_step(run.model, run.chip, run.n_chips, run.batch, run.context, kv_dtype=run.kv_dtype, **kw)
     if run.mode == "latency":
-        return step.total
+        return step.total, "step model"
     if run.mode == "decode":
-        return run.batch / step.total / run.n_chips
+        return run.batch / step.total / run.n_chips, "step model"
     prefill = expected_prefill(run.model, run.chip, run.n_chips, run.input_len, run.batch, **kw)
-    return run.batch * run.output_len / (prefill + run.output_len * step.total) / run.n_chips
+    return run.batch * run.output_len / (prefill + run.output_len * step.total) / run.n_chips, "step model"
 
 
-@checked
-def predict(
-    run: PublishedServing, efficiency: Fraction = 1.0, model: EfficiencyModel | None = None
-) -> ServingReconciliation:
-    """Price ``run`` with Chapter 7's :func:`~tpu_notes.inference.decode_step_time` and
-    :func:`~tpu_notes.inference.prefill_time` (see the module docstring for the three modes) at ``efficiency``
-    of the datasheet rates, and compare with what was measured."""
+#: ShareGPT prompts and answers as JetStream's benchmark sends them: the simulator's ShareGPT-like lengths, capped
+#: at the row's stated maximum input and output (1024 each).
+_SHAREGPT_CAP = 1024
+#: Requests per client simulated when a closed-loop source does not state its request count.
+CLOSED_REQUESTS_PER_CLIENT = 10
+
+
+def _simulation(run: PublishedServing, model: EfficiencyModel | None):
+    """The deployment, workload and scheduler one row's simulation uses (see :func:`simulate_run`)."""
+    from .engine import deploy
+    from .simulator import Scheduler
+    from .workload import LengthDistribution, Workload
+
+    e = check_efficiency(model, "model")
+    if run.workload == "closed":
+        dep = deploy(run.model, run.chip, run.n_chips, weight_dtype=run.weight_dtype, kv_dtype=run.kv_dtype,
+                     compute_dtype=run.compute_dtype, efficiency=e)  # fmt: skip
+        wl = Workload.closed(
+            run.batch,
+            run.n_requests,
+            prompt=LengthDistribution.fixed(run.input_len),
+            output=LengthDistribution.fixed(run.output_len),
+        )
+        budget = run.token_budget or Scheduler().token_budget
+        sch = Scheduler("chunked", token_budget=budget, max_seqs=min(max(run.batch, 1), budget))
+        return dep, wl, sch
+    # "sharegpt": every prompt sent at once to `batch` fixed slots of cache_len tokens (JetStream allocates them
+    # up front: no memory reserve beyond them), prefilled ahead of decoding
+    dep = deploy(run.model, run.chip, run.n_chips, weight_dtype=run.weight_dtype, kv_dtype=run.kv_dtype,
+                 compute_dtype=run.compute_dtype, reserve_fraction=0.0, efficiency=e)  # fmt: skip
+    cap = min(_SHAREGPT_CAP, run.cache_len // 2)
+    prompt = LengthDistribution.sharegpt_like("prompt")
+    output = LengthDistribution.sharegpt_like("output")
+    wl = Workload.poisson(
+        1e6,
+        run.n_requests,
+        prompt=LengthDistribution.mixture(prompt.components, low=prompt.low, high=cap, name="ShareGPT-like prompt"),
+        output=LengthDistribution.mixture(output.components, low=output.low, high=cap, name="ShareGPT-like answer"),
+    )
+    sch = Scheduler(
+        "prefill_first",
+        token_budget=max(run.batch, 2 * cap),
+        max_seqs=run.batch,
+        kv="static",
+        slot_tokens=run.cache_len,
+    )
+    return dep, wl, sch
+
+
+def simulate_run(run: PublishedServing, model: EfficiencyModel | None = None):
+    """Serve ``run``'s stated workload with :func:`~tpu_notes.inference.simulate` on its deployment at the rates of
+    ``model`` (default :data:`tpu_notes.efficiency.DEFAULT`), returning the
+    :class:`~tpu_notes.inference.simulator.SimResult`:
+
+    - ``workload="closed"`` (NIM, vLLM's benchmark at a maximum concurrency): ``batch`` clients in a closed loop,
+      fixed prompt and output lengths, ``n_requests`` requests (the source's count, or
+      :data:`CLOSED_REQUESTS_PER_CLIENT` per client when it states none), chunked prefill with the engine's stated
+      ``token_budget`` (vLLM's default 2048 when not stated), a paged KV pool with 10% of HBM in reserve;
+    - ``workload="sharegpt"`` (JetStream): ``n_requests`` ShareGPT-like requests, capped at half the cache length
+      each, sent at once to ``batch`` fixed slots of ``cache_len`` tokens (static KV, read whole every step, no
+      memory reserve), whole prompts prefilled ahead of decoding.
+    """
+    from .simulator import simulate
+
     if not isinstance(run, PublishedServing):
         raise TypeError(f"run must be a PublishedServing; got {type(run).__name__}")
-    model = check_efficiency(model, "model")
+    if not run.workload:
+        raise ValueError(f"run {run.name!r} states no workload (workload=''): the step model prices it")
+    key = (run, _efficiency_key(check_efficiency(model, "model")))
+    hit = _SIMULATED.get(key)
+    if hit is None:
+        dep, wl, sch = _simulation(run, model)
+        hit = _SIMULATED[key] = simulate(dep, wl, scheduler=sch)
+        if len(_SIMULATED) > 4096:
+            _SIMULATED.clear()
+    return hit
+
+
+def _efficiency_key(e: EfficiencyModel) -> tuple:
+    """The efficiency model's figures as a hashable key (two models with the same figures price a run alike)."""
+    out = []
+    for f in fields(e):
+        v = getattr(e, f.name)
+        out.append(tuple(sorted(v.items())) if hasattr(v, "items") else v)
+    return tuple(out)
+
+
+#: Simulations already run, by (run, efficiency model): validation refits price the same rows many times.
+_SIMULATED: dict = {}
+
+
+def simulated_figure(run: PublishedServing, model: EfficiencyModel | None = None) -> float:
+    """:func:`simulate_run`'s figure in ``run.metric`` units: the mean time per output token (latency rows, what
+    NIM's ITL and vLLM's mean TPOT report) or output tokens/s per chip (throughput rows)."""
+    r = simulate_run(run, model)
+    if run.mode == "latency":
+        tpot = [t for t in r.tpot_all if t > 0]
+        return sum(tpot) / len(tpot)
+    return r.output_tokens_per_s / run.n_chips
+
+
+def _roofline(run: PublishedServing, efficiency: float):
+    """Chapter 7's roofline of ``run`` at ``efficiency``: ``(predicted, ratio, step_s, prefill_s, step)``."""
     eff = efficiency
     step = decode_step_time(
         run.model,
@@ -195,25 +314,37 @@ def predict(
     prefill_s = 0.0
     if run.mode == "latency":
         predicted = step_s
-        ratio = predicted / run.reported
+        return predicted, predicted / run.reported, step_s, prefill_s, step
+    if run.mode == "static":
+        prefill_s = prefill_time(
+            run.model,
+            run.chip,
+            run.n_chips,
+            run.input_len,
+            run.batch,
+            mfu=eff,
+            weight_dtype=run.weight_dtype,
+            compute_dtype=run.compute_dtype,
+        ).total
+        predicted = run.batch * run.output_len / (prefill_s + run.output_len * step_s) / run.n_chips
     else:
-        if run.mode == "static":
-            prefill_s = prefill_time(
-                run.model,
-                run.chip,
-                run.n_chips,
-                run.input_len,
-                run.batch,
-                mfu=eff,
-                weight_dtype=run.weight_dtype,
-                compute_dtype=run.compute_dtype,
-            ).total
-            tokens = run.batch * run.output_len
-            predicted = tokens / (prefill_s + run.output_len * step_s) / run.n_chips
-        else:
-            predicted = run.batch / step_s / run.n_chips
-        ratio = run.reported / predicted
-    expected = _expected(run, model)
+        predicted = run.batch / step_s / run.n_chips
+    return predicted, run.reported / predicted, step_s, prefill_s, step
+
+
+@checked
+def predict(
+    run: PublishedServing, efficiency: Fraction = 1.0, model: EfficiencyModel | None = None
+) -> ServingReconciliation:
+    """Price ``run`` with Chapter 7's :func:`~tpu_notes.inference.decode_step_time` and
+    :func:`~tpu_notes.inference.prefill_time` (see the module docstring for the three modes) at ``efficiency``
+    of the datasheet rates, and with the efficiency model ``model`` (the simulator for a row that states its
+    workload, the engine's steps otherwise), and compare both with what was measured."""
+    if not isinstance(run, PublishedServing):
+        raise TypeError(f"run must be a PublishedServing; got {type(run).__name__}")
+    model = check_efficiency(model, "model")
+    predicted, ratio, step_s, prefill_s, step = _roofline(run, efficiency)
+    expected, priced_by = _expected(run, model)
     exp_ratio = expected / run.reported if run.mode == "latency" else run.reported / expected
     return ServingReconciliation(
         run=run,
@@ -226,15 +357,17 @@ def predict(
         prefill_s=prefill_s,
         bound=step.bound,
         fits=step.fits,
+        priced_by=priced_by,
     )
 
 
 _JP = "jetstream-pt, benchmarks/summary.md"
 _JP_NOTE = (
     "ShareGPT prompts (lengths not stated, at most 1024 in and 1024 out), continuous batching, prefill "
-    "interleaved: priced as generation steps alone at the stated batch, reading the whole 2048-token cache "
-    "each step (our reading of a fixed-size cache); an upper bound. Output tokens/s assumed (the table "
-    "says 'throughput (token/s)')."
+    "interleaved: the step model prices generation steps alone at the stated batch, reading the whole "
+    "2048-token cache each step (our reading of a fixed-size cache), an upper bound; the simulator sends the "
+    "2000 prompts at once (ShareGPT-like lengths capped at 1024) to that many fixed 2048-token slots, whole "
+    "prompts prefilled ahead of decoding. Output tokens/s assumed (the table says 'throughput (token/s)')."
 )
 _TRT = "trtllm-0.5, performance.md, H100 FP8"
 _TRT_NOTE = (
@@ -245,8 +378,12 @@ _H200 = "trtllm-h200, H200launch.md"
 _H200_NOTE = "Per-GPU throughput as stated; KV dtype not stated: fp8 assumed. 'llama_70b' taken as Llama 2 70B."
 _NIM = "nim, Llama-3.3-70b-instruct 1.8.0"
 _NIM_NOTE = (
-    "ITL at the stated concurrency (taken as the decode batch); fp8 KV cache assumed (not stated). At high "
-    "concurrency prefills of new requests interleave with generation, which the step alone leaves out."
+    "ITL at the stated concurrency (taken as the decode batch by the step model); fp8 KV cache assumed (not "
+    "stated). At high concurrency prefills of new requests interleave with generation, which the step alone "
+    "leaves out: the simulator serves the stated concurrency as clients in a closed loop (request count not "
+    "stated: 10 per client simulated; 2 at concurrency 1, where every request is the same), chunked prefill "
+    "at vLLM's default budget of 2048 tokens per step (NIM's "
+    "own setting is not stated)."
 )
 
 #: Mixtral 8x7B: the preset ``"mixtral-8x7b"`` of :mod:`tpu_notes.transformer` (46.7B parameters, 12.9B used per
@@ -294,7 +431,9 @@ _VT_NOTE = (
     "quantisation flag), TP 8 on v6e-8, random 1000-token prompts and 1000 output tokens (ignore-eos), "
     "3000 prompts at the stated maximum concurrency, taken as the decode batch. Mean TPOT (excluding the "
     "first token) as the per-token latency; prefills of new requests (max-num-batched-tokens 512) "
-    "interleave with generation, which the step alone leaves out. bf16 KV cache assumed (not stated)."
+    "interleave with generation, which the step alone leaves out and the simulator serves: the stated "
+    "concurrency as clients in a closed loop (10 requests per client simulated, of the 3000 the run sent), "
+    "chunked prefill at 512 tokens per step. bf16 KV cache assumed (not stated)."
 )
 
 RUNS: tuple[PublishedServing, ...] = (
@@ -310,6 +449,8 @@ RUNS: tuple[PublishedServing, ...] = (
         reported_tokens_per_s=3663,
         group="tpu-serving",
         notes=_JP_NOTE,
+        workload="sharegpt",
+        n_requests=2000,
     ),
     PublishedServing(
         "Llama 2 7B int8, v5e-8",
@@ -325,6 +466,8 @@ RUNS: tuple[PublishedServing, ...] = (
         reported_tokens_per_s=4783,
         group="tpu-serving",
         notes=_JP_NOTE,
+        workload="sharegpt",
+        n_requests=2000,
     ),
     PublishedServing(
         "Llama 2 13B bf16, v5e-8",
@@ -338,6 +481,8 @@ RUNS: tuple[PublishedServing, ...] = (
         reported_tokens_per_s=2056,
         group="tpu-serving",
         notes=_JP_NOTE,
+        workload="sharegpt",
+        n_requests=2000,
     ),
     PublishedServing(
         "Llama 2 13B int8, v5e-8",
@@ -353,6 +498,8 @@ RUNS: tuple[PublishedServing, ...] = (
         reported_tokens_per_s=3458,
         group="tpu-serving",
         notes=_JP_NOTE,
+        workload="sharegpt",
+        n_requests=2000,
     ),
     PublishedServing(
         "Llama 3 8B bf16, v5e-8",
@@ -366,6 +513,8 @@ RUNS: tuple[PublishedServing, ...] = (
         reported_tokens_per_s=8249,
         group="tpu-serving",
         notes=_JP_NOTE,
+        workload="sharegpt",
+        n_requests=2000,
     ),
     PublishedServing(
         "Llama 3 8B int8, v5e-8",
@@ -381,6 +530,8 @@ RUNS: tuple[PublishedServing, ...] = (
         reported_tokens_per_s=10873,
         group="tpu-serving",
         notes=_JP_NOTE,
+        workload="sharegpt",
+        n_requests=2000,
     ),
     PublishedServing(
         "Llama 2 70B fp8 128/128, 4 H100",
@@ -534,6 +685,8 @@ RUNS: tuple[PublishedServing, ...] = (
         reported_latency_s=18.58e-3,
         group="gpu-serving",
         notes=_NIM_NOTE,
+        workload="closed",
+        n_requests=2,
     ),
     PublishedServing(
         "Llama 3.3 70B fp8, 2 H100, c=1 500/2000",
@@ -551,6 +704,8 @@ RUNS: tuple[PublishedServing, ...] = (
         reported_latency_s=18.91e-3,
         group="gpu-serving",
         notes=_NIM_NOTE,
+        workload="closed",
+        n_requests=2,
     ),
     PublishedServing(
         "Llama 3.3 70B fp8, 2 H100, c=50 5000/500",
@@ -568,6 +723,8 @@ RUNS: tuple[PublishedServing, ...] = (
         reported_latency_s=59.73e-3,
         group="gpu-serving",
         notes=_NIM_NOTE,
+        workload="closed",
+        n_requests=500,
     ),
     # ---------------------------------------------------------------- gpt-fast: batch 1 on A100 (latency rows)
     PublishedServing(
@@ -891,6 +1048,9 @@ RUNS: tuple[PublishedServing, ...] = (
         reported_latency_s=25.35e-3,
         group="tpu-serving",
         notes=_VT_NOTE,
+        workload="closed",
+        n_requests=640,
+        token_budget=512,
     ),
     PublishedServing(
         "Llama 3.3 70B bf16, v6e-8, c=128 1k/1k",
@@ -905,6 +1065,9 @@ RUNS: tuple[PublishedServing, ...] = (
         reported_latency_s=35.12e-3,
         group="tpu-serving",
         notes=_VT_NOTE,
+        workload="closed",
+        n_requests=1280,
+        token_budget=512,
     ),
 )
 

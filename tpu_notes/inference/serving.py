@@ -168,12 +168,27 @@ def throughput_per_chip(
     weight_dtype: StorageDType = "bf16",
     kv_dtype: StorageDType = "bf16",
     compute_dtype: ComputeDType = "bf16",
+    allow_unfit: Bool = False,
 ) -> float:
     """Tokens per second per chip of generation at ``batch`` and ``seq_len`` (``B / (step · n)``); with
-    ``decode_len``, queries per second per chip instead (``B / (step · decode_len · n)``)."""
+    ``decode_len``, queries per second per chip instead (``B / (step · decode_len · n)``).
+
+    A batch whose weights and caches do not fit in the chips' HBM has no throughput to quote: it is refused with a
+    ``ValueError`` naming the largest batch that fits, unless ``allow_unfit=True`` (the figure is then the step's
+    speed as if the memory were there)."""
     step = decode_step_time(
         model, chip, n_chips, batch, seq_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype, compute_dtype=compute_dtype
     )
+    if not step.fits and not allow_unfit:
+        try:
+            top = max_batch(model, chip, n_chips, seq_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+            most = f"the largest batch that fits is {top}"
+        except ValueError as err:  # not even one sequence fits
+            most = f"not one sequence fits ({err})"
+        raise ValueError(
+            f"batch={batch} sequences of {seq_len:,} tokens do not fit beside the weights on n_chips={n_chips}: "
+            f"{most}; pass allow_unfit=True for the figure anyway"
+        )
     if decode_len is None:
         return step.tokens_per_s_per_chip
     return step.tokens_per_s_per_chip / decode_len
@@ -191,11 +206,33 @@ def latency_throughput_curve(
     kv_dtype: StorageDType = "bf16",
     compute_dtype: ComputeDType = "bf16",
     fitting_only: Bool = False,
-) -> tuple[DecodeStepTime, ...]:
+    expected: Bool = False,
+) -> tuple:
     """The step at each batch of ``batches`` (default: powers of two up to 1024; at most :data:`MAX_CANDIDATES`):
     latency is ``.total``, throughput ``.tokens_per_s_per_chip``. ``fitting_only`` drops the batches whose caches
-    do not fit."""
+    do not fit.
+
+    By default these are Chapter 7's perfectly sharded :class:`~tpu_notes.inference.DecodeStepTime` steps (no
+    communication, all of HBM for weights and caches). ``expected=True`` returns the one serving step model's
+    :class:`~tpu_notes.inference.engine.EngineStep` instead (:func:`~tpu_notes.inference.engine.deploy` on the
+    standard slice of ``n_chips``: collectives, the efficiency model's rates and overhead, 10% of HBM in reserve;
+    ``fits`` by that pool). Both kinds have ``.total``, ``.tokens_per_s_per_chip`` and ``.fits``, so
+    :func:`pareto_frontier` takes either."""
     batches = _candidates("batches", tuple(2**i for i in range(11)) if batches is None else batches)
+    if expected:
+        from .engine import deploy
+
+        d = deploy(
+            model,
+            chip,
+            n_chips,
+            weight_dtype=weight_dtype,
+            kv_dtype=kv_dtype,
+            compute_dtype=compute_dtype,
+            check_memory=False,
+        )
+        steps = [d.step(b, b * seq_len) for b in batches]
+        return tuple(s for s in steps if s.fits or not fitting_only)
     out = [
         decode_step_time(
             model, chip, n_chips, b, seq_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype, compute_dtype=compute_dtype
@@ -205,19 +242,22 @@ def latency_throughput_curve(
     return tuple(s for s in out if s.fits or not fitting_only)
 
 
-def pareto_frontier(steps: Sequence[DecodeStepTime]) -> tuple:
+def pareto_frontier(steps: Sequence) -> tuple:
     """The steps no other step beats on both latency (``.total``, lower is better) and throughput per chip
     (``.tokens_per_s_per_chip``, higher is better), sorted by latency: the latency–throughput frontier across
-    batches, topologies and precisions. ``steps`` is a sequence of :class:`~tpu_notes.inference.DecodeStepTime`;
-    ones that do not fit in
-    memory are left out."""
+    batches, topologies and precisions. ``steps`` is a sequence of :class:`~tpu_notes.inference.DecodeStepTime`
+    (Chapter 7's step) or :class:`~tpu_notes.inference.engine.EngineStep` (the engine's, from
+    ``latency_throughput_curve(..., expected=True)``), one kind or both; ones that do not fit in memory are left
+    out."""
+    from .engine import EngineStep
+
     if isinstance(steps, (str, bytes)) or not isinstance(steps, (list, tuple)):
-        raise TypeError(f"steps must be a list of DecodeStepTime; got {type(steps).__name__}")
+        raise TypeError(f"steps must be a list of DecodeStepTime or EngineStep; got {type(steps).__name__}")
     if len(steps) > 2**20:
         raise ValueError(f"steps may hold at most {2**20:,} steps; got {len(steps):,}")
     for i, s in enumerate(steps):
-        if not isinstance(s, DecodeStepTime):
-            raise TypeError(f"steps[{i}] must be a DecodeStepTime; got {type(s).__name__}")
+        if not isinstance(s, (DecodeStepTime, EngineStep)):
+            raise TypeError(f"steps[{i}] must be a DecodeStepTime or an EngineStep; got {type(s).__name__}")
     best, front = -math.inf, []
     for s in sorted((s for s in steps if s.fits), key=lambda s: (s.total, -s.tokens_per_s_per_chip)):
         if s.tokens_per_s_per_chip > best:
@@ -232,11 +272,22 @@ def cost_per_million_tokens(
 ) -> float:
     """Dollars per million generated tokens: ``1e6 / (tokens/s/chip) × price / 3600``.
 
-    ``tokens_per_s_per_chip`` is a number or a :class:`~tpu_notes.inference.DecodeStepTime`; the price is
-    ``dollars_per_chip_hour`` or,
-    when omitted, the on-demand price of ``chip`` in :mod:`tpu_notes.hardware`.
+    ``tokens_per_s_per_chip`` is a number, a :class:`~tpu_notes.inference.DecodeStepTime` or an
+    :class:`~tpu_notes.inference.engine.EngineStep`; a step whose weights and caches do not fit is refused (it has
+    no price). The price is ``dollars_per_chip_hour`` or, when omitted, the on-demand price of ``chip`` in
+    :mod:`tpu_notes.hardware`.
+
+    This counts generated tokens only, at a chip busy all the time: on a long-prompt workload the prefill is most of
+    the bill. :func:`tpu_notes.inference.cost.serving_cost` prices input and output tokens and a whole request.
     """
-    if isinstance(tokens_per_s_per_chip, DecodeStepTime):
+    from .engine import EngineStep
+
+    if isinstance(tokens_per_s_per_chip, (DecodeStepTime, EngineStep)):
+        if not tokens_per_s_per_chip.fits:
+            raise ValueError(
+                "tokens_per_s_per_chip is a step whose weights and caches do not fit in memory: it has no price "
+                f"(batch {getattr(tokens_per_s_per_chip, 'batch', getattr(tokens_per_s_per_chip, 'decode', '?'))})"
+            )
         rate = tokens_per_s_per_chip.tokens_per_s_per_chip
     else:
         rate = check_positive("tokens_per_s_per_chip", tokens_per_s_per_chip)

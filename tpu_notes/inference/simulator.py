@@ -1,252 +1,913 @@
-"""A discrete-event simulator of a generation server, driven by the step-time model (Chapter 7).
+"""A discrete-event simulator of a serving engine, one engine step at a time (Chapter 7).
 
-Requests arrive as a Poisson process (seeded). Each has a prompt and a number of tokens to generate. The server
-holds at most ``max_batch`` sequences (default: what memory allows at the longest context) and runs one of two
-engines:
+:func:`simulate` serves a :class:`~tpu_notes.inference.workload.Workload` on one replica, an
+:class:`~tpu_notes.inference.engine.Deployment`. Its only clock is the engine step model: every step, whatever it
+holds, takes ``deployment._seconds(decode, kv_tokens, prefill_tokens, prefill_pairs, prefill_kv)``, the formula of
+:meth:`Deployment.step <tpu_notes.inference.engine.Deployment.step>` (a test holds the two equal). The
+:class:`Scheduler` says what goes into each step:
 
-- **interleaved** (``disaggregated=False``): one slice does both. Whenever a slot is free and a request waits, it
-  prefills that request (batch 1; every sequence being generated pauses meanwhile), which yields its first token;
-  otherwise it runs one generation step for every active sequence (continuous batching: a finished sequence
-  leaves at once and its slot is refilled at the next decision).
-- **disaggregated** (``disaggregated=True``): ``prefill_servers`` separate slices of ``prefill_chips`` chips
-  prefill in arrival order; a finished prefill (first token out) waits for a free generation slot, and the
-  generation slice only ever runs generation steps.
+- ``policy="chunked"`` (vLLM V1, Sarathi-Serve): every running sequence decodes one token, and the rest of the
+  ``token_budget`` goes to prompt chunks in arrival order: the partly prefilled prompts first, then new requests
+  while there are sequence slots and KV blocks. A prompt may take several steps; decoding never pauses.
+- ``policy="prefill_first"`` (vLLM V0's default): whenever waiting prompts can be admitted, a step prefills as many
+  whole prompts as the token budget holds (at least one: a longer prompt runs alone) and decoding pauses for it;
+  otherwise a step decodes every running sequence.
 
-A generation step takes :func:`~tpu_notes.inference.step.decode_step_time`'s time for the current batch, with the
-KV load of the tokens actually cached (paged attention: sum of the active contexts), through the same formula
-(:meth:`~tpu_notes.inference.step.DecodeStepModel.seconds`). The weights and the largest batch's KV caches must fit
-in the chips' memory: a deployment that cannot hold them is refused (naming ``n_chips`` and the chip). A prefill takes
-:func:`~tpu_notes.inference.step.prefill_time` at ``prefill_mfu``; with ``prefix_hit_rate`` > 0 that share of
-requests finds its first ``prefix_len`` tokens in a prefix cache and computes only the rest.
+KV memory, ``kv="paged"``: a pool of ``deployment.kv_blocks(block_size)`` blocks. A request is admitted when the
+pool has blocks for its whole prompt, keeping a watermark of 1% of the blocks free (vLLM V0's block manager keeps
+the same); a decoding sequence takes a new block each time its context crosses a block boundary. When the pool has
+no block for a sequence's next token, the most recently admitted running sequence is **preempted**: its blocks are
+freed and it goes back to the head of the queue, to prefill its prompt and the tokens it has generated again
+(vLLM's default *recompute* mode; swapping KV to host memory is not modelled). ``kv="static"``: each admitted
+request reserves a slot of the workload's longest prompt + answer (or ``slot_tokens``), as servers did before
+paging, and attention reads each running sequence's whole slot every step (a padded buffer: what paged attention
+avoids, Chapter 7); no preemption.
+``prefix_caching=True`` (paged only): once one request carrying the workload's shared prefix has been prefilled,
+the prefix's whole blocks stay resident for good (never evicted: a simplification) and every later request carrying
+it shares them and skips computing those tokens.
 
-Reported: time to first token (arrival → first token), time per output token (first → last token, over the
-tokens after the first), their percentiles, and tokens generated per second. Same arguments, same result.
+**Disaggregation** (:class:`Disaggregation`): ``instances`` prefill instances (each a ``Deployment``) take prompts
+from one arrival-ordered queue, whole prompts batched up to the token budget, and keep each prompt's KV in their own
+pool (``kv_capacity_tokens``) until it is sent. A finished prefill first reserves the blocks (and a sequence slot)
+it needs on the decode replica, in order of completion (**backpressure**: while the decode pool is full, finished
+KV waits in the prefill pool, and an instance whose pool cannot hold the next prompt stops taking prompts: a
+*stall*, counted and timed). It then crosses the link, ``prompt tokens × kv_bytes_per_token`` bytes at
+``B = b × min(n_prefill, n_decode) × efficiency.link(link)`` plus ``efficiency.latency(link)`` seconds, ``b`` the
+chip's per-device bandwidth of that link (one ICI link one way, a TPU's DCN share, a GPU's NVLink or its NIC) and
+``min(...)`` the devices sending shards in parallel; one instance's transfers go one after another. The decode
+replica only decodes. A preempted sequence goes back to the prefill queue. With prefix caching, each prefill
+instance keeps its own copy of the prefix (in its pool); the whole prompt's KV is sent.
+
+Definitions. **TTFT**: arrival to the end of the step that completes the prompt (the first token streams to the
+user from there, also from a prefill instance). **TPOT**: ``(last token - first token) / (tokens - 1)``, so under
+disaggregation the KV transfer and the wait for decode blocks fall in the first TPOT interval; a one-token answer
+has none (excluded from the TPOT percentiles, counted as meeting a TPOT objective, as vLLM's benchmark does:
+vllm-project/vllm benchmarks/benchmark_serving.py, ``calculate_metrics``, commit 0049e29c41fd).
+**Chip-seconds**: each step's seconds times its replica's chips, split between prefill and decode work; a mixed
+step is split in proportion to what its decode part and its prefill part would each cost as a step alone.
+
+Work is O(1) per step amortised: the KV context sum is kept incrementally, sequences needing a new block in a step
+are counted by the phase of their context modulo the block size (all decoding sequences advance together), and
+completions are bucketed by the decode step at which they happen. Same arguments, same result.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass, field
+from collections import deque
+from dataclasses import dataclass, field, replace
 from typing import Annotated
 
 import numpy as np
 
-from ..transformer import Model
-from ..units import Bool, Fraction, Positive, PositiveFloat, Range, checked, fmt
-from .serving import max_batch as _max_batch
-from .step import MAX_MODEL_BATCH, Chips, ComputeDType, StorageDType, decode_step_model, machine, prefill_time
+from ..hardware import get_chip
+from ..units import Bool, OneOf, Positive, check_fields, checked, fmt
+from .engine import Deployment
+from .workload import MAX_REQUESTS, Workload
 
-#: Largest number of requests one simulation serves (each is simulated token by token).
-MAX_REQUESTS = 100_000
-#: Largest number of generation steps one simulation runs.
-MAX_STEPS = 5_000_000
+#: Most engine steps one simulation runs (decode replica and prefill instances together).
+MAX_STEPS = 2_000_000
+#: Most blocks a paged KV pool may have (raise ``Scheduler.block_size`` past it).
+MAX_BLOCKS = 2**26
+#: Most simulations one :func:`sweep` runs.
+MAX_SWEEP_RUNS = 64
+#: Links a KV transfer may cross, with the chip kind each belongs to.
+LINKS = {"ici": "tpu", "dcn": "tpu", "nvlink": "gpu", "ib": "gpu"}
+#: The chip bandwidth kind (``Chip.bandwidth``) of each link, bytes/s per device.
+_LINK_BANDWIDTH = {"ici": "ici_oneway", "dcn": "dcn", "nvlink": "nvlink", "ib": "nic"}
+#: Share of the paged pool kept free when admitting a request: vLLM V0's ``BlockSpaceManager(watermark=0.01)``
+#: (vllm-project/vllm vllm/core/block_manager.py), which keeps admissions from preempting at once.
+WATERMARK = 0.01
+
+_Budget = Annotated[int, Positive(integer=True, maximum=2**20)]
+_Seqs = Annotated[int, Positive(integer=True, maximum=2**16)]
+_Instances = Annotated[int, Positive(integer=True, maximum=1024)]
+_Link = Annotated[str, OneOf(tuple(LINKS))]
+
+
+def _check_deployment(name: str, value) -> Deployment:
+    if not isinstance(value, Deployment):
+        raise TypeError(
+            f"{name} must be an engine.Deployment (tpu_notes.inference.engine.deploy(model, chip, n_chips, ...)); "
+            f"got {type(value).__name__}"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """How one replica fills its steps (see the module docstring).
+
+    The defaults are vLLM's: ``max_num_batched_tokens=2048`` and ``max_num_seqs=256`` for its OpenAI server on GPUs
+    under 70 GiB (vllm-project/vllm vllm/engine/arg_utils.py, ``EngineArgs.get_batch_defaults``, file as stored at
+    commit 99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b; larger GPUs get 8192 and 1024), and 16-token blocks (what its
+    platforms set when ``block_size`` is left unset, vllm/platforms/rocm.py ``check_and_update_config``). Why a
+    budget of 2048 rows: enough for a step's matmuls to run near their sustained rate, while it caps what one prompt
+    chunk adds to the decode steps it joins (about 0.15 s for Llama 3 70B in int8 on a v5e 4x4, against 0.57 s for
+    a whole 8k-token prompt)."""
+
+    policy: Annotated[str, OneOf(("chunked", "prefill_first"))] = "chunked"  # what a step holds
+    token_budget: _Budget = 2048  # most rows (decoded tokens + prompt tokens) per step
+    max_seqs: _Seqs = 256  # most sequences running at once
+    kv: Annotated[str, OneOf(("paged", "static"))] = "paged"  # paged blocks, or one max-length slot per sequence
+    block_size: Annotated[int, Positive(integer=True, maximum=2**16)] = 16  # tokens per KV block (paged)
+    preemption: Annotated[str, OneOf(("recompute",))] = "recompute"  # what happens to a preempted sequence
+    prefix_caching: Bool = False  # share the workload's prefix blocks and skip computing them
+    slot_tokens: Annotated[int, Positive(integer=True, maximum=2**26)] | None = None  # kv="static": tokens per slot
+    # (None: the workload's longest prompt + answer, as a server configured for exactly that stream would reserve)
+
+    def __post_init__(self):
+        check_fields(self)
+        if self.max_seqs > self.token_budget:
+            raise ValueError(
+                f"max_seqs ({self.max_seqs}) must not exceed token_budget ({self.token_budget}): every running "
+                "sequence's decode token is a row of the step"
+            )
+        if self.prefix_caching and self.kv != "paged":
+            raise ValueError("prefix_caching needs kv='paged' (shared blocks); static slots cannot share a prefix")
+        if self.slot_tokens is not None and self.kv != "static":
+            raise ValueError("slot_tokens applies only to kv='static'; leave it None with paged blocks")
+
+    def label(self) -> str:
+        """A short name, e.g. ``"chunked, paged"``."""
+        pc = ", prefix cache" if self.prefix_caching else ""
+        return f"{self.policy.replace('_', '-')}, {self.kv}{pc}"
+
+
+@dataclass(frozen=True)
+class Disaggregation:
+    """Prefill on separate instances (see the module docstring): ``instances`` copies of ``prefill`` sending each
+    prompt's KV to the decode replica over ``link``."""
+
+    prefill: Deployment  # one prefill instance (same model and KV dtype as the decode replica)
+    instances: _Instances = 1  # prefill instances
+    link: _Link | None = None  # "ici", "dcn" (TPU), "nvlink", "ib" (GPU); None: "ici" on TPUs, "nvlink" on GPUs
+
+    def __post_init__(self):
+        _check_deployment("prefill", self.prefill)
+        check_fields(self)
+        kind = self.prefill.chip.kind
+        if self.link is None:
+            object.__setattr__(self, "link", "nvlink" if kind == "gpu" else "ici")
+        if LINKS[self.link] != kind:
+            ok = [k for k, v in LINKS.items() if v == kind]
+            raise ValueError(f"link {self.link!r} does not join {kind.upper()} devices; use one of {ok}")
+        if self.prefill.kv_capacity_tokens < 1:
+            raise ValueError("prefill has no KV pool (its weights fill its HBM): give it more chips")
+
+    def bandwidth(self, decode: Deployment) -> float:
+        """Bytes/s one KV transfer to ``decode`` achieves: per-device link bandwidth × the devices sending in
+        parallel (``min`` of the two replicas' devices) × the efficiency model's achieved fraction of the link."""
+        _check_deployment("decode", decode)
+        per_device = get_chip(self.prefill.chip).bandwidth(_LINK_BANDWIDTH[self.link])
+        parallel = min(self.prefill.n_chips, decode.n_chips)
+        return per_device * parallel * self.prefill.efficiency.link(self.link)
+
+    def transfer_seconds(self, decode: Deployment, tokens: int) -> float:
+        """Seconds to send ``tokens`` tokens of KV cache to ``decode``: bytes / :meth:`bandwidth` + one call's
+        latency (``efficiency.latency(link)``)."""
+        tokens = Positive(integer=True, allow_zero=True, maximum=2**30).check("tokens", tokens)
+        lat = self.prefill.efficiency.latency(self.link)
+        return tokens * self.prefill.kv_bytes_per_token / self.bandwidth(decode) + lat
+
+    def label(self) -> str:
+        return f"disaggregated: {self.instances} x {self.prefill.n_chips}-chip prefill over {self.link}"
+
+
+def _pct(values) -> tuple[float, float, float]:
+    if len(values) == 0:
+        return (0.0, 0.0, 0.0)
+    return tuple(float(v) for v in np.percentile(values, (50, 90, 99)))
 
 
 @dataclass(frozen=True)
 class SimResult:
-    """What :func:`simulate` measured. Times in seconds; percentiles are p50, p90, p99."""
+    """What :func:`simulate` measured. Seconds, tokens, chips; percentiles are (p50, p90, p99)."""
 
-    ttft: tuple[float, float, float]  # time to first token, s: p50, p90, p99
-    tpot: tuple[float, float, float]  # time per output token after the first, s: p50, p90, p99
-    throughput: float  # generated tokens per second over the run (first arrival → last token)
-    throughput_per_chip: float  # throughput / all chips (generation + prefill slices)
-    mean_batch: float  # average sequences per generation step
-    duration: float  # seconds from the first arrival to the last token
+    engine: str  # the scheduler (and disaggregation) that ran
+    ttft: tuple  # time to first token, s: (p50, p90, p99)
+    tpot: tuple  # time per output token after the first, s: (p50, p90, p99), answers of 2+ tokens
+    output_tokens_per_s: float  # tokens generated per second over the run
+    input_tokens_per_s: float  # prompt tokens served per second over the run
+    tokens_per_s_per_chip: float  # output_tokens_per_s / n_chips
+    kv_utilisation: float  # time-weighted share of the decode replica's KV pool allocated (blocks or slots)
+    peak_seqs: int  # most sequences running at once on the decode (or only) replica
+    peak_in_system: int  # most requests arrived and not yet completed at once
+    mean_batch: float  # sequences per decoding step, on average
+    preemptions: int  # sequences preempted (recompute)
+    steps: int  # engine steps of the decode (or only) replica
+    prefill_steps: int  # engine steps of the prefill instances (0 without disaggregation)
+    duration: float  # first arrival to last token, s
     completed: int  # requests served
-    n_chips: int  # chips in all, prefill slices included
-    ttft_all: tuple[float, ...] = field(repr=False, default=())  # every request's TTFT, s
-    tpot_all: tuple[float, ...] = field(repr=False, default=())  # every request's TPOT, s
+    n_chips: int  # chips in all, prefill instances included
+    chip_seconds_prefill: float  # chip-seconds of prefill work
+    chip_seconds_decode: float  # chip-seconds of decode work
+    prefill_stalls: int  # times a prefill instance stopped taking prompts because its pool was full
+    prefill_stall_s: float  # seconds prefill instances spent stalled, all instances together
+    transfer_s: float  # mean KV transfer time per request, s (0 without disaggregation)
+    transfer_wait_s: float  # mean wait of a finished prefill for decode blocks, s (backpressure)
+    ttft_all: tuple = field(repr=False, default=())  # every request's TTFT, s, in request order
+    tpot_all: tuple = field(repr=False, default=())  # every request's TPOT, s (0 for a one-token answer)
+    tokens_all: tuple = field(repr=False, default=())  # tokens each request generated (its answer length)
+
+    def goodput(self, ttft_slo_s: float, tpot_slo_s: float) -> float:
+        """Requests per second (over the run) whose TTFT is at most ``ttft_slo_s`` and TPOT at most
+        ``tpot_slo_s``."""
+        ttft_slo_s = Positive().check("ttft_slo_s", ttft_slo_s)
+        tpot_slo_s = Positive().check("tpot_slo_s", tpot_slo_s)
+        if not self.duration:
+            return 0.0
+        ok = (np.asarray(self.ttft_all) <= ttft_slo_s) & (np.asarray(self.tpot_all) <= tpot_slo_s)
+        return float(ok.sum()) / self.duration
+
+    @property
+    def chip_seconds(self) -> float:
+        """Chip-seconds of work in all (prefill + decode)."""
+        return self.chip_seconds_prefill + self.chip_seconds_decode
 
     def row(self) -> dict:
-        """The headline numbers as a dict (for tables)."""
+        """The headline numbers as a flat dict (for tables)."""
         return {
+            "engine": self.engine,
             "ttft_p50_s": self.ttft[0],
+            "ttft_p90_s": self.ttft[1],
             "ttft_p99_s": self.ttft[2],
             "tpot_p50_s": self.tpot[0],
+            "tpot_p90_s": self.tpot[1],
             "tpot_p99_s": self.tpot[2],
-            "tokens_per_s": self.throughput,
-            "tokens_per_s_per_chip": self.throughput_per_chip,
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "input_tokens_per_s": self.input_tokens_per_s,
+            "tokens_per_s_per_chip": self.tokens_per_s_per_chip,
+            "kv_utilisation": self.kv_utilisation,
+            "peak_seqs": self.peak_seqs,
             "mean_batch": self.mean_batch,
+            "preemptions": self.preemptions,
+            "n_chips": self.n_chips,
         }
 
     def __repr__(self) -> str:
-        t = ", ".join(fmt(v, "s") for v in self.ttft)
-        p = ", ".join(fmt(v, "s") for v in self.tpot)
+        t = " / ".join(fmt(v, "s") for v in self.ttft)
+        p = " / ".join(fmt(v, "s") for v in self.tpot)
+        extra = f"; {self.preemptions} preemptions" if self.preemptions else ""
+        if self.prefill_steps:
+            extra += f"; KV transfer {fmt(self.transfer_s, 's')}, {self.prefill_stalls} prefill stalls"
         return (
-            f"SimResult(TTFT p50/p90/p99 = {t}; TPOT p50/p90/p99 = {p}; "
-            f"{fmt(self.throughput, 'tokens/s')} ({fmt(self.throughput_per_chip, 'tokens/s')} per chip); "
-            f"mean batch {self.mean_batch:.1f}; {self.completed} requests)"
+            f"SimResult({self.engine}: TTFT p50/p90/p99 {t}; TPOT {p}; {fmt(self.output_tokens_per_s, 'tokens/s')}"
+            f" ({fmt(self.tokens_per_s_per_chip, 'tokens/s')} per chip on {self.n_chips}); mean batch "
+            f"{self.mean_batch:.1f}, peak {self.peak_seqs} sequences, KV {self.kv_utilisation:.0%} used{extra}; "
+            f"{self.completed:,} requests in {fmt(self.duration, 's')})"
         )
 
 
-def _lengths(rng, median: int, spread: float, n: int, name: str) -> np.ndarray:
-    if spread == 0:
-        return np.full(n, median, dtype=np.int64)
-    return np.maximum(1, np.round(median * np.exp(spread * rng.standard_normal(n)))).astype(np.int64)
+# ---------------------------------------------------------------------------------------------- the engine
+class _Run:
+    """The state of one simulation: per-request lists, the decode batch, the KV pool and the counters."""
+
+    def __init__(self, dep: Deployment, sch: Scheduler, wl: Workload):
+        req = wl.draw()
+        n = wl.n_requests
+        self.dep, self.sch, self.wl, self.N = dep, sch, wl, n
+        self.P = [int(v) for v in req.prompts]
+        self.G = [int(v) for v in req.outputs]
+        self.shared = [bool(v) for v in req.shared_prefix]
+        self.closed = wl.arrival == "closed"
+        self.arr = [math.inf if math.isnan(v) else float(v) for v in req.arrivals]
+        self.released = min(wl.concurrency, n) if self.closed else n
+        self.first = [math.nan] * n
+        self.last = [math.nan] * n
+        self.gen = [0] * n  # tokens generated when the sequence (re)joined the decode batch
+        self.L = list(self.P)  # tokens its next (or last) prefill computes KV for: prompt + regenerated tokens
+        self.done = [0] * n  # tokens of the current prefill computed
+        self.d0 = [0] * n  # decode-step counter when it joined the batch
+        self.shb = [0] * n  # shared prefix blocks it uses (prefix cache)
+        self.epoch = [0] * n  # bumped at each preemption (stale completion entries are skipped)
+        self.state = [0] * n  # 0 not arrived/waiting, 1 prefilling, 2 decoding, 3 reserved/transferring, 4 done
+        self.completed = 0
+        self.bs = sch.block_size
+        self.paged = sch.kv == "paged"
+        # the pool, in units: blocks (paged) or whole-request slots (static)
+        cap = dep.kv_capacity_tokens
+        if cap < 1:
+            raise ValueError("deployment has no KV pool (its weights fill its HBM): give it more chips")
+        longest = max(p + g for p, g in zip(self.P, self.G))
+        if self.paged:
+            blocks = dep.kv_blocks(self.bs)
+            if blocks > MAX_BLOCKS:
+                raise ValueError(
+                    f"the KV pool has {blocks:,} blocks of {self.bs} tokens, more than MAX_BLOCKS "
+                    f"({MAX_BLOCKS:,}): raise scheduler.block_size"
+                )
+            self.pool = blocks
+            self.watermark = math.ceil(WATERMARK * blocks)
+            if -(-longest // self.bs) > blocks - self.watermark:
+                raise ValueError(
+                    f"the workload's longest request ({longest:,} tokens of prompt + answer) does not fit the "
+                    f"deployment's KV pool ({blocks:,} blocks of {self.bs} tokens, {WATERMARK:.0%} kept free): "
+                    "shorten the workload's lengths or give the deployment more chips"
+                )
+        else:
+            self.slot = longest if sch.slot_tokens is None else sch.slot_tokens
+            if self.slot < longest:
+                raise ValueError(
+                    f"scheduler.slot_tokens ({self.slot:,}) must hold the workload's longest request ({longest:,} "
+                    "tokens of prompt + answer)"
+                )
+            self.pool = cap // self.slot
+            self.watermark = 0
+            if self.pool < 1:
+                raise ValueError(
+                    f"kv='static' reserves {self.slot:,} tokens per request, more than the deployment's KV pool "
+                    f"({cap:,} tokens): use kv='paged' or give the deployment more chips"
+                )
+        self.free = self.pool
+        # the decode batch (O(1) per step)
+        self.d = 0  # decode steps run
+        self.n_dec = 0  # sequences decoding
+        self.ctx = 0  # sum of their contexts before the next step (tokens in their caches)
+        self.cnt = [0] * self.bs  # decoding sequences by (context - d) mod block_size
+        self.finish: dict = {}  # decode-step counter -> [(request, epoch)] completing at that step
+        self.order: list = []  # (request, epoch) in admission order: the last valid one is the preemption victim
+        # the shared prefix (paged prefix cache)
+        self.prefix_blocks = wl.prefix_len // self.bs if (sch.prefix_caching and self.paged) else 0
+        self.prefix_ready = False
+        # counters
+        self.preemptions = 0
+        self.steps = 0
+        self.batch_sum = 0
+        self.decode_steps = 0
+        self.peak = 0
+        self.cs_prefill = 0.0
+        self.cs_decode = 0.0
+        self.used_time = 0.0  # integral of allocated units over time
+
+    # -- pool -----------------------------------------------------------------------------------------------
+    def shared_blocks(self, i: int) -> int:
+        """Resident prefix blocks request ``i`` would share if admitted now."""
+        return self.prefix_blocks if (self.prefix_ready and self.shared[i]) else 0
+
+    def prompt_units(self, i: int) -> int:
+        """Units request ``i`` would reserve at admission (its whole prefill), the shared prefix excepted."""
+        if not self.paged:
+            return 1
+        return -(-self.L[i] // self.bs) - self.shared_blocks(i)
+
+    def held_units(self, i: int, tokens: int) -> int:
+        return (-(-tokens // self.bs) - self.shb[i]) if self.paged else 1
+
+    def cached_tokens(self, i: int) -> int:
+        return self.shb[i] * self.bs
+
+    # -- the decode batch -----------------------------------------------------------------------------------
+    def join(self, i: int) -> None:
+        """Request ``i`` has just finished a prefill of ``L[i]`` tokens (and emitted a token): decode it."""
+        self.d0[i] = self.d
+        self.state[i] = 2
+        self.n_dec += 1
+        self.ctx += self.L[i]
+        if self.paged:
+            self.cnt[(self.L[i] - self.d) % self.bs] += 1
+        key = self.d + self.G[i] - self.gen[i]
+        b = self.finish.get(key)
+        if b is None:
+            self.finish[key] = [(i, self.epoch[i])]
+        else:
+            b.append((i, self.epoch[i]))
+
+    def leave(self, i: int) -> int:
+        """Take decoding request ``i`` out of the batch (``gen[i]`` brought up to date first); returns the units it
+        held."""
+        c = self.L[i] + self.d - self.d0[i]
+        self.n_dec -= 1
+        self.ctx -= c
+        if self.paged:
+            self.cnt[(self.L[i] - self.d0[i]) % self.bs] -= 1
+        return self.held_units(i, c)
+
+    def grow(self, victims) -> None:
+        """Give every decoding sequence that needs one its next block, preempting from ``victims`` while the pool
+        cannot."""
+        if not self.paged or not self.n_dec:
+            return
+        bs, cnt = self.bs, self.cnt
+        need = cnt[(-self.d) % bs]
+        while need > self.free:
+            victims()
+            need = cnt[(-self.d) % bs]
+        self.free -= need
+
+    def after_decode(self, t: float, on_done) -> None:
+        """The batch has decoded one token each at time ``t``: advance and complete the sequences due."""
+        self.d += 1
+        self.ctx += self.n_dec
+        due = self.finish.pop(self.d, None)
+        if due:
+            for i, ep in due:
+                if ep != self.epoch[i] or self.state[i] != 2:
+                    continue
+                self.gen[i] += self.d - self.d0[i]
+                self.free += self.leave(i)
+                on_done(i, t)
+
+    def complete(self, i: int, t: float) -> None:
+        self.state[i] = 4
+        self.last[i] = t
+        self.completed += 1
+        if self.closed and self.released < self.N:
+            self.arr[self.released] = t
+            self.released += 1
 
 
-#: Longest prompt or generation (median, tokens) one simulated request may have.
-MAX_REQUEST_LEN = 2**20
-_Len = Annotated[int, Positive(integer=True, maximum=MAX_REQUEST_LEN)]
-_Share = Annotated[float, Range(0.0, 1.0)]
+def _split(dep: Deployment, n_dec, kv, ptok, pairs, pkv, dt) -> tuple[float, float]:
+    """(prefill, decode) shares of a step's ``dt`` seconds: by what each part would cost as a step alone."""
+    if not ptok:
+        return 0.0, dt
+    if not n_dec:
+        return dt, 0.0
+    a = dep._seconds(n_dec, kv)
+    b = dep._seconds(0, 0, ptok, pairs, pkv)
+    return dt * b / (a + b), dt * a / (a + b)
+
+
+def _too_many_steps():
+    raise ValueError(
+        f"the simulation passed MAX_STEPS ({MAX_STEPS:,}) engine steps: reduce workload.n_requests or its output "
+        "lengths (or raise the load: a lightly loaded server runs one step per token per request)"
+    )
+
+
+def _colocated(dep: Deployment, sch: Scheduler, wl: Workload) -> dict:
+    r = _Run(dep, sch, wl)
+    N, P, G, L, done, arr, state = r.N, r.P, r.G, r.L, r.done, r.arr, r.state
+    seconds = dep._seconds
+    n_chips = dep.n_chips
+    budget0, max_seqs, chunked = sch.token_budget, sch.max_seqs, sch.policy == "chunked"
+    padded = sch.kv == "static"  # a static slot's buffer is read whole every step (no paged attention)
+    waiting: deque = deque()
+    prefilling: list = []  # admitted, prompt not finished (admission order)
+    nxt = 0
+    t = arr[0]
+    t_start = t
+
+    def victim():
+        while True:
+            i, ep = r.order.pop()
+            if ep == r.epoch[i] and state[i] in (1, 2):
+                break
+        if state[i] == 2:
+            r.gen[i] += r.d - r.d0[i]
+            r.free += r.leave(i)
+        else:
+            prefilling.remove(i)
+            r.free += r.held_units(i, L[i])
+        L[i] = P[i] + r.gen[i]
+        done[i] = 0
+        r.epoch[i] += 1
+        state[i] = 0
+        waiting.appendleft(i)
+        r.preemptions += 1
+
+    def admit(i):
+        u = r.prompt_units(i)
+        if u + r.watermark > r.free:
+            return False
+        r.free -= u
+        r.shb[i] = r.shared_blocks(i)
+        state[i] = 1
+        done[i] = r.cached_tokens(i)
+        r.order.append((i, r.epoch[i]))
+        prefilling.append(i)
+        return True
+
+    while r.completed < N:
+        while nxt < N and arr[nxt] <= t:
+            waiting.append(nxt)
+            nxt += 1
+        ptok, pairs, pkv = 0, 0.0, 0
+        chunks = []
+        n_dec = r.n_dec
+        if chunked:
+            r.grow(victim)
+            n_dec = r.n_dec
+            room = budget0 - n_dec
+            for i in prefilling:
+                if room <= 0:
+                    break
+                c = min(L[i] - done[i], room)
+                chunks.append((i, c))
+                room -= c
+            while room > 0 and waiting and n_dec + len(prefilling) < max_seqs and admit(waiting[0]):
+                i = waiting.popleft()
+                c = min(L[i] - done[i], room)
+                chunks.append((i, c))
+                room -= c
+        else:
+            room = budget0
+            while waiting and n_dec + len(prefilling) < max_seqs:
+                i = waiting[0]
+                if chunks and L[i] - r.shared_blocks(i) * r.bs > room:
+                    break
+                if not admit(i):
+                    break
+                waiting.popleft()
+                c = L[i] - done[i]
+                chunks.append((i, c))
+                room -= c
+            if chunks:
+                n_dec = 0  # decoding pauses for the prefill step
+            else:
+                r.grow(victim)
+                n_dec = r.n_dec
+        for i, c in chunks:
+            d0 = done[i]
+            ptok += c
+            pairs += c * d0 + c * (c + 1) / 2.0
+            pkv += d0
+        if not n_dec and not ptok:
+            if nxt >= N:
+                raise RuntimeError("the simulator has requests left but nothing to run (a bug)")
+            r.used_time += (r.pool - r.free) * (arr[nxt] - t)
+            t = arr[nxt]
+            continue
+        kv = n_dec * r.slot if padded else r.ctx + n_dec
+        dt = seconds(n_dec, kv, ptok, pairs, pkv)
+        cp, cd = _split(dep, n_dec, kv, ptok, pairs, pkv, dt)
+        r.cs_prefill += cp * n_chips
+        r.cs_decode += cd * n_chips
+        r.used_time += (r.pool - r.free) * dt
+        running = r.n_dec + len(prefilling)
+        if running > r.peak:
+            r.peak = running
+        t += dt
+        r.steps += 1
+        if r.steps > MAX_STEPS:
+            _too_many_steps()
+        if n_dec:
+            r.decode_steps += 1
+            r.batch_sum += n_dec
+            r.after_decode(t, r.complete)
+        for i, c in chunks:
+            done[i] += c
+            if done[i] < L[i]:
+                continue
+            prefilling.remove(i)
+            if math.isnan(r.first[i]):
+                r.first[i] = t
+            r.gen[i] += 1
+            if r.prefix_blocks and r.shared[i] and not r.prefix_ready:
+                r.prefix_ready = True  # this request's prefix blocks become the shared, resident copy
+                r.shb[i] = r.prefix_blocks
+            if r.gen[i] >= G[i]:
+                r.free += r.held_units(i, L[i])
+                r.complete(i, t)
+            else:
+                r.join(i)
+    return _finish(r, t_start, t, n_chips, sch.label())
+
+
+def _disaggregated(dep: Deployment, sch: Scheduler, dis: Disaggregation, wl: Workload) -> dict:
+    if dis.prefill.model != dep.model or dis.prefill.kv_dtype != dep.kv_dtype:
+        raise ValueError(
+            "disaggregation.prefill must serve the same model with the same kv_dtype as the deployment (the KV it "
+            "sends is decoded there)"
+        )
+    r = _Run(dep, sch, wl)
+    N, P, G, L, arr, state = r.N, r.P, r.G, r.L, r.arr, r.state
+    pre = dis.prefill
+    pseconds, dseconds = pre._seconds, dep._seconds
+    pcap = pre.kv_capacity_tokens
+    if max(p + g for p, g in zip(P, G)) > pcap:
+        raise ValueError(
+            f"the workload's longest request ({max(p + g for p, g in zip(P, G)):,} tokens, which a preempted "
+            f"sequence may re-prefill) does not fit a prefill instance's KV pool ({pcap:,} tokens): give "
+            "disaggregation.prefill more chips"
+        )
+    K = dis.instances
+    bw = dis.bandwidth(dep)
+    lat = pre.efficiency.latency(dis.link)
+    kvb = pre.kv_bytes_per_token
+    pb_tokens = (wl.prefix_len // sch.block_size) * sch.block_size if sch.prefix_caching else 0
+    r.prefix_blocks = 0  # the decode side receives whole prompts (no shared prefix there)
+    budget0, max_seqs = sch.token_budget, sch.max_seqs
+    queue: deque = deque()  # requests waiting for a prefill instance
+    ready: deque = deque()  # (request, instance, time its prefill ended) waiting for decode blocks
+    arrived: list = []  # KV on the decode replica, joining at the next step
+    ppool = [0] * K  # tokens held in each instance's pool
+    pbusy = [False] * K
+    plink = [0.0] * K  # when each instance's link is next free
+    pprefix = [False] * K  # the instance holds the shared prefix
+    stalled_since = [math.nan] * K
+    owner = [0] * N  # the instance that prefilled each request
+    pcached = [0] * N  # prefix tokens its prefill read from that instance's cache
+    keep = [0] * N  # prefix tokens of its KV that stay resident in that instance's pool
+    events: list = []  # (time, order, kind, payload); kinds: 0 decode step end, 1 transfer end, 2 prefill end
+    seq = 0
+    n_reserved = 0
+    stalls, stall_s, xfer_sum, wait_sum, n_xfer = 0, 0.0, 0.0, 0.0, 0
+    prefill_steps = 0
+    dec_busy = False
+    nxt = 0
+    now = arr[0]
+    t_start = now
+
+    def victim():
+        nonlocal n_reserved
+        while True:
+            i, ep = r.order.pop()
+            if ep == r.epoch[i] and state[i] == 2:
+                break
+        r.gen[i] += r.d - r.d0[i]
+        r.free += r.leave(i)
+        L[i] = P[i] + r.gen[i]
+        r.epoch[i] += 1
+        state[i] = 0
+        queue.appendleft(i)
+        r.preemptions += 1
+
+    def start_transfers():
+        nonlocal n_reserved, seq, xfer_sum, wait_sum, n_xfer
+        while ready:
+            i, j, t_done = ready[0]
+            u = r.prompt_units(i)
+            if u + r.watermark > r.free or r.n_dec + n_reserved + len(arrived) >= max_seqs:
+                return
+            ready.popleft()
+            r.free -= u
+            n_reserved += 1
+            state[i] = 3
+            begin = max(now, plink[j])
+            dur = L[i] * kvb / bw + lat
+            plink[j] = begin + dur
+            xfer_sum += dur
+            wait_sum += now - t_done
+            n_xfer += 1
+            seq += 1
+            heapq.heappush(events, (begin + dur, seq, 1, i))
+
+    def end_stall(j):
+        nonlocal stall_s
+        if not math.isnan(stalled_since[j]):
+            stall_s += now - stalled_since[j]
+            stalled_since[j] = math.nan
+
+    def start_prefills():
+        nonlocal seq, prefill_steps, stalls
+        for j in range(K):
+            if pbusy[j]:
+                continue
+            if not queue:
+                end_stall(j)
+                continue
+            batch, ptok, pairs, pkv = [], 0, 0.0, 0
+            while queue:
+                i = queue[0]
+                cached = pb_tokens if (pb_tokens and r.shared[i] and pprefix[j]) else 0
+                new = L[i] - cached
+                if batch and ptok + new > budget0:
+                    break
+                if ppool[j] + L[i] - cached > pcap:
+                    break
+                queue.popleft()
+                owner[i], pcached[i], keep[i] = j, cached, 0
+                ppool[j] += L[i] - cached
+                batch.append(i)
+                ptok += new
+                pairs += new * cached + new * (new + 1) / 2.0
+                pkv += cached
+            if not batch:  # work waits but this instance's pool cannot take it: backpressure
+                if math.isnan(stalled_since[j]):
+                    stalled_since[j] = now
+                    stalls += 1
+                continue
+            end_stall(j)
+            pbusy[j] = True
+            dt = pseconds(0, 0, ptok, pairs, pkv)
+            r.cs_prefill += dt * pre.n_chips
+            prefill_steps += 1
+            if prefill_steps + r.steps > MAX_STEPS:
+                _too_many_steps()
+            seq += 1
+            heapq.heappush(events, (now + dt, seq, 2, (j, batch)))
+
+    def start_decode():
+        nonlocal dec_busy, seq, n_reserved
+        for i in arrived:
+            r.join(i)
+            r.order.append((i, r.epoch[i]))
+        arrived.clear()
+        r.grow(victim)
+        if not r.n_dec:
+            return
+        n = r.n_dec
+        dt = dseconds(n, n * r.slot if sch.kv == "static" else r.ctx + n)
+        r.cs_decode += dt * dep.n_chips
+        if n > r.peak:
+            r.peak = n
+        r.steps += 1
+        if prefill_steps + r.steps > MAX_STEPS:
+            _too_many_steps()
+        r.decode_steps += 1
+        r.batch_sum += n
+        dec_busy = True
+        seq += 1
+        heapq.heappush(events, (now + dt, seq, 0, None))
+
+    while r.completed < N:
+        while nxt < N and arr[nxt] <= now:
+            queue.append(nxt)
+            nxt += 1
+        start_transfers()
+        start_prefills()
+        if not dec_busy and arrived:
+            start_decode()
+        if r.completed >= N:
+            break
+        t_next = events[0][0] if events else math.inf
+        t_arr = arr[nxt] if nxt < N else math.inf
+        t_new = min(t_next, t_arr)
+        if t_new == math.inf:
+            raise RuntimeError("the simulator has requests left but nothing to run (a bug)")
+        r.used_time += (r.pool - r.free) * (t_new - now)
+        now = t_new
+        # every event due now, in (time, order): decode ends free blocks first only when they are earlier
+        while events and events[0][0] <= now:
+            _, _, kind, payload = heapq.heappop(events)
+            if kind == 0:
+                dec_busy = False
+                r.after_decode(now, r.complete)
+                if r.n_dec or arrived:
+                    start_transfers()
+                    start_decode()
+            elif kind == 1:
+                i = payload
+                ppool[owner[i]] -= L[i] - pcached[i] - keep[i]
+                n_reserved -= 1
+                arrived.append(i)
+                if not dec_busy:
+                    start_decode()
+            else:
+                j, batch = payload
+                pbusy[j] = False
+                for i in batch:
+                    if math.isnan(r.first[i]):
+                        r.first[i] = now
+                    r.gen[i] += 1
+                    if pb_tokens and r.shared[i] and not pprefix[j] and not pcached[i]:
+                        pprefix[j] = True  # its prefix tokens stay in this instance's pool from now on
+                        keep[i] = pb_tokens
+                    if r.gen[i] >= G[i]:
+                        ppool[j] -= L[i] - pcached[i] - keep[i]
+                        r.complete(i, now)
+                    else:
+                        ready.append((i, j, now))
+    for j in range(K):
+        end_stall(j)
+    out = _finish(r, t_start, max(x for x in r.last), dep.n_chips + K * pre.n_chips, f"{sch.label()}; {dis.label()}")
+    out.update(
+        prefill_steps=prefill_steps,
+        prefill_stalls=stalls,
+        prefill_stall_s=stall_s,
+        transfer_s=xfer_sum / n_xfer if n_xfer else 0.0,
+        transfer_wait_s=wait_sum / n_xfer if n_xfer else 0.0,
+    )
+    return out
+
+
+def _finish(r: _Run, t_start: float, t_end: float, n_chips: int, engine: str) -> dict:
+    arr = np.array(r.arr)
+    first, last = np.array(r.first), np.array(r.last)
+    G = np.array(r.G)
+    out = np.array(r.gen)  # tokens generated, counted step by step (the tests hold it equal to G)
+    ttft = first - arr
+    tpot = np.where(G > 1, (last - first) / np.maximum(G - 1, 1), 0.0)
+    duration = float(np.max(last) - t_start)
+    events = np.concatenate([arr, last])
+    kinds = np.concatenate([np.ones(r.N), -np.ones(r.N)])
+    order = np.lexsort((kinds, events))  # at equal times a completion (-1) comes before an arrival (+1)
+    peak_in = int(np.max(np.cumsum(kinds[order])))
+    span = max(t_end - t_start, 1e-300)
+    return dict(
+        engine=engine,
+        ttft=_pct(ttft),
+        tpot=_pct(tpot[G > 1]),
+        output_tokens_per_s=float(out.sum()) / duration if duration else 0.0,
+        input_tokens_per_s=float(np.sum(r.P)) / duration if duration else 0.0,
+        tokens_per_s_per_chip=float(out.sum()) / duration / n_chips if duration else 0.0,
+        kv_utilisation=r.used_time / (r.pool * span),
+        peak_seqs=r.peak,
+        peak_in_system=peak_in,
+        mean_batch=r.batch_sum / r.decode_steps if r.decode_steps else 0.0,
+        preemptions=r.preemptions,
+        steps=r.steps,
+        prefill_steps=0,
+        duration=duration,
+        completed=r.completed,
+        n_chips=n_chips,
+        chip_seconds_prefill=r.cs_prefill,
+        chip_seconds_decode=r.cs_decode,
+        prefill_stalls=0,
+        prefill_stall_s=0.0,
+        transfer_s=0.0,
+        transfer_wait_s=0.0,
+        ttft_all=tuple(float(v) for v in ttft),
+        tpot_all=tuple(float(v) for v in tpot),
+        tokens_all=tuple(r.gen),
+    )
 
 
 @checked
 def simulate(
-    model: Model,
-    chip,
-    n_chips: Chips,
+    deployment: Deployment,
+    workload: Workload,
     *,
-    arrival_rate: PositiveFloat,
-    n_requests: Annotated[int, Positive(integer=True, maximum=MAX_REQUESTS)] = 200,
-    prompt_len: _Len = 1024,
-    decode_len: _Len = 256,
-    length_spread: Annotated[float, Range(0.0, 3.0)] = 0.0,
-    max_batch: Annotated[int, Positive(integer=True, maximum=MAX_MODEL_BATCH)] | None = None,
-    weight_dtype: StorageDType = "bf16",
-    kv_dtype: StorageDType = "bf16",
-    compute_dtype: ComputeDType = "bf16",
-    prefill_mfu: Fraction = 0.5,
-    prefix_hit_rate: _Share = 0.0,
-    prefix_len: Annotated[int, Positive(integer=True, allow_zero=True, maximum=MAX_REQUEST_LEN)] = 0,
-    disaggregated: Bool = False,
-    prefill_chips: Chips | None = None,
-    prefill_servers: Annotated[int, Positive(integer=True, maximum=1024)] = 1,
-    seed: Annotated[int, Positive(integer=True, allow_zero=True, maximum=2**32 - 1)] = 0,
+    scheduler: Scheduler | None = None,
+    disaggregation: Disaggregation | None = None,
 ) -> SimResult:
-    """Serve ``n_requests`` Poisson arrivals (``arrival_rate`` requests/s) of ``prompt_len`` prompt tokens and
-    ``decode_len`` generated tokens (log-normal around those medians when ``length_spread`` > 0) on ``n_chips``
-    chips; see the module docstring for the two engines. Returns a :class:`SimResult`."""
-    c = model
-    m = machine(chip, compute_dtype)
-    n, rate, N, P, G, spread = n_chips, arrival_rate, n_requests, prompt_len, decode_len, length_spread
-    wd, kd, hit, plen, n_pre = weight_dtype, kv_dtype, prefix_hit_rate, prefix_len, prefill_servers
-    if hit and not plen:
-        raise ValueError("prefix_hit_rate > 0 needs prefix_len (the cached prefix, in tokens)")
-    pchips = n if prefill_chips is None else prefill_chips
+    """Serve ``workload`` on ``deployment`` (one replica) with ``scheduler`` (default :class:`Scheduler`()) and,
+    if given, prefill on the instances of ``disaggregation``; see the module docstring for what each does and
+    how the result is measured. Refuses a workload whose longest request does not fit the KV pool, and stops past
+    :data:`MAX_STEPS` engine steps."""
+    _check_deployment("deployment", deployment)
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a Workload (tpu_notes.inference.Workload); got {type(workload).__name__}")
+    if scheduler is None:
+        scheduler = Scheduler()
+    if not isinstance(scheduler, Scheduler):
+        raise TypeError(f"scheduler must be a Scheduler or None; got {type(scheduler).__name__}")
+    if disaggregation is not None and not isinstance(disaggregation, Disaggregation):
+        raise TypeError(f"disaggregation must be a Disaggregation or None; got {type(disaggregation).__name__}")
+    if workload.n_requests > MAX_REQUESTS:  # the Workload refuses it already; kept for a replaced field
+        raise ValueError(f"workload.n_requests must be at most MAX_REQUESTS ({MAX_REQUESTS:,})")
+    if disaggregation is None:
+        out = _colocated(deployment, scheduler, workload)
+    else:
+        if disaggregation.prefill.chip.kind != deployment.chip.kind:
+            raise ValueError("disaggregation.prefill and deployment must be the same kind of chip (TPU or GPU)")
+        out = _disaggregated(deployment, scheduler, disaggregation, workload)
+    return SimResult(**out)
 
-    rng = np.random.default_rng(seed)
-    arrivals = np.cumsum(rng.exponential(1.0 / rate, N))
-    prompts = _lengths(rng, P, spread, N, "prompt_len")
-    gens = _lengths(rng, G, spread, N, "decode_len")
-    hits = rng.random(N) < hit
-    longest = int(prompts.max() + gens.max())
-    # what memory holds (refuses a deployment whose weights and one longest sequence do not fit, naming n_chips)
-    fits = _max_batch(c, chip, n, longest, weight_dtype=wd, kv_dtype=kd) if math.isfinite(m.hbm_bytes) else 256
-    if max_batch is not None and max_batch > fits:
+
+@checked
+def default_engines(prefill: Deployment | None = None, instances: _Instances = 1, link: _Link | None = None) -> dict:
+    """The engines the chapter compares, ``{label: (Scheduler, Disaggregation or None)}`` for :func:`sweep`:
+    interleaved prefill-first, chunked prefill and, when ``prefill`` is given, ``instances`` disaggregated prefill
+    instances of it over ``link`` (None: the chip's own fast link; chunked scheduling on the decode side)."""
+    out = {
+        "interleaved (prefill-first)": (Scheduler(policy="prefill_first"), None),
+        "chunked prefill": (Scheduler(), None),
+    }
+    if prefill is not None:
+        out["disaggregated"] = (Scheduler(), Disaggregation(prefill, instances, link))
+    return out
+
+
+@checked
+def sweep(deployment: Deployment, workload: Workload, rates, engines: dict) -> list:
+    """One :func:`simulate` per arrival rate of ``rates`` (requests/s) and engine of ``engines`` (``{label:
+    (Scheduler, Disaggregation or None)}``), the workload's stream re-drawn at each rate with the same seed. Rows
+    (:meth:`SimResult.row` plus ``"label"``, ``"rate"`` and the ``"result"``) for :func:`~tpu_notes.plots.
+    percentiles_vs_load_chart`; at most :data:`MAX_SWEEP_RUNS` runs."""
+    _check_deployment("deployment", deployment)
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a Workload; got {type(workload).__name__}")
+    if workload.arrival == "closed":
+        raise ValueError("workload must have an arrival rate ('poisson' or 'bursty') to sweep rates over")
+    if isinstance(rates, (str, bytes)) or not isinstance(rates, (list, tuple)) or not rates:
+        raise TypeError(f"rates must be a non-empty list of arrival rates, requests/s; got {rates!r}")
+    rates = [Positive().check(f"rates[{k}]", v) for k, v in enumerate(rates)]
+    if not isinstance(engines, dict) or not engines:
+        raise TypeError("engines must be a non-empty dict {label: (Scheduler, Disaggregation or None)}")
+    for label, e in engines.items():
+        if (
+            not isinstance(label, str)
+            or not isinstance(e, tuple)
+            or len(e) != 2
+            or not isinstance(e[0], (Scheduler, type(None)))
+            or not isinstance(e[1], (Disaggregation, type(None)))
+        ):
+            raise TypeError(f"engines[{label!r}] must be a (Scheduler or None, Disaggregation or None) pair")
+    if len(rates) * len(engines) > MAX_SWEEP_RUNS:
         raise ValueError(
-            f"max_batch={max_batch} sequences of up to {longest:,} tokens do not fit in the memory of "
-            f"n_chips={n} {m.name} chips beside the weights; at most {fits}"
+            f"{len(rates)} rates x {len(engines)} engines = {len(rates) * len(engines)} runs; at most "
+            f"MAX_SWEEP_RUNS ({MAX_SWEEP_RUNS}): give fewer rates or engines"
         )
-    cap = min(fits if max_batch is None else max_batch, MAX_MODEL_BATCH)
-    if disaggregated and math.isfinite(m.hbm_bytes):
-        _max_batch(c, chip, pchips, longest, weight_dtype=wd, kv_dtype=kd)  # a prefill slice must hold the model
-
-    # prefill durations (computed once per distinct (prompt, cached) pair)
-    memo: dict = {}
-
-    def prefill_s(i: int, chips: int) -> float:
-        T = int(prompts[i])
-        cached = min(plen, T - 1) if hits[i] else 0
-        key = (T, cached, chips)
-        if key not in memo:
-            memo[key] = prefill_time(
-                c, chip, chips, T, mfu=prefill_mfu, weight_dtype=wd, compute_dtype=compute_dtype, cached_len=cached
-            ).total
-        return memo[key]
-
-    # one generation step: Chapter 7's step-time formula at the current batch and the sum of its contexts
-    step_s = decode_step_model(c, chip, n, cap, weight_dtype=wd, kv_dtype=kd, compute_dtype=compute_dtype).seconds
-
-    first = np.full(N, np.nan)
-    last = np.full(N, np.nan)
-    t = float(arrivals[0])
-    active: list = []  # heap of (finish step index, request)
-    ctx_sum = 0  # sum of the active contexts (tokens cached)
-    step_idx = 0
-    batch_steps = 0
-    steps = 0
-    ready: list = []  # (time its first token exists, request) waiting for a generation slot
-    nxt = 0  # next request not yet admitted to prefill (interleaved) or to ready (disagg.)
-    remaining = {}  # request -> tokens still to generate
-
-    if disaggregated:
-        free_at = [float(arrivals[0])] * n_pre
-        heapq.heapify(free_at)
-        for i in range(N):
-            start = max(float(arrivals[i]), heapq.heappop(free_at))
-            done = start + prefill_s(i, pchips)
-            heapq.heappush(free_at, done)
-            first[i] = done
-            ready.append((done, i))
-        ready.sort()
-        ready_pos = 0
-
-    def admit(i: int) -> None:
-        nonlocal ctx_sum
-        remaining[i] = int(gens[i]) - 1
-        if remaining[i] == 0:
-            last[i] = first[i]
-            return
-        ctx_sum += int(prompts[i]) + 1
-        heapq.heappush(active, (step_idx + remaining[i], i))
-
-    while True:
-        if disaggregated:
-            while ready_pos < N and len(active) < cap and ready[ready_pos][0] <= t:
-                admit(ready[ready_pos][1])
-                ready_pos += 1
-            if not active:
-                if ready_pos >= N:
-                    break
-                t = max(t, ready[ready_pos][0])
-                continue
-        else:
-            if nxt < N and len(active) < cap and arrivals[nxt] <= t:
-                t += prefill_s(nxt, n)
-                first[nxt] = t
-                admit(nxt)
-                nxt += 1
-                continue
-            if not active:
-                if nxt >= N:
-                    break
-                t = max(t, float(arrivals[nxt]))
-                continue
-        B = len(active)
-        t += step_s(B, ctx_sum)
-        ctx_sum += B
-        step_idx += 1
-        steps += 1
-        batch_steps += B
-        if steps > MAX_STEPS:
-            raise ValueError(
-                f"the simulation passed {MAX_STEPS:,} generation steps; ask for fewer requests or shorter decode_len"
-            )
-        while active and active[0][0] <= step_idx:
-            _, i = heapq.heappop(active)
-            last[i] = t
-            ctx_sum -= int(prompts[i]) + int(gens[i])
-
-    ttft = first - arrivals
-    tpot = np.where(gens > 1, (last - first) / np.maximum(gens - 1, 1), 0.0)
-    duration = float(np.nanmax(last) - arrivals[0])
-    total_chips = n + (n_pre * pchips if disaggregated else 0)
-    tokens = float(gens.sum())
-    pct = (50, 90, 99)
-    return SimResult(
-        ttft=tuple(float(v) for v in np.percentile(ttft, pct)),
-        tpot=tuple(float(v) for v in np.percentile(tpot, pct)),
-        throughput=tokens / duration,
-        throughput_per_chip=tokens / duration / total_chips,
-        mean_batch=batch_steps / steps if steps else 0.0,
-        duration=duration,
-        completed=N,
-        n_chips=total_chips,
-        ttft_all=tuple(float(v) for v in ttft),
-        tpot_all=tuple(float(v) for v in tpot),
-    )
+    rows = []
+    for label, (sch, dis) in engines.items():
+        for rate in rates:
+            res = simulate(deployment, replace(workload, rate=rate), scheduler=sch, disaggregation=dis)
+            rows.append({"label": label, "rate": rate, **res.row(), "result": res})
+    return rows
 
 
-__all__ = ["MAX_REQUESTS", "SimResult", "simulate"]
+__all__ = [
+    "LINKS",
+    "MAX_BLOCKS",
+    "MAX_STEPS",
+    "MAX_SWEEP_RUNS",
+    "Disaggregation",
+    "Scheduler",
+    "SimResult",
+    "default_engines",
+    "simulate",
+    "sweep",
+]

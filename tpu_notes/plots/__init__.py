@@ -30,6 +30,7 @@ from .inference import (
     latency_throughput_chart,
     measured_decode_chart,
     serving_sweep_chart,
+    speculative_batch_chart,
     speculative_speedup_chart,
     weight_stationary_chart,
 )
@@ -42,7 +43,13 @@ from .roofline import (
     measured_roofline,
     roofline_chart,
 )
-from .serving import pareto_chart, serving_reconciliation_chart, sharded_step_chart, simulation_chart
+from .serving import (
+    pareto_chart,
+    percentiles_vs_load_chart,
+    serving_reconciliation_chart,
+    sharded_step_chart,
+    simulation_chart,
+)
 from .style import BOOK_RC, CHIP_COLORS, figure_and_axes, new_figure, use_book_style
 from .tpu import bandwidth_ladder_chart, padding_sweep, slice_hops_chart, systolic_steps, torus_hops, tpu_chip_diagram
 from .training import (
@@ -105,6 +112,7 @@ __all__ = [
     "decode_step_parts_chart",
     "latency_throughput_chart",
     "measured_decode_chart",
+    "speculative_batch_chart",
     "speculative_speedup_chart",
     "weight_stationary_chart",
     "serving_sweep_chart",
@@ -112,6 +120,7 @@ __all__ = [
     "pareto_chart",
     "sharded_step_chart",
     "serving_reconciliation_chart",
+    "percentiles_vs_load_chart",
     "simulation_chart",
     "collective_matmul_chart",
     "gpu_tpu_chips_chart",

@@ -123,9 +123,10 @@ def measured_decode_chart(rows, ax=None):
     return fig
 
 
-def speculative_speedup_chart(draft_costs=(0.02, 0.1, 0.25), k_values=(1, 2, 4, 8), ax=None):
+def speculative_speedup_chart(draft_costs=(0.02, 0.1, 0.25), k_values=(1, 2, 4, 8), ax=None, verify_cost=1.0):
     """Speedup of speculative sampling over plain decoding against the acceptance rate, for several draft lengths
-    ``k`` and draft costs (in target steps)."""
+    ``k`` and draft costs (in target steps), at a verify step costing ``verify_cost`` plain steps (1: the small-batch
+    limit; :func:`speculative_batch_chart` shows how it grows with the batch)."""
     from ..inference import speculative_speedup
 
     fig, axes = new_figure(ncols=len(draft_costs), width=7.2, height=2.8)
@@ -133,12 +134,69 @@ def speculative_speedup_chart(draft_costs=(0.02, 0.1, 0.25), k_values=(1, 2, 4, 
     a = np.linspace(0.0, 0.98, 50)
     for ax, dc in zip(np.atleast_1d(axes), draft_costs):
         for k in k_values:
-            ax.plot(a, [speculative_speedup(x, k, draft_cost=dc) for x in a], label=f"k = {k}")
+            ax.plot(a, [speculative_speedup(x, k, dc, verify_cost) for x in a], label=f"k = {k}")
         ax.axhline(1.0, color="0.5", lw=0.8, ls=":")
-        ax.set_title(f"draft costs {dc:g} of a step", fontsize=9)
+        ax.set_title(
+            f"draft costs {dc:g} of a step" + (f", verify {verify_cost:g}" if verify_cost != 1.0 else ""), fontsize=9
+        )
         ax.set_xlabel("acceptance rate")
     np.atleast_1d(axes)[0].set_ylabel("speedup")
     np.atleast_1d(axes)[0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def speculative_batch_chart(
+    model="llama3-70b",
+    chip="v5e",
+    n_chips: int = 32,
+    context: int = 8192,
+    k: int = 4,
+    acceptances=(0.5, 0.7, 0.9),
+    draft_cost: float = 0.05,
+    weight_dtype: str = "int8",
+    kv_dtype: str = "int8",
+    batches=None,
+):
+    """Speculative sampling against the batch, at the verify cost the engine prices
+    (:func:`tpu_notes.inference.speculative.speculative_vs_batch`): left, the target's step scoring ``k + 1``
+    positions over its plain decode step (1 at small batch, towards ``k + 1`` once the matmuls are compute-bound);
+    right, the speedup for a few acceptance rates, with the line at 1 below which speculation loses."""
+    from matplotlib.ticker import NullFormatter
+
+    from ..inference.engine import deploy
+    from ..inference.speculative import speculative_vs_batch
+
+    if not acceptances:
+        raise ValueError("acceptances must hold at least one acceptance rate")
+    d = deploy(model, chip, n_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    bs = tuple(2**i for i in range(11)) if batches is None else tuple(batches)
+    fig, axes = new_figure(ncols=2, width=7.2, height=2.9)
+    left, right = np.atleast_1d(axes).ravel()
+    first = speculative_vs_batch(d, context, k, acceptances[0], bs, draft_cost=draft_cost)
+    x = [r.batch for r in first]
+    left.semilogx(x, [r.verify_cost for r in first], "k-o", ms=3, base=2)
+    left.axhline(k + 1, color="0.5", lw=0.8, ls="--")
+    left.text(x[0], k + 1, f" k + 1 = {k + 1}", va="bottom", fontsize=8, color="0.3")
+    left.set_ylim(0.0, k + 1.6)
+    left.set_xlabel("batch (sequences decoding together)")
+    left.set_ylabel("verify step / decode step")
+    left.set_title(f"verifying {k} drafts", fontsize=9)
+    for a in acceptances:
+        rows = first if a == acceptances[0] else speculative_vs_batch(d, context, k, a, bs, draft_cost=draft_cost)
+        right.semilogx([r.batch for r in rows], [r.speedup for r in rows], "-o", ms=3, base=2, label=f"a = {a:g}")
+    right.axhline(1.0, color="k", lw=0.9, ls=":")
+    right.text(x[-1], 1.0, "no gain ", ha="right", va="top", fontsize=8, color="0.3")
+    right.set_xlabel("batch (sequences decoding together)")
+    right.set_ylabel("speedup over plain decoding")
+    right.set_title(f"draft costs {draft_cost:g} of a step", fontsize=9)
+    right.legend(fontsize=8)
+    for ax in (left, right):  # the batches themselves as tick labels (1, 4, 16, ...), every other one
+        ax.set_xticks(x[::2])
+        ax.set_xticklabels([str(b) for b in x[::2]], fontsize=8)
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    name = getattr(model, "name", model)
+    fig.suptitle(f"{name} on {n_chips} x {chip}, {weight_dtype}, {context:,}-token context", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -231,6 +289,7 @@ __all__ = [
     "latency_throughput_chart",
     "measured_decode_chart",
     "serving_sweep_chart",
+    "speculative_batch_chart",
     "speculative_speedup_chart",
     "weight_stationary_chart",
 ]

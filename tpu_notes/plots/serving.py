@@ -109,22 +109,69 @@ def serving_reconciliation_chart(roofline_rows, calibrated_rows=None, ax=None):
 
 
 def simulation_chart(results):
-    """TTFT and TPOT distributions (empirical CDFs) of serving-simulator runs, ``{label: SimResult}``."""
+    """TTFT and TPOT distributions (empirical CDFs) of serving-simulator runs, ``{label: SimResult}`` (TPOT over the
+    answers of two tokens or more)."""
     results = dict(results)
     if not results:
         raise ValueError("results must map at least one label to a SimResult")
     fig, axes = new_figure(ncols=2, width=7.2, height=3.2)
     axes = list(np.ravel(axes))
-    for color, (label, r) in zip(_COLORS, results.items()):
-        for ax, vals in zip(axes, (r.ttft_all, r.tpot_all)):
+    for color, (label, r) in zip(_COLORS * 4, results.items()):
+        tpot = np.asarray(r.tpot_all)
+        if r.tokens_all:
+            tpot = tpot[np.asarray(r.tokens_all) > 1]
+        for ax, vals in zip(axes, (r.ttft_all, tpot)):
             v = np.sort(np.asarray(vals))
-            ax.plot(v * 1e3, np.arange(1, len(v) + 1) / len(v), color=color, label=label)
+            ax.plot(v * 1e3, np.arange(1, len(v) + 1) / max(len(v), 1), color=color, label=label)
     axes[0].set_xscale("log")
     axes[0].set_xlabel("time to first token, ms")
     axes[1].set_xlabel("time per output token, ms")
     axes[0].set_ylabel("share of requests")
     axes[1].legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
     return fig
 
 
-__all__ = ["pareto_chart", "serving_reconciliation_chart", "sharded_step_chart", "simulation_chart"]
+def percentiles_vs_load_chart(rows, title=None):
+    """TTFT and TPOT against the arrival rate, p50 (solid) and p99 (dashed), one colour per engine: the rows of
+    ``inference.sweep`` (each with ``label``, ``rate`` and the ``ttft_p50_s`` ... ``tpot_p99_s`` of
+    ``SimResult.row``)."""
+    rows = list(rows)
+    if not rows:
+        raise ValueError("rows must hold at least one row of inference.sweep")
+    need = ("label", "rate", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s")
+    for k, r in enumerate(rows):
+        if not isinstance(r, dict) or any(n not in r for n in need):
+            raise ValueError(f"rows[{k}] must be a dict with keys {need} (a row of inference.sweep)")
+    labels = list(dict.fromkeys(r["label"] for r in rows))
+    fig, axes = new_figure(ncols=2, width=7.2, height=3.4)
+    axes = list(np.ravel(axes))
+    for color, label in zip(_COLORS * 4, labels):
+        pts = sorted((r for r in rows if r["label"] == label), key=lambda r: r["rate"])
+        x = [r["rate"] for r in pts]
+        for ax, what in zip(axes, ("ttft", "tpot")):
+            ax.plot(x, [r[f"{what}_p50_s"] * 1e3 for r in pts], "o-", color=color, ms=3, lw=1.2, label=f"{label} p50")
+            ax.plot(x, [r[f"{what}_p99_s"] * 1e3 for r in pts], "s--", color=color, ms=3, lw=1, label=f"{label} p99")
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    for ax, name in zip(axes, ("time to first token", "time per output token")):
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("arrival rate, requests/s")
+        ax.set_title(name, fontsize=10)
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].set_ylabel("ms")
+    axes[1].legend(fontsize=7, loc="upper left")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+__all__ = [
+    "pareto_chart",
+    "percentiles_vs_load_chart",
+    "serving_reconciliation_chart",
+    "sharded_step_chart",
+    "simulation_chart",
+]

@@ -1,0 +1,68 @@
+"""How long the serving simulator takes on a realistic stream, and what it reports.
+
+    python benchmarks/serving.py               # the cases below, best of 3 each
+    python benchmarks/serving.py --repeats 5
+
+Times :func:`tpu_notes.inference.simulate` on 10,000 requests of the ShareGPT-like workload
+(:meth:`tpu_notes.inference.workload.LengthDistribution.sharegpt_like`), Poisson arrivals at a rate near the
+replica's capacity, through a Llama 3 70B replica: a v5e 4x4 with int8 weights and caches (capacity about 21
+requests/s with the default scheduler) and 8 H100 in fp8 (about 52 requests/s); then the same v5e stream with the
+prefill-first scheduler and with two disaggregated prefill instances. Issue 24's target: at most 2 s of wall time
+per run on a 2-core machine. Per case: the first run's wall seconds and the best of ``--repeats``, the engine steps
+and steps per wall second, and the run's headline numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from tpu_notes.inference.engine import deploy
+from tpu_notes.inference.simulator import Disaggregation, Scheduler, simulate
+from tpu_notes.inference.workload import Workload
+
+#: The issue's target for one 10,000-request run on a 2-core machine, seconds.
+TARGET_S = 2.0
+N_REQUESTS = 10_000
+
+
+def cases():
+    """(name, deployment, workload, scheduler, disaggregation) of each timed run."""
+    v5e = deploy("llama3-70b", "v5e", 16, weight_dtype="int8", kv_dtype="int8")
+    h100 = deploy("llama3-70b", "h100", 8, weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8")
+    w_v5e = Workload.poisson(20.0, n_requests=N_REQUESTS, seed=0)
+    w_h100 = Workload.poisson(50.0, n_requests=N_REQUESTS, seed=0)
+    return [
+        ("70B int8, v5e 4x4, chunked, 20 req/s", v5e, w_v5e, None, None),
+        ("70B fp8, 8 x H100, chunked, 50 req/s", h100, w_h100, None, None),
+        ("70B int8, v5e 4x4, prefill-first, 20 req/s", v5e, w_v5e, Scheduler(policy="prefill_first"), None),
+        ("70B int8, v5e 4x4 + 1 prefill 4x4, 20 req/s", v5e, w_v5e, None, Disaggregation(v5e, 1, "ici")),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per case (best reported; default 3)")
+    args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
+    print(f"simulate() on {os.cpu_count()} CPU cores, {N_REQUESTS:,} ShareGPT-like requests per run; target <= "
+          f"{TARGET_S:g} s per run (on 2 cores)\n")  # fmt: skip
+    for name, dep, wl, sch, dis in cases():
+        times, result = [], None
+        for _ in range(args.repeats):
+            start = time.perf_counter()
+            result = simulate(dep, wl, scheduler=sch, disaggregation=dis)
+            times.append(time.perf_counter() - start)
+        best = min(times)
+        steps = result.steps + result.prefill_steps
+        verdict = "ok" if best <= TARGET_S else "OVER TARGET"
+        print(f"== {name}")
+        print(f"   wall: first {times[0]:.3f} s, best of {args.repeats} {best:.3f} s ({verdict}); {steps:,} engine "
+              f"steps, {steps / best:,.0f} steps per wall second")  # fmt: skip
+        print(f"   {result}\n")
+
+
+if __name__ == "__main__":
+    main()
