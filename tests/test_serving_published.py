@@ -175,7 +175,7 @@ def test_figures_draw_what_they_are_given():
     assert len(fig.axes[0].lines) == len({s.n_chips for s in steps}) + 1
     rows = [inference.sharded_step_time("llama3-70b", "v5e", n, 32, 8192) for n in (16, 32)]
     fig2 = plots.sharded_step_chart(rows)
-    assert len(fig2.axes[0].patches) == 4 * len(rows)
+    assert len(fig2.axes[0].patches) == 5 * len(rows)
     raw = published.reconcile()
     fig3 = plots.serving_reconciliation_chart(raw, published.reconcile(efficiency=0.8))
     assert len(fig3.axes[0].patches) == 2 * len(raw)

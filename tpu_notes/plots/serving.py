@@ -61,7 +61,8 @@ def pareto_chart(steps, frontier=None, ax=None, title=None):
 
 def sharded_step_chart(rows, ax=None):
     """Stacked parts of a model-parallel generation step (``inference.ShardedStepTime``), one bar per row: KV
-    load, the larger of weight load and FLOPs, and the collectives' bandwidth and latency."""
+    load, the larger of weight load and FLOPs, the activation collectives' bandwidth and latency, and the KV
+    AllToAlls (zero where the caches are not sharded over the batch)."""
     rows = list(rows)
     if not rows:
         raise ValueError("rows must hold at least one ShardedStepTime")
@@ -72,6 +73,7 @@ def sharded_step_chart(rows, ax=None):
         ("max(weights, FLOPs)", [max(r.step.weight_load, r.step.flops_time) for r in rows], "#1f77b4"),
         ("collectives: bandwidth", [r.comms_bandwidth for r in rows], "#ff7f0e"),
         ("collectives: hop latency", [r.comms_latency for r in rows], "#d62728"),
+        ("KV AllToAlls", [r.kv_all_to_all for r in rows], "#8c564b"),
     ]
     bottom = np.zeros(len(rows))
     for label, vals, color in parts:
