@@ -3,8 +3,8 @@ speculative sampling in expectation, and a discrete-event serving simulator.
 
 Pure Python, no JAX (the analysis layer). One module per idea:
 
-- :mod:`.engine`: the one serving step model every path prices with: a :class:`Deployment` (a model replica on a
-  TPU slice or a GPU cluster, its dtypes and KV pool) and its :class:`EngineStep` (decoded sequences and prefill
+- :mod:`.engine`: the one serving step model every path prices with: a :class:`.Deployment` (a model replica on a
+  TPU slice or a GPU cluster, its dtypes and KV pool) and its :class:`.EngineStep` (decoded sequences and prefill
   chunks together: weights, KV, FLOPs, the sharding's collectives, expected beside the roofline);
 - :mod:`.step`: Chapter 7's roofline of one generation step (``KV load + max(weight load, FLOPs)``, each part) and
   one prefill;
@@ -20,7 +20,7 @@ Pure Python, no JAX (the analysis layer). One module per idea:
 - :mod:`.speculative`: expected tokens per round, and the speedup at a batch with the verify step's real cost;
 - :mod:`.workload`: request streams: Poisson, bursty and closed-loop arrivals; fixed, log-normal and ShareGPT-like
   lengths;
-- :mod:`.simulator`: a discrete-event serving engine on a :class:`Deployment`: continuous batching over a paged KV
+- :mod:`.simulator`: a discrete-event serving engine on a :class:`.Deployment`: continuous batching over a paged KV
   pool with preemption, chunked or prefill-first scheduling, prefix caching, disaggregated prefill with KV transfer
   and backpressure; TTFT/TPOT percentiles, goodput, KV utilisation.
 

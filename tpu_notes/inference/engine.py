@@ -29,7 +29,7 @@ of the prefill chunks mixed into the step (chunked prefill). Its parts, in secon
 same sum at datasheet rates, a lower bound: the collectives' bytes at the system's own bandwidth formulas
 (``System.collective_time``'s bandwidth term; their hop latency is reported apart, as
 ``roofline_parts["collective_latency"]``, and left out of the bound), a prefill chunk's AllReduce bytes hidden
-behind its FLOPs as far as they last, and no overhead; the **expected** time (what :attr:`EngineStep.total` is)
+behind its FLOPs as far as they last, and no overhead; the **expected** time (what ``EngineStep.total`` is)
 at the rates of an :class:`~tpu_notes.efficiency.EfficiencyModel` (default :data:`tpu_notes.efficiency.DEFAULT`):
 HBM at its achieved fraction, matmuls at :func:`~tpu_notes.efficiency.matmul_fraction` of their real shape
 (``rows`` by ``D`` by ``F / n``) times the sustained fraction, attention at the flash fraction, each collective's
@@ -37,7 +37,7 @@ bytes at the achieved link fraction plus one call's latency. With one device and
 :func:`~tpu_notes.inference.decode_step_time` exactly (a test holds them together).
 
 Memory: the weights (sharded over the devices) and the KV pool share HBM; ``reserve_fraction`` of it is kept for
-activations and the runtime. :attr:`Deployment.kv_capacity_tokens` is what the pool holds; a step whose caches
+activations and the runtime. ``Deployment.kv_capacity_tokens`` is what the pool holds; a step whose caches
 exceed it is marked ``fits=False`` and :meth:`Deployment.decode_step` refuses it unless asked not to.
 """
 

@@ -19,7 +19,7 @@ How a row is priced (:func:`predict`), all with Chapter 7's step-time model and 
 
 A row whose source states how it drove the server (``workload``: a closed loop of clients at a fixed concurrency,
 or ShareGPT prompts sent at once to fixed cache slots) has its expected figure from the serving simulator instead
-(:func:`simulate_run`), where prefills of arriving requests share the steps with generation; the roofline stays
+(:func:`.simulate_run`), where prefills of arriving requests share the steps with generation; the roofline stays
 the step model's.
 
 The efficiency ``e`` divides every roofline time (HBM and FLOP/s both reach ``e`` of their datasheet rates) and is
@@ -182,7 +182,7 @@ class ServingReconciliation(Reconciliation):
 
 def _expected(run: PublishedServing, model: EfficiencyModel | None) -> tuple[float, str]:
     """The efficiency model's figure for ``run`` in ``run.metric`` units, and what priced it: ``"simulator"`` for a
-    row whose source states its workload (:func:`simulate_run`), else ``"step model"`` (the same three modes as the
+    row whose source states its workload (:func:`.simulate_run`), else ``"step model"`` (the same three modes as the
     roofline, on the engine's steps)."""
     if run.workload:
         return simulated_figure(run, model), "simulator"
@@ -204,7 +204,7 @@ CLOSED_REQUESTS_PER_CLIENT = 10
 
 
 def _simulation(run: PublishedServing, model: EfficiencyModel | None):
-    """The deployment, workload and scheduler one row's simulation uses (see :func:`simulate_run`)."""
+    """The deployment, workload and scheduler one row's simulation uses (see :func:`.simulate_run`)."""
     from .engine import deploy
     from .simulator import Scheduler
     from .workload import LengthDistribution, Workload
@@ -288,7 +288,7 @@ _SIMULATED: dict = {}
 
 
 def simulated_figure(run: PublishedServing, model: EfficiencyModel | None = None) -> float:
-    """:func:`simulate_run`'s figure in ``run.metric`` units: the mean time per output token (latency rows, what
+    """:func:`.simulate_run`'s figure in ``run.metric`` units: the mean time per output token (latency rows, what
     NIM's ITL and vLLM's mean TPOT report) or output tokens/s per chip (throughput rows)."""
     r = simulate_run(run, model)
     if run.mode == "latency":
@@ -1102,16 +1102,21 @@ def format_table(rows: Sequence[ServingReconciliation]) -> str:
 
 
 __all__ = [
+    "CLOSED_REQUESTS_PER_CLIENT",
     "EFFICIENCY",
     "LLAMA2_70B",
     "LLAMA2_7B",
     "MIXTRAL_8X7B",
+    "MAX_SIMULATED",
     "MODES",
     "RUNS",
+    "WORKLOADS",
     "PublishedServing",
     "ServingReconciliation",
     "fitted_efficiency",
     "format_table",
     "predict",
     "reconcile",
+    "simulate_run",
+    "simulated_figure",
 ]

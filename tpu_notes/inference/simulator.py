@@ -823,7 +823,7 @@ def simulate(
     scheduler: Scheduler | None = None,
     disaggregation: Disaggregation | None = None,
 ) -> SimResult:
-    """Serve ``workload`` on ``deployment`` (one replica) with ``scheduler`` (default :class:`Scheduler`()) and,
+    """Serve ``workload`` on ``deployment`` (one replica) with ``scheduler`` (default ``Scheduler()``) and,
     if given, prefill on the instances of ``disaggregation``; see the module docstring for what each does and
     how the result is measured. Refuses a workload whose longest request does not fit the KV pool, and stops past
     :data:`MAX_STEPS` engine steps."""
@@ -865,8 +865,8 @@ def default_engines(prefill: Deployment | None = None, instances: _Instances = 1
 def sweep(deployment: Deployment, workload: Workload, rates, engines: dict) -> list:
     """One :func:`simulate` per arrival rate of ``rates`` (requests/s) and engine of ``engines`` (``{label:
     (Scheduler, Disaggregation or None)}``), the workload's stream re-drawn at each rate with the same seed. Rows
-    (:meth:`SimResult.row` plus ``"label"``, ``"rate"`` and the ``"result"``) for :func:`~tpu_notes.plots.
-    percentiles_vs_load_chart`; at most :data:`MAX_SWEEP_RUNS` runs."""
+    (:meth:`SimResult.row` plus ``"label"``, ``"rate"`` and the ``"result"``) for
+    :func:`~tpu_notes.plots.percentiles_vs_load_chart`; at most :data:`MAX_SWEEP_RUNS` runs."""
     _check_deployment("deployment", deployment)
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a Workload; got {type(workload).__name__}")

@@ -54,7 +54,7 @@ def speculative_speedup(
 ) -> float:
     """Tokens per unit time relative to plain decoding: ``E[tokens] / (k · draft_cost + verify_cost)``, with costs
     in units of one target decode step. ``verify_cost = 1`` is the small-batch limit; the real cost at a batch is
-    :attr:`SpeculativeResult.verify_cost` (:func:`speculative_decoding`)."""
+    ``SpeculativeResult.verify_cost`` (:func:`speculative_decoding`)."""
     return expected_tokens_per_round(acceptance, k) / (k * draft_cost + verify_cost)
 
 

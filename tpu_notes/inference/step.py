@@ -163,7 +163,7 @@ class DecodeStepTime:
     @property
     def matmul_bound(self) -> str:
         """What bounds the weight matmuls, the ``max`` term: ``"compute"`` (FLOPs outlast the weight reads) or
-        ``"weights"``. :attr:`bound` names the largest part of the whole step, which may be the KV load while the
+        ``"weights"``. ``bound`` names the largest part of the whole step, which may be the KV load while the
         matmuls are compute-bound (Llama 3 70B in int4 at batch 138 on 8 v5e chips: KV 14 ms, FLOPs 12 ms,
         weights 5 ms)."""
         return "compute" if self.flops_time > self.weight_load else "weights"

@@ -153,7 +153,7 @@ class LengthDistribution:
     def sharegpt_like(cls, part: Annotated[str, OneOf(("prompt", "output"))] = "prompt") -> LengthDistribution:
         """ShareGPT-like prompt (``part="prompt"``) or answer (``part="output"``) lengths, in Llama 3 tokens: the
         means a ShareGPT replay measured (121 and 233 tokens), vLLM's length filter, a mixture shape of our own
-        (the comment above :data:`SHAREGPT_PROMPT` gives the sources)."""
+        (the comment above ``SHAREGPT_PROMPT`` in this module gives the sources)."""
         comps = SHAREGPT_PROMPT if part == "prompt" else SHAREGPT_OUTPUT
         return cls(comps, *SHAREGPT_BOUNDS, f"ShareGPT-like {part}")
 
