@@ -29,3 +29,57 @@ def test_a_package_page_leaves_its_reexports_to_the_defining_modules():
     assert ":ignore-module-all:" in api_pages.page("tpu_notes.training")
     assert ":ignore-module-all:" not in api_pages.page("tpu_notes.training.planner")
     assert "automodule:: tpu_notes.roofline" in api_pages.page("tpu_notes.roofline")
+
+
+def test_a_dataclass_fields_unit_comment_reaches_its_page():
+    import api_fields
+    from tpu_notes.gpu.routing import LinkLoad
+    from tpu_notes.hardware import Chip
+
+    # the source says `bandwidth: float  # bytes/s, one direction`; autodoc alone kept only "bandwidth (float)"
+    assert api_fields.field_comments(LinkLoad)["bandwidth"] == "bytes/s, one direction"
+    comments = api_fields.field_comments(Chip)
+    assert comments["hbm_bw"] == "HBM bandwidth, bytes/s"
+    # a section divider below a field is not part of that field's comment
+    assert "----" not in comments["dollars_per_hour"]
+    lines = ["Bytes one directed link carries."]
+    api_fields._add_field_comments(None, "class", "LinkLoad", LinkLoad, {}, lines)
+    assert ":param bandwidth: bytes/s, one direction" in lines
+    assert ":param nbytes: bytes routed over it" in lines
+    # RST markup in a comment is escaped, not interpreted (a stray * or ` would break the strict build)
+    assert any(line.startswith(":param link:") and '("gpu", i)' in line for line in lines)
+    assert api_fields._escape("a_b *c*") == r"a\_b \*c\*"
+    # a field the docstring already documents keeps its own words
+    lines = [":param bandwidth: the link's rate."]
+    api_fields._add_field_comments(None, "class", "LinkLoad", LinkLoad, {}, lines)
+    assert sum(line.startswith(":param bandwidth:") for line in lines) == 1
+    import pytest
+
+    with pytest.raises(TypeError, match="dataclass"):
+        api_fields.field_comments(int)
+
+
+def test_the_index_gives_each_module_its_whole_first_paragraph():
+    text = api_pages.index([n for n in api_pages.modules() if n != "tpu_notes"])
+    # this docstring's first line stops at "routed and counted"; the index must carry the sentence to its end
+    assert "every shard of a collective routed and counted (Chapter 11)." in text
+    assert ":func:" not in text and ":mod:" not in text and "``" not in text
+
+
+def test_the_command_line_page_documents_every_subcommand_and_flag():
+    import argparse
+
+    from tpu_notes import __main__ as cli
+    from tpu_notes import bench
+
+    text = api_pages.page("tpu_notes.__main__")
+    parser = cli.build_parser()
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sub in subs.choices.items():
+        assert f"## `python -m tpu_notes {name}`" in text
+        for action in (bench.build_parser() if name == "bench" else sub)._actions:
+            for flag in action.option_strings:
+                if flag not in ("-h", "--help"):
+                    assert f"`{flag}" in text, (name, flag)
+    # the subcommands come before the Python functions of the module
+    assert text.index("## `python -m tpu_notes plan`") < text.index("automodule:: tpu_notes.__main__")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 import sys
 from pathlib import Path
 
@@ -73,8 +74,55 @@ def _layer(dotted: str) -> str:
 
 
 def _summary(dotted: str) -> str:
+    """The module docstring's first paragraph, whole (a docstring's first line often stops mid-sentence), with its
+    reStructuredText markup turned into the Markdown of the index page: ``:func:`x``` and ````x```` become `` `x` ``."""
     doc = (importlib.import_module(dotted).__doc__ or "").strip()
-    return doc.splitlines()[0].strip() if doc else ""
+    text = " ".join(doc.split("\n\n")[0].split())
+    text = re.sub(r":\w+:`~?([^`]+)`", lambda m: f"`{m.group(1).split('.')[-1] if m.group(0).count('~') else m.group(1)}`", text)
+    return re.sub(r"``([^`]+)``", r"`\1`", text)
+
+
+def _flag_entry(action) -> list[str]:
+    """One flag of a subcommand as a MyST definition-list entry: the flag and its value, then what it means."""
+    import argparse
+
+    if action.option_strings:
+        metavar = action.metavar or (action.dest.upper() if action.nargs != 0 else None)
+        if action.choices is not None and action.metavar is None:
+            metavar = "{" + ",".join(str(c) for c in action.choices) + "}"
+        term = ", ".join(f"`{o}{' ' + metavar if metavar else ''}`" for o in action.option_strings)
+    else:
+        term = f"`{action.metavar or action.dest}`" + (" ..." if action.nargs in ("*", "+", argparse.REMAINDER) else "")
+    help_text = (action.help or "") % {**vars(action), "default": action.default}
+    notes = []
+    if getattr(action, "required", False):
+        notes.append("required")
+    if action.option_strings and action.default not in (None, False, argparse.SUPPRESS) and "default" not in help_text:
+        notes.append(f"default `{action.default}`")
+    suffix = f" ({'; '.join(notes)})" if notes else ""
+    return [term, f": {help_text}{suffix}", ""]
+
+
+def cli_reference() -> str:
+    """The Markdown of the command-line page's first half: every subcommand with its flags, read from the parsers
+    themselves (``tpu_notes.__main__.build_parser`` and ``tpu_notes.bench.build_parser``), so it cannot go stale."""
+    import argparse
+
+    from tpu_notes import __main__ as cli
+    from tpu_notes import bench
+
+    parser = cli.build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    lines = [parser.description or "", ""]
+    for name, sub in subparsers.choices.items():
+        if name == "bench":  # every flag after `bench` goes to the bench's own parser
+            sub = bench.build_parser()
+        lines += [f"## `python -m tpu_notes {name}`", "", sub.description or "", ""]
+        for action in sub._actions:
+            if isinstance(action, argparse._HelpAction) or action.dest == "rest":
+                continue
+            lines += _flag_entry(action)
+    return "\n".join(lines)
 
 
 def page(dotted: str) -> str:
@@ -87,6 +135,12 @@ def page(dotted: str) -> str:
     title = "python -m tpu_notes" if dotted == "tpu_notes.__main__" else dotted
     is_package = hasattr(importlib.import_module(dotted), "__path__")
     options = "   :members:\n   :show-inheritance:\n" + ("   :ignore-module-all:\n" if is_package else "")
+    if dotted == "tpu_notes.__main__":
+        return (
+            f"# `{title}`\n\n*{_layer(dotted)} layer.* Generated from the command's own parsers and docstrings by "
+            f"`tools/api_pages.py`. Every subcommand prints the same text with `--help`.\n\n{cli_reference()}\n"
+            f"## The module\n\n```{{eval-rst}}\n.. automodule:: {dotted}\n{options}```\n"
+        )
     return (
         f"# `{title}`\n\n*{_layer(dotted)} layer.* Generated from the docstrings by `tools/api_pages.py`.\n\n"
         f"```{{eval-rst}}\n.. automodule:: {dotted}\n{options}```\n"

@@ -780,8 +780,8 @@ def report(result: RooflineMeasurement, chip=None) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m tpu_notes.bench``: measure the default device and print the report."""
+def build_parser():
+    """The ``argparse`` parser of ``python -m tpu_notes.bench`` (also ``python -m tpu_notes bench``)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m tpu_notes.bench", description=__doc__.splitlines()[0])
@@ -789,6 +789,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dtype", default=None, choices=BENCH_DTYPES, help="measure in this dtype")
     parser.add_argument("--repeats", type=int, default=5, help="timed samples per operation (median reported)")
     parser.add_argument("--json", action="store_true", help="print the measurements and the fit as JSON")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m tpu_notes.bench``: measure the default device and print the report."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error(f"--repeats must be a whole number >= 1; got {args.repeats}")
