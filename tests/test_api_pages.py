@@ -33,6 +33,7 @@ def test_a_package_page_leaves_its_reexports_to_the_defining_modules():
 
 def test_a_dataclass_fields_unit_comment_reaches_its_page():
     import api_fields
+
     from tpu_notes.gpu.routing import LinkLoad
     from tpu_notes.hardware import Chip
 

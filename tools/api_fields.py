@@ -93,9 +93,8 @@ def _documented(lines: list[str], name: str) -> bool:
 def _add_field_comments(app, what, name, obj, options, lines):
     if what != "class" or not (inspect.isclass(obj) and dataclasses.is_dataclass(obj)):
         return
-    extra = [
-        f":param {field}: {_escape(text)}" for field, text in field_comments(obj).items() if not _documented(lines, field)
-    ]
+    comments = field_comments(obj)
+    extra = [f":param {field}: {_escape(text)}" for field, text in comments.items() if not _documented(lines, field)]
     if extra:
         if lines and lines[-1].strip():
             lines.append("")

@@ -78,7 +78,12 @@ def _summary(dotted: str) -> str:
     reStructuredText markup turned into the Markdown of the index page: ``:func:`x``` and ````x```` become `` `x` ``."""
     doc = (importlib.import_module(dotted).__doc__ or "").strip()
     text = " ".join(doc.split("\n\n")[0].split())
-    text = re.sub(r":\w+:`~?([^`]+)`", lambda m: f"`{m.group(1).split('.')[-1] if m.group(0).count('~') else m.group(1)}`", text)
+
+    def role(m):  # :func:`~a.b.c` shows as `c`, :func:`a.b.c` as `a.b.c`
+        name = m.group(2)
+        return f"`{name.split('.')[-1] if m.group(1) else name}`"
+
+    text = re.sub(r":\w+:`(~?)([^`]+)`", role, text)
     return re.sub(r"``([^`]+)``", r"`\1`", text)
 
 
