@@ -54,7 +54,9 @@ def main(argv: list[str]) -> int:
         if args.jobs == 1:  # one thing at a time: the matrix first, then pytest
             matrix.wait()
         workers = ["-n", str(args.jobs), "--dist", "loadfile"] if args.jobs > 1 else []
-        tests = subprocess.run([sys.executable, "-m", "pytest", *workers, *args.pytest_args], cwd=ROOT)
+        # --durations: the slowest tests are listed after every run, so the 15-minute budget can be watched
+        timing = ["--durations=25", "--durations-min=5"]
+        tests = subprocess.run([sys.executable, "-m", "pytest", *workers, *timing, *args.pytest_args], cwd=ROOT)
         matrix.wait()
     print(f"\n--- device-count matrix (tools/device_matrix.py, {log.relative_to(ROOT)}) ---")
     print(log.read_text().rstrip())
