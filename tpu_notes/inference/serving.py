@@ -305,20 +305,21 @@ def cost_per_million_tokens(
 
 @checked
 def disaggregation_ratio(prefill_s: PositiveFloat, step_s: PositiveFloat, batch: Batch, decode_len: Context) -> float:
-    """Prefill servers per generation server that keep both busy.
+    """Prefill servers per generation server that keep both busy (``prefill_s`` and ``step_s`` in seconds).
 
-    Prefill servers turn out ``P / prefill_s`` sequences a second; generation servers finish ``G · B /
-    (step_s · decode_len)``. Equal rates give ``P / G = prefill_s · B / (step_s · decode_len)``.
+    ``n_prefill`` prefill servers turn out ``n_prefill / prefill_s`` sequences a second; ``n_decode`` generation
+    servers finish ``n_decode · B / (step_s · S_g)`` of them, ``S_g = decode_len`` tokens each. Equal rates give
+    ``n_prefill / n_decode = prefill_s · B / (step_s · S_g)`` (Chapter 7's notation).
     """
     return prefill_s * batch / (step_s * decode_len)
 
 
 @checked
 def eviction_per_step(batch: Batch, prompt_len: Context, decode_len: Context) -> dict:
-    """With continuous batching and every sequence ``prompt_len + decode_len`` long: sequences finishing per step
-    ``B / G`` and KV tokens freed per step ``B · (P + G) / G``."""
-    B, P, G = batch, prompt_len, decode_len
-    return {"sequences": B / G, "tokens": B * (P + G) / G}
+    """With continuous batching and every sequence ``S_p + S_g`` long (``prompt_len`` and ``decode_len`` tokens):
+    sequences finishing per step ``B / S_g`` and KV tokens freed per step ``B · (S_p + S_g) / S_g``."""
+    B, S_p, S_g = batch, prompt_len, decode_len
+    return {"sequences": B / S_g, "tokens": B * (S_p + S_g) / S_g}
 
 
 __all__ = [
