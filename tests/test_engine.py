@@ -140,3 +140,31 @@ def test_system_for_builds_the_standard_slice_or_a_line():
     assert system_for("h100", 16).n_gpus == 16
     with pytest.raises(ValueError, match="n_chips"):
         system_for("v5p", 7 * 64)
+
+
+def test_an_mla_models_decode_attention_is_priced_at_its_flops_when_they_outlast_the_read():
+    """DeepSeek-V3's latent cache is 70,272 bytes per token in bf16 (61 layers x (512 + 64) x 2 bytes, the HF
+    config), and its absorbed decode attention does 2 x 128 heads x (2 x 512 + 64) FLOPs per layer and cached token
+    (arXiv 2405.04434, section 2.1.3): 278,528 x 61 ~ 1.70e7 FLOPs per token against 7.0e4 bytes, about 242 per
+    byte, far above a GQA model's ~8. On 64 v5p the KV part is the FLOPs, not the read."""
+    from tpu_notes.hardware import get_chip
+    from tpu_notes.inference import kv_sharding
+    from tpu_notes.transformer import get_model
+
+    ds = get_model("deepseek-v3")
+    dep = deploy(ds, "v5p", 64, weight_dtype="fp8")
+    tokens = 32 * 8192
+    step = dep.step(32, tokens)
+    v5p = get_chip("v5p")
+    flops_per_token = 61 * 2 * 128 * (2 * 512 + 64)
+    read = tokens * 61 * (512 + 64) * 2 / (64 * v5p.hbm_bw)
+    compute = tokens * flops_per_token / (64 * v5p.peak_flops("bf16"))
+    assert compute > read  # the premise: MLA decode attention outlasts its read at this size
+    assert step.roofline_parts["kv"] == pytest.approx(compute, rel=1e-9)
+    assert step.total == pytest.approx(dep._seconds(32, tokens), rel=1e-12)
+    # a GQA model keeps the read: Llama 3 70B's KV part is its bytes over the HBM bandwidth
+    llama = deploy(get_model("llama3-70b"), "v5p", 8)
+    kv_bytes = 80 * 2 * 8 * 128 * 2  # layers x (K, V) x KV heads x head dim x bf16
+    assert llama.step(8, 8 * 4096).roofline_parts["kv"] == pytest.approx(8 * 4096 * kv_bytes / (8 * v5p.hbm_bw))
+    # the latent is one cache every head reads: it splits over the batch, with the AllToAlls that costs
+    assert kv_sharding(ds, 64).heads == 1 and kv_sharding(ds, 64).all_to_alls == 2

@@ -17,6 +17,8 @@ Pure Python, no JAX (the analysis layer). One module per idea:
   1D vs 2D weight-stationary layouts;
 - :mod:`.cost`: what a buyer pays: dollars per million input and per million output tokens and per request of a
   workload, at a stated utilisation;
+- :mod:`.long_context`: attention of a generation step (GQA and MLA), KV caches shared across layers, the KV
+  cache split over the sequence for long-context decoding, and chunked prefill priced on a :class:`.Deployment`;
 - :mod:`.speculative`: expected tokens per round, and the speedup at a batch with the verify step's real cost;
 - :mod:`.workload`: request streams: Poisson, bursty and closed-loop arrivals; fixed, log-normal and ShareGPT-like
   lengths;
@@ -34,6 +36,18 @@ from .cost import DEFAULT_UTILISATION, ServingCost, serving_cost
 from .deployment import RANK_BY, ShardedStepTime, axis_sizes, best_deployment, sharded_step_time  # Chapter 8
 from .engine import Deployment, EngineStep, deploy  # the one serving step model
 from .expected import ExpectedDecodeStep, expected_decode_step, expected_prefill
+from .long_context import (  # Chapter 7: MLA decode attention, cross-layer KV, sequence-sharded KV, chunked prefill
+    MAX_CHUNK_STEPS,
+    MAX_SHARE,
+    ChunkedPrefill,
+    DecodeAttention,
+    SequenceShardedDecode,
+    SharedKV,
+    chunked_prefill,
+    cross_layer_kv,
+    decode_attention,
+    sequence_sharded_decode,
+)
 from .serving import (
     MAX_CANDIDATES,
     cost_per_million_tokens,
@@ -102,6 +116,16 @@ from .step import (
 from .workload import LengthDistribution, Requests, Workload
 
 __all__ = [
+    "MAX_CHUNK_STEPS",
+    "MAX_SHARE",
+    "ChunkedPrefill",
+    "DecodeAttention",
+    "SequenceShardedDecode",
+    "SharedKV",
+    "chunked_prefill",
+    "cross_layer_kv",
+    "decode_attention",
+    "sequence_sharded_decode",
     "COMPUTE_DTYPES",
     "DEFAULT_UTILISATION",
     "MAX_BLOCKS",

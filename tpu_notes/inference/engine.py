@@ -11,7 +11,11 @@ of the prefill chunks mixed into the step (chunked prefill). Its parts, in secon
 - **weights**: the matmul weights the rows visit (every parameter but the input embedding; a mixture of experts
   reads only the experts the rows are expected to visit), from HBM;
 - **kv**: the KV caches the step's attention reads (each decoded sequence's context, each prefill chunk's prefix and
-  itself), from HBM;
+  itself), from HBM. A decoded token's attention runs at the pace of that read: for grouped-query attention its
+  FLOPs per byte (about ``N / K``) are far below any chip's critical intensity. Multi-head latent attention
+  (MLA) computes every head against one shared latent, about ``N`` times as many FLOPs per byte read
+  (:func:`~tpu_notes.inference.decode_attention`), so for an MLA model this part is the slower of the read and
+  those FLOPs;
 - **matmul**: ``2 × rows ×`` the matmul parameters per token;
 - **attention**: a prefill chunk's causal attention FLOPs (a decoded token's attention runs at the KV load's pace
   and is the ``kv`` part);
@@ -53,6 +57,7 @@ from ..hardware import Chip, get_chip
 from ..system import System
 from ..transformer import Model, TransformerConfig
 from ..units import Bool, Positive, Range, checked, dtype_bytes, fmt
+from .long_context import decode_attention
 from .sharding import kv_sharding
 from .step import MAX_CONTEXT, Batch, Chips, ComputeDType, Context, StorageDType, weight_params_read
 
@@ -235,6 +240,9 @@ class Deployment:
         visited = c["dense_params"] + (c["expert_layer_params"] * E * (1.0 - (1.0 - k / E) ** rows) if E else 0.0)
         w_roof = (visited + min(rows, c["vocab_rows"]) * c["embed_row"]) * c["wbytes"] / c["hbm_all"]
         kv_roof = (kv_tokens + prefill_kv) * self.kv_bytes_per_token / c["hbm_all"]
+        dec_at = kv_tokens * c["decode_attn_flops_per_token"] / c["peak_bf16_all"]  # 0 unless MLA
+        kv_read = kv_tokens * self.kv_bytes_per_token / c["hbm_all"]
+        kv_roof += max(0.0, dec_at - kv_read)
         mm_roof = 2.0 * rows * c["matmul_params"] / c["peak_all"]
         at_roof = prefill_pairs * c["attn_flops_per_pair"] / c["peak_bf16_all"]
         el_roof = prefill_tokens * c["elem_bytes_per_token"] / c["hbm_all"]
@@ -266,8 +274,10 @@ class Deployment:
         x = c["exposed"]
         pre = x * pre + (1.0 - x) * max(0.0, pre - mm - at) if prefill_tokens else 0.0
         coll = lat + c["n_reduces"] * ebw_ar * decode + pre
+        kv_exp = (kv_tokens + prefill_kv) * self.kv_bytes_per_token / c["hbm_all"] / e_hbm
+        kv_exp += max(0.0, dec_at / att - kv_read / e_hbm)
         exp = {
-            "kv": kv_roof / e_hbm,
+            "kv": kv_exp,
             "weights": w_roof / e_hbm,
             "matmul": mm,
             "attention": at,
@@ -294,7 +304,7 @@ class Deployment:
         ``decode`` sequences with ``kv_tokens`` tokens of context between them, and ``prefill_tokens`` prompt
         tokens whose attention covers ``prefill_pairs`` (query, key) pairs and reads ``prefill_kv`` cached tokens."""
         (k_kv, k_w, dense, per_layer, E, k, vocab_rows, embed_row, k_mm, k_at, k_el, n_red, elat_ar, ebw_ar, n_a2a,
-         elat_aa, ebw_aa, x, overhead) = self._c["fast"]  # fmt: skip
+         elat_aa, ebw_aa, x, overhead, k_dec) = self._c["fast"]  # fmt: skip
         rows = decode + prefill_tokens
         if rows == 0:
             return 0.0
@@ -309,7 +319,8 @@ class Deployment:
         if prefill_tokens:
             pre = n_red * ebw_ar * prefill_tokens
             coll += x * pre + (1.0 - x) * max(0.0, pre - mm - at)
-        return (kv_tokens + prefill_kv) * k_kv + max(weights, mm + at + prefill_tokens * k_el) + coll + overhead
+        kv = (kv_tokens + prefill_kv) * k_kv + (max(0.0, kv_tokens * (k_dec - k_kv)) if k_dec else 0.0)
+        return kv + max(weights, mm + at + prefill_tokens * k_el) + coll + overhead
 
     @checked
     def step(
@@ -463,6 +474,8 @@ def deploy(
         "peak_bf16_all": n * c.peak_flops("bf16"),
         "matmul_params": float(m.matmul_params_per_token()),
         "attn_flops_per_pair": 2.0 * m.n_layers * m.n_heads * (m.qk_head_dim + m.v_dim),
+        # a decoded token's attention FLOPs per cached token: only MLA's are worth pricing (see the module docstring)
+        "decode_attn_flops_per_token": decode_attention(m, 1).flops if m.is_mla else 0.0,
         "elem_bytes_per_token": m.n_layers * eff_mod.layer_elementwise_bytes(m, 1),
         "n_reduces": 2 * m.n_layers if n > 1 else 0,
         "all_reduce": ar_roof,
@@ -499,6 +512,7 @@ def deploy(
         aa_exp[1],
         rates["exposed"],
         rates["overhead"],
+        rates["decode_attn_flops_per_token"] / (rates["peak_bf16_all"] * rates["attention_fraction"]),
     )
     return Deployment(
         model=m,

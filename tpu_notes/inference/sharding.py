@@ -113,9 +113,12 @@ def kv_sharding(
 ) -> KVSharding:
     """Shard the KV cache of ``model`` over ``n_chips``: ``heads`` ways over the KV heads (default: the largest
     divisor of both ``K`` and ``n_chips``), the rest over the batch (``batch`` sequences must divide by it, when
-    given). Asking for more head shards than the model has KV heads is a ``ValueError``."""
+    given). Asking for more head shards than the model has KV heads is a ``ValueError``.
+
+    A multi-head latent attention (MLA) model caches one latent per token that every head reads: it counts as one
+    KV head here, so its cache is split over the batch (each chip holds its sequences' whole latents)."""
     c, n = model, n_chips
-    K = c.n_kv_heads
+    K = 1 if c.is_mla else c.n_kv_heads
     if heads is None:
         heads = max(d for d in range(1, min(K, n) + 1) if K % d == 0 and n % d == 0)
     else:
