@@ -239,6 +239,38 @@ CASES = {
         n_axes=Int(3),
     ),
     I + "sharding.ws_2d_crossover": Case(d_model=Int(4096), d_ff=Int(16384)),
+    # long context
+    I + "long_context.decode_attention": Case(
+        model=Model("deepseek-v3"), seq_len=Int(8192, big=True), batch=Int(4, big=True), kv_dtype=Choice("bf16")
+    ),
+    I + "long_context.cross_layer_kv": Case(
+        model=Model("llama3-8b"),
+        chip=ChipArg("v5e"),
+        n_chips=Int(4, big=True),
+        seq_len=Int(8192, big=True),
+        share=Raw(2, hostile=[0, -1, 2.5, 65, 10**12, "2", None, True, NAN]),
+        batch=Opt(Int(8, big=True)),
+        weight_dtype=Choice("int8"),
+        kv_dtype=Choice("bf16"),
+        reserve_fraction=Num(0.1, zero=True, top=0.99),
+    ),
+    I + "long_context.sequence_sharded_decode": Case(
+        model=Model("llama3-8b"),
+        chip=ChipArg("v5e"),
+        n_chips=Int(8, big=True),
+        seq_len=Int(2**20, big=True),
+        batch=Int(1, big=True),
+        weight_dtype=Choice("bf16"),
+        kv_dtype=Choice("bf16"),
+        partial_dtype=Choice("fp32"),
+    ),
+    I + "long_context.chunked_prefill": Case(
+        deployment=Raw(_sim_deployment, hostile=[None, "llama3-8b", 3, ODD], lazy=True),
+        decode=Int(8, big=True),
+        context=Int(1024, big=True),
+        prompt_len=Int(2048, big=True),
+        chunk=Raw(512, hostile=[0, -1, 2.5, 10**12, "512", None, True, NAN]),
+    ),
     # speculative
     I + "speculative.expected_tokens_per_round": Case(acceptance=Num(0.8, zero=True, top=1.0), k=Int(4, big=True)),
     I + "speculative.speculative_speedup": Case(
@@ -507,6 +539,7 @@ CASES.update(
 
 COVERED = (
     "inference.step",
+    "inference.long_context",
     "inference.serving",
     "inference.sharding",
     "inference.speculative",
@@ -527,4 +560,8 @@ RESULT_RECORDS = {
     "inference.simulator.SimResult",
     "inference.workload.Requests",
     "inference.step.DecodeStepModel",
+    "inference.long_context.DecodeAttention",
+    "inference.long_context.SharedKV",
+    "inference.long_context.SequenceShardedDecode",
+    "inference.long_context.ChunkedPrefill",
 }

@@ -354,14 +354,33 @@ class TransformerConfig:
         FLOPs ``4·T·S·N·H`` (scores + values, full matrix); bytes: read Q and write O (``T·N·H`` each), read K
         and V (``S·K·H`` each). Prefill (``T = S``) gives ``T·G/(G+1)`` with ``G = N/K`` in bf16; decode
         (``T = 1``) tends to ``G``: attention during generation is bandwidth-bound.
+
+        MLA is priced in its *absorbed* form, the one its decode kernels run (DeepSeek-V2, arXiv 2405.04434,
+        §2.1.3): the key up-projection is folded into each query and the value up-projection into the output, so
+        every head scores against the cached latent (``kv_lora_rank``) and the shared rotary key
+        (``qk_rope_head_dim``) and sums latents: FLOPs ``2·T·S·N·(2·r_kv + r_rope)``; bytes: the absorbed queries
+        and latent outputs (``T·N·(r_kv + r_rope)`` and ``T·N·r_kv``) and **one** cached latent per token
+        (``S·(r_kv + r_rope)``) shared by all ``N`` heads. Decode thus tends to ``N·(2·r_kv + r_rope)/(r_kv +
+        r_rope)`` FLOPs per element read (about 242 FLOPs/byte in bf16 for DeepSeek-V3): not bandwidth-bound.
         """
         T = check_positive("q_len", q_len, integer=True)
         S = check_positive("kv_len", kv_len, integer=True)
         b = dtype_bytes(dtype)
-        N, K = self.n_heads, (self.n_heads if self.is_mla else self.n_kv_heads)
+        N = self.n_heads
+        if self.is_mla:
+            score, value, cached = self._mla_absorbed_widths()
+            flops = 2.0 * T * S * N * (score + value)
+            return flops / (b * (T * N * score + T * N * value + S * cached))
+        K = self.n_kv_heads
         flops = 2.0 * T * S * N * (self.qk_head_dim + self.v_dim)
         nbytes = b * (T * N * self.qk_head_dim + T * N * self.v_dim + S * K * (self.qk_head_dim + self.v_dim))
         return flops / nbytes
+
+    def _mla_absorbed_widths(self) -> tuple[int, int, int]:
+        """MLA's absorbed attention, per head and cached token: (score width ``r_kv + r_rope``, value width
+        ``r_kv``, elements cached per token and layer ``r_kv + r_rope``, shared by every head)."""
+        r, rope = self.kv_lora_rank, self.qk_rope_head_dim
+        return r + rope, r, r + rope
 
     def critical_batch(self, chip, compute_dtype: str = "bf16", weight_dtype: str | None = None) -> float:
         """Tokens per step needed for the weight matmuls to be compute-bound on ``chip``.

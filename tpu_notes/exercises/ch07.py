@@ -112,6 +112,26 @@ def _q7():
     return ws_2d_crossover(m.d_model, m.d_ff)
 
 
+#: Exercise 7.5's setting: Llama 2 13B on 8 v5e chips, int8 weights, a bf16 cache, 4096-token contexts, batch 24.
+Q5_SETTING = dict(n_chips=8, batch=24, seq_len=4096, weight_dtype="int8", kv_dtype="bf16")
+
+
+def _q5_llama2():
+    from ..inference import decode_step_time
+
+    q = Q5_SETTING
+    s = decode_step_time(
+        "llama2-13b",
+        "v5e",
+        q["n_chips"],
+        q["batch"],
+        q["seq_len"],
+        weight_dtype=q["weight_dtype"],
+        kv_dtype=q["kv_dtype"],
+    )
+    return {"step_s": s.total, "tokens_per_s": s.tokens_per_s}
+
+
 def _sim(rate: float = 6.0, **kw):
     """Chapter 7's simulated stream: Llama 3 8B on a v5e 2x2, 150 Poisson requests of 4096 prompt tokens and 128
     answer tokens, seed 1; ``kw`` goes to ``simulate`` (a scheduler, a disaggregation)."""
@@ -164,13 +184,14 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch07.q3",
-        title="critical batch with int8 weights",
+        title="critical batch with int8 weights on a v6e",
         solve=lambda: __import__("tpu_notes.inference", fromlist=["x"]).critical_batch(
-            "llama3-70b", "v5e", weight_dtype="int8"
+            "llama3-70b", "v6e", weight_dtype="int8"
         ),
         unit="tokens",
         rtol=0.05,
-        hint="Each weight costs 1 byte to read but still 2 bf16 FLOPs per token: C / W_hbm × 1/2.",
+        hint="2 · B · P FLOPs at C against P one-byte weights at W_hbm: B = C / (2 · W_hbm), with the v6e's "
+        "C = 920 TFLOP/s (bf16) and W_hbm = 1.6 TB/s.",
     ),
     Exercise(
         id="ch07.q4",
@@ -184,13 +205,13 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch07.q5",
-        title="Llama 2 13B on 8 v5e: step time and throughput at batch 8",
-        solve=lambda: (lambda s: {"step_s": s.total, "tokens_per_s": s.tokens_per_s})(
-            __import__("tpu_notes.inference", fromlist=["x"]).decode_step_time("llama2-13b", "v5e", 8, 8, 8192)
-        ),
+        title="Llama 2 13B on 8 v5e: int8 weights, 4k contexts, batch 24",
+        solve=_q5_llama2,
         unit="s, tokens/s",
         rtol=0.05,
-        hint="(8 caches + the weights) / (8 × W_hbm); throughput is 8 tokens per step.",
+        hint="KV: 24 × 4096 tokens × 819 kB (bf16); weights: 12.9 G one-byte parameters (all but the input "
+        "embedding); both over 8 × 820 GB/s. The FLOPs (2 · 24 · 12.9e9 at 8 × 197 TFLOP/s) hide under the weight "
+        "load. Throughput: 24 tokens per step.",
     ),
     Exercise(
         id="ch07.q7",
@@ -281,7 +302,7 @@ _EXERCISES = [
         solve=lambda: __import__("tpu_notes.inference", fromlist=["x"]).eviction_per_step(32, 8192, 4096)["tokens"],
         unit="tokens",
         rtol=0.02,
-        hint="B / G sequences finish per step, each P + G tokens long.",
+        hint="B / S_g sequences finish per step (S_g: answer tokens), each S_p + S_g tokens long (S_p: prompt).",
     ),
     Exercise(
         id="ch07.q12",
@@ -289,7 +310,8 @@ _EXERCISES = [
         solve=lambda: __import__("tpu_notes.inference", fromlist=["x"]).disaggregation_ratio(0.91, 0.019, 32, 512),
         unit="",
         rtol=0.05,
-        hint="Balance P / t_prefill = G · B / (t_step · decode_len).",
+        hint="Balance n_prefill / t_prefill = n_decode · B / (t_step · S_g): n_prefill and n_decode are server "
+        "counts, S_g the answer length.",
     ),
     Exercise(
         id="ch07.q6",

@@ -293,3 +293,101 @@ __all__ = [
     "speculative_speedup_chart",
     "weight_stationary_chart",
 ]
+
+
+def chunked_prefill_chart(deployment, decode: int = 32, context: int = 4096, prompt_len: int = 8192, chunks=None):
+    """Chunked prefill priced by the engine (:func:`tpu_notes.inference.long_context.chunked_prefill`): left, the
+    step that carries a prompt chunk beside ``decode`` decoding sequences (mean and slowest), against the bare
+    decode step; right, the prompt's time to its first token. Small chunks keep decoding smooth and delay the
+    prompt; large ones do the opposite."""
+    from ..inference.long_context import chunked_prefill
+
+    cs = tuple(2**i for i in range(7, 14) if 2**i <= prompt_len) if chunks is None else tuple(chunks)
+    if not cs:
+        raise ValueError("chunks must hold at least one chunk size (tokens)")
+    rows = [chunked_prefill(deployment, decode, context, prompt_len, int(c)) for c in cs]
+    fig, axes = new_figure(ncols=2, width=7.2, height=2.9)
+    left, right = np.atleast_1d(axes).ravel()
+    x = [r.chunk for r in rows]
+    left.semilogx(x, [r.mean_step * 1e3 for r in rows], "-o", ms=3, base=2, label="step with a chunk (mean)")
+    left.semilogx(x, [r.max_step * 1e3 for r in rows], "--", base=2, color="0.4", label="slowest (last chunk)")
+    left.axhline(rows[0].decode_step * 1e3, color="k", lw=0.9, ls=":")
+    left.annotate("decode alone", (x[-1], rows[0].decode_step * 1e3), fontsize=8, color="0.3", ha="right",
+                  xytext=(0, 3), textcoords="offset points")  # fmt: skip
+    left.set_xlabel("chunk (prompt tokens per step)")
+    left.set_ylabel("step time (ms)")
+    left.set_title(f"{decode} sequences at {context:,} tokens keep decoding", fontsize=9)
+    left.legend(fontsize=8, loc="upper left")
+    right.semilogx(x, [r.prompt_time * 1e3 for r in rows], "-o", ms=3, base=2, color="#d62728")
+    for r in (rows[0], rows[-1]):
+        right.annotate(f"{r.n_steps} steps", (r.chunk, r.prompt_time * 1e3), fontsize=8, xytext=(4, 4),
+                       textcoords="offset points")  # fmt: skip
+    right.set_xlabel("chunk (prompt tokens per step)")
+    right.set_ylabel("prompt's time to first token (ms)")
+    right.set_title(f"a {prompt_len:,}-token prompt", fontsize=9)
+    for ax in (left, right):
+        ax.set_xticks(x)
+        ax.set_xticklabels([str(c) for c in x], fontsize=7)
+        _plain_log_ticks(ax)
+    name = getattr(deployment.model, "name", "") or "model"
+    fig.suptitle(f"chunked prefill: {name} on {deployment.n_chips} x {deployment.chip.name}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def batch_scaling_chart(chip="v5e", n_chips: int = 4, d_model: int = 8192, d_ff: int = 32768, batches=None):
+    """The scaling book's Appendix A experiment, predicted: one layer of two ``D x F`` bf16 matmuls sharded
+    ``n_chips`` ways, against the batch. Left, the layer's time: the roofline ``max(weight load, FLOPs)`` of the two
+    matmuls (:func:`tpu_notes.inference.generation_matmul_times`), flat until the critical batch ``C / W_hbm`` and
+    linear after it, and the engine's expected step for the same layer (:func:`tpu_notes.inference.deploy`),
+    whose activation AllReduces and per-layer overhead do not overlap; right, tokens per microsecond."""
+    from ..hardware import get_chip
+    from ..inference.engine import deploy
+    from ..inference.sharding import generation_matmul_times
+    from ..roofline import critical_batch_size
+
+    bs = tuple(range(16, 1025, 16)) if batches is None else tuple(int(b) for b in batches)
+    if not bs:
+        raise ValueError("batches must hold at least one batch size")
+    layer = _appendix_layer(d_model, d_ff)
+    d = deploy(layer, chip, n_chips)
+    roof, expected = [], []
+    for b in bs:
+        t = generation_matmul_times(chip, b, d_model, d_ff, n_chips)
+        roof.append(2 * max(t.hbm, t.math))  # W_in and W_out
+        expected.append(d.decode_step(b, 1).total)
+    b_crit = critical_batch_size(chip)
+    fig, axes = new_figure(ncols=2, width=7.2, height=2.9)
+    left, right = np.atleast_1d(axes).ravel()
+    left.plot(bs, np.array(roof) * 1e6, "k-", label="roofline: max(weights, FLOPs)")
+    left.plot(bs, np.array(expected) * 1e6, "-", color="#ff7f0e", label="engine: + AllReduces, overhead")
+    right.plot(bs, [b / (t * 1e6) for b, t in zip(bs, roof)], "k-", label="roofline")
+    right.plot(bs, [b / (t * 1e6) for b, t in zip(bs, expected)], "-", color="#ff7f0e", label="engine")
+    for ax in (left, right):
+        ax.axvline(b_crit, color="0.5", ls=":", lw=1)
+        ax.set_xlabel("batch (tokens per step)")
+    floor = 2 * generation_matmul_times(chip, 1, d_model, d_ff, n_chips).hbm * 1e6
+    left.annotate(
+        f"weight load {floor:.0f} µs", (bs[0], floor), fontsize=8, xytext=(0, -12), textcoords="offset points"
+    )
+    left.text(b_crit, left.get_ylim()[1] * 0.95, f" C/W_hbm = {b_crit:.0f}", fontsize=8, va="top", color="0.3")
+    left.set_ylabel("layer time (µs)")
+    left.set_ylim(bottom=0)
+    right.set_ylabel("throughput (tokens/µs)")
+    right.set_ylim(bottom=0)
+    left.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, 0.88))
+    right.legend(fontsize=7, loc="lower right")
+    c = get_chip(chip)
+    fig.suptitle(f"one {d_model} x {d_ff} layer (2 matmuls, bf16) on {n_chips} x {c.name}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def _appendix_layer(d_model: int, d_ff: int):
+    """A one-layer model that is all MLP (two matmuls, no gate): attention and embeddings shrunk to nothing."""
+    from ..transformer import TransformerConfig
+
+    return TransformerConfig(
+        d_model=d_model, d_ff=d_ff, n_layers=1, n_heads=1, n_kv_heads=1, d_head=2, vocab=2, gated_mlp=False,
+        name=f"one {d_model} x {d_ff} layer",
+    )  # fmt: skip
