@@ -119,3 +119,51 @@ def test_serve_text_labels_both_figures(capsys):
     assert f"Chapter 7's step {fmt(roof.total, 's')}" in out  # the engine's roofline less its collectives
     assert f"throughput {fmt(e.tokens_per_s_per_chip, 'tokens/s')} per chip expected" in out
     assert out.count("per million") == 2 and "a forecast" in out and "a floor" in out and "upper bound" in out
+
+
+# ------------------------------------------------------------------------------ the table shows what JSON says
+PLAN_PP = ["--model", "llama3-70b", "--system", "v5e:16x16", "--slices", "2", "--batch-tokens", "2Mi", "--seq-len",
+           "4Ki", "--max-context", "1"]  # fmt: skip
+
+
+def _short(label: str, repeats: int) -> str:
+    """A JSON ``layout`` ("data=2 x pipeline=8 x tensor=16 x dcn=2 x mb=64") in the table's abbreviations, written
+    out here from the legend: dp data, fsdp, cp context, pp pipeline, ep expert, tp tensor, dcnN, mbN, vN."""
+    abbrev = {"data": "dp", "fsdp": "fsdp", "context": "cp", "pipeline": "pp", "expert": "ep", "tensor": "tp"}
+    parts = []
+    for part in label.split(" x "):
+        key, value = part.split("=")
+        parts.append(abbrev.get(key, key) + value)
+    return " ".join(parts) + (f" v{repeats}" if repeats > 1 else "")
+
+
+def test_plan_table_prints_layout_and_remat_whole(capsys):
+    """The report: the table cut ``data=2 x pipeline=8 x tensor=16 x dcn=2 x mb=64`` short and ``mlp_outputs`` to
+    ``mlp_out``. Each row now carries the JSON row's layout (DCN and microbatches included) and remat in full."""
+    argv = ["plan", *PLAN_PP, "--top", "6", "--remat", "mlp_outputs", "--remat", "save_matmul_outputs"]
+    rows = _json(capsys, *argv)["ranked"]
+    assert any("pipeline=" in r["layout"] and "mb=" in r["layout"] and "dcn=2" in r["layout"] for r in rows)
+    lines = _text(capsys, *argv).splitlines()
+    head = next(i for i, line in enumerate(lines) if line.lstrip().startswith("#"))
+    for i, r in enumerate(rows, 1):
+        line = lines[head + i]
+        assert line.split()[0] == str(i)
+        assert f" {_short(r['layout'], r['circular_repeats'])} " in line, (line, r["layout"])
+        assert f" {r['remat']} " in line, (line, r["remat"])
+    legend = "\n".join(lines[head + len(rows) + 1 :])
+    assert "dcnN: N slices joined over DCN" in legend and "mbN: N microbatches" in legend
+
+
+def test_serve_json_names_the_smallest_system_as_system_accepts_it(capsys):
+    """Beside ``smallest_topology_chips`` is the system spelled the way --system takes it (never null beside a
+    number), and the count is legal: it splits Llama 3 8B's d_ff (14,336) and divides or is a multiple of its 8 KV
+    heads (published config)."""
+    for argv in (SERVE_TPU, SERVE_GPU[:-2]):
+        data = _json(capsys, "serve", *argv)
+        n = data["smallest_topology_chips"]
+        assert isinstance(n, int) and isinstance(data["smallest_topology"], str)
+        assert data["smallest_topology"].split(":")[0] == data["chip"]
+        d_ff, kv = (28672, 8) if data["model"] == "llama3-70b" else (14336, 8)
+        assert d_ff % n == 0 and (kv % n == 0 or n % kv == 0)
+    tpu = _json(capsys, "serve", *SERVE_TPU)
+    assert tpu["smallest_topology"] == "v5e:4x4" and tpu["smallest_topology_chips"] == 16

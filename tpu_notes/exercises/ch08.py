@@ -1,7 +1,9 @@
 """Exercises of Chapter 8 (ids ch08.*), registered with their reference solutions.
 
-ch08.q1–q12 follow the questions the scaling book's applied-inference section works in its text (Llama 3 70B on
-TPU v5e; prefill before sharding here), q13 is ours on the latency–throughput frontier, and q14–q16 are the book's
+ch08.q1–q4 and q12 follow the questions the scaling book's applied-inference section works in its text (Llama 3
+70B on TPU v5e); q5–q11 ask the same questions of a case the page does not print (Llama 3 405B on v5e for the
+slice, batch, throughput, prefill and disaggregation questions; other request lengths for the eviction one), so a
+reader computes rather than copies; q13 is ours on the latency–throughput frontier, and q14–q16 are the book's
 three worked problems, which it leaves unanswered.
 """
 
@@ -12,6 +14,7 @@ import math
 from . import Exercise, register
 
 M70 = "llama3-70b"
+M405 = "llama3-405b"  # the model Exercises 8.5-8.9 and 8.11 ask about (the page works Llama 3 70B)
 CONTEXT = 8192  # the context the book's questions assume
 DECODE_LEN = 512  # the median generation length they assume
 DTYPES = ("bf16", "int8", "int4")
@@ -38,21 +41,26 @@ def _q3():
     return {"step_4x2_s": s8.total, "tokens_per_s_per_chip": s8.tokens_per_s_per_chip, "step_4x4_s": s16.total}
 
 
-def smallest_slices():
-    """The smallest v5e slice holding Llama 3 70B's weights in each dtype (KV caches left out)."""
+def smallest_slices(model=M70):
+    """The smallest v5e slice holding ``model``'s weights in each dtype of ``DTYPES`` (KV caches left out)."""
     inf = _inf()
-    return [inf.smallest_topology(M70, "v5e", weight_dtype=d, kv_dtype=d) for d in DTYPES]
+    return [inf.smallest_topology(model, "v5e", weight_dtype=d, kv_dtype=d) for d in DTYPES]
 
 
-def largest_batch_steps(doubled: bool = False):
-    """The step at the largest 8k-context batch on each smallest slice (or on twice as many chips)."""
+def largest_batch_steps(doubled: bool = False, model=M70):
+    """The step at the largest 8k-context batch on each smallest slice of ``model`` (or on twice as many chips)."""
     inf = _inf()
     out = []
-    for d, s in zip(DTYPES, smallest_slices()):
+    for d, s in zip(DTYPES, smallest_slices(model)):
         n = s.n_chips * (2 if doubled else 1)
-        b = inf.max_batch(M70, "v5e", n, CONTEXT, weight_dtype=d, kv_dtype=d)
-        out.append(inf.decode_step_time(M70, "v5e", n, b, CONTEXT, weight_dtype=d, kv_dtype=d))
+        b = inf.max_batch(model, "v5e", n, CONTEXT, weight_dtype=d, kv_dtype=d)
+        out.append(inf.decode_step_time(model, "v5e", n, b, CONTEXT, weight_dtype=d, kv_dtype=d))
     return out
+
+
+def _q6():
+    steps = largest_batch_steps(model=M405)
+    return {"batch": [s.batch for s in steps], "step_s": [s.total for s in steps]}
 
 
 def _qps(steps):
@@ -67,15 +75,29 @@ def _q9():
     return {"max_tp_compute": inf.max_tp_ici("v5e", F, n_axes=2), "max_tp_batch64": inf.max_tp_memory("v5e", F, 64)}
 
 
-def prefill_8k():
-    """The book's prefill: 8192 tokens of Llama 3 70B on 16 v5e at 40% MFU."""
-    return _inf().prefill_time(M70, "v5e", 16, CONTEXT, mfu=0.4)
+def prefill_8k(model=M70, n_chips: int = 16):
+    """The book's prefill: 8192 tokens of Llama 3 70B on 16 v5e at 40% MFU (or of ``model`` on ``n_chips``)."""
+    return _inf().prefill_time(model, "v5e", n_chips, CONTEXT, mfu=0.4)
 
 
-def _q12():
+#: Exercises 8.9 and 8.11: Llama 3 405B's prefill and generation on a v5e 8x8, bf16, at batch 32.
+N405, B405 = 64, 32
+
+
+def _q11():
     inf = _inf()
-    step = inf.decode_step_time(M70, "v5e", 16, 32, CONTEXT)
-    return inf.disaggregation_ratio(prefill_8k().total, step.total, 32, DECODE_LEN)
+    step = inf.decode_step_time(M405, "v5e", N405, B405, CONTEXT)
+    return inf.disaggregation_ratio(prefill_8k(M405, N405).total, step.total, B405, DECODE_LEN)
+
+
+#: Exercise 8.10: shorter requests than the page's (prompt, generated tokens, batch), caches in int8.
+EVICT_P, EVICT_G, EVICT_B = 2048, 256, 64
+
+
+def _q10():
+    inf = _inf()
+    ev = inf.eviction_per_step(EVICT_B, EVICT_P, EVICT_G)
+    return {**ev, "bytes": ev["tokens"] * inf.kv_bytes_per_token(M70, "int8")}
 
 
 def _q13():
@@ -227,35 +249,38 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q5",
-        title="smallest v5e slice for bf16, int8, int4",
-        solve=lambda: [s.n_chips for s in smallest_slices()],
+        title="Llama 3 405B: smallest v5e slice for bf16, int8, int4",
+        solve=lambda: [s.n_chips for s in smallest_slices(M405)],
         unit="chips",
         rtol=0.05,
-        hint="ceil(weight bytes / 16 GB), rounded up to a slice shape (1x1, 2x2, 2x4, 4x4, ...).",
+        hint="ceil(405.9e9 parameters × bytes per weight / 16 GB), rounded up to a slice shape (1x1, 2x2, 2x4, "
+        "4x4, 4x8, 8x8, ...).",
     ),
     Exercise(
         id="ch08.q6",
-        title="step time at the largest batch on each of those slices",
-        solve=lambda: [s.total for s in largest_batch_steps()],
-        unit="s",
+        title="Llama 3 405B: the largest 8k batch on each of those slices and its step",
+        solve=_q6,
+        unit="sequences, s",
         rtol=0.05,
-        hint="HBM is nearly full, so a step reads about one chip's worth of memory: close to 16 GB / W_hbm.",
+        hint="batch = floor((chips × 16 GB − weight bytes) / (8192 × KV bytes per token)); the step reads the "
+        "weights and those caches once: bytes / (chips × 820 GB/s), unless the FLOPs take longer.",
     ),
     Exercise(
         id="ch08.q7",
-        title="queries per second per chip (512-token generations)",
-        solve=lambda: _qps(largest_batch_steps()),
+        title="Llama 3 405B: queries per second per chip (512-token generations)",
+        solve=lambda: _qps(largest_batch_steps(model=M405)),
         unit="QPS/chip",
         rtol=0.05,
-        hint="B / (step × 512 × chips).",
+        hint="B / (step × 512 × chips), with the batch and step of Exercise 8.6.",
     ),
     Exercise(
         id="ch08.q8",
-        title="the same on twice the chips",
-        solve=lambda: _qps(largest_batch_steps(doubled=True)),
+        title="Llama 3 405B: the same on twice the chips",
+        solve=lambda: _qps(largest_batch_steps(doubled=True, model=M405)),
         unit="QPS/chip",
         rtol=0.05,
-        hint="The weights now fill half as much of each chip, so the batch grows by more than 2x.",
+        hint="The batch grows about 6x; at that batch compare the weight reads with the FLOPs at the bf16 peak "
+        "(the critical batch of Exercise 8.4): step = KV time + max(weight time, FLOP time).",
     ),
     Exercise(
         id="ch08.q12",
@@ -267,28 +292,30 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q9",
-        title="an 8k prefill on 16 v5e at 40% MFU",
-        solve=lambda: prefill_8k().total,
+        title="Llama 3 405B: an 8k prefill on 64 v5e at 40% MFU",
+        solve=lambda: prefill_8k(M405, N405).total,
         unit="s",
         rtol=0.05,
-        hint="About 2 · params · tokens FLOPs (plus causal attention) / (16 × C × 0.4).",
+        hint="2 × matmul parameters × 8192 tokens, plus causal attention (2 · L · heads · (d_qk + d_v) · T(T+1)/2), "
+        "over 64 × 197 TFLOP/s × 0.4.",
     ),
     Exercise(
         id="ch08.q10",
-        title="sequences and KV tokens freed per step (8k prompts, 4k generations, B = 32)",
-        solve=lambda: _inf().eviction_per_step(32, CONTEXT, 4096),
+        title="2k prompts, 256 generated tokens, B = 64: sequences, tokens and int8 KV bytes freed per step",
+        solve=_q10,
         unit="per step",
         rtol=0.05,
-        hint="B / G sequences finish per step, each freeing P + G tokens.",
+        hint="B / G sequences finish per step, each freeing P + G tokens; a token of Llama 3 70B's int8 cache is "
+        "2 × 80 × 8 × 128 bytes.",
     ),
     Exercise(
         id="ch08.q11",
-        title="prefill servers per generation server",
-        solve=_q12,
+        title="Llama 3 405B: prefill servers per generation server",
+        solve=_q11,
         unit="ratio",
         rtol=0.05,
-        hint="P / prefill time = G · B / (step time × decode length); use the bf16 8k prefill and a bf16 step "
-        "at batch 32 on 16 chips.",
+        hint="prefill time × B / (step time × decode length), with the prefill of Exercise 8.9 and the bf16 step "
+        "at batch 32 on the same 64 chips (weights and 32 caches of 8192 tokens read once).",
     ),
     Exercise(
         id="ch08.q14",
