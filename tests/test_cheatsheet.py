@@ -15,11 +15,27 @@ def test_numbers_agree_with_the_functions_they_name():
     assert rows[("llama3-70b", "KV cache per token (bf16)")].value == 327_680
 
 
-def test_table_fits_88_columns_and_gpus_have_no_ici_rows():
+def test_table_fits_88_columns_and_gpus_get_their_own_network():
     rows = cheatsheet.numbers_to_know()
     text = cheatsheet.format_numbers(rows)
     assert max(len(line) for line in text.splitlines()) <= 88
-    assert not [r for r in rows if r.subject == "h100" and r.group in ("training", "collective")]
+    by = {(r.subject, r.name): r for r in rows}
+    # H100: C / W_nvlink = 989e12 / 450e9 = 2198 tokens per GPU in a node; a whole node across nodes needs
+    # 8 GPUs x 989e12 / 400e9 = 19,780 tokens; an AllGather of 1 GB over 8 GPUs moves 7/8 GB per GPU at 450 GB/s
+    assert by[("h100", "data/FSDP critical batch per GPU, NVLink node")].value == pytest.approx(989e12 / 450e9)
+    assert by[("h100", "data critical batch per node, InfiniBand")].value == pytest.approx(8 * 989e12 / 400e9)
+    ag = by[("h100", "AllGather of 1 GB over one 8-GPU NVLink node")].value
+    assert ag >= 1e9 * 7 / 8 / 450e9 and ag == pytest.approx(1e9 * 7 / 8 / 450e9, rel=0.05)
+    h100_line = next(line for line in text.splitlines() if line.startswith("h100"))
+    assert "–" not in h100_line and "19,780" in h100_line and "2,198" in h100_line
+    assert "NVLink" in text  # the footnote says what the GPU columns mean
+
+
+def test_a_gpu_the_network_model_cannot_price_says_why():
+    rows = cheatsheet.numbers_to_know(("v100", "h100"), ())
+    assert not [r for r in rows if r.subject == "v100" and r.group in ("training", "collective")]
+    text = cheatsheet.format_numbers(rows)
+    assert "v100: –, no NVSwitch node" in text
 
 
 def test_bad_input():

@@ -229,8 +229,76 @@ def test_strategy_times_cover_each_strategy():
             "line up",
         ),
         (lambda: T.critical_batch_per_gpu("v5p"), "chip"),
+        (lambda: GpuCluster("v100", 8), "NVSwitch"),  # the DGX-1's cube-mesh is not one switch hop
     ],
 )
 def test_bad_input_ch11(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+# -- GPU figures against NVIDIA's documents (each literal is the document's, with the document named) ------------
+
+
+def test_v100_is_the_sxm2_part_throughout():
+    v = hardware.get_chip("v100")
+    # NVIDIA Tesla V100 datasheet, V100 SXM2 column: 125 TFLOP/s tensor (fp16), 15.7 TFLOP/s fp32, 900 GB/s HBM2,
+    # NVLink 300 GB/s (both directions). The PCIe card's 112 / 14 TFLOP/s must not be mixed in.
+    assert v.bf16_flops == 125e12
+    assert v.fp32_fma_flops == pytest.approx(15.7e12, rel=0.005)
+    assert v.hbm_bw == 900e9
+    assert 2 * v.nvlink_bw == 300e9
+    # NVIDIA Tesla V100 GPU Architecture whitepaper, Table 1 (Tesla V100 SXM2): 80 SMs, 64 FP32 cores and 8 tensor
+    # cores per SM (5120 and 640 per GPU), GPU boost clock 1530 MHz; each tensor core does 64 FMAs per clock.
+    assert (v.sms, v.cuda_cores, v.tensor_cores) == (80, 5120, 640)
+    assert v.clock_hz == v.tensor_clock_hz == 1530e6
+    assert v.tc_flops_per_cycle == 2 * 64
+    # parts x clock lands on the datasheet: 80 x 8 x 128 x 1.53e9 = 1.2534e14
+    assert v.sms * v.tensor_cores_per_sm * v.tc_flops_per_cycle * v.tensor_clock_hz == pytest.approx(125e12, rel=0.003)
+    # NVIDIA DGX-1 whitepaper: six NVLinks of 25 GB/s each way per V100, no NVSwitch (hybrid cube-mesh)
+    assert (v.nvlink_links, v.nvlink_link_bw, v.nvswitches_per_node) == (6, 25e9, 0)
+    assert v.nvlink_node_bw == pytest.approx(8 * 150e9)  # the GPUs' egress; no switch bounds it
+    assert "SXM2" in v.long_name and "cube-mesh" in hardware.source(v, "nvswitches_per_node")
+
+
+def test_a100_has_64_fp32_cores_per_sm():
+    a = hardware.get_chip("a100")
+    # NVIDIA A100 datasheet: FP32 19.5 TFLOP/s; A100 whitepaper: 6912 FP32 CUDA cores (108 SMs x 64)
+    assert a.cuda_cores == 6912
+    assert a.fp32_fma_flops == pytest.approx(19.5e12, rel=0.001)
+    assert a.bf16_flops == 312e12  # A100 datasheet, dense BF16 tensor
+    assert a.sms * a.tensor_cores_per_sm * a.tc_flops_per_cycle * a.tensor_clock_hz == pytest.approx(312e12, rel=0.001)
+
+
+def test_hopper_tensor_clock_makes_the_product_land_on_the_datasheet():
+    # NVIDIA H100 datasheet (SXM5): 989.4 TFLOP/s dense bf16 (1,979 with sparsity), fp32 67 TFLOP/s, boost 1.98 GHz.
+    # 989.4e12 / (132 SMs x 4 tensor cores x 1024 FLOPs/cycle) = 1.830e9 Hz, the tensor-core clock of NVIDIA's
+    # H100 whitepaper peak-rate table; the boost clock would give 1.07e15 and the scaling book's 1.76 GHz 9.5e14.
+    for name in ("h100", "h200", "h800"):
+        h = hardware.get_chip(name)
+        parts = h.sms * h.tensor_cores_per_sm * h.tc_flops_per_cycle
+        assert parts * h.tensor_clock_hz == pytest.approx(989.4e12, rel=0.001), name
+        assert parts * h.clock_hz > 1.07e15  # the boost clock does not land
+        assert h.clock_hz == 1.98e9
+        assert h.fp32_fma_flops == pytest.approx(67e12, rel=0.005)  # 16,896 x 2 x 1.98e9 = 66.9e12
+
+
+def test_h800_nvlink_is_400_gb_s_counting_both_directions():
+    h800, h100 = hardware.get_chip("h800"), hardware.get_chip("h100")
+    # NVIDIA H800 SXM5 datasheet: NVLink 400 GB/s; H100 SXM5: 900 GB/s. Both count both directions; the library's
+    # nvlink_bw is one direction (the H100's 4.5e11), so the H800's is 2e11: 8 NVLink-4 links of 25 GB/s.
+    assert 2 * h800.nvlink_bw == 400e9 and 2 * h100.nvlink_bw == 900e9
+    assert h800.nvlink_links * h800.nvlink_link_bw == h800.nvlink_bw
+    # DeepSeek-V3's data-parallel bar over NVLink: 989e12 / 200e9 = 4945 tokens per GPU (300 GB/s would give 3297)
+    assert T.critical_batch_per_gpu("h800", across_nodes=False) == pytest.approx(989e12 / 200e9)
+
+
+def test_measured_nvlink_bus_bandwidths_are_nccl_tests_figures():
+    # NVIDIA/nccl-tests issue #212 (NCCL maintainer, 2024-05-06): ~370 GB/s effective NVLink bandwidth (busbw) with
+    # ring collectives on 8 x H100, and a peak busbw of ~480 GB/s for an AllReduce with NVLink SHARP.
+    assert G.H100_MEASURED_ALLREDUCE_BW == 370e9
+    assert G.H100_MEASURED_SHARP_ALLREDUCE_BW == 480e9
+    assert G.H100_MEASURED_SHARP_ALLREDUCE_BW / G.H100_MEASURED_ALLREDUCE_BW == pytest.approx(
+        1 + G.SHARP_MEASURED_GAIN, abs=0.01
+    )
+    assert G.H100_MEASURED_ALLREDUCE_BW < H100.nvlink_bw  # measured stays under the 450 GB/s line rate

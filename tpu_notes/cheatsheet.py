@@ -139,6 +139,8 @@ def numbers_to_know(
                         f"collectives.{fn.__name__}",
                     )
                 )
+        else:
+            rows += _gpu_rows(c)
     for name in models:
         m = as_config(name, "models")
         rows += [
@@ -167,6 +169,59 @@ def numbers_to_know(
     return rows
 
 
+#: Row names of a GPU's communication numbers (Chapter 11), beside the TPU row each stands in for in the table.
+GPU_ROW_NAMES = {
+    "data/FSDP critical batch per chip, one axis": "data/FSDP critical batch per GPU, NVLink node",
+    "DCN critical batch per slice": "data critical batch per node, InfiniBand",
+}
+
+
+def _gpu_rows(c) -> list[Number]:
+    """A GPU's communication numbers, priced on its own network (Chapter 11): the data-parallel threshold per GPU
+    inside one NVLink node (``C / W_nvlink``), the one per whole node across nodes (``node_size`` GPUs over the
+    node's InfiniBand NICs, the counterpart of a TPU slice over DCN), and each collective of 1 GB over one NVLink
+    node of :class:`tpu_notes.gpu.GpuCluster`. A GPU without an NVSwitch node (the V100) gets none."""
+    from .gpu import GpuCluster
+    from .training import critical_batch_per_gpu
+
+    if not c.node_size or not c.nvswitches_per_node or c.nvlink_bw is None or c.dcn_bw is None:
+        return []
+    node = GpuCluster(c.name, c.node_size)
+    rows = [
+        Number(
+            "training",
+            c.name,
+            GPU_ROW_NAMES["data/FSDP critical batch per chip, one axis"],
+            critical_batch_per_gpu(c.name, across_nodes=False),
+            "tokens",
+            11,
+            "training.critical_batch_per_gpu",
+        ),
+        Number(
+            "training",
+            c.name,
+            GPU_ROW_NAMES["DCN critical batch per slice"],
+            c.node_size * critical_batch_per_gpu(c.name, across_nodes=True),
+            "tokens",
+            11,
+            "training.critical_batch_per_gpu",
+        ),
+    ]
+    for label, kind in (("AllGather", "all-gather"), ("AllReduce", "all-reduce"), ("AllToAll", "all-to-all")):
+        rows.append(
+            Number(
+                "collective",
+                c.name,
+                f"{label} of 1 GB over one {c.node_size}-GPU NVLink node",
+                node.collective_time(kind, 1e9, c.node_size).total,
+                "s",
+                11,
+                "gpu.GpuCluster.collective_time",
+            )
+        )
+    return rows
+
+
 def format_numbers(rows: Sequence[Number]) -> str:
     """The rows as two plain-text tables, one line per chip and one per model, at most 88 characters wide."""
     if not isinstance(rows, (list, tuple)) or not all(isinstance(r, Number) for r in rows):
@@ -182,9 +237,19 @@ def format_numbers(rows: Sequence[Number]) -> str:
         ("data/FSDP critical batch per chip, one axis", "ICI α"),
         ("DCN critical batch per slice", "DCN/slice"),
     ]
-    ag = next((r.name for r in rows if r.name.startswith("AllGather")), None)
-    if ag:
-        chip_cols.append((ag, "AG 1 GB"))
+    ag = next((r.name for r in rows if r.name.startswith("AllGather") and "ring" in r.name), None)
+    gpu_ag = next((r.name for r in rows if r.name.startswith("AllGather") and "NVLink" in r.name), None)
+    if ag or gpu_ag:
+        chip_cols.append((ag or gpu_ag, "AG 1 GB"))
+    # a GPU's row fills the TPU columns with its NVLink / InfiniBand counterparts
+    stand_in = {v: k for k, v in GPU_ROW_NAMES.items()}
+    for d in by.values():
+        for name in list(d):
+            target = stand_in.get(name)
+            if name.startswith("AllGather") and "NVLink" in name:
+                target = ag or gpu_ag
+            if target and target not in d:
+                d[target] = d[name]
     chips = [s for s, d in by.items() if "peak bf16" in d]
     models = [s for s, d in by.items() if "parameters" in d]
     widths = [6] + [10] * len(chip_cols)
@@ -208,6 +273,16 @@ def format_numbers(rows: Sequence[Number]) -> str:
                 text = r.shown()
             cells.append(text.rjust(w))
         lines.append(" ".join(cells))
+    gpus = [chip for chip in chips if any(name in by[chip] for name in GPU_ROW_NAMES.values())]
+    if gpus:
+        lines += [
+            f"GPU rows ({', '.join(gpus)}): ICI α is C / W_nvlink inside one NVLink node; DCN/slice is",
+            "per node over its InfiniBand NICs; AG 1 GB is over one NVLink node (Chapter 11).",
+        ]
+    bare = [chip for chip in chips if by[chip]["peak bf16"].group == "chip" and chip not in gpus]
+    bare = [chip for chip in bare if get_chip(chip).kind == "gpu"]
+    if bare:
+        lines.append(f"{', '.join(bare)}: –, no NVSwitch node or no NIC figure for the GPU network model.")
     lines += ["", f"{'model':<12} {'parameters':>12} {'training FLOPs/token':>22} {'KV cache/token (bf16)':>22}"]
     for model in models:
         d = by[model]

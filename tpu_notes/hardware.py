@@ -33,6 +33,32 @@ _SM = (
 _TC = "scaling book, gpus.md tensor-core footnote (an estimate: V100 256, A100 512, H100 1024, B200 ~2048)"
 _NVL = "scaling book, gpus.md NVLink table"
 _NODE_IB = "scaling book, gpus.md (8 x 400 Gb/s InfiniBand NICs per node = 400 GB/s)"
+_V100_WP = (
+    "NVIDIA Tesla V100 GPU Architecture whitepaper (WP-08608-001), Table 1, Tesla V100 SXM2 column "
+    "(https://images.nvidia.com/content/volta-architecture/pdf/volta-architecture-whitepaper.pdf)"
+)
+_V100_DS = "NVIDIA Tesla V100 datasheet, V100 SXM2 column"
+_DGX1 = (
+    "NVIDIA DGX-1 System Architecture whitepaper (WP-08437-002), section 3.1 'DGX-1 NVLink Network Topology' "
+    "(the Tesla V100 edition)"
+)
+#: Hopper's two clocks: NVIDIA rates the tensor cores at 1.83 GHz and the fp32/fp64 units at the 1.98 GHz boost.
+_HOPPER_TC_CLOCK = (
+    "NVIDIA H100 Tensor Core GPU Architecture whitepaper, peak-rate table: 989.4 TFLOP/s dense bf16 = 132 SMs x 4 "
+    "tensor cores x 1024 FLOPs/cycle x 1.830 GHz, while its fp32 66.9 TFLOP/s = 16,896 x 2 x 1.98 GHz uses the "
+    "boost clock (the two clocks as tabulated at https://glennklockwood.com/garden/processors/h100); the scaling "
+    "book's 1.76 GHz estimate gives 9.5e14, 4% short of the datasheet"
+)
+_H100_BOOST = (
+    "NVIDIA H100 SXM5 specifications (final, Oct 2022): GPU boost clock 1.98 GHz, the clock of the 67 TFLOP/s "
+    "fp32 figure; the scaling book's table agrees"
+)
+_H800_NVL = (
+    "NVIDIA H800 SXM5 datasheet: NVLink 400 GB/s counting both directions (DeepSeek, 'Insights into DeepSeek-V3', "
+    "arXiv:2505.09343, sec. 2: 'reduced from 900 GB/s to 400 GB/s'), so 200 GB/s each way, 8 links of 25 GB/s; "
+    "the scaling book's gpus.md says 300 GB/s, which matches neither convention. DeepSeek-V3's report "
+    "(arXiv:2412.19437, sec. 3.2.2) measures about 160 GB/s achievable"
+)
 _H100_WP = (
     "NVIDIA H100 Tensor Core GPU Architecture whitepaper, H100 SXM5 vs H100 PCIe table (tensor-core rows "
     "'with sparsity': dense = / 2; the table as reproduced at "
@@ -57,7 +83,8 @@ _GPU_HOP = (
 
 
 def _sm_parts(tc_flops_per_cycle: int) -> dict:
-    """The SM layout every NVIDIA GPU here shares (Volta to Blackwell)."""
+    """The SM layout of Hopper and Blackwell (4 subpartitions of 32 fp32 cores and one tensor core); the A100
+    (16 fp32 cores per subpartition) and the V100 (16, with 2 tensor cores) override parts of it."""
     return dict(
         subpartitions_per_sm=4,
         fp32_cores_per_subpartition=32,
@@ -131,7 +158,7 @@ class Chip:
     l2_bw: float | None = None  # GPU: L2 bandwidth, bytes/s (measured; NVIDIA publishes none)
     nvlink_links: int | None = None  # GPU: NVLink links (ports) per GPU
     nvlink_link_bw: float | None = None  # GPU: one NVLink link, one direction, bytes/s
-    nvswitches_per_node: int | None = None  # GPU: NVSwitch chips in one NVLink node
+    nvswitches_per_node: int | None = None  # GPU: NVSwitch chips in one NVLink node (0: none, a direct NVLink mesh)
     nvswitch_ports: int | None = None  # GPU: NVLink ports of one NVSwitch
     node_egress_bw: float | None = None  # GPU: scale-out (InfiniBand) bandwidth of a WHOLE NODE, bytes/s
     hop_latency: float | None = None  # seconds per ring-collective hop: an ICI link / an NCCL ring step
@@ -189,8 +216,11 @@ class Chip:
             "nvswitches_per_node",
             "nvswitch_ports",
         ):
-            if getattr(self, f) is not None:
-                check_positive(f, getattr(self, f), integer=True)
+            v = getattr(self, f)
+            if f == "nvswitches_per_node" and type(v) is int and v == 0:
+                continue  # a GPU node without NVSwitch (a direct NVLink mesh, as the V100's DGX-1)
+            if v is not None:
+                check_positive(f, v, integer=True)
         if self.ici_dims is not None and self.ici_dims not in (1, 2, 3):
             raise ValueError(f"ici_dims must be 1, 2 or 3 (torus axes); got {self.ici_dims!r}")
         for f in ("pod_shape", "host_shape"):
@@ -296,11 +326,12 @@ class Chip:
 
     @property
     def nvlink_node_bw(self) -> float | None:
-        """GPU: the node's NVLink bandwidth, ``min(GPUs × egress, switches × ports × link)`` (3.6 TB/s on H100)."""
+        """GPU: the node's NVLink bandwidth, ``min(GPUs × egress, switches × ports × link)`` (3.6 TB/s on H100); a
+        node without NVSwitch (``nvswitches_per_node == 0``, the V100's DGX-1 cube-mesh) counts its GPUs' egress."""
         if None in (self.node_size, self.nvlink_bw):
             return None
         gpus = self.node_size * self.nvlink_bw
-        if None in (self.nvswitches_per_node, self.nvswitch_ports, self.nvlink_link_bw):
+        if not self.nvswitches_per_node or None in (self.nvswitch_ports, self.nvlink_link_bw):
             return gpus
         return min(gpus, self.nvswitches_per_node * self.nvswitch_ports * self.nvlink_link_bw)
 
@@ -356,6 +387,8 @@ _DGX_A100_IB = (
 )
 _DGX_A100_80G = " (the 640 GB system, 8 x A100 80GB, is taken to keep the same eight compute NICs)"
 
+_A100_WP = "NVIDIA A100 Tensor Core GPU Architecture whitepaper (GA100 SM; A100 SXM4 specifications table)"
+
 # The GA100 die as the A100 SXM4 40 GB and 80 GB share it: same SMs, clocks, L2 and NVLink, different HBM.
 _A100_PARTS = dict(
     bf16_flops=3.12e14,
@@ -368,8 +401,9 @@ _A100_PARTS = dict(
     base_clock_hz=1.10e9,
     tensor_clock_hz=1.41e9,
     sms=108,
-    **_sm_parts(512),
-    **_fp32(108, 1.41e9),
+    **{**_sm_parts(512), "fp32_cores_per_subpartition": 16},
+    fp32_flops=108 * 64 * 1.41e9,
+    fp32_fma_flops=2 * 108 * 64 * 1.41e9,
     smem_bytes_per_sm=192e3,
     l2_bytes=40e6,
     nvlink_links=12,
@@ -384,6 +418,10 @@ _A100_SOURCES = {
     "nvlink_link_bw": _NVL,
     "nvswitches_per_node": _NVL,
     "tensor_clock_hz": "the boost clock (108 x 4 x 512 x 1.41e9 = 3.12e14)",
+    "fp32_cores_per_subpartition": _A100_WP + ": 64 FP32 cores per SM (16 per processing block), 6,912 per "
+    "GPU; the scaling book's 32 per subpartition holds from Hopper on, not for GA100",
+    "fp32_flops": "derived: 6,912 CUDA cores x 1.41 GHz, one op per core per cycle",
+    "fp32_fma_flops": "NVIDIA A100 datasheet (FP32 19.5 TFLOP/s = 2 x 6,912 x 1.41 GHz)",
     "bf16_flops": "NVIDIA A100 datasheet (312 TFLOP/s dense); the scaling book's table rounds to 3.1e14",
     "int8_flops": "NVIDIA A100 datasheet (624 TOP/s dense)",
     "nvlink_bw": "scaling book, gpus.md NVLink table (12 x 25 GB/s)",
@@ -585,34 +623,59 @@ _CHIP_LIST = [
     ),
     _gpu(
         name="v100",
-        long_name="NVIDIA V100",
-        bf16_flops=1.12e14,
+        long_name="NVIDIA V100 SXM2",
+        bf16_flops=1.25e14,
         int8_flops=None,
         fp8_flops=None,
         hbm_bytes=32e9,
         hbm_bw=9e11,
         nvlink_bw=1.5e11,
         node_size=8,
-        clock_hz=1.38e9,
-        base_clock_hz=1.25e9,
-        tensor_clock_hz=1.38e9,
+        clock_hz=1.53e9,
+        base_clock_hz=None,
+        tensor_clock_hz=1.53e9,
         sms=80,
-        **_sm_parts(256),
-        **_fp32(80, 1.38e9),
+        subpartitions_per_sm=4,
+        fp32_cores_per_subpartition=16,
+        tensor_cores_per_sm=8,
+        tc_flops_per_cycle=128,
+        register_bytes_per_sm=4 * 16384 * 4,
+        fp32_flops=80 * 64 * 1.53e9,
+        fp32_fma_flops=2 * 80 * 64 * 1.53e9,
         smem_bytes_per_sm=96e3,
         l2_bytes=6e6,
         nvlink_links=6,
         nvlink_link_bw=2.5e10,
+        nvswitches_per_node=0,
         sources={
-            "*": _GPU_TABLE,
-            **_GPU_DERIVED,
-            "bf16_flops": "NVIDIA V100 PCIe datasheet: 112 TFLOP/s fp16 tensor (V100 has no bf16; the "
-            "scaling book gives no figure); = 80 SMs x 4 x 256 FLOPs/cycle x 1.38 GHz",
-            "tensor_clock_hz": "the boost clock (80 x 4 x 256 x 1.38e9 = 1.13e14)",
-            "nvlink_bw": "NVIDIA V100 SXM2 (NVLink 2: 6 links x 25 GB/s each way; NVIDIA quotes 300 GB/s "
-            "for both directions); the scaling book's NVLink table starts at Ampere",
-            "nvlink_links": "NVIDIA V100 SXM2 (NVLink 2.0, 6 links)",
-            "nvlink_link_bw": "NVIDIA V100 SXM2 (NVLink 2.0: 25 GB/s per link each way)",
+            "*": _V100_WP,
+            "bf16_flops": _V100_DS + ": 125 TFLOP/s fp16 tensor (V100 has no bf16) = 80 SMs x 8 tensor cores x "
+            "128 FLOPs/cycle x 1.53 GHz; the PCIe card's 112 TFLOP/s (1.38 GHz) is not this part",
+            "hbm_bytes": _V100_DS + " (32 GB HBM2; a 16 GB SXM2 part also exists)",
+            "hbm_bw": _V100_DS + " (900 GB/s)",
+            "clock_hz": _V100_WP + " (GPU boost clock 1530 MHz for the SXM2 part; the scaling book's 1.38 GHz is "
+            "the PCIe card's)",
+            "base_clock_hz": "left unset: NVIDIA's V100 SXM2 documents state the boost clock only (the scaling "
+            "book's 1.25 GHz is the PCIe card's base clock)",
+            "tensor_clock_hz": "the boost clock: 80 x 8 x 128 x 1.53e9 = 1.253e14, the datasheet's 125 TFLOP/s",
+            "subpartitions_per_sm": _V100_WP + " (4 processing blocks per SM)",
+            "fp32_cores_per_subpartition": _V100_WP + " (64 FP32 cores per SM = 16 per processing block)",
+            "tensor_cores_per_sm": _V100_WP + " (8 tensor cores per SM, 2 per processing block; 640 per GPU)",
+            "tc_flops_per_cycle": _V100_WP + " (each tensor core does 64 fp16 FMAs = 128 FLOPs per clock; the "
+            "scaling book's footnote estimate of 256 assumes 4 tensor cores per SM)",
+            "register_bytes_per_sm": _V100_WP + " (256 KB register file per SM)",
+            "fp32_flops": "derived: 5,120 CUDA cores x 1.53 GHz, one op per core per cycle",
+            "fp32_fma_flops": _V100_DS + " (15.7 TFLOP/s fp32 = 2 x 5,120 x 1.53 GHz)",
+            "smem_bytes_per_sm": _V100_WP + " (shared memory configurable up to 96 KB per SM)",
+            "l2_bytes": _V100_WP + " (6,144 KB L2)",
+            "nvlink_bw": _V100_DS + " (NVLink 300 GB/s counting both directions: 6 links x 25 GB/s each way = "
+            "1.5e11 one way); the scaling book's NVLink table starts at Ampere",
+            "nvlink_links": _DGX1 + " (six NVLink connection points per V100)",
+            "nvlink_link_bw": _DGX1 + " (25 GB/s per link in each direction)",
+            "node_size": _DGX1 + " (8 x V100 SXM2)",
+            "nvswitches_per_node": _DGX1 + ": no NVSwitch; a hybrid cube-mesh (a cube's 12 edges, some doubled, "
+            "plus the diagonals of two faces), so each GPU reaches 4 of its 7 peers in one NVLink hop and the "
+            "other 3 in two",
         },
     ),
     _gpu(
@@ -651,7 +714,7 @@ _CHIP_LIST = [
         clock_hz=1.98e9,
         dollars_per_hour=10.8,
         base_clock_hz=1.59e9,
-        tensor_clock_hz=1.76e9,
+        tensor_clock_hz=1.83e9,
         sms=132,
         **_sm_parts(1024),
         **_fp32(132, 1.98e9),
@@ -671,7 +734,8 @@ _CHIP_LIST = [
             "nvswitches_per_node": _NVL + " (4 NVSwitches, 5+4+4+5 links)",
             "nvswitch_ports": "scaling book, gpus.md (64 NVLink ports per NVSwitch)",
             "node_egress_bw": _NODE_IB,
-            "tensor_clock_hz": "scaling book, gpus.md (1.76 GHz in its FLOPs/cycle estimate)",
+            "tensor_clock_hz": _HOPPER_TC_CLOCK,
+            "clock_hz": _H100_BOOST,
             "l2_bw": "scaling book, gpus.md (measured by Chips and Cheese, about 5.5 TB/s)",
             "bf16_flops": "NVIDIA H100 datasheet, 989 TFLOP/s dense (scaling book roofline.md); "
             "the 1979 figure is with sparsity",
@@ -690,26 +754,28 @@ _CHIP_LIST = [
         fp8_flops=1.979e15,
         hbm_bytes=80e9,
         hbm_bw=3.35e12,
-        nvlink_bw=3e11,
+        nvlink_bw=2e11,
         node_size=8,
         clock_hz=1.98e9,
         base_clock_hz=1.59e9,
-        tensor_clock_hz=1.76e9,
+        tensor_clock_hz=1.83e9,
         sms=132,
         **_sm_parts(1024),
         **_fp32(132, 1.98e9),
         smem_bytes_per_sm=256e3,
         l2_bytes=50e6,
+        nvlink_links=8,
         nvlink_link_bw=2.5e10,
         sources={
             **_GPU_DERIVED,
-            "nvlink_links": "left unset: the scaling book's 300 GB/s implies 12 links of "
-            "25 GB/s, NVIDIA's datasheet quotes 400 GB/s both ways (8 links)",
-            "nvlink_link_bw": _NVL,
+            "nvlink_links": _H800_NVL,
+            "nvlink_link_bw": _NVL + " (NVLink 4, as H100)",
+            "tensor_clock_hz": "as H100 (same Hopper die): " + _HOPPER_TC_CLOCK,
+            "clock_hz": "as H100: " + _H100_BOOST,
             "*": "NVIDIA H800 SXM: the H100 SXM's compute and memory with NVLink cut down (DeepSeek-V3 "
             "technical report trained on it)",
             "fp8_flops": "H100 SXM dense fp8, 1.979e15 (3958 TFLOP/s sparse / 2)",
-            "nvlink_bw": "scaling book, gpus.md (DeepSeek discussion: 300 GB/s per H800)",
+            "nvlink_bw": _H800_NVL,
         },
     ),
     _gpu(
@@ -787,7 +853,7 @@ _CHIP_LIST = [
         clock_hz=1.98e9,
         dollars_per_hour=10.0,
         base_clock_hz=1.59e9,
-        tensor_clock_hz=1.76e9,
+        tensor_clock_hz=1.83e9,
         sms=132,
         **_sm_parts(1024),
         **_fp32(132, 1.98e9),
@@ -806,7 +872,8 @@ _CHIP_LIST = [
             "nvswitches_per_node": _NVL,
             "nvswitch_ports": "scaling book, gpus.md",
             "node_egress_bw": _NODE_IB,
-            "tensor_clock_hz": "as H100 (same Hopper die)",
+            "tensor_clock_hz": "as H100 (same Hopper die, same SM count): " + _HOPPER_TC_CLOCK,
+            "clock_hz": "as H100: " + _H100_BOOST,
             "bf16_flops": "NVIDIA H200 datasheet (same Hopper compute as H100)",
             "dcn_bw": "scaling book, gpus.md (one 400 Gb/s NIC per GPU)",
             "dollars_per_hour": "scaling book, gpus.md (approximate)",
@@ -832,8 +899,12 @@ _CHIP_LIST = [
             "nvswitches_per_node": _NVL + " (2 for an 8-GPU B200 node)",
             "node_egress_bw": "scaling book, gpus.md node-type table (400 GB/s, as H100)",
             "bf16_flops": "scaling book, gpus.md quizzes (2250e12; the table rounds to 2.3e15)",
-            "hbm_bw": _GPU_TABLE + " (the body text says 'about 9TB/s'; quizzes use 8e12)",
-            "nvlink_bw": "scaling book, gpus.md (NVLink 5: 18 x 50 GB/s)",
+            "hbm_bw": _GPU_TABLE + " (the body text says 'about 9TB/s'; quizzes use 8e12); NVIDIA's HGX B200 "
+            "datasheet gives 62 TB/s for 8 GPUs, 7.7e12 each",
+            "hbm_bytes": _GPU_TABLE + " (192 GB, NVIDIA's GTC 2024 Blackwell figure); the DGX/HGX B200 datasheets "
+            "ship 180 GB per GPU (1,440 GB for 8)",
+            "nvlink_bw": "scaling book, gpus.md (NVLink 5: 18 x 50 GB/s); NVIDIA HGX B200 datasheet: 1.8 TB/s per "
+            "GPU counting both directions",
         },
     ),
     _gpu(

@@ -1,8 +1,8 @@
 """Exercises of Chapter 11 (ids ch11.*), registered with their reference solutions.
 
-Every worked problem of the scaling book's GPU chapter (gpus.md): its five quizzes (q1–q7 chip, q8–q10 node,
-q11–q12 beyond the node, q13–q17 collectives, q18–q21 LLM rooflines), its three pop quizzes (p1–p3) and the
-numbers its text works out (t1–t6); the last few (o1–o3) are ours. Each reference is computed with
+Every worked problem of the scaling book's GPU chapter (gpus.md): its five quizzes, its three pop quizzes and the
+numbers its text works out, plus a few of our own (the exact pod bandwidth, ragged top-k, GB200 racks). The id
+``ch11.qM`` is the notebook's Exercise 11.M, in the order the chapter asks them. Each reference is computed with
 ``tpu_notes.gpu`` and the chip table, never typed in.
 """
 
@@ -35,22 +35,22 @@ def _q2():
     return {"base": base, "boost": h.peak_flops("fp32"), "matmul_ratio": h.peak_flops("bf16") / h.peak_flops("fp32")}
 
 
-def _q3():
+def _q4():
     return {f"{n}_{d}": _chip(n).critical_intensity(d, "hbm") for n in ("h100", "b200") for d in ("bf16", "fp8")}
 
 
-def _q4():
+def _q5():
     from ..roofline import matmul_time
 
     return {"b64": matmul_time(64, 4096, 8192, "b200").lower, "b512": matmul_time(512, 4096, 8192, "b200").lower}
 
 
-def _q5():
+def _q6():
     h = _chip("h100")
     return {"smem": h.sms * h.smem_bytes_per_sm, "registers": h.sms * h.register_bytes_per_sm}
 
 
-def _q6():
+def _q3():
     b = _chip("b200")
     return b.fp32_fma_flops / (2 * b.cuda_cores)
 
@@ -91,24 +91,24 @@ def _q12():
     return [len(_superpod(n).levels) for n in (1024, 2048, 4096)]
 
 
-def _p1():
+def _q13():
     return _node().collective_time("all-gather", 2 * 1024 * 16_384, 8, hop_latency=0).total
 
 
-def _p2():
+def _q14():
     from ..gpu import ragged_fraction
 
     dense = _node().collective_time("all-to-all", 2 * 1024 * 16_384, 8, hop_latency=0).total
     return {"dense": dense, "ragged": dense * ragged_fraction(4, 8, exact=False)}
 
 
-def _p3():
+def _q21():
     su = _superpod(256)
     V = 2 * D_SU * F_SU
     return [su.collective_time("all-gather", V / y, 256 // y, span=256, hop_latency=0).total for y in (2, 8, 16, 64)]
 
 
-def _q13():
+def _q20():
     from ..gpu import link_loads
 
     loads = link_loads(_superpod(256), "all-gather", 1e9, 256, 8)
@@ -117,29 +117,29 @@ def _q13():
     return {"node_ingress": into_node0, "leaf_egress": from_leaf}
 
 
-def _q14():
+def _q17():
     c = _node()
     t = c.collective_time("all-reduce", 1e9, 8, hop_latency=0, sharp=True).total
     return {"seconds": t, "switch_egress_bytes": t * c.node_size * c.chip.nvlink_bw}
 
 
-def _q15():
+def _q22():
     # AllReduce over X = 4 of bf16[D, F_Y] with Y = 2 inside one node, in the switches (SHARP)
     return _node().collective_time("all-reduce", 2 * D_SU * F_SU / 2, 4, 4, sharp=True, hop_latency=0).total
 
 
-def _q16():
+def _q23():
     # Y = 256 (a whole SU) inside, X = 4 SUs outside, SHARP: each SU's uplink carries its 1/256 share once
     V = 2 * D_SU * F_SU / 256
     return _superpod().collective_time("all-reduce", V, 4, 1, span=1024, sharp=True, hop_latency=0).total
 
 
-def _q17():
+def _q18():
     t = _node(16).collective_terms("all-gather", 1e9, 16, 8)
     return {"node": t["node"], "network": t["network"]}
 
 
-def _q18():
+def _q29():
     from ..training import critical_batch_per_gpu, max_tensor_parallelism
 
     return {
@@ -149,7 +149,7 @@ def _q18():
     }
 
 
-def _q19a():
+def _q30():
     import math
 
     from ..training import optimizer_bytes_per_param
@@ -159,20 +159,20 @@ def _q19a():
     return math.ceil(get_model("llama3-70b").param_count() * per_param / _chip("h100").hbm_bytes)
 
 
-def _q19b():
+def _q31():
     from ..training import training_time
 
     return training_time("llama3-70b", 15e12, "h100", 4096, 0.45) / 86_400
 
 
-def _q19c():
+def _q32():
     from ..training import max_tensor_parallelism
     from ..transformer import get_model
 
     return max_tensor_parallelism("h100", get_model("llama3-70b").d_ff)
 
 
-def _q19d():
+def _q33():
     from ..training import critical_batch_per_gpu
 
     return {
@@ -181,7 +181,7 @@ def _q19d():
     }
 
 
-def _q20():
+def _q34():
     from ..training import critical_batch_per_gpu
 
     return {
@@ -193,7 +193,7 @@ def _q20():
     }
 
 
-def _t1():
+def _q24():
     from ..training import critical_batch_per_gpu
 
     return {
@@ -202,14 +202,14 @@ def _t1():
     }
 
 
-def _t2():
+def _q26():
     from ..training import critical_batch_per_gpu
 
     per_gpu = critical_batch_per_gpu("h800", across_nodes=False)
     return {"per_gpu": per_gpu, "batch_2048": 2048 * per_gpu}
 
 
-def _t3():
+def _q25():
     from ..training import critical_batch_per_gpu
 
     return {
@@ -219,7 +219,7 @@ def _t3():
     }
 
 
-def _t4():
+def _q27():
     from ..training import max_tensor_parallelism
 
     F = 28_672
@@ -228,13 +228,13 @@ def _t4():
     return {"one_node": one, "two_nodes": two}
 
 
-def _t5():
+def _q16():
     inside = _node().collective_time("all-to-all", 1e9, 8, hop_latency=0).total
     across = _node(16).collective_time("all-to-all", 1e9, 16, hop_latency=0).total
     return across / inside
 
 
-def _t6():
+def _q28():
     from ..training import pipeline_comms_time
     from ..transformer import get_model
 
@@ -242,19 +242,19 @@ def _t6():
     return pipeline_comms_time(2**20, m.d_model, _chip("h100").dcn_bw, 16, 16)
 
 
-def _o1():
+def _q35():
     from ..training import critical_batch_per_gpu
 
     return critical_batch_per_gpu("gb200")
 
 
-def _o2():
+def _q19():
     c = _superpod()
     closed = c.collective_time("all-gather", 1e9, 1024, 8, hop_latency=0).total
     return 1e9 / closed
 
 
-def _o3():
+def _q15():
     from ..gpu import ragged_fraction
 
     return ragged_fraction(8, 64)
@@ -278,31 +278,31 @@ _E = [
         "'boost': ..., 'matmul_ratio': ...}.",
     ),
     (
-        "q3",
+        "q4",
         "peak matmul intensity of H100 and B200, bf16 and fp8",
-        _q3,
+        _q4,
         "FLOPs/byte",
         "C / W_hbm; fp8 doubles C. Answer {'h100_bf16', 'h100_fp8', 'b200_bf16', 'b200_fp8'}.",
     ),
     (
-        "q4",
+        "q5",
         "two matmuls on a B200",
-        _q4,
+        _q5,
         "s",
         "Below ~281 tokens it is bytes/W_hbm (2BD + 2DF + 2BF bytes), above it 2BDF/C. Answer {'b64': ..., "
         "'b512': ...}.",
     ),
     (
-        "q5",
+        "q6",
         "an H100's SMEM and registers, all SMs together",
-        _q5,
+        _q6,
         "bytes",
         "132 SMs x 256 kB of SMEM; 132 x 256 KiB of registers. Answer {'smem': ..., 'registers': ...}.",
     ),
     (
-        "q6",
+        "q3",
         "the B200's clock from its 80 TFLOP/s of fp32",
-        _q6,
+        _q3,
         "Hz",
         "80e12 / (cores x 2 FLOPs per FMA) with 148 x 4 x 32 cores.",
     ),
@@ -350,171 +350,172 @@ _E = [
         "levels",
         "Scalable units of 32 nodes; a spine joins up to 8 SUs (its ports run out); beyond, a core level. A list.",
     ),
-    ("p1", "AllGather of bf16[1024, 16384] in an 8xH100 node", _p1, "s", "2 B F (N - 1) / (N x 450e9)."),
+    ("q13", "AllGather of bf16[1024, 16384] in an 8xH100 node", _q13, "s", "2 B F (N - 1) / (N x 450e9)."),
     (
-        "p2",
+        "q14",
         "AllToAll in a node, dense and with 4 of 8 shards used",
-        _p2,
+        _q14,
         "s",
         "Dense V (N - 1) / (N^2 W); ragged multiplies by about k / N. Answer {'dense': ..., 'ragged': ...}.",
     ),
     (
-        "p3",
+        "q21",
         "AllGather_X(bf16[D_X, F_Y]) over one SU as Y grows",
-        _p3,
+        _q21,
         "s",
         "Y <= 8 stays inside a node: the leaf term V (1 - 8/256)/400e9 does not shrink; past 8 the array per "
         "group shrinks by Y while each GPU keeps its own NIC. A list for Y = 2, 8, 16, 64 (D = 8192, F = 32768).",
     ),
     (
-        "q13",
+        "q20",
         "bytes in and out during an AllGather over one SU",
-        _q13,
+        _q20,
         "bytes",
         "Per node, its GPUs receive N (B - B/MN); the leaf sends each node B (M - 1)/M. Count it on the explicit "
         "graph: {'node_ingress': ..., 'leaf_egress': ...} for B = 1 GB, M = 32, N = 8.",
     ),
     (
-        "q14",
+        "q17",
         "an in-switch (SHARP) AllReduce in one node",
-        _q14,
+        _q17,
         "s, bytes",
         "B (N-1)/N in, B out, B in, B (N-1)/N out: B / W in time, N B through the switch. Answer {'seconds', "
         "'switch_egress_bytes'} for B = 1 GB.",
     ),
     (
-        "q15",
+        "q22",
         "SHARP AllReduce of bf16[D, F_Y] with Y = 2 in a node",
-        _q15,
+        _q22,
         "s",
         "Each X group reduces 2DF / Y bytes at the GPU's egress: 2 D F / (Y W_nvlink).",
     ),
     (
-        "q16",
+        "q23",
         "SHARP AllReduce across 4 SUs with Y = 256 inside",
-        _q16,
+        _q23,
         "s",
         "Each of the 256 GPUs of an SU sends its 1/256 share up its own NIC once: V / 50 GB/s.",
     ),
     (
-        "q17",
+        "q18",
         "AllGather over exactly 2 nodes: which level binds?",
-        _q17,
+        _q18,
         "s",
         "Node: B x 7 / (8 x 450e9); network: B (2 - 1) / (2 x 400e9). Answer {'node': ..., 'network': ...} for "
         "B = 1 GB.",
     ),
     (
-        "q18",
+        "q29",
         "B200 rooflines",
-        _q18,
+        _q29,
         "tokens",
         "TP in a node: C / W_nvlink; DP across nodes: C / W_node with W_node still 400 GB/s. Answer "
         "{'tp_intensity', 'dp_across_nodes', 'tp_in_node_h100'} (the last is the H100's C / W_nvlink).",
     ),
     (
-        "q19a",
+        "q30",
         "the fewest H100s that hold Llama 3 70B and Adam",
-        _q19a,
+        _q30,
         "GPUs",
         "2 bytes of bf16 weight + 8 bytes of fp32 moments per parameter, over 80 GB.",
     ),
     (
-        "q19b",
+        "q31",
         "days to train Llama 3 70B on 15T tokens with 4096 H100s at 45% MFU",
-        _q19b,
+        _q31,
         "days",
         "6 N T / (chips x 990e12 x 0.45).",
     ),
     (
-        "q19c",
+        "q32",
         "the most tensor parallelism Llama 3 70B affords in a node",
-        _q19c,
+        _q32,
         "GPUs",
         "Y < F W_nvlink / C with F = 28,672.",
     ),
     (
-        "q19d",
+        "q33",
         "4M tokens on 4096 H100s: the batch per GPU and the bar with 8-way PP",
-        _q19d,
+        _q33,
         "tokens",
         "4M / 4096; with model parallelism over 8 nodes each data-parallel shard crosses on 8x the NICs. Answer "
         "{'per_gpu_batch', 'critical_8_way_pp'}.",
     ),
     (
-        "q20",
+        "q34",
         "Megatron-LM's batches per GPU and their thresholds",
-        _q20,
+        _q34,
         "tokens",
         "Sequences x 4096 / GPUs; model parallelism over 2 and 8 nodes divides C / W_node by 2 and 8. Answer "
         "{'b16', 'b70', 'b314', 'crit70', 'crit314'}.",
     ),
     (
-        "t1",
+        "q24",
         "the H100's data-parallel critical batches",
-        _t1,
+        _q24,
         "tokens/GPU",
         "C / 450e9 inside a node, C / 400e9 across nodes. Answer {'in_node': ..., 'across_nodes': ...}.",
     ),
     (
-        "t2",
+        "q26",
         "DeepSeek-V3's H800s: tokens per GPU and per batch",
-        _t2,
+        _q26,
         "tokens",
-        "C / 300e9 per GPU (NVLink cut to 300 GB/s), times 2048 GPUs. Answer {'per_gpu', 'batch_2048'}.",
+        "C / 200e9 per GPU (NVLink cut to 400 GB/s counting both directions, 200 GB/s each way), times 2048 "
+        "GPUs. Answer {'per_gpu', 'batch_2048'}.",
     ),
     (
-        "t3",
+        "q25",
         "three data-parallel thresholds from the text",
-        _t3,
+        _q25,
         "tokens",
         "16,384 H100s x 2475; a 128-expert top-4 MoE multiplies by E/k = 32; 2 nodes halve it by (X-1)/X. "
         "Answer {'llama3_16k', 'moe_e128_k4', 'two_nodes'}.",
     ),
     (
-        "t4",
+        "q27",
         "tensor parallelism of Llama 3's MLP in one node and over two",
-        _t4,
+        _q27,
         "GPUs",
         "F / 2200 in a node; over two nodes F > 2475 (Y - 8). Answer {'one_node', 'two_nodes'}.",
     ),
     (
-        "t5",
+        "q16",
         "how much slower an AllToAll gets across 2 nodes",
-        _t5,
+        _q16,
         "x",
         "B (N-1)/(N^2 W_nvlink) in a node vs B (M-1)/(M^2 W_node) over M = 2 nodes (exactly: 1 - 8/16 of each "
         "member's data leaves through its 50 GB/s NIC).",
     ),
     (
-        "t6",
+        "q28",
         "the pipeline's sends for Llama 3 405B, 1M tokens, 16 stages and microbatches",
-        _t6,
+        _q28,
         "s",
         "2 B D / (W N_mb) x (N_mb + N_stages - 2) with W one 50 GB/s NIC.",
     ),
     (
-        "o1",
+        "q35",
         "a GB200 NVL72's cross-node critical batch",
-        _o1,
+        _q35,
         "tokens/GPU",
         "C / W_node with W_node = 3.6 TB/s for 72 GPUs.",
     ),
     (
-        "o2",
+        "q19",
         "the AllGather bandwidth of the 1024-GPU SuperPod, counted exactly",
-        _o2,
+        _q19,
         "B/s",
         "A node receives from all 127 others through its 400 GB/s, not only from its own SU: 400e9 x 128 / 127.",
     ),
     (
-        "o3",
+        "q15",
         "a ragged top-8 AllToAll over 64 shards",
-        _o3,
+        _q15,
         "fraction",
         "The expected share of shards a token reaches: 1 - (63/64)^8.",
     ),
 ]
 
-for _id, _title, _solve, _unit, _hint in _E:
+for _id, _title, _solve, _unit, _hint in sorted(_E, key=lambda e: int(e[0][1:])):
     register(Exercise(id=f"ch11.{_id}", title=_title, solve=_solve, unit=_unit, hint=_hint, rtol=0.03))

@@ -20,6 +20,7 @@ from __future__ import annotations
 from .cluster import (
     GPU_HOP_LATENCY,
     H100_MEASURED_ALLREDUCE_BW,
+    H100_MEASURED_SHARP_ALLREDUCE_BW,
     NODE_AXIS,
     SHARP_MEASURED_GAIN,
     FatTreeLevel,
@@ -33,6 +34,7 @@ from .routing import MAX_DIRECT_GPUS, LinkLoad, direct_collective_time, link_loa
 __all__ = [
     "GPU_HOP_LATENCY",
     "H100_MEASURED_ALLREDUCE_BW",
+    "H100_MEASURED_SHARP_ALLREDUCE_BW",
     "MAX_DIRECT_GPUS",
     "NODE_AXIS",
     "SHARP_MEASURED_GAIN",

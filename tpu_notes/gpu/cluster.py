@@ -61,6 +61,7 @@ from ..units import (
 __all__ = [
     "GPU_HOP_LATENCY",
     "H100_MEASURED_ALLREDUCE_BW",
+    "H100_MEASURED_SHARP_ALLREDUCE_BW",
     "NODE_AXIS",
     "SHARP_MEASURED_GAIN",
     "FatTreeLevel",
@@ -76,12 +77,24 @@ __all__ = [
 #: Name of the NVLink level among a cluster's axes (a fat-tree level may not take it).
 NODE_AXIS = "node"
 
-#: Measured gain of SHARP in-network AllReduce inside an H100 node (scaling book, gpus.md: about 30% more
-#: bandwidth with NCCL 2.27, where the model predicts up to 2x).
+#: Measured gain of SHARP in-network AllReduce inside an H100 node: NCCL's peak bus bandwidth with NVLink SHARP,
+#: about 480 GB/s on 8 GPUs, over the ring's 370 GB/s (:data:`H100_MEASURED_ALLREDUCE_BW`) is 1.30x, where the
+#: model predicts up to 2x. Sources: NCCL maintainer S. Jeaugey in NVIDIA/nccl-tests issue #212 (2024-05-06,
+#: https://github.com/NVIDIA/nccl-tests/issues/212: "a peak busBw of ~480GB/s (algbw ~275GB/s)" with NVLink SHARP);
+#: the scaling book, gpus.md, quotes the same ~30% with NCCL 2.27.
 SHARP_MEASURED_GAIN = 0.30
 
-#: Measured NVLink AllReduce bus bandwidth of an 8xH100 node with ~10 GB messages (scaling book, gpus.md), B/s.
+#: Measured NVLink bus bandwidth (nccl-tests ``busbw``) of an 8xH100 node with ring collectives on large messages,
+#: B/s: 450 GB/s line rate less ~20% protocol overhead. Source: NVIDIA/nccl-tests issue #212 (NCCL maintainer
+#: S. Jeaugey, 2024-05-06: "NCCL can get an effective NVLink bandwidth of 370GB/s, which you can observe as
+#: 'BusBw' when running non-allreduce operations, or when running with NCCL_ALGO=RING"); the scaling book,
+#: gpus.md, quotes the same 370 GB/s for ~10 GB messages.
 H100_MEASURED_ALLREDUCE_BW = 370e9
+
+#: Measured peak bus bandwidth (nccl-tests ``busbw``) of an AllReduce with NVLink SHARP on an 8xH100 node, B/s
+#: (algbw about 275 GB/s). Source: NVIDIA/nccl-tests issue #212 (S. Jeaugey, 2024-05-06: "On 8 GPUs, you should
+#: reach a peak busBw of ~480GB/s (algbw ~275GB/s)"); on 8xH200 a user measured 475 GB/s (nccl-tests issue #272).
+H100_MEASURED_SHARP_ALLREDUCE_BW = 480e9
 
 
 #: How much less bandwidth a child gets into a fat-tree level than it has below: 1 (full bisection) or more.
@@ -156,6 +169,12 @@ class GpuCluster:
             raise ValueError(f"{c.long_name} has no node size in tpu_notes.hardware; pass node_size")
         if n > node and n % node:
             raise ValueError(f"n_gpus ({n}) must be a multiple of node_size ({node}) when it spans several nodes")
+        if c.nvswitches_per_node == 0:
+            raise ValueError(
+                f"chip: {c.long_name}'s {c.node_size}-GPU node has no NVSwitch (a hybrid cube-mesh: each GPU "
+                "reaches only 4 of its 7 peers in one NVLink hop), and this model prices every node as one switch "
+                "hop; use an NVSwitch GPU ('a100', 'h100', 'h200', 'b200', 'gb200')"
+            )
         if c.nvlink_bw is None or c.dcn_bw is None:
             raise ValueError(f"{c.long_name} needs nvlink_bw and dcn_bw figures in tpu_notes.hardware")
         node = min(node, n)
