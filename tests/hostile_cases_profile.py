@@ -45,6 +45,44 @@ def _rows():
     return profile.op_table(_trace())
 
 
+def _slice():
+    from tpu_notes.topology import Slice
+
+    return Slice("v5e", (2, 4))
+
+
+def _sharded_text():
+    """A small per-device module with one AllGather over 8 devices (the shapes of the chapter's FSDP step)."""
+    return (
+        "HloModule m, num_partitions=8\n\nENTRY e {\n  p = f32[256,8]{1,0} parameter(0)\n"
+        "  ROOT ag = f32[256,64]{1,0} all-gather(p), replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={1}\n}\n"
+    )
+
+
+def _scopes():
+    from tpu_notes import profile
+
+    return profile.op_scopes(_hlo_text())
+
+
+def _costs():
+    from tpu_notes import profile
+
+    return profile.op_costs(_hlo_text())
+
+
+def _small_layer():
+    import jax.numpy as jnp
+
+    from tpu_notes import model as M
+    from tpu_notes import profile
+
+    if "layer" not in _CACHE:
+        cos, sin = M.rotary_tables(8, 16)
+        _CACHE["layer"] = (jnp.ones((1, 8, 64), jnp.float32), profile.layer_params(64, 4, 128), cos, sin)
+    return _CACHE["layer"]
+
+
 _bad_trace = [None, "x", 3, "/nonexistent/trace", ODD]
 _bad_text = [None, 3, "", "HloModule", "not HLO at all", "HloModule m\n\nENTRY e {\n  ROOT x =", ODD]
 
@@ -76,6 +114,34 @@ CASES = {
         trace=Raw(_trace, _bad_trace, lazy=True), tools=Raw(("hlo_stats",), ["nope", ["nope"], 3, None, ODD])
     ),
     T + "xprof_trace_events": Case(trace=Raw(_trace, _bad_trace, lazy=True)),
+    T + "collective_costs": Case(
+        compiled_or_hlo_text=Raw(_sharded_text, _bad_text, lazy=True),
+        slice_=Raw(_slice, [None, "v5e", 3, ODD], lazy=True),
+    ),
+    T + "op_scopes": Case(compiled_or_hlo_text=Raw(_hlo_text, _bad_text, lazy=True), depth=Int(2, big=True)),
+    T + "scope_totals": Case(
+        rows=Raw(_costs, [None, "x", 3, [3], ODD], lazy=True), scopes=Raw(_scopes, [None, "x", 3, [1], ODD], lazy=True)
+    ),
+    T + "layer_params": Case(
+        d_model=Raw(64, [0, -8, 2.5, "64", None, ODD, 2**20, 63]),
+        n_heads=Raw(4, [0, -1, 1.5, "4", None, ODD, 3]),
+        d_ff=Raw(128, [0, -1, 1.5, "128", None, ODD, 2**30]),
+        dtype=Raw("fp32", ["int8", 3, None, ODD]),
+        seed=Raw(0, [-1, 1.5, "0", None, ODD, 2**40]),
+    ),
+    T + "layer": Case(
+        positional=("x", "params", "cos", "sin"),
+        x=Raw(lambda: _small_layer()[0], [None, 3, "x", ODD], lazy=True),
+        params=Raw(lambda: _small_layer()[1], [None, 3, "x", {"a": 1}, ODD], lazy=True),
+        cos=Fixed(lambda: _small_layer()[2], lazy=True),
+        sin=Fixed(lambda: _small_layer()[3], lazy=True),
+    ),
+    T + "trace_planes": Case(trace=Raw(_trace, _bad_trace, lazy=True)),
+    T + "xprof_steps": Case(trace=Raw(_trace, _bad_trace, lazy=True)),
+    "tpu_notes.hlo.parse_layout": Case(
+        shape=Raw("bf16[3,1000]{1,0:T(8,128)(2,1)}", [None, 3, "", "x[3]", "bf16[3,1000]{1,1}", "bf16[3]{0:T(0)}", ODD])
+    ),
+    "tpu_notes.hlo.layouts": Case(compiled_or_hlo_text=Raw(_hlo_text, [None, 3, ["x"], ODD], lazy=True)),
 }
 
 COVERED = ("profile",)
@@ -86,4 +152,6 @@ RESULT_RECORDS = {
     "profile.OpRow",
     "profile.StepSummary",
     "profile.MemoryUse",
+    "profile.CollectiveCost",
+    "hlo.HloLayout",
 }

@@ -185,3 +185,91 @@ def test_figures(step_trace, matmul_trace):
     with pytest.raises(ValueError, match="rows"):
         plots.ops_on_roofline([], fit)
     plt.close("all")
+
+
+# ------------------------------------------------------------------------ collectives priced on a slice (9.5)
+def test_collective_costs_follow_chapter_3_by_hand(step):
+    """Each collective of the FSDP step on a v5e 2x4 slice (no wraparound), by hand: an AllGather over both axes of
+    8 chips takes (N-1)/N V / W (the line's 2 (N-1)/N V / W, over two sets of links), an AllReduce twice that; the
+    latency is 1 + 3 = 4 hops of 1 us (8 for an AllReduce)."""
+    from tpu_notes.topology import Slice
+
+    costs = profile.collective_costs(step, Slice("v5e", (2, 4)))
+    found = hlo.normalize_cpu_collectives(hlo.collectives(step), step)
+    assert [c.name for c in costs] == [c.name for c in found]
+    w = 9.0e10
+    for c, h in zip(costs, found):
+        assert c.group_size == 8 and c.axes == ("x", "y")
+        if c.kind == "all-gather":
+            assert c.array_bytes == h.result_bytes
+            assert c.bandwidth_s == pytest.approx(7 / 8 * h.result_bytes / w)
+            assert c.latency_s == pytest.approx(4e-6) and c.factor == pytest.approx(7 / 8)
+        elif c.kind == "all-reduce":
+            assert c.array_bytes == h.operand_bytes
+            assert c.bandwidth_s == pytest.approx(2 * 7 / 8 * h.operand_bytes / w)
+            assert c.latency_s == pytest.approx(8e-6) and c.factor == pytest.approx(7 / 4)
+        assert c.seconds == max(c.bandwidth_s, c.latency_s)
+    # what the issue flagged: XLA's bytes accessed of the collectives is not the bytes the model prices
+    xla = sum(v.bytes for v in profile.op_costs(step).values() if v.category == "collective")
+    assert sum(c.device_bytes for c in costs) < xla
+
+
+def test_collective_costs_all_to_all_and_bad_slices():
+    from tpu_notes.topology import Slice
+
+    text = (
+        "HloModule m, num_partitions=4\n\nENTRY e {\n  p = bf16[4,1024]{1,0} parameter(0)\n"
+        "  ROOT a = bf16[4,1024]{1,0} all-to-all(p), replica_groups={{0,1,2,3}}, dimensions={0}\n}\n"
+    )
+    (c,) = profile.collective_costs(text, Slice("v5e", (2, 4)))
+    # 4 devices: the slice's y axis (4 chips, a line). V = 4 x 8 kB; a line's AllToAll is V / (2 W) for even N
+    assert c.axes == ("y",) and c.array_bytes == 4 * 2 * 4 * 1024
+    assert c.bandwidth_s == pytest.approx(c.array_bytes / (2 * 9.0e10))
+    with pytest.raises(ValueError, match="slice_"):
+        profile.collective_costs(text, Slice("v5e", (1, 2)))
+    with pytest.raises(TypeError, match="slice_"):
+        profile.collective_costs(text, "v5e")
+
+
+# ------------------------------------------------------------------------ a real layer, op by op (9.4, 9.7)
+@pytest.fixture(scope="module")
+def small_layer():
+    p = profile.layer_params(256, 4, 512, "fp32", 0)
+    x = jnp.ones((1, 64, 256), jnp.float32)
+    cos, sin = M.rotary_tables(64, 64)
+    return jax.jit(profile.layer).lower(x, p, cos, sin).compile(), (x, p, cos, sin)
+
+
+def test_layer_ops_map_to_their_scopes(small_layer):
+    compiled, _ = small_layer
+    scopes = profile.op_scopes(compiled)
+    costs = profile.op_costs(compiled)
+    assert set(scopes) == set(costs)
+    assert all(scopes.values()), {k: v for k, v in scopes.items() if not v}
+    totals = profile.scope_totals(costs, scopes)
+    assert set(totals) >= {"attention/norm", "attention/qkv", "attention/core", "attention/out", "mlp/gate_up"}
+    # the matmuls by hand: T = 64 tokens, D = 256, F = 512, 4 heads of 64
+    T, D, F = 64, 256, 512
+    assert totals["attention/qkv"]["flops"] >= 3 * 2 * T * D * D
+    assert totals["mlp/gate_up"]["flops"] >= 2 * 2 * T * D * F
+    assert totals["mlp/down"]["flops"] == pytest.approx(2 * T * F * D, rel=0.01)
+    assert totals["attention/core"]["flops"] >= 2 * 2 * 4 * T * T * 64
+    assert sum(t["flops"] for t in totals.values()) == pytest.approx(hlo.cost(compiled)["flops"], rel=1e-4)
+
+
+def test_layer_memory_arguments_are_the_weights(small_layer):
+    compiled, (x, p, cos, sin) = small_layer
+    D, F = 256, 512
+    weights = 4 * (4 * D * D + 3 * D * F + 2 * D)
+    assert profile.memory(compiled).arguments == 4 * 64 * D + weights + 2 * 4 * 64 * 32
+
+
+def test_the_cpu_trace_has_no_device_plane(matmul_trace):
+    planes = profile.trace_planes(matmul_trace)
+    assert "/host:CPU" in planes and planes["/host:CPU"] > 0
+    assert not any(name.startswith("/device:") for name in planes)
+    pytest.importorskip("xprof")
+    steps = profile.xprof_steps(matmul_trace)
+    assert len(steps) == matmul_trace.steps
+    for s, wall in zip(steps, matmul_trace.step_s):
+        assert s["stepTimeMs"] * 1e-3 == pytest.approx(wall, rel=0.25)

@@ -320,14 +320,41 @@ def parse_module(compiled_or_hlo_text) -> HloModule:
     return _module_of(compiled_or_hlo_text)
 
 
+#: The start of an instruction line: ``name = shape`` (a tuple shape opens with "(", an array with ``dtype[``).
+_START_RE = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(?:\(|[a-z][a-z0-9]*\[)")
+
+
+def _join_wrapped(text: str) -> list[str]:
+    """The lines of ``text`` with hand-wrapped instructions joined back into one line each (XLA's tests and
+    papers wrap long instructions; XLA's own printing never does): a line that starts no instruction, opens no
+    computation and closes none continues the instruction above it."""
+    out: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        cont = (
+            out
+            and stripped
+            and stripped != "}"
+            and not stripped.startswith(("//", "HloModule", "ENTRY"))
+            and not _START_RE.match(line)
+            and not (_HEADER_RE.match(line) and "=" not in line.split("(")[0])
+            and _START_RE.match(out[-1])
+        )
+        if cont:
+            out[-1] = out[-1].rstrip() + " " + stripped
+        else:
+            out.append(line)
+    return out
+
+
 def _parse_text(text: str) -> HloModule:
     if len(text) > MAX_TEXT_CHARS:
         raise ValueError(f"compiled_or_hlo_text holds {len(text)} characters; at most {MAX_TEXT_CHARS} are read")
-    head = re.match(r"\s*HloModule\s+([^\s,]+)", text)
+    head = re.search(r"^\s*HloModule\s+([^\s,]+)", text, re.M)
     num = re.search(r"num_partitions=(\d+)", text)
     instructions, blocks, entry = [], {}, None
     comp, comp_lines = "", []
-    for line in text.splitlines():
+    for line in _join_wrapped(text):
         im = _INSTR_RE.match(_strip_comments(line))
         if im is None:
             hm = _HEADER_RE.match(line)
@@ -996,3 +1023,125 @@ def format_matmul_table(rows: Sequence[MatmulRow]) -> str:
         raw = "" if list(r.xla_raw_kinds) == [s.kind for s in r.xla] else f"   (HLO ops: {', '.join(r.xla_raw_kinds)})"
         lines.append(f"{'':27s} XLA:  {show(r.xla)}{raw}")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Layouts: dimension order, tiling and memory space of each array (Chapter 9)
+# --------------------------------------------------------------------------------------------------------------
+#: What the ``S(n)`` of a TPU layout names. ``S(1)`` is VMEM, the TPU core's on-chip vector memory (the scaling
+#: book's profiling chapter, https://jax-ml.github.io/scaling-book/profiling/); no ``S`` (memory space 0) is the
+#: default memory, HBM. Other numbers are backend-specific and are reported as ``"S(n)"``.
+MEMORY_SPACES = {0: "HBM", 1: "VMEM"}
+
+_LAYOUT_SHAPE_RE = re.compile(r"\b([a-z][a-z0-9]*)\[([0-9,\s]*)\](\{[^{}]*\})?")
+
+
+@dataclass(frozen=True)
+class HloLayout:
+    """One array of an HLO module with its layout: ``bf16[3,1000]{1,0:T(8,128)(2,1)S(1)}`` reads as dtype
+    ``bf16``, dims ``(3, 1000)``, minor-to-major ``(1, 0)`` (dimension 1 is contiguous), tiles ``((8, 128), (2,
+    1))`` and memory space 1 (VMEM on a TPU)."""
+
+    instruction: str  # the instruction whose result (or one element of a tuple result) this is; "" for a lone shape
+    dtype: str  # HLO element type
+    dims: tuple[int, ...]  # logical dimension sizes
+    minor_to_major: tuple[int, ...]  # dimension order in memory, fastest-varying first (() when none is printed)
+    tiles: tuple[tuple[int, ...], ...]  # the T(...) tiles, outermost first; () for an untiled layout
+    memory_space: int  # the S(n) number; 0 (default memory, HBM) when absent
+
+    @property
+    def memory(self) -> str:
+        """``"HBM"``, ``"VMEM"`` or ``"S(n)"`` (:data:`MEMORY_SPACES`)."""
+        return MEMORY_SPACES.get(self.memory_space, f"S({self.memory_space})")
+
+    @property
+    def bytes(self) -> float:
+        """Bytes of the logical array: elements x element size."""
+        return math.prod(self.dims) * HLO_DTYPE_BYTES[self.dtype]
+
+    @property
+    def padded_dims(self) -> tuple[int, ...]:
+        """The stored shape after tiling, in memory order (major to minor): each tile rounds the last dims of the
+        shape so far up to its multiples and splits them into (tile count, tile size)."""
+        order = self.minor_to_major or tuple(reversed(range(len(self.dims))))
+        cur = [self.dims[i] for i in reversed(order)]
+        for tile in self.tiles:
+            k = len(tile)
+            if len(cur) < k:
+                cur = [1] * (k - len(cur)) + cur
+            head, tail = cur[:-k], cur[-k:]
+            cur = head + [-(-d // t) for d, t in zip(tail, tile)] + list(tile)
+        return tuple(cur)
+
+    @property
+    def padded_bytes(self) -> float:
+        """Bytes the array occupies once its tiles are padded (``bytes`` when untiled)."""
+        return math.prod(self.padded_dims) * HLO_DTYPE_BYTES[self.dtype]
+
+    @property
+    def padding(self) -> float:
+        """padded_bytes / bytes (1.0 for an untiled layout or a zero-size array)."""
+        return self.padded_bytes / self.bytes if self.bytes else 1.0
+
+    def __str__(self) -> str:
+        tiles = "".join(
+            f"T({','.join(map(str, t))})" if i == 0 else f"({','.join(map(str, t))})" for i, t in enumerate(self.tiles)
+        )
+        space = f"S({self.memory_space})" if self.memory_space else ""
+        inner = ",".join(map(str, self.minor_to_major)) + (":" + tiles + space if tiles or space else "")
+        dims = f"{self.dtype}[{','.join(map(str, self.dims))}]"
+        return dims + (f"{{{inner}}}" if inner else "")
+
+
+def _parse_layout(dtype: str, dims_text: str, layout_text: str | None, instruction: str, argument: str) -> HloLayout:
+    dims = tuple(int(x) for x in dims_text.replace(" ", "").split(",") if x)
+    m2m: tuple[int, ...] = ()
+    tiles: list[tuple[int, ...]] = []
+    space = 0
+    if layout_text:
+        body = layout_text[1:-1]
+        order, _, rest = body.partition(":")
+        if order.strip():
+            try:
+                m2m = tuple(int(x) for x in order.split(","))
+            except ValueError:
+                raise ValueError(f"{argument}: cannot read the dimension order {order!r} of {layout_text!r}") from None
+            if sorted(m2m) != list(range(len(dims))):
+                raise ValueError(
+                    f"{argument}: layout {layout_text!r} must order each of the {len(dims)} dimensions once"
+                )
+        # T(8,128)(2,1): a tile, then sub-tiles written bare; S(n) the memory space; E(..), L(..), ... ignored
+        for m in re.finditer(r"(T)?\(([0-9,\s]*)\)|S\((\d+)\)|([A-Z])\(([^)]*)\)", rest):
+            if m.group(3) is not None:
+                space = int(m.group(3))
+            elif m.group(4) is None and (m.group(1) or tiles):
+                tile = tuple(int(x) for x in m.group(2).split(",") if x.strip())
+                if not tile or any(t < 1 for t in tile):
+                    raise ValueError(f"{argument}: tile ({m.group(2)}) of {layout_text!r} must be positive sizes")
+                tiles.append(tile)
+    return HloLayout(instruction, dtype, dims, m2m, tuple(tiles), space)
+
+
+def parse_layout(shape: str) -> HloLayout:
+    """One array shape with its layout, as HLO prints it: ``parse_layout("bf16[3,1000]{1,0:T(8,128)(2,1)}")``.
+    Without a layout (``"bf16[3,1000]"``) the array is untiled, row-major, in HBM."""
+    if not isinstance(shape, str):
+        raise TypeError(f"shape must be an HLO array shape such as 'bf16[3,1000]{{1,0:T(8,128)(2,1)}}'; got {shape!r}")
+    m = _LAYOUT_SHAPE_RE.fullmatch(shape.strip())
+    if not m or m.group(1) not in HLO_DTYPE_BYTES:
+        raise ValueError(f"shape must be an HLO array shape such as 'bf16[3,1000]{{1,0:T(8,128)(2,1)}}'; got {shape!r}")
+    return _parse_layout(m.group(1), m.group(2), m.group(3), "", "shape")
+
+
+def layouts(compiled_or_hlo_text) -> list[HloLayout]:
+    """The layout of every array an instruction of the module produces (each element of a tuple result
+    separately), in text order: dimension order, ``T(...)`` tiles, ``S(n)`` memory space, logical and padded
+    bytes. On a CPU or GPU the layouts carry no tiles (``{1,0}``); a TPU's compiled HLO tiles nearly every array
+    (``{1,0:T(8,128)(2,1)}`` for bf16) and marks what lives in VMEM with ``S(1)``."""
+    module = _module_of(compiled_or_hlo_text)
+    out = []
+    for ins in module.instructions:
+        for dt, dims, lay in _LAYOUT_SHAPE_RE.findall(ins.shape):
+            if dt in HLO_DTYPE_BYTES:
+                out.append(_parse_layout(dt, dims, lay or None, ins.name, "compiled_or_hlo_text"))
+    return out

@@ -20,6 +20,11 @@ step, XLA's FLOPs and bytes, their ratio (arithmetic intensity) and, given a roo
 predicts. :func:`step_summary` is the honesty check: the ops' seconds per device add up to the step's wall time.
 :func:`memory` reads ``compiled.memory_analysis()`` (arguments, outputs, temporaries).
 
+:func:`collective_costs` prices each collective of a compiled program on a TPU slice with Chapter 3's model;
+:func:`op_scopes` maps each op back to the ``jax.named_scope`` it came from (:func:`layer` is a Llama-style decoder
+layer written with scopes, the real-size workload the chapter profiles); :func:`trace_planes` shows which planes of
+the trace hold the ops (the reason XProf's per-op tables are empty on a CPU).
+
 Times are per device: on 8 simulated CPU devices every op runs once per device per step, and the table reports
 the mean over devices. On simulated devices the host CPU runs all of them; the times measure that CPU.
 
@@ -44,7 +49,7 @@ import jax
 import numpy as np
 
 from . import hlo
-from .units import Bool, Positive, capped, checked, fmt
+from .units import Bool, OneOf, Positive, capped, checked, fmt
 
 #: Most steps :func:`capture` traces (a notebook-scale trace; each step's events are kept in memory).
 MAX_STEPS = 100
@@ -716,3 +721,305 @@ def xprof_trace_events(trace: Trace) -> list[dict[str, Any]]:
         for e in evs
         if e.get("ph") == "X" and e.get("args", {}).get("hlo_module") == trace.module and "hlo_op" in e.get("args", {})
     ]
+
+
+# --------------------------------------------------------------------------------------------------- collectives
+#: How :func:`collective_costs` turns a per-device HLO collective into the whole array ``V`` of Chapter 3's model.
+ARRAY_BYTES_RULE = {
+    "all-gather": "result bytes (the gathered array)",
+    "reduce-scatter": "operand bytes (the unreduced array)",
+    "all-reduce": "operand bytes (the array being summed)",
+    "all-to-all": "operand bytes x group size (each device holds V / N)",
+    "collective-permute": "operand bytes (one shard, one hop)",
+}
+
+
+@dataclass(frozen=True)
+class CollectiveCost:
+    """One collective of a compiled program priced on a TPU slice by Chapter 3's model (:func:`collective_costs`)."""
+
+    name: str  # HLO instruction name, e.g. "all-gather.9"
+    kind: str  # "all-gather", "reduce-scatter", "all-reduce", "all-to-all" or "collective-permute"
+    group_size: int  # devices in each replica group (N)
+    axes: tuple[str, ...]  # slice axes the group spans, e.g. ("x", "y")
+    device_bytes: float  # bytes per device XLA's HLO shows (operand or result, as ARRAY_BYTES_RULE says)
+    array_bytes: float  # V, the whole array the model prices (ARRAY_BYTES_RULE)
+    bandwidth_s: float  # the model's bandwidth term, seconds
+    latency_s: float  # hops x hop latency, seconds
+    seconds: float  # max(bandwidth_s, latency_s)
+    factor: float  # bandwidth_s x W_ici / V: the ring factor of this kind on these axes (W_ici bidirectional)
+
+    @property
+    def bound(self) -> str:
+        """ "bandwidth" or "latency": which term sets the time."""
+        return "bandwidth" if self.bandwidth_s >= self.latency_s else "latency"
+
+
+def _entry_of(text: str) -> hlo.HloModule:
+    module = hlo.parse_module(text)
+    if module.entry is None or module.entry not in module.computations:
+        raise ValueError("compiled_or_hlo_text: no complete ENTRY computation found (truncated text?)")
+    return module
+
+
+def _group_axes(sl, n: int, name: str) -> tuple[int, ...]:
+    """The fewest slice axes (by position) whose sizes multiply to ``n``; ValueError when none do."""
+    import itertools as _it
+
+    if n == 1:
+        return ()
+    live = [i for i, s in enumerate(sl.shape) if s > 1]
+    for k in range(1, len(live) + 1):
+        for combo in _it.combinations(live, k):
+            if math.prod(sl.shape[i] for i in combo) == n:
+                return combo
+    raise ValueError(
+        f"slice_: collective {name} has replica groups of {n} devices, but no set of axes of the slice "
+        f"{sl.chip.name} {'x'.join(map(str, sl.shape))} holds {n} chips; pick a slice whose axes match the mesh"
+    )
+
+
+def collective_costs(compiled_or_hlo_text, slice_) -> list[CollectiveCost]:
+    """Every collective of a compiled (per-device) program, read by :func:`tpu_notes.hlo.collectives` (CPU's
+    AllReduce-then-slice folded back into a ReduceScatter by :func:`tpu_notes.hlo.normalize_cpu_collectives`),
+    priced on ``slice_`` (a :class:`tpu_notes.topology.Slice`) by Chapter 3's model through
+    ``Slice.collective_time``: each replica group is placed on the fewest slice axes whose chips it counts, with
+    those axes' sizes and wraparound. The array ``V`` the model takes is :data:`ARRAY_BYTES_RULE` of the HLO's
+    per-device bytes. A collective-permute is one hop of its operand at one link's one-way bandwidth.
+    Program order."""
+    from . import collectives as coll
+    from .topology import Slice
+
+    if not isinstance(slice_, Slice):
+        raise TypeError(
+            f"slice_ must be a tpu_notes.topology.Slice (e.g. Slice('v5e', (2, 4))); got {type(slice_).__name__}"
+        )
+    text = _check_text("compiled_or_hlo_text", compiled_or_hlo_text)
+    _entry_of(text)
+    found = hlo.normalize_cpu_collectives(hlo.collectives(text), text)
+    w = slice_.chip.bandwidth("ici")
+    lat = slice_.latency(slice_.axes[0])
+    out = []
+    for c in found:
+        if c.kind == "collective-permute":
+            n = 2
+            v = dev = c.operand_bytes
+            idx: tuple[int, ...] = ()
+            bw_t, lat_t = v / slice_.chip.bandwidth("ici_oneway"), lat
+        elif c.kind in coll.KINDS:
+            n = c.group_size or 1
+            idx = _group_axes(slice_, n, c.name)
+            dev = c.result_bytes if c.kind == "all-gather" else c.operand_bytes
+            v = dev * n if c.kind == "all-to-all" else dev
+            if not idx:
+                bw_t = lat_t = 0.0
+            else:
+                t = slice_.collective_time(c.kind, v, tuple(slice_.axes[i] for i in idx))
+                bw_t, lat_t = t.bandwidth_time, t.latency_time
+        else:  # collective-broadcast, ragged-all-to-all: not priced by the chapter's model
+            continue
+        out.append(
+            CollectiveCost(
+                name=c.name,
+                kind=c.kind,
+                group_size=n,
+                axes=tuple(slice_.axes[i] for i in idx),
+                device_bytes=float(dev),
+                array_bytes=float(v),
+                bandwidth_s=float(bw_t),
+                latency_s=float(lat_t),
+                seconds=float(max(bw_t, lat_t)),
+                factor=float(bw_t * w / v) if v > 0 else 0.0,
+            )
+        )
+    return out
+
+
+# --------------------------------------------------------------------------------------------------- scopes
+_OP_NAME_RE = re.compile(r'op_name="([^"]*)"')
+
+
+def _scope_of(op_name: str, depth: int) -> str:
+    parts = [p for p in op_name.split("/") if p]
+    if parts and parts[0].startswith(("jit(", "pjit(")):
+        parts = parts[1:]
+    parts = [p for p in parts[:-1] if not p.startswith(("jit(", "pjit(")) and "->" not in p]  # the primitive goes
+    return "/".join(parts[:depth])
+
+
+@checked
+def op_scopes(compiled_or_hlo_text, depth: Annotated[int, Positive(integer=True, maximum=64)] = 2) -> dict[str, str]:
+    """The source scope of every op of the entry computation: ``{instruction name: scope}``, from the
+    ``op_name`` metadata JAX writes into the HLO (``jit(f)/attention/qkv/dot_general`` gives ``attention/qkv``
+    with ``depth=2``: the ``jax.named_scope`` names, the jitted function's name and the primitive left out). An
+    op without metadata of its own (a fusion XLA built) takes the scope of the first instruction inside the
+    computation it calls that has one, else the scope of the first op that uses its result (XLA's CPU backend
+    drops the metadata of the dots it hands to its matmul library); ``""`` when nothing says. Needs the long
+    printing (``compiled`` or ``compiled.as_text()``), which keeps the metadata."""
+    text = _check_text("compiled_or_hlo_text", compiled_or_hlo_text)
+    module = _entry_of(text)
+    out = {}
+    for ins in module.computation(module.entry):
+        if ins.opcode in _FREE_OPCODES:
+            continue
+        m = _OP_NAME_RE.search(ins.attributes)
+        scope = _scope_of(m.group(1), depth) if m else ""
+        if not scope:
+            for comp in module.called_computations(ins):
+                for inner in module.computation(comp):
+                    mm = _OP_NAME_RE.search(inner.attributes)
+                    if mm and _scope_of(mm.group(1), depth):
+                        scope = _scope_of(mm.group(1), depth)
+                        break
+                if scope:
+                    break
+        out[ins.name] = scope
+    users: dict[str, list[str]] = {}
+    for ins in module.computation(module.entry):
+        for o in ins.operands:
+            users.setdefault(o, []).append(ins.name)
+    for name in [n for n, s in out.items() if not s]:  # no metadata anywhere inside: the scope of its first user
+        scope = next((out[u] for u in users.get(name, ()) if out.get(u)), "")
+        out[name] = scope
+    return out
+
+
+def scope_totals(rows, scopes: dict) -> dict[str, dict[str, float]]:
+    """Per source scope (:func:`op_scopes`), the ops, their FLOPs and bytes (one execution each, XLA's cost
+    analysis) and, for :func:`op_table` rows, their seconds per step: ``{scope: {"ops", "flops", "bytes",
+    "seconds"}}`` in the order scopes first appear. ``rows``: :func:`op_table` rows, or the dict
+    :func:`op_costs` returns (then ``seconds`` is nan). Ops missing from ``scopes`` count under ``""``."""
+    if isinstance(rows, dict):
+        rows = list(rows.values())
+    if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
+        raise TypeError("rows must be op_table rows or the dict op_costs returns")
+    rows = list(rows)
+    if not all(isinstance(r, (OpRow, OpCost)) for r in rows):
+        raise TypeError("rows must be op_table rows or the dict op_costs returns")
+    if not isinstance(scopes, dict):
+        raise TypeError(f"scopes must be the dict op_scopes returns; got {type(scopes).__name__}")
+    out: dict[str, dict[str, float]] = {}
+    order = {s: i for i, s in enumerate(dict.fromkeys(scopes.values()))}
+    for r in sorted(rows, key=lambda r: order.get(scopes.get(r.name, ""), len(order))):
+        t = out.setdefault(scopes.get(r.name, ""), {"ops": 0, "flops": 0.0, "bytes": 0.0, "seconds": 0.0})
+        t["ops"] += 1
+        t["flops"] += r.flops if math.isfinite(r.flops) else 0.0
+        t["bytes"] += r.bytes if math.isfinite(r.bytes) else 0.0
+        t["seconds"] += r.total_s if isinstance(r, OpRow) else float("nan")
+    return out
+
+
+# --------------------------------------------------------------------------------------------------- a layer
+# The layer's default size is Llama 3.2 1B's d_model and MLP width
+# (https://huggingface.co/meta-llama/Llama-3.2-1B/blob/main/config.json: hidden_size 2048, intermediate_size 8192);
+# its 32 query heads of 64 sharing 8 KV heads become 16 heads of 128 here, one einsum per projection.
+@checked
+def layer_params(
+    d_model: Annotated[int, Positive(integer=True, maximum=2**15)] = 2048,
+    n_heads: Annotated[int, Positive(integer=True, maximum=1024)] = 16,
+    d_ff: Annotated[int, Positive(integer=True, maximum=2**17)] = 8192,
+    dtype: Annotated[str, OneOf(("fp32", "bf16"))] = "fp32",
+    seed: Annotated[int, Positive(integer=True, allow_zero=True, maximum=2**31 - 1)] = 0,
+) -> dict:
+    """Random weights of one Llama-style decoder layer (pre-norm attention with rotary embeddings, SwiGLU MLP):
+    ``attn_norm``, ``wq``/``wk``/``wv`` ``[D, N, H]``, ``wo`` ``[N, H, D]``, ``mlp_norm``, ``w_gate``/``w_up``
+    ``[D, F]``, ``w_down`` ``[F, D]``, with ``H = d_model / n_heads`` (which must be even). Scaled by
+    ``1/sqrt(fan_in)``."""
+    import jax.numpy as jnp
+
+    if d_model % n_heads or (d_model // n_heads) % 2:
+        raise ValueError(f"d_model must split into n_heads heads of an even size; got {d_model=} and {n_heads=}")
+    dt = jnp.float32 if dtype == "fp32" else jnp.bfloat16
+    h = d_model // n_heads
+    shapes = {
+        "wq": ((d_model, n_heads, h), d_model),
+        "wk": ((d_model, n_heads, h), d_model),
+        "wv": ((d_model, n_heads, h), d_model),
+        "wo": ((n_heads, h, d_model), d_model),
+        "w_gate": ((d_model, d_ff), d_model),
+        "w_up": ((d_model, d_ff), d_model),
+        "w_down": ((d_ff, d_model), d_ff),
+    }
+    rng = np.random.default_rng(seed)  # numpy's generator: a few times faster than jax.random on a CPU here
+    p = {
+        k: jnp.asarray(rng.standard_normal(s, dtype=np.float32) / np.float32(math.sqrt(f)), dt)
+        for k, (s, f) in shapes.items()
+    }
+    p["attn_norm"] = jnp.ones((d_model,), dt)
+    p["mlp_norm"] = jnp.ones((d_model,), dt)
+    return p
+
+
+def layer(x, params, cos, sin):
+    """One Llama-style decoder layer on ``x[B, T, D]`` (causal attention, SwiGLU MLP), each part inside a
+    :func:`jax.named_scope` (``attention/norm``, ``attention/qkv``, ``attention/core``, ``attention/out``,
+    ``mlp/norm``, ``mlp/gate_up``, ``mlp/down``) so that the ops of the compiled program name the source line
+    they came from (:func:`op_scopes`). ``cos, sin`` from :func:`tpu_notes.model.rotary_tables`."""
+    import jax.numpy as jnp
+
+    from . import model as M
+
+    keys = ("attn_norm", "wq", "wk", "wv", "wo", "mlp_norm", "w_gate", "w_up", "w_down")
+    if not isinstance(params, dict) or any(k not in params for k in keys):
+        raise TypeError(f"params must be the dict layer_params returns, with keys {keys}; got {type(params).__name__}")
+    if getattr(x, "ndim", None) != 3 or x.shape[-1] != params["wq"].shape[0]:
+        raise ValueError(
+            f"x must be an array [batch, seq, d_model={params['wq'].shape[0]}]; got shape {getattr(x, 'shape', None)}"
+        )
+    with jax.named_scope("attention"):
+        with jax.named_scope("norm"):
+            h = M.rms_norm(x, params["attn_norm"])
+        with jax.named_scope("qkv"):
+            q = M.apply_rotary(jnp.einsum("btd,dnh->btnh", h, params["wq"]), cos, sin)
+            k = M.apply_rotary(jnp.einsum("btd,dnh->btnh", h, params["wk"]), cos, sin)
+            v = jnp.einsum("btd,dnh->btnh", h, params["wv"])
+        with jax.named_scope("core"):
+            o = M.attention(q, k, v, causal=True)
+        with jax.named_scope("out"):
+            x = x + jnp.einsum("btnh,nhd->btd", o, params["wo"])
+    with jax.named_scope("mlp"):
+        with jax.named_scope("norm"):
+            h = M.rms_norm(x, params["mlp_norm"])
+        with jax.named_scope("gate_up"):
+            g = jax.nn.silu(h @ params["w_gate"]) * (h @ params["w_up"])
+        with jax.named_scope("down"):
+            x = x + g @ params["w_down"]
+    return x
+
+
+# --------------------------------------------------------------------------------------------------- planes
+def trace_planes(trace: Trace) -> dict[str, int]:
+    """``{plane name: op events of the traced program on it}`` for every plane of the trace file. XProf's device
+    tables (``hlo_stats``, ``roofline_model``) read planes named ``/device:TPU:N`` or ``/device:GPU:N``; the CPU
+    backend writes its XLA ops as host-thread events on ``/host:CPU``, which is why those tables are empty on a
+    CPU (Chapter 9)."""
+    trace = _check_trace(trace)
+    profile = jax.profiler.ProfileData.from_file(trace.xplane)
+    out = {}
+    for plane in profile.planes:
+        n = 0
+        for line in plane.lines:
+            for e in line.events:
+                stats = dict(e.stats)
+                n += stats.get("hlo_module") == trace.module and "hlo_op" in stats
+        out[plane.name] = n
+    return out
+
+
+def xprof_steps(trace: Trace) -> list[dict[str, Any]]:
+    """XProf's step-time breakdown of the trace (its ``overview_page`` converter, the table the overview page
+    plots): one dict per step with ``stepnum`` and milliseconds of ``deviceComputeTimeMs``,
+    ``hostComputeTimeMs``, ``deviceCollectivesTimeMs``, ... . Filled on a CPU too (as host compute)."""
+    import json
+
+    trace = _check_trace(trace)
+    raw_to_tool_data = _xprof()
+    with _quiet_stderr():
+        data, _ = raw_to_tool_data.xspace_to_tool_data([trace.xplane], "overview_page", {})
+    tables = json.loads(data) if data else []
+    tables = tables if isinstance(tables, list) else [tables]
+    for table in tables:
+        ids = [c["id"] for c in table.get("cols", [])]
+        if "stepnum" in ids:
+            return [{k: (cell or {}).get("v") for k, cell in zip(ids, r.get("c", []))} for r in table.get("rows", [])]
+    return []
