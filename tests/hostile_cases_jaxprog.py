@@ -74,6 +74,35 @@ def _inspect(fn, args):
     return None
 
 
+# the ring collectives: 8 addends [8, 16] stacked, on the 8-device ring
+_RX = Raw(_arr(64, 16), _not_array(((60, 16), (64, 16))), lazy=True)
+
+# the Transformer block: T=4, D=16, 8 heads of 2, F=32 on the 8-device ring
+_BX = Raw(_arr(4, 16), _not_array(((4, 12), (4, 16))), lazy=True)
+
+
+def _bw(shape, wrong):
+    return Raw(_arr(*shape), _not_array((wrong, shape)), lazy=True)
+
+
+_BLOCK = dict(
+    x=_BX,
+    wq=_bw((16, 16), (16, 12)),
+    wk=_bw((16, 16), (12, 16)),
+    wv=_bw((16, 16), (16, 8)),
+    wo=_bw((16, 16), (16, 12)),
+    w_in=_bw((16, 32), (12, 32)),
+    w_out=_bw((32, 16), (32, 12)),
+)
+
+_HLO_TEXT = """HloModule m, is_scheduled=true
+ENTRY %e (a: f32[4]) -> f32[4] {
+  %a = f32[4]{0} parameter(0)
+  %s = (f32[4]{0}, f32[4]{0}, u32[], u32[]) collective-permute-start(%a), source_target_pairs={{0,1},{1,0}}
+  ROOT %d = f32[4]{0} collective-permute-done(%s)
+}
+"""
+
 CASES = {
     J + "ring_mesh": Case(
         n_devices=Opt(Int(8)),
@@ -111,6 +140,15 @@ CASES = {
         bk=Opt(Int(16)),
         interpret=Opt(Flag(True)),
     ),
+    J + "async_windows": Case(compiled_or_hlo_text=Raw(_HLO_TEXT, [None, 3, ODD, [1.0], b"HloModule"])),
+    J + "ring_reduce_scatter": Case(x=_RX, mesh=_MESH, axis=_AXIS, bidirectional=Flag(True)),
+    J + "ring_all_reduce": Case(x=_RX, mesh=_MESH, axis=_AXIS, bidirectional=Flag(True)),
+    J + "ring_collective_rounds": Case(kind=Choice("reduce-scatter"), n=Int(8), bidirectional=Flag(True)),
+    J + "transformer_block_reference": Case(**_BLOCK, n_heads=Int(8)),
+    J + "transformer_block": Case(**_BLOCK, mesh=_MESH, axis=_AXIS, n_heads=Int(8)),
+    J + "transformer_block_collectives": Case(**_BLOCK, mesh=_MESH, axis=_AXIS, n_heads=Int(8)),
+    J + "moe_topk_reference": Case(x=_MX, router=_MR, w_in=_MWI, w_out=_MWO, k=Int(2)),
+    J + "moe_topk_ragged": Case(x=_MX, router=_MR, w_in=_MWI, w_out=_MWO, k=Int(2)),
     J + "ProgramCheck": Case(
         reference=Raw(_reference, [None, 3, "ref", ODD]),
         make_inputs=Raw(_inputs, [None, 3, "inputs", ODD]),
@@ -128,4 +166,4 @@ CASES = {
 }
 
 COVERED = ("jaxprog",)
-RESULT_RECORDS = {"jaxprog.CollectiveRow", "jaxprog.CollectiveMatmulTime"}
+RESULT_RECORDS = {"jaxprog.CollectiveRow", "jaxprog.CollectiveMatmulTime", "jaxprog.AsyncWindow"}

@@ -8,7 +8,7 @@ import jax.numpy as jnp  # noqa: E402
 from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P
 
-from tpu_notes import collectives, exercises, hardware, jaxprog  # noqa: E402
+from tpu_notes import collectives, exercises, hardware, hlo, jaxprog  # noqa: E402
 
 
 def _rand(rng, *shape):
@@ -291,3 +291,194 @@ def test_jax_itself_refuses_what_the_chapter_shows():
         jax.shard_map(lambda b: b, mesh=mesh, in_specs=P("Z", None), out_specs=P("Z", None))(jnp.ones((8, 16)))
     with pytest.raises(ValueError, match="evenly divide"):
         jax.device_put(np.ones((6, 16), np.float32), NamedSharding(mesh, P("Y", None)))
+
+
+# --- async windows of a scheduled module ------------------------------------------------------------------------
+
+# A scheduled module written for this test (not a dump): one permute hidden behind a fusion, one all-gather whose
+# start is followed at once by its done, and a second permute inside a while body.
+_SCHEDULED = """HloModule windows, is_scheduled=true
+
+%body (p: (f32[8], s32[])) -> (f32[8], s32[]) {
+  %p = (f32[8]{0}, s32[]) parameter(0)
+  %v = f32[8]{0} get-tuple-element(%p), index=0
+  %i = s32[] get-tuple-element(%p), index=1
+  %cps = (f32[8]{0}, f32[8]{0}, u32[], u32[]) collective-permute-start(%v), source_target_pairs={{0,1},{1,0}}
+  %cpd = f32[8]{0} collective-permute-done(%cps)
+  ROOT %t = (f32[8]{0}, s32[]) tuple(%cpd, %i)
+}
+
+ENTRY %main (a: f32[4,8], b: f32[8,8]) -> (f32[4,8], f32[8,8]) {
+  %a = f32[4,8]{1,0} parameter(0)
+  %b = f32[8,8]{1,0} parameter(1)
+  %cp-start = (f32[4,8], f32[4,8], u32[], u32[]) collective-permute-start(%a), source_target_pairs={{0,1},{1,0}}
+  %fusion.1 = f32[4,8]{1,0} fusion(%a, %b), kind=kOutput, calls=%body
+  %dot.2 = f32[4,8]{1,0} dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %cp-done = f32[4,8]{1,0} collective-permute-done(%cp-start)
+  %ag-start = (f32[4,8]{1,0}, f32[8,8]{1,0}) all-gather-start(%cp-done), replica_groups={{0,1}}, dimensions={0}
+  %ag-done = f32[8,8]{1,0} all-gather-done(%ag-start)
+  ROOT %out = (f32[4,8]{1,0}, f32[8,8]{1,0}) tuple(%dot.2, %ag-done)
+}
+"""
+
+
+def test_async_windows_reads_what_runs_between_start_and_done():
+    found = jaxprog.async_windows(_SCHEDULED)
+    by_start = {w.start: w for w in found}
+    assert set(by_start) == {"cp-start", "ag-start", "cps"}
+    cp = by_start["cp-start"]
+    assert cp.kind == "collective-permute" and cp.done == "cp-done" and cp.between == ("fusion.1", "dot.2")
+    assert cp.hidden and cp.computation == "main"
+    ag = by_start["ag-start"]
+    assert ag.kind == "all-gather" and ag.done == "ag-done" and ag.between == () and not ag.hidden
+    assert by_start["cps"].computation == "body" and not by_start["cps"].hidden
+
+
+def test_cpu_collectives_are_synchronous():
+    """The CPU backend compiles each ppermute to one synchronous collective-permute: no window to overlap."""
+    mesh = jaxprog.ring_mesh(4)
+    x = jax.device_put(jnp.zeros((8, 32)), NamedSharding(mesh, P(None, "x")))
+    w = jax.device_put(jnp.zeros((32, 32)), NamedSharding(mesh, P(None, "x")))
+    compiled = jaxprog._matmul_program(mesh, "x", "collective").lower(x, w).compile()
+    if jax.default_backend() == "cpu":
+        assert jaxprog.async_windows(compiled) == []
+        assert "collective-permute-start" not in compiled.as_text()
+    with pytest.raises(TypeError, match="compiled_or_hlo_text"):
+        jaxprog.async_windows(3)
+
+
+# --- ReduceScatter and AllReduce as rings, one way and both ways -----------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 8])
+def test_ring_reduce_scatter_and_all_reduce_equal_the_sum(n):
+    rng = np.random.default_rng(20 + n)
+    mesh = jaxprog.ring_mesh(n)
+    R, C = 2 * n, 6
+    x = _rand(rng, n * R, C)
+    want = np.asarray(x, np.float64).reshape(n, R, C).sum(axis=0)
+    for bidirectional in (False, True):
+        rs = jaxprog.ring_reduce_scatter(x, mesh, bidirectional=bidirectional)
+        assert rs.shape == (R, C) and rs.sharding.spec == P("x", None)
+        np.testing.assert_allclose(np.asarray(rs), want, rtol=1e-5, atol=1e-5)
+        ar = jaxprog.ring_all_reduce(x, mesh, bidirectional=bidirectional)
+        np.testing.assert_allclose(np.asarray(ar), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("n", [2, 5, 8])
+def test_ring_collectives_compile_to_the_counted_permutes(n):
+    mesh = jaxprog.ring_mesh(n)
+    x = jax.device_put(jnp.zeros((n * n, 4)), NamedSharding(mesh, P("x", None)))
+    for kind in ("reduce-scatter", "all-reduce"):
+        for bidirectional in (False, True):
+            program = jaxprog._ring_collective_program(mesh, "x", kind, bidirectional)
+            permutes = [c for c in hlo.collectives(program.lower(x).compile()) if c.kind == "collective-permute"]
+            counted = jaxprog.ring_collective_rounds(kind, n, bidirectional)
+            assert len(permutes) == counted["permutes"]
+    # by hand: one way N-1 rounds; both ways ceil((N-1)/2), the library's hop count for a bidirectional ring
+    assert jaxprog.ring_collective_rounds("reduce-scatter", 8, False) == {"rounds": 7, "permutes": 7}
+    assert jaxprog.ring_collective_rounds("reduce-scatter", 8, True) == {"rounds": 4, "permutes": 7}
+    assert jaxprog.ring_collective_rounds("all-reduce", 6, True) == {"rounds": 6, "permutes": 10}
+    for n in range(1, 10):
+        assert jaxprog.ring_collective_rounds("reduce-scatter", n)["rounds"] == collectives.gather_hops(n)
+
+
+def test_two_way_reduce_scatter_costs_half_in_chapter_3s_model():
+    v5e = hardware.get_chip("v5e")
+    V, n = 64 * 2**20, 8
+    one = collectives.reduce_scatter_time(V, n, v5e.ici_bw_bidi, bidirectional=False, hop_latency=0)
+    two = collectives.reduce_scatter_time(V, n, v5e.ici_bw_bidi, bidirectional=True, hop_latency=0)
+    # one way: N-1 hops of V/N at W_bidi/2; both ways: ceil((N-1)/2) = N/2 hops of V/N (even N)
+    assert one.total == pytest.approx((n - 1) * V / n / (v5e.ici_bw_bidi / 2))
+    assert two.total == pytest.approx(n // 2 * V / n / (v5e.ici_bw_bidi / 2))
+
+
+# --- the Transformer block ------------------------------------------------------------------------------------
+
+
+def _block(rng, n, T=12, H=None, dh=4):
+    H = H or 2 * n
+    D, F = 8 * n, 16 * n
+    shapes = [(D, H * dh)] * 3 + [(H * dh, D), (D, F), (F, D)]
+    return _rand(rng, T, D), [_rand(rng, *s) / np.sqrt(s[0]) for s in shapes], H
+
+
+def _block_numpy(x, wq, wk, wv, wo, w_in, w_out, n_heads):
+    """The block written out in float64 numpy, independent of the library's reference."""
+    x, wq, wk, wv, wo, w_in, w_out = (np.asarray(a, np.float64) for a in (x, wq, wk, wv, wo, w_in, w_out))
+
+    def norm(a):
+        return a / np.sqrt(np.mean(a * a, axis=-1, keepdims=True) + 1e-6)
+
+    def gelu(a):  # jax.nn.gelu's default, the tanh approximation
+        return 0.5 * a * (1 + np.tanh(np.sqrt(2 / np.pi) * (a + 0.044715 * a**3)))
+
+    T = x.shape[0]
+    h = norm(x)
+    q, k, v = (m.reshape(T, n_heads, -1) for m in (h @ wq, h @ wk, h @ wv))
+    s = np.einsum("thd,shd->hts", q, k) / np.sqrt(q.shape[-1])
+    s = np.where(np.tril(np.ones((T, T), bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    h = x + np.einsum("hts,shd->thd", p, v).reshape(T, -1) @ wo
+    return h + gelu(norm(h) @ w_in) @ w_out
+
+
+@pytest.mark.parametrize("n", [1, 2, 4, 8])
+def test_transformer_block_equals_the_unsharded_block(n):
+    rng = np.random.default_rng(30 + n)
+    x, ws, H = _block(rng, n)
+    mesh = jaxprog.ring_mesh(n)
+    want = _block_numpy(x, *ws, H)
+    ref = jaxprog.transformer_block_reference(x, *ws, n_heads=H)
+    np.testing.assert_allclose(np.asarray(ref), want, rtol=1e-4, atol=1e-4)
+    out = jaxprog.transformer_block(x, *ws, mesh, n_heads=H)
+    assert out.shape == x.shape and out.sharding.spec == P(None, "x")
+    np.testing.assert_allclose(np.asarray(out), want, rtol=1e-4, atol=1e-4)
+    counts = jaxprog.transformer_block_collectives(x, *ws, mesh, n_heads=H)
+    assert counts.get("collective-permute", 0) == 4 * (n - 1)
+    assert "all-gather" not in counts and "reduce-scatter" not in counts and counts["all-reduce"] == 2
+
+
+def test_transformer_block_refuses_bad_shapes():
+    rng = np.random.default_rng(7)
+    x, ws, H = _block(rng, 4)
+    mesh = jaxprog.ring_mesh(4)
+    with pytest.raises(ValueError, match="n_heads"):
+        jaxprog.transformer_block(x, *ws, mesh, n_heads=6)  # 6 heads on 4 devices
+    with pytest.raises(ValueError, match="n_heads"):
+        jaxprog.transformer_block_reference(x, *ws, n_heads=0)
+    with pytest.raises(ValueError, match="wo"):
+        jaxprog.transformer_block(x, *ws[:3], ws[3][:, :4], *ws[4:], mesh, n_heads=H)
+
+
+# --- the top-k MoE layer with ragged groups ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_moe_topk_ragged_equals_the_dense_reference(k):
+    rng = np.random.default_rng(40 + k)
+    x, r, wi, wo = _moe(rng, T=48)
+    y, sizes = jaxprog.moe_topk_ragged(x, r, wi, wo, k)
+    assert sizes.shape == (8,) and int(sizes.sum()) == 48 * k  # dropless: every assignment is computed
+    want = np.zeros(x.shape)
+    xs, rs, wis, wos = (np.asarray(a, np.float64) for a in (x, r, wi, wo))
+    for t in range(x.shape[0]):  # by hand, token by token
+        logits = xs[t] @ rs
+        top = np.argsort(-logits)[:k]
+        g = np.exp(logits[top] - logits[top].max())
+        g /= g.sum()
+        for e, ge in zip(top, g):
+            h = np.asarray(jax.nn.gelu(jnp.asarray(xs[t] @ wis[e], jnp.float32)), np.float64)
+            want[t] += ge * (h @ wos[e])
+    np.testing.assert_allclose(np.asarray(y), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(jaxprog.moe_topk_reference(x, r, wi, wo, k)), want, rtol=1e-4, atol=1e-4)
+    counts = np.bincount(np.argsort(-np.asarray(x @ r), axis=1)[:, :k].ravel(), minlength=8)
+    np.testing.assert_array_equal(sizes, counts)
+
+
+def test_moe_topk_refuses_bad_k():
+    x, r, wi, wo = _moe(np.random.default_rng(8))
+    for k in (0, 9, 1.5, True):
+        with pytest.raises(ValueError, match="k must"):
+            jaxprog.moe_topk_ragged(x, r, wi, wo, k)

@@ -12,6 +12,14 @@ Each program has a plain reference it must equal (``tests/test_jaxprog.py`` chec
 - :func:`moe_expert_parallel`: a top-1 mixture-of-experts layer whose experts are split over a mesh axis, tokens
   sent to their expert and back with two ``all_to_all``; a fixed capacity per expert and per sending device drops
   the overflow. :func:`moe_reference` computes the same layer densely, one token at a time.
+- :func:`async_windows`: every ``-start``/``-done`` pair of a scheduled HLO module and the compute XLA put
+  between them, i.e. what a transfer can overlap (none on CPU, whose collectives are synchronous).
+- :func:`ring_reduce_scatter` and :func:`ring_all_reduce`: the two collectives written as rings of ``ppermute``,
+  one way round or both ways at once (``⌈(N−1)/2⌉`` rounds); :func:`ring_collective_rounds` counts them.
+- :func:`transformer_block`: a pre-norm decoder block (causal attention and a gelu MLP) with tensor parallelism,
+  every matmul a collective matmul; :func:`transformer_block_reference` is the same block on one device.
+- :func:`moe_topk_ragged`: a dropless top-k MoE layer whose experts run on ragged groups
+  (``jax.lax.ragged_dot``); :func:`moe_topk_reference` computes it densely.
 - :func:`pallas_matmul`: a tiled matmul kernel in Pallas (interpret mode on CPU, compiled on TPU/GPU).
 - :class:`ProgramCheck`: grades a reader's function against a reference on random inputs and shapes; the
   exercises of Chapter 10 whose answer is code use it (``tpu_notes.exercises`` calls its ``check_program``).
@@ -24,7 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import jax
 import jax.numpy as jnp
@@ -748,3 +756,388 @@ class ProgramCheck:
     def wrong_programs(self) -> list:
         """The wrong programs the checker must reject."""
         return list(self.wrong)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Reading a schedule: what runs between an async collective's start and its done
+# ------------------------------------------------------------------------------------------------------------
+
+#: Opcodes that do the work a collective can hide behind (a fusion holds the matmuls and elementwise ops).
+COMPUTE_OPCODES = ("fusion", "convolution", "dot", "custom-call")
+
+
+@dataclass(frozen=True)
+class AsyncWindow:
+    """One asynchronous collective of a scheduled HLO module: its ``-start``, its ``-done`` and what runs between."""
+
+    kind: str  # the collective, without -start: "collective-permute", "all-gather", ...
+    start: str  # name of the -start instruction
+    done: str  # name of the matching -done instruction ("" if the module never waits for it)
+    computation: str  # the computation holding both
+    between: tuple  # names of the compute instructions (COMPUTE_OPCODES) scheduled between the two
+
+    @property
+    def hidden(self) -> bool:
+        """True when some compute is scheduled between the start and the done (the transfer can overlap it)."""
+        return bool(self.between)
+
+
+def async_windows(compiled_or_hlo_text) -> list[AsyncWindow]:
+    """Every ``*-start`` / ``*-done`` pair of a scheduled HLO module, with the compute scheduled between them.
+
+    XLA prints a scheduled module (``is_scheduled=true``, what ``compiled.as_text()`` returns) in the order it will
+    run. A backend that runs a collective asynchronously (TPU, GPU) splits it into a ``-start`` that launches the
+    transfer and a ``-done`` that waits for it; the ops printed between them are what the transfer can overlap.
+    A window with nothing between (``hidden`` False) is a collective the chip waits for. The CPU backend emits
+    synchronous collectives only, so there this returns an empty list. ``compiled_or_hlo_text`` is HLO text or a
+    compiled JAX object.
+    """
+    module = hlo.parse_module(compiled_or_hlo_text)
+    out = []
+    for comp, instructions in module.computations.items():
+        for i, ins in enumerate(instructions):
+            if not ins.opcode.endswith("-start") or ins.opcode == "copy-start":
+                continue
+            done_op = ins.opcode[: -len("-start")] + "-done"
+            end, done = len(instructions), ""
+            for j in range(i + 1, len(instructions)):
+                later = instructions[j]
+                if later.opcode == done_op and ins.name in later.operands:
+                    end, done = j, later.name
+                    break
+            between = tuple(x.name for x in instructions[i + 1 : end] if x.opcode in COMPUTE_OPCODES)
+            out.append(AsyncWindow(ins.opcode[: -len("-start")], ins.name, done, comp, between))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------------
+# ReduceScatter and AllReduce written as rings of ppermute, one way or both ways round
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _ring_counts(n: int, bidirectional: bool) -> tuple[int, int]:
+    """Hops of the clockwise and anticlockwise halves: (N − 1, 0) one way, (⌈(N−1)/2⌉, ⌊(N−1)/2⌋) both ways."""
+    if not bidirectional:
+        return n - 1, 0
+    a = (n - 1 + 1) // 2
+    return a, n - 1 - a
+
+
+def _chunk(x, j, size):
+    """Rows ``[j·size, (j+1)·size)`` of ``x`` (``j`` a traced device index, taken modulo the ring)."""
+    return jax.lax.dynamic_slice_in_dim(x, j * size, size, axis=0)
+
+
+def _ring_rs_body(xb, axis: str, n: int, bidirectional: bool):
+    """One device's share of a ReduceScatter of the addends ``xb [R, C]``: block ``me`` (rows ``R/N``) of the sum.
+
+    Block ``j``'s sum is built by accumulators travelling towards device ``j``: one way round, one accumulator
+    starts at ``j + 1`` and collects ``N − 1`` addends on its way; both ways round, one comes clockwise from
+    ``j − a`` and one anticlockwise from ``j + b`` (``a + b = N − 1``), both at once, and they meet at ``j``.
+    """
+    me = jax.lax.axis_index(axis)
+    k = xb.shape[0] // n
+    a, b = _ring_counts(n, bidirectional)
+    to_next = [(j, (j + 1) % n) for j in range(n)]
+    to_prev = [(j, (j - 1) % n) for j in range(n)]
+    total = _chunk(xb, me, k)
+    cw = _chunk(xb, (me + a) % n, k) if a else None
+    ccw = _chunk(xb, (me - b) % n, k) if b else None
+    for step in range(1, a + 1):
+        cw = jax.lax.ppermute(cw, axis, to_next)  # now carrying block me - step + a
+        if step < a:
+            cw = cw + _chunk(xb, (me - step + a) % n, k)
+        if step <= b:
+            ccw = jax.lax.ppermute(ccw, axis, to_prev)  # now carrying block me + step - b
+            if step < b:
+                ccw = ccw + _chunk(xb, (me + step - b) % n, k)
+    for acc in (cw, ccw):
+        if acc is not None:
+            total = total + acc
+    return total
+
+
+def _ring_ag_body(block, axis: str, n: int, bidirectional: bool):
+    """One device's copy of the AllGather of the ``[k, C]`` blocks, in ring order: ``[N·k, C]``."""
+    me = jax.lax.axis_index(axis)
+    k = block.shape[0]
+    a, b = _ring_counts(n, bidirectional)
+    out = jnp.zeros((n * k,) + block.shape[1:], block.dtype)
+    out = jax.lax.dynamic_update_slice_in_dim(out, block, me * k, axis=0)
+    cw, ccw = block, block
+    for step in range(1, a + 1):
+        cw = jax.lax.ppermute(cw, axis, [(j, (j + 1) % n) for j in range(n)])  # block me - step
+        out = jax.lax.dynamic_update_slice_in_dim(out, cw, ((me - step) % n) * k, axis=0)
+        if step <= b:
+            ccw = jax.lax.ppermute(ccw, axis, [(j, (j - 1) % n) for j in range(n)])  # block me + step
+            out = jax.lax.dynamic_update_slice_in_dim(out, ccw, ((me + step) % n) * k, axis=0)
+    return out
+
+
+@lru_cache(maxsize=64)
+def _ring_collective_program(mesh, axis: str, kind: str, bidirectional: bool):
+    n = int(mesh.shape[axis])
+
+    def rs(xb):
+        return _ring_rs_body(xb, axis, n, bidirectional)
+
+    def ar(xb):
+        return _ring_ag_body(_ring_rs_body(xb, axis, n, bidirectional), axis, n, bidirectional)
+
+    body, out = (rs, P(axis, None)) if kind == "reduce-scatter" else (ar, P())
+    return jax.jit(_shard_map()(body, mesh=mesh, in_specs=P(axis, None), out_specs=out, check_vma=False))
+
+
+def _ring_inputs(x, mesh, axis):
+    n = _check_mesh(mesh, axis)
+    _check_array("x", x, 2)
+    _divides("x.shape[0] (N·R rows: one [R, C] addend per device)", x.shape[0], n, axis)
+    _divides("R, the rows of each device's addend,", x.shape[0] // n, n, axis)
+    return jax.device_put(x, NamedSharding(mesh, P(axis, None)))
+
+
+def ring_reduce_scatter(x, mesh, axis: str = "x", *, bidirectional: bool = True):
+    """ReduceScatter written with ``ppermute``: ``x [N·R, C]`` holds one ``[R, C]`` addend per device (split over
+    ``axis`` by rows); the result ``[R, C]`` is their sum, split over ``axis`` by rows (``R/N`` rows each).
+
+    One way round (``bidirectional=False``): ``N − 1`` rounds of hops, each carrying one ``[R/N, C]`` block one
+    way. Both ways round: ``⌈(N−1)/2⌉`` rounds, each carrying a block in each direction, so each direction of a
+    link carries half of what the one-way ring sends on it (Chapter 3's model,
+    ``collectives.reduce_scatter_time``, prices the two). Equal to ``x.reshape(N, R, C).sum(0)``.
+    """
+    check_bool("bidirectional", bidirectional)
+    x = _ring_inputs(x, mesh, axis)
+    return _ring_collective_program(mesh, axis, "reduce-scatter", bidirectional)(x)
+
+
+def ring_all_reduce(x, mesh, axis: str = "x", *, bidirectional: bool = True):
+    """AllReduce as Chapter 3 builds it: :func:`ring_reduce_scatter` then an AllGather ring of ``ppermute``
+    (``2(N − 1)`` rounds one way, ``2⌈(N−1)/2⌉`` both ways). ``x [N·R, C]`` holds one ``[R, C]`` addend per
+    device; every device ends with the whole sum ``[R, C]``."""
+    check_bool("bidirectional", bidirectional)
+    x = _ring_inputs(x, mesh, axis)
+    return _ring_collective_program(mesh, axis, "all-reduce", bidirectional)(x)
+
+
+@checked
+def ring_collective_rounds(kind: str, n: RingSize, bidirectional: Bool = True) -> dict:
+    """How :func:`ring_reduce_scatter` (``kind="reduce-scatter"``) or :func:`ring_all_reduce` (``"all-reduce"``)
+    runs on ``n`` devices: ``{"rounds": ..., "permutes": ...}``, the rounds of simultaneous hops and the
+    ``ppermute`` calls (one per direction per round). A pure count, no devices needed."""
+    kind = check_choice("kind", kind, ("reduce-scatter", "all-reduce"))
+    check_bool("bidirectional", bidirectional)
+    a, b = _ring_counts(n, bidirectional)
+    times = 2 if kind == "all-reduce" else 1
+    return {"rounds": times * a, "permutes": times * (a + b)}
+
+
+# ------------------------------------------------------------------------------------------------------------
+# A Transformer block with tensor parallelism and every matmul a collective matmul
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _ring_ag_matmuls(xb, ws, axis: str, n: int):
+    """``x[T, D_X] · w[D, F_X]`` for several ``w`` at once, the blocks of ``x`` passed round a one-way ring:
+    ``xb [T, D/N]``, each ``w`` block ``[D, F_i/N]``; returns the ``[T, F_i/N]`` blocks."""
+    me = jax.lax.axis_index(axis)
+    k = xb.shape[1]
+    from_right = [(j, (j - 1) % n) for j in range(n)]
+
+    def part(block, owner):
+        return tuple(block @ jax.lax.dynamic_slice_in_dim(w, (owner % n) * k, k, axis=0) for w in ws)
+
+    acc = part(xb, me)
+    cur = xb
+    for hop in range(1, n):
+        cur = jax.lax.ppermute(cur, axis, from_right)  # block me + hop
+        acc = tuple(s + p for s, p in zip(acc, part(cur, me + hop)))
+    return acc
+
+
+def _ring_rs_matmul(xb, wb, axis: str, n: int):
+    """``x[T, F_X] · w[F_X, D] → [T, D_X]``: an accumulator for each output block passed round the ring."""
+    me = jax.lax.axis_index(axis)
+    k = wb.shape[1] // n
+    to_next = [(j, (j + 1) % n) for j in range(n)]
+
+    def part(block):
+        return xb @ jax.lax.dynamic_slice_in_dim(wb, (block % n) * k, k, axis=1)
+
+    acc = part(me - 1)
+    for step in range(1, n):
+        acc = jax.lax.ppermute(acc, axis, to_next) + part(me - step - 1)
+    return acc
+
+
+def _rms_norm(x, axis: str | None = None, eps: float = 1e-6):
+    """RMSNorm over the last dimension (no gain); ``axis`` names the mesh axis that splits it, if any."""
+    ss = jnp.sum(x * x, axis=-1, keepdims=True)
+    d = x.shape[-1]
+    if axis is not None:
+        ss = jax.lax.psum(ss, axis)
+        d = d * jax.lax.axis_size(axis)
+    return x * jax.lax.rsqrt(ss / d + eps)
+
+
+def _attention(q, k, v, n_heads: int):
+    """Causal multi-head attention of ``q, k, v [T, n_heads·d_head]`` → ``[T, n_heads·d_head]``."""
+    T = q.shape[0]
+    dh = q.shape[1] // n_heads
+    q, k, v = (a.reshape(T, n_heads, dh) for a in (q, k, v))
+    s = jnp.einsum("thd,shd->hts", q, k) / math.sqrt(dh)
+    mask = jnp.tril(jnp.ones((T, T), bool))
+    p = jax.nn.softmax(jnp.where(mask, s, -jnp.inf), axis=-1)
+    return jnp.einsum("hts,shd->thd", p, v).reshape(T, n_heads * dh)
+
+
+def _block_inputs(x, wq, wk, wv, wo, w_in, w_out, n_heads, n=1, axis="x"):
+    _check_array("x", x, 2)
+    for name, w in (("wq", wq), ("wk", wk), ("wv", wv), ("wo", wo), ("w_in", w_in), ("w_out", w_out)):
+        _check_array(name, w, 2)
+    T, D = x.shape
+    hd, F = wq.shape[1], w_in.shape[1]
+    want = {"wq": (D, hd), "wk": (D, hd), "wv": (D, hd), "wo": (hd, D), "w_in": (D, F), "w_out": (F, D)}
+    for name, w in (("wq", wq), ("wk", wk), ("wv", wv), ("wo", wo), ("w_in", w_in), ("w_out", w_out)):
+        if tuple(w.shape) != want[name]:
+            raise ValueError(
+                f"{name} must have shape {list(want[name])} for x [T={T}, D={D}], wq [D, H·d_head={hd}] and "
+                f"w_in [D, F={F}]; got {tuple(w.shape)}"
+            )
+    if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1 or hd % n_heads:
+        raise ValueError(f"n_heads must be a positive integer dividing wq.shape[1] ({hd}); got {n_heads!r}")
+    if n_heads % n:
+        raise ValueError(
+            f"n_heads ({n_heads}) must be divisible by the {n} devices of mesh axis {axis!r}: each device "
+            f"holds whole heads; allowed: multiples of {n}"
+        )
+    _divides("x.shape[1] (D)", D, n, axis)
+    _divides("w_in.shape[1] (F)", F, n, axis)
+
+
+def transformer_block_reference(x, wq, wk, wv, wo, w_in, w_out, *, n_heads: int):
+    """One pre-norm decoder block on one device: ``h = x + Attn(norm(x))``, ``y = h + W_out·gelu(W_in·norm(h))``.
+
+    ``x [T, D]`` (one sequence, causal attention), ``wq, wk, wv [D, H·d_head]``, ``wo [H·d_head, D]``,
+    ``w_in [D, F]``, ``w_out [F, D]``; the norm is RMSNorm without a gain. Returns ``[T, D]``.
+    """
+    _block_inputs(x, wq, wk, wv, wo, w_in, w_out, n_heads)
+    return _block_reference(x, wq, wk, wv, wo, w_in, w_out, n_heads)
+
+
+def _block_math(x, wq, wk, wv, wo, w_in, w_out, n_heads):
+    h = _rms_norm(x)
+    h = x + _attention(h @ wq, h @ wk, h @ wv, n_heads) @ wo
+    return h + jax.nn.gelu(_rms_norm(h) @ w_in) @ w_out
+
+
+_block_reference = jax.jit(_block_math, static_argnums=7)
+
+
+@lru_cache(maxsize=64)
+def _block_program(mesh, axis: str, n_heads: int):
+    n = int(mesh.shape[axis])
+    heads = n_heads // n
+
+    def body(xb, wq, wk, wv, wo, w_in, w_out):  # xb [T, D/N]; w* blocks as in_specs say
+        q, k, v = _ring_ag_matmuls(_rms_norm(xb, axis), (wq, wk, wv), axis, n)  # [T, H/N·d_head] each
+        h = xb + _ring_rs_matmul(_attention(q, k, v, heads), wo, axis, n)  # [T, D/N]
+        (up,) = _ring_ag_matmuls(_rms_norm(h, axis), (w_in,), axis, n)  # [T, F/N]
+        return h + _ring_rs_matmul(jax.nn.gelu(up), w_out, axis, n)
+
+    col, row = P(None, axis), P(axis, None)
+    return jax.jit(
+        _shard_map()(body, mesh=mesh, in_specs=(col, col, col, col, row, col, row), out_specs=col, check_vma=False)
+    )
+
+
+def _block_args(x, wq, wk, wv, wo, w_in, w_out, mesh, axis, n_heads):
+    n = _check_mesh(mesh, axis)
+    _block_inputs(x, wq, wk, wv, wo, w_in, w_out, n_heads, n, axis)
+    col, row = NamedSharding(mesh, P(None, axis)), NamedSharding(mesh, P(axis, None))
+    specs = (col, col, col, col, row, col, row)
+    return [jax.device_put(a, s) for a, s in zip((x, wq, wk, wv, wo, w_in, w_out), specs)]
+
+
+def transformer_block(x, wq, wk, wv, wo, w_in, w_out, mesh, axis: str = "x", *, n_heads: int):
+    """:func:`transformer_block_reference` with tensor parallelism over ``axis`` and every matmul a collective
+    matmul, so no AllGather or ReduceScatter of activations is left for the chip to wait on.
+
+    The activations between the sub-layers stay split over the model dimension, ``x[T, D_X]``. Each device holds
+    ``H/N`` whole heads (the ``wq, wk, wv`` columns and ``wo`` rows of its heads) and ``F/N`` of the MLP.
+    The Q, K and V projections share one ring that passes the blocks of ``norm(x)`` round (Section 10.4's
+    AllGather hidden behind the matmuls), attention runs on the local heads, and the output projection sends
+    accumulators round the ring (the hidden ReduceScatter); the MLP does the same with ``w_in`` and ``w_out``.
+    The only other collective is the RMSNorm's sum of squares, a ``[T, 1]`` AllReduce per norm.
+    """
+    args = _block_args(x, wq, wk, wv, wo, w_in, w_out, mesh, axis, n_heads)
+    return _block_program(mesh, axis, n_heads)(*args)
+
+
+def transformer_block_collectives(x, wq, wk, wv, wo, w_in, w_out, mesh, axis: str = "x", *, n_heads: int) -> dict:
+    """The collectives XLA compiles for :func:`transformer_block` on these inputs, counted by kind: ``4(N − 1)``
+    ``collective-permute`` (four rings) and the norms' two small ``all-reduce``."""
+    args = _block_args(x, wq, wk, wv, wo, w_in, w_out, mesh, axis, n_heads)
+    counts: dict = {}
+    for c in hlo.collectives(_block_program(mesh, axis, n_heads).lower(*args).compile()):
+        counts[c.kind] = counts.get(c.kind, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# A dropless top-k MoE layer: per-expert ragged groups
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _topk_inputs(x, router, w_in, w_out, k):
+    T, D, E = _moe_inputs(x, router, w_in, w_out)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= E:
+        raise ValueError(f"k must be an integer from 1 to the {E} experts; got {k!r}")
+    return T, D, E
+
+
+def _topk_route(x, router, k):
+    """Top-k routing: each token's ``k`` best experts and their gates (a softmax over the ``k`` chosen logits)."""
+    logits, experts = jax.lax.top_k(x @ router, k)  # [T, k] each
+    return experts, jax.nn.softmax(logits, axis=-1)
+
+
+def moe_topk_reference(x, router, w_in, w_out, k: int = 2):
+    """The top-k MoE layer computed densely: every expert on every token, weighted by a ``[T, E]`` gate matrix
+    that is zero outside each token's top ``k`` (``y[t] = Σ_e g[t, e] · W_out[e] · gelu(W_in[e] · x[t])``).
+    ``E/k`` times the FLOPs the layer needs, but no routing bookkeeping to get wrong. Returns ``y [T, D]``."""
+    _topk_inputs(x, router, w_in, w_out, k)
+    return _topk_dense(x, router, w_in, w_out, k)
+
+
+@partial(jax.jit, static_argnums=4)
+def _topk_dense(x, router, w_in, w_out, k):
+    experts, gates = _topk_route(x, router, k)
+    g = jnp.sum(jax.nn.one_hot(experts, router.shape[1], dtype=x.dtype) * gates[..., None], axis=1)  # [T, E]
+    h = jax.nn.gelu(jnp.einsum("td,edf->etf", x, w_in))
+    return jnp.einsum("te,etd->td", g, jnp.einsum("etf,efd->etd", h, w_out))
+
+
+@partial(jax.jit, static_argnums=4)
+def _topk_ragged(x, router, w_in, w_out, k):
+    E = router.shape[1]
+    experts, gates = _topk_route(x, router, k)
+    flat = experts.reshape(-1)  # [T·k]: assignment i is token i // k to expert flat[i]
+    order = jnp.argsort(flat, stable=True)  # assignments grouped by expert
+    token = order // k
+    sizes = jnp.bincount(flat, length=E).astype(jnp.int32)  # the ragged groups
+    h = jax.nn.gelu(jax.lax.ragged_dot(x[token], w_in, sizes))  # [T·k, F]: group e times w_in[e]
+    out = jax.lax.ragged_dot(h, w_out, sizes) * gates.reshape(-1)[order][:, None]  # [T·k, D]
+    return jnp.zeros_like(x).at[token].add(out), sizes
+
+
+def moe_topk_ragged(x, router, w_in, w_out, k: int = 2):
+    """The top-k MoE layer with no capacity and no dropped token: the ``T·k`` (token, expert) assignments sorted
+    by expert into ragged groups, each group multiplied by its expert's weights with ``jax.lax.ragged_dot``,
+    and the gated results added back to their tokens. The FLOPs are those of the ``T·k`` assignments only.
+
+    Returns ``(y [T, D], group_sizes [E])``; ``y`` equals :func:`moe_topk_reference`. Under expert parallelism
+    this is what each device runs on the tokens its ``all_to_all`` brought (with ``E/N`` groups).
+    """
+    _topk_inputs(x, router, w_in, w_out, k)
+    y, sizes = _topk_ragged(x, router, w_in, w_out, k)
+    return y, np.asarray(sizes)

@@ -301,7 +301,7 @@ register(
 )
 
 
-# -- 10.7: the MoE layer's AllToAll ----------------------------------------------------------------------------
+# -- 10.8: the MoE layer's AllToAll ----------------------------------------------------------------------------
 Q7 = dict(tokens_per_device=4096, n_experts=64, d_model=4096, n=8, capacity_factor=1.25, chip="v5e")
 
 
@@ -319,7 +319,7 @@ def _q7():
 
 register(
     Exercise(
-        id="ch10.q7",
+        id="ch10.q8",
         title="the two AllToAlls of an MoE layer",
         solve=_q7,
         unit="",
@@ -330,7 +330,7 @@ register(
 )
 
 
-# -- 10.8: tile sizes of the Pallas kernel --------------------------------------------------------------------
+# -- 10.10: tile sizes of the Pallas kernel --------------------------------------------------------------------
 Q8_TILES = ((128, 128), (512, 512))
 
 
@@ -342,12 +342,106 @@ def _q8():
 
 register(
     Exercise(
-        id="ch10.q8",
+        id="ch10.q10",
         title="intensity of a tiled matmul",
         solve=_q8,
         unit="FLOPs/byte",
         rtol=0.05,
         hint="A bm x bn output tile streams bm + bn elements of K per 2·bm·bn FLOPs: in bf16 the "
         "intensity is bm·bn/(bm + bn).",
+    )
+)
+
+
+# -- 10.7: a ReduceScatter both ways round ----------------------------------------------------------------------
+#: A bf16 ReduceScatter of 64 MiB (each device's addend) over a ring of 6 v5e chips.
+Q_RS = dict(nbytes=64 * 2**20, n=6, chip="v5e")
+
+
+def _q9():
+    from tpu_notes import collectives, hardware, jaxprog
+
+    q = Q_RS
+    bw = hardware.get_chip(q["chip"]).ici_bw_bidi
+    rounds = jaxprog.ring_collective_rounds("reduce-scatter", q["n"], bidirectional=True)["rounds"]
+    one = collectives.reduce_scatter_time(q["nbytes"], q["n"], bw, bidirectional=False).total
+    two = collectives.reduce_scatter_time(q["nbytes"], q["n"], bw, bidirectional=True).total
+    return [rounds, one, two]
+
+
+register(
+    Exercise(
+        id="ch10.q7",
+        title="ReduceScatter one way and both ways round",
+        solve=_q9,
+        unit="",
+        rtol=0.05,
+        hint="Both ways round, block j's sum arrives from both sides and the two accumulators meet at j: "
+        "ceil((N-1)/2) rounds. Each hop carries one V/N block over one direction of a link (W_bidi/2): "
+        "N-1 hops one way, ceil((N-1)/2) both ways.",
+    )
+)
+
+
+# -- 10.9: a dropless top-k MoE layer with ragged groups ----------------------------------------------------------
+def _topk_ref(x, router, w_in, w_out, k):
+    from tpu_notes import jaxprog
+
+    return jaxprog.moe_topk_reference(x, router, w_in, w_out, k)
+
+
+def _q10_inputs(rng, trial):
+    import numpy as np
+
+    T, D, E, F = ((24, 8, 4, 16), (40, 12, 8, 8), (16, 4, 6, 12))[trial % 3]  # shapes differ per trial
+    k = (2, 3, 1)[trial % 3]
+    x = rng.standard_normal((T, D)).astype(np.float32)
+    router = rng.standard_normal((D, E)).astype(np.float32)
+    w_in = (rng.standard_normal((E, D, F)) / np.sqrt(D)).astype(np.float32)
+    w_out = (rng.standard_normal((E, F, D)) / np.sqrt(F)).astype(np.float32)
+    return x, router, w_in, w_out, k
+
+
+def _wrong_top1(x, router, w_in, w_out, k):
+    """Only the best expert, with its full gate: right for k = 1 only."""
+    from tpu_notes import jaxprog
+
+    return jaxprog.moe_topk_reference(x, router, w_in, w_out, 1)
+
+
+def _wrong_softmax_over_all(x, router, w_in, w_out, k):
+    """Gates from a softmax over all E logits (not renormalised over the chosen k)."""
+    import jax
+    import numpy as np
+
+    y = np.zeros(x.shape)
+    logits = x @ router
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    top = np.argsort(-logits, axis=-1)[:, :k]
+    for t in range(x.shape[0]):
+        for e in top[t]:
+            h = np.asarray(jax.nn.gelu(x[t] @ w_in[e]))
+            y[t] += p[t, e] * (h @ w_out[e])
+    return y
+
+
+def _q10():
+    from tpu_notes.jaxprog import ProgramCheck
+
+    return ProgramCheck(_topk_ref, _q10_inputs, rtol=1e-4, atol=1e-5, wrong=(_wrong_top1, _wrong_softmax_over_all))
+
+
+register(
+    Exercise(
+        id="ch10.q9",
+        title="a top-k MoE layer with ragged_dot",
+        solve=_q10,
+        unit="a function",
+        rtol=0.0,
+        hint="jax.lax.top_k(x @ router, k) gives each token's experts and logits; softmax the k logits. "
+        "Sort the T·k assignments by expert, count each expert's group (jnp.bincount), run "
+        "jax.lax.ragged_dot(x[tokens], w_in, sizes), gelu, ragged_dot with w_out, scale by the gates and "
+        "add each row back to its token (.at[tokens].add).",
     )
 )

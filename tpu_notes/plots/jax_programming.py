@@ -57,3 +57,47 @@ def collective_matmul_chart(
     ax.grid(True, which="major", alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def ring_collective_chart(nbytes: float = 64 * 2**20, chip="v5e", max_n: int = 16, mark: int = 8, ax=None):
+    """Chapter 3's time of a ReduceScatter and an AllReduce of a ``nbytes`` addend per chip on a ring of ``N`` chips
+    (``N`` = 2 to ``max_n``), one way round against both ways round (``tpu_notes.collectives``), in µs; the points
+    at ``N = mark`` are annotated with the ratio of the two."""
+    from ..collectives import all_reduce_time, reduce_scatter_time
+    from ..units import check_positive
+
+    check_positive("nbytes", nbytes)
+    max_n = check_positive("max_n", max_n, integer=True, maximum=4096)
+    if max_n < 2:
+        raise ValueError(f"max_n must be at least 2 (a ring of one chip sends nothing); got {max_n}")
+    mark = check_positive("mark", mark, integer=True, maximum=max_n)
+    if mark < 2:
+        raise ValueError(f"mark must be a ring size from 2 to max_n ({max_n}); got {mark}")
+    c = get_chip(chip)
+    if not c.ici_bw_bidi:
+        raise ValueError(f"chip must have ICI links (a TPU); {c.name} has none")
+    ns = np.arange(2, max_n + 1)
+    fig, ax = figure_and_axes(ax, width=7.0, height=3.8)
+    for kind, fn, ls in (("ReduceScatter", reduce_scatter_time, "-"), ("AllReduce", all_reduce_time, "--")):
+        for two, color in ((False, "#1f77b4"), (True, "#2ca02c")):
+            t = np.array([fn(nbytes, int(n), c.ici_bw_bidi, bidirectional=two).total for n in ns]) * 1e6
+            way = "both ways" if two else "one way"
+            ax.plot(ns, t, ls, color=color, marker=".", label=f"{kind}, {way}")
+            if two:
+                one = fn(nbytes, mark, c.ici_bw_bidi, bidirectional=False).total * 1e6
+                here = t[mark - 2]
+                ax.annotate(
+                    f"{one / here:.2f}x faster",
+                    (mark, here),
+                    xytext=(6, -12),
+                    textcoords="offset points",
+                    fontsize=8,
+                    color="#555555",
+                )
+    ax.set_xlabel("chips in the ring, N")
+    ax.set_ylabel("time (µs)")
+    ax.set_title(f"{nbytes / 2**20:.0f} MiB per chip on a ring of {c.name}: one way vs both ways round")
+    ax.legend(loc="upper left", fontsize=8)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,109 @@
+"""Chapter 10's answers to Exercises 10.7 and 10.9, derived by hand here (not by the reference functions), and
+wrong answers rejected by the checkers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tpu_notes import exercises
+
+jax = pytest.importorskip("jax")
+
+# TPU v5e, typed in from the published figure tpu_notes.hardware records (with its source there): 90 GB/s per ICI
+# link both directions together (the scaling book's 4.5e10 B/s each way); 1 us per ICI hop.
+W_ICI, HOP = 9.0e10, 1e-6
+
+
+def _correct(qid, answer) -> bool:
+    return exercises.grade(qid, answer).correct
+
+
+def test_q7_reduce_scatter_one_way_and_both_ways():
+    # V = 64 MiB = 67,108,864 B (each device's addend), N = 6. A block is V/6 = 11,184,811 B.
+    V, N = 64 * 2**20, 6
+    # Both ways round, block j's sum comes from the 5 other devices, 3 clockwise and 2 anticlockwise: 3 rounds.
+    rounds = math.ceil((N - 1) / 2)
+    assert rounds == 3
+    # One way: 5 hops of V/6 over one direction of a link (45 GB/s): 5 x 11.18e6 / 4.5e10 = 1.2428 ms.
+    one = max((N - 1) * (V / N) / (W_ICI / 2), (N - 1) * HOP)
+    assert one == pytest.approx(1.2428e-3, rel=1e-3)
+    # Both ways: 3 hops of V/6, each direction carrying its own block: 3 x 11.18e6 / 4.5e10 = 745.7 us.
+    two = max(rounds * (V / N) / (W_ICI / 2), rounds * HOP)
+    assert two == pytest.approx(745.65e-6, rel=1e-3)
+    assert _correct("ch10.q7", [rounds, one, two])
+    # wrong: N-1 rounds both ways (the permute count, not the rounds); the same time both ways; halving the rounds
+    # but also the block (half the data each way *and* half the hops counts the saving twice)
+    assert not _correct("ch10.q7", [N - 1, one, two])
+    assert not _correct("ch10.q7", [rounds, one, one])
+    assert not _correct("ch10.q7", [rounds, one, two / 2])
+
+
+def _gelu(a):
+    """jax.nn.gelu's default (the tanh approximation), in numpy."""
+    return 0.5 * a * (1 + np.tanh(np.sqrt(2 / np.pi) * (a + 0.044715 * a**3)))
+
+
+def _by_hand_topk(x, router, w_in, w_out, k):
+    """A reader's answer written token by token in numpy: its k best experts, gates renormalised over the k."""
+    x, router, w_in, w_out = (np.asarray(a, np.float64) for a in (x, router, w_in, w_out))
+    y = np.zeros_like(x)
+    for t in range(x.shape[0]):
+        logits = x[t] @ router
+        top = np.argsort(-logits)[:k]
+        g = np.exp(logits[top] - logits[top].max())
+        g /= g.sum()
+        for e, ge in zip(top, g):
+            y[t] += ge * (_gelu(x[t] @ w_in[e]) @ w_out[e])
+    return y
+
+
+def _ragged_answer(x, router, w_in, w_out, k):
+    """A reader's ragged_dot program, written from the exercise's hint."""
+    import jax.numpy as jnp
+
+    logits, experts = jax.lax.top_k(x @ router, k)
+    gates = jax.nn.softmax(logits, axis=-1).reshape(-1)
+    flat = experts.reshape(-1)
+    order = jnp.argsort(flat)
+    tokens = order // k
+    sizes = jnp.bincount(flat, length=router.shape[1])
+    h = jax.nn.gelu(jax.lax.ragged_dot(jnp.asarray(x)[tokens], jnp.asarray(w_in), sizes))
+    out = jax.lax.ragged_dot(h, jnp.asarray(w_out), sizes) * gates[order][:, None]
+    return jnp.zeros(x.shape, out.dtype).at[tokens].add(out)
+
+
+def test_q9_a_correct_program_is_accepted():
+    assert _correct("ch10.q9", _by_hand_topk)
+    assert _correct("ch10.q9", _ragged_answer)
+
+
+def test_q9_wrong_programs_are_rejected():
+    def top1(x, router, w_in, w_out, k):  # ignores k
+        return _by_hand_topk(x, router, w_in, w_out, 1)
+
+    def no_gates(x, router, w_in, w_out, k):  # every chosen expert weighted 1
+        x64, r, wi, wo = (np.asarray(a, np.float64) for a in (x, router, w_in, w_out))
+        y = np.zeros_like(x64)
+        for t in range(x64.shape[0]):
+            for e in np.argsort(-(x64[t] @ r))[:k]:
+                y[t] += _gelu(x64[t] @ wi[e]) @ wo[e]
+        return y
+
+    def unsorted_groups(x, router, w_in, w_out, k):  # ragged groups in token order, not grouped by expert
+        import jax.numpy as jnp
+
+        logits, experts = jax.lax.top_k(x @ router, k)
+        gates = jax.nn.softmax(logits, axis=-1).reshape(-1)
+        tokens = jnp.arange(x.shape[0] * k) // k
+        sizes = jnp.bincount(experts.reshape(-1), length=router.shape[1])
+        h = jax.nn.gelu(jax.lax.ragged_dot(jnp.asarray(x)[tokens], jnp.asarray(w_in), sizes))
+        out = jax.lax.ragged_dot(h, jnp.asarray(w_out), sizes) * gates[:, None]
+        return jnp.zeros(x.shape, out.dtype).at[tokens].add(out)
+
+    for wrong in (top1, no_gates, unsorted_groups, *exercises.wrong_answers("ch10.q9")):
+        assert not _correct("ch10.q9", wrong)
+    g = exercises.grade("ch10.q9", lambda *a: None)
+    assert not g.correct
