@@ -1,7 +1,10 @@
 """Exercises of Chapter 6 (ids ch06.*), registered with their reference solutions.
 
-Questions 1–9 follow the scaling book's applied-training chapter (applied-training.md) in the order it asks them,
-10–12 are its worked problems, 13–14 are ours on the 405B case, 15 on the expected step time.
+Questions 1–9 follow the scaling book's applied-training chapter (applied-training.md) in the order it asks them;
+where the chapter's cells already print the book's answer (5, 6, 8, 9) the exercise asks the same question for other
+numbers: full recomputation, Llama 3 8B on a v5e pod, the 16 x 16 x 16 cube, Llama 3 405B on a pod. 10–12 are its
+worked problems (12 asks what the eight-pod layout reaches of the ideal), 13–14 are ours on the 405B case and the
+measured runs, 15 on the expected step time.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ LLAMA3_TOKENS = 15e12  # Llama 3 pre-training tokens (Llama 3 paper, §3)
 BATCH_70B = 4 * 2**20  # "about 4M tokens": 1024 sequences of 4096
 BATCH_405B = 16 * 2**20  # 16M tokens: 2048 sequences of 8192 (Llama 3 paper, Table 4)
 POD_CHIPS = 16 * 20 * 28
+CUBE_CHIPS = 16 * 16 * 16  # the 16 x 16 x 16 slice the planner ranks cheapest per chip used for 70B
+V5E_POD_CHIPS = 16 * 16
+MFU = 0.4  # the chapter's assumed utilisation (the scaling book's round figure)
 SECONDS_PER_YEAR = 365.25 * 86_400
 
 
@@ -54,22 +60,26 @@ def _q4():
 def _q5():
     from ..training import min_chips_for_memory
 
-    return min_chips_for_memory("llama3-70b", "v5p", 4_000_000, 4000, remat=4, include_grads=False)
+    # full recomputation: only each layer's input is kept, one D-sized checkpoint per layer and token
+    return min_chips_for_memory("llama3-70b", "v5p", 4_000_000, 4000, remat=1, include_grads=False)
 
 
 def _q6():
+    from ..hardware import get_chip
     from ..training import training_memory
 
-    m = training_memory("llama3-70b", None, 4_000_000, 4000, remat=4)
-    return (m.params + m.optimizer + m.activations) / POD_CHIPS
+    m = training_memory("llama3-8b", None, 4_000_000, 4000, remat=4)
+    per_chip = (m.params + m.optimizer + m.activations) / V5E_POD_CHIPS
+    return {"bytes_per_chip": per_chip, "fraction_of_hbm": per_chip / get_chip("v5e").hbm_bytes}
 
 
 def _q8():
     from ..training import critical_batch_per_chip
 
+    per_chip = BATCH_70B / CUBE_CHIPS
     return {
-        "tokens_per_chip": BATCH_70B / POD_CHIPS,
-        "critical_tokens_per_chip": critical_batch_per_chip("fsdp", "v5p", n_axes=3),
+        "tokens_per_chip": per_chip,
+        "tokens_over_critical": per_chip / critical_batch_per_chip("fsdp", "v5p", n_axes=3),
     }
 
 
@@ -77,10 +87,10 @@ def _q9():
     from ..training import critical_batch_per_chip, optimal_fsdp_degree
     from ..transformer import get_model
 
-    F = get_model("llama3-70b").d_ff
-    return {  # the book's current convention: 113 tokens per chip (combine="sum", its older text: 453), X_opt 1618
+    F = get_model("llama3-405b").d_ff
+    return {  # the book's convention (combine="max"), for 405B's 16M-token batch on one full pod
         "critical_tokens_per_chip": critical_batch_per_chip("fsdp+tp", "v5p", d_ff=F, fsdp_axes=2, combine="max"),
-        "optimal_fsdp": optimal_fsdp_degree(BATCH_70B, POD_CHIPS, F, fsdp_axes=2),
+        "optimal_fsdp": optimal_fsdp_degree(BATCH_405B, POD_CHIPS, F, fsdp_axes=2),
     }
 
 
@@ -118,10 +128,19 @@ def _q11():
     }
 
 
-def _q13():
-    from ..training import min_chips_for_memory
+def _q12():
+    from ..hardware import get_chip
+    from ..training import training_flops
 
-    return min_chips_for_memory("llama3-405b", "v5p", BATCH_405B, 8192, remat=4, include_grads=False)
+    ideal = training_flops("llama3-405b", LLAMA3_TOKENS) / (8 * POD_CHIPS * get_chip("v5p").peak_flops()) / 86_400
+    return {"ideal_days": ideal, "fraction": ideal / days_with_best_layout("llama3-405b", BATCH_405B, 8192, 8)}
+
+
+def _q13():
+    from ..training import min_chips_for_memory, training_time
+
+    chips = min_chips_for_memory("llama3-405b", "v5p", BATCH_405B, 8192, remat=4, include_grads=False)
+    return training_time("llama3-405b", LLAMA3_TOKENS, "v5p", chips, MFU) / 86_400
 
 
 register(
@@ -165,20 +184,23 @@ register(
 register(
     Exercise(
         id="ch06.q5",
-        title="the fewest chips by memory",
+        title="the fewest chips by memory, with full recomputation",
         solve=_q5,
         unit="chips",
-        hint="bf16 weights (2 B/param) + fp32 Adam (8 B/param) + 4 checkpoints of D values per layer and token "
-        "(2 bytes each) for a 4M-token batch, over 96 GB per v5p.",
+        hint="bf16 weights (2 B/param) + fp32 Adam (8 B/param) = 706 GB, plus 1 checkpoint of D bf16 values per "
+        "layer and token: 80 x 8192 x 2 B x 4e6 tokens = 5.24 TB (a quarter of the 21 TB of four); "
+        "round the total over 96 GB per v5p up.",
     )
 )
 register(
     Exercise(
         id="ch06.q6",
-        title="memory per chip on a full pod",
+        title="Llama 3 8B's memory per chip on a v5e pod",
         solve=_q6,
-        unit="bytes",
-        hint="The same total as the previous exercise, spread over 8960 chips.",
+        unit="bytes, fraction",
+        hint="10 B per parameter for 8,030,261,248 parameters (80.3 GB) plus 4 checkpoints x 4096 x 2 B x 32 "
+        "layers x 4e6 tokens (4.19 TB), over 256 chips; divide by v5e's 16e9 B of HBM. "
+        "Answer {'bytes_per_chip': ..., 'fraction_of_hbm': ...}.",
     )
 )
 register(
@@ -193,22 +215,22 @@ register(
 register(
     Exercise(
         id="ch06.q8",
-        title="FSDP over the whole pod, sequences split",
+        title="FSDP alone on the 16 x 16 x 16 cube, sequences split",
         solve=_q8,
-        unit="tokens per chip",
-        hint="Tokens per chip = 4M / 8960; pure FSDP over three axes needs 2550 / 3. "
-        "Answer {'tokens_per_chip': ..., 'critical_tokens_per_chip': ...}.",
+        unit="tokens per chip, ratio",
+        hint="Tokens per chip = 4 x 2^20 / 4096; pure FSDP over three axes needs alpha / 3 = 2550 / 3 = 850. "
+        "Answer {'tokens_per_chip': ..., 'tokens_over_critical': ...}.",
     )
 )
 register(
     Exercise(
         id="ch06.q9",
-        title="mixed FSDP + tensor parallelism on the pod",
+        title="mixed FSDP + tensor parallelism for Llama 3 405B on a pod",
         solve=_q9,
         unit="tokens per chip, chips",
-        hint="B / N > α² / (M_X M_Y F) with M_X M_Y = 2: the FSDP and tensor collectives overlap, so the slower "
-        "of the two sets the time (adding them instead gives 4x). X_opt = sqrt((B / F)(M_X / M_Y) N). "
-        "Answer {'critical_tokens_per_chip': ..., 'optimal_fsdp': ...}.",
+        hint="B / N > α² / (M_X M_Y F) with α = 2550, M_X M_Y = 2 and F = 53,248 (405B's d_ff): the FSDP and "
+        "tensor collectives overlap, so the slower of the two sets the time. X_opt = sqrt((B / F)(M_X / M_Y) N) "
+        "with B = 16 x 2^20 and N = 8960. Answer {'critical_tokens_per_chip': ..., 'optimal_fsdp': ...}.",
     )
 )
 register(
@@ -237,21 +259,25 @@ register(
 register(
     Exercise(
         id="ch06.q12",
-        title="Llama 3 405B on 8 v5p pods (book problem 2b)",
-        solve=lambda: days_with_best_layout("llama3-405b", BATCH_405B, 8192, 8),
-        unit="days",
-        hint="Plan the 16M-token batch on 8 pods (data parallelism over DCN between them): no legal layout uses "
-        "whole pods, so rank the slices each pod offers (training.subslices.plan_slices, n_slices=8, "
-        "rank_by='roofline'), take the fastest legal one and turn its step time into days for 15T tokens.",
+        title="Llama 3 405B on 8 v5p pods against the ideal (book problem 2b)",
+        solve=_q12,
+        unit="days, fraction",
+        hint="Ideal: 6 x the 403,747,897,344 weights a token multiplies by (all but the input embedding and the "
+        "norms) x 15e12 tokens over 8 x 8960 chips x 4.59e14 FLOP/s, in days (86,400 s). Fraction: the ideal over the "
+        "planner's roofline days (the fastest legal slice of each pod: training.subslices.plan_slices(..., "
+        "n_slices=8, rank_by='roofline'), step x 15e12 / 2^24 tokens). "
+        "Answer {'ideal_days': ..., 'fraction': ...}.",
     )
 )
 register(
     Exercise(
         id="ch06.q13",
-        title="Llama 3 405B: the fewest v5p chips by memory",
+        title="Llama 3 405B on the fewest v5p chips that hold it",
         solve=_q13,
-        unit="chips",
-        hint="As for 70B: weights, Adam state and 4 checkpoints per layer of a 16M-token batch, over 96 GB.",
+        unit="days",
+        hint="The fewest chips: 10 B x 405,853,388,800 parameters (4.06 TB) + 4 x 16384 x 2 B x 126 layers x "
+        "2^24 tokens (277 TB), over 96 GB, rounded up. Days: 6 x the weights a token multiplies by (all but the "
+        "input embedding and the norms) x 15e12 tokens / (chips x 4.59e14 FLOP/s x 0.4) / 86,400.",
     )
 )
 
