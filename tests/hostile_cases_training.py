@@ -462,3 +462,46 @@ CASES.update(
 )
 COVERED = COVERED + ("training.practitioners",)
 RESULT_RECORDS = RESULT_RECORDS | {"training.practitioners.PractitionerComparison"}
+
+
+# Chapter 5's additions (zero-bubble pipelines, the optimisation batch, optically reshaped tori)
+_BAD_SHAPES = ["16x16x16", None, 3, ODD, (16, 16), (6, 8, 8), (0, 4, 4), (4.5, 4, 4), ("4", 4, 4)]
+_PASS_TIMES = {"forward_time": Num(1.0), "backward_time": Num(2.0), "weight_time": Num(1.0, zero=True)}
+CASES.update(
+    {
+        TR + "pipeline.bubble_time": Case(
+            schedule=Choice("zb-h1"),
+            stages=Int(8),
+            **_PASS_TIMES,
+            overlapped_time=Opt(Num(3.0), none_baseline=True),
+        ),
+        TR + "pipeline.schedule_bubble_fraction": Case(
+            schedule=Choice("1f1b"),
+            stages=Int(8),
+            microbatches=Int(32),
+            **_PASS_TIMES,
+            overlapped_time=Opt(Num(3.0), none_baseline=True),
+        ),
+        TR + "batch_size.noise_scale": Case(grad_sq_norm=Num(2.0), trace_cov=Num(30.0)),
+        TR + "batch_size.noise_scale_from_batches": Case(
+            batch_small=Num(8.0), sq_norm_small=Num(5.75), batch_big=Num(512.0), sq_norm_big=Num(2.06)
+        ),
+        TR + "batch_size.batch_tradeoff": Case(batch=Num(2e6), critical_batch=Num(1e6)),
+        TR + "batch_size.kaplan_critical_batch": Case(loss=Num(2.2)),
+        TR + "ocs.largest_slice": Case(chip=ChipArg("v5p", tpu=True)),
+        TR + "ocs.cube_shapes": Case(chip=ChipArg("v5p", tpu=True), n_chips=Int(4096, top=6144)),
+        TR + "ocs.one_axis_group": Case(
+            shape=Raw((16, 16, 16), ["16x16x16", None, 3, ODD, (0, 4, 4), (4.5, 4, 4)]), degree=Int(8)
+        ),
+        TR + "ocs.group_collective_time": Case(
+            chip=ChipArg("v5p", tpu=True),
+            shape=Raw((16, 16, 16), _BAD_SHAPES),
+            group=Raw((8, 1, 1), ["8x1x1", None, 8, ODD, (8, 1), (3, 1, 1), (0, 1, 1), (8.0, 1.5, 1)]),
+            kind=Choice("all_gather"),
+            nbytes=Num(64e6, zero=True),
+            hop_latency=Opt(Num(1e-6), none_baseline=True),
+        ),
+    }
+)
+COVERED = COVERED + ("training.batch_size", "training.ocs")
+RESULT_RECORDS = RESULT_RECORDS | {"training.batch_size.NoiseScale", "training.batch_size.BatchTradeoff"}

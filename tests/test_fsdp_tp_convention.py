@@ -219,12 +219,12 @@ def test_combines_lists_the_two_conventions():
 
 
 # -- the exercises that rest on the threshold --------------------------------------------------------------------
-def test_ch05_q11_accepts_the_current_answer_and_rejects_the_older_4x():
-    ref = exercises.solution("ch05.q11")
+def test_ch05_q16_accepts_the_current_answer_and_rejects_the_older_4x():
+    ref = exercises.solution("ch05.q16")
     assert ref["critical_tokens_per_chip"] == pytest.approx(threshold(ALPHA, 13824, 2, 1, "max"), rel=1e-9)
-    assert exercises.grade("ch05.q11", {**ref, "critical_tokens_per_chip": 235}).correct
+    assert exercises.grade("ch05.q16", {**ref, "critical_tokens_per_chip": 235}).correct
     old = {**ref, "critical_tokens_per_chip": threshold(ALPHA, 13824, 2, 1, "sum")}  # 940
-    g = exercises.grade("ch05.q11", old)
+    g = exercises.grade("ch05.q16", old)
     assert g.attempted and not g.correct and "Hint" in g.message
 
 

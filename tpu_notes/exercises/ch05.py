@@ -1,10 +1,14 @@
 """Exercises of Chapter 5 (ids ch05.*), registered with their reference solutions.
 
 The numbered problems follow the scaling book's training chapter (training.md): its worked questions 1–4 on
-Llama 2 13B and the numbers its text works out along the way; the last few are ours, on the planner.
+Llama 2 13B (Exercises 5.12–5.17) and the numbers its text works out along the way; ours are the pod limits of
+5.2 and 5.4, the optimisation batch (5.3), the optically reshaped torus (5.8), the zero-bubble pipeline (5.10) and
+the planner (5.18). Exercise 5.M of the chapter checks ``ch05.qM``.
 """
 
 from __future__ import annotations
+
+from functools import cache
 
 from . import Exercise, register
 
@@ -18,48 +22,41 @@ def _fsdp_critical(n_axes: int = 3) -> float:
     return critical_batch_per_chip("fsdp", "v5p", n_axes=n_axes)
 
 
-def _q3():
-    from ..training import training_time
-
-    chips = 16e6 / _fsdp_critical(3)
-    return {"chips": chips, "days": training_time("llama3-70b", 15e12, "v5p", round(chips), 0.5) / 86_400}
-
-
-def _q5():
+def _q6():
     from ..training import max_tensor_parallelism
     from ..transformer import get_model
 
     return max_tensor_parallelism("v5p", get_model("llama3-70b").d_ff)
 
 
-def _q6():
+def _q7():
     from ..training import optimal_fsdp_degree
     from ..transformer import get_model
 
     return optimal_fsdp_degree(3.5e6, POD_CHIPS, get_model("llama3-70b").d_ff, fsdp_axes=2, tp_axes=1)
 
 
-def _q7():
+def _q12():
     from ..transformer import get_model
 
     return get_model("llama2-13b").param_count()
 
 
-def _q8():
+def _q13():
     from ..training import training_memory
 
     m = training_memory("llama2-13b", None, 16_000_000, 4096, remat="mlp_outputs")
     return {"params_and_optimizer_bytes": m.params + m.optimizer, "activation_bytes": m.activations}
 
 
-def _q9():
+def _q14():
     from ..training import Parallelism, training_memory
 
     m = training_memory("llama2-13b", Parallelism(data=CUBE_CHIPS), 3 * 2**20, 32768, remat="mlp_outputs")
     return m.params + m.optimizer
 
 
-def _q10():
+def _q15():
     from ..training import training_memory
 
     one = training_memory("llama2-13b", None, 3 * 2**20, 32768, remat="mlp_outputs")
@@ -69,7 +66,7 @@ def _q10():
     }
 
 
-def _q11():
+def _q16():
     from ..training import critical_batch_per_chip
     from ..transformer import get_model
 
@@ -80,23 +77,68 @@ def _q11():
     }
 
 
-def _q13():
+@cache  # the planner takes a second; the notebook checks this answer twice
+def _q18():
     from ..topology import Slice
     from ..training import plan
 
     return plan("llama3-70b", Slice("v5p", (16, 16, 16)), 4 * 2**20, 4096)[0].parallelism.tensor
 
 
-def _q14():
+def _q9():
     from ..training import pipeline_bubble_fraction
 
     return pipeline_bubble_fraction(8, 32)
 
 
-def _q15():
+def _q11():
     from ..training import critical_batch_per_chip
 
     return 4 * critical_batch_per_chip("dcn", "v5p")
+
+
+def _pods_for(batch_tokens: float) -> int:
+    """Whole v5p pods that can share ``batch_tokens`` with each pod's three-axis ICI data parallelism / FSDP still
+    compute-bound: each pod needs at least C / W_ici / 3 tokens per chip on its 8960 chips (ICI stops at a pod;
+    between pods the copies are data-parallel over DCN, which needs far fewer tokens per pod, §5.8)."""
+    return int(batch_tokens // (_fsdp_critical(3) * POD_CHIPS))
+
+
+def _q2():
+    return {"chips_ici_bound": 40e6 / _fsdp_critical(3), "pods": _pods_for(40e6)}
+
+
+def _q3():
+    from ..training import batch_tradeoff, kaplan_critical_batch
+
+    b_crit = kaplan_critical_batch(2.2)
+    t = batch_tradeoff(_fsdp_critical(3) * POD_CHIPS, b_crit)
+    return {"critical_batch_tokens": b_crit, "data_ratio": t.data_ratio, "steps_ratio": t.steps_ratio}
+
+
+def _q4():
+    from ..training import training_time
+
+    pods = _pods_for(16e6)
+    return {"pods": pods, "days": training_time("llama3-70b", 15e12, "v5p", pods * POD_CHIPS, 0.5) / 86_400}
+
+
+def _q8():
+    from ..training import cube_shapes, group_collective_time, one_axis_group
+
+    shapes = cube_shapes("v5p", 2048)
+    times = {s: group_collective_time("v5p", s, one_axis_group(s, 4), "all_gather", 64e6).total for s in shapes}
+    rings = [s for s in shapes if 4 in s]
+    return {"ring_shapes": len(rings), "slowdown": times[(8, 16, 16)] / min(times.values())}
+
+
+def _q10():
+    from ..training import schedule_bubble_fraction
+
+    return {
+        "one_f_one_b": schedule_bubble_fraction("1f1b", 16, 64, 1.0, 2.0, 0.8),
+        "zb_h1": schedule_bubble_fraction("zb-h1", 16, 64, 1.0, 2.0, 0.8),
+    }
 
 
 register(
@@ -112,25 +154,41 @@ register(
 register(
     Exercise(
         id="ch05.q2",
-        title="how far a 40M-token batch scales with FSDP",
-        solve=lambda: 40e6 / _fsdp_critical(3),
-        unit="chips",
-        hint="Each chip needs at least 850 tokens (three axes on v5p) to hide the weight gathers under compute.",
+        title="how far a 40M-token batch scales with data parallelism, inside a pod and across pods",
+        solve=_q2,
+        unit="chips, pods",
+        rtol=0.04,
+        hint="The three-axis ICI bound is 40M / (C / W_ici / 3) chips, more than a pod's 8960; ICI stops at a pod, "
+        "so count the whole pods whose share of the batch keeps at least 850 tokens on each of their 8960 chips (the "
+        "pods then AllReduce over DCN). Answer {'chips_ici_bound': ..., 'pods': ...}.",
     )
 )
 register(
     Exercise(
         id="ch05.q3",
-        title="Llama 3 70B with a 16M-token batch: chips and days",
+        title="the optimisation critical batch against a full pod's hardware minimum",
         solve=_q3,
-        unit="chips, days",
-        hint="Chips = batch / 850. Time = 6 · params · tokens / (chips · C · MFU) with 15T tokens and MFU 0.5; "
-        "answer a dict {'chips': ..., 'days': ...}.",
+        unit="tokens, ratios",
+        hint="B_crit = 2e8 / 2.2**(1 / 0.21) tokens (training.kaplan_critical_batch); the pod's minimum batch is "
+        "850 x 8960 tokens (Exercise 5.1); E/E_min = 1 + B/B_crit and S/S_min = 1 + B_crit/B "
+        "(training.batch_tradeoff). Answer {'critical_batch_tokens': ..., 'data_ratio': ..., 'steps_ratio': ...}.",
     )
 )
 register(
     Exercise(
         id="ch05.q4",
+        title="Llama 3 70B with a 16M-token batch: whole pods and days",
+        solve=_q4,
+        unit="pods, days",
+        rtol=0.03,
+        hint="Each pod needs at least 850 x 8960 tokens of the batch to keep its FSDP compute-bound; take the whole "
+        "number of pods that leaves, then time = 6 · params · 15T tokens / (chips · C · 0.5). Answer "
+        "{'pods': ..., 'days': ...}.",
+    )
+)
+register(
+    Exercise(
+        id="ch05.q5",
         title="pure FSDP with a 2M-token batch",
         solve=lambda: 2e6 / _fsdp_critical(3),
         unit="chips",
@@ -139,36 +197,77 @@ register(
 )
 register(
     Exercise(
-        id="ch05.q5",
+        id="ch05.q6",
         title="the most tensor parallelism Llama 3 70B's MLP affords on one v5p axis",
-        solve=_q5,
+        solve=_q6,
         unit="chips",
         hint="Tensor parallelism stays compute-bound while Y < F / (C / W_ici); it does not depend on the batch.",
     )
 )
 register(
     Exercise(
-        id="ch05.q6",
+        id="ch05.q7",
         title="the best FSDP degree for a 3.5M-token batch on a pod",
-        solve=_q6,
+        solve=_q7,
         unit="chips",
         hint="X_opt = sqrt((B / F)(M_X / M_Y) N) with F = 28,672, N = 8960 and two FSDP axes for one tensor axis.",
     )
 )
 register(
     Exercise(
-        id="ch05.q7",
+        id="ch05.q8",
+        title="4-way tensor parallelism on the cube arrangements of a 2048-chip v5p slice",
+        solve=_q8,
+        unit="shapes, ratio",
+        hint="training.cube_shapes('v5p', 2048) lists the arrangements of 32 cubes; a 4-way group has its own ring "
+        "only where an axis is exactly 4 chips long (training.one_axis_group); price a 64 MB AllGather with "
+        "training.group_collective_time on each. Answer {'ring_shapes': ..., 'slowdown': time on 8x16x16 / best}.",
+    )
+)
+register(
+    Exercise(
+        id="ch05.q9",
+        title="the bubble of 8 stages and 32 microbatches",
+        solve=_q9,
+        unit="fraction",
+        hint="(P − 1) / (M + P − 1): the warm-up and drain of the pipeline over the whole step.",
+    )
+)
+register(
+    Exercise(
+        id="ch05.q10",
+        title="1F1B and ZB-H1 bubbles for 16 stages and 64 microbatches",
+        solve=_q10,
+        unit="fractions",
+        hint="1F1B: (P − 1)/(M + P − 1). ZB-H1 idles (P − 1)(t_F + t_B − 2 t_W) per device against M (t_F + t_B) "
+        "of work, with t_B = 2 the whole backward and t_W = 0.8 its weight part "
+        "(training.schedule_bubble_fraction). Answer {'one_f_one_b': ..., 'zb_h1': ...}.",
+    )
+)
+register(
+    Exercise(
+        id="ch05.q11",
+        title="the smallest global batch for four v5p slices over DCN",
+        solve=_q11,
+        unit="tokens",
+        hint="Each slice needs C / W_dcn tokens (C and W_dcn per chip: the slice's compute and DCN bandwidth both "
+        "scale with its chips).",
+    )
+)
+register(
+    Exercise(
+        id="ch05.q12",
         title="Llama 2 13B's parameters (book question 1)",
-        solve=_q7,
+        solve=_q12,
         unit="parameters",
         hint="3·L·D·F for the gated MLP, 4·D·N·H·L for attention (N = K: multi-head), 2·V·D for the embeddings.",
     )
 )
 register(
     Exercise(
-        id="ch05.q8",
+        id="ch05.q13",
         title="Llama 2 13B's training memory at a 16M-token batch (book question 2)",
-        solve=_q8,
+        solve=_q13,
         unit="bytes",
         hint="Parameters and Adam: (2 + 4 + 4) bytes per parameter. Checkpoints after the three MLP matmuls: "
         "2 · L · B · (D + 2F) bytes. Answer {'params_and_optimizer_bytes': ..., 'activation_bytes': ...}.",
@@ -176,18 +275,18 @@ register(
 )
 register(
     Exercise(
-        id="ch05.q9",
+        id="ch05.q14",
         title="pure data parallelism for Llama 2 13B: bytes per chip (book question 3.1)",
-        solve=_q9,
+        solve=_q14,
         unit="bytes",
         hint="Data parallelism replicates the bf16 weights and the fp32 Adam moments on every chip.",
     )
 )
 register(
     Exercise(
-        id="ch05.q10",
+        id="ch05.q15",
         title="pure FSDP on a v5p 16x16x16 (book question 3.2)",
-        solve=_q10,
+        solve=_q15,
         unit="tokens, bytes",
         hint="Smallest compute-bound batch: 850 tokens per chip x 4096 chips. Memory: parameters, Adam state and the "
         "checkpoints of a 3M-token batch, spread over 4096 chips. Answer {'min_batch_tokens': ..., "
@@ -196,9 +295,9 @@ register(
 )
 register(
     Exercise(
-        id="ch05.q11",
+        id="ch05.q16",
         title="mixed FSDP + tensor parallelism for Llama 2 13B (book question 3.3)",
-        solve=_q11,
+        solve=_q16,
         unit="tokens per chip",
         hint="The mixed layout needs B / N > α² / (M_X M_Y F) with M_X M_Y = 2 (its FSDP and tensor collectives "
         "overlap on different axes, so the slower sets the time; adding them instead gives 4x); compare with 3M "
@@ -207,7 +306,7 @@ register(
 )
 register(
     Exercise(
-        id="ch05.q12",
+        id="ch05.q17",
         title="batch 1M and 10M with pure FSDP (book question 4)",
         solve=lambda: {"max_chips_1M": 1e6 / _fsdp_critical(3), "max_chips_10M": 10e6 / _fsdp_critical(3)},
         unit="chips",
@@ -216,29 +315,10 @@ register(
 )
 register(
     Exercise(
-        id="ch05.q13",
+        id="ch05.q18",
         title="the planner's tensor degree for Llama 3 70B",
-        solve=_q13,
+        solve=_q18,
         unit="chips",
         hint="Run training.plan('llama3-70b', Slice('v5p', (16, 16, 16)), 4 * 2**20, 4096) and read the best layout.",
-    )
-)
-register(
-    Exercise(
-        id="ch05.q14",
-        title="the bubble of 8 stages and 32 microbatches",
-        solve=_q14,
-        unit="fraction",
-        hint="(P − 1) / (M + P − 1): the warm-up and drain of the pipeline over the whole step.",
-    )
-)
-register(
-    Exercise(
-        id="ch05.q15",
-        title="the smallest global batch for four v5p slices over DCN",
-        solve=_q15,
-        unit="tokens",
-        hint="Each slice needs C / W_dcn tokens (C and W_dcn per chip: the slice's compute and DCN bandwidth both "
-        "scale with its chips).",
     )
 )

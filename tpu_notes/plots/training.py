@@ -125,17 +125,66 @@ def planner_chart(result, top: int = 10):
     return fig
 
 
-def loss_curves_chart(curves: dict, ax=None):
-    """Loss against step for each layout (``{label: losses}``); equal curves lie on top of each other."""
-    if not curves:
+def loss_curves_chart(curves: dict, reference: str | None = None, ax=None):
+    """Do the layouts train the same model? ``curves`` maps a layout's name to its losses per step; ``reference``
+    names the curve to compare with (``None``: the first). Left: every curve against step, each layout's markers
+    nudged sideways by a fraction of a step so that coinciding points stay visible. Right: each layout's
+    ``|loss − reference|`` per step on a log axis, beside the float32 spacing of the loss (one unit in the last
+    place): differences of a few units are rounding, not a different model; exact zeros sit on the axis floor as
+    hollow markers. With ``ax`` given, only the left panel is drawn, into it."""
+    if not isinstance(curves, dict) or not curves:
         raise ValueError("curves must map at least one layout name to its losses")
-    fig, ax = figure_and_axes(ax)
-    styles = ["-", "--", ":", "-.", (0, (5, 1)), (0, (1, 1)), (0, (3, 1, 1, 1))]
-    for i, (label, losses) in enumerate(curves.items()):
-        ax.plot(np.arange(1, len(losses) + 1), losses, ls=styles[i % len(styles)], marker="o", ms=3, label=label)
-    ax.set_xlabel("step")
-    ax.set_ylabel("training loss")
-    ax.legend(fontsize=9)
+    names = list(curves)
+    reference = names[0] if reference is None else reference
+    if reference not in curves:
+        raise ValueError(f"reference must name one of the curves {names}; got {reference!r}")
+    arrays = {k: np.asarray(v, dtype=float) for k, v in curves.items()}
+    ref = arrays[reference]
+    if any(a.ndim != 1 or a.shape != ref.shape or not a.size or not np.all(np.isfinite(a)) for a in arrays.values()):
+        raise ValueError("every curve must be a non-empty 1-D sequence of finite losses, all of the same length")
+    markers = ["o", "s", "^", "v", "D", "P", "X", "*"]
+    steps = np.arange(1, ref.size + 1)
+    if ax is None:
+        fig, axes = new_figure(ncols=2, width=10.0, height=4.0)
+        left, right = axes.ravel()
+    else:
+        fig, left = figure_and_axes(ax)
+        right = None
+    width = 0.5  # the sideways spread of the markers, in steps
+    offsets = np.linspace(-width / 2, width / 2, len(names)) if len(names) > 1 else [0.0]
+    left.plot(steps, ref, color="k", lw=1.0, zorder=1, label=f"{reference} (line)")
+    for i, name in enumerate(names):
+        left.plot(steps + offsets[i], arrays[name], ls="none", marker=markers[i % len(markers)], ms=5, label=name)
+    left.set_xlabel(f"step (markers nudged up to ±{width / 2:g} step apart)")
+    left.set_ylabel("training loss (nats)")
+    left.set_title("every layout's loss, step by step", fontsize=10)
+    left.legend(fontsize=8)
+    if right is None:
+        return fig
+    ulp = np.spacing(ref.astype(np.float32)).astype(float)
+    others = [n for n in names if n != reference]
+    diffs = {n: np.abs(arrays[n] - ref) for n in others}
+    positive = [d[d > 0] for d in diffs.values() if np.any(d > 0)]
+    floor = (min(float(np.min(p)) for p in positive) if positive else float(np.min(ulp))) / 4
+    for name in others:
+        d = diffs[name]
+        color = f"C{(names.index(name)) % 10}"
+        m = markers[names.index(name) % len(markers)]
+        x = steps + offsets[names.index(name)]
+        nz = d > 0
+        right.plot(x[nz], d[nz], ls="none", marker=m, ms=5, color=color, label=name)
+        if np.any(~nz):
+            right.plot(x[~nz], np.full(int(np.sum(~nz)), floor), ls="none", marker=m, ms=5, mfc="none", color=color)
+    right.plot(steps, ulp, "k--", lw=1.0, label="float32 spacing of the loss")
+    right.set_yscale("log")
+    worst = max((float(np.max(d)) for d in diffs.values()), default=0.0)
+    right.set_ylim(floor / 1.5, max(worst, float(np.max(ulp))) * 40)
+    drop = float(ref[0] - ref[-1])
+    right.set_title(f"|loss − {reference}|: at most {worst:.1e} nats; the loss falls {drop:.2f}", fontsize=10)
+    right.set_xlabel("step (hollow markers on the floor: exactly equal)")
+    right.set_ylabel("|difference| (nats, log scale)")
+    right.legend(fontsize=7, ncol=2, loc="upper center")
+    fig.tight_layout()
     return fig
 
 
@@ -201,4 +250,178 @@ def reconciliation_chart(roofline_rows, calibrated_rows=None, ax=None):
     ax.set_xlabel("predicted tokens/s per chip")
     ax.set_ylabel("measured tokens/s per chip")
     ax.legend(fontsize=8, loc="upper left")
+    return fig
+
+
+# Chapter 6
+
+
+def _step_of(case):
+    """The :class:`~tpu_notes.training.StepTime` of a plan, a slice option or a step (None when it has none)."""
+    for attr in ("best", "step"):
+        if getattr(case, attr, None) is not None and not hasattr(case, "collectives"):
+            case = getattr(case, attr)
+    return case if hasattr(case, "collectives") and hasattr(case, "bubble") else None
+
+
+def step_breakdown_chart(cases, ax=None):
+    """Where each roofline step goes, as fractions of the step: one row of compute and one of communication (stacked
+    by collective kind) per case, each followed by the pipeline bubble. The step is ``max(compute, communication) +
+    bubble`` (:func:`~tpu_notes.training.step_time`), so the row that reaches 1 sets it.
+
+    ``cases`` maps a label (e.g. the model, the pods and the layout) to a plan, a slice option of
+    :func:`~tpu_notes.training.subslices.plan_slices` or a :class:`~tpu_notes.training.StepTime`."""
+    from collections.abc import Mapping
+
+    if not isinstance(cases, Mapping) or not cases:
+        raise ValueError("cases must be a non-empty mapping of label -> plan, slice option or StepTime")
+    steps = {}
+    for label, case in cases.items():
+        st = _step_of(case)
+        if st is None or not st.total > 0:
+            raise ValueError(f"cases[{label!r}] must be a runnable plan, slice option or StepTime with a step > 0")
+        steps[str(label)] = st
+    fig, ax = figure_and_axes(ax, width=7.2, height=1.15 * len(steps) + 1.3)
+    kinds = [k for k in _KIND_COLORS if k not in ("compute", "bubble")]
+    kinds += sorted({k for st in steps.values() for k in st.collectives} - set(kinds))
+    extra = ("#17becf", "#bcbd22", "#e377c2")
+    colors = {k: _KIND_COLORS.get(k, extra[i % len(extra)]) for i, k in enumerate(kinds)}
+    seen, yticks, ylabels = set(), [], []
+
+    def bar(y, width, left, color, label, **kw):
+        show = label not in seen
+        seen.add(label)
+        ax.barh(y, width, left=left, height=0.34, color=color, label=label if show else None, **kw)
+
+    for i, (label, st) in enumerate(steps.items()):
+        y0 = 1.3 * i
+        ax.text(0.0, y0 - 0.3, label, fontsize=9, fontweight="bold", va="bottom")
+        bar(y0, st.compute / st.total, 0.0, _KIND_COLORS["compute"], "compute")
+        bar(y0, st.bubble / st.total, st.compute / st.total, _KIND_COLORS["bubble"], "pipeline bubble", hatch="//")
+        left = 0.0
+        for k in kinds:
+            t = st.collectives.get(k, 0.0)
+            if t > 0:
+                bar(y0 + 0.4, t / st.total, left, colors[k], f"{k} collectives")
+                left += t / st.total
+        bar(y0 + 0.4, st.bubble / st.total, left, _KIND_COLORS["bubble"], "pipeline bubble", hatch="//")
+        ax.text(1.02, y0 + 0.2, f"{fmt(st.total, 's')}\n{st.bound}-bound", va="center", fontsize=8)
+        yticks += [y0, y0 + 0.4]
+        ylabels += ["compute", "communication"]
+    ax.axvline(1.0, color="k", ls="--", lw=1)
+    ax.set_yticks(yticks, ylabels, fontsize=8)
+    ax.set_ylim(1.3 * len(steps) - 0.55, -0.6)
+    ax.set_xlim(0, 1.25)
+    ax.set_xlabel("fraction of the roofline step (the longer row reaches 1: it sets the step)")
+    ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def labelled_reconciliation_chart(roofline_rows, calibrated_rows, labels, ax=None):
+    """:func:`~tpu_notes.plots.reconciliation_chart` with the runs named in ``labels`` (``{run name: short text}``)
+    numbered at their filled (stated-efficiency) points and named in a key: under the axes in a figure of its own,
+    in the lower right of a given ``ax``. Numbers that would overlap are moved down and joined to their point."""
+    from collections.abc import Mapping
+
+    rows, cal = list(roofline_rows), list(calibrated_rows)
+    if len(cal) != len(rows):
+        raise ValueError("calibrated_rows must hold the same runs as roofline_rows (one row per run)")
+    if not isinstance(labels, Mapping) or not labels:
+        raise ValueError("labels must be a non-empty mapping of run name -> short text")
+    names = {r.run.name for r in cal}
+    unknown = [n for n in labels if n not in names]
+    if unknown:
+        raise ValueError(f"labels names runs that are not in the rows: {unknown[:3]}")
+    own_figure = ax is None
+    fig = reconciliation_chart(rows, cal, ax=ax)
+    ax = fig.axes[0] if ax is None else ax
+    if own_figure:  # make room for the key first: the numbers are placed in the final pixel grid
+        half = (len(labels) + 1) // 2
+        width, height = fig.get_size_inches()
+        key_in = 0.15 * half + 0.2
+        fig.set_size_inches(width, height + key_in)
+        fig.subplots_adjust(bottom=(key_in + 0.6) / (height + key_in), top=0.97)
+    ax.figure.canvas.draw()  # the limits and the transform are final only once drawn
+    px_per_pt = ax.figure.dpi / 72
+    by_name = {r.run.name: r for r in cal}
+    keyed = [(i + 1, by_name[name], text) for i, (name, text) in enumerate(labels.items())]
+    placed = []  # (x, y) of the numbers already drawn, in pixels
+    for number, r, _ in sorted(keyed, key=lambda k: -k[1].reported_tokens_per_s):
+        xy = (r.predicted_tokens_per_s, r.reported_tokens_per_s)
+        x, y = ax.transData.transform(xy)
+        tx, ty = x - 7 * px_per_pt, y
+        while any(abs(tx - px) < 14 * px_per_pt and abs(ty - py) < 9 * px_per_pt for px, py in placed):
+            ty -= 9 * px_per_pt
+        placed.append((tx, ty))
+        ax.annotate(
+            str(number),
+            xy,
+            xytext=((tx - x) / px_per_pt, (ty - y) / px_per_pt),
+            textcoords="offset points",
+            fontsize=8,
+            fontweight="bold",
+            ha="right",
+            va="center",
+            arrowprops={"arrowstyle": "-", "color": "#777777", "lw": 0.6} if ty != y else None,
+        )
+    entries = [f"{number}  {text}" for number, _, text in keyed]
+    if not own_figure:  # drawn into the caller's panel: the key goes in the panel's lower right
+        ax.text(
+            0.98,
+            0.02,
+            "\n".join(entries),
+            transform=ax.transAxes,
+            ha="right",
+            va="bottom",
+            multialignment="left",
+            fontsize=8,
+            bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "#cccccc"},
+        )
+        return fig
+    # a figure of its own: the key goes under the axes (which made room for it above), in two columns
+    half = (len(entries) + 1) // 2
+    for column, x in ((entries[:half], 0.08), (entries[half:], 0.54)):
+        fig.text(x, 0.015, "\n".join(column), ha="left", va="bottom", fontsize=8)
+    return fig
+
+
+def pipeline_bubble_chart(
+    stages: int = 8,
+    max_microbatches: int = 64,
+    forward_time: float = 1.0,
+    backward_time: float = 2.0,
+    weight_time: float = 1.0,
+    ax=None,
+):
+    """Bubble fraction against microbatches per step for 1F1B (= GPipe), ZB-H1 and DualPipe at ``stages`` stages
+    (:func:`tpu_notes.training.schedule_bubble_fraction`, pass times in the same units; DualPipe without overlap,
+    ``t_F&B = t_F + t_B``), from ``M = stages`` to ``max_microbatches``; the point at ``M = 4P`` is labelled."""
+    from ..training.pipeline import schedule_bubble_fraction
+
+    if not isinstance(max_microbatches, int) or isinstance(max_microbatches, bool) or max_microbatches < stages:
+        raise ValueError(f"max_microbatches must be an integer >= stages ({stages}); got {max_microbatches!r}")
+    fig, ax = figure_and_axes(ax)
+    ms = np.arange(stages, max_microbatches + 1)
+    names = {
+        "1f1b": "1F1B / GPipe",
+        "zb-h1": "ZB-H1 (split backward, 1F1B memory)",
+        "dualpipe": "DualPipe (2x weights)",
+    }
+    colors = {"1f1b": _KIND_COLORS["pipeline"], "zb-h1": _KIND_COLORS["tensor"], "dualpipe": _KIND_COLORS["expert"]}
+    for sched, label in names.items():
+        if sched == "dualpipe" and stages % 2:
+            continue
+        y = [schedule_bubble_fraction(sched, stages, int(m), forward_time, backward_time, weight_time) for m in ms]
+        ax.plot(ms, y, color=colors[sched], label=label)
+        m4 = 4 * stages
+        if m4 <= max_microbatches:
+            f = schedule_bubble_fraction(sched, stages, m4, forward_time, backward_time, weight_time)
+            ax.plot([m4], [f], "o", color=colors[sched])
+            below = sched == "dualpipe"
+            ax.annotate(f"{f:.1%}", (m4, f), textcoords="offset points", xytext=(6, -12 if below else 5), fontsize=8)
+    ax.set_xlabel(f"microbatches per step M ({stages} stages)")
+    ax.set_ylabel("bubble: idle share of the step")
+    ax.set_title(f"t_F = {forward_time:g}, t_B = {backward_time:g} (of which t_W = {weight_time:g})", fontsize=10)
+    ax.legend(fontsize=9)
     return fig

@@ -15,7 +15,10 @@ Pure Python, no JAX (the analysis layer). One module per idea:
 - :mod:`.planner`: every legal layout ranked by step time;
 - :mod:`.subslices`: which chips to ask for: the slices a pod offers, each with its best legal layout;
 - :mod:`.practitioners`: the planner's choice beside the layouts published runs used;
-- :mod:`.collectives`: the collectives of one step of :mod:`tpu_notes.model`, to compare with XLA's.
+- :mod:`.collectives`: the collectives of one step of :mod:`tpu_notes.model`, to compare with XLA's;
+- :mod:`.pipeline`: pipeline schedules simulated (GPipe, 1F1B) and priced (zero-bubble ZB-H1, DualPipe);
+- :mod:`.batch_size`: the batch optimisation can use (gradient noise scale, steps-versus-data trade-off);
+- :mod:`.ocs`: the torus shapes optical circuit switches give a slice of cubes, and a collective's time on each.
 
 The JAX side, the same layouts run for real on (simulated) devices, is :mod:`tpu_notes.parallel` (its
 ``compiled_step`` compiles one step; this package never imports it).
@@ -23,6 +26,14 @@ The JAX side, the same layouts run for real on (simulated) devices, is :mod:`tpu
 
 from __future__ import annotations
 
+from .batch_size import (
+    BatchTradeoff,
+    NoiseScale,
+    batch_tradeoff,
+    kaplan_critical_batch,
+    noise_scale,
+    noise_scale_from_batches,
+)
 from .collectives import PredictedCollective, collective_totals, predicted_collectives
 from .cost import chip_hours, flops_per_token, hfu, mfu, training_cost, training_flops, training_time
 from .expected import ExpectedStep
@@ -38,7 +49,9 @@ from .memory import (
     stage_layers,
     training_memory,
 )
+from .ocs import cube_shapes, group_collective_time, largest_slice, one_axis_group
 from .parallelism import MESH_AXES, Parallelism
+from .pipeline import BUBBLE_SCHEDULES, bubble_time, schedule_bubble_fraction
 from .planner import Plan, PlanResult, plan
 from .rooflines import (
     STRATEGIES,
@@ -60,6 +73,19 @@ from .step import AxisPart, Layout, StepTime, map_to_slice, step_time
 from .subslices import SliceOption, format_slices, plan_slices, slice_shapes
 
 __all__ = [
+    "BUBBLE_SCHEDULES",
+    "BatchTradeoff",
+    "NoiseScale",
+    "batch_tradeoff",
+    "bubble_time",
+    "cube_shapes",
+    "group_collective_time",
+    "kaplan_critical_batch",
+    "largest_slice",
+    "noise_scale",
+    "noise_scale_from_batches",
+    "one_axis_group",
+    "schedule_bubble_fraction",
     "MESH_AXES",
     "OPTIMIZERS",
     "REMAT",

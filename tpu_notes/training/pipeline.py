@@ -11,6 +11,24 @@ exist:
 
 Both leave the same idle time, ``(P − 1)(t_F + t_B)`` per stage, i.e. the bubble fraction ``(P − 1)/(M + P − 1)`` of
 :func:`~tpu_notes.training.rooflines.pipeline_bubble_fraction`; 1F1B only needs less memory.
+
+**Zero-bubble schedules** split each backward pass in two: ``B``, the gradient of the stage's *input* (what the
+previous stage waits for), and ``W``, the gradient of its *weights* (which nothing waits for), and move the ``W``
+passes into the idle slots. :func:`bubble_time` and :func:`schedule_bubble_fraction` give the published closed forms
+(not simulated here), with ``t_B`` the *whole* backward and ``t_W`` its weight part:
+
+- 1F1B (and GPipe): ``(P − 1)(t_F + t_B)``;
+- ZB-H1 (Qi, Wan, Huang and Lin, "Zero Bubble Pipeline Parallelism", ICLR 2024, arXiv 2401.10241, section 2.1;
+  called ZB1P in DeepSeek-V3's table): ``(P − 1)(t_F + t_B − 2 t_W)``, a third of 1F1B's when forward, input
+  gradient and weight gradient take equal time, holding no more activations than 1F1B;
+- DualPipe (DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv 2412.19437, section 3.2.1 and Table 2; also
+  github.com/deepseek-ai/DualPipe, README): ``(P/2 − 1)(t_F&B + t_B − 3 t_W)``, with ``t_F&B`` the time of a
+  forward and a backward chunk run overlapped (their communication hidden under each other's compute; at most
+  ``t_F + t_B``), feeding microbatches from both ends of the pipeline, at the price of two copies of the weights per
+  device and ``P + 1`` microbatches of activations.
+
+The paper's ZB-H2 reaches zero bubble (with equal pass times) by holding up to ``2P − 1`` microbatches; it has no
+closed form for unequal times and is not priced here.
 """
 
 from __future__ import annotations
@@ -18,9 +36,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from ..units import NonNegativeInt, OneOf, PositiveFloat, capped, checked
+from ..units import NonNegativeFloat, NonNegativeInt, OneOf, PositiveFloat, PositiveInt, capped, checked
 
+#: Schedules :func:`simulate` runs task by task.
 SCHEDULE_NAMES = ("gpipe", "1f1b")
+#: Schedules :func:`bubble_time` prices in closed form (see the module docstring for the sources).
+BUBBLE_SCHEDULES = ("gpipe", "1f1b", "zb-h1", "dualpipe")
+#: Per schedule: (copies of the stage's weights per device, microbatches of activations the busiest device holds as
+#: a formula in P stages and M microbatches). GPipe: every microbatch; 1F1B and ZB-H1: P (Qi et al. 2023, arXiv
+#: 2401.10241, section 2.1: ZB-H1 keeps 1F1B's peak); DualPipe: 2 copies and P + 1 (DeepSeek-V3 report, arXiv
+#: 2412.19437, Table 2).
+SCHEDULE_MEMORY = {
+    "gpipe": (1, "M"),
+    "1f1b": (1, "P"),
+    "zb-h1": (1, "P"),
+    "dualpipe": (2, "P + 1"),
+}
 #: Largest 2 × stages × microbatches simulated (each task is a Python object).
 MAX_TASKS = 100_000
 #: Most stages simulated: the event loop sweeps every stage once per round and a backward pass advances one stage
@@ -128,3 +159,62 @@ def peak_in_flight(tasks: list[Task], stage: NonNegativeInt = 0) -> int:
         live += d
         peak = max(peak, live)
     return peak
+
+
+@checked
+def bubble_time(
+    schedule: Annotated[str, OneOf(BUBBLE_SCHEDULES)],
+    stages: PositiveInt,
+    forward_time: PositiveFloat = 1.0,
+    backward_time: PositiveFloat = 2.0,
+    weight_time: NonNegativeFloat = 1.0,
+    overlapped_time: PositiveFloat | None = None,
+) -> float:
+    """Idle time per device in one pipelined step, in the units of the pass times (see the module docstring for
+    each formula and its source). ``forward_time`` and ``backward_time`` are one microbatch's forward and *whole*
+    backward pass on one stage; ``weight_time`` is the weight-gradient part of the backward (at most
+    ``backward_time``; ignored by ``"gpipe"`` and ``"1f1b"``, which cannot move it); ``overlapped_time`` (DualPipe
+    only; ``None``: ``forward_time + backward_time``, no overlap) is a forward and a backward chunk run together,
+    between ``max(forward_time, backward_time)`` and their sum. DualPipe needs an even number of stages. A formula
+    that goes below zero (a weight pass longer than the gaps it fills) is clamped to 0."""
+    P, tf, tb, tw = stages, forward_time, backward_time, weight_time
+    if tw > tb:
+        raise ValueError(f"weight_time ({tw}) must be at most backward_time ({tb}): it is a part of the backward pass")
+    if overlapped_time is not None and schedule != "dualpipe":
+        raise ValueError(f"overlapped_time applies to schedule 'dualpipe' only; got schedule {schedule!r}")
+    if schedule in ("gpipe", "1f1b"):
+        return (P - 1) * (tf + tb)
+    if schedule == "zb-h1":
+        return max(0.0, (P - 1) * (tf + tb - 2 * tw))
+    if P % 2:
+        raise ValueError(f"stages must be even for 'dualpipe' (it pairs stage i with stage P - 1 - i); got {P}")
+    tfb = tf + tb if overlapped_time is None else overlapped_time
+    if not max(tf, tb) <= tfb <= tf + tb:
+        raise ValueError(
+            f"overlapped_time must lie between max(forward_time, backward_time) = {max(tf, tb)} and "
+            f"forward_time + backward_time = {tf + tb}; got {tfb}"
+        )
+    return max(0.0, (P // 2 - 1) * (tfb + tb - 3 * tw))
+
+
+@checked
+def schedule_bubble_fraction(
+    schedule: Annotated[str, OneOf(BUBBLE_SCHEDULES)],
+    stages: PositiveInt,
+    microbatches: PositiveInt,
+    forward_time: PositiveFloat = 1.0,
+    backward_time: PositiveFloat = 2.0,
+    weight_time: NonNegativeFloat = 1.0,
+    overlapped_time: PositiveFloat | None = None,
+) -> float:
+    """Idle share of a step: ``bubble / (M (t_F + t_B) + bubble)`` with :func:`bubble_time`'s bubble and each
+    device computing ``M`` microbatches' forward and backward passes of one stage. For ``"gpipe"`` and ``"1f1b"``
+    this is ``(P − 1)/(M + P − 1)`` whatever the pass times. The zero-bubble formulas assume a full pipeline,
+    ``microbatches >= stages``."""
+    if schedule in ("zb-h1", "dualpipe") and microbatches < stages:
+        raise ValueError(
+            f"microbatches ({microbatches}) must be >= stages ({stages}) for {schedule!r}: its formula assumes the "
+            "pipeline fills"
+        )
+    bubble = bubble_time(schedule, stages, forward_time, backward_time, weight_time, overlapped_time)
+    return bubble / (microbatches * (forward_time + backward_time) + bubble)
