@@ -268,3 +268,16 @@ def test_bubble_chart_draws_three_schedules():
     plt.close(fig)
     with pytest.raises(ValueError, match="max_microbatches"):
         pipeline_bubble_chart(stages=8, max_microbatches=4)
+
+
+def test_exercise_5_17_caps_the_10m_token_fsdp_group_at_a_pod():
+    """10M tokens over 850 tokens per chip (C / W_ici / 3 on v5p) is 11,765 chips, more than the 16 x 20 x 28 = 8,960
+    of a pod, where ICI and with it FSDP stop (Section 5.8): one FSDP group can use 8,960 of them."""
+    from tpu_notes import exercises
+
+    ref = exercises.solution("ch05.q17")
+    assert ref["max_chips_10M"] == pytest.approx(10e6 / 850, rel=2e-3)  # alpha = 2550 to three figures
+    assert ref["fsdp_chips_10M"] == 16 * 20 * 28
+    uncapped = {**ref, "fsdp_chips_10M": ref["max_chips_10M"]}  # the bound taken past the pod
+    assert not exercises.grade("ch05.q17", uncapped).correct
+    assert exercises.grade("ch05.q17", ref).correct

@@ -308,9 +308,15 @@ register(
     Exercise(
         id="ch05.q17",
         title="batch 1M and 10M with pure FSDP (book question 4)",
-        solve=lambda: {"max_chips_1M": 1e6 / _fsdp_critical(3), "max_chips_10M": 10e6 / _fsdp_critical(3)},
+        solve=lambda: {
+            "max_chips_1M": 1e6 / _fsdp_critical(3),
+            "max_chips_10M": 10e6 / _fsdp_critical(3),
+            "fsdp_chips_10M": min(10e6 / _fsdp_critical(3), POD_CHIPS),
+        },
         unit="chips",
-        hint="Chips = batch / 850 for each batch; compare with the 4096 chips of the slice.",
+        hint="Chips = batch / 850 for each batch. FSDP's collectives ride ICI, which stops at a pod of 8960 chips: "
+        "when the bound is larger, the chips FSDP can actually use are one pod's (the rest would be DCN data "
+        "parallelism, Exercise 5.2).",
     )
 )
 register(
