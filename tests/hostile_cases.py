@@ -510,9 +510,26 @@ NOT_A_SIZES = [
     ODD,
 ]
 
+
 # --------------------------------------------------------------------------------------------------------------
 # The registry
 # --------------------------------------------------------------------------------------------------------------
+def _explorer_controls():
+    from tpu_notes.plots.interactive import control
+
+    return [control("a", (1, 2))]
+
+
+def _explorer_cell(a):
+    return {"data": [{"type": "scatter", "x": [a], "y": [a]}], "text": str(a)}
+
+
+def _explorer_spec():
+    from tpu_notes.plots.interactive import explorer_spec
+
+    return explorer_spec("demo", _explorer_controls(), _explorer_cell)
+
+
 T = "tpu_notes."
 CASES: dict[str, Case] = {
     # ---- units
@@ -1191,6 +1208,22 @@ CASES: dict[str, Case] = {
     T + "bench.format_measurements": Case(
         result=Raw(_roofline_result, ["abc", None, 3], lazy=True), chip=Opt(ChipArg("v5e"))
     ),
+    # The explorers' static figures (plots.interactive, a book-layer module: covered by these entries only).
+    T + "plots.interactive.control": Case(
+        label=Raw("B", ["", "  ", 3, None, ["B"]]),
+        values=Raw((1, 2), ["ab", (), tuple(range(25)), None, 3, {1: 2}]),
+        start=Raw(1, [5, "x", 1.5]),
+        names=Raw(None, [("one",), "ab", (1, 2), 3, ("a", "b", "c")]),
+        kind=Raw("slider", ["dial", None, 3, "Slider"]),
+    ),
+    T + "plots.interactive.round_floats": Case(obj=Fixed([1.0, 2]), digits=Raw(4, [0, 18, 2.5, True, "4", None, -1])),
+    T + "plots.interactive.explorer_spec": Case(
+        name=Raw("demo", ["Demo", "", "1x", None, 3, "a b", "x" * 60]),
+        controls=Raw(_explorer_controls, [[], None, "ab", [3], 3], lazy=True),
+        cell=Raw(_explorer_cell, [3, None, lambda a: 3, lambda a: {"data": [3]}]),
+        layout=Raw(None, [[], "x", 3]),
+    ),
+    T + "plots.interactive.explorer_html": Case(spec=Raw(_explorer_spec, [None, {}, "x", 3, {"id": "a"}], lazy=True)),
 }
 
 #: Modules whose public functions must all have an entry above.

@@ -4,7 +4,9 @@ For every page of _toc.yml (the preface, every chapter, the other pages) this ch
 * no JavaScript error is logged and no request leaves 127.0.0.1 (everything the page needs ships with the book);
 * every same-site resource and link resolves (no 404), every <img> has loaded (naturalWidth > 0);
 * math is typeset by MathJax (mjx-container present) and no raw TeX (\\( \\[ $$) is left in the text;
-* widgets with saved state render (the vendored ipywidgets manager);
+* widgets with saved state render (the vendored ipywidgets manager), and no widget view is left empty;
+* every explorer cell shows its Plotly figure (vendored plotly.js), drawn with a summary; on Chapter 1 the slider
+  and buttons redraw it without a kernel (test_explorer_figure_follows_its_slider_and_buttons);
 * hidden solutions (cells tagged hide-cell) start collapsed and open on a click; so do dropdown admonitions;
 * the previous/next links lead to the neighbouring pages of _toc.yml;
 * a chapter's Colab launch link targets this repository and branch and a notebook that exists in the repository;
@@ -112,13 +114,33 @@ def test_page_in_browser(site, index):
             if not complete or width == 0:
                 problems.append(f"image not loaded: {src}")
 
-        # Widgets rendered from their saved state. (tools/execute.py stores no widget state, so a chapter's
-        # explorer is an empty placeholder on the static page, next to the static figure the chapter draws;
-        # a page that does carry state must render it with the vendored manager.)
+        # Widgets rendered from their saved state. (tools/execute.py stores no widget state: a chapter's
+        # explorer shows its Plotly figure instead, below; a page that does carry state must render it with the
+        # vendored manager, and a widget view without state would be an empty box.)
         views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
         has_state = page.locator('script[type="application/vnd.jupyter.widget-state+json"]').count() > 0
         if views and has_state and page.locator(".jupyter-widgets").count() == 0:
             problems.append(f"{views} widget view(s) with saved state but nothing rendered")
+        if views and not has_state:
+            problems.append(f"{views} empty widget box(es): a widget view without state (re-execute the notebook?)")
+
+        # Explorers: every cell that calls one shows its Plotly figure, drawn (an SVG) with its summary.
+        if p.is_notebook:
+            want = _explorer_cells(p.source)
+            figures = page.locator(browser.PLOTLY_SELECTOR)
+            drawn = page.evaluate(
+                "sel => Array.from(document.querySelectorAll(sel)).filter(gd => gd.querySelector('.main-svg') &&"
+                " gd.data && gd.data.length && gd.nextElementSibling.textContent.length).length",
+                browser.PLOTLY_SELECTOR,
+            )
+            loads_plotly = page.locator('script[src*="plotly"]').count() > 0
+            if loads_plotly != bool(want):  # tools/book_assets.py: plotly.js (1.5 MB) only where a figure needs it
+                problems.append(f"plotly.js loaded: {loads_plotly}, but the page has {len(want)} explorer(s)")
+            if len(want) != page.locator(browser.EXPLORER_SELECTOR).count() or drawn != len(want):
+                problems.append(
+                    f"explorer cells {want}: {page.locator(browser.EXPLORER_SELECTOR).count()} explorer output(s), "
+                    f"{figures.count()} Plotly figure(s), {drawn} drawn with data and a summary"
+                )
 
         # Hidden solutions: collapsed by default, open on a click (then closed again for the screenshot).
         for i in range(page.locator("div.cell.tag_hide-cell").count()):
@@ -224,6 +246,74 @@ def test_page_in_browser(site, index):
     finally:
         page.close()
     _finish(problems, errors, failed, site, blocked_before, p)
+
+
+def _explorer_cells(source: Path) -> list[str]:
+    """Ids of the code cells of a notebook that display an explorer (``widgets.<name>_explorer(...)`` without
+    ``static=True``)."""
+    import json
+
+    nb = json.loads(source.read_text())
+    return [
+        c.get("id", "?")
+        for c in nb["cells"]
+        if c["cell_type"] == "code"
+        and re.search(r"\b\w+_explorer\(", "".join(c["source"]))
+        and "static=True" not in "".join(c["source"])
+        and any(o.get("output_type") in ("execute_result", "display_data") for o in c.get("outputs", []))
+    ]
+
+
+#: What the Chapter 1 figure's script reports: the grid cell drawn, the matmul point, the summary.
+FIGURE_STATE_JS = """sel => {
+    const gd = document.querySelector(sel);
+    const dot = gd.data[gd.data.length - 1];
+    return {cell: gd.getAttribute('data-cell'), x: dot.x[0], y: dot.y[0], name: dot.name,
+            text: gd.nextElementSibling.textContent, path: (gd.querySelector('.scatterlayer .points path') || {})
+            .getAttribute && gd.querySelector('.scatterlayer .points path').getAttribute('transform')};
+}"""
+
+
+def test_explorer_figure_follows_its_slider_and_buttons(site):
+    """Chapter 1's roofline explorer, without a kernel: moving the B slider and clicking a chip button redraw
+    the point (its data and its SVG marker) and the summary from the precomputed grid."""
+    p = next(q for q in PAGES if q.docname.endswith("01_rooflines"))
+    page = site["context"].new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(site["base"] + p.html)
+        browser.wait_until_rendered(page)
+        sel = browser.PLOTLY_SELECTOR
+        assert page.locator(sel).count() >= 1, "no explorer figure on the Chapter 1 page"
+        before = page.evaluate(FIGURE_STATE_JS, sel)
+        assert before["text"].startswith("v5e bf16: [256, 8192]"), before
+        # The B slider (the first slider; 9 steps from 1 to 65536 tokens): click near its left end.
+        rail = page.locator(sel).first.locator(".slider-rail-touch-rect").first
+        rail.scroll_into_view_if_needed()
+        box = rail.bounding_box()
+        page.mouse.click(box["x"] + box["width"] * 0.13, box["y"] + box["height"] / 2)
+        page.wait_for_function(
+            "([sel, c]) => document.querySelector(sel).getAttribute('data-cell') !== c",
+            arg=[sel, before["cell"]],
+            timeout=5_000,
+        )
+        after = page.evaluate(FIGURE_STATE_JS, sel)
+        assert after["x"] < before["x"] and after["y"] < before["y"], (before, after)  # a smaller batch
+        assert after["path"] != before["path"] and "bandwidth-bound" in after["name"], (before, after)
+        assert after["text"].startswith("v5e bf16: [4, 8192]"), after["text"]
+        # A chip button: v5p.
+        page.locator(sel).first.locator(".updatemenu-button", has_text="v5p").first.click()
+        page.wait_for_function(
+            "([sel, c]) => document.querySelector(sel).getAttribute('data-cell') !== c",
+            arg=[sel, after["cell"]],
+            timeout=5_000,
+        )
+        chip = page.evaluate(FIGURE_STATE_JS, sel)
+        assert chip["text"].startswith("v5p bf16: [4, 8192]") and chip["x"] == after["x"], chip
+        assert not errors, errors
+    finally:
+        page.close()
 
 
 def _finish(problems, errors, failed, site, blocked_before, p):

@@ -6,10 +6,16 @@ defining module, where the API reference documents it. It rebuilds every page wh
 page's list of scripts: with Jupyter Book 1.0.4, sphinx-thebe 0.3 adds its inline configuration script twice (its
 ``env-before-read-docs`` handler runs twice), so every page declared
 ``const THEBE_JS_URL`` twice and the browser logged ``SyntaxError: Identifier 'THEBE_JS_URL' has already been
-declared`` on every page (caught by tests/test_browser.py).
+declared`` on every page (caught by tests/test_browser.py). It also loads the vendored plotly.js
+(``_vendor/plotly/``, see tools/vendor_js.py) on the pages that show an explorer's static figure
+(:mod:`tpu_notes.plots.interactive`), and only there: the bundle is 1.5 MB.
 """
 
 from __future__ import annotations
+
+#: Marks an explorer's static figure in a page's HTML (tpu_notes.plots.interactive.explorer_html writes it).
+EXPLORER_MARK = 'class="tpu-notes-explorer"'
+PLOTLY_JS = "plotly/plotly-cartesian.min.js"  # under html_static_path (_vendor/)
 
 
 def _dedupe_scripts(app, pagename, templatename, context, doctree):
@@ -24,6 +30,13 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
             seen.add(key)
             unique.append(script)
     context["script_files"] = unique
+
+
+def _add_plotly(app, pagename, templatename, context, doctree):
+    """Load plotly.js on a page whose body holds an explorer figure. A plain, synchronous script in the page's
+    head (before the body's inline scripts run; priority 200 puts it before RequireJS, should a page load it)."""
+    if EXPLORER_MARK in (context.get("body") or ""):
+        app.add_js_file(PLOTLY_JS, priority=200)
 
 
 def _assets_digest(app) -> str:
@@ -97,5 +110,6 @@ def setup(app):
     app.connect("missing-reference", _resolve_public_name)
     # Late priority: after myst-nb and the theme have added their page-specific scripts.
     app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.connect("html-page-context", _add_plotly)  # default priority 500: before the dedupe above
     app.connect("env-get-outdated", _outdated_when_assets_change)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

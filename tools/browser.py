@@ -140,12 +140,30 @@ def launch(blocked: list[str] | None = None):
         shutil.rmtree(profile, ignore_errors=True)
 
 
+#: An explorer's static figure (tpu_notes.plots.interactive) and the element Plotly draws it into.
+EXPLORER_SELECTOR = "div.tpu-notes-explorer"
+PLOTLY_SELECTOR = "div.tpu-notes-explorer-figure.js-plotly-plot"
+
+
 def wait_until_rendered(page) -> None:
-    """Wait for MathJax's typesetting and the widget manager (when the page has either)."""
+    """Wait for MathJax's typesetting, the explorers' Plotly figures and the widget manager (when the page has
+    any of them)."""
     page.wait_for_load_state("load")
     page.evaluate("""async () => {
         if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
     }""")
+    explorers = page.locator(EXPLORER_SELECTOR).count()
+    if explorers:
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        try:  # Plotly.react is asynchronous: wait until every figure has its SVG
+            page.wait_for_function(
+                "([sel, n]) => document.querySelectorAll(sel + ' .main-svg').length >= n",
+                arg=[PLOTLY_SELECTOR, explorers],
+                timeout=15_000,
+            )
+        except PlaywrightTimeout:
+            pass  # the caller sees which figure did not render (tests/test_browser.py reports it)
     if page.locator('script[type="application/vnd.jupyter.widget-state+json"]').count():  # saved widget state
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
 

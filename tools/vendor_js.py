@@ -8,7 +8,11 @@ What is vendored (versions pinned by package.json + package-lock.json at the rep
 * MathJax 3 (``tex-mml-chtml.js`` with its woff-v2 fonts, the autoloaded TeX extensions, the menu/accessibility
   components and the speech rule engine they load lazily) -> ``_vendor/mathjax/``;
 * the ipywidgets HTML manager (``@jupyter-widgets/html-manager``'s ``embed-amd.js`` with its chunks and fonts)
-  and ``requirejs`` -> ``_vendor/widgets/``.
+  and ``requirejs`` -> ``_vendor/widgets/``;
+* plotly.js, its cartesian bundle (``plotly.js-cartesian-dist-min``: scatter, bar and heatmap, all the explorers'
+  static figures use) -> ``_vendor/plotly/``. ``tools/book_assets.py`` loads it only on pages that show an
+  explorer (:mod:`tpu_notes.plots.interactive`). Version 4 sets ``window.Plotly`` itself and registers no AMD
+  module, so RequireJS on the same page (the widget manager) does not hide it.
 
 ``_config.yml`` publishes ``_vendor`` as Sphinx's ``html_static_path`` (so it lands in ``_build/html/_static/``),
 points ``mathjax_path`` and myst-nb's ``nb_ipywidgets_js`` at these copies. ``_vendor/`` and ``node_modules/`` are
@@ -40,6 +44,8 @@ COPIES = [
     ("mathjax/es5/a11y", "mathjax/a11y"),
     ("mathjax/es5/sre", "mathjax/sre"),
     ("requirejs/require.js", "widgets/require.js"),
+    ("plotly.js-cartesian-dist-min/plotly-cartesian.min.js", "plotly/plotly-cartesian.min.js"),
+    ("plotly.js-cartesian-dist-min/LICENSE", "plotly/LICENSE"),
 ]
 #: every file of the html-manager's dist/ whose name ends like this goes to _vendor/widgets/ (the chunks
 #: embed-amd.js loads, and the Font Awesome files its CSS refers to); source maps are left out.
@@ -117,7 +123,12 @@ def vendor(force: bool = False) -> bool:
         if f.is_file() and f.name.endswith(WIDGET_SUFFIXES) and f.name not in WIDGET_SKIP:
             shutil.copy2(f, widgets / f.name)
     (widgets / "config.js").write_text(REQUIRE_CONFIG)
-    for required in ("mathjax/tex-mml-chtml.js", "widgets/require.js", "widgets/embed-amd.js"):
+    for required in (
+        "mathjax/tex-mml-chtml.js",
+        "widgets/require.js",
+        "widgets/embed-amd.js",
+        "plotly/plotly-cartesian.min.js",
+    ):
         if not (VENDOR / required).is_file():
             raise SystemExit(f"vendor_js: {required} missing after copying; is package-lock.json intact?")
     STAMP.write_text(digest + "\n")

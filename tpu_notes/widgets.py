@@ -6,9 +6,14 @@ collective on a slice, its hops and its two cost terms), ``memory_explorer`` (Ch
 activations against batch and context).
 
 Each explorer returns an ipywidgets box when ipywidgets can run, and otherwise (ipywidgets missing, or
-``static=True``) falls back to the static matplotlib figure for its starting settings, so a notebook still shows
-something in a plain HTML page or a kernel without widgets. Widget state is kept small: a few controls, one
-80-dpi PNG and a few lines of text, set as widget values (nothing is printed into the cell's output).
+``static=True``) falls back to the static matplotlib figure for its starting settings. Widget state is kept small:
+a few controls, one 80-dpi PNG and a few lines of text, set as widget values (nothing is printed into the cell's
+output).
+
+Displayed, the box offers two views of itself: the live widget (``application/vnd.jupyter.widget-view+json``,
+which Jupyter and Colab draw) and, as ``text/html``, a Plotly figure of the same numbers over a small grid of the
+explorer's settings, precomputed by the same functions (:mod:`tpu_notes.plots.interactive`), which the HTML book
+draws without a kernel (``_config.yml`` ranks ``text/html`` first for the HTML builders).
 """
 
 from __future__ import annotations
@@ -66,15 +71,83 @@ def matmul_point(chip="v5e", dtype: str = "bf16", B: int = 256, D: int = 8192, F
     )
 
 
+#: The static book's roofline figure: these chips, dtypes, batches and contracting sizes (F stays as started).
+STATIC_ROOFLINE_CHIPS = ("v5e", "v5p", "v6e", "h100")
+STATIC_ROOFLINE_DTYPES = ("bf16", "int8")
+STATIC_BATCHES = tuple(4**k for k in range(9))  # 1 ... 65536 tokens
+STATIC_DIMS = (1024, 8192, 65536)
+
+
+def _roofline_spec(point: MatmulOnRoofline) -> dict:
+    """The static book's version of :func:`roofline_explorer`: :func:`matmul_point` on a grid of chips, dtypes,
+    batches and contracting sizes (``F`` fixed at the starting value), as a Plotly figure spec."""
+    from .plots import interactive as ix
+
+    lo, hi = 0.1, 1e5  # fixed axes: the point moves, the frame does not
+
+    def cell(chip, dtype, B, D):
+        p = matmul_point(chip, dtype, B, D, point.F)
+        c = get_chip(chip)
+        peak, bw, t = c.peak_flops(dtype), c.hbm_bw, p.time
+        color = _chip_color(c.name)
+        ridge = p.critical_intensity
+        return {
+            "data": [
+                _line([lo, ridge, hi], [lo * bw, peak, peak], f"{c.name} {dtype} roofline", color),
+                _line([ridge, ridge], [lo * bw, peak], f"critical intensity {ridge:.0f} FLOPs/B", color, "dot", 1),
+                _line(
+                    [t.intensity],
+                    [t.flops / t.lower],
+                    f"B={B}, D={D}, F={point.F}: {t.bound}-bound",
+                    "black",
+                    mode="markers",
+                ),
+            ],
+            "text": p.summary(),
+        }
+
+    controls = [
+        ix.control("chip", _with(STATIC_ROOFLINE_CHIPS, point.chip), point.chip, kind="buttons"),
+        ix.control("dtype", _with(STATIC_ROOFLINE_DTYPES, point.dtype), point.dtype, kind="buttons"),
+        ix.control("B (tokens)", _with(STATIC_BATCHES, point.B), point.B),
+        ix.control("D", _with(STATIC_DIMS, point.D), point.D),
+    ]
+    layout = {
+        "title": {"text": f"x[B, D] @ w[D, F] on the roofline (F = {point.F})", "font": {"size": 13}},
+        "xaxis": _axis("arithmetic intensity (FLOPs per byte)", log=True, range=[-1, 5]),
+        "yaxis": _axis("attainable FLOP/s", log=True),
+        "legend": {"x": 1, "xanchor": "right", "y": 0, "yanchor": "bottom", "font": {"size": 10}},
+    }
+    return ix.explorer_spec("roofline", controls, cell, layout)
+
+
+def _chip_color(name: str) -> str:
+    from .plots.style import CHIP_COLORS
+
+    return CHIP_COLORS.get(name, "#1f77b4")
+
+
+def _html(spec_factory, *args):
+    """A zero-argument function that builds the static book's HTML from ``spec_factory(*args)``."""
+
+    def build():
+        from .plots import interactive
+
+        return interactive.explorer_html(spec_factory(*args))
+
+    return build
+
+
 def roofline_explorer(
     chip="v5e", dtype: str = "bf16", B: int = 256, D: int = 8192, F: int = 8192, static: bool = False
 ):
     """Explore where a matmul ``[B, D] x [D, F]`` lands on a chip's roofline, and how long it takes.
 
     Returns an ipywidgets ``VBox`` (chip and dtype menus, B/D/F sliders, then an ``Image`` of the roofline and an
-    ``HTML`` summary, both redrawn on change). Without ipywidgets, or with ``static=True``, returns the static
-    matplotlib Figure for
-    the starting settings instead (see :func:`tpu_notes.plots.matmul_on_roofline`).
+    ``HTML`` summary, both redrawn on change); displayed, it also carries a Plotly version over a grid of settings
+    for pages without a kernel (:mod:`tpu_notes.plots.interactive`). Without ipywidgets, or with ``static=True``,
+    returns the static matplotlib Figure for the starting settings instead (see
+    :func:`tpu_notes.plots.matmul_on_roofline`).
     """
     from . import plots
 
@@ -128,7 +201,11 @@ def roofline_explorer(
     for w in (chip_w, dtype_w, b_w, d_w, f_w):
         w.observe(draw, names="value")
     draw()
-    return widgets.VBox([widgets.HBox([chip_w, dtype_w]), widgets.HBox([b_w, d_w, f_w]), image, text])
+    return _explorer(
+        [widgets.HBox([chip_w, dtype_w]), widgets.HBox([b_w, d_w, f_w]), image, text],
+        _html(_roofline_spec, point),
+        f"roofline explorer: {point.chip} {point.dtype}, B={point.B}, D={point.D}, F={point.F}",
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -144,6 +221,89 @@ def _widgets_or_none(static: bool):
     except ImportError:
         return None
     return ipywidgets
+
+
+_EXPLORER_CLASS = None
+
+
+def _explorer_class():
+    """``Explorer``: an ipywidgets ``VBox`` that also offers the static book an interactive HTML view.
+
+    Its ``_repr_mimebundle_`` holds the widget view (``application/vnd.jupyter.widget-view+json``: what Jupyter
+    and Colab draw, the live explorer), ``text/html`` (a Plotly figure over a precomputed grid of the explorer's
+    settings, :mod:`tpu_notes.plots.interactive`: what the HTML book draws, see ``nb_mime_priority_overrides`` in
+    ``_config.yml``) and a one-line ``text/plain``. The HTML is built on first display, then kept."""
+    global _EXPLORER_CLASS
+    if _EXPLORER_CLASS is None:
+        import ipywidgets
+
+        class Explorer(ipywidgets.VBox):
+            def __init__(self, children, html_factory, plain: str):
+                super().__init__(children)
+                self._html_factory, self._plain, self._html = html_factory, plain, None
+
+            def static_html(self) -> str:
+                """The Plotly snippet the static book shows (computed once). Should building it fail, the
+                live widget still displays, beside a line saying why (tests/test_browser.py fails on such a page)."""
+                if self._html is None:
+                    import html
+
+                    try:
+                        self._html = self._html_factory()
+                    except Exception as err:  # noqa: BLE001 - never let the static view break the live one
+                        self._html = f"<pre>static figure not available: {html.escape(repr(err))}</pre>"
+                return self._html
+
+            def _repr_mimebundle_(self, **kwargs):
+                bundle = super()._repr_mimebundle_(**kwargs) or {}
+                bundle["text/plain"] = self._plain
+                bundle["text/html"] = self.static_html()
+                return bundle
+
+        _EXPLORER_CLASS = Explorer
+    return _EXPLORER_CLASS
+
+
+def _explorer(children, html_factory, plain: str):
+    return _explorer_class()(children, html_factory, plain)
+
+
+def _nearest(value, choices):
+    return min(choices, key=lambda c: abs(c - value))
+
+
+def _with(choices, value):
+    """``choices`` with the starting ``value`` in them, so that it is a point of the precomputed grid: a number
+    replaces the nearest choice (the grid keeps its size), a name is added at the end."""
+    choices = tuple(choices)
+    if value in choices:
+        return choices
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in choices + (value,)):
+        near = _nearest(value, choices)
+        return tuple(sorted(value if c == near else c for c in choices))
+    return choices + (value,)
+
+
+def _line(x, y, name, color, dash="solid", width=2.0, mode="lines", xaxis=None, **extra):
+    trace = {
+        "type": "scatter",
+        "mode": mode,
+        "x": list(x),
+        "y": list(y),
+        "name": name,
+        "line": {"color": color, "dash": dash, "width": width},
+        "marker": {"color": color, "size": 8},
+    }
+    if xaxis:
+        trace.update(xaxis=xaxis[0], yaxis=xaxis[1])
+    trace.update(extra)
+    return trace
+
+
+def _axis(title, log=False, **extra):
+    axis = {"title": {"text": title}, "type": "log" if log else "linear", "exponentformat": "power"}
+    axis.update(extra)
+    return axis
 
 
 def _show(image, text, fig, summary: str) -> None:
@@ -309,7 +469,12 @@ def collective_explorer(
     for w in (chip_w, shape_w, kind_w, axes_w, v_w):
         w.observe(draw, names="value")
     draw()
-    return widgets.VBox([widgets.HBox([chip_w, shape_w, kind_w, axes_w]), v_w, image, text])
+    return _explorer(
+        [widgets.HBox([chip_w, shape_w, kind_w, axes_w]), v_w, image, text],
+        _html(_collective_spec, point),
+        f"collective explorer: {point.kind} over {''.join(point.axes)} of a {point.chip} "
+        f"{'x'.join(map(str, point.shape))} slice",
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -422,7 +587,11 @@ def memory_explorer(
     for w in (model_w, policy_w, batch_w, seq_w):
         w.observe(draw, names="value")
     draw()
-    return widgets.VBox([widgets.HBox([model_w, policy_w]), widgets.HBox([batch_w, seq_w]), image, text])
+    return _explorer(
+        [widgets.HBox([model_w, policy_w]), widgets.HBox([batch_w, seq_w]), image, text],
+        _html(_memory_spec, point),
+        f"memory explorer: {point.model}, {point.batch} sequences of {point.seq_len} tokens",
+    )
 
 
 # ------------------------------------------------------------------------------------------ planner (Chapter 5)
@@ -506,7 +675,11 @@ def planner_explorer(
     for w in (model_w, slice_w, batch_w, seq_w, seqshard_w):
         w.observe(draw, names="value")
     draw()
-    return widgets.VBox([widgets.HBox([model_w, slice_w]), widgets.HBox([batch_w, seq_w]), seqshard_w, text])
+    return _explorer(
+        [widgets.HBox([model_w, slice_w]), widgets.HBox([batch_w, seq_w]), seqshard_w, text],
+        _html(_planner_spec, model, slice, batch_tokens, seq_len, top),
+        f"planner explorer: {model} on {slice}",
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -615,7 +788,252 @@ def slice_explorer(chip="v5e", shape=(8, 16), nbytes: float = 2.0**26, static: b
     for w in (chip_w, shape_w, v_w):
         w.observe(draw, names="value")
     draw()
-    return widgets.VBox([widgets.HBox([chip_w, shape_w]), v_w, image, text])
+    return _explorer(
+        [widgets.HBox([chip_w, shape_w]), v_w, image, text],
+        _html(_slice_spec, point),
+        f"slice explorer: {point.chip} {'x'.join(map(str, point.shape))}",
+    )
+
+
+#: The static book's slice explorer: slices of the starting chip and of one generation of the other kind.
+STATIC_SLICES = {
+    2: (("v5e", (4, 4)), ("v5e", (8, 8)), ("v5e", (8, 16)), ("v5e", (16, 16))),
+    3: (("v5p", (2, 2, 2)), ("v5p", (4, 4, 4)), ("v5p", (4, 4, 8)), ("v5p", (8, 8, 8))),
+}
+STATIC_NBYTES = NBYTES_CHOICES[1::2]  # 4 kiB ... 4 GiB, every other power of 4
+
+
+def _static_slices(chip: str, shape: tuple) -> tuple:
+    """(chip, shape) pairs offered by the static slice and collective figures, the starting one included."""
+    own = tuple((chip, s) for s in SLICE_SHAPES.get(chip, ()))[:6] or ((chip, shape),)
+    other = STATIC_SLICES[2 if len(shape) == 3 else 3]
+    return _with(own, (chip, shape)) + other
+
+
+def _slice_spec(point: SliceHops) -> dict:
+    """The static book's version of :func:`slice_explorer`: :func:`slice_point` and the hop grid of
+    :class:`tpu_notes.topology.Slice` on a grid of slices and sizes, as a Plotly figure spec."""
+    import numpy as np
+
+    from .plots import interactive as ix
+    from .topology import Slice
+
+    def cell(where, nbytes):
+        chip, shape = where
+        sl = Slice(chip, shape)
+        p = slice_point(chip, shape, nbytes)
+        grid = sl.hop_grid()
+        plane = grid if grid.ndim == 2 else grid[:, :, 0]
+        far = tuple(int(i) for i in np.unravel_index(int(np.argmax(grid)), grid.shape))
+        rows = [(f"to farthest chip {far}", sl.transfer_time(nbytes, (0,) * len(sl.shape), far))]
+        names = "xyz"[: len(sl.shape)]
+        for i, a in enumerate(names):
+            ring = "ring" if sl.wraparound[i] else "line"
+            rows.append((f"AllGather over {a} ({sl.shape[i]}, {ring})", sl.collective_time("all_gather", nbytes, a)))
+        rows.append((f"AllGather over {names}", sl.collective_time("all_gather", nbytes, None)))
+        labels = [r[0] for r in rows][::-1]
+        heat = {
+            "type": "heatmap",
+            "z": plane.tolist(),
+            "zmin": 0,
+            "zmax": max(1, int(grid.max())),
+            "colorscale": "Viridis",
+            "showscale": False,
+            "xaxis": "x",
+            "yaxis": "y",
+            "hovertemplate": "row %{y}, column %{x}: %{z} hops<extra></extra>",
+        }
+        if plane.size <= 128:
+            heat.update(texttemplate="%{z}", textfont={"size": 10})
+        bars = [
+            {
+                "type": "bar",
+                "orientation": "h",
+                "x": [r[1].bandwidth_time * 1e3 for r in rows][::-1],
+                "y": labels,
+                "name": "bandwidth",
+                "marker": {"color": "#1f77b4"},
+                "xaxis": "x2",
+                "yaxis": "y2",
+            },
+            {
+                "type": "bar",
+                "orientation": "h",
+                "x": [r[1].latency_time * 1e3 for r in rows][::-1],
+                "y": labels,
+                "name": "hops × 1 µs",
+                "marker": {"color": "#ff7f0e"},
+                "xaxis": "x2",
+                "yaxis": "y2",
+            },
+        ]
+        wraps = "".join("w" if w else "-" for w in sl.wraparound)
+        where_txt = "" if grid.ndim == 2 else " (z = 0 plane)"
+        heading = (
+            f"{sl.chip.name} {'×'.join(map(str, sl.shape))} [{wraps}], diameter {sl.diameter}<br>"
+            f"hops from chip 0{where_txt}"
+        )
+        return {
+            "data": [heat] + bars,
+            "layout": {
+                "annotations": [
+                    {
+                        "text": heading,
+                        "x": 0.15,
+                        "xref": "paper",
+                        "xanchor": "center",
+                        "y": 1.0,
+                        "yref": "paper",
+                        "yanchor": "bottom",
+                        "showarrow": False,
+                        "font": {"size": 11},
+                    }
+                ],
+                "xaxis2": {"title": {"text": f"ms to move {fmt(nbytes, 'B')}"}},
+            },
+            "text": p.summary(),
+        }
+
+    slices = _static_slices(point.chip, point.shape)
+    controls = [
+        ix.control(
+            "slice", slices, (point.chip, point.shape), names=[f"{c} {'x'.join(map(str, s))}" for c, s in slices]
+        ),
+        ix.control("bytes", _with(STATIC_NBYTES, point.nbytes), point.nbytes, names=None),
+    ]
+    controls[1] = ix.control("bytes", controls[1].values, point.nbytes, names=[fmt(v, "B") for v in controls[1].values])
+    layout = {
+        "title": {"text": "Hops on a TPU slice, and the time to move an array", "font": {"size": 13}},
+        "xaxis": {"domain": [0, 0.3], "showticklabels": False, "showgrid": False, "zeroline": False},
+        "yaxis": {"autorange": "reversed", "showticklabels": False, "showgrid": False, "zeroline": False},
+        "xaxis2": {"domain": [0.62, 1], "anchor": "y2", "rangemode": "tozero"},
+        "yaxis2": {"anchor": "x2", "tickfont": {"size": 10}},
+        "barmode": "stack",
+        "legend": {"x": 1, "xanchor": "right", "y": 0, "yanchor": "bottom"},
+        "margin_left": 20,
+        "margin_top": 40,
+    }
+    return ix.explorer_spec("slice", controls, cell, layout)
+
+
+#: The static book's collective explorer: these kinds, axes and sizes.
+STATIC_AXES = ("x", "xy", "all")
+
+
+def _collective_spec(point: CollectiveOnSlice) -> dict:
+    """The static book's version of :func:`collective_explorer`: :func:`collective_point` and
+    ``Slice.collective_time`` on a grid of kinds, slices, axes and sizes, as a Plotly figure spec."""
+    import numpy as np
+
+    from .plots import interactive as ix
+    from .topology import Slice
+
+    sizes = np.geomspace(1e3, 1e10, 15)  # two points a decade: each term is a straight line on log-log axes
+
+    def cell(kind, where, axes, nbytes):
+        chip, shape = where
+        ax = tuple("xyz"[: len(shape)]) if axes == "all" else tuple(axes)
+        p = collective_point(chip, shape, kind, ax, nbytes)
+        sl = Slice(chip, shape)
+        times = [sl.collective_time(kind, float(v), ax) for v in sizes]
+        t = p.time
+        return {
+            "data": [
+                _line(sizes, [x.total for x in times], "time = max of the two terms", "#1f77b4"),
+                _line(sizes, [x.bandwidth_time for x in times], "bandwidth term", "#ff7f0e", "dash", 1.5),
+                _line(
+                    sizes, [max(x.latency_time, 1e-9) for x in times], "latency term (hops × 1 µs)", "#2ca02c", "dot"
+                ),
+                _line(
+                    [p.nbytes],
+                    [t.total],
+                    f"V = {fmt(p.nbytes, 'B')}: {fmt(t.total, 's')} ({t.bound})",
+                    "black",
+                    mode="markers",
+                ),
+            ],
+            "text": p.summary(),
+        }
+
+    slices = ((point.chip, point.shape),) + tuple(
+        w
+        for w in (("v5e", (4, 4)), ("v5e", (16, 16)), ("v5p", (4, 4, 4)), ("v5p", (8, 8, 8)))
+        if w != (point.chip, point.shape)
+    )
+    start_axes = "".join(point.axes)
+    axes_choices = STATIC_AXES if start_axes in STATIC_AXES else (start_axes,) + STATIC_AXES
+    values = _with(STATIC_NBYTES, point.nbytes)
+    controls = [
+        ix.control("kind", _with(COLLECTIVE_CHOICES, point.kind), point.kind, kind="buttons"),
+        ix.control(
+            "slice", slices, slices[0], names=[f"{c} {'x'.join(map(str, s))}" for c, s in slices], kind="buttons"
+        ),
+        ix.control("axes", axes_choices, start_axes, kind="buttons"),
+        ix.control("V", values, point.nbytes, names=[fmt(v, "B") for v in values]),
+    ]
+    layout = {
+        "title": {"text": "One collective on a slice: time against the array size V", "font": {"size": 13}},
+        "xaxis": _axis("array size V (bytes, the whole gathered / unreduced array)", log=True),
+        "yaxis": _axis("time (s)", log=True, range=[-7, 1]),
+        "legend": {"x": 0, "y": 1, "font": {"size": 10}},
+    }
+    return ix.explorer_spec("collective", controls, cell, layout)
+
+
+#: The static book's memory explorer: these batches and contexts (the remat policy stays as started).
+STATIC_SEQUENCE_BATCHES = (1, 4, 16, 64, 256, 1024)
+STATIC_CONTEXTS = (512, 2048, 8192, 32768, 131072)
+
+
+def _memory_spec(point: MemoryPoint) -> dict:
+    """The static book's version of :func:`memory_explorer`: :func:`memory_point` and the curves of
+    :func:`tpu_notes.plots.memory_vs_context_chart` on a grid of models, batches and contexts."""
+    from .plots import interactive as ix
+    from .transformer import REMAT_POLICIES, as_config
+
+    seq_lens = list(SEQ_CHOICES)
+    styles = {"none": "solid", "save_matmul_outputs": "dash", "full_block": "dot"}
+
+    def cell(model, batch, seq_len):
+        p = memory_point(model, batch, seq_len, point.policy, point.chip)
+        m = as_config(model)
+        data = [
+            _line(
+                seq_lens,
+                [m.kv_cache_bytes(batch, s) for s in seq_lens],
+                f"KV cache, {batch} sequences (bf16)",
+                "#d62728",
+                mode="lines+markers",
+            )
+        ]
+        for policy in REMAT_POLICIES:
+            data.append(
+                _line(
+                    seq_lens,
+                    [m.checkpoint_bytes(batch * s, policy) for s in seq_lens],
+                    f"activations kept, remat '{policy}'",
+                    "#1f77b4",
+                    styles.get(policy, "solid"),
+                )
+            )
+        ends = [seq_lens[0], seq_lens[-1]]
+        data.append(_line(ends, [p.weight_bytes] * 2, "weights (bf16)", "#7f7f7f", width=1))
+        data.append(_line(ends, [p.hbm_bytes] * 2, f"HBM of one {p.chip}", "black", "dashdot", 1))
+        data.append(_line([seq_len], [p.kv_bytes], f"{seq_len:,} tokens", "#d62728", mode="markers"))
+        return {"data": data, "text": p.summary()}
+
+    controls = [
+        ix.control("model", _with(MEMORY_MODELS, point.model), point.model, kind="buttons"),
+        ix.control("sequences", _with(STATIC_SEQUENCE_BATCHES, point.batch), point.batch),
+        ix.control("context", _with(STATIC_CONTEXTS, point.seq_len), point.seq_len),
+    ]
+    layout = {
+        "title": {"text": "Memory against context (bytes)", "font": {"size": 13}},
+        "xaxis": _axis("context length (tokens per sequence)", log=True),
+        "yaxis": _axis("bytes", log=True),
+        "legend": {"x": 0, "y": 1, "font": {"size": 10}, "bgcolor": "rgba(255,255,255,0.7)"},
+    }
+    return ix.explorer_spec("memory", controls, cell, layout)
 
 
 # ------------------------------------------------------------------------------------ Llama 3 training (Chapter 6)
@@ -711,7 +1129,11 @@ def training_explorer(
     for w in (model_w, chip_w, pods_w, batch_w, seq_w):
         w.observe(draw, names="value")
     draw()
-    return widgets.VBox([widgets.HBox([model_w, chip_w, pods_w]), widgets.HBox([batch_w, seq_w]), text])
+    return _explorer(
+        [widgets.HBox([model_w, chip_w, pods_w]), widgets.HBox([batch_w, seq_w]), text],
+        _html(_training_spec, model, chip, pods, batch_tokens, seq_len),
+        f"training explorer: {model} on {pods} x {chip}",
+    )
 
 
 # ------------------------------------------------------------------------------------ serving (Chapters 7 and 8)
@@ -799,7 +1221,11 @@ def serving_explorer(
     for w in (model_w, chip_w, chips_w, seq_w, batch_w):
         w.observe(draw, names="value")
     draw()
-    return widgets.VBox([widgets.HBox([model_w, chip_w, chips_w]), widgets.HBox([seq_w, batch_w]), image, text])
+    return _explorer(
+        [widgets.HBox([model_w, chip_w, chips_w]), widgets.HBox([seq_w, batch_w]), image, text],
+        _html(_serving_spec, model, chip, n_chips, seq_len, batch),
+        f"serving explorer: {model} on {n_chips} x {chip}",
+    )
 
 
 # ------------------------------------------------------------------------------------ GPUs (Chapter 11)
@@ -896,7 +1322,11 @@ def gpu_explorer(
     for w in (chip_w, nodes_w, tree_w, model_w, batch_w):
         w.observe(draw, names="value")
     draw()
-    return widgets.VBox([widgets.HBox([chip_w, nodes_w, tree_w]), widgets.HBox([model_w, batch_w]), image, text])
+    return _explorer(
+        [widgets.HBox([chip_w, nodes_w, tree_w]), widgets.HBox([model_w, batch_w]), image, text],
+        _html(_gpu_spec, cluster.chip.name, nodes, fat_tree, model, tokens_per_gpu),
+        f"GPU explorer: {model} on {nodes} nodes of {cluster.chip.name}",
+    )
 
 
 # ------------------------------------------------------------------------------------ serving Llama 3 (Chapter 8)
@@ -1004,4 +1434,274 @@ def pareto_explorer(
     for w in (seq_w, dtype_w):
         w.observe(draw, names="value")
     draw()
-    return widgets.VBox([widgets.HBox([seq_w, dtype_w]), image, text])
+    return _explorer(
+        [widgets.HBox([seq_w, dtype_w]), image, text],
+        _html(_pareto_spec, model, chip, seq_len, weight_dtype, chip_counts),
+        f"Pareto explorer: {getattr(model, 'name', model)} on {chip}",
+    )
+
+
+def _bars(labels, values, name, color, xaxis=("x", "y"), offset=None):
+    trace = {
+        "type": "bar",
+        "orientation": "h",
+        "x": list(values),
+        "y": list(labels),
+        "name": name,
+        "marker": {"color": color},
+        "xaxis": xaxis[0],
+        "yaxis": xaxis[1],
+    }
+    if offset is not None:
+        trace["offsetgroup"] = offset
+    return trace
+
+
+def _plan_cell(plans, top: int, slices: bool = False) -> dict:
+    """Traces of :func:`tpu_notes.plots.planner_chart` (compute, bubble, communication per step; HBM per chip) for
+    the first ``top`` of ``plans`` (``Plan`` records, fastest first); ``slices`` names each one's slice too."""
+    plans = list(plans)[:top]
+    labels = [
+        (f"{p.layout.slice!r} " if slices and p.layout else "") + f"{p.parallelism.label()} | {p.remat}" for p in plans
+    ]
+    data = [
+        _bars(labels, [p.step.compute for p in plans], "compute", "#1f77b4", offset="a"),
+        _bars(labels, [p.step.bubble for p in plans], "bubble", "#bcbd22", offset="a"),
+        _bars(labels, [p.step.comms for p in plans], "communication", "#ff7f0e", offset="b"),
+        _bars(labels, [p.memory.total / 1e9 for p in plans], "GB per chip", "#2ca02c", ("x2", "y2")),
+    ]
+    return {"data": data}
+
+
+def _plan_layout(title: str) -> dict:
+    return {
+        "title": {"text": title, "font": {"size": 13}},
+        "xaxis": {"domain": [0, 0.62], "title": {"text": "seconds per step"}},
+        "yaxis": {"autorange": "reversed", "tickfont": {"size": 9}, "automargin": True},
+        "xaxis2": {"domain": [0.7, 1], "anchor": "y2", "title": {"text": "GB per chip"}},
+        "yaxis2": {"anchor": "x2", "autorange": "reversed", "showticklabels": False, "matches": "y"},
+        "barmode": "stack",
+        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom", "font": {"size": 10}},
+        "margin_left": 200,
+        "margin_top": 30,
+    }
+
+
+#: The static book's planner figure: these models and batches (slice and sequence length as started).
+STATIC_PLANNER_MODELS = ("llama3-8b", "llama3-70b")
+STATIC_PLANNER_BATCHES = (2**20, 2**22, 2**24)
+
+
+def _planner_spec(model, slice_, batch_tokens, seq_len, top) -> dict:
+    """The static book's version of :func:`planner_explorer`: :func:`tpu_notes.training.plan` for a few models and
+    batches, its top layouts drawn as :func:`tpu_notes.plots.planner_chart` draws them."""
+    from .plots import interactive as ix
+    from .training import plan
+
+    def cell(m, batch):
+        result = plan(m, parse_slice(slice_), batch, seq_len)
+        if not result.ranked:
+            raise ValueError(result.table(top))
+        out = _plan_cell(result.ranked, top)
+        lines = [result.table(top), "best placement: " + result.ranked[0].layout.describe()]
+        lines.append("rejected: " + ", ".join(f"{n} {r}" for r, n in result.reasons().items()))
+        out["text"] = "\n".join(lines)
+        return out
+
+    controls = [
+        ix.control("model", _with(STATIC_PLANNER_MODELS, model), model, kind="buttons"),
+        ix.control(
+            "batch tokens",
+            _with(STATIC_PLANNER_BATCHES, batch_tokens),
+            batch_tokens,
+            names=[f"{b:,}" for b in _with(STATIC_PLANNER_BATCHES, batch_tokens)],
+        ),
+    ]
+    return ix.explorer_spec("planner", controls, cell, _plan_layout(f"The planner's best layouts on {slice_}"))
+
+
+#: The static book's training figure: every model of the explorer (chip, pods, batch and length as started).
+STATIC_TRAINING_MODELS = ("llama3-8b", "llama3-70b", "llama3-405b")
+
+
+def _training_spec(model, chip, pods, batch_tokens, seq_len) -> dict:
+    """The static book's version of :func:`training_explorer`: :func:`training_run` for each Llama 3 model, with
+    the planner's best layouts of ``pods`` full pods drawn as :func:`tpu_notes.plots.planner_chart` draws them."""
+    from .plots import interactive as ix
+    from .topology import pod
+    from .training import plan
+
+    def cell(m):
+        result = plan(m, pod(chip), batch_tokens, seq_len, n_slices=pods, matmul_efficiency=0.8)
+        if result.ranked:
+            out = _plan_cell(result.ranked, 6)
+        else:  # as training_run: no legal layout uses the full pod, so the fastest slices that have one
+            from .training.subslices import plan_slices
+
+            options = plan_slices(m, chip, batch_tokens, seq_len, n_slices=pods, matmul_efficiency=0.8)
+            out = _plan_cell([o.best for o in options if o.ok], 6, slices=True)
+        out["text"] = training_run(m, chip, pods, batch_tokens, seq_len)
+        return out
+
+    controls = [ix.control("model", _with(STATIC_TRAINING_MODELS, model), model, kind="buttons")]
+    title = f"Training on {pods} x {chip} pod(s), {batch_tokens:,} tokens a batch of {seq_len:,}-token sequences"
+    return ix.explorer_spec("training", controls, cell, _plan_layout(title))
+
+
+#: The static book's serving figure: these chip counts and contexts (the batch summarised stays as started).
+STATIC_SERVING_COUNTS = (2, 8, 32)
+STATIC_SERVING_CONTEXTS = (1024, 4096, 16384)
+_DTYPE_COLORS = {"bf16": "#1f77b4", "int8": "#ff7f0e", "int4": "#2ca02c"}
+
+
+def _serving_spec(model, chip, n_chips, seq_len, batch) -> dict:
+    """The static book's version of :func:`serving_explorer`: the curves of
+    :func:`tpu_notes.plots.latency_throughput_chart` (:func:`tpu_notes.inference.latency_throughput_curve`) and
+    :func:`serving_summary` on a grid of models, chips, chip counts and contexts."""
+    from .inference import latency_throughput_curve
+    from .plots import interactive as ix
+
+    batches = [2**k for k in range(10)]
+
+    def cell(m, c, n, s):
+        data = []
+        for wd in ("bf16", "int8"):
+            pts = latency_throughput_curve(m, c, n, s, batches, weight_dtype=wd, kv_dtype=wd)
+            color = _DTYPE_COLORS[wd]
+            data.append(
+                _line(
+                    [p.tokens_per_s_per_chip for p in pts],
+                    [p.total * 1e3 for p in pts],
+                    f"{wd} weights and KV",
+                    color,
+                    mode="lines+markers",
+                    marker={
+                        "color": [color if p.fits else "white" for p in pts],
+                        "line": {"color": color, "width": 1.5},
+                        "size": 7,
+                    },
+                )
+            )
+        return {"data": data, "text": serving_summary(m, c, n, s, batch)}
+
+    controls = [
+        ix.control("model", _with(SERVING_MODELS, model), model, kind="buttons"),
+        ix.control("chip", _with(SERVING_CHIPS, chip), chip, kind="buttons"),
+        ix.control("chips", _with(STATIC_SERVING_COUNTS, n_chips), n_chips),
+        ix.control("context", _with(STATIC_SERVING_CONTEXTS, seq_len), seq_len),
+    ]
+    layout = {
+        "title": {
+            "text": f"Latency against throughput (hollow: does not fit; summary: batch {batch})",
+            "font": {"size": 13},
+        },
+        "xaxis": _axis("throughput, tokens/s per chip", log=True),
+        "yaxis": _axis("latency, ms per token", log=True),
+        "legend": {"x": 1, "xanchor": "right", "y": 1, "font": {"size": 10}},
+    }
+    return ix.explorer_spec("serving", controls, cell, layout)
+
+
+def _pareto_spec(model, chip, seq_len, weight_dtype, chip_counts) -> dict:
+    """The static book's version of :func:`pareto_explorer`: :func:`pareto_summary` (the engine's steps and their
+    frontier) for every context and precision the explorer offers."""
+    from .inference import pareto_frontier
+    from .plots import interactive as ix
+
+    colors = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
+
+    def cell(ctx, wd):
+        steps, text = pareto_summary(model, chip, ctx, wd, chip_counts)
+        data = []
+        for color, n in zip(colors * 4, sorted({s.n_chips for s in steps})):
+            pts = sorted((s for s in steps if s.n_chips == n), key=lambda s: s.batch)
+            data.append(
+                _line(
+                    [s.tokens_per_s_per_chip for s in pts],
+                    [s.total * 1e3 for s in pts],
+                    f"{n} chips",
+                    color,
+                    width=1,
+                    mode="lines+markers",
+                    text=[f"batch {s.batch}" for s in pts],
+                )
+            )
+        front = pareto_frontier(list(steps))
+        data.append(
+            _line(
+                [s.tokens_per_s_per_chip for s in front],
+                [s.total * 1e3 for s in front],
+                "frontier",
+                "rgba(0,0,0,0.35)",
+                width=5,
+            )
+        )
+        return {"data": data, "text": text}
+
+    controls = [
+        ix.control(
+            "context",
+            _with(PARETO_CONTEXTS, seq_len),
+            seq_len,
+            names=[f"{c:,}" for c in _with(PARETO_CONTEXTS, seq_len)],
+        ),
+        ix.control("precision", _with(PARETO_DTYPES, weight_dtype), weight_dtype, kind="buttons"),
+    ]
+    name = getattr(model, "name", model)
+    layout = {
+        "title": {"text": f"{name} on {chip}: latency against throughput, with communication", "font": {"size": 13}},
+        "xaxis": _axis("throughput, tokens/s per chip (cost falls to the right)", log=True),
+        "yaxis": _axis("latency, ms per token", log=True),
+        "legend": {"x": 1, "xanchor": "right", "y": 1, "font": {"size": 10}},
+    }
+    return ix.explorer_spec("pareto", controls, cell, layout)
+
+
+#: The static book's GPU figure: these node counts and batches (fat tree as started).
+STATIC_GPU_NODES = (1, 8, 64)
+STATIC_GPU_BATCHES = (256, 1024, 4096, 16384)
+
+
+def _gpu_spec(chip, nodes, fat_tree, model, tokens_per_gpu) -> dict:
+    """The static book's version of :func:`gpu_explorer`: :func:`gpu_strategies` on a grid of GPUs, node counts,
+    models and batches, drawn as :func:`tpu_notes.plots.gpu_strategy_chart` draws it."""
+    from .plots import interactive as ix
+
+    def cell(c, m, n, b):
+        _, rows, text = gpu_strategies(c, n, fat_tree, m, b)
+        labels = [f"{r.strategy.upper()} ({r.degree}-way)<br>{r.bound}-bound" for r in rows]
+        data = [
+            {
+                "type": "bar",
+                "x": labels,
+                "y": [r.math for r in rows],
+                "name": "compute",
+                "marker": {"color": "#1f77b4"},
+            },
+            {
+                "type": "bar",
+                "x": labels,
+                "y": [r.comms for r in rows],
+                "name": "communication",
+                "marker": {"color": "#d62728"},
+            },
+        ]
+        return {"data": data, "text": text}
+
+    controls = [
+        ix.control("GPU", _with(GPU_CHIPS, chip), chip, kind="buttons"),
+        ix.control("model", _with(GPU_MODELS, model), model, kind="buttons"),
+        ix.control("nodes", _with(STATIC_GPU_NODES, nodes), nodes),
+        ix.control("tokens/GPU", _with(STATIC_GPU_BATCHES, tokens_per_gpu), tokens_per_gpu),
+    ]
+    layout = {
+        "title": {
+            "text": f"One MLP block on a GPU cluster ({fat_tree} fat tree): compute and communication",
+            "font": {"size": 13},
+        },
+        "xaxis": {"type": "category"},
+        "yaxis": _axis("seconds per MLP block", log=True),
+        "barmode": "group",
+        "legend": {"x": 1, "xanchor": "right", "y": 1, "font": {"size": 10}},
+    }
+    return ix.explorer_spec("gpu", controls, cell, layout)

@@ -9,6 +9,10 @@ One module per topic, as ``tpu_notes.exercises`` is split by chapter: :mod:`.sty
 manifest ``tools/chapters.json`` names each chapter's module. Every public name is re-exported here, so
 ``from tpu_notes import plots; plots.roofline_chart(...)`` works whichever module defines it.
 
+:mod:`.interactive` is not a chapter's: it turns the explorers of :mod:`tpu_notes.widgets` into Plotly figures
+over a precomputed grid for the static HTML book; its generic names (``control``, ``explorer_spec``,
+``explorer_html``) are used as ``plots.interactive.<name>`` and not re-exported here.
+
 A new chapter adds one module (importing its helpers from ``.style``), one ``from .<module> import ...`` line below,
 and the module's name in its manifest entry.
 """
