@@ -1136,6 +1136,7 @@ CASES: dict[str, Case] = {
     T + "bench.default_matmul_shapes": Case(platform=Opt(Choice("cpu"))),
     T + "bench.default_copy_sizes": Case(platform=Opt(Choice("cpu")), cache_bytes=Opt(Num(32e6))),
     T + "bench.last_level_cache_bytes": Case(),
+    T + "bench.build_parser": Case(),
     T + "bench.memory_limit_bytes": Case(),
     T + "bench.check_fits": Case(name=Raw("nbytes", [None, 3]), nbytes=Num(1e6, zero=True)),
     T + "bench.available_memory_bytes": Case(),

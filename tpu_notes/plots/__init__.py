@@ -29,6 +29,8 @@ from .gpus import (
     sharded_all_gather_chart,
 )
 from .inference import (
+    batch_scaling_chart,
+    chunked_prefill_chart,
     decode_step_parts_chart,
     kv_share_chart,
     latency_throughput_chart,
@@ -38,7 +40,7 @@ from .inference import (
     speculative_speedup_chart,
     weight_stationary_chart,
 )
-from .jax_programming import collective_matmul_chart
+from .jax_programming import collective_matmul_chart, ring_collective_chart
 from .profiling import category_chart, ops_on_roofline, timeline
 from .roofline import (
     matmul_flops_vs_batch,
@@ -57,11 +59,14 @@ from .serving import (
 from .style import BOOK_RC, CHIP_COLORS, figure_and_axes, new_figure, use_book_style
 from .tpu import bandwidth_ladder_chart, padding_sweep, slice_hops_chart, systolic_steps, torus_hops, tpu_chip_diagram
 from .training import (
+    labelled_reconciliation_chart,
     loss_curves_chart,
     memory_breakdown_chart,
+    pipeline_bubble_chart,
     pipeline_schedule_chart,
     planner_chart,
     reconciliation_chart,
+    step_breakdown_chart,
     training_roofline_chart,
 )
 from .transformer import (
@@ -133,4 +138,10 @@ __all__ = [
     "gpu_strategy_chart",
     "gpu_critical_batch_chart",
     "predicted_vs_measured_chart",
+    "pipeline_bubble_chart",
+    "step_breakdown_chart",
+    "labelled_reconciliation_chart",
+    "chunked_prefill_chart",
+    "batch_scaling_chart",
+    "ring_collective_chart",
 ]

@@ -386,6 +386,9 @@ def labelled_reconciliation_chart(roofline_rows, calibrated_rows, labels, ax=Non
     return fig
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# Chapter 5 (continued): the bubble of each pipeline schedule
+# ----------------------------------------------------------------------------------------------------------------
 def pipeline_bubble_chart(
     stages: int = 8,
     max_microbatches: int = 64,

@@ -6,7 +6,7 @@ Amodei and the OpenAI Dota team, "An Empirical Model of Large-Batch Training" (2
 SGD step as a noisy estimate of the true gradient ``G``: averaging ``B`` examples divides the noise by ``B``, and once
 ``B`` is much larger than the **gradient noise scale**
 
-    B_noise ≈ B_simple = tr(Σ) / |G|²
+    B_noise ≈ B_simple = tr(Σ) / ‖G‖²
 
 (``Σ`` the covariance of one example's gradient; their eq. 2.8 for ``B_simple``, the Hessian-free form) a larger
 batch barely improves a step any more. Over a whole run the same model gives the trade-off (their eq. 2.11)
@@ -52,9 +52,9 @@ KAPLAN_ALPHA_B = 0.21
 class NoiseScale:
     """The simple gradient noise scale and the two quantities it is the ratio of (McCandlish et al. 2018)."""
 
-    grad_sq_norm: float  # |G|², squared norm of the true (full-batch) gradient
+    grad_sq_norm: float  # ‖G‖², squared norm of the true (full-batch) gradient
     trace_cov: float  # tr(Σ), summed variance of one example's gradient
-    b_simple: float  # tr(Σ) / |G|², in examples (tokens when one example is one token)
+    b_simple: float  # tr(Σ) / ‖G‖², in examples (tokens when one example is one token)
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class BatchTradeoff:
 
 @checked
 def noise_scale(grad_sq_norm: PositiveFloat, trace_cov: PositiveFloat) -> NoiseScale:
-    """``B_simple = tr(Σ) / |G|²`` from the squared norm of the true gradient and the summed per-example variance
+    """``B_simple = tr(Σ) / ‖G‖²`` from the squared norm of the true gradient and the summed per-example variance
     (McCandlish et al. 2018, eq. 2.8)."""
     return NoiseScale(grad_sq_norm, trace_cov, trace_cov / grad_sq_norm)
 
@@ -83,10 +83,10 @@ def noise_scale_from_batches(
 ) -> NoiseScale:
     """Estimate the noise scale from the squared norms of gradients averaged over two batch sizes, as data-parallel
     training gets them for free (one chip's gradient and the AllReduced one; McCandlish et al. 2018, appendix A.1).
-    Since ``E|G_B|² = |G|² + tr(Σ)/B``:
+    Since ``E‖G_B‖² = ‖G‖² + tr(Σ)/B``:
 
-        |G|² ≈ (B_big |G_big|² − B_small |G_small|²) / (B_big − B_small),
-        tr(Σ) ≈ (|G_small|² − |G_big|²) / (1/B_small − 1/B_big).
+        ‖G‖² ≈ (B_big ‖G_big‖² − B_small ‖G_small‖²) / (B_big − B_small),
+        tr(Σ) ≈ (‖G_small‖² − ‖G_big‖²) / (1/B_small − 1/B_big).
 
     ``batch_big`` must exceed ``batch_small``, and the smaller batch's gradient must be the noisier one (a larger
     squared norm); otherwise the estimate is not positive and a ``ValueError`` says so."""
@@ -97,7 +97,7 @@ def noise_scale_from_batches(
     if g2 <= 0 or tr <= 0:
         raise ValueError(
             f"sq_norm_small ({sq_norm_small}) and sq_norm_big ({sq_norm_big}) give a non-positive estimate "
-            f"(|G|² = {g2:.3g}, tr(Σ) = {tr:.3g}): the small batch's squared norm must be the larger one, by less "
+            f"(‖G‖² = {g2:.3g}, tr(Σ) = {tr:.3g}): the small batch's squared norm must be the larger one, by less "
             "than batch_big / batch_small times"
         )
     return NoiseScale(g2, tr, tr / g2)
