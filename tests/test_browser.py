@@ -382,3 +382,24 @@ def test_the_overflow_check_flags_wide_blocks_and_the_css_wraps_outputs(chromium
         assert check(_cell(line, narrow), " main { width: 666px; } pre { font-size: 14px; padding: 0 16px; }")
     finally:
         page.close()
+
+
+SIDEBAR_OVERFLOW_JS = """() => [...document.querySelectorAll('.bd-sidebar-primary nav a')]
+    .filter(a => a.offsetParent !== null && a.scrollWidth > a.clientWidth + 1)
+    .map(a => a.textContent.trim())"""
+
+
+def test_no_sidebar_link_is_cut_off(site):
+    """API pages are named after their modules; on one of them the left sidebar lists every module, the longest
+    (``tpu_notes.training.practitioners``) included. Each must fit its column or wrap, never be clipped."""
+    p = next(q for q in PAGES if q.docname.endswith("tpu_notes.inference.deployment"))
+    page = site["context"].new_page()
+    try:
+        page.goto(site["base"] + p.html)
+        browser.wait_until_rendered(page)
+        links = page.locator(".bd-sidebar-primary nav a").count()
+        assert links > 60, f"expected the API pages in the sidebar, found {links} links"
+        clipped = page.evaluate(SIDEBAR_OVERFLOW_JS)
+        assert not clipped, f"sidebar links wider than their column: {clipped}"
+    finally:
+        page.close()
