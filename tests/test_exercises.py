@@ -61,6 +61,52 @@ def test_notebook_exercises_are_registered_and_solved():
         assert checked <= solved, f"{nb_path.name}: exercises without a solution cell: {checked - solved}"
 
 
+def _exercise_calls(nb: dict):
+    """(heading number N.M, checker id) for every ``exercises.check`` below an ``Exercise N.M`` heading."""
+    import re
+
+    heading, out = None, []
+    for cell in nb["cells"]:
+        src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        if cell["cell_type"] == "markdown":
+            found = re.findall(r"Exercise (\d+)\.(\d+)", src)
+            if found:
+                heading = found[0]
+        elif heading is not None:
+            out += [(heading, ex_id) for ex_id in re.findall(r'exercises\.check\("([\w.]+)"', src)]
+    return out
+
+
+@pytest.mark.parametrize("nb_path", sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.stem)
+def test_exercise_numbers_and_checker_ids_agree(nb_path):
+    """Book-wide: "Exercise 11.3" checks ``ch11.q3`` (or a part of it, ``ch11.q3a``, ``ch03.q8_plans``), never
+    another exercise's id (Chapter 11 once called ``ch11.q6`` from Exercise 11.3)."""
+    import re
+
+    wrong = []
+    for (chapter, number), ex_id in _exercise_calls(json.loads(nb_path.read_text())):
+        if not re.fullmatch(rf"ch{int(chapter):02d}\.q{int(number)}(?!\d)\w*", ex_id):
+            wrong.append(f"Exercise {chapter}.{number} checks {ex_id}")
+    assert not wrong, wrong
+
+
+def test_the_numbering_check_catches_a_mismatch():
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "source": "### Exercise 11.3 · bandwidth"},
+            {"cell_type": "code", "source": 'exercises.check("ch11.q6", answer)'},
+            {"cell_type": "markdown", "source": "### Exercise 11.4 · latency"},
+            {"cell_type": "code", "source": 'exercises.check("ch11.q4b", answer)'},
+        ]
+    }
+    import re
+
+    calls = _exercise_calls(nb)
+    assert calls == [(("11", "3"), "ch11.q6"), (("11", "4"), "ch11.q4b")]
+    bad = [i for (c, n), i in calls if not re.fullmatch(rf"ch{int(c):02d}\.q{int(n)}(?!\d)\w*", i)]
+    assert bad == ["ch11.q6"]
+
+
 # --- the checker itself, on a throwaway registry entry -------------------------------------------------------
 
 
