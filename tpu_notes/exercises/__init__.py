@@ -94,9 +94,27 @@ def get(exercise_id: str) -> Exercise:
     return _REGISTRY[exercise_id]
 
 
+#: Reference answers already computed in this process, by exercise id. A reference is a pure function of the
+#: library and the devices, so it is computed once: grading an answer (and each perturbed answer a test tries) then
+#: costs no new planner search or simulation. Failures (e.g. too few devices) are not kept.
+_SOLVED: dict[str, tuple[Exercise, Any]] = {}
+
+
+def _reference(ex: Exercise) -> Any:
+    kept = _SOLVED.get(ex.id)
+    if kept is None or kept[0] is not ex:  # an id registered again is solved again
+        kept = _SOLVED[ex.id] = (ex, ex.solve())
+    return kept[1]
+
+
 def solution(exercise_id: str) -> Any:
-    """The reference answer of ``exercise_id``, computed with tpu_notes."""
-    return get(exercise_id).solve()
+    """The reference answer of ``exercise_id``, computed with tpu_notes (a copy: changing it changes nothing)."""
+    import copy
+
+    ref = _reference(get(exercise_id))
+    if isinstance(ref, (dict, list)):
+        return copy.deepcopy(ref)
+    return ref
 
 
 def _close(answer: float, ref: float, ex: Exercise) -> bool:
@@ -159,16 +177,17 @@ def grade(exercise_id: str, answer: Any) -> Grade:
     if answer is None:
         return Grade(exercise_id, False, False, f"· {ex.id} ({ex.title}): not attempted yet.\n{_hint_lines(ex.hint)}")
     try:
-        correct, detail = _matches(answer, ex.solve(), ex)
+        ref = _reference(ex)
+        correct, detail = _matches(answer, ref, ex)
     except TypeError as err:
         return Grade(exercise_id, True, False, f"✗ {ex.id} ({ex.title}): {err}")
     except RuntimeError as err:  # the reference needs devices this runtime lacks (devices.NotEnoughDevices)
         if type(err).__name__ != "NotEnoughDevices":
             raise
         return Grade(exercise_id, True, False, f"· {ex.id} ({ex.title}): not graded here: {err}.")
-    exact = isinstance(ex.solve(), (str, bool)) or not ex.rtol
+    exact = isinstance(ref, (str, bool)) or not ex.rtol
     tol = "exactly" if exact else f"within {ex.rtol:.0%}"
-    if callable(getattr(ex.solve(), "check_program", None)):
+    if callable(getattr(ref, "check_program", None)):
         tol, unit = "equal to the reference on random inputs", ""
     if correct:
         return Grade(exercise_id, True, True, f"✓ {ex.id} ({ex.title}): correct ({tol}{unit}).")
