@@ -95,8 +95,9 @@ def get(exercise_id: str) -> Exercise:
 
 
 #: Reference answers already computed in this process, by exercise id. A reference is a pure function of the
-#: library and the devices, so it is computed once: grading an answer (and each perturbed answer a test tries) then
-#: costs no new planner search or simulation. Failures (e.g. too few devices) are not kept.
+#: library and the process's devices (which do not change once JAX has started), so it is computed once: grading an
+#: answer (and each perturbed answer a test tries) then costs no new planner search or simulation. Failures (e.g.
+#: too few devices) are not kept; a test that fakes other devices empties this store first.
 _SOLVED: dict[str, tuple[Exercise, Any]] = {}
 
 
