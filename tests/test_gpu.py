@@ -43,7 +43,7 @@ def test_gpu_layout_fills_the_node_with_tensor_parallelism_first():
 
 def test_step_time_on_gpus_interleaving_shrinks_the_bubble():
     c = GpuCluster("h100", 8192)
-    p = T.Parallelism(tensor=8, pipeline=16, data=64, microbatches=64)
+    p = T.Parallelism(tensor=8, pipeline=16, data=64, microbatches=32)  # 32 sequences per data rank
     plain = T.step_time("llama3-405b", p, c, 16 * 2**20, 8192, remat="none")
     inter = T.step_time("llama3-405b", p, c, 16 * 2**20, 8192, remat="none", circular_repeats=4)
     assert inter.bubble == pytest.approx(plain.bubble / 4)

@@ -76,7 +76,7 @@ def test_kv_heads_are_replicated_in_memory_and_time():
     st8 = T.step_time(m, p8, s, 2**20, 4096, remat="none")
     st16 = T.step_time(m, p16, s, 2**20, 4096, remat="none")
     assert st16.flops_time > st8.flops_time
-    with pytest.raises(ValueError, match="KV heads"):
+    with pytest.raises(ValueError, match="whole heads"):
         T.step_time("llama3-8b", T.Parallelism(fsdp=11, tensor=12), Slice("v5p", (4, 4, 8)), 2**20, 4096)
 
 

@@ -150,7 +150,7 @@ def test_step_time_fsdp_turns_comms_bound_below_the_critical_batch():
 
 def test_pipeline_bubble_in_step_time():
     p = T.Parallelism(fsdp=512, pipeline=8, microbatches=16)
-    st = T.step_time("llama3-8b", p, CUBE16, 16 * 2**20, 4096)
+    st = T.step_time("llama3-8b", p, CUBE16, 32 * 2**20, 4096)  # 16 sequences per batch shard: one a microbatch
     assert st.bubble == pytest.approx(st.compute * 7 / 16)
 
 

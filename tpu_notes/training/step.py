@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from typing import Annotated
 
 from .. import collectives as coll
+from .. import rules
 from ..efficiency import ATTENTION_KERNELS, EfficiencyModel, check_efficiency
 from ..gpu import GpuCluster
 from ..system import System, check_system
@@ -320,42 +321,11 @@ class StepTime:
 def _check_layout(
     model, parallelism: Parallelism, batch_tokens: int, seq_len: int, circular_repeats: int = 1
 ) -> TransformerConfig:
-    """Refuse a layout ``model`` cannot take (see the module docstring), naming the argument and its limit; return
-    the model's config. :func:`step_time` calls it; the planner builds only layouts that pass."""
+    """Refuse a layout ``model`` cannot take (:func:`tpu_notes.rules.training_layout`: heads, context chunks,
+    stages, experts, whole sequences and batch shards), naming the argument and its limit; return the model's
+    config. :func:`step_time`, the memory model and the planner all call it."""
     m = as_config(model)
-    p = parallelism
-    if p.tensor > 1 and (m.n_heads % p.tensor or m.d_ff % p.tensor):
-        raise ValueError(
-            f"tensor ({p.tensor}) must divide the {m.n_heads} query heads and d_ff ({m.d_ff:,}) of "
-            f"{m.name or 'the model'} (each rank holds whole heads; its {m.n_kv_heads} KV heads are "
-            "replicated when fewer)"
-        )
-    if p.tensor > 1 and not m.is_mla and m.n_kv_heads % p.tensor and p.tensor % m.n_kv_heads:
-        raise ValueError(
-            f"tensor ({p.tensor}) must divide the {m.n_kv_heads} KV heads of {m.name or 'the model'} or be a "
-            "multiple of them (each KV head then replicated on tensor / n_kv_heads ranks)"
-        )
-    if p.context > 1 and seq_len % p.context:
-        raise ValueError(
-            f"context ({p.context}) must divide seq_len ({seq_len:,}): each context rank holds an equal chunk of "
-            "every sequence"
-        )
-    if p.pipeline * circular_repeats > m.n_layers:
-        raise ValueError(
-            f"pipeline ({p.pipeline}) x circular_repeats ({circular_repeats}) must be at most the "
-            f"{m.n_layers} layers of {m.name or 'the model'}: every stage holds at least one layer"
-        )
-    if p.expert > 1 and not m.is_moe:
-        raise ValueError(
-            f"expert ({p.expert}) needs a mixture-of-experts model; {m.name or 'the model'} is dense (expert=1)"
-        )
-    if p.expert > 1 and m.n_experts % p.expert:
-        raise ValueError(f"expert ({p.expert}) must divide the {m.n_experts} experts of {m.name or 'the model'}")
-    if batch_tokens % seq_len:
-        raise ValueError(
-            f"batch_tokens ({batch_tokens:,}) must be a whole number of sequences of seq_len "
-            f"({seq_len:,}): at least {seq_len:,} tokens"
-        )
+    rules.training_layout(m, parallelism, batch_tokens, seq_len, circular_repeats)
     return m
 
 
