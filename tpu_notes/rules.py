@@ -31,9 +31,10 @@ class Illegal(ValueError):
     """A combination of arguments no layout can take. ``kind`` groups refusals ("too few sequences", ...); the
     message names the caller's argument and the allowed values."""
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, detail: str | None = None):
         super().__init__(message)
         self.kind = kind
+        self.detail = message if detail is None else detail  # the message without the argument's name
 
 
 def _model_name(model) -> str:
@@ -84,6 +85,29 @@ def pipeline_stages(model, stages: int, repeats: int = 1, *, argument: str = "pi
             "too many stages",
             f"{argument} ({stages}) x circular_repeats ({repeats}) must be at most the {model.n_layers} layers of "
             f"{_model_name(model)}: every stage holds at least one layer",
+        )
+
+
+def even_stages(model, stages: int, *, argument: str = "pipeline") -> None:
+    """Stages of equal depth: ``stages`` must divide the layers (what a JAX pipeline of stacked layers, and the
+    collectives model of one, can lay out)."""
+    if stages > 1 and model.n_layers % stages:
+        raise Illegal(
+            "uneven stages",
+            f"{argument} ({stages}) must divide the {model.n_layers} layers of {_model_name(model)} (every stage "
+            f"holds the same number of consecutive layers); allowed: {_divisors(model.n_layers)}",
+        )
+
+
+def split_kv_heads(model, tensor: int, *, argument: str = "tensor") -> None:
+    """A tensor degree that splits the KV heads themselves (no replication): what :mod:`tpu_notes.model`'s layers
+    shard, and so what its compiled collectives assume. Stricter than :func:`whole_heads`."""
+    whole_heads(model, tensor, argument=argument, d_ff=False)
+    if tensor > 1 and model.n_kv_heads % tensor:
+        raise Illegal(
+            "whole heads",
+            f"{argument} ({tensor}) must divide the {model.n_kv_heads} KV heads of {_model_name(model)} (this layout "
+            f"splits KV heads, it does not replicate them); allowed: {_divisors(model.n_kv_heads)}",
         )
 
 
@@ -138,16 +162,11 @@ def batch_shards(
     """Whole sequences per batch shard: ``sequences`` split over ``shards`` (data x fsdp x expert x dcn) must give
     every shard the same whole number of sequences, at least one per microbatch. Returns the sequences per shard."""
     if sequences < shards:
-        raise Illegal(
-            "too few sequences",
-            f"{argument}: {sequences:,} sequences for {shards:,} batch shards ({advice})",
-        )
+        detail = f"{sequences:,} sequences for {shards:,} batch shards ({advice})"
+        raise Illegal("too few sequences", f"{argument}: {detail}", detail)
     if sequences % shards:
-        raise Illegal(
-            "uneven batch",
-            f"{argument}: {sequences:,} sequences do not divide over {shards:,} batch shards "
-            f"({sequences / shards:.3g} each)",
-        )
+        detail = f"{sequences:,} sequences do not divide over {shards:,} batch shards ({sequences / shards:.3g} each)"
+        raise Illegal("uneven batch", f"{argument}: {detail}", detail)
     per_shard = sequences // shards
     if microbatches > per_shard or per_shard % microbatches:
         what = f"{stages} pipeline stages" if stages > 1 else f"{microbatches} microbatches"
@@ -157,6 +176,16 @@ def batch_shards(
             f"whole sequences for {what} (microbatches must divide {per_shard:,}: {_divisors(per_shard)})",
         )
     return per_shard
+
+
+def model_layout(model, parallelism, seq_len: int, circular_repeats: int = 1) -> None:
+    """The rules of a layout that do not depend on the batch: whole heads for ``tensor``, equal context chunks,
+    stages against layers, experts against the expert degree (refusals name the :class:`Parallelism` field)."""
+    p = parallelism
+    whole_heads(model, p.tensor)
+    context_degree(seq_len, p.context)
+    pipeline_stages(model, p.pipeline, circular_repeats)
+    expert_degree(model, p.expert)
 
 
 def training_layout(
@@ -173,10 +202,7 @@ def training_layout(
     (with whole microbatches). ``parallelism`` is a :class:`~tpu_notes.training.Parallelism` (read by field);
     refusals name its field (``tensor``, ``pipeline``, ...) or ``argument``. Returns the sequences per batch shard."""
     p = parallelism
-    whole_heads(model, p.tensor)
-    context_degree(seq_len, p.context)
-    pipeline_stages(model, p.pipeline, circular_repeats)
-    expert_degree(model, p.expert)
+    model_layout(model, p, seq_len, circular_repeats)
     sequences = whole_sequences(batch_tokens, seq_len)
     return batch_shards(sequences, p.batch_shards, argument=argument, microbatches=p.microbatches, stages=p.pipeline)
 
@@ -193,6 +219,20 @@ def mesh_axes(shape: Mapping[str, int], allowed: Iterable[str], *, argument: str
             raise Illegal("unknown axis", f"{argument} names axis {name!r}; allowed: {', '.join(allowed)}")
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise Illegal("bad axis size", f"{argument}[{name!r}] must be a whole number >= 1; got {size!r}")
+
+
+def mesh_names(names, n_axes: int, *, argument: str = "names") -> tuple[str, ...]:
+    """A mesh's axis names: one distinct, non-empty string per axis of its shape. Returns them as a tuple."""
+    if isinstance(names, str) or not isinstance(names, (tuple, list)):
+        raise TypeError(f"{argument} must be a tuple of axis names (e.g. ('data', 'model')); got {names!r}")
+    if len(names) != n_axes:
+        raise Illegal("mesh names", f"{argument} must name each of the {n_axes} mesh axes once; got {tuple(names)!r}")
+    for n in names:
+        if not isinstance(n, str) or not n.isidentifier():
+            raise TypeError(f"{argument} must hold axis names that are identifiers (e.g. 'data'); got {n!r}")
+    if len(set(names)) != len(names):
+        raise Illegal("mesh names", f"{argument} must not repeat an axis name; got {tuple(names)!r}")
+    return tuple(names)
 
 
 def mesh_devices(degrees: Mapping[str, int], n_devices: int, *, argument: str = "parallelism") -> None:

@@ -63,6 +63,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .. import rules
 from ..transformer import TransformerConfig, as_config
 from ..units import Bool, DTypeName, PositiveInt, checked, dtype_bytes, fmt
 from .parallelism import Parallelism
@@ -145,25 +146,13 @@ def _check(model, parallelism, batch_tokens, seq_len):
         )
     if c.is_mla:
         raise ValueError("predicted_collectives covers GQA attention (tpu_notes.model's); MLA is not supported")
-    if batch_tokens % seq_len:
-        raise ValueError(f"batch_tokens ({batch_tokens}) must be a whole number of sequences of seq_len ({seq_len})")
-    seqs = batch_tokens // seq_len
-    shards = p.batch_shards
-    if seqs % shards:
-        raise ValueError(
-            f"the batch of {seqs} sequences must be divisible by data x fsdp x expert x dcn = {shards} ({p.label()})"
-        )
-    if p.pipeline > 1:
-        if c.n_layers % p.pipeline:
-            raise ValueError(f"pipeline ({p.pipeline}) must divide n_layers ({c.n_layers})")
-        if (seqs // shards) % p.microbatches:
-            raise ValueError(
-                f"microbatches ({p.microbatches}) must divide the {seqs // shards} sequences per data shard"
-            )
-    if p.tensor > 1:
-        for what, n in (("n_heads", c.n_heads), ("n_kv_heads", c.n_kv_heads), ("d_ff", c.d_ff)):
-            if n % p.tensor:
-                raise ValueError(f"tensor ({p.tensor}) must divide {what} ({n})")
+    # the rules of :mod:`tpu_notes.rules`, with the stricter forms tpu_notes.model's layers need: KV heads split
+    # (not replicated) over tensor, stages of equal depth, and FSDP sharding d_model
+    rules.split_kv_heads(c, p.tensor)
+    if p.tensor > 1 and c.d_ff % p.tensor:
+        raise rules.Illegal("whole heads", f"tensor ({p.tensor}) must divide d_ff ({c.d_ff:,})")
+    rules.even_stages(c, p.pipeline)
+    rules.training_layout(c, p, batch_tokens, seq_len)
     if p.fsdp > 1 and c.d_model % p.fsdp:
         raise ValueError(f"fsdp ({p.fsdp}) must divide d_model ({c.d_model})")
     return c, p

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from .. import rules
 from ..hardware import get_chip
 from ..transformer import REMAT_POLICIES, as_config
 from ..units import Bool, DTypeName, Fraction, OneOf, PositiveFloat, PositiveInt, checked
@@ -98,12 +99,12 @@ def mfu(
 ) -> float:
     """Model FLOPs utilisation of a run that trains ``tokens_per_s`` tokens per second on ``n_chips`` chips.
 
-    ``tokens_per_s × flops_per_token / (n_chips × peak)``; remat FLOPs are not counted (see :func:`hfu`). May exceed
-    1 when the inputs are inconsistent: the caller learns that the claimed throughput is impossible.
+    ``tokens_per_s × flops_per_token / (n_chips × peak)``; remat FLOPs are not counted (see :func:`hfu`). A
+    throughput that would need more than the chips' peak is impossible and refused, naming ``tokens_per_s``.
     """
     c = get_chip(chip)
     f = flops_per_token(model, include_attention=include_attention, seq_len=seq_len)
-    return tokens_per_s * f / (n_chips * c.peak_flops(dtype))
+    return rules.at_most_peak(tokens_per_s * f / (n_chips * c.peak_flops(dtype)), argument="tokens_per_s")
 
 
 @checked
@@ -118,10 +119,11 @@ def hfu(
     dtype: DTypeName = "bf16",
     include_attention: Bool = True,
 ) -> float:
-    """Hardware FLOPs utilisation: like :func:`mfu` but counting the FLOPs ``remat`` recomputes."""
+    """Hardware FLOPs utilisation: like :func:`mfu` but counting the FLOPs ``remat`` recomputes (refused above 1,
+    naming ``tokens_per_s``)."""
     c = get_chip(chip)
     f = flops_per_token(model, include_attention=include_attention, seq_len=seq_len, remat=remat)
-    return tokens_per_s * f / (n_chips * c.peak_flops(dtype))
+    return rules.at_most_peak(tokens_per_s * f / (n_chips * c.peak_flops(dtype)), argument="tokens_per_s", what="HFU")
 
 
 @checked

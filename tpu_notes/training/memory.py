@@ -38,6 +38,7 @@ from dataclasses import dataclass, fields
 from numbers import Real
 from typing import Annotated
 
+from .. import rules
 from ..hardware import get_chip
 from ..transformer import REMAT_POLICIES, as_config
 from ..units import (
@@ -237,12 +238,7 @@ def training_memory(
     p = Parallelism() if parallelism is None else parallelism
     if not isinstance(p, Parallelism):
         raise TypeError(f"parallelism must be a Parallelism; got {type(p).__name__}")
-    if p.expert > 1 and not m.is_moe:
-        raise ValueError(f"expert={p.expert} needs a mixture-of-experts model; {m.name or 'this model'} is dense")
-    if p.pipeline * circular_repeats > m.n_layers:
-        raise ValueError(
-            f"pipeline ({p.pipeline}) x circular_repeats ({circular_repeats}) must be at most n_layers ({m.n_layers})"
-        )
+    rules.training_layout(m, p, batch_tokens, seq_len, circular_repeats)
     return _memory(
         m,
         p,

@@ -33,15 +33,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
+from .. import rules
 from ..efficiency import check_efficiency
 from ..gpu import GpuCluster
 from ..system import System, check_system
 from ..transformer import as_config
-from ..units import Bool, DTypeName, Fraction, OneOf, PositiveInt, checked, dtype_bytes, fmt
+from ..units import Bool, DTypeName, Fraction, OneOf, PositiveInt, capped, checked, dtype_bytes, fmt
 from .expected import ExpectedStep
 from .memory import OPTIMIZERS, MemoryBreakdown, _memory, check_remat, optimizer_bytes_per_param
 from .parallelism import SHORT_NAMES, Parallelism
-from .step import Layout, StepTime, _check_layout, _price, map_to_slice
+from .step import Layout, StepTime, _price, map_to_slice
 
 #: Remat policies the planner tries by default (cheapest recompute first).
 DEFAULT_REMAT = ("none", "save_matmul_outputs", "full_block")
@@ -208,6 +209,44 @@ def _model_degrees(m, n_chips: int, seq_len: int, *, max_pipeline: int, max_cont
     }
 
 
+#: The most microbatch counts or pipeline interleavings a caller may ask the planner to consider (each is priced for
+#: every legal layout: a cap keeps one call's work bounded).
+MAX_MICROBATCHES = 4096
+
+
+@dataclass(frozen=True)
+class _Search:
+    """What every candidate of one :func:`plan` call shares, resolved once from its arguments."""
+
+    model: object  # the TransformerConfig
+    system: System
+    batch_tokens: int  # global batch, tokens
+    seq_len: int  # tokens per sequence
+    n_slices: int  # slices joined over DCN
+    policies: tuple  # remat policies tried
+    repeats: tuple  # pipeline interleavings tried
+    max_microbatches: int
+    hbm: float  # bytes a layout may use per chip
+    dtype: str
+    overlap: bool
+    matmul_efficiency: float
+    fused_projections: bool | None
+    reshard: bool  # weights dropped after their forward use
+    param_bytes: float  # bytes per weight (and gradient) element
+    optimizer_bytes: float  # bytes of optimizer state per parameter
+    efficiency: object  # the EfficiencyModel
+    hop: float  # seconds, the system's per-hop latency
+    rank_by: str
+
+    @property
+    def sequences(self) -> int:
+        return self.batch_tokens // self.seq_len
+
+    def seconds(self, st: StepTime) -> float:
+        """The step time the ranking uses."""
+        return st.expected.total if self.rank_by == "expected" and st.expected is not None else st.total
+
+
 @checked
 def plan(
     model,
@@ -224,7 +263,7 @@ def plan(
     dtype: DTypeName = "bf16",
     hbm_fraction: Fraction = 1.0,
     overlap: Bool = True,
-    max_microbatches: PositiveInt = 64,
+    max_microbatches: capped(MAX_MICROBATCHES) = 64,
     matmul_efficiency: Fraction = 1.0,
     fused_projections: Bool | None = None,
     reshard_after_forward: Bool | None = None,
@@ -247,46 +286,68 @@ def plan(
     """
     m = as_config(model)
     check_system(system, "system")
-
-    def seconds(st: StepTime) -> float:  # the step time the ranking uses
-        return st.expected.total if rank_by == "expected" and st.expected is not None else st.total
-
     if isinstance(system, GpuCluster) and n_slices != 1:
         raise ValueError("n_slices joins TPU slices over DCN; a GpuCluster includes its whole network (n_slices=1)")
-    B, S, max_mb, frac = batch_tokens, seq_len, max_microbatches, hbm_fraction
-    policies = _check_policies(remat)
-    repeats = _check_interleave(interleave)
-    if B % S:
-        raise ValueError(f"batch_tokens ({B:,}) must be a whole number of sequences of seq_len ({S:,})")
+    rules.whole_sequences(batch_tokens, seq_len)
     system.chip.peak_flops(dtype)  # a dtype the chip has a peak for
-    hbm = frac * system.chip.hbm_bytes
-    seqs = B // S
-    N = system.n_devices
-    deg = _model_degrees(m, N, S, max_pipeline=max_pipeline, max_context=max_context)
     pb = dtype_bytes("bf16" if dtype == "fp8" else dtype)  # weights kept in bf16 when the matmuls run in FP8
-    ob = optimizer_bytes_per_param(optimizer)
-    effm = check_efficiency(None)
-    hop = system.latency(system.axes[0])
-    reshard = isinstance(system, GpuCluster) if reshard_after_forward is None else reshard_after_forward
+    search = _Search(
+        model=m,
+        system=system,
+        batch_tokens=batch_tokens,
+        seq_len=seq_len,
+        n_slices=n_slices,
+        policies=_check_policies(remat),
+        repeats=_check_interleave(interleave),
+        max_microbatches=max_microbatches,
+        hbm=hbm_fraction * system.chip.hbm_bytes,
+        dtype=dtype,
+        overlap=overlap,
+        matmul_efficiency=matmul_efficiency,
+        fused_projections=fused_projections,
+        reshard=isinstance(system, GpuCluster) if reshard_after_forward is None else reshard_after_forward,
+        param_bytes=pb,
+        optimizer_bytes=optimizer_bytes_per_param(optimizer),
+        efficiency=check_efficiency(None),
+        hop=system.latency(system.axes[0]),
+        rank_by=rank_by,
+    )
+    deg = _model_degrees(m, system.n_devices, seq_len, max_pipeline=max_pipeline, max_context=max_context)
+    ranked, rejected, searched = _search_all(search, deg)
+    ranked.sort(key=lambda p: _rank_key(search, p))
+    return PlanResult(ranked=tuple(ranked), rejected=tuple(rejected), searched=searched, rank_by=rank_by)
 
+
+def _search_all(s: _Search, deg: dict[str, list[int]]) -> tuple[list[Plan], list[Plan], int]:
+    """Every base layout screened, then priced under each remat policy: (runnable, rejected, candidates)."""
     ranked: list[Plan] = []
     rejected: list[Plan] = []
     searched = 0
+    for base in _base_layouts(s, deg):
+        reason, lay, mbs, vs = _screen(s, base)
+        if reason:  # rejected before any remat policy is tried
+            searched += len(s.policies)
+            rejected.append(Plan(base, s.policies[0], lay, None, None, reason))
+            continue
+        for r in s.policies:
+            searched += 1
+            best = _best_schedule(s, base, lay, r, mbs, vs)
+            (ranked if best.ok else rejected).append(best)
+    return ranked, rejected, searched
 
-    def reject(base, lay, reason):
-        nonlocal searched
-        searched += len(policies)
-        rejected.append(Plan(base, policies[0], lay, None, None, reason))
 
+def _base_layouts(s: _Search, deg: dict[str, list[int]]):
+    """Every split of the system's chips into tensor x pipeline x expert x context x FSDP x data degrees (one
+    microbatch per stage, the schedule chosen later), in the order the planner reports them."""
+    N = s.system.n_devices
     for t in deg["tensor"]:
         for pp in deg["pipeline"]:
             for e in deg["expert"]:
-                for cp in _contexts(
-                    deg["context"], N // (t * pp * e) if N % (t * pp * e) == 0 else 0, seqs, n_slices, pp
-                ):
+                left = N // (t * pp * e) if N % (t * pp * e) == 0 else 0
+                for cp in _contexts(deg["context"], left, s.sequences, s.n_slices, pp):
                     rest = N // (t * pp * e * cp)
                     for f in _divisors(rest):
-                        base = Parallelism(
+                        yield Parallelism(
                             data=rest // f,
                             fsdp=f,
                             tensor=t,
@@ -294,115 +355,114 @@ def plan(
                             expert=e,
                             context=cp,
                             microbatches=pp,
-                            dcn=n_slices,
+                            dcn=s.n_slices,
                         )
-                        shards = base.batch_shards
-                        if seqs < shards:
-                            reject(
-                                base,
-                                None,
-                                f"too few sequences: {seqs:,} sequences for {shards:,} batch shards (split "
-                                "sequences with context parallelism, max_context, or use fewer chips)",
-                            )
-                            continue
-                        if seqs % shards:
-                            reject(
-                                base,
-                                None,
-                                f"uneven batch: {seqs:,} sequences do not divide over {shards:,} batch shards "
-                                f"({seqs / shards:.3g} each)",
-                            )
-                            continue
-                        try:
-                            lay = map_to_slice(base, system)
-                            _check_layout(m, base, B, S)
-                        except ValueError as err:
-                            reject(base, None, f"cannot place: {err}")
-                            continue
-                        per_shard = seqs // shards
-                        mbs = [k for k in _divisors(per_shard) if pp <= k <= max_mb]
-                        if pp > 1 and len(mbs) > 5:
-                            # five counts from the fewest that fill the pipeline (the least sends) to the most (the
-                            # smallest microbatches: the least activation memory and the shortest bubble)
-                            mbs = [mbs[round(i * (len(mbs) - 1) / 4)] for i in range(5)]
-                        vs = [v for v in repeats if pp > 1 and pp * v <= m.n_layers] or [1]
-                        if not mbs:
-                            reject(
-                                base,
-                                lay,
-                                f"too few sequences: {per_shard:,} sequences per batch shard for {pp} pipeline "
-                                "stages (each needs a whole microbatch)",
-                            )
-                            continue
-                        for r in policies:
-                            searched += 1
-                            best = None
-                            for mb in mbs:
-                                for v in vs:
-                                    cand = Parallelism(
-                                        data=base.data,
-                                        fsdp=f,
-                                        tensor=t,
-                                        pipeline=pp,
-                                        expert=e,
-                                        context=cp,
-                                        microbatches=mb,
-                                        dcn=n_slices,
-                                    )
-                                    mem = _memory(
-                                        m, cand, B, r, pb=pb, gb=pb, ab=2, ob=ob, circular_repeats=v, reshard=reshard
-                                    )
-                                    if mem.peak > hbm:
-                                        best = best or Plan(
-                                            cand,
-                                            r,
-                                            lay,
-                                            mem,
-                                            None,
-                                            f"does not fit: {fmt(mem.peak, 'B')} per chip at peak > "
-                                            f"{fmt(hbm, 'B')} HBM",
-                                        )
-                                        continue
-                                    st = _price(
-                                        m,
-                                        cand,
-                                        lay,
-                                        B,
-                                        S,
-                                        r,
-                                        dtype,
-                                        overlap,
-                                        hop,
-                                        v,
-                                        matmul_efficiency,
-                                        "flash",
-                                        effm,
-                                        fused_projections,
-                                        reshard,
-                                    )
-                                    plan_ = Plan(cand, r, lay, mem, st, circular_repeats=v)
-                                    if best is None or not best.ok or seconds(st) < seconds(best.step):
-                                        best = plan_
-                                if pp == 1 and best is not None and best.ok:
-                                    break  # more accumulation steps only repeat the FSDP gathers
-                            (ranked if best.ok else rejected).append(best)
 
-    # Ties in step time (to 4 significant digits; common when compute-bound) go to the simpler layout (fewer kinds
-    # of parallelism, then no context parallelism), then to the one that recomputes least, then to the one with the
-    # most communication headroom, then to the one that needs least memory.
-    def key(p):
-        par = p.parallelism
-        return (
-            float(f"{seconds(p.step):.4g}"),
-            len(par.mesh_shape()),
-            par.context,
-            round(p.step.hfu, 9),
-            p.step.comms_ratio,
-            p.memory.peak,
+
+def _screen(s: _Search, base: Parallelism) -> tuple[str, Layout | None, list[int], list[int]]:
+    """``(reason, layout, microbatch counts, interleavings)`` of ``base``: ``reason`` is why it cannot run at all
+    (its kind, a colon, the detail; ``""`` when it can), from the batch and model rules of :mod:`tpu_notes.rules`,
+    its placement on the system, and at least one whole microbatch per pipeline stage."""
+    try:
+        per_shard = rules.batch_shards(
+            s.sequences,
+            base.batch_shards,
+            argument="batch_tokens",
+            advice="split sequences with context parallelism, max_context, or use fewer chips",
         )
+    except rules.Illegal as err:
+        return f"{err.kind}: {err.detail}", None, [], []
+    try:
+        lay = map_to_slice(base, s.system)
+        rules.model_layout(s.model, base, s.seq_len)
+    except ValueError as err:
+        return f"cannot place: {err}", None, [], []
+    pp = base.pipeline
+    mbs = [k for k in range(pp, min(per_shard, s.max_microbatches) + 1) if per_shard % k == 0]
+    if pp > 1 and len(mbs) > 5:
+        # five counts from the fewest that fill the pipeline (the least sends) to the most (the smallest
+        # microbatches: the least activation memory and the shortest bubble)
+        mbs = [mbs[round(i * (len(mbs) - 1) / 4)] for i in range(5)]
+    if not mbs:
+        reason = (
+            f"too few sequences: {per_shard:,} sequences per batch shard for {pp} pipeline stages (each needs a "
+            "whole microbatch)"
+        )
+        return reason, lay, [], []
+    vs = [v for v in s.repeats if pp > 1 and pp * v <= s.model.n_layers] or [1]
+    return "", lay, mbs, vs
 
-    ranked.sort(key=key)
-    return PlanResult(ranked=tuple(ranked), rejected=tuple(rejected), searched=searched, rank_by=rank_by)
+
+def _best_schedule(s: _Search, base: Parallelism, lay: Layout, remat, mbs: list[int], vs: list[int]) -> Plan:
+    """The fastest (microbatches, interleaving) of ``base`` under one remat policy, or the first that does not fit
+    when none does."""
+    best = None
+    for mb in mbs:
+        for v in vs:
+            cand = Parallelism(
+                data=base.data,
+                fsdp=base.fsdp,
+                tensor=base.tensor,
+                pipeline=base.pipeline,
+                expert=base.expert,
+                context=base.context,
+                microbatches=mb,
+                dcn=s.n_slices,
+            )
+            pb = s.param_bytes
+            mem = _memory(
+                s.model,
+                cand,
+                s.batch_tokens,
+                remat,
+                pb=pb,
+                gb=pb,
+                ab=2,
+                ob=s.optimizer_bytes,
+                circular_repeats=v,
+                reshard=s.reshard,
+            )
+            if mem.peak > s.hbm:
+                reason = f"does not fit: {fmt(mem.peak, 'B')} per chip at peak > {fmt(s.hbm, 'B')} HBM"
+                best = best or Plan(cand, remat, lay, mem, None, reason)
+                continue
+            st = _price(
+                s.model,
+                cand,
+                lay,
+                s.batch_tokens,
+                s.seq_len,
+                remat,
+                s.dtype,
+                s.overlap,
+                s.hop,
+                v,
+                s.matmul_efficiency,
+                "flash",
+                s.efficiency,
+                s.fused_projections,
+                s.reshard,
+            )
+            if best is None or not best.ok or s.seconds(st) < s.seconds(best.step):
+                best = Plan(cand, remat, lay, mem, st, circular_repeats=v)
+        if base.pipeline == 1 and best is not None and best.ok:
+            break  # more accumulation steps only repeat the FSDP gathers
+    return best
+
+
+def _rank_key(s: _Search, p: Plan) -> tuple:
+    """Ties in step time (to 4 significant digits; common when compute-bound) go to the simpler layout (fewer kinds
+    of parallelism, then no context parallelism), then to the one that recomputes least, then to the one with the
+    most communication headroom, then to the one that needs least memory."""
+    par = p.parallelism
+    return (
+        float(f"{s.seconds(p.step):.4g}"),
+        len(par.mesh_shape()),
+        par.context,
+        round(p.step.hfu, 9),
+        p.step.comms_ratio,
+        p.memory.peak,
+    )
 
 
 def _contexts(degrees: list[int], chips: int, seqs: int, n_slices: int, stages: int) -> list[int]:
