@@ -114,21 +114,27 @@ def test_measure_step_times_a_step():
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        (dict(parallelism=Parallelism(data=16)), "parallelism data=16 needs 16 devices .* but 8"),
-        (dict(parallelism=Parallelism(data=8), batch=12), "batch .12. must be divisible by data x fsdp x expert = 8"),
+        (
+            dict(parallelism=Parallelism(data=16)),
+            r"parallelism: the degrees \(data=16\) multiply to 16 devices, but there are 8.*devices.setup\(16\)",
+        ),
+        (dict(parallelism=Parallelism(data=8), batch=12), r"batch: 12 sequences do not divide over 8 batch shards"),
         (
             dict(parallelism=Parallelism(data=2, pipeline=4, microbatches=4)),
-            r"pipeline \(4\) must divide n_layers \(2\)",
+            r"parallelism.pipeline \(4\) must divide the 2 layers",
         ),
         (dict(parallelism=Parallelism(expert=8)), "needs a mixture-of-experts model"),
         (dict(dtype="fp16"), r"dtype must be one of \['fp32', 'bf16'\]"),
         (
             dict(model=get_model("tiny-mha"), parallelism=Parallelism(tensor=8)),
-            r"tensor \(8\) must divide n_heads \(4\)",
+            r"parallelism.tensor \(8\) must divide the 4 query heads",
         ),
-        (dict(model=C.with_(d_ff=260), parallelism=Parallelism(tensor=8)), r"must divide d_ff \(260\)"),
+        (dict(model=C.with_(d_ff=260), parallelism=Parallelism(tensor=8)), r"must divide the MLP width \(260\)"),
         (dict(model=C.with_(d_model=36), parallelism=Parallelism(fsdp=8)), r"fsdp \(8\) must divide d_model \(36\)"),
-        (dict(parallelism=Parallelism(data=4, pipeline=2, microbatches=4), batch=8), "microbatches .4. must divide"),
+        (
+            dict(parallelism=Parallelism(data=4, pipeline=2, microbatches=4), batch=8),
+            "batch: 2 sequences per batch shard cannot make 4 equal microbatches",
+        ),
         (dict(parallelism=Parallelism(fsdp=4, pipeline=2, microbatches=2)), "pipeline combines only with data"),
         (dict(parallelism=Parallelism(data=8, microbatches=2)), "gradient accumulation is not implemented"),
         (dict(parallelism=Parallelism(data=4, dcn=2)), "dcn must be 1"),
@@ -172,5 +178,5 @@ def test_bad_types_and_steps():
     moe = TransformerConfig(
         d_model=64, d_ff=256, n_layers=2, n_heads=8, n_kv_heads=8, d_head=8, vocab=256, n_experts=4, experts_per_token=1
     )
-    with pytest.raises(ValueError, match=r"expert \(8\) must divide n_experts \(4\)"):
+    with pytest.raises(ValueError, match=r"parallelism.expert \(8\) must divide the 4 experts"):
         parallel.compiled_step(moe, Parallelism(expert=8), 16, 16)

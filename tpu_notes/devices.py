@@ -14,6 +14,7 @@ import os
 import sys
 from dataclasses import dataclass
 
+from . import rules
 from .units import Bool, capped, check_sizes, checked
 
 #: Most devices :func:`setup` asks for: simulated CPU devices each cost memory and threads.
@@ -148,6 +149,7 @@ def demo_mesh(shape, names, devices=None, *, explicit: Bool = False, quiet: Bool
     from .compat import make_mesh
 
     shape = _check_shape(shape)
+    names = rules.mesh_names(names, len(shape))
     devs = demo_devices(math.prod(shape), devices=devices)
     fitted = fit_shape(shape, len(devs))
     if fitted != shape and not quiet:

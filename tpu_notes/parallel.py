@@ -46,7 +46,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from . import hlo
+from . import hlo, rules
 from . import model as M
 from .compat import make_mesh as _compat_make_mesh
 from .compat import pvary as _pvary
@@ -166,45 +166,18 @@ def _check_fits(c: TransformerConfig, p: Parallelism, batch: int, seq_len: int) 
             f"{logits:.3g} bytes, more than this trainer allows (MAX_LOGIT_BYTES = {MAX_LOGIT_BYTES}); use a smaller "
             "batch or seq_len"
         )
-    if p.expert > 1 and not c.is_moe:
-        raise ValueError(
-            f"parallelism.expert = {p.expert} needs a mixture-of-experts model; "
-            f"{c.name or 'this model'} is dense (n_experts = 1). Allowed: expert=1"
-        )
-    shards = p.data * p.fsdp * p.expert
-    if batch % shards:
-        raise ValueError(
-            f"batch ({batch}) must be divisible by data x fsdp x expert = {shards} "
-            f"({p.label()}); allowed batches are multiples of {shards}"
-        )
+    # the rules of tpu_notes.rules, in the stricter forms this trainer's layers need: KV heads split (never
+    # replicated) over tensor, the (expert) MLP width split by tensor, stages of equal depth, FSDP over d_model
+    rules.expert_degree(c, p.expert, argument="parallelism.expert")
+    rules.batch_shards(batch, p.data * p.fsdp * p.expert, argument="batch", microbatches=p.microbatches)
+    rules.split_kv_heads(c, p.tensor, argument="parallelism.tensor")
+    width = c.expert_ff if c.is_moe else c.d_ff
+    if p.tensor > 1 and (width % p.tensor or (c.is_moe and c.n_dense_layers and c.d_ff % p.tensor)):
+        raise rules.Illegal("whole heads", f"parallelism.tensor ({p.tensor}) must divide the MLP width ({width})")
     if p.fsdp > 1 and c.d_model % p.fsdp:
         raise ValueError(f"parallelism.fsdp ({p.fsdp}) must divide d_model ({c.d_model}), the dimension FSDP shards")
-    if p.tensor > 1:
-        for what, n in (
-            ("n_heads", c.n_heads),
-            ("n_kv_heads", c.n_kv_heads),
-            ("d_ff", c.expert_ff if c.is_moe else c.d_ff),
-        ):
-            if n % p.tensor:
-                raise ValueError(
-                    f"parallelism.tensor ({p.tensor}) must divide {what} ({n}); allowed tensor degrees divide {n}"
-                )
-        if c.is_moe and c.n_dense_layers and c.d_ff % p.tensor:
-            raise ValueError(f"parallelism.tensor ({p.tensor}) must divide d_ff ({c.d_ff})")
-    if p.expert > 1 and c.n_experts % p.expert:
-        raise ValueError(f"parallelism.expert ({p.expert}) must divide n_experts ({c.n_experts})")
     if p.pipeline > 1:
-        if c.n_layers % p.pipeline:
-            raise ValueError(
-                f"parallelism.pipeline ({p.pipeline}) must divide n_layers ({c.n_layers}): each stage "
-                f"holds the same number of consecutive layers; allowed stages divide {c.n_layers}"
-            )
-        per_shard = batch // shards
-        if per_shard % p.microbatches:
-            raise ValueError(
-                f"parallelism.microbatches ({p.microbatches}) must divide the batch per data shard "
-                f"({per_shard} = batch {batch} / {shards})"
-            )
+        rules.even_stages(c, p.pipeline, argument="parallelism.pipeline")
         if c.is_moe:
             raise ValueError("pipeline > 1 runs dense models only here; allowed: a dense TransformerConfig")
 
@@ -224,13 +197,9 @@ def make_mesh(parallelism: Parallelism, devices=None):
     """
     p = _check_parallelism(parallelism)
     devs = _check_devices(devices, p.chips_per_slice)
-    if p.chips_per_slice != len(devs):
-        raise ValueError(
-            f"parallelism {p.label()} needs {p.chips_per_slice} devices (the product of its "
-            f"degrees) but {len(devs)} are available; allowed: degrees whose product is {len(devs)} "
-            f"(or pass devices=DEVICES[:{p.chips_per_slice}], or run devices.setup({p.chips_per_slice}) "
-            "before JAX starts)"
-        )
+    n = p.chips_per_slice
+    advice = f"pass devices=DEVICES[:{n}], or run devices.setup({n}) before JAX starts"
+    rules.mesh_devices(p.mesh_shape(), len(devs), argument="parallelism", advice=advice)
     shape = p.mesh_shape() or {MESH_AXES[0]: 1}
     return _compat_make_mesh(tuple(shape.values()), tuple(shape), devices=devs)
 

@@ -235,15 +235,17 @@ def mesh_names(names, n_axes: int, *, argument: str = "names") -> tuple[str, ...
     return tuple(names)
 
 
-def mesh_devices(degrees: Mapping[str, int], n_devices: int, *, argument: str = "parallelism") -> None:
-    """The degrees of a mesh multiply to exactly the devices it is laid on."""
+def mesh_devices(
+    degrees: Mapping[str, int], n_devices: int, *, argument: str = "parallelism", advice: str = ""
+) -> None:
+    """The degrees of a mesh multiply to exactly the devices it is laid on (``advice``: how to get there)."""
     product = math.prod(degrees.values())
     if product != n_devices:
         shown = " x ".join(f"{k}={v}" for k, v in degrees.items()) or "1"
         raise Illegal(
             "mesh size",
             f"{argument}: the degrees ({shown}) multiply to {product:,} devices, but there are {n_devices:,}; "
-            "they must be equal",
+            "they must be equal" + (f" ({advice})" if advice else ""),
         )
 
 
