@@ -188,16 +188,36 @@ def predicted_collectives(
             "allowed with pipeline > 1: remat=False"
         )
     b = dtype_bytes(dtype)
-    D = c.d_model
     tokens = batch_tokens / p.batch_shards  # tokens through one device's layers per step
     out: dict[tuple, int] = {}
+    _weight_collectives(out, c, p, b, remat, fused_projections)
+    loss_axes = tuple(a for a in ("data", "fsdp") if getattr(p, a) > 1) + (("pipeline",) if p.pipeline > 1 else ())
+    if loss_axes:
+        _add(out, "all-reduce", loss_axes, 4, 1, "the loss (fp32 sum over the batch shards and the last stage)")
+    if p.tensor > 1:
+        _tensor_collectives(out, c, tokens * c.d_model * b, c.n_layers // p.pipeline, remat, fused_projections)
+    if p.pipeline > 1:
+        S, Mb = p.pipeline, p.microbatches
+        mb = tokens / Mb * c.d_model * b
+        for what in (
+            "fwd: a microbatch's activations to the next stage",
+            "bwd: a microbatch's gradients to the stage before",
+        ):
+            _add(out, "collective-permute", ("pipeline",), mb, Mb + S - 2, what)
+    order = {k: i for i, k in enumerate(KINDS)}
+    rows = [PredictedCollective(k, a, nb, n, w) for (k, a, nb, w), n in out.items()]
+    return sorted(rows, key=lambda r: (order[r.kind], r.axes, r.bytes_per_device, r.what))
 
-    def add(kind, axes, nbytes, count, what):
-        key = (kind, tuple(axes), float(nbytes), what)
-        out[key] = out.get(key, 0) + int(count)
 
-    batch_axes = tuple(a for a in ("data", "fsdp") if getattr(p, a) > 1)
-    for name, n, copies in _weights(c, p, fused_projections):
+def _add(out: dict, kind: str, axes, nbytes: float, count: int, what: str) -> None:
+    """Count ``count`` more collectives of one kind, axes, size and meaning in ``out``."""
+    key = (kind, tuple(axes), float(nbytes), what)
+    out[key] = out.get(key, 0) + int(count)
+
+
+def _weight_collectives(out: dict, c, p: Parallelism, b: float, remat: bool, fused: bool) -> None:
+    """The gathers of each weight and the reductions of its gradient (over fsdp, data, pipeline and dcn)."""
+    for name, n, copies in _weights(c, p, fused):
         w = n * b
         per = "per layer" if name in _LAYER_WEIGHTS else "once"
         # the embedding, final norm and unembedding sit on every pipeline stage: their gradients are summed over the
@@ -211,45 +231,37 @@ def predicted_collectives(
         of = f"gradient of {name}" if grads == 1 else f"gradient of {name} (lookup and unembedding, apart)"
         if p.fsdp > 1:
             again = remat and per == "per layer"
-            add(
+            kept = "fwd and recomputed fwd" if again else "kept for the backward"
+            _add(
+                out,
                 "all-gather",
                 ("fsdp",),
                 w,
                 (2 if again else 1) * copies,
-                f"{name} gathered before use ({'fwd and recomputed fwd' if again else 'kept for the backward'}), {per}",
+                f"{name} gathered before use ({kept}), {per}",
             )
             # with data (or pipeline) too: one reduction over all the axes, sliced to the fsdp shard
             axes = tuple(a for a in ("data", "fsdp", "pipeline") if a == "fsdp" or a in over)
-            add("reduce-scatter", axes, w, grads * copies, f"{of}, {per}")
+            _add(out, "reduce-scatter", axes, w, grads * copies, f"{of}, {per}")
         elif over:
-            add("all-reduce", over, w, grads * copies, f"{of}, {per}")
+            _add(out, "all-reduce", over, w, grads * copies, f"{of}, {per}")
         if p.dcn > 1:
-            add("all-reduce", ("dcn",), w / p.fsdp, copies, f"gradient shard of {name} across slices, {per}")
-    loss_axes = batch_axes + (("pipeline",) if p.pipeline > 1 else ())
-    if loss_axes:
-        add("all-reduce", loss_axes, 4, 1, "the loss (fp32 sum over the batch shards and the last stage)")
-    if p.tensor > 1:
-        act = tokens * D * b
-        L = c.n_layers // p.pipeline
-        add("all-reduce", ("tensor",), act, 2 * L, "fwd: attention and MLP outputs [tokens, D], per layer")
-        if remat:
-            add("all-reduce", ("tensor",), act, L, "bwd: recomputed attention output [tokens, D], per layer")
-        if fused_projections:
-            add("all-reduce", ("tensor",), act, L, "bwd: input gradient of the fused QKV [tokens, D], per layer")
-            mlp_in = "fused gate-up" if c.gated_mlp else "w_up"
-            add("all-reduce", ("tensor",), act, L, f"bwd: input gradient of the {mlp_in} [tokens, D], per layer")
-        else:
-            add("all-reduce", ("tensor",), act, 3 * L, "bwd: input gradients of wq, wk, wv [tokens, D], per layer")
-            n_in, names = (2, "w_gate, w_up") if c.gated_mlp else (1, "w_up")
-            add("all-reduce", ("tensor",), act, n_in * L, f"bwd: input gradients of {names} [tokens, D], per layer")
-    if p.pipeline > 1:
-        S, Mb = p.pipeline, p.microbatches
-        mb = tokens / Mb * D * b
-        add("collective-permute", ("pipeline",), mb, Mb + S - 2, "fwd: a microbatch's activations to the next stage")
-        add("collective-permute", ("pipeline",), mb, Mb + S - 2, "bwd: a microbatch's gradients to the stage before")
-    order = {k: i for i, k in enumerate(KINDS)}
-    rows = [PredictedCollective(k, a, nb, n, w) for (k, a, nb, w), n in out.items()]
-    return sorted(rows, key=lambda r: (order[r.kind], r.axes, r.bytes_per_device, r.what))
+            _add(out, "all-reduce", ("dcn",), w / p.fsdp, copies, f"gradient shard of {name} across slices, {per}")
+
+
+def _tensor_collectives(out: dict, c, act: float, L: int, remat: bool, fused: bool) -> None:
+    """Megatron's AllReduces of ``act`` bytes ([tokens, D] activations) over ``L`` layers of one stage."""
+    _add(out, "all-reduce", ("tensor",), act, 2 * L, "fwd: attention and MLP outputs [tokens, D], per layer")
+    if remat:
+        _add(out, "all-reduce", ("tensor",), act, L, "bwd: recomputed attention output [tokens, D], per layer")
+    if fused:
+        _add(out, "all-reduce", ("tensor",), act, L, "bwd: input gradient of the fused QKV [tokens, D], per layer")
+        mlp_in = "fused gate-up" if c.gated_mlp else "w_up"
+        _add(out, "all-reduce", ("tensor",), act, L, f"bwd: input gradient of the {mlp_in} [tokens, D], per layer")
+    else:
+        _add(out, "all-reduce", ("tensor",), act, 3 * L, "bwd: input gradients of wq, wk, wv [tokens, D], per layer")
+        n_in, names = (2, "w_gate, w_up") if c.gated_mlp else (1, "w_up")
+        _add(out, "all-reduce", ("tensor",), act, n_in * L, f"bwd: input gradients of {names} [tokens, D], per layer")
 
 
 def collective_totals(predicted) -> dict[tuple[str, tuple[str, ...], float], int]:

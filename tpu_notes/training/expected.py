@@ -173,18 +173,12 @@ def _expected_step(
     layers = _stage_layers(m, p.pipeline, v_rep)  # on the busiest stage
     imbalance = layers * p.pipeline / m.n_layers
     peak16 = c.peak_flops("bf16")
-    peak_layer = c.peak_flops(dtype)
     recompute = remat in ("full_block", "save_matmul_outputs")
 
-    # matmul FLOPs per chip: the layers' (3 passes, +1 forward under full_block) and the unembedding's (3 passes)
-    layer_params = m.matmul_params_per_token() - m.vocab * m.d_model
-    passes = 3.0 + (1.0 if remat == "full_block" else 0.0)
-    layer_flops = 2.0 * layer_params * passes * B / n * imbalance
-    unembed_flops = 2.0 * m.vocab * m.d_model * 3.0 * B / n
     large = e.large_matmul(c)
-    shape = _layer_shape_factor(m, p, tokens_mb, c, e)
     sustain = e.sustained_fraction(c)
-    matmul = (layer_flops / peak_layer + unembed_flops / peak16) / (large * shape * sustain)
+    at_peak, shape = _matmul_seconds(m, p, c, e, B, tokens_mb, remat, dtype, imbalance)
+    matmul = at_peak / (large * shape * sustain)
 
     # attention: 3 passes (+1 forward when anything is recomputed)
     attn_flops = m.attention_flops(S, causal=True) * (3.0 + (1.0 if recompute else 0.0)) * B / n * imbalance
@@ -203,25 +197,7 @@ def _expected_step(
     memory = (elem + logits + opt) / (c.hbm_bw * e.hbm)
     compute = max(matmul + attn + memory, hbm_time / e.hbm)
 
-    # communication: achieved bandwidth, per-call latency, exposure
-    calls = calls or {}
-    comm = {}
-    exposed_parts = {}
-    hidden = 0.0
-    for kind, t in collectives.items():
-        if not t:
-            continue
-        link = _link(lay, kind)
-        te = t / e.link(link) + calls.get(kind, 1) * e.latency(link)
-        f = e.exposed_fraction(kind, c)
-        if kind == "fsdp":
-            f = max(f, 2.0 / (3.0 * layers))
-        elif kind in ("data", "dcn"):
-            f = max(f, 1.0 / layers)
-        comm[kind] = te
-        exposed_parts[kind] = f * te
-        hidden += (1.0 - f) * te
-    spill = max(0.0, hidden - compute)
+    comm, exposed_parts, spill = _exposed_communication(lay, c, e, collectives, calls or {}, layers, compute)
     exposed = sum(exposed_parts.values()) + spill
     bubble = compute * (p.pipeline - 1) / (v_rep * M)
     total = compute + exposed + bubble + e.step_overhead
@@ -245,6 +221,39 @@ def _expected_step(
         tokens_per_s_per_chip=B / total / n,
         efficiency=e.name,
     )
+
+
+def _matmul_seconds(m, p, c, e, B, tokens_mb, remat, dtype, imbalance) -> tuple[float, float]:
+    """One chip's matmul time of a step at peak (seconds: the layers' FLOPs, 3 passes and +1 forward under
+    full_block, at the step's dtype; the unembedding's, 3 passes, at bf16) and the layers' shape factor."""
+    n = p.n_chips
+    layer_params = m.matmul_params_per_token() - m.vocab * m.d_model
+    passes = 3.0 + (1.0 if remat == "full_block" else 0.0)
+    layer_flops = 2.0 * layer_params * passes * B / n * imbalance
+    unembed_flops = 2.0 * m.vocab * m.d_model * 3.0 * B / n
+    shape = _layer_shape_factor(m, p, tokens_mb, c, e)
+    return layer_flops / c.peak_flops(dtype) + unembed_flops / c.peak_flops("bf16"), shape
+
+
+def _exposed_communication(lay, c, e, collectives: dict, calls: dict, layers: float, compute: float):
+    """Each collective kind at its achieved bandwidth plus per-call latency (seconds), the part of each left exposed
+    after overlap, and the hidden part that spills past ``compute`` (seconds): ``(comm, exposed_parts, spill)``."""
+    comm, exposed_parts = {}, {}
+    hidden = 0.0
+    for kind, t in collectives.items():
+        if not t:
+            continue
+        link = _link(lay, kind)
+        te = t / e.link(link) + calls.get(kind, 1) * e.latency(link)
+        f = e.exposed_fraction(kind, c)
+        if kind == "fsdp":
+            f = max(f, 2.0 / (3.0 * layers))
+        elif kind in ("data", "dcn"):
+            f = max(f, 1.0 / layers)
+        comm[kind] = te
+        exposed_parts[kind] = f * te
+        hidden += (1.0 - f) * te
+    return comm, exposed_parts, max(0.0, hidden - compute)
 
 
 __all__ = ["ExpectedStep", "expected_step"]

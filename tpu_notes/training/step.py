@@ -420,82 +420,19 @@ def _price(
         else "save_matmul_outputs"
     )
     peak = c.peak_flops(dtype)
-    b = dtype_bytes(dtype)
-    n = p.n_chips
-
-    model_flops = B * _flops(m, S, "none") / n
-    hw_flops = B * _flops(m, S, flops_remat) / n
-    rep = _kv_replication(m, p.tensor)
-    if rep > 1:  # each KV head's projections computed on `rep` tensor ranks: (rep - 1) extra copies of their FLOPs
-        kv_flops = 2.0 * 2 * m.d_model * m.n_kv_heads * m.d_head * m.n_layers  # forward, per token
-        passes = 3.0 + (1.0 if flops_remat == "full_block" else 0.0)
-        hw_flops += B * kv_flops * passes * (rep - 1) / n
-    imbalance = _stage_layers(m, p.pipeline, v_rep) * p.pipeline / m.n_layers  # the busiest stage's share, >= 1
+    model_flops, hw_flops, imbalance = _chip_flops(m, p, B, S, flops_remat, v_rep)
     flops_time = hw_flops * imbalance / (peak * eff)
-
-    def ici(kind, op: str, nbytes: float) -> float:
-        return lay._cached(kind if isinstance(kind, tuple) else (kind,), op, nbytes, hop_latency)
-
-    dense_chip, expert_chip = _chip_params(m, p)
-    shard_w = (dense_chip + expert_chip) * b  # bytes of this chip's tensor/pipeline/expert split, before fsdp
-    M = p.microbatches
-    tokens_mb = B / (p.token_shards * M)  # tokens one chip's layers see per microbatch
-    layers = _stage_layers(m, p.pipeline, v_rep)  # on the busiest stage
     if fused_projections is None:
         fused_projections = lay.is_gpu  # Megatron fuses QKV and gate-up; MaxText (XLA) keeps them apart
     # PyTorch FSDP reshards by default; XLA keeps the gathered weights when nothing is rematerialised
     reshard_after_forward = lay.is_gpu if reshard is None else reshard
-    # without remat (and without resharding) the gathered weights are kept for the backward pass: one gather
-    gathers = 1 if flops_remat == "none" and not reshard_after_forward else 2
-    grad_axes = tuple(k for k in ("data", "fsdp", "context") if getattr(p, k) > 1)
-    times = dict.fromkeys(("fsdp", "data", "context", "tensor", "expert", "pipeline", "dcn"), 0.0)
-    calls = dict.fromkeys(times, 0.0)
-    if p.fsdp > 1:
-        # per microbatch: the gathers of every weight, and one reduction of its gradient, over fsdp alone
-        # (ReduceScatter) or, with data or context ranks too, over all of them at once (XLA's one AllReduce)
-        grad = (
-            ici("fsdp", "reduce-scatter", shard_w) if grad_axes == ("fsdp",) else ici(grad_axes, "all-reduce", shard_w)
-        )
-        times["fsdp"] = M * (gathers * ici("fsdp", "all-gather", shard_w) + grad)
-        calls["fsdp"] = M * (gathers + 1) * layers
-    elif grad_axes:
-        times["data"] = ici(grad_axes, "all-reduce", shard_w)  # once per step, gradients accumulated locally
-        calls["data"] = layers
-    if p.dcn > 1:
-        times["dcn"] = 2 * sum(_param_counts(m)) * b / (p.chips_per_slice * c.bandwidth("dcn"))
-        calls["dcn"] = layers
-    if p.context > 1 and not m.is_mla:
-        # ring attention: every layer gathers the keys and values of the whole sequence (forward; again in the
-        # backward unless kept, i.e. without remat) and reduce-scatters their gradients
-        kv = tokens_mb * p.context * 2 * (m.n_kv_heads / min(p.tensor, m.n_kv_heads)) * m.d_head * b
-        per_layer = gathers + 1
-        times["context"] = M * layers * per_layer * ici("context", "all-gather", kv)
-        calls["context"] = M * layers * per_layer
-    if p.tensor > 1:
-        per = ici("tensor", "all-gather", tokens_mb * m.d_model * b)
-        # forward: AllGather + ReduceScatter around attention and around the MLP (4); backward: the transposes,
-        # with one ReduceScatter per input projection as XLA compiles them (q, k, v; gate and up) unless fused
-        inputs = 2 if fused_projections else 3 + (2 if m.gated_mlp else 1)
-        per_layer = 4 + 2 + inputs + (3 if flops_remat == "full_block" else 0)  # + recomputed AG, RS, AG
-        times["tensor"] = M * layers * per_layer * per
-        calls["tensor"] = M * layers * per_layer
-    if p.expert > 1 and m.is_moe:
-        moe_layers = m.n_moe_layers / p.pipeline * imbalance
-        v = p.expert * tokens_mb * m.experts_per_token * m.d_model * b / p.tensor
-        times["expert"] = M * moe_layers * 4 * ici("expert", "all-to-all", v)
-        calls["expert"] = 4 * M * moe_layers
-    if p.pipeline > 1:
-        v = tokens_mb * m.d_model * b / p.tensor
-        if lay.is_gpu:
-            send = lay.slice.send_time(v, across_nodes=lay.parts["pipeline"][1].size > 1, hop_latency=hop_latency)
-        else:
-            send = v / c.bandwidth("ici_oneway") + hop_latency
-        times["pipeline"] = 2 * M * v_rep * send
-        calls["pipeline"] = 2 * M * v_rep
-    hbm_time = 3 * M * shard_w / c.bandwidth("hbm")  # the gathered weights read per microbatch
+    times, calls, shard_w = _collective_times(
+        m, p, lay, B, dtype, flops_remat, v_rep, hop_latency, fused_projections, reshard_after_forward, imbalance
+    )
+    hbm_time = 3 * p.microbatches * shard_w / c.bandwidth("hbm")  # the gathered weights read per microbatch
     compute = max(flops_time, hbm_time)
     comms = sum(times.values())
-    bubble = compute * (p.pipeline - 1) / (v_rep * M)
+    bubble = compute * (p.pipeline - 1) / (v_rep * p.microbatches)
     total = (max(compute, comms) if overlap else compute + comms) + bubble
     if compute < comms:
         bound = max(times, key=times.get)
@@ -530,3 +467,83 @@ def _price(
         mfu=model_flops / (total * peak),
         hfu=hw_flops / (total * peak),
     )
+
+
+def _chip_flops(m, p: Parallelism, B: int, S: int, flops_remat: str, v_rep: int) -> tuple[float, float, float]:
+    """One chip's model FLOPs and hardware FLOPs of a step (remat and replicated KV projections counted in the
+    latter), and the busiest pipeline stage's share of the layers relative to an even split (>= 1)."""
+    n = p.n_chips
+    model_flops = B * _flops(m, S, "none") / n
+    hw_flops = B * _flops(m, S, flops_remat) / n
+    rep = _kv_replication(m, p.tensor)
+    if rep > 1:  # each KV head's projections computed on `rep` tensor ranks: (rep - 1) extra copies of their FLOPs
+        kv_flops = 2.0 * 2 * m.d_model * m.n_kv_heads * m.d_head * m.n_layers  # forward, per token
+        passes = 3.0 + (1.0 if flops_remat == "full_block" else 0.0)
+        hw_flops += B * kv_flops * passes * (rep - 1) / n
+    imbalance = _stage_layers(m, p.pipeline, v_rep) * p.pipeline / m.n_layers
+    return model_flops, hw_flops, imbalance
+
+
+def _collective_times(
+    m, p: Parallelism, lay, B, dtype, flops_remat, v_rep, hop_latency, fused, reshard, imbalance
+) -> tuple[dict, dict, float]:
+    """Seconds and calls of each kind of collective in one step on ``lay`` (Chapter 5's accounting, per kind), and
+    the bytes of this chip's tensor/pipeline/expert split of the weights before FSDP."""
+    c = lay.slice.chip
+    b = dtype_bytes(dtype)
+
+    def ici(kind, op: str, nbytes: float) -> float:
+        return lay._cached(kind if isinstance(kind, tuple) else (kind,), op, nbytes, hop_latency)
+
+    dense_chip, expert_chip = _chip_params(m, p)
+    shard_w = (dense_chip + expert_chip) * b
+    M = p.microbatches
+    tokens_mb = B / (p.token_shards * M)  # tokens one chip's layers see per microbatch
+    layers = _stage_layers(m, p.pipeline, v_rep)  # on the busiest stage
+    # without remat (and without resharding) the gathered weights are kept for the backward pass: one gather
+    gathers = 1 if flops_remat == "none" and not reshard else 2
+    grad_axes = tuple(k for k in ("data", "fsdp", "context") if getattr(p, k) > 1)
+    times = dict.fromkeys(("fsdp", "data", "context", "tensor", "expert", "pipeline", "dcn"), 0.0)
+    calls = dict.fromkeys(times, 0.0)
+    if p.fsdp > 1:
+        # per microbatch: the gathers of every weight, and one reduction of its gradient, over fsdp alone
+        # (ReduceScatter) or, with data or context ranks too, over all of them at once (XLA's one AllReduce)
+        grad = (
+            ici("fsdp", "reduce-scatter", shard_w) if grad_axes == ("fsdp",) else ici(grad_axes, "all-reduce", shard_w)
+        )
+        times["fsdp"] = M * (gathers * ici("fsdp", "all-gather", shard_w) + grad)
+        calls["fsdp"] = M * (gathers + 1) * layers
+    elif grad_axes:
+        times["data"] = ici(grad_axes, "all-reduce", shard_w)  # once per step, gradients accumulated locally
+        calls["data"] = layers
+    if p.dcn > 1:
+        times["dcn"] = 2 * sum(_param_counts(m)) * b / (p.chips_per_slice * c.bandwidth("dcn"))
+        calls["dcn"] = layers
+    if p.context > 1 and not m.is_mla:
+        # ring attention: every layer gathers the keys and values of the whole sequence (forward; again in the
+        # backward unless kept, i.e. without remat) and reduce-scatters their gradients
+        kv = tokens_mb * p.context * 2 * (m.n_kv_heads / min(p.tensor, m.n_kv_heads)) * m.d_head * b
+        times["context"] = M * layers * (gathers + 1) * ici("context", "all-gather", kv)
+        calls["context"] = M * layers * (gathers + 1)
+    if p.tensor > 1:
+        per = ici("tensor", "all-gather", tokens_mb * m.d_model * b)
+        # forward: AllGather + ReduceScatter around attention and around the MLP (4); backward: the transposes,
+        # with one ReduceScatter per input projection as XLA compiles them (q, k, v; gate and up) unless fused
+        inputs = 2 if fused else 3 + (2 if m.gated_mlp else 1)
+        per_layer = 4 + 2 + inputs + (3 if flops_remat == "full_block" else 0)  # + recomputed AG, RS, AG
+        times["tensor"] = M * layers * per_layer * per
+        calls["tensor"] = M * layers * per_layer
+    if p.expert > 1 and m.is_moe:
+        moe_layers = m.n_moe_layers / p.pipeline * imbalance
+        v = p.expert * tokens_mb * m.experts_per_token * m.d_model * b / p.tensor
+        times["expert"] = M * moe_layers * 4 * ici("expert", "all-to-all", v)
+        calls["expert"] = 4 * M * moe_layers
+    if p.pipeline > 1:
+        v = tokens_mb * m.d_model * b / p.tensor
+        if lay.is_gpu:
+            send = lay.slice.send_time(v, across_nodes=lay.parts["pipeline"][1].size > 1, hop_latency=hop_latency)
+        else:
+            send = v / c.bandwidth("ici_oneway") + hop_latency
+        times["pipeline"] = 2 * M * v_rep * send
+        calls["pipeline"] = 2 * M * v_rep
+    return times, calls, shard_w
