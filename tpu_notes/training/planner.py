@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated
 
 from .. import rules
@@ -399,16 +399,7 @@ def _best_schedule(s: _Search, base: Parallelism, lay: Layout, remat, mbs: list[
     best = None
     for mb in mbs:
         for v in vs:
-            cand = Parallelism(
-                data=base.data,
-                fsdp=base.fsdp,
-                tensor=base.tensor,
-                pipeline=base.pipeline,
-                expert=base.expert,
-                context=base.context,
-                microbatches=mb,
-                dcn=s.n_slices,
-            )
+            cand = replace(base, microbatches=mb)
             pb = s.param_bytes
             mem = _memory(
                 s.model,
