@@ -16,7 +16,7 @@ import inspect
 import math
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, fields, is_dataclass
 from numbers import Integral, Real
 from typing import Annotated, Any
@@ -52,6 +52,8 @@ def dtype_bytes(name: str, argument: str = "dtype") -> float:
 
 
 _FLOAT_MAX = 1.7976931348623157e308
+#: The smallest normal float: a positive argument below it is subnormal and refused by name.
+_FLOAT_TINY = 2.2250738585072014e-308
 
 
 def _show(value) -> str:
@@ -81,6 +83,12 @@ def check_positive(
         raise ValueError(f"{name} must be a whole number; got {value!r}")
     if value < 0 or (value == 0 and not allow_zero):
         raise ValueError(f"{name} must be finite and {bound}; got {value!r}")
+    if 0 < value < _FLOAT_TINY:
+        raise ValueError(
+            f"{name} must be {'0 or ' if allow_zero else ''}at least {_FLOAT_TINY:.3g} (the smallest normal float); "
+            f"got {value!r}, a subnormal "
+            "number that loses its precision in any arithmetic"
+        )
     if maximum is not None and value > maximum:
         raise ValueError(f"{name} must be at most {maximum:,}; got {value!r}")
     if value > _FLOAT_MAX:
@@ -405,10 +413,46 @@ def checked(fn: Callable) -> Callable:
             for kind in spec.kinds:
                 value = kind.check(name, value)
             arguments[name] = value
-        return fn(*bound.args, **bound.kwargs)
+        result = fn(*bound.args, **bound.kwargs)
+        _check_result(fn.__qualname__, result, arguments)
+        return result
 
     wrapper.__tpu_notes_checked__ = True
     return wrapper
+
+
+def _non_finite(result) -> str | None:
+    """The name of ``result``'s first figure that is NaN or infinite (``"the result"`` for a bare float, a field
+    name for a dataclass), or None. Only a float result and a dataclass's float fields are read."""
+    if isinstance(result, float):
+        return None if math.isfinite(result) else "the result"
+    if is_dataclass(result) and not isinstance(result, type):
+        for f in fields(result):
+            value = getattr(result, f.name, None)
+            if isinstance(value, float) and not math.isfinite(value) and f.metadata.get("finite", True):
+                return f.name
+    return None
+
+
+def _check_result(function: str, result, arguments: Mapping) -> None:
+    """Refuse a result that over- or underflowed to NaN or infinity, naming the numeric argument of the call
+    furthest from 1 in magnitude (the one that took the arithmetic out of range): arguments that each pass their
+    own check can still multiply past the largest float."""
+    what = _non_finite(result)
+    if what is None:
+        return
+    numbers = {
+        k: v
+        for k, v in arguments.items()
+        if isinstance(v, Real) and not isinstance(v, bool) and v != 0 and math.isfinite(float(min(abs(v), _FLOAT_MAX)))
+    }
+    if not numbers:
+        raise ValueError(f"{function}: {what} comes out as {getattr(result, what, result)!r} for these arguments")
+    name = max(numbers, key=lambda k: abs(math.log10(min(abs(numbers[k]), _FLOAT_MAX))))
+    raise ValueError(
+        f"{name}={_show(numbers[name])} is outside the range {function} can price: {what} comes out as "
+        f"{getattr(result, what, result)!r}; use a value nearer real sizes"
+    )
 
 
 def check_fields(obj) -> None:
