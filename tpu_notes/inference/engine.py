@@ -373,7 +373,7 @@ class Deployment:
         """A generation step of ``batch`` sequences of ``seq_len`` tokens of context each. Refuses (naming the
         largest batch that fits) a batch whose caches do not fit the pool, unless ``allow_unfit``; the step is then
         marked ``fits=False``."""
-        check_decode_point(batch, seq_len)
+        _decode_point(batch, seq_len)
         s = self.step(batch, batch * seq_len)
         if not s.fits and not allow_unfit:
             raise ValueError(
@@ -402,7 +402,7 @@ class Deployment:
         return self.step(0, 0, batch * new, pairs, batch * cached_len)
 
 
-def check_decode_point(batch: int, seq_len: int, *, batch_arg: str = "batch", seq_arg: str = "seq_len") -> None:
+def _decode_point(batch: int, seq_len: int, *, batch_arg: str = "batch", seq_arg: str = "seq_len") -> None:
     """A generation step of ``batch`` sequences of ``seq_len`` tokens must fit one engine step: at most
     :data:`MAX_ROWS` sequences and :data:`MAX_STEP_TOKENS` tokens of cache. Refusals name the caller's arguments
     (``batch_arg``, ``seq_arg``), before :meth:`Deployment.step` would name its own."""
@@ -410,11 +410,13 @@ def check_decode_point(batch: int, seq_len: int, *, batch_arg: str = "batch", se
     rules.product_within({batch_arg: batch, seq_arg: seq_len}, MAX_STEP_TOKENS, what="tokens of KV cache in one step")
 
 
-def _layout(model, system, n_chips, n: int) -> None:
-    """The rules a tensor-parallel replica over all ``n`` devices obeys (:mod:`tpu_notes.rules`): every device holds
-    whole query heads and its share of the KV heads. Refusals name ``n_chips`` when the caller gave a count, else
-    ``system``."""
-    rules.whole_heads(model, n, argument="n_chips" if n_chips is not None else "system", d_ff=False)
+def _whole_heads(model, n: int, *, argument: str) -> None:
+    """The rule a tensor-parallel replica over ``n`` devices obeys (:func:`tpu_notes.rules.whole_heads`): every
+    device holds whole query heads, and ``n`` divides the KV heads or is a multiple of them (the caches then split
+    over the batch too, :func:`~tpu_notes.inference.kv_sharding`), as vLLM requires of its tensor-parallel size.
+    Uneven MLP widths are priced (each device's share rounded), so ``d_ff`` is not held to it. The refusal names
+    ``argument``, the caller's."""
+    rules.whole_heads(model, n, argument=argument, d_ff=False)
 
 
 def _pool(m, c, n: int, weight_dtype: str, kv_dtype: str, reserve_fraction: float, check_memory: bool):
@@ -561,7 +563,7 @@ def deploy(
     unfit)."""
     m = model
     sysm = _resolve_system(system, n_chips)
-    _layout(m, sysm, n_chips, sysm.n_devices)
+    _whole_heads(m, sysm.n_devices, argument="n_chips" if n_chips is not None else "system")
     e = check_efficiency(efficiency)
     weights, kv_tok, capacity = _pool(
         m, sysm.chip, sysm.n_devices, weight_dtype, kv_dtype, reserve_fraction, check_memory
@@ -589,7 +591,6 @@ __all__ = [
     "MAX_STEP_TOKENS",
     "Deployment",
     "EngineStep",
-    "check_decode_point",
     "deploy",
     "system_for",
 ]
