@@ -32,9 +32,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated
 
+from .. import rules
 from ..hardware import get_chip, source
 from ..units import Positive, checked, fmt
-from .engine import Deployment, EngineStep
+from .engine import MAX_ROWS, Deployment, EngineStep, _decode_point
 from .step import Batch, Context
 
 #: The utilisation :func:`serving_cost` assumes unless told: every paid chip-second runs a step (a price floor).
@@ -139,6 +140,8 @@ def serving_cost(
     top = P + G
     if top > 2**26:
         raise ValueError(f"prompt_len + output_len must be at most {2**26:,} tokens; got {top:,}")
+    _decode_point(B, top, seq_arg="(prompt_len + output_len)")
+    rules.product_within({"prefill_batch": pb, "prompt_len": P}, MAX_ROWS, what="prompt tokens in one prefill step")
     if B * top > d.kv_capacity_tokens:
         raise ValueError(
             f"batch={B} sequences of {P:,} + {G:,} tokens do not fit beside the weights on {d.n_chips} "

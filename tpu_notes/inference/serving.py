@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Annotated
 
+from .. import rules
 from ..hardware import get_chip
 from ..topology import Slice
 from ..transformer import Model
@@ -40,8 +41,7 @@ def _memory(c, weight_dtype, kv_dtype):
 def _candidates(name: str, values) -> tuple:
     """A checked list of candidate batches (at most :data:`MAX_CANDIDATES`), each a whole number in [1, MAX_BATCH]."""
     values = Shape().check(name, values)
-    if len(values) > MAX_CANDIDATES:
-        raise ValueError(f"{name} may hold at most {MAX_CANDIDATES} candidates; got {len(values):,}")
+    rules.bounded_work(len(values), argument=name, limit=MAX_CANDIDATES)
     for i, b in enumerate(values):
         if b > MAX_BATCH:
             raise ValueError(f"{name}[{i}] must be at most {MAX_BATCH:,}; got {b}")
@@ -220,8 +220,10 @@ def latency_throughput_curve(
     :func:`pareto_frontier` takes either."""
     batches = _candidates("batches", tuple(2**i for i in range(11)) if batches is None else batches)
     if expected:
-        from .engine import deploy
+        from .engine import _decode_point, deploy
 
+        for i, b in enumerate(batches):
+            _decode_point(b, seq_len, batch_arg=f"batches[{i}]")
         d = deploy(
             model,
             chip,
@@ -231,7 +233,7 @@ def latency_throughput_curve(
             compute_dtype=compute_dtype,
             check_memory=False,
         )
-        steps = [d.step(b, b * seq_len) for b in batches]
+        steps = [d.decode_step(b, seq_len, allow_unfit=True) for b in batches]
         return tuple(s for s in steps if s.fits or not fitting_only)
     out = [
         decode_step_time(

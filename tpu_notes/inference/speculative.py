@@ -27,8 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated
 
+from .. import rules
 from ..units import NonNegativeFloat, Positive, PositiveFloat, Probability, Shape, checked, fmt
-from .engine import Deployment, EngineStep
+from .engine import MAX_ROWS, Deployment, EngineStep
 from .step import MAX_BATCH, Batch, Context
 
 #: Most drafts per round the functions take.
@@ -117,6 +118,11 @@ def _draft_cost(target: Deployment, draft, draft_cost, batch: int, context: int,
     return s.total / decode.total, s
 
 
+def _rows(batch: int, k: int, *, batch_arg: str = "batch", k_arg: str = "k") -> None:
+    """A verify step scores ``k + 1`` positions of each of ``batch`` sequences: at most one engine step's rows."""
+    rules.product_within({batch_arg: batch, f"({k_arg} + 1)": k + 1}, MAX_ROWS, what="rows in one verify step")
+
+
 def _result(target: Deployment, batch, context, k, acceptance, draft, draft_cost) -> SpeculativeResult:
     B, S = batch, context
     if B * (S + k + 1) > target.kv_capacity_tokens:
@@ -169,7 +175,9 @@ def speculative_decoding(
     module docstring). The draft's cost is its own deployment's decode step at ``batch`` over the target's (``draft``,
     one draft step per proposed token, at the round's starting context), or ``draft_cost`` in target steps, or 0
     when neither is given (a draft that costs nothing: prompt lookup, n-grams). Refuses, naming ``batch``, a batch
-    whose caches with the ``k + 1`` scored positions do not fit."""
+    whose caches with the ``k + 1`` scored positions do not fit, and a ``batch`` and ``k`` whose verify step has more
+    rows than one engine step holds."""
+    _rows(batch, k)
     return _result(_target(deployment), batch, context, k, acceptance, draft, draft_cost)
 
 
@@ -194,6 +202,9 @@ def speculative_vs_batch(
         if b > MAX_BATCH:
             raise ValueError(f"batches[{i}] must be at most {MAX_BATCH:,}; got {b}")
     fit = d.max_batch(min(context + k + 1, 2**26))
+    for i, b in enumerate(batches):
+        if b <= fit:
+            _rows(b, k, batch_arg=f"batches[{i}]")
     out = tuple(_result(d, b, context, k, acceptance, draft, draft_cost) for b in batches if b <= fit)
     if not out:
         raise ValueError(f"batches: not one of {tuple(batches)} fits at context {context:,}: at most {fit}")
@@ -215,6 +226,7 @@ def best_k_at_batch(
     cost is priced for each ``k``, so a large batch wants fewer drafts than :func:`best_k` at ``verify_cost = 1``
     says (its speedup may stay below 1: then no speculation is the better choice)."""
     d = _target(deployment)
+    _rows(batch, k_max, k_arg="k_max")
     results = [_result(d, batch, context, k, acceptance, draft, draft_cost) for k in range(1, k_max + 1)]
     return max(results, key=lambda r: r.speedup)
 
