@@ -61,10 +61,11 @@ from typing import Annotated
 
 import numpy as np
 
+from .. import rules
 from ..hardware import get_chip
 from ..units import Bool, OneOf, Positive, check_fields, checked, fmt
 from .engine import Deployment
-from .workload import MAX_REQUESTS, Workload
+from .workload import MAX_REQUESTS, Workload, check_rate
 
 #: Most engine steps one simulation runs (decode replica and prefill instances together).
 MAX_STEPS = 2_000_000
@@ -270,6 +271,9 @@ class _Run:
         self.dep, self.sch, self.wl, self.N = dep, sch, wl, n
         self.P = [int(v) for v in req.prompts]
         self.G = [int(v) for v in req.outputs]
+        rules.bounded_work(
+            sum(self.P) + sum(self.G), argument="workload.n_requests", unit="prompt + output tokens"
+        )  # every token is served at least once: the least work the run can take, refused before it starts
         self.shared = [bool(v) for v in req.shared_prefix]
         self.closed = wl.arrival == "closed"
         self.arr = [math.inf if math.isnan(v) else float(v) for v in req.arrivals]
@@ -874,7 +878,8 @@ def sweep(deployment: Deployment, workload: Workload, rates, engines: dict) -> l
         raise ValueError("workload must have an arrival rate ('poisson' or 'bursty') to sweep rates over")
     if isinstance(rates, (str, bytes)) or not isinstance(rates, (list, tuple)) or not rates:
         raise TypeError(f"rates must be a non-empty list of arrival rates, requests/s; got {rates!r}")
-    rates = [Positive().check(f"rates[{k}]", v) for k, v in enumerate(rates)]
+    rates = [check_rate(Positive().check(f"rates[{k}]", v), workload.n_requests, argument=f"rates[{k}]")
+             for k, v in enumerate(rates)]  # fmt: skip
     if not isinstance(engines, dict) or not engines:
         raise TypeError("engines must be a non-empty dict {label: (Scheduler, Disaggregation or None)}")
     for label, e in engines.items():
@@ -886,11 +891,7 @@ def sweep(deployment: Deployment, workload: Workload, rates, engines: dict) -> l
             or not isinstance(e[1], (Disaggregation, type(None)))
         ):
             raise TypeError(f"engines[{label!r}] must be a (Scheduler or None, Disaggregation or None) pair")
-    if len(rates) * len(engines) > MAX_SWEEP_RUNS:
-        raise ValueError(
-            f"{len(rates)} rates x {len(engines)} engines = {len(rates) * len(engines)} runs; at most "
-            f"MAX_SWEEP_RUNS ({MAX_SWEEP_RUNS}): give fewer rates or engines"
-        )
+    rules.bounded_work(len(rates) * len(engines), argument="rates x engines", limit=MAX_SWEEP_RUNS, unit="runs")
     rows = []
     for label, (sch, dis) in engines.items():
         for rate in rates:
