@@ -161,6 +161,8 @@ def serving_cost(
     cs_in = pre.total * n / (pb * P)
     cs_out = mean_step * n / B
     per_s = price / 3600.0 / utilisation  # dollars per chip-second of steps
+    for figure in (1e6 * cs_in * per_s, 1e6 * cs_out * per_s):
+        rules.finite_result(figure, argument="utilisation", what="dollars per million tokens")
     request_in, request_out = P * cs_in, G * cs_out
     return ServingCost(
         dollars_per_million_input=1e6 * cs_in * per_s,

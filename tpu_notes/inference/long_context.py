@@ -135,7 +135,9 @@ def cross_layer_kv(
     kv_tok = m.kv_bytes_per_token(kv_dtype) * groups / m.n_layers
     wb = dtype_bytes(weight_dtype)
     weights = (m.param_count() - dropped) * wb
-    free = n * machine(chip).hbm_bytes * (1.0 - reserve_fraction) - weights
+    from .serving import _with_memory
+
+    free = n * _with_memory(chip).hbm_bytes * (1.0 - reserve_fraction) - weights
     most = int(min(math.floor(free / (S * kv_tok)), MAX_BATCH)) if free > 0 else 0
     B = batch if batch is not None else max(most, 1)
     step = step_time_from_counts(

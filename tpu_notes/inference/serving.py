@@ -38,6 +38,15 @@ def _memory(c, weight_dtype, kv_dtype):
     return c, c.param_count() * dtype_bytes(weight_dtype), c.kv_bytes_per_token(kv_dtype)
 
 
+def _with_memory(chip):
+    """``chip``'s :class:`~tpu_notes.inference.step.Machine`, refused (naming ``chip``) when it has no memory size:
+    a measured roofline (what fits needs the HBM per chip)."""
+    m = machine(chip)
+    if not math.isfinite(m.hbm_bytes):
+        raise TypeError("chip must be a chip name or a Chip (a measured roofline has no memory size to fill)")
+    return m
+
+
 def _candidates(name: str, values) -> tuple:
     """A checked list of candidate batches (at most :data:`MAX_CANDIDATES`), each a whole number in [1, MAX_BATCH]."""
     values = Shape().check(name, values)
@@ -66,7 +75,7 @@ def max_batch(
     ``n_chips`` and the chips needed) when not even one sequence fits.
     """
     c, w, kv = _memory(model, weight_dtype, kv_dtype)
-    m = machine(chip)
+    m = _with_memory(chip)
     n, S, r = n_chips, seq_len, reserve_fraction
     free = n * m.hbm_bytes * (1.0 - r) - w
     b = math.floor(free / (S * kv)) if free > 0 else 0
@@ -302,7 +311,8 @@ def cost_per_million_tokens(
         price = c.dollars_per_hour
     else:
         price = dollars_per_chip_hour
-    return 1e6 / rate * price / 3600.0
+    dollars = 1e6 / rate * price / 3600.0
+    return rules.finite_result(dollars, argument="tokens_per_s_per_chip", what="dollars per million tokens")
 
 
 @checked
@@ -313,7 +323,9 @@ def disaggregation_ratio(prefill_s: PositiveFloat, step_s: PositiveFloat, batch:
     servers finish ``n_decode · B / (step_s · S_g)`` of them, ``S_g = decode_len`` tokens each. Equal rates give
     ``n_prefill / n_decode = prefill_s · B / (step_s · S_g)`` (Chapter 7's notation).
     """
-    return prefill_s * batch / (step_s * decode_len)
+    made = rules.finite_result(prefill_s * batch, argument="prefill_s", what="prefill seconds of a batch")
+    used = rules.finite_result(step_s * decode_len, argument="step_s", what="seconds of a generation")
+    return rules.finite_result(made / used, argument="prefill_s / step_s", what="the ratio")
 
 
 @checked

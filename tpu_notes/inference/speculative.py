@@ -136,6 +136,8 @@ def _result(target: Deployment, batch, context, k, acceptance, draft, draft_cost
     dc, dstep = _draft_cost(target, draft, draft_cost, B, S, decode)
     vc = verify.total / decode.total
     tokens = expected_tokens_per_round(acceptance, k)
+    if dc:
+        rules.finite_result(k * dc * decode.total, argument="draft_cost", what="the drafts' seconds per round")
     return SpeculativeResult(
         k=k,
         acceptance=acceptance,
