@@ -65,7 +65,7 @@ from .. import rules
 from ..hardware import get_chip
 from ..units import Bool, OneOf, Positive, check_fields, checked, fmt
 from .engine import Deployment
-from .workload import MAX_REQUESTS, Workload, check_rate
+from .workload import MAX_REQUESTS, Workload, _check_rate
 
 #: Most engine steps one simulation runs (decode replica and prefill instances together).
 MAX_STEPS = 2_000_000
@@ -953,7 +953,7 @@ def sweep(deployment: Deployment, workload: Workload, rates, engines: dict) -> l
         raise ValueError("workload must have an arrival rate ('poisson' or 'bursty') to sweep rates over")
     if isinstance(rates, (str, bytes)) or not isinstance(rates, (list, tuple)) or not rates:
         raise TypeError(f"rates must be a non-empty list of arrival rates, requests/s; got {rates!r}")
-    rates = [check_rate(Positive().check(f"rates[{k}]", v), workload.n_requests, argument=f"rates[{k}]")
+    rates = [_check_rate(Positive().check(f"rates[{k}]", v), workload.n_requests, argument=f"rates[{k}]")
              for k, v in enumerate(rates)]  # fmt: skip
     if not isinstance(engines, dict) or not engines:
         raise TypeError("engines must be a non-empty dict {label: (Scheduler, Disaggregation or None)}")

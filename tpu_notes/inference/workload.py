@@ -76,7 +76,7 @@ SHAREGPT_BOUNDS = (4, 1024)
 DEFAULT_CV = 2.0
 
 
-def check_rate(rate: float, n_requests: int, *, argument: str = "rate") -> float:
+def _check_rate(rate: float, n_requests: int, *, argument: str = "rate") -> float:
     """``rate`` (requests/s) as the arrival rate of ``n_requests`` requests: at most :data:`MAX_RATE`, and high
     enough that the stream's mean span ``n_requests / rate`` is at most :data:`MAX_SPAN` seconds. Refusals name
     ``argument``, the caller's. Returns ``rate``."""
@@ -262,7 +262,7 @@ class Workload:
                 raise ValueError(f"rate must be given (requests/s) when arrival is {self.arrival!r}")
             if self.concurrency is not None:
                 raise ValueError("concurrency applies only to arrival='closed'; leave it None")
-            check_rate(self.rate, self.n_requests)
+            _check_rate(self.rate, self.n_requests)
         if self.arrival != "bursty" and self.cv != DEFAULT_CV:
             raise ValueError(f"cv applies only to arrival='bursty'; got cv={self.cv!r} with {self.arrival!r}")
         if self.prefix_share > 0 and self.prefix_len == 0:
@@ -362,5 +362,4 @@ __all__ = [
     "LengthDistribution",
     "Requests",
     "Workload",
-    "check_rate",
 ]
