@@ -117,6 +117,14 @@ def test_candidate_counts_go_through_bounded_work():
         I.latency_throughput_curve("llama3-8b", "v5e", 4, 1024, list(range(1, 4098)))
 
 
+def test_batch_and_step_lists_go_through_bounded_work(d8b):
+    with pytest.raises(rules.Illegal, match=r"^batches asks for 4.1e\+03 batches.*lower batches"):
+        I.speculative_vs_batch(d8b, 1024, 4, 0.5, batches=[1] * 4097)
+    step = I.decode_step_time("llama3-8b", "v5e", 4, 8, 1024)
+    with pytest.raises(rules.Illegal, match=r"^steps asks for 1.05e\+06 steps"):
+        I.pareto_frontier([step] * (2**20 + 1))
+
+
 def test_a_sweep_names_rates_x_engines(d8b):
     w = Workload.poisson(1.0, n_requests=10, prompt=LD.fixed(64), output=LD.fixed(4))
     with pytest.raises(rules.Illegal, match=r"rates x engines asks for 80 runs"):

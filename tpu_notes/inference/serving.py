@@ -264,8 +264,7 @@ def pareto_frontier(steps: Sequence) -> tuple:
 
     if isinstance(steps, (str, bytes)) or not isinstance(steps, (list, tuple)):
         raise TypeError(f"steps must be a list of DecodeStepTime or EngineStep; got {type(steps).__name__}")
-    if len(steps) > 2**20:
-        raise ValueError(f"steps may hold at most {2**20:,} steps; got {len(steps):,}")
+    rules.bounded_work(len(steps), argument="steps", limit=2**20, unit="steps")
     for i, s in enumerate(steps):
         if not isinstance(s, (DecodeStepTime, EngineStep)):
             raise TypeError(f"steps[{i}] must be a DecodeStepTime or an EngineStep; got {type(s).__name__}")

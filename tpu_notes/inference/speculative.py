@@ -198,8 +198,7 @@ def speculative_vs_batch(
     order given: the speedup falls as the batch grows and the verify step turns compute-bound. Refuses, naming
     ``batches``, a list of which not one fits."""
     d = _target(deployment)
-    if len(batches) > MAX_BATCHES:
-        raise ValueError(f"batches may hold at most {MAX_BATCHES} batches; got {len(batches):,}")
+    rules.bounded_work(len(batches), argument="batches", limit=MAX_BATCHES, unit="batches")
     for i, b in enumerate(batches):
         if b > MAX_BATCH:
             raise ValueError(f"batches[{i}] must be at most {MAX_BATCH:,}; got {b}")
