@@ -38,6 +38,7 @@ from .step import (
     Context,
     DecodeStepTime,
     StorageDType,
+    _with_memory,
     machine,
     step_time_from_counts,
     weight_params_read,
@@ -135,8 +136,6 @@ def cross_layer_kv(
     kv_tok = m.kv_bytes_per_token(kv_dtype) * groups / m.n_layers
     wb = dtype_bytes(weight_dtype)
     weights = (m.param_count() - dropped) * wb
-    from .serving import _with_memory
-
     free = n * _with_memory(chip).hbm_bytes * (1.0 - reserve_fraction) - weights
     most = int(min(math.floor(free / (S * kv_tok)), MAX_BATCH)) if free > 0 else 0
     B = batch if batch is not None else max(most, 1)

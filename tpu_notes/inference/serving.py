@@ -24,6 +24,7 @@ from .step import (
     Context,
     DecodeStepTime,
     StorageDType,
+    _with_memory,
     decode_step_time,
     machine,
 )
@@ -36,15 +37,6 @@ Reserve = Annotated[float, Range(0.0, 0.99)]
 
 def _memory(c, weight_dtype, kv_dtype):
     return c, c.param_count() * dtype_bytes(weight_dtype), c.kv_bytes_per_token(kv_dtype)
-
-
-def _with_memory(chip):
-    """``chip``'s :class:`~tpu_notes.inference.step.Machine`, refused (naming ``chip``) when it has no memory size:
-    a measured roofline (what fits needs the HBM per chip)."""
-    m = machine(chip)
-    if not math.isfinite(m.hbm_bytes):
-        raise TypeError("chip must be a chip name or a Chip (a measured roofline has no memory size to fill)")
-    return m
 
 
 def _candidates(name: str, values) -> tuple:

@@ -95,6 +95,15 @@ def machine(chip, compute_dtype: ComputeDType = "bf16") -> Machine:
     )
 
 
+def _with_memory(chip) -> Machine:
+    """``chip``'s :class:`Machine`, refused (naming ``chip``) when it has no memory size: a measured roofline (what
+    fits needs the HBM per chip)."""
+    m = machine(chip)
+    if not math.isfinite(m.hbm_bytes):
+        raise TypeError("chip must be a chip name or a Chip (a measured roofline has no memory size to fill)")
+    return m
+
+
 # ----------------------------------------------------------------------------------------------- what is read
 @checked
 def weight_params_read(model: Model, batch: Batch = 1) -> float:
