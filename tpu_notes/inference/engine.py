@@ -413,9 +413,10 @@ def _decode_point(batch: int, seq_len: int, *, batch_arg: str = "batch", seq_arg
 def _whole_heads(model, n: int, *, argument: str) -> None:
     """The rule a tensor-parallel replica over ``n`` devices obeys (:func:`tpu_notes.rules.whole_heads`): every
     device holds whole query heads, and ``n`` divides the KV heads or is a multiple of them (the caches then split
-    over the batch too, :func:`~tpu_notes.inference.kv_sharding`), as vLLM requires of its tensor-parallel size.
-    Uneven MLP widths are priced (each device's share rounded), so ``d_ff`` is not held to it. The refusal names
-    ``argument``, the caller's."""
+    over the batch too, :func:`~tpu_notes.inference.kv_sharding`): what vLLM asserts of its tensor-parallel size
+    (github.com/vllm-project/vllm, ``vllm/model_executor/models/llama.py``, ``LlamaAttention``). The step prices each
+    device's share of the MLP width as a fraction (``d_ff / n``), so ``d_ff`` is not held to the rule here. The
+    refusal names ``argument``, the caller's."""
     rules.whole_heads(model, n, argument=argument, d_ff=False)
 
 
