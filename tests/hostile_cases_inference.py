@@ -295,7 +295,10 @@ CASES = {
     I + "simulator.sweep": Case(
         deployment=Raw(_sim_deployment, hostile=[None, "llama3-8b", 3], lazy=True),
         workload=Raw(_sim_workload, hostile=[None, 3], lazy=True),
-        rates=Raw([1.0, 4.0], hostile=[[], "1", None, 3, [0.0], [-1.0], [NAN], [INF], [1.0] * 65]),
+        # a subnormal rate (its stream would span inf seconds) and one whose gaps vanish: refused by rates[k]
+        rates=Raw(
+            [1.0, 4.0], hostile=[[], "1", None, 3, [0.0], [-1.0], [NAN], [INF], [1.0] * 65, [1.0, 5e-324], [1e300]]
+        ),
         engines=Raw(
             lambda: {"chunked": (_scheduler(), None)},
             hostile=[{}, None, 3, {"a": 3}, {"a": (1, 2)}, {"a": (None,)}, {3: (None, None)}],

@@ -285,3 +285,18 @@ def finite_result(value: float, *, argument: str, what: str) -> float:
             f"{argument} is too large or too small: {what} comes out as {value!r}; use a value nearer real sizes",
         )
     return value
+
+
+def product_within(factors: Mapping[str, float], limit: float, *, what: str) -> float:
+    """Arguments whose product is one size (``batch x seq_len`` tokens of cache in a step, ``batch x (k + 1)`` rows
+    of a verify step) must keep it at most ``limit``. ``factors`` maps each argument's name, as the caller passed
+    it, to its value; the refusal names them all. Returns the product."""
+    product = math.prod(factors.values())
+    if not math.isfinite(product) or product > limit:
+        names = " x ".join(factors)
+        shown = " x ".join(f"{k} ({v:,})" for k, v in factors.items())
+        raise Illegal(
+            "too large",
+            f"{shown} = {product:.3g} {what}; at most {limit:,} fit one call: lower {names.replace(' x ', ' or ')}",
+        )
+    return product

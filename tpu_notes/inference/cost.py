@@ -32,9 +32,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated
 
+from .. import rules
 from ..hardware import get_chip, source
 from ..units import Positive, checked, fmt
-from .engine import Deployment, EngineStep
+from .engine import MAX_ROWS, Deployment, EngineStep, _decode_point
 from .step import Batch, Context
 
 #: The utilisation :func:`serving_cost` assumes unless told: every paid chip-second runs a step (a price floor).
@@ -139,6 +140,8 @@ def serving_cost(
     top = P + G
     if top > 2**26:
         raise ValueError(f"prompt_len + output_len must be at most {2**26:,} tokens; got {top:,}")
+    _decode_point(B, top, seq_arg="(prompt_len + output_len)")
+    rules.product_within({"prefill_batch": pb, "prompt_len": P}, MAX_ROWS, what="prompt tokens in one prefill step")
     if B * top > d.kv_capacity_tokens:
         raise ValueError(
             f"batch={B} sequences of {P:,} + {G:,} tokens do not fit beside the weights on {d.n_chips} "
@@ -158,6 +161,8 @@ def serving_cost(
     cs_in = pre.total * n / (pb * P)
     cs_out = mean_step * n / B
     per_s = price / 3600.0 / utilisation  # dollars per chip-second of steps
+    for figure in (1e6 * cs_in * per_s, 1e6 * cs_out * per_s):
+        rules.finite_result(figure, argument="utilisation", what="dollars per million tokens")
     request_in, request_out = P * cs_in, G * cs_out
     return ServingCost(
         dollars_per_million_input=1e6 * cs_in * per_s,

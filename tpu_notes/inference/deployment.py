@@ -31,12 +31,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated
 
-from .. import collectives
+from .. import collectives, rules
 from ..hardware import get_chip
 from ..topology import Slice
 from ..transformer import Model
 from ..units import Bool, OneOf, Positive, Shape, checked, dtype_bytes, fmt
-from .engine import EngineStep
+from .engine import EngineStep, _decode_point, _whole_heads
 from .serving import MAX_CANDIDATES
 from .sharding import ICI_HOP_LATENCY, kv_sharding
 from .step import Batch, Chips, ComputeDType, Context, DecodeStepTime, StorageDType, decode_step_time
@@ -123,7 +123,7 @@ def _engine_step(model, chip, n, axes, batch, seq_len, weight_dtype, kv_dtype, c
         compute_dtype=compute_dtype,
         check_memory=False,
     )
-    return d.step(batch, batch * seq_len)
+    return d.decode_step(batch, seq_len, allow_unfit=True)
 
 
 @checked
@@ -145,7 +145,9 @@ def sharded_step_time(
     ``tp_axes`` torus axes, with the activation collectives and the KV AllToAlls priced (see the module docstring).
     ``expected`` is the engine's step of the same point (:func:`~tpu_notes.inference.engine.deploy` on the slice
     of ``n_chips`` factored over ``tp_axes`` axes, same dtypes; marked ``fits=False`` rather than refused when the
-    weights and caches do not fit its pool)."""
+    weights and caches do not fit its pool). Refuses, naming ``n_chips``, a count that cannot give every chip whole
+    query heads (:func:`tpu_notes.rules.whole_heads`), and, naming ``batch`` and ``seq_len``, a step larger than one
+    engine step holds."""
     c = model
     chip_ = get_chip(chip)
     if chip_.ici_bw_bidi is None:
@@ -153,6 +155,8 @@ def sharded_step_time(
     n, axes = n_chips, tp_axes
     if axes > (chip_.ici_dims or 3):
         raise ValueError(f"tp_axes must be at most the {chip_.ici_dims} torus axes of {chip_.long_name}; got {axes}")
+    _whole_heads(c, n, argument="n_chips")
+    _decode_point(batch, seq_len)
     act = dtype_bytes(activation_dtype)
     step = decode_step_time(
         c, chip_, n, batch, seq_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype, compute_dtype=compute_dtype
@@ -198,6 +202,22 @@ def sharded_step_time(
 RANK_BY = ("expected", "roofline")
 
 
+def _legal_counts(model, chip_counts) -> list[int]:
+    """The chip counts of ``chip_counts`` whose chips each hold whole query heads; refuses, naming ``chip_counts``,
+    a list with none."""
+    legal, first = [], None
+    for n in chip_counts:
+        try:
+            _whole_heads(model, n, argument="chip_counts")
+        except rules.Illegal as err:
+            first = first or err
+            continue
+        legal.append(n)
+    if not legal:
+        raise ValueError(f"chip_counts: not one count gives every chip whole heads; {first}")
+    return legal
+
+
 @checked
 def best_deployment(
     model: Model,
@@ -222,16 +242,18 @@ def best_deployment(
     model's rates, the collectives at the system's formulas, the per-layer overhead) for both the latency limit and
     the throughput; ``"roofline"`` by the roofline with communication (``.total``), the behaviour before the engine.
     Either way a point whose weights and caches do not fit is skipped (:attr:`ShardedStepTime.fits`: all of HBM for
-    Chapter 7's check and, for the engine's, HBM less its 10% reserve), so the answer always fits."""
-    limit, counts, bs = latency_limit_s, chip_counts, batches
-    for name, values, top in (("chip_counts", counts, 2**16), ("batches", bs, 2**20)):
+    Chapter 7's check and, for the engine's, HBM less its 10% reserve), so the answer always fits. A chip count that
+    cannot give every chip whole query heads (:func:`tpu_notes.rules.whole_heads`) is no candidate: it is skipped,
+    and refused (naming ``chip_counts``) when every count is such."""
+    limit, bs = latency_limit_s, batches
+    rules.bounded_work(len(chip_counts) * len(bs), argument="chip_counts x batches", limit=MAX_CANDIDATES)
+    for name, values, top in (("chip_counts", chip_counts, 2**16), ("batches", bs, 2**20)):
         for i, v in enumerate(values):
             if v > top:
                 raise ValueError(f"{name}[{i}] must be at most {top:,}; got {v}")
-    if len(counts) * len(bs) > MAX_CANDIDATES:
-        raise ValueError(
-            f"chip_counts x batches may hold at most {MAX_CANDIDATES} candidates; got {len(counts)} x {len(bs)}"
-        )
+    for i, b in enumerate(bs):
+        _decode_point(b, seq_len, batch_arg=f"batches[{i}]")
+    counts = _legal_counts(model, chip_counts)
 
     def judged(s: ShardedStepTime) -> tuple[float, float]:  # (latency, tokens/s per chip) by the chosen step
         if rank_by == "expected":

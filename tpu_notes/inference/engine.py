@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Annotated
 
 from .. import efficiency as eff_mod
+from .. import rules
 from ..efficiency import EfficiencyModel, check_efficiency
 from ..hardware import Chip, get_chip
 from ..system import System
@@ -372,6 +373,7 @@ class Deployment:
         """A generation step of ``batch`` sequences of ``seq_len`` tokens of context each. Refuses (naming the
         largest batch that fits) a batch whose caches do not fit the pool, unless ``allow_unfit``; the step is then
         marked ``fits=False``."""
+        _decode_point(batch, seq_len)
         s = self.step(batch, batch * seq_len)
         if not s.fits and not allow_unfit:
             raise ValueError(
@@ -394,8 +396,150 @@ class Deployment:
         if cached_len >= prompt_len:
             raise ValueError(f"cached_len must be smaller than prompt_len ({prompt_len}); got {cached_len}")
         new = prompt_len - cached_len
+        args = {"batch": batch, "prompt_len - cached_len": new}
+        rules.product_within(args, MAX_ROWS, what="prompt tokens in one engine step (MAX_ROWS)")
         pairs = batch * (new * cached_len + new * (new + 1) / 2.0)
         return self.step(0, 0, batch * new, pairs, batch * cached_len)
+
+
+def _decode_point(batch: int, seq_len: int, *, batch_arg: str = "batch", seq_arg: str = "seq_len") -> None:
+    """A generation step of ``batch`` sequences of ``seq_len`` tokens must fit one engine step: at most
+    :data:`MAX_ROWS` sequences and :data:`MAX_STEP_TOKENS` tokens of cache. Refusals name the caller's arguments
+    (``batch_arg``, ``seq_arg``), before :meth:`Deployment.step` would name its own."""
+    rules.product_within({batch_arg: batch}, MAX_ROWS, what="sequences in one engine step (MAX_ROWS)")
+    rules.product_within({batch_arg: batch, seq_arg: seq_len}, MAX_STEP_TOKENS, what="tokens of KV cache in one step")
+
+
+def _whole_heads(model, n: int, *, argument: str) -> None:
+    """The rule a tensor-parallel replica over ``n`` devices obeys (:func:`tpu_notes.rules.whole_heads`): every
+    device holds whole query heads, and ``n`` divides the KV heads or is a multiple of them (the caches then split
+    over the batch too, :func:`~tpu_notes.inference.kv_sharding`): what vLLM asserts of its tensor-parallel size
+    (github.com/vllm-project/vllm, ``vllm/model_executor/models/llama.py``, ``LlamaAttention``). The step prices each
+    device's share of the MLP width as a fraction (``d_ff / n``), so ``d_ff`` is not held to the rule here. The
+    refusal names ``argument``, the caller's."""
+    rules.whole_heads(model, n, argument=argument, d_ff=False)
+
+
+def _pool(m, c, n: int, weight_dtype: str, kv_dtype: str, reserve_fraction: float, check_memory: bool):
+    """``(weight bytes, KV bytes per token, tokens of KV pool)`` of ``m`` on ``n`` devices of ``c``; refuses, naming
+    ``n_chips``, devices that hold not even the weights and one token of cache (unless not ``check_memory``)."""
+    hbm_free = n * c.hbm_bytes * (1.0 - reserve_fraction)
+    weights = m.param_count() * dtype_bytes(weight_dtype)
+    kv_tok = m.kv_bytes_per_token(kv_dtype)
+    capacity = math.floor((hbm_free - weights) / kv_tok) if hbm_free > weights else 0
+    if capacity < 1 and check_memory:
+        need = math.ceil((weights + kv_tok) / (c.hbm_bytes * (1.0 - reserve_fraction)))
+        raise ValueError(
+            f"n_chips={n} {c.long_name} devices cannot hold {m.name or 'the model'} ({weights / 1e9:.3g} GB of "
+            f"weights in {weight_dtype}) with {reserve_fraction:.0%} of HBM in reserve; it needs at least {need}"
+        )
+    return weights, kv_tok, capacity
+
+
+def _weight_rates(m) -> dict:
+    """What a step of ``rows`` rows reads of the weights: a dense part, the experts visited, embedding rows."""
+    total_params = float(weight_params_read(m, 1))
+    embed_row = 0.0 if m.tied_embeddings else float(m.d_model)
+    if not m.tied_embeddings:
+        total_params -= embed_row  # the one looked-up row weight_params_read counted
+    if m.is_moe:
+        E, k = m.n_experts, m.experts_per_token
+        per_layer = float(m.n_moe_layers * m.expert_params())
+        visited_1 = E * (1.0 - (1.0 - k / E))
+        dense = total_params - per_layer * visited_1
+        experts = (E, k)
+    else:
+        per_layer, dense, experts = 0.0, total_params, (0, 1)
+    return {
+        "experts": experts,
+        "dense_params": dense,
+        "expert_layer_params": per_layer,
+        "vocab_rows": m.vocab if not m.tied_embeddings else 0,
+        "embed_row": embed_row,
+    }
+
+
+def _collective_rates(m, sysm: System, e: EfficiencyModel) -> dict:
+    """The collectives of a step, each affine in its rows as ``(intercept, slope)`` seconds: the AllReduce of
+    ``[rows, D]`` activations (2 per layer) and, with the KV caches sharded over the batch, the AllToAll of the
+    decoded rows' queries and outputs (2 per layer); at datasheet rates and at the efficiency model's."""
+    n = sysm.n_devices
+    act = 2.0 * m.d_model  # bf16 activations, bytes per row
+    link = _link(sysm, n)
+
+    def affine(kind):
+        if n == 1:
+            return (0.0, 0.0), (0.0, 0.0)
+        one, two = sysm.collective_time(kind, act), sysm.collective_time(kind, 2 * act)
+        slope_bw = two.bandwidth_time - one.bandwidth_time
+        roof = (one.latency_time, slope_bw)  # hops x the system's latency; bytes at the datasheet rate
+        exp = (e.latency(link), slope_bw / e.link(link))  # one call's latency; bytes at the achieved rate
+        return roof, exp
+
+    ar_roof, ar_exp = affine("all_reduce")
+    a2a = kv_sharding(m, n).all_to_alls if n > 1 else 0
+    aa_roof, aa_exp = affine("all_to_all") if a2a else ((0.0, 0.0), (0.0, 0.0))
+    return {
+        "n_reduces": 2 * m.n_layers if n > 1 else 0,
+        "all_reduce": ar_roof,
+        "e_all_reduce": (ar_exp[0], ar_exp[1]),
+        "n_a2a": a2a * m.n_layers,
+        "all_to_all": aa_roof,
+        "e_all_to_all": (aa_exp[0], aa_exp[1]),
+    }
+
+
+def _rates(m, sysm: System, e: EfficiencyModel, weight_dtype: str, compute_dtype: str) -> dict:
+    """Every rate a step is priced from (see :meth:`Deployment._parts`), for ``m`` on all devices of ``sysm``."""
+    c, n = sysm.chip, sysm.n_devices
+    F = (m.d_ff_expert or m.d_ff) if m.is_moe else m.d_ff
+    return {
+        **_weight_rates(m),
+        "wbytes": dtype_bytes(weight_dtype),
+        "hbm_all": n * c.hbm_bw,
+        "peak_all": n * c.peak_flops(compute_dtype),
+        "peak_bf16_all": n * c.peak_flops("bf16"),
+        "matmul_params": float(m.matmul_params_per_token()),
+        "attn_flops_per_pair": 2.0 * m.n_layers * m.n_heads * (m.qk_head_dim + m.v_dim),
+        # a decoded token's attention FLOPs per cached token: only MLA's are worth pricing (see the module docstring)
+        "decode_attn_flops_per_token": decode_attention(m, 1).flops if m.is_mla else 0.0,
+        "elem_bytes_per_token": m.n_layers * eff_mod.layer_elementwise_bytes(m, 1),
+        **_collective_rates(m, sysm, e),
+        "e_hbm": e.hbm,
+        "attention_fraction": e.attention_fraction(c) * e.sustained_fraction(c),
+        "sustained": e.sustained_fraction(c),
+        "ffn_per_chip": max(F / n, 1.0),
+        "overhead": e.decode_overhead * m.n_layers,
+        "exposed": e.exposed_fraction("tensor", c),
+        "fraction_cache": {},
+    }
+
+
+def _fast(rates: dict, kv_tok: float, e: EfficiencyModel) -> tuple:
+    """The rates :meth:`Deployment._seconds` unpacks, in its order, with the achieved HBM rate folded in."""
+    e_hbm_all = rates["hbm_all"] * e.hbm
+    return (
+        kv_tok / e_hbm_all,
+        rates["wbytes"] / e_hbm_all,
+        rates["dense_params"],
+        rates["expert_layer_params"],
+        rates["experts"][0],
+        rates["experts"][1],
+        rates["vocab_rows"],
+        rates["embed_row"],
+        2.0 * rates["matmul_params"] / rates["peak_all"],
+        rates["attn_flops_per_pair"] / (rates["peak_bf16_all"] * rates["attention_fraction"]),
+        rates["elem_bytes_per_token"] / e_hbm_all,
+        rates["n_reduces"],
+        rates["e_all_reduce"][0],
+        rates["e_all_reduce"][1],
+        rates["n_a2a"],
+        rates["e_all_to_all"][0],
+        rates["e_all_to_all"][1],
+        rates["exposed"],
+        rates["overhead"],
+        rates["decode_attn_flops_per_token"] / (rates["peak_bf16_all"] * rates["attention_fraction"]),
+    )
 
 
 @checked
@@ -413,107 +557,20 @@ def deploy(
 ) -> Deployment:
     """A :class:`Deployment` of ``model`` on ``system``: a :class:`~tpu_notes.topology.Slice`, a
     :class:`~tpu_notes.gpu.GpuCluster`, or a chip name with ``n_chips`` (the standard slice of that many TPU
-    chips, or that many GPUs). Refuses, naming ``n_chips``, a system whose memory does not hold the weights and one
-    token of cache; ``check_memory=False`` prices it anyway (a pool of 0 tokens: every step is marked unfit)."""
+    chips, or that many GPUs). Refuses, naming ``n_chips`` (or ``system``), devices that cannot each hold whole query
+    heads (:func:`tpu_notes.rules.whole_heads`: the device count must divide the query heads, and divide the KV
+    heads or be a multiple of them); and, naming ``n_chips``, a system whose memory does not hold the weights and
+    one token of cache; ``check_memory=False`` prices that anyway (a pool of 0 tokens: every step is marked
+    unfit)."""
     m = model
     sysm = _resolve_system(system, n_chips)
-    c = sysm.chip
-    n = sysm.n_devices
+    _whole_heads(m, sysm.n_devices, argument="n_chips" if n_chips is not None else "system")
     e = check_efficiency(efficiency)
-    hbm_free = n * c.hbm_bytes * (1.0 - reserve_fraction)
-    wbytes = dtype_bytes(weight_dtype)
-    weights = m.param_count() * wbytes
-    kv_tok = m.kv_bytes_per_token(kv_dtype)
-    capacity = math.floor((hbm_free - weights) / kv_tok) if hbm_free > weights else 0
-    if capacity < 1 and check_memory:
-        need = math.ceil((weights + kv_tok) / (c.hbm_bytes * (1.0 - reserve_fraction)))
-        raise ValueError(
-            f"n_chips={n} {c.long_name} devices cannot hold {m.name or 'the model'} ({weights / 1e9:.3g} GB of "
-            f"weights in {weight_dtype}) with {reserve_fraction:.0%} of HBM in reserve; it needs at least {need}"
-        )
-    # weights read by a step of `rows` rows: dense part + experts visited + embedding rows looked up
-    total_params = float(weight_params_read(m, 1))
-    embed_row = 0.0 if m.tied_embeddings else float(m.d_model)
-    if not m.tied_embeddings:
-        total_params -= embed_row  # the one looked-up row weight_params_read counted
-    if m.is_moe:
-        E, k = m.n_experts, m.experts_per_token
-        per_layer = float(m.n_moe_layers * m.expert_params())
-        visited_1 = E * (1.0 - (1.0 - k / E))
-        dense = total_params - per_layer * visited_1
-        experts = (E, k)
-    else:
-        per_layer, dense, experts = 0.0, total_params, (0, 1)
-    # collectives: AllReduce of [rows, D] activations (2 per layer) and, with the KV caches sharded over the batch,
-    # AllToAll of the decoded rows' queries and outputs (2 per layer); each affine in rows: (intercept, slope)
-    act = 2.0 * m.d_model  # bf16 activations, bytes per row
-    link = _link(sysm, n)
-
-    def affine(kind):
-        if n == 1:
-            return (0.0, 0.0), (0.0, 0.0)
-        one, two = sysm.collective_time(kind, act), sysm.collective_time(kind, 2 * act)
-        slope_bw = two.bandwidth_time - one.bandwidth_time
-        roof = (one.latency_time, slope_bw)  # hops x the system's latency; bytes at the datasheet rate
-        exp = (e.latency(link), slope_bw / e.link(link))  # one call's latency; bytes at the achieved rate
-        return roof, exp
-
-    ar_roof, ar_exp = affine("all_reduce")
-    a2a = kv_sharding(m, n).all_to_alls if n > 1 else 0
-    aa_roof, aa_exp = affine("all_to_all") if a2a else ((0.0, 0.0), (0.0, 0.0))
-    F = (m.d_ff_expert or m.d_ff) if m.is_moe else m.d_ff
-    rates = {
-        "experts": experts,
-        "dense_params": dense,
-        "expert_layer_params": per_layer,
-        "vocab_rows": m.vocab if not m.tied_embeddings else 0,
-        "embed_row": embed_row,
-        "wbytes": wbytes,
-        "hbm_all": n * c.hbm_bw,
-        "peak_all": n * c.peak_flops(compute_dtype),
-        "peak_bf16_all": n * c.peak_flops("bf16"),
-        "matmul_params": float(m.matmul_params_per_token()),
-        "attn_flops_per_pair": 2.0 * m.n_layers * m.n_heads * (m.qk_head_dim + m.v_dim),
-        # a decoded token's attention FLOPs per cached token: only MLA's are worth pricing (see the module docstring)
-        "decode_attn_flops_per_token": decode_attention(m, 1).flops if m.is_mla else 0.0,
-        "elem_bytes_per_token": m.n_layers * eff_mod.layer_elementwise_bytes(m, 1),
-        "n_reduces": 2 * m.n_layers if n > 1 else 0,
-        "all_reduce": ar_roof,
-        "e_all_reduce": (ar_exp[0], ar_exp[1]),
-        "n_a2a": a2a * m.n_layers,
-        "all_to_all": aa_roof,
-        "e_all_to_all": (aa_exp[0], aa_exp[1]),
-        "e_hbm": e.hbm,
-        "attention_fraction": e.attention_fraction(c) * e.sustained_fraction(c),
-        "sustained": e.sustained_fraction(c),
-        "ffn_per_chip": max(F / n, 1.0),
-        "overhead": e.decode_overhead * m.n_layers,
-        "exposed": e.exposed_fraction("tensor", c),
-        "fraction_cache": {},
-    }
-    e_hbm_all = rates["hbm_all"] * e.hbm
-    rates["fast"] = (
-        kv_tok / e_hbm_all,
-        wbytes / e_hbm_all,
-        dense,
-        per_layer,
-        experts[0],
-        experts[1],
-        rates["vocab_rows"],
-        embed_row,
-        2.0 * rates["matmul_params"] / rates["peak_all"],
-        rates["attn_flops_per_pair"] / (rates["peak_bf16_all"] * rates["attention_fraction"]),
-        rates["elem_bytes_per_token"] / e_hbm_all,
-        rates["n_reduces"],
-        ar_exp[0],
-        ar_exp[1],
-        rates["n_a2a"],
-        aa_exp[0],
-        aa_exp[1],
-        rates["exposed"],
-        rates["overhead"],
-        rates["decode_attn_flops_per_token"] / (rates["peak_bf16_all"] * rates["attention_fraction"]),
+    weights, kv_tok, capacity = _pool(
+        m, sysm.chip, sysm.n_devices, weight_dtype, kv_dtype, reserve_fraction, check_memory
     )
+    rates = _rates(m, sysm, e, weight_dtype, compute_dtype)
+    rates["fast"] = _fast(rates, kv_tok, e)
     return Deployment(
         model=m,
         system=sysm,
@@ -529,4 +586,12 @@ def deploy(
     )
 
 
-__all__ = ["DEFAULT_RESERVE", "MAX_ROWS", "MAX_STEP_TOKENS", "Deployment", "EngineStep", "deploy", "system_for"]
+__all__ = [
+    "DEFAULT_RESERVE",
+    "MAX_ROWS",
+    "MAX_STEP_TOKENS",
+    "Deployment",
+    "EngineStep",
+    "deploy",
+    "system_for",
+]

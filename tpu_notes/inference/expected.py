@@ -141,7 +141,10 @@ def expected_decode_step(
     :meth:`~tpu_notes.inference.engine.Deployment.step` of ``batch`` sequences with ``batch × seq_len`` tokens of
     context (fewer with sliding-window layers). ``decode_step_time(...).expected`` is this step at the default
     model."""
+    from .engine import _decode_point
+
     e = check_efficiency(efficiency)
+    _decode_point(batch, seq_len)
     dep = _pricing_deployment(model, chip, n_chips, weight_dtype, kv_dtype, compute_dtype, e)
     per_token = kv_bytes_per_token(
         model, kv_dtype, local_window=local_window, local_fraction=local_fraction, seq_len=seq_len

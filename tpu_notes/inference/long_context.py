@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass
 from typing import Annotated
 
+from .. import rules
 from ..transformer import Model
 from ..units import DType, OneOf, Positive, Range, checked, dtype_bytes
 from .step import (
@@ -37,6 +38,7 @@ from .step import (
     Context,
     DecodeStepTime,
     StorageDType,
+    _with_memory,
     machine,
     step_time_from_counts,
     weight_params_read,
@@ -134,7 +136,7 @@ def cross_layer_kv(
     kv_tok = m.kv_bytes_per_token(kv_dtype) * groups / m.n_layers
     wb = dtype_bytes(weight_dtype)
     weights = (m.param_count() - dropped) * wb
-    free = n * machine(chip).hbm_bytes * (1.0 - reserve_fraction) - weights
+    free = n * _with_memory(chip).hbm_bytes * (1.0 - reserve_fraction) - weights
     most = int(min(math.floor(free / (S * kv_tok)), MAX_BATCH)) if free > 0 else 0
     B = batch if batch is not None else max(most, 1)
     step = step_time_from_counts(
@@ -261,17 +263,23 @@ def chunked_prefill(deployment, decode: Batch, context: Context, prompt_len: Con
     :class:`ChunkedPrefill`: ``decode`` sequences of ``context`` tokens keep decoding while a ``prompt_len``-token
     prompt goes in ``chunk`` tokens per step. Chunk ``k`` (prefix ``p = k·chunk``) adds ``c`` rows attending over
     ``c·p + c(c+1)/2`` (query, key) pairs and reads ``p`` cached tokens. The decoding contexts are held at
-    ``context`` (they grow by ``n_steps`` tokens meanwhile, a small change)."""
-    from .engine import Deployment
+    ``context`` (they grow by ``n_steps`` tokens meanwhile, a small change). Refuses, naming them, a ``decode`` and
+    ``context`` or a ``chunk`` larger than one engine step holds, and more than :data:`MAX_CHUNK_STEPS` chunks."""
+    from .engine import MAX_ROWS, Deployment, _decode_point
 
     if not isinstance(deployment, Deployment):
         raise TypeError(
             f"deployment must be a Deployment (tpu_notes.inference.deploy(...)); got {type(deployment).__name__}"
         )
-    n_steps = math.ceil(prompt_len / chunk)
-    if n_steps > MAX_CHUNK_STEPS:
+    n_steps = rules.bounded_work(
+        math.ceil(prompt_len / chunk), argument="prompt_len / chunk", limit=MAX_CHUNK_STEPS, unit="steps"
+    )
+    _decode_point(decode, context, batch_arg="decode", seq_arg="context")
+    rows = decode + min(chunk, prompt_len)
+    if rows > MAX_ROWS:
         raise ValueError(
-            f"chunk={chunk} cuts prompt_len={prompt_len} into {n_steps} steps; at most {MAX_CHUNK_STEPS} are priced"
+            f"decode + chunk ({decode:,} + {min(chunk, prompt_len):,}) must be at most {MAX_ROWS:,} rows in one engine "
+            "step (MAX_ROWS): lower chunk or decode"
         )
     kv = decode * context
     times = []

@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Annotated
 
+from .. import rules
 from ..hardware import get_chip
 from ..topology import Slice
 from ..transformer import Model
@@ -23,6 +24,7 @@ from .step import (
     Context,
     DecodeStepTime,
     StorageDType,
+    _with_memory,
     decode_step_time,
     machine,
 )
@@ -40,8 +42,7 @@ def _memory(c, weight_dtype, kv_dtype):
 def _candidates(name: str, values) -> tuple:
     """A checked list of candidate batches (at most :data:`MAX_CANDIDATES`), each a whole number in [1, MAX_BATCH]."""
     values = Shape().check(name, values)
-    if len(values) > MAX_CANDIDATES:
-        raise ValueError(f"{name} may hold at most {MAX_CANDIDATES} candidates; got {len(values):,}")
+    rules.bounded_work(len(values), argument=name, limit=MAX_CANDIDATES)
     for i, b in enumerate(values):
         if b > MAX_BATCH:
             raise ValueError(f"{name}[{i}] must be at most {MAX_BATCH:,}; got {b}")
@@ -66,7 +67,7 @@ def max_batch(
     ``n_chips`` and the chips needed) when not even one sequence fits.
     """
     c, w, kv = _memory(model, weight_dtype, kv_dtype)
-    m = machine(chip)
+    m = _with_memory(chip)
     n, S, r = n_chips, seq_len, reserve_fraction
     free = n * m.hbm_bytes * (1.0 - r) - w
     b = math.floor(free / (S * kv)) if free > 0 else 0
@@ -220,8 +221,10 @@ def latency_throughput_curve(
     :func:`pareto_frontier` takes either."""
     batches = _candidates("batches", tuple(2**i for i in range(11)) if batches is None else batches)
     if expected:
-        from .engine import deploy
+        from .engine import _decode_point, deploy
 
+        for i, b in enumerate(batches):
+            _decode_point(b, seq_len, batch_arg=f"batches[{i}]")
         d = deploy(
             model,
             chip,
@@ -231,7 +234,7 @@ def latency_throughput_curve(
             compute_dtype=compute_dtype,
             check_memory=False,
         )
-        steps = [d.step(b, b * seq_len) for b in batches]
+        steps = [d.decode_step(b, seq_len, allow_unfit=True) for b in batches]
         return tuple(s for s in steps if s.fits or not fitting_only)
     out = [
         decode_step_time(
@@ -253,8 +256,7 @@ def pareto_frontier(steps: Sequence) -> tuple:
 
     if isinstance(steps, (str, bytes)) or not isinstance(steps, (list, tuple)):
         raise TypeError(f"steps must be a list of DecodeStepTime or EngineStep; got {type(steps).__name__}")
-    if len(steps) > 2**20:
-        raise ValueError(f"steps may hold at most {2**20:,} steps; got {len(steps):,}")
+    rules.bounded_work(len(steps), argument="steps", limit=2**20, unit="steps")
     for i, s in enumerate(steps):
         if not isinstance(s, (DecodeStepTime, EngineStep)):
             raise TypeError(f"steps[{i}] must be a DecodeStepTime or an EngineStep; got {type(s).__name__}")
@@ -300,7 +302,8 @@ def cost_per_million_tokens(
         price = c.dollars_per_hour
     else:
         price = dollars_per_chip_hour
-    return 1e6 / rate * price / 3600.0
+    dollars = 1e6 / rate * price / 3600.0
+    return rules.finite_result(dollars, argument="tokens_per_s_per_chip", what="dollars per million tokens")
 
 
 @checked
@@ -311,7 +314,9 @@ def disaggregation_ratio(prefill_s: PositiveFloat, step_s: PositiveFloat, batch:
     servers finish ``n_decode · B / (step_s · S_g)`` of them, ``S_g = decode_len`` tokens each. Equal rates give
     ``n_prefill / n_decode = prefill_s · B / (step_s · S_g)`` (Chapter 7's notation).
     """
-    return prefill_s * batch / (step_s * decode_len)
+    made = rules.finite_result(prefill_s * batch, argument="prefill_s", what="prefill seconds of a batch")
+    used = rules.finite_result(step_s * decode_len, argument="step_s", what="seconds of a generation")
+    return rules.finite_result(made / used, argument="prefill_s / step_s", what="the ratio")
 
 
 @checked

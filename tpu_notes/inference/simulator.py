@@ -61,10 +61,11 @@ from typing import Annotated
 
 import numpy as np
 
+from .. import rules
 from ..hardware import get_chip
 from ..units import Bool, OneOf, Positive, check_fields, checked, fmt
 from .engine import Deployment
-from .workload import MAX_REQUESTS, Workload
+from .workload import MAX_REQUESTS, Workload, _check_rate
 
 #: Most engine steps one simulation runs (decode replica and prefill instances together).
 MAX_STEPS = 2_000_000
@@ -270,6 +271,9 @@ class _Run:
         self.dep, self.sch, self.wl, self.N = dep, sch, wl, n
         self.P = [int(v) for v in req.prompts]
         self.G = [int(v) for v in req.outputs]
+        rules.bounded_work(
+            sum(self.P) + sum(self.G), argument="workload.n_requests", unit="prompt + output tokens"
+        )  # every token is served at least once: the least work the run can take, refused before it starts
         self.shared = [bool(v) for v in req.shared_prefix]
         self.closed = wl.arrival == "closed"
         self.arr = [math.inf if math.isnan(v) else float(v) for v in req.arrivals]
@@ -286,40 +290,7 @@ class _Run:
         self.completed = 0
         self.bs = sch.block_size
         self.paged = sch.kv == "paged"
-        # the pool, in units: blocks (paged) or whole-request slots (static)
-        cap = dep.kv_capacity_tokens
-        if cap < 1:
-            raise ValueError("deployment has no KV pool (its weights fill its HBM): give it more chips")
-        longest = max(p + g for p, g in zip(self.P, self.G))
-        if self.paged:
-            blocks = dep.kv_blocks(self.bs)
-            if blocks > MAX_BLOCKS:
-                raise ValueError(
-                    f"the KV pool has {blocks:,} blocks of {self.bs} tokens, more than MAX_BLOCKS "
-                    f"({MAX_BLOCKS:,}): raise scheduler.block_size"
-                )
-            self.pool = blocks
-            self.watermark = math.ceil(WATERMARK * blocks)
-            if -(-longest // self.bs) > blocks - self.watermark:
-                raise ValueError(
-                    f"the workload's longest request ({longest:,} tokens of prompt + answer) does not fit the "
-                    f"deployment's KV pool ({blocks:,} blocks of {self.bs} tokens, {WATERMARK:.0%} kept free): "
-                    "shorten the workload's lengths or give the deployment more chips"
-                )
-        else:
-            self.slot = longest if sch.slot_tokens is None else sch.slot_tokens
-            if self.slot < longest:
-                raise ValueError(
-                    f"scheduler.slot_tokens ({self.slot:,}) must hold the workload's longest request ({longest:,} "
-                    "tokens of prompt + answer)"
-                )
-            self.pool = cap // self.slot
-            self.watermark = 0
-            if self.pool < 1:
-                raise ValueError(
-                    f"kv='static' reserves {self.slot:,} tokens per request, more than the deployment's KV pool "
-                    f"({cap:,} tokens): use kv='paged' or give the deployment more chips"
-                )
+        self.pool, self.watermark = self._pool(dep, sch)  # units: blocks (paged) or whole-request slots
         self.free = self.pool
         # the decode batch (O(1) per step)
         self.d = 0  # decode steps run
@@ -340,6 +311,41 @@ class _Run:
         self.cs_prefill = 0.0
         self.cs_decode = 0.0
         self.used_time = 0.0  # integral of allocated units over time
+
+    def _pool(self, dep: Deployment, sch: Scheduler) -> tuple[int, int]:
+        """``(units, watermark)`` of the KV pool: blocks of ``block_size`` tokens (paged) or whole-request slots
+        (static, ``self.slot`` tokens each, set here); refuses a pool that cannot hold the longest request."""
+        cap = dep.kv_capacity_tokens
+        if cap < 1:
+            raise ValueError("deployment has no KV pool (its weights fill its HBM): give it more chips")
+        longest = max(p + g for p, g in zip(self.P, self.G))
+        if self.paged:
+            blocks = dep.kv_blocks(self.bs)
+            if blocks > MAX_BLOCKS:
+                raise ValueError(
+                    f"the KV pool has {blocks:,} blocks of {self.bs} tokens, more than MAX_BLOCKS "
+                    f"({MAX_BLOCKS:,}): raise scheduler.block_size"
+                )
+            watermark = math.ceil(WATERMARK * blocks)
+            if -(-longest // self.bs) > blocks - watermark:
+                raise ValueError(
+                    f"the workload's longest request ({longest:,} tokens of prompt + answer) does not fit the "
+                    f"deployment's KV pool ({blocks:,} blocks of {self.bs} tokens, {WATERMARK:.0%} kept free): "
+                    "shorten the workload's lengths or give the deployment more chips"
+                )
+            return blocks, watermark
+        self.slot = longest if sch.slot_tokens is None else sch.slot_tokens
+        if self.slot < longest:
+            raise ValueError(
+                f"scheduler.slot_tokens ({self.slot:,}) must hold the workload's longest request ({longest:,} "
+                "tokens of prompt + answer)"
+            )
+        if cap // self.slot < 1:
+            raise ValueError(
+                f"kv='static' reserves {self.slot:,} tokens per request, more than the deployment's KV pool "
+                f"({cap:,} tokens): use kv='paged' or give the deployment more chips"
+            )
+        return cap // self.slot, 0
 
     # -- pool -----------------------------------------------------------------------------------------------
     def shared_blocks(self, i: int) -> int:
@@ -436,20 +442,19 @@ def _too_many_steps():
     )
 
 
-def _colocated(dep: Deployment, sch: Scheduler, wl: Workload) -> dict:
-    r = _Run(dep, sch, wl)
-    N, P, G, L, done, arr, state = r.N, r.P, r.G, r.L, r.done, r.arr, r.state
-    seconds = dep._seconds
-    n_chips = dep.n_chips
-    budget0, max_seqs, chunked = sch.token_budget, sch.max_seqs, sch.policy == "chunked"
-    padded = sch.kv == "static"  # a static slot's buffer is read whole every step (no paged attention)
-    waiting: deque = deque()
-    prefilling: list = []  # admitted, prompt not finished (admission order)
-    nxt = 0
-    t = arr[0]
-    t_start = t
+class _Colocated:
+    """One replica that prefills and decodes in the same steps (:attr:`Scheduler.policy` says how)."""
 
-    def victim():
+    def __init__(self, dep: Deployment, sch: Scheduler, wl: Workload):
+        self.r = _Run(dep, sch, wl)
+        self.dep, self.sch = dep, sch
+        self.padded = sch.kv == "static"  # a static slot's buffer is read whole every step (no paged attention)
+        self.waiting: deque = deque()
+        self.prefilling: list = []  # admitted, prompt not finished (admission order)
+
+    def victim(self) -> None:
+        """Preempt the most recently admitted running sequence (recompute): it goes back to the head of the queue."""
+        r, state, L = self.r, self.r.state, self.r.L
         while True:
             i, ep = r.order.pop()
             if ep == r.epoch[i] and state[i] in (1, 2):
@@ -458,84 +463,88 @@ def _colocated(dep: Deployment, sch: Scheduler, wl: Workload) -> dict:
             r.gen[i] += r.d - r.d0[i]
             r.free += r.leave(i)
         else:
-            prefilling.remove(i)
+            self.prefilling.remove(i)
             r.free += r.held_units(i, L[i])
-        L[i] = P[i] + r.gen[i]
-        done[i] = 0
+        L[i] = r.P[i] + r.gen[i]
+        r.done[i] = 0
         r.epoch[i] += 1
         state[i] = 0
-        waiting.appendleft(i)
+        self.waiting.appendleft(i)
         r.preemptions += 1
 
-    def admit(i):
+    def admit(self, i: int) -> bool:
+        """Reserve request ``i``'s prompt blocks and start its prefill, if the pool (less its watermark) has room."""
+        r = self.r
         u = r.prompt_units(i)
         if u + r.watermark > r.free:
             return False
         r.free -= u
         r.shb[i] = r.shared_blocks(i)
-        state[i] = 1
-        done[i] = r.cached_tokens(i)
+        r.state[i] = 1
+        r.done[i] = r.cached_tokens(i)
         r.order.append((i, r.epoch[i]))
-        prefilling.append(i)
+        self.prefilling.append(i)
         return True
 
-    while r.completed < N:
-        while nxt < N and arr[nxt] <= t:
-            waiting.append(nxt)
-            nxt += 1
-        ptok, pairs, pkv = 0, 0.0, 0
+    def fill_chunked(self) -> tuple[list, int]:
+        """A chunked step: every running sequence decodes, the rest of the budget goes to prompt chunks (the partly
+        prefilled first, then new admissions). Returns ``(chunks, sequences decoded)``."""
+        r, L, done, waiting, prefilling = self.r, self.r.L, self.r.done, self.waiting, self.prefilling
+        chunks = []
+        r.grow(self.victim)
+        n_dec = r.n_dec
+        room = self.sch.token_budget - n_dec
+        for i in prefilling:
+            if room <= 0:
+                break
+            c = min(L[i] - done[i], room)
+            chunks.append((i, c))
+            room -= c
+        while room > 0 and waiting and n_dec + len(prefilling) < self.sch.max_seqs and self.admit(waiting[0]):
+            i = waiting.popleft()
+            c = min(L[i] - done[i], room)
+            chunks.append((i, c))
+            room -= c
+        return chunks, n_dec
+
+    def fill_prefill_first(self) -> tuple[list, int]:
+        """A prefill-first step: whole prompts up to the budget (at least one) while any can be admitted, decoding
+        paused; else a decode step of every running sequence. Returns ``(chunks, sequences decoded)``."""
+        r, L, done, waiting = self.r, self.r.L, self.r.done, self.waiting
         chunks = []
         n_dec = r.n_dec
-        if chunked:
-            r.grow(victim)
-            n_dec = r.n_dec
-            room = budget0 - n_dec
-            for i in prefilling:
-                if room <= 0:
-                    break
-                c = min(L[i] - done[i], room)
-                chunks.append((i, c))
-                room -= c
-            while room > 0 and waiting and n_dec + len(prefilling) < max_seqs and admit(waiting[0]):
-                i = waiting.popleft()
-                c = min(L[i] - done[i], room)
-                chunks.append((i, c))
-                room -= c
-        else:
-            room = budget0
-            while waiting and n_dec + len(prefilling) < max_seqs:
-                i = waiting[0]
-                if chunks and L[i] - r.shared_blocks(i) * r.bs > room:
-                    break
-                if not admit(i):
-                    break
-                waiting.popleft()
-                c = L[i] - done[i]
-                chunks.append((i, c))
-                room -= c
-            if chunks:
-                n_dec = 0  # decoding pauses for the prefill step
-            else:
-                r.grow(victim)
-                n_dec = r.n_dec
+        room = self.sch.token_budget
+        while waiting and n_dec + len(self.prefilling) < self.sch.max_seqs:
+            i = waiting[0]
+            if chunks and L[i] - r.shared_blocks(i) * r.bs > room:
+                break
+            if not self.admit(i):
+                break
+            waiting.popleft()
+            c = L[i] - done[i]
+            chunks.append((i, c))
+            room -= c
+        if chunks:
+            return chunks, 0  # decoding pauses for the prefill step
+        r.grow(self.victim)
+        return chunks, r.n_dec
+
+    def run_step(self, t: float, chunks: list, n_dec: int) -> float:
+        """Price and account one step of ``n_dec`` decoded sequences and ``chunks``; returns its end time."""
+        r, done, n_chips = self.r, self.r.done, self.dep.n_chips
+        ptok, pairs, pkv = 0, 0.0, 0
         for i, c in chunks:
             d0 = done[i]
             ptok += c
             pairs += c * d0 + c * (c + 1) / 2.0
             pkv += d0
-        if not n_dec and not ptok:
-            if nxt >= N:
-                raise RuntimeError("the simulator has requests left but nothing to run (a bug)")
-            r.used_time += (r.pool - r.free) * (arr[nxt] - t)
-            t = arr[nxt]
-            continue
-        kv = n_dec * r.slot if padded else r.ctx + n_dec
-        dt = seconds(n_dec, kv, ptok, pairs, pkv)
-        cp, cd = _split(dep, n_dec, kv, ptok, pairs, pkv, dt)
+        kv = n_dec * r.slot if self.padded else r.ctx + n_dec
+        dt = self.dep._seconds(n_dec, kv, ptok, pairs, pkv)
+        cp, cd = _split(self.dep, n_dec, kv, ptok, pairs, pkv, dt)
         r.cs_prefill += cp * n_chips
         r.cs_decode += cd * n_chips
         r.used_time += (r.pool - r.free) * dt
-        running = r.n_dec + len(prefilling)
+        running = r.n_dec + len(self.prefilling)
         if running > r.peak:
             r.peak = running
         t += dt
@@ -546,231 +555,301 @@ def _colocated(dep: Deployment, sch: Scheduler, wl: Workload) -> dict:
             r.decode_steps += 1
             r.batch_sum += n_dec
             r.after_decode(t, r.complete)
+        return t
+
+    def end_chunks(self, t: float, chunks: list) -> None:
+        """The step's prompt chunks are computed at ``t``: a finished prompt emits its first token and decodes."""
+        r, L, done = self.r, self.r.L, self.r.done
         for i, c in chunks:
             done[i] += c
             if done[i] < L[i]:
                 continue
-            prefilling.remove(i)
+            self.prefilling.remove(i)
             if math.isnan(r.first[i]):
                 r.first[i] = t
             r.gen[i] += 1
             if r.prefix_blocks and r.shared[i] and not r.prefix_ready:
                 r.prefix_ready = True  # this request's prefix blocks become the shared, resident copy
                 r.shb[i] = r.prefix_blocks
-            if r.gen[i] >= G[i]:
+            if r.gen[i] >= r.G[i]:
                 r.free += r.held_units(i, L[i])
                 r.complete(i, t)
             else:
                 r.join(i)
-    return _finish(r, t_start, t, n_chips, sch.label())
+
+    def run(self) -> dict:
+        r, arr, N = self.r, self.r.arr, self.r.N
+        fill = self.fill_chunked if self.sch.policy == "chunked" else self.fill_prefill_first
+        nxt = 0
+        t = arr[0]
+        t_start = t
+        while r.completed < N:
+            while nxt < N and arr[nxt] <= t:
+                self.waiting.append(nxt)
+                nxt += 1
+            chunks, n_dec = fill()
+            if not n_dec and not chunks:
+                if nxt >= N:
+                    raise RuntimeError("the simulator has requests left but nothing to run (a bug)")
+                r.used_time += (r.pool - r.free) * (arr[nxt] - t)
+                t = arr[nxt]
+                continue
+            t = self.run_step(t, chunks, n_dec)
+            self.end_chunks(t, chunks)
+        return _finish(r, t_start, t, self.dep.n_chips, self.sch.label())
 
 
-def _disaggregated(dep: Deployment, sch: Scheduler, dis: Disaggregation, wl: Workload) -> dict:
-    if dis.prefill.model != dep.model or dis.prefill.kv_dtype != dep.kv_dtype:
-        raise ValueError(
-            "disaggregation.prefill must serve the same model with the same kv_dtype as the deployment (the KV it "
-            "sends is decoded there)"
-        )
-    r = _Run(dep, sch, wl)
-    N, P, G, L, arr, state = r.N, r.P, r.G, r.L, r.arr, r.state
-    pre = dis.prefill
-    pseconds, dseconds = pre._seconds, dep._seconds
-    pcap = pre.kv_capacity_tokens
-    if max(p + g for p, g in zip(P, G)) > pcap:
-        raise ValueError(
-            f"the workload's longest request ({max(p + g for p, g in zip(P, G)):,} tokens, which a preempted "
-            f"sequence may re-prefill) does not fit a prefill instance's KV pool ({pcap:,} tokens): give "
-            "disaggregation.prefill more chips"
-        )
-    K = dis.instances
-    bw = dis.bandwidth(dep)
-    lat = pre.efficiency.latency(dis.link)
-    kvb = pre.kv_bytes_per_token
-    pb_tokens = (wl.prefix_len // sch.block_size) * sch.block_size if sch.prefix_caching else 0
-    r.prefix_blocks = 0  # the decode side receives whole prompts (no shared prefix there)
-    budget0, max_seqs = sch.token_budget, sch.max_seqs
-    queue: deque = deque()  # requests waiting for a prefill instance
-    ready: deque = deque()  # (request, instance, time its prefill ended) waiting for decode blocks
-    arrived: list = []  # KV on the decode replica, joining at the next step
-    ppool = [0] * K  # tokens held in each instance's pool
-    pbusy = [False] * K
-    plink = [0.0] * K  # when each instance's link is next free
-    pprefix = [False] * K  # the instance holds the shared prefix
-    stalled_since = [math.nan] * K
-    owner = [0] * N  # the instance that prefilled each request
-    pcached = [0] * N  # prefix tokens its prefill read from that instance's cache
-    keep = [0] * N  # prefix tokens of its KV that stay resident in that instance's pool
-    events: list = []  # (time, order, kind, payload); kinds: 0 decode step end, 1 transfer end, 2 prefill end
-    seq = 0
-    n_reserved = 0
-    stalls, stall_s, xfer_sum, wait_sum, n_xfer = 0, 0.0, 0.0, 0.0, 0
-    prefill_steps = 0
-    dec_busy = False
-    nxt = 0
-    now = arr[0]
-    t_start = now
+def _colocated(dep: Deployment, sch: Scheduler, wl: Workload) -> dict:
+    return _Colocated(dep, sch, wl).run()
 
-    def victim():
-        nonlocal n_reserved
+
+class _Disaggregated:
+    """A decode replica fed by prefill instances over a link (see the module docstring). Events are ``(time, order,
+    kind, payload)`` on a heap; kinds: 0 a decode step ends, 1 a KV transfer ends, 2 a prefill step ends."""
+
+    def __init__(self, dep: Deployment, sch: Scheduler, dis: Disaggregation, wl: Workload):
+        _check_prefill(dep, dis)
+        self.r = r = _Run(dep, sch, wl)
+        self.dep, self.sch, self.dis, self.pre = dep, sch, dis, dis.prefill
+        _check_prefill_pool(r, dis.prefill.kv_capacity_tokens)
+        K, N = dis.instances, r.N
+        self.K = K
+        self.bw = dis.bandwidth(dep)
+        self.lat = self.pre.efficiency.latency(dis.link)
+        self.pb_tokens = (wl.prefix_len // sch.block_size) * sch.block_size if sch.prefix_caching else 0
+        r.prefix_blocks = 0  # the decode side receives whole prompts (no shared prefix there)
+        self.queue: deque = deque()  # requests waiting for a prefill instance
+        self.ready: deque = deque()  # (request, instance, time its prefill ended) waiting for decode blocks
+        self.arrived: list = []  # KV on the decode replica, joining at the next step
+        self.ppool = [0] * K  # tokens held in each instance's pool
+        self.pbusy = [False] * K
+        self.plink = [0.0] * K  # when each instance's link is next free
+        self.pprefix = [False] * K  # the instance holds the shared prefix
+        self.stalled_since = [math.nan] * K
+        self.owner = [0] * N  # the instance that prefilled each request
+        self.pcached = [0] * N  # prefix tokens its prefill read from that instance's cache
+        self.keep = [0] * N  # prefix tokens of its KV that stay resident in that instance's pool
+        self.events: list = []
+        self.seq = 0
+        self.n_reserved = 0
+        self.stalls, self.stall_s, self.xfer_sum, self.wait_sum, self.n_xfer = 0, 0.0, 0.0, 0.0, 0
+        self.prefill_steps = 0
+        self.dec_busy = False
+        self.now = r.arr[0]
+
+    def push(self, t: float, kind: int, payload) -> None:
+        self.seq += 1
+        heapq.heappush(self.events, (t, self.seq, kind, payload))
+
+    def victim(self) -> None:
+        """Preempt the most recently admitted decoding sequence: back to the head of the prefill queue."""
+        r, state = self.r, self.r.state
         while True:
             i, ep = r.order.pop()
             if ep == r.epoch[i] and state[i] == 2:
                 break
         r.gen[i] += r.d - r.d0[i]
         r.free += r.leave(i)
-        L[i] = P[i] + r.gen[i]
+        r.L[i] = r.P[i] + r.gen[i]
         r.epoch[i] += 1
         state[i] = 0
-        queue.appendleft(i)
+        self.queue.appendleft(i)
         r.preemptions += 1
 
-    def start_transfers():
-        nonlocal n_reserved, seq, xfer_sum, wait_sum, n_xfer
+    def start_transfers(self) -> None:
+        """Send finished prefills' KV, in order, while the decode pool has blocks and sequence slots for them."""
+        r, ready = self.r, self.ready
         while ready:
             i, j, t_done = ready[0]
             u = r.prompt_units(i)
-            if u + r.watermark > r.free or r.n_dec + n_reserved + len(arrived) >= max_seqs:
+            if u + r.watermark > r.free or r.n_dec + self.n_reserved + len(self.arrived) >= self.sch.max_seqs:
                 return
             ready.popleft()
             r.free -= u
-            n_reserved += 1
-            state[i] = 3
-            begin = max(now, plink[j])
-            dur = L[i] * kvb / bw + lat
-            plink[j] = begin + dur
-            xfer_sum += dur
-            wait_sum += now - t_done
-            n_xfer += 1
-            seq += 1
-            heapq.heappush(events, (begin + dur, seq, 1, i))
+            self.n_reserved += 1
+            r.state[i] = 3
+            begin = max(self.now, self.plink[j])
+            dur = r.L[i] * self.pre.kv_bytes_per_token / self.bw + self.lat
+            self.plink[j] = begin + dur
+            self.xfer_sum += dur
+            self.wait_sum += self.now - t_done
+            self.n_xfer += 1
+            self.push(begin + dur, 1, i)
 
-    def end_stall(j):
-        nonlocal stall_s
-        if not math.isnan(stalled_since[j]):
-            stall_s += now - stalled_since[j]
-            stalled_since[j] = math.nan
+    def end_stall(self, j: int) -> None:
+        if not math.isnan(self.stalled_since[j]):
+            self.stall_s += self.now - self.stalled_since[j]
+            self.stalled_since[j] = math.nan
 
-    def start_prefills():
-        nonlocal seq, prefill_steps, stalls
-        for j in range(K):
-            if pbusy[j]:
+    def take_prompts(self, j: int) -> tuple[list, int, float, int]:
+        """Whole prompts from the queue for instance ``j``, up to the token budget and its pool: ``(requests,
+        tokens computed, attention pairs, cached tokens read)``."""
+        r, L, queue, pb = self.r, self.r.L, self.queue, self.pb_tokens
+        pcap = self.pre.kv_capacity_tokens
+        batch, ptok, pairs, pkv = [], 0, 0.0, 0
+        while queue:
+            i = queue[0]
+            cached = pb if (pb and r.shared[i] and self.pprefix[j]) else 0
+            new = L[i] - cached
+            if batch and ptok + new > self.sch.token_budget:
+                break
+            if self.ppool[j] + L[i] - cached > pcap:
+                break
+            queue.popleft()
+            self.owner[i], self.pcached[i], self.keep[i] = j, cached, 0
+            self.ppool[j] += L[i] - cached
+            batch.append(i)
+            ptok += new
+            pairs += new * cached + new * (new + 1) / 2.0
+            pkv += cached
+        return batch, ptok, pairs, pkv
+
+    def start_prefills(self) -> None:
+        """Every idle instance takes what prompts its pool holds; one that can take none while work waits stalls."""
+        for j in range(self.K):
+            if self.pbusy[j]:
                 continue
-            if not queue:
-                end_stall(j)
+            if not self.queue:
+                self.end_stall(j)
                 continue
-            batch, ptok, pairs, pkv = [], 0, 0.0, 0
-            while queue:
-                i = queue[0]
-                cached = pb_tokens if (pb_tokens and r.shared[i] and pprefix[j]) else 0
-                new = L[i] - cached
-                if batch and ptok + new > budget0:
-                    break
-                if ppool[j] + L[i] - cached > pcap:
-                    break
-                queue.popleft()
-                owner[i], pcached[i], keep[i] = j, cached, 0
-                ppool[j] += L[i] - cached
-                batch.append(i)
-                ptok += new
-                pairs += new * cached + new * (new + 1) / 2.0
-                pkv += cached
+            batch, ptok, pairs, pkv = self.take_prompts(j)
             if not batch:  # work waits but this instance's pool cannot take it: backpressure
-                if math.isnan(stalled_since[j]):
-                    stalled_since[j] = now
-                    stalls += 1
+                if math.isnan(self.stalled_since[j]):
+                    self.stalled_since[j] = self.now
+                    self.stalls += 1
                 continue
-            end_stall(j)
-            pbusy[j] = True
-            dt = pseconds(0, 0, ptok, pairs, pkv)
-            r.cs_prefill += dt * pre.n_chips
-            prefill_steps += 1
-            if prefill_steps + r.steps > MAX_STEPS:
+            self.end_stall(j)
+            self.pbusy[j] = True
+            dt = self.pre._seconds(0, 0, ptok, pairs, pkv)
+            self.r.cs_prefill += dt * self.pre.n_chips
+            self.prefill_steps += 1
+            if self.prefill_steps + self.r.steps > MAX_STEPS:
                 _too_many_steps()
-            seq += 1
-            heapq.heappush(events, (now + dt, seq, 2, (j, batch)))
+            self.push(self.now + dt, 2, (j, batch))
 
-    def start_decode():
-        nonlocal dec_busy, seq, n_reserved
-        for i in arrived:
+    def start_decode(self) -> None:
+        """Let the KV that has arrived join the batch, grow it a block where needed, and start a decode step."""
+        r = self.r
+        for i in self.arrived:
             r.join(i)
             r.order.append((i, r.epoch[i]))
-        arrived.clear()
-        r.grow(victim)
+        self.arrived.clear()
+        r.grow(self.victim)
         if not r.n_dec:
             return
         n = r.n_dec
-        dt = dseconds(n, n * r.slot if sch.kv == "static" else r.ctx + n)
-        r.cs_decode += dt * dep.n_chips
+        dt = self.dep._seconds(n, n * r.slot if self.sch.kv == "static" else r.ctx + n)
+        r.cs_decode += dt * self.dep.n_chips
         if n > r.peak:
             r.peak = n
         r.steps += 1
-        if prefill_steps + r.steps > MAX_STEPS:
+        if self.prefill_steps + r.steps > MAX_STEPS:
             _too_many_steps()
         r.decode_steps += 1
         r.batch_sum += n
-        dec_busy = True
-        seq += 1
-        heapq.heappush(events, (now + dt, seq, 0, None))
+        self.dec_busy = True
+        self.push(self.now + dt, 0, None)
 
-    while r.completed < N:
-        while nxt < N and arr[nxt] <= now:
-            queue.append(nxt)
-            nxt += 1
-        start_transfers()
-        start_prefills()
-        if not dec_busy and arrived:
-            start_decode()
-        if r.completed >= N:
-            break
-        t_next = events[0][0] if events else math.inf
-        t_arr = arr[nxt] if nxt < N else math.inf
-        t_new = min(t_next, t_arr)
-        if t_new == math.inf:
-            raise RuntimeError("the simulator has requests left but nothing to run (a bug)")
-        r.used_time += (r.pool - r.free) * (t_new - now)
-        now = t_new
-        # every event due now, in (time, order): decode ends free blocks first only when they are earlier
-        while events and events[0][0] <= now:
-            _, _, kind, payload = heapq.heappop(events)
-            if kind == 0:
-                dec_busy = False
-                r.after_decode(now, r.complete)
-                if r.n_dec or arrived:
-                    start_transfers()
-                    start_decode()
-            elif kind == 1:
-                i = payload
-                ppool[owner[i]] -= L[i] - pcached[i] - keep[i]
-                n_reserved -= 1
-                arrived.append(i)
-                if not dec_busy:
-                    start_decode()
+    def decode_ended(self) -> None:
+        self.dec_busy = False
+        self.r.after_decode(self.now, self.r.complete)
+        if self.r.n_dec or self.arrived:
+            self.start_transfers()
+            self.start_decode()
+
+    def transfer_ended(self, i: int) -> None:
+        L = self.r.L
+        self.ppool[self.owner[i]] -= L[i] - self.pcached[i] - self.keep[i]
+        self.n_reserved -= 1
+        self.arrived.append(i)
+        if not self.dec_busy:
+            self.start_decode()
+
+    def prefill_ended(self, j: int, batch: list) -> None:
+        """Instance ``j``'s prompts are prefilled: each emits its first token, then waits for decode blocks (or is
+        done)."""
+        r, L, pb, now = self.r, self.r.L, self.pb_tokens, self.now
+        self.pbusy[j] = False
+        for i in batch:
+            if math.isnan(r.first[i]):
+                r.first[i] = now
+            r.gen[i] += 1
+            if pb and r.shared[i] and not self.pprefix[j] and not self.pcached[i]:
+                self.pprefix[j] = True  # its prefix tokens stay in this instance's pool from now on
+                self.keep[i] = pb
+            if r.gen[i] >= r.G[i]:
+                self.ppool[j] -= L[i] - self.pcached[i] - self.keep[i]
+                r.complete(i, now)
             else:
-                j, batch = payload
-                pbusy[j] = False
-                for i in batch:
-                    if math.isnan(r.first[i]):
-                        r.first[i] = now
-                    r.gen[i] += 1
-                    if pb_tokens and r.shared[i] and not pprefix[j] and not pcached[i]:
-                        pprefix[j] = True  # its prefix tokens stay in this instance's pool from now on
-                        keep[i] = pb_tokens
-                    if r.gen[i] >= G[i]:
-                        ppool[j] -= L[i] - pcached[i] - keep[i]
-                        r.complete(i, now)
-                    else:
-                        ready.append((i, j, now))
-    for j in range(K):
-        end_stall(j)
-    out = _finish(r, t_start, max(x for x in r.last), dep.n_chips + K * pre.n_chips, f"{sch.label()}; {dis.label()}")
-    out.update(
-        prefill_steps=prefill_steps,
-        prefill_stalls=stalls,
-        prefill_stall_s=stall_s,
-        transfer_s=xfer_sum / n_xfer if n_xfer else 0.0,
-        transfer_wait_s=wait_sum / n_xfer if n_xfer else 0.0,
-    )
-    return out
+                self.ready.append((i, j, now))
+
+    def run(self) -> dict:
+        r, arr, N, events = self.r, self.r.arr, self.r.N, self.events
+        nxt = 0
+        t_start = self.now
+        while r.completed < N:
+            while nxt < N and arr[nxt] <= self.now:
+                self.queue.append(nxt)
+                nxt += 1
+            self.start_transfers()
+            self.start_prefills()
+            if not self.dec_busy and self.arrived:
+                self.start_decode()
+            if r.completed >= N:
+                break
+            t_new = min(events[0][0] if events else math.inf, arr[nxt] if nxt < N else math.inf)
+            if t_new == math.inf:
+                raise RuntimeError("the simulator has requests left but nothing to run (a bug)")
+            r.used_time += (r.pool - r.free) * (t_new - self.now)
+            self.now = t_new
+            # every event due now, in (time, order): decode ends free blocks first only when they are earlier
+            while events and events[0][0] <= self.now:
+                _, _, kind, payload = heapq.heappop(events)
+                if kind == 0:
+                    self.decode_ended()
+                elif kind == 1:
+                    self.transfer_ended(payload)
+                else:
+                    self.prefill_ended(*payload)
+        return self.result(t_start)
+
+    def result(self, t_start: float) -> dict:
+        for j in range(self.K):
+            self.end_stall(j)
+        r, pre = self.r, self.pre
+        n_chips = self.dep.n_chips + self.K * pre.n_chips
+        out = _finish(r, t_start, max(x for x in r.last), n_chips, f"{self.sch.label()}; {self.dis.label()}")
+        n = self.n_xfer
+        out.update(
+            prefill_steps=self.prefill_steps,
+            prefill_stalls=self.stalls,
+            prefill_stall_s=self.stall_s,
+            transfer_s=self.xfer_sum / n if n else 0.0,
+            transfer_wait_s=self.wait_sum / n if n else 0.0,
+        )
+        return out
+
+
+def _check_prefill(dep: Deployment, dis: Disaggregation) -> None:
+    if dis.prefill.model != dep.model or dis.prefill.kv_dtype != dep.kv_dtype:
+        raise ValueError(
+            "disaggregation.prefill must serve the same model with the same kv_dtype as the deployment (the KV it "
+            "sends is decoded there)"
+        )
+
+
+def _check_prefill_pool(r: _Run, pcap: int) -> None:
+    longest = max(p + g for p, g in zip(r.P, r.G))
+    if longest > pcap:
+        raise ValueError(
+            f"the workload's longest request ({longest:,} tokens, which a preempted "
+            f"sequence may re-prefill) does not fit a prefill instance's KV pool ({pcap:,} tokens): give "
+            "disaggregation.prefill more chips"
+        )
+
+
+def _disaggregated(dep: Deployment, sch: Scheduler, dis: Disaggregation, wl: Workload) -> dict:
+    return _Disaggregated(dep, sch, dis, wl).run()
 
 
 def _finish(r: _Run, t_start: float, t_end: float, n_chips: int, engine: str) -> dict:
@@ -874,7 +953,8 @@ def sweep(deployment: Deployment, workload: Workload, rates, engines: dict) -> l
         raise ValueError("workload must have an arrival rate ('poisson' or 'bursty') to sweep rates over")
     if isinstance(rates, (str, bytes)) or not isinstance(rates, (list, tuple)) or not rates:
         raise TypeError(f"rates must be a non-empty list of arrival rates, requests/s; got {rates!r}")
-    rates = [Positive().check(f"rates[{k}]", v) for k, v in enumerate(rates)]
+    rates = [_check_rate(Positive().check(f"rates[{k}]", v), workload.n_requests, argument=f"rates[{k}]")
+             for k, v in enumerate(rates)]  # fmt: skip
     if not isinstance(engines, dict) or not engines:
         raise TypeError("engines must be a non-empty dict {label: (Scheduler, Disaggregation or None)}")
     for label, e in engines.items():
@@ -886,11 +966,7 @@ def sweep(deployment: Deployment, workload: Workload, rates, engines: dict) -> l
             or not isinstance(e[1], (Disaggregation, type(None)))
         ):
             raise TypeError(f"engines[{label!r}] must be a (Scheduler or None, Disaggregation or None) pair")
-    if len(rates) * len(engines) > MAX_SWEEP_RUNS:
-        raise ValueError(
-            f"{len(rates)} rates x {len(engines)} engines = {len(rates) * len(engines)} runs; at most "
-            f"MAX_SWEEP_RUNS ({MAX_SWEEP_RUNS}): give fewer rates or engines"
-        )
+    rules.bounded_work(len(rates) * len(engines), argument="rates x engines", limit=MAX_SWEEP_RUNS, unit="runs")
     rows = []
     for label, (sch, dis) in engines.items():
         for rate in rates:

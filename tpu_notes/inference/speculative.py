@@ -27,8 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated
 
+from .. import rules
 from ..units import NonNegativeFloat, Positive, PositiveFloat, Probability, Shape, checked, fmt
-from .engine import Deployment, EngineStep
+from .engine import MAX_ROWS, Deployment, EngineStep
 from .step import MAX_BATCH, Batch, Context
 
 #: Most drafts per round the functions take.
@@ -117,6 +118,11 @@ def _draft_cost(target: Deployment, draft, draft_cost, batch: int, context: int,
     return s.total / decode.total, s
 
 
+def _rows(batch: int, k: int, *, batch_arg: str = "batch", k_arg: str = "k") -> None:
+    """A verify step scores ``k + 1`` positions of each of ``batch`` sequences: at most one engine step's rows."""
+    rules.product_within({batch_arg: batch, f"({k_arg} + 1)": k + 1}, MAX_ROWS, what="rows in one verify step")
+
+
 def _result(target: Deployment, batch, context, k, acceptance, draft, draft_cost) -> SpeculativeResult:
     B, S = batch, context
     if B * (S + k + 1) > target.kv_capacity_tokens:
@@ -130,6 +136,8 @@ def _result(target: Deployment, batch, context, k, acceptance, draft, draft_cost
     dc, dstep = _draft_cost(target, draft, draft_cost, B, S, decode)
     vc = verify.total / decode.total
     tokens = expected_tokens_per_round(acceptance, k)
+    if dc:
+        rules.finite_result(k * dc * decode.total, argument="draft_cost", what="the drafts' seconds per round")
     return SpeculativeResult(
         k=k,
         acceptance=acceptance,
@@ -169,7 +177,9 @@ def speculative_decoding(
     module docstring). The draft's cost is its own deployment's decode step at ``batch`` over the target's (``draft``,
     one draft step per proposed token, at the round's starting context), or ``draft_cost`` in target steps, or 0
     when neither is given (a draft that costs nothing: prompt lookup, n-grams). Refuses, naming ``batch``, a batch
-    whose caches with the ``k + 1`` scored positions do not fit."""
+    whose caches with the ``k + 1`` scored positions do not fit, and a ``batch`` and ``k`` whose verify step has more
+    rows than one engine step holds."""
+    _rows(batch, k)
     return _result(_target(deployment), batch, context, k, acceptance, draft, draft_cost)
 
 
@@ -188,12 +198,14 @@ def speculative_vs_batch(
     order given: the speedup falls as the batch grows and the verify step turns compute-bound. Refuses, naming
     ``batches``, a list of which not one fits."""
     d = _target(deployment)
-    if len(batches) > MAX_BATCHES:
-        raise ValueError(f"batches may hold at most {MAX_BATCHES} batches; got {len(batches):,}")
+    rules.bounded_work(len(batches), argument="batches", limit=MAX_BATCHES, unit="batches")
     for i, b in enumerate(batches):
         if b > MAX_BATCH:
             raise ValueError(f"batches[{i}] must be at most {MAX_BATCH:,}; got {b}")
     fit = d.max_batch(min(context + k + 1, 2**26))
+    for i, b in enumerate(batches):
+        if b <= fit:
+            _rows(b, k, batch_arg=f"batches[{i}]")
     out = tuple(_result(d, b, context, k, acceptance, draft, draft_cost) for b in batches if b <= fit)
     if not out:
         raise ValueError(f"batches: not one of {tuple(batches)} fits at context {context:,}: at most {fit}")
@@ -215,6 +227,7 @@ def best_k_at_batch(
     cost is priced for each ``k``, so a large batch wants fewer drafts than :func:`best_k` at ``verify_cost = 1``
     says (its speedup may stay below 1: then no speculation is the better choice)."""
     d = _target(deployment)
+    _rows(batch, k_max, k_arg="k_max")
     results = [_result(d, batch, context, k, acceptance, draft, draft_cost) for k in range(1, k_max + 1)]
     return max(results, key=lambda r: r.speedup)
 

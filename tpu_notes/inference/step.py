@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Annotated
 
+from .. import rules
 from ..hardware import Chip, get_chip
 from ..transformer import Model
 from ..units import (
@@ -82,11 +83,25 @@ def machine(chip, compute_dtype: ComputeDType = "bf16") -> Machine:
     if isinstance(peak, (int, float)) and isinstance(bw, (int, float)) and not isinstance(peak, bool):
         check_positive("chip.peak_flops", peak)
         check_positive("chip.bandwidth", bw)
+        if peak < 1.0 or bw < 1.0:  # a rate this small (a subnormal float) turns every time into inf or 0/0
+            raise ValueError(
+                f"chip.peak_flops ({peak:.3g} FLOP/s) and chip.bandwidth ({bw:.3g} bytes/s) must each be at least 1 "
+                "(a measured roofline's rates are in FLOP/s and bytes/s)"
+            )
         return Machine("fitted roofline", float(peak), float(bw), math.inf, None)
     raise TypeError(
         "chip must be a chip name (e.g. 'v5e'), a tpu_notes.hardware.Chip, or a measured roofline "
         f"with float peak_flops and bandwidth (tpu_notes.bench.FittedRoofline); got {type(chip).__name__}"
     )
+
+
+def _with_memory(chip) -> Machine:
+    """``chip``'s :class:`Machine`, refused (naming ``chip``) when it has no memory size: a measured roofline (what
+    fits needs the HBM per chip)."""
+    m = machine(chip)
+    if not math.isfinite(m.hbm_bytes):
+        raise TypeError("chip must be a chip name or a Chip (a measured roofline has no memory size to fill)")
+    return m
 
 
 # ----------------------------------------------------------------------------------------------- what is read
@@ -478,7 +493,7 @@ def prefill_time(
     keys = new * cached + new * (new + 1) / 2.0
     attn = 2.0 * c.n_layers * c.n_heads * (c.qk_head_dim + c.v_dim) * keys
     flops = B * (new * per_token + attn)
-    compute = flops / (n * m.peak_flops * mfu)
+    compute = rules.finite_result(flops / (n * m.peak_flops * mfu), argument="mfu", what="the prefill's compute time")
     w = weight_params_read(c, min(B * new, MAX_BATCH)) * dtype_bytes(weight_dtype)
     w_t = w / (n * m.hbm_bw)
     expected = None

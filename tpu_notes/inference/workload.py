@@ -39,6 +39,13 @@ MAX_DRAW = 10_000_000
 MAX_COMPONENTS = 16
 #: Arrival processes.
 ARRIVALS = ("poisson", "bursty", "closed")
+#: Longest a stream of arrivals may last on average, ``n_requests / rate`` seconds (about 32 years). The simulator's
+#: clock adds step times of microseconds to arrival times; past ``1e9`` s a float keeps them to a tenth of a
+#: microsecond at best, and a rate so low that the span overflows turns every percentile into NaN.
+MAX_SPAN = 1e9
+#: Highest arrival rate, requests/s: a trillion a second; above it the gaps between arrivals (``1 / rate`` s) head
+#: for the subnormal floats, whose sums lose their digits.
+MAX_RATE = 1e12
 
 _Requests = Annotated[int, Positive(integer=True, maximum=MAX_REQUESTS)]
 _Length = Annotated[int, Positive(integer=True, maximum=MAX_LENGTH)]
@@ -67,6 +74,24 @@ SHAREGPT_BOUNDS = (4, 1024)
 #: 0049e29c41fd383bda519a3f250e3227713081ef); BurstGPT (Wang et al., arXiv:2401.17644) models production arrivals
 #: of Azure OpenAI services with gamma-distributed gaps too.
 DEFAULT_CV = 2.0
+
+
+def _check_rate(rate: float, n_requests: int, *, argument: str = "rate") -> float:
+    """``rate`` (requests/s) as the arrival rate of ``n_requests`` requests: at most :data:`MAX_RATE`, and high
+    enough that the stream's mean span ``n_requests / rate`` is at most :data:`MAX_SPAN` seconds. Refusals name
+    ``argument``, the caller's. Returns ``rate``."""
+    if rate > MAX_RATE:
+        raise ValueError(
+            f"{argument} ({rate:.3g} requests/s) must be at most MAX_RATE ({MAX_RATE:.0e} requests/s): the gaps "
+            "between arrivals would vanish into the float's rounding"
+        )
+    span = n_requests / rate
+    if not span <= MAX_SPAN:
+        raise ValueError(
+            f"{argument} ({rate:.3g} requests/s) makes {n_requests:,} requests span {span:.3g} s, more than "
+            f"MAX_SPAN ({MAX_SPAN:.0e} s, about 32 years): at least {n_requests / MAX_SPAN:.3g} requests/s"
+        )
+    return rate
 
 
 def _phi(x: float) -> float:
@@ -237,6 +262,7 @@ class Workload:
                 raise ValueError(f"rate must be given (requests/s) when arrival is {self.arrival!r}")
             if self.concurrency is not None:
                 raise ValueError("concurrency applies only to arrival='closed'; leave it None")
+            _check_rate(self.rate, self.n_requests)
         if self.arrival != "bursty" and self.cv != DEFAULT_CV:
             raise ValueError(f"cv applies only to arrival='bursty'; got cv={self.cv!r} with {self.arrival!r}")
         if self.prefix_share > 0 and self.prefix_len == 0:
@@ -327,4 +353,13 @@ def _lengths(prompt, output):
     return p, o
 
 
-__all__ = ["ARRIVALS", "DEFAULT_CV", "MAX_REQUESTS", "LengthDistribution", "Requests", "Workload"]
+__all__ = [
+    "ARRIVALS",
+    "DEFAULT_CV",
+    "MAX_RATE",
+    "MAX_REQUESTS",
+    "MAX_SPAN",
+    "LengthDistribution",
+    "Requests",
+    "Workload",
+]

@@ -349,7 +349,7 @@ def batch_scaling_chart(chip="v5e", n_chips: int = 4, d_model: int = 8192, d_ff:
     bs = tuple(range(16, 1025, 16)) if batches is None else tuple(int(b) for b in batches)
     if not bs:
         raise ValueError("batches must hold at least one batch size")
-    layer = _appendix_layer(d_model, d_ff)
+    layer = _appendix_layer(d_model, d_ff, n_chips)
     d = deploy(layer, chip, n_chips)
     roof, expected = [], []
     for b in bs:
@@ -383,11 +383,12 @@ def batch_scaling_chart(chip="v5e", n_chips: int = 4, d_model: int = 8192, d_ff:
     return fig
 
 
-def _appendix_layer(d_model: int, d_ff: int):
-    """A one-layer model that is all MLP (two matmuls, no gate): attention and embeddings shrunk to nothing."""
+def _appendix_layer(d_model: int, d_ff: int, n_chips: int):
+    """A one-layer model that is all MLP (two matmuls, no gate): attention and embeddings shrunk to nothing, with one
+    query head per chip (a tensor-parallel deployment gives every chip whole heads) and one KV head."""
     from ..transformer import TransformerConfig
 
     return TransformerConfig(
-        d_model=d_model, d_ff=d_ff, n_layers=1, n_heads=1, n_kv_heads=1, d_head=2, vocab=2, gated_mlp=False,
+        d_model=d_model, d_ff=d_ff, n_layers=1, n_heads=n_chips, n_kv_heads=1, d_head=2, vocab=2, gated_mlp=False,
         name=f"one {d_model} x {d_ff} layer",
     )  # fmt: skip
