@@ -365,6 +365,44 @@ class CollectiveOnSlice:
         )
 
 
+def _slice_dropdowns(widgets, point, style: dict):
+    """The chip and slice-shape dropdowns of the collective and slice explorers, set from ``point`` where the
+    choices allow; picking a chip offers its shapes and starts from its default one."""
+
+    def shape_options(chip):
+        return [("x".join(map(str, s)), s) for s in SLICE_SHAPES[chip]]
+
+    chip_w = widgets.Dropdown(
+        options=sorted(SLICE_SHAPES),
+        value=point.chip if point.chip in SLICE_SHAPES else "v5e",
+        description="chip",
+        style=style,
+    )
+    shape_w = widgets.Dropdown(
+        options=shape_options(chip_w.value),
+        value=point.shape if point.shape in SLICE_SHAPES[chip_w.value] else DEFAULT_SHAPES[chip_w.value],
+        description="slice",
+        style=style,
+    )
+
+    def on_chip(*_):
+        shape_w.options = shape_options(chip_w.value)
+        shape_w.value = DEFAULT_SHAPES[chip_w.value]
+
+    chip_w.observe(on_chip, names="value")
+    return chip_w, shape_w
+
+
+def _bytes_slider(widgets, nbytes: float, description: str, style: dict):
+    """A slider over :data:`NBYTES_CHOICES` (labelled with SI suffixes), starting at the choice nearest ``nbytes``."""
+    return widgets.SelectionSlider(
+        options=[(fmt(v, "B"), v) for v in NBYTES_CHOICES],
+        value=min(NBYTES_CHOICES, key=lambda v: abs(v - nbytes)),
+        description=description,
+        style=style,
+    )
+
+
 def collective_point(
     chip="v5e", shape=(4, 4), kind: str = "all_gather", axes=("x",), nbytes: float = 64e6
 ) -> CollectiveOnSlice:
@@ -412,19 +450,7 @@ def collective_explorer(
         subsets = [names[i] for i in range(len(names))] + [names[:2]] + ([names] if len(names) == 3 else [])
         return subsets
 
-    chip_w = widgets.Dropdown(
-        options=sorted(SLICE_SHAPES),
-        value=point.chip if point.chip in SLICE_SHAPES else "v5e",
-        description="chip",
-        style=style,
-    )
-    shapes = SLICE_SHAPES[chip_w.value]
-    shape_w = widgets.Dropdown(
-        options=[("x".join(map(str, s)), s) for s in shapes],
-        value=point.shape if point.shape in shapes else DEFAULT_SHAPES[chip_w.value],
-        description="slice",
-        style=style,
-    )
+    chip_w, shape_w = _slice_dropdowns(widgets, point, style)
     kind_w = widgets.Dropdown(
         options=COLLECTIVE_CHOICES,
         value=point.kind if point.kind in COLLECTIVE_CHOICES else "all_gather",
@@ -437,18 +463,8 @@ def collective_explorer(
         description="axes",
         style=style,
     )
-    v_w = widgets.SelectionSlider(
-        options=[(fmt(v, "B"), v) for v in NBYTES_CHOICES],
-        value=min(NBYTES_CHOICES, key=lambda v: abs(v - point.nbytes)),
-        description="V",
-        style=style,
-    )
+    v_w = _bytes_slider(widgets, point.nbytes, "V", style)
     image, text = widgets.Image(format="png"), widgets.HTML()
-
-    def on_chip(*_):
-        options = SLICE_SHAPES[chip_w.value]
-        shape_w.options = [("x".join(map(str, s)), s) for s in options]
-        shape_w.value = DEFAULT_SHAPES[chip_w.value]
 
     def on_shape(*_):
         axes_w.options = axis_options(shape_w.value)
@@ -464,7 +480,6 @@ def collective_explorer(
         fig.set_size_inches(5.5, 3.4)
         _show(image, text, fig, p.summary())
 
-    chip_w.observe(on_chip, names="value")
     shape_w.observe(on_shape, names="value")
     for w in (chip_w, shape_w, kind_w, axes_w, v_w):
         w.observe(draw, names="value")
@@ -751,30 +766,9 @@ def slice_explorer(chip="v5e", shape=(8, 16), nbytes: float = 2.0**26, static: b
         return plots.slice_hops_chart(point.chip, point.shape, point.nbytes)
 
     style = {"description_width": "60px"}
-    chip_w = widgets.Dropdown(
-        options=sorted(SLICE_SHAPES),
-        value=point.chip if point.chip in SLICE_SHAPES else "v5e",
-        description="chip",
-        style=style,
-    )
-    shapes = SLICE_SHAPES[chip_w.value]
-    shape_w = widgets.Dropdown(
-        options=[("x".join(map(str, s)), s) for s in shapes],
-        value=point.shape if point.shape in shapes else DEFAULT_SHAPES[chip_w.value],
-        description="slice",
-        style=style,
-    )
-    v_w = widgets.SelectionSlider(
-        options=[(fmt(v, "B"), v) for v in NBYTES_CHOICES],
-        value=min(NBYTES_CHOICES, key=lambda v: abs(v - point.nbytes)),
-        description="bytes",
-        style=style,
-    )
+    chip_w, shape_w = _slice_dropdowns(widgets, point, style)
+    v_w = _bytes_slider(widgets, point.nbytes, "bytes", style)
     image, text = widgets.Image(format="png"), widgets.HTML()
-
-    def on_chip(*_):
-        shape_w.options = [("x".join(map(str, s)), s) for s in SLICE_SHAPES[chip_w.value]]
-        shape_w.value = DEFAULT_SHAPES[chip_w.value]
 
     def draw(*_):
         try:
@@ -784,7 +778,6 @@ def slice_explorer(chip="v5e", shape=(8, 16), nbytes: float = 2.0**26, static: b
             return
         _show(image, text, plots.slice_hops_chart(p.chip, p.shape, p.nbytes), p.summary())
 
-    chip_w.observe(on_chip, names="value")
     for w in (chip_w, shape_w, v_w):
         w.observe(draw, names="value")
     draw()
@@ -810,6 +803,58 @@ def _static_slices(chip: str, shape: tuple) -> tuple:
     return _with(own, (chip, shape)) + other
 
 
+def _slice_rows(sl, nbytes: float, far: tuple) -> list:
+    """(label, CollectiveTime) rows of the slice explorer's bars: to the farthest chip, then AllGather over each
+    axis and over all of them."""
+    rows = [(f"to farthest chip {far}", sl.transfer_time(nbytes, (0,) * len(sl.shape), far))]
+    names = "xyz"[: len(sl.shape)]
+    for i, a in enumerate(names):
+        ring = "ring" if sl.wraparound[i] else "line"
+        rows.append((f"AllGather over {a} ({sl.shape[i]}, {ring})", sl.collective_time("all_gather", nbytes, a)))
+    rows.append((f"AllGather over {names}", sl.collective_time("all_gather", nbytes, None)))
+    return rows
+
+
+def _hop_heatmap(grid) -> dict:
+    """Plotly heatmap of the hops from chip 0 (the z = 0 plane of a 3D slice), numbered when small enough."""
+    plane = grid if grid.ndim == 2 else grid[:, :, 0]
+    heat = {
+        "type": "heatmap",
+        "z": plane.tolist(),
+        "zmin": 0,
+        "zmax": max(1, int(grid.max())),
+        "colorscale": "Viridis",
+        "showscale": False,
+        "xaxis": "x",
+        "yaxis": "y",
+        "hovertemplate": "row %{y}, column %{x}: %{z} hops<extra></extra>",
+    }
+    if plane.size <= 128:
+        heat.update(texttemplate="%{z}", textfont={"size": 10})
+    return heat
+
+
+def _slice_heading(sl, grid) -> dict:
+    """The annotation above the hop heatmap: chip, shape, wraparound and diameter."""
+    wraps = "".join("w" if w else "-" for w in sl.wraparound)
+    where_txt = "" if grid.ndim == 2 else " (z = 0 plane)"
+    heading = (
+        f"{sl.chip.name} {'×'.join(map(str, sl.shape))} [{wraps}], diameter {sl.diameter}<br>"
+        f"hops from chip 0{where_txt}"
+    )
+    return {
+        "text": heading,
+        "x": 0.15,
+        "xref": "paper",
+        "xanchor": "center",
+        "y": 1.0,
+        "yref": "paper",
+        "yanchor": "bottom",
+        "showarrow": False,
+        "font": {"size": 11},
+    }
+
+
 def _slice_spec(point: SliceHops) -> dict:
     """The static book's version of :func:`slice_explorer`: :func:`slice_point` and the hop grid of
     :class:`tpu_notes.topology.Slice` on a grid of slices and sizes, as a Plotly figure spec."""
@@ -821,77 +866,21 @@ def _slice_spec(point: SliceHops) -> dict:
     def cell(where, nbytes):
         chip, shape = where
         sl = Slice(chip, shape)
-        p = slice_point(chip, shape, nbytes)
         grid = sl.hop_grid()
-        plane = grid if grid.ndim == 2 else grid[:, :, 0]
         far = tuple(int(i) for i in np.unravel_index(int(np.argmax(grid)), grid.shape))
-        rows = [(f"to farthest chip {far}", sl.transfer_time(nbytes, (0,) * len(sl.shape), far))]
-        names = "xyz"[: len(sl.shape)]
-        for i, a in enumerate(names):
-            ring = "ring" if sl.wraparound[i] else "line"
-            rows.append((f"AllGather over {a} ({sl.shape[i]}, {ring})", sl.collective_time("all_gather", nbytes, a)))
-        rows.append((f"AllGather over {names}", sl.collective_time("all_gather", nbytes, None)))
-        labels = [r[0] for r in rows][::-1]
-        heat = {
-            "type": "heatmap",
-            "z": plane.tolist(),
-            "zmin": 0,
-            "zmax": max(1, int(grid.max())),
-            "colorscale": "Viridis",
-            "showscale": False,
-            "xaxis": "x",
-            "yaxis": "y",
-            "hovertemplate": "row %{y}, column %{x}: %{z} hops<extra></extra>",
-        }
-        if plane.size <= 128:
-            heat.update(texttemplate="%{z}", textfont={"size": 10})
+        rows = _slice_rows(sl, nbytes, far)[::-1]
+        labels = [r[0] for r in rows]
         bars = [
-            {
-                "type": "bar",
-                "orientation": "h",
-                "x": [r[1].bandwidth_time * 1e3 for r in rows][::-1],
-                "y": labels,
-                "name": "bandwidth",
-                "marker": {"color": "#1f77b4"},
-                "xaxis": "x2",
-                "yaxis": "y2",
-            },
-            {
-                "type": "bar",
-                "orientation": "h",
-                "x": [r[1].latency_time * 1e3 for r in rows][::-1],
-                "y": labels,
-                "name": "hops × 1 µs",
-                "marker": {"color": "#ff7f0e"},
-                "xaxis": "x2",
-                "yaxis": "y2",
-            },
+            _bars(labels, [r[1].bandwidth_time * 1e3 for r in rows], "bandwidth", "#1f77b4", ("x2", "y2")),
+            _bars(labels, [r[1].latency_time * 1e3 for r in rows], "hops × 1 µs", "#ff7f0e", ("x2", "y2")),
         ]
-        wraps = "".join("w" if w else "-" for w in sl.wraparound)
-        where_txt = "" if grid.ndim == 2 else " (z = 0 plane)"
-        heading = (
-            f"{sl.chip.name} {'×'.join(map(str, sl.shape))} [{wraps}], diameter {sl.diameter}<br>"
-            f"hops from chip 0{where_txt}"
-        )
         return {
-            "data": [heat] + bars,
+            "data": [_hop_heatmap(grid)] + bars,
             "layout": {
-                "annotations": [
-                    {
-                        "text": heading,
-                        "x": 0.15,
-                        "xref": "paper",
-                        "xanchor": "center",
-                        "y": 1.0,
-                        "yref": "paper",
-                        "yanchor": "bottom",
-                        "showarrow": False,
-                        "font": {"size": 11},
-                    }
-                ],
+                "annotations": [_slice_heading(sl, grid)],
                 "xaxis2": {"title": {"text": f"ms to move {fmt(nbytes, 'B')}"}},
             },
-            "text": p.summary(),
+            "text": slice_point(chip, shape, nbytes).summary(),
         }
 
     slices = _static_slices(point.chip, point.shape)
