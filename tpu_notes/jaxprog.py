@@ -507,6 +507,18 @@ def moe_reference(x, router, w_in, w_out, n_groups: RingSize, capacity: Capacity
     return y, int(T - jnp.sum(kept))
 
 
+def _moe_capacity_on(mesh, axis: str, x, router, w_in, w_out, capacity) -> int:
+    """Check the MoE inputs against ``axis`` (it divides the tokens and the experts); return the slots per expert
+    (``capacity``, or :func:`~tpu_notes.transformer.moe_capacity` of each device's tokens)."""
+    n = _check_mesh(mesh, axis)
+    T, D, E = _moe_inputs(x, router, w_in, w_out)
+    _divides("the number of tokens x.shape[0]", T, n, axis)
+    _divides("the number of experts router.shape[1]", E, n, axis)
+    cap = moe_capacity(T // n, E) if capacity is None else capacity
+    _check_buffer(E, cap, D)
+    return cap
+
+
 @checked
 def moe_expert_parallel(x, router, w_in, w_out, mesh, axis: str = "x", capacity: Capacity | None = None):
     """The MoE layer with its ``E`` experts split over ``axis`` (``E/N`` per device) and tokens split too.
@@ -518,12 +530,7 @@ def moe_expert_parallel(x, router, w_in, w_out, mesh, axis: str = "x", capacity:
     of ``T/N`` tokens.
     Returns ``(y[T, D], dropped)``, equal to :func:`moe_reference` with ``n_groups = N``.
     """
-    n = _check_mesh(mesh, axis)
-    T, D, E = _moe_inputs(x, router, w_in, w_out)
-    _divides("the number of tokens x.shape[0]", T, n, axis)
-    _divides("the number of experts router.shape[1]", E, n, axis)
-    cap = moe_capacity(T // n, E) if capacity is None else capacity
-    _check_buffer(E, cap, D)
+    cap = _moe_capacity_on(mesh, axis, x, router, w_in, w_out, capacity)
     y, dropped = _moe_program(mesh, axis, cap)(x, router, w_in, w_out)
     return y, int(dropped)
 
@@ -532,12 +539,7 @@ def moe_expert_parallel(x, router, w_in, w_out, mesh, axis: str = "x", capacity:
 def moe_hlo_collectives(x, router, w_in, w_out, mesh, axis: str = "x", capacity: Capacity | None = None) -> list:
     """The collectives XLA compiles for :func:`moe_expert_parallel` on these inputs (``hlo.HloCollective`` each):
     two AllToAlls of the ``[E, capacity, D]`` buffer and one small AllReduce of the dropped count."""
-    n = _check_mesh(mesh, axis)
-    T, D, E = _moe_inputs(x, router, w_in, w_out)
-    _divides("the number of tokens x.shape[0]", T, n, axis)
-    _divides("the number of experts router.shape[1]", E, n, axis)
-    cap = moe_capacity(T // n, E) if capacity is None else capacity
-    _check_buffer(E, cap, D)
+    cap = _moe_capacity_on(mesh, axis, x, router, w_in, w_out, capacity)
     compiled = _moe_program(mesh, axis, cap).lower(x, router, w_in, w_out).compile()
     return hlo.collectives(compiled)
 
