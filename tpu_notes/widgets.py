@@ -156,26 +156,12 @@ def roofline_explorer(
     if widgets is None:
         return plots.matmul_on_roofline(point.B, point.D, point.F, chip=point.chip, dtype=point.dtype)
 
-    def nearest(value, choices):
-        return min(choices, key=lambda c: abs(c - value))
-
     style = {"description_width": "70px"}
     chip_w = widgets.Dropdown(options=sorted(CHIPS), value=point.chip, description="chip", style=style)
-    dtype_w = widgets.Dropdown(
-        options=DTYPE_CHOICES,
-        value=point.dtype if point.dtype in DTYPE_CHOICES else "bf16",
-        description="dtype",
-        style=style,
-    )
-    b_w = widgets.SelectionSlider(
-        options=BATCH_CHOICES, value=nearest(point.B, BATCH_CHOICES), description="B (tokens)", style=style
-    )
-    d_w = widgets.SelectionSlider(
-        options=DIM_CHOICES, value=nearest(point.D, DIM_CHOICES), description="D", style=style
-    )
-    f_w = widgets.SelectionSlider(
-        options=DIM_CHOICES, value=nearest(point.F, DIM_CHOICES), description="F", style=style
-    )
+    dtype_w = _dropdown(widgets, DTYPE_CHOICES, point.dtype, "bf16", "dtype", style)
+    b_w = _slider(widgets, BATCH_CHOICES, point.B, "B (tokens)", style)
+    d_w = _slider(widgets, DIM_CHOICES, point.D, "D", style)
+    f_w = _slider(widgets, DIM_CHOICES, point.F, "F", style)
     image = widgets.Image(format="png")
     text = widgets.HTML()
 
@@ -393,11 +379,25 @@ def _slice_dropdowns(widgets, point, style: dict):
     return chip_w, shape_w
 
 
+def _dropdown(widgets, options, start, fallback, description: str, style: dict):
+    """A Dropdown over ``options`` starting at ``start``, or at ``fallback`` when ``start`` is not one of them."""
+    return widgets.Dropdown(
+        options=options, value=start if start in options else fallback, description=description, style=style
+    )
+
+
+def _slider(widgets, options, start, description: str, style: dict):
+    """A SelectionSlider over ``options`` (numbers) starting at the one nearest ``start``."""
+    return widgets.SelectionSlider(
+        options=options, value=_nearest(start, options), description=description, style=style
+    )
+
+
 def _bytes_slider(widgets, nbytes: float, description: str, style: dict):
     """A slider over :data:`NBYTES_CHOICES` (labelled with SI suffixes), starting at the choice nearest ``nbytes``."""
     return widgets.SelectionSlider(
         options=[(fmt(v, "B"), v) for v in NBYTES_CHOICES],
-        value=min(NBYTES_CHOICES, key=lambda v: abs(v - nbytes)),
+        value=_nearest(nbytes, NBYTES_CHOICES),
         description=description,
         style=style,
     )
@@ -451,18 +451,8 @@ def collective_explorer(
         return subsets
 
     chip_w, shape_w = _slice_dropdowns(widgets, point, style)
-    kind_w = widgets.Dropdown(
-        options=COLLECTIVE_CHOICES,
-        value=point.kind if point.kind in COLLECTIVE_CHOICES else "all_gather",
-        description="kind",
-        style=style,
-    )
-    axes_w = widgets.Dropdown(
-        options=axis_options(shape_w.value),
-        value="".join(point.axes) if "".join(point.axes) in axis_options(shape_w.value) else "x",
-        description="axes",
-        style=style,
-    )
+    kind_w = _dropdown(widgets, COLLECTIVE_CHOICES, point.kind, "all_gather", "kind", style)
+    axes_w = _dropdown(widgets, axis_options(shape_w.value), "".join(point.axes), "x", "axes", style)
     v_w = _bytes_slider(widgets, point.nbytes, "V", style)
     image, text = widgets.Image(format="png"), widgets.HTML()
 
@@ -571,26 +561,11 @@ def memory_explorer(
     if widgets is None:
         return plots.memory_vs_context_chart(point.model, point.batch, point.seq_len, point.chip)
 
-    def nearest(value, choices):
-        return min(choices, key=lambda c: abs(c - value))
-
     style = {"description_width": "70px"}
-    model_w = widgets.Dropdown(
-        options=MEMORY_MODELS,
-        value=point.model if point.model in MEMORY_MODELS else "llama3-8b",
-        description="model",
-        style=style,
-    )
+    model_w = _dropdown(widgets, MEMORY_MODELS, point.model, "llama3-8b", "model", style)
     policy_w = widgets.Dropdown(options=REMAT_POLICIES, value=point.policy, description="remat", style=style)
-    batch_w = widgets.SelectionSlider(
-        options=SEQUENCE_BATCH_CHOICES,
-        value=nearest(point.batch, SEQUENCE_BATCH_CHOICES),
-        description="sequences",
-        style=style,
-    )
-    seq_w = widgets.SelectionSlider(
-        options=SEQ_CHOICES, value=nearest(point.seq_len, SEQ_CHOICES), description="context", style=style
-    )
+    batch_w = _slider(widgets, SEQUENCE_BATCH_CHOICES, point.batch, "sequences", style)
+    seq_w = _slider(widgets, SEQ_CHOICES, point.seq_len, "context", style)
     image, text = widgets.Image(format="png"), widgets.HTML()
 
     def draw(*_):
@@ -639,31 +614,11 @@ def planner_explorer(
         return plots.planner_chart(first, top=top)
 
     style = {"description_width": "90px"}
-    model_w = widgets.Dropdown(
-        options=PLANNER_MODELS,
-        value=model if model in PLANNER_MODELS else PLANNER_MODELS[1],
-        description="model",
-        style=style,
-    )
-    slice_w = widgets.Dropdown(
-        options=PLANNER_SLICES,
-        value=slice if slice in PLANNER_SLICES else PLANNER_SLICES[0],
-        description="slice",
-        style=style,
-    )
+    model_w = _dropdown(widgets, PLANNER_MODELS, model, PLANNER_MODELS[1], "model", style)
+    slice_w = _dropdown(widgets, PLANNER_SLICES, slice, PLANNER_SLICES[0], "slice", style)
     batches = tuple(2**k for k in range(18, 27))
-    batch_w = widgets.SelectionSlider(
-        options=batches,
-        value=min(batches, key=lambda b: abs(b - batch_tokens)),
-        description="batch tokens",
-        style=style,
-    )
-    seq_w = widgets.Dropdown(
-        options=(2048, 4096, 8192, 16384, 32768),
-        value=seq_len if seq_len in (2048, 4096, 8192, 16384, 32768) else 4096,
-        description="seq len",
-        style=style,
-    )
+    batch_w = _slider(widgets, batches, batch_tokens, "batch tokens", style)
+    seq_w = _dropdown(widgets, (2048, 4096, 8192, 16384, 32768), seq_len, 4096, "seq len", style)
     seqshard_w = widgets.Checkbox(value=True, description="allow context parallelism")
     text = widgets.HTML()
 
@@ -1092,18 +1047,8 @@ def training_explorer(
     chip_w = widgets.Dropdown(options=TRAINING_CHIPS, value=chip, description="chip", style=style)
     pods_w = widgets.Dropdown(options=(1, 2, 4, 8), value=pods, description="pods", style=style)
     batches = tuple(2**k for k in range(20, 26))
-    batch_w = widgets.SelectionSlider(
-        options=batches,
-        value=min(batches, key=lambda b: abs(b - batch_tokens)),
-        description="batch tokens",
-        style=style,
-    )
-    seq_w = widgets.Dropdown(
-        options=(2048, 4096, 8192),
-        value=seq_len if seq_len in (2048, 4096, 8192) else 4096,
-        description="seq len",
-        style=style,
-    )
+    batch_w = _slider(widgets, batches, batch_tokens, "batch tokens", style)
+    seq_w = _dropdown(widgets, (2048, 4096, 8192), seq_len, 4096, "seq len", style)
     text = widgets.HTML()
 
     def draw(*_):
@@ -1170,31 +1115,12 @@ def serving_explorer(
     if widgets is None:
         return plots.latency_throughput_chart(model, chip, n_chips, seq_len)
     style = {"description_width": "70px"}
-    model_w = widgets.Dropdown(
-        options=SERVING_MODELS,
-        value=model if model in SERVING_MODELS else "llama3-8b",
-        description="model",
-        style=style,
-    )
-    chip_w = widgets.Dropdown(
-        options=SERVING_CHIPS, value=chip if chip in SERVING_CHIPS else "v5e", description="chip", style=style
-    )
+    model_w = _dropdown(widgets, SERVING_MODELS, model, "llama3-8b", "model", style)
+    chip_w = _dropdown(widgets, SERVING_CHIPS, chip, "v5e", "chip", style)
     counts = (1, 2, 4, 8, 16, 32, 64)
-    chips_w = widgets.Dropdown(
-        options=counts, value=n_chips if n_chips in counts else 8, description="chips", style=style
-    )
-    seq_w = widgets.SelectionSlider(
-        options=SERVING_CONTEXTS,
-        value=min(SERVING_CONTEXTS, key=lambda s: abs(s - seq_len)),
-        description="context",
-        style=style,
-    )
-    batch_w = widgets.SelectionSlider(
-        options=tuple(2**k for k in range(10)),
-        value=min((2**k for k in range(10)), key=lambda b: abs(b - batch)),
-        description="batch",
-        style=style,
-    )
+    chips_w = _dropdown(widgets, counts, n_chips, 8, "chips", style)
+    seq_w = _slider(widgets, SERVING_CONTEXTS, seq_len, "context", style)
+    batch_w = _slider(widgets, tuple(2**k for k in range(10)), batch, "batch", style)
     image, text = widgets.Image(format="png"), widgets.HTML()
 
     def draw(*_):
@@ -1284,20 +1210,11 @@ def gpu_explorer(
         return plots.gpu_strategy_chart(rows, text0.splitlines()[0])
     style = {"description_width": "90px"}
     chip_w = widgets.Dropdown(options=GPU_CHIPS, value=cluster.chip.name, description="GPU", style=style)
-    nodes_w = widgets.Dropdown(
-        options=GPU_NODES, value=nodes if nodes in GPU_NODES else 8, description="nodes", style=style
-    )
+    nodes_w = _dropdown(widgets, GPU_NODES, nodes, 8, "nodes", style)
     tree_w = widgets.Dropdown(options=GPU_TREES, value=fat_tree, description="fat tree", style=style)
-    model_w = widgets.Dropdown(
-        options=GPU_MODELS, value=model if model in GPU_MODELS else "llama3-70b", description="model", style=style
-    )
+    model_w = _dropdown(widgets, GPU_MODELS, model, "llama3-70b", "model", style)
     batches = tuple(2**k for k in range(8, 16))
-    batch_w = widgets.SelectionSlider(
-        options=batches,
-        value=min(batches, key=lambda x: abs(x - tokens_per_gpu)),
-        description="tokens/GPU",
-        style=style,
-    )
+    batch_w = _slider(widgets, batches, tokens_per_gpu, "tokens/GPU", style)
     image, text = widgets.Image(format="png"), widgets.HTML()
 
     def draw(*_):
@@ -1397,18 +1314,8 @@ def pareto_explorer(
 
     plt.close(fig)
     style = {"description_width": "70px"}
-    seq_w = widgets.SelectionSlider(
-        options=PARETO_CONTEXTS,
-        value=min(PARETO_CONTEXTS, key=lambda s: abs(s - seq_len)),
-        description="context",
-        style=style,
-    )
-    dtype_w = widgets.Dropdown(
-        options=PARETO_DTYPES,
-        value=weight_dtype if weight_dtype in PARETO_DTYPES else "int8",
-        description="precision",
-        style=style,
-    )
+    seq_w = _slider(widgets, PARETO_CONTEXTS, seq_len, "context", style)
+    dtype_w = _dropdown(widgets, PARETO_DTYPES, weight_dtype, "int8", "precision", style)
     image, text = widgets.Image(format="png"), widgets.HTML()
 
     def draw(*_):
