@@ -449,16 +449,22 @@ def measure_copy(
     )
 
 
+def _check_sweep(name: str, seq, of: str, empty: str, entries: str) -> None:
+    """Check that the sweep ``seq`` is a list (``of`` says of what) of 1 to :data:`MAX_SWEEP` ``entries``; ``empty``
+    is the error for an empty one."""
+    if isinstance(seq, (str, bytes)) or not isinstance(seq, (list, tuple)):
+        raise TypeError(f"{name} must be a list{of}; got {type(seq).__name__} {seq!r}")
+    if not seq:
+        raise ValueError(f"{name} {empty}")
+    if len(seq) > MAX_SWEEP:
+        raise ValueError(f"{name} lists {len(seq)} {entries}; a sweep takes at most {MAX_SWEEP}")
+
+
 def _checked_shapes(name: str, shapes) -> tuple:
     """``shapes`` as a tuple of (B, D, F) tuples, every entry checked (and sized against memory) up front."""
     from .units import check_sizes
 
-    if isinstance(shapes, (str, bytes)) or not isinstance(shapes, (list, tuple)):
-        raise TypeError(f"{name} must be a list of (B, D, F) tuples; got {type(shapes).__name__} {shapes!r}")
-    if not shapes:
-        raise ValueError(f"{name} must name at least one (B, D, F) matmul")
-    if len(shapes) > MAX_SWEEP:
-        raise ValueError(f"{name} lists {len(shapes)} matmuls; a sweep takes at most {MAX_SWEEP}")
+    _check_sweep(name, shapes, " of (B, D, F) tuples", "must name at least one (B, D, F) matmul", "matmuls")
     out = []
     for i, shape in enumerate(shapes):
         shape = check_sizes(f"{name}[{i}]", shape)
@@ -476,12 +482,7 @@ def _checked_shapes(name: str, shapes) -> tuple:
 
 def _checked_sizes(name: str, sizes) -> tuple:
     """``sizes`` (bytes) as a tuple, every entry positive, finite and within memory."""
-    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, (list, tuple)):
-        raise TypeError(f"{name} must be a list of sizes in bytes; got {type(sizes).__name__} {sizes!r}")
-    if not sizes:
-        raise ValueError(f"{name} must list at least one array size in bytes")
-    if len(sizes) > MAX_SWEEP:
-        raise ValueError(f"{name} lists {len(sizes)} sizes; a sweep takes at most {MAX_SWEEP}")
+    _check_sweep(name, sizes, " of sizes in bytes", "must list at least one array size in bytes", "sizes")
     for i, size in enumerate(sizes):
         check_fits(f"{name}[{i}]", 2 * check_positive(f"{name}[{i}]", size, maximum=MAX_COPY_BYTES))
     return tuple(sizes)
@@ -1034,12 +1035,7 @@ def collective_sweep(
     from . import collectives
 
     for name, seq in (("kinds", kinds), ("sizes", sizes)):
-        if isinstance(seq, (str, bytes)) or not isinstance(seq, (list, tuple)):
-            raise TypeError(f"{name} must be a list; got {type(seq).__name__} {seq!r}")
-        if not seq:
-            raise ValueError(f"{name} must not be empty")
-        if len(seq) > MAX_SWEEP:
-            raise ValueError(f"{name} lists {len(seq)} entries; a sweep takes at most {MAX_SWEEP}")
+        _check_sweep(name, seq, "", "must not be empty", "entries")
     for i, k in enumerate(kinds):
         try:
             collectives.canonical_kind(k)

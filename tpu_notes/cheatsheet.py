@@ -75,10 +75,6 @@ def numbers_to_know(
 ) -> list[Number]:
     """The rows of Chapter 12's table for ``chips`` (names) and ``models`` (preset names); collectives are priced on a
     ``ring``-chip ICI ring with wraparound of each TPU."""
-    from .collectives import all_gather_time, all_reduce_time, all_to_all_time
-    from .roofline import critical_batch_size
-    from .training import critical_batch_per_chip, flops_per_token
-
     for name, seq in (("chips", chips), ("models", models)):
         if isinstance(seq, (str, bytes)) or not isinstance(seq, (list, tuple)):
             raise TypeError(f"{name} must be a list of names, e.g. ['v5e'] or ['llama3-8b']; got {seq!r}")
@@ -87,86 +83,104 @@ def numbers_to_know(
     rows: list[Number] = []
     for name in chips:
         c = get_chip(name, "chips")
-        rows += [
-            Number("chip", c.name, "peak bf16", c.peak_flops("bf16"), "FLOP/s", 1, "hardware.Chip.peak_flops"),
-            Number("chip", c.name, "HBM bandwidth", c.hbm_bw, "B/s", 1, "hardware.Chip.bandwidth"),
-            Number("chip", c.name, "HBM capacity", c.hbm_bytes, "B", 2, "hardware.Chip"),
-            Number(
-                "chip",
-                c.name,
-                "critical batch (HBM, bf16)",
-                critical_batch_size(c),
-                "tokens",
-                1,
-                "roofline.critical_batch_size",
-            ),
-        ]
-        if c.kind == "tpu":
-            rows += [
-                Number(
-                    "training",
-                    c.name,
-                    "data/FSDP critical batch per chip, one axis",
-                    critical_batch_per_chip("fsdp", c),
-                    "tokens",
-                    5,
-                    "training.critical_batch_per_chip",
-                ),
-                Number(
-                    "training",
-                    c.name,
-                    "DCN critical batch per slice",
-                    critical_batch_per_chip("dcn", c) if c.dcn_bw else None,
-                    "tokens",
-                    5,
-                    "training.critical_batch_per_chip",
-                ),
-            ]
-            w = c.bandwidth("ici")
-            for label, fn in (
-                ("AllGather", all_gather_time),
-                ("AllReduce", all_reduce_time),
-                ("AllToAll", all_to_all_time),
-            ):
-                rows.append(
-                    Number(
-                        "collective",
-                        c.name,
-                        f"{label} of 1 GB over a {ring}-chip ring",
-                        fn(1e9, ring, w).total,
-                        "s",
-                        3,
-                        f"collectives.{fn.__name__}",
-                    )
-                )
-        else:
-            rows += _gpu_rows(c)
+        rows += _chip_rows(c)
+        rows += _tpu_rows(c, ring) if c.kind == "tpu" else _gpu_rows(c)
     for name in models:
-        m = as_config(name, "models")
-        rows += [
-            Number(
-                "model",
-                m.name,
-                "parameters",
-                float(m.param_count()),
-                "",
-                4,
-                "transformer.TransformerConfig.param_count",
-            ),
-            Number(
-                "model", m.name, "training FLOPs per token", flops_per_token(m), "FLOPs", 4, "training.flops_per_token"
-            ),
-            Number(
-                "model",
-                m.name,
-                "KV cache per token (bf16)",
-                m.kv_bytes_per_token("bf16"),
-                "B",
-                4,
-                "transformer.TransformerConfig.kv_bytes_per_token",
-            ),
-        ]
+        rows += _model_rows(as_config(name, "models"))
     return rows
+
+
+def _chip_rows(c) -> list[Number]:
+    """Any chip's peak, HBM bandwidth and capacity, and critical batch (Chapters 1 and 2)."""
+    from .roofline import critical_batch_size
+
+    return [
+        Number("chip", c.name, "peak bf16", c.peak_flops("bf16"), "FLOP/s", 1, "hardware.Chip.peak_flops"),
+        Number("chip", c.name, "HBM bandwidth", c.hbm_bw, "B/s", 1, "hardware.Chip.bandwidth"),
+        Number("chip", c.name, "HBM capacity", c.hbm_bytes, "B", 2, "hardware.Chip"),
+        Number(
+            "chip",
+            c.name,
+            "critical batch (HBM, bf16)",
+            critical_batch_size(c),
+            "tokens",
+            1,
+            "roofline.critical_batch_size",
+        ),
+    ]
+
+
+def _tpu_rows(c, ring: int) -> list[Number]:
+    """A TPU's ICI and DCN critical batches of training (Chapter 5) and its collectives of 1 GB over a ``ring``-chip
+    ICI ring (Chapter 3)."""
+    from .collectives import all_gather_time, all_reduce_time, all_to_all_time
+    from .training import critical_batch_per_chip
+
+    rows = [
+        Number(
+            "training",
+            c.name,
+            "data/FSDP critical batch per chip, one axis",
+            critical_batch_per_chip("fsdp", c),
+            "tokens",
+            5,
+            "training.critical_batch_per_chip",
+        ),
+        Number(
+            "training",
+            c.name,
+            "DCN critical batch per slice",
+            critical_batch_per_chip("dcn", c) if c.dcn_bw else None,
+            "tokens",
+            5,
+            "training.critical_batch_per_chip",
+        ),
+    ]
+    w = c.bandwidth("ici")
+    for label, fn in (
+        ("AllGather", all_gather_time),
+        ("AllReduce", all_reduce_time),
+        ("AllToAll", all_to_all_time),
+    ):
+        rows.append(
+            Number(
+                "collective",
+                c.name,
+                f"{label} of 1 GB over a {ring}-chip ring",
+                fn(1e9, ring, w).total,
+                "s",
+                3,
+                f"collectives.{fn.__name__}",
+            )
+        )
+    return rows
+
+
+def _model_rows(m) -> list[Number]:
+    """A model's parameters, training FLOPs per token and KV cache per token (Chapter 4)."""
+    from .training import flops_per_token
+
+    return [
+        Number(
+            "model",
+            m.name,
+            "parameters",
+            float(m.param_count()),
+            "",
+            4,
+            "transformer.TransformerConfig.param_count",
+        ),
+        Number("model", m.name, "training FLOPs per token", flops_per_token(m), "FLOPs", 4, "training.flops_per_token"),
+        Number(
+            "model",
+            m.name,
+            "KV cache per token (bf16)",
+            m.kv_bytes_per_token("bf16"),
+            "B",
+            4,
+            "transformer.TransformerConfig.kv_bytes_per_token",
+        ),
+    ]
 
 
 #: Row names of a GPU's communication numbers (Chapter 11), beside the TPU row each stands in for in the table.

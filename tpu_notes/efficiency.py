@@ -139,40 +139,33 @@ class EfficiencyModel:
         return replace(self, **changes)
 
     # -- the figures, per chip --------------------------------------------------------------------------------
+    def _chip_figure(self, field: str, chip, name_key: bool = True) -> float:
+        """``chip``'s figure in the table ``field`` ("matmul", "attention", "sustained"): its own, else its
+        family's; the error for a missing one names the chip's key too when ``name_key``."""
+        c = _chip(chip)
+        table = getattr(self, field)
+        for key in (c.name, c.kind):
+            if key in table:
+                return float(table[key])
+        key_note = f" (key {c.name!r})" if name_key else ""
+        raise ValueError(
+            f"the efficiency model {self.name!r} has no {field} figure for {c.long_name}{key_note} or its "
+            f"family ({c.kind!r}): add one to EfficiencyModel.{field}"
+        )
+
     def large_matmul(self, chip) -> float:
         """The fraction of peak a large bf16 matmul reaches on ``chip`` (its own figure, else its family's)."""
-        c = _chip(chip)
-        for key in (c.name, c.kind):
-            if key in self.matmul:
-                return float(self.matmul[key])
-        raise ValueError(
-            f"the efficiency model {self.name!r} has no matmul figure for {c.long_name} (key {c.name!r}) or its "
-            f"family ({c.kind!r}): add one to EfficiencyModel.matmul"
-        )
+        return self._chip_figure("matmul", chip)
 
     def attention_fraction(self, chip) -> float:
         """The fraction of bf16 peak flash attention (forward and backward) reaches on ``chip`` (its own figure,
         else its family's)."""
-        c = _chip(chip)
-        for key in (c.name, c.kind):
-            if key in self.attention:
-                return float(self.attention[key])
-        raise ValueError(
-            f"the efficiency model {self.name!r} has no attention figure for {c.long_name} (key {c.name!r}) or its "
-            f"family ({c.kind!r}): add one to EfficiencyModel.attention"
-        )
+        return self._chip_figure("attention", chip)
 
     def sustained_fraction(self, chip) -> float:
         """The share of the matmul and attention rates a whole compute-bound step sustains on ``chip`` (its own
         figure, else its family's): 1 for a family the microbenchmarks already describe."""
-        c = _chip(chip)
-        for key in (c.name, c.kind):
-            if key in self.sustained:
-                return float(self.sustained[key])
-        raise ValueError(
-            f"the efficiency model {self.name!r} has no sustained figure for {c.long_name} or its family "
-            f"({c.kind!r}): add one to EfficiencyModel.sustained"
-        )
+        return self._chip_figure("sustained", chip, name_key=False)
 
     def link(self, link: str) -> float:
         """The achieved fraction of ``link``'s datasheet bandwidth ("ici", "dcn", "nvlink", "ib", "pcie")."""

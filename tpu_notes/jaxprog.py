@@ -240,16 +240,20 @@ def collective_table(mesh, axis: str = "x", rows: Side = 64, cols: Side = 128) -
 # ------------------------------------------------------------------------------------------------------------
 
 
-def _matmul_inputs(x, w, mesh, axis):
+def _matmul_inputs(x, w, mesh, axis, inner: str = "D", outer: str = "F", w_spec=None):
+    """Check ``x [B, inner] @ w [inner, outer]`` against the mesh (``axis`` divides both ``x``'s and ``w``'s last
+    dimension) and place both on it, ``x`` split by columns and ``w`` by ``w_spec`` (default: by columns too)."""
     n = _check_mesh(mesh, axis)
     _check_array("x", x, 2)
     _check_array("w", w, 2)
     if x.shape[1] != w.shape[0]:
-        raise ValueError(f"x [B, D] and w [D, F] must share D; got x {tuple(x.shape)} and w {tuple(w.shape)}")
-    _divides("x.shape[1] (D)", x.shape[1], n, axis)
-    _divides("w.shape[1] (F)", w.shape[1], n, axis)
+        raise ValueError(
+            f"x [B, {inner}] and w [{inner}, {outer}] must share {inner}; got x {tuple(x.shape)} and w {tuple(w.shape)}"
+        )
+    _divides(f"x.shape[1] ({inner})", x.shape[1], n, axis)
+    _divides(f"w.shape[1] ({outer})", w.shape[1], n, axis)
     x = jax.device_put(x, NamedSharding(mesh, P(None, axis)))
-    w = jax.device_put(w, NamedSharding(mesh, P(None, axis)))
+    w = jax.device_put(w, NamedSharding(mesh, w_spec or P(None, axis)))
     return n, x, w
 
 
@@ -320,16 +324,8 @@ def reducescatter_matmul(x, w, mesh, axis: str = "x", *, collective: bool = True
     output block travels round the ring, and each device adds its own contribution to the block passing through
     before handing it on (``N`` partial matmuls, ``N − 1`` hops), so every hop can overlap the next partial matmul.
     """
-    n = _check_mesh(mesh, axis)
-    _check_array("x", x, 2)
-    _check_array("w", w, 2)
-    if x.shape[1] != w.shape[0]:
-        raise ValueError(f"x [B, F] and w [F, D] must share F; got x {tuple(x.shape)} and w {tuple(w.shape)}")
-    _divides("x.shape[1] (F)", x.shape[1], n, axis)
-    _divides("w.shape[1] (D)", w.shape[1], n, axis)
+    _, x, w = _matmul_inputs(x, w, mesh, axis, "F", "D", P(axis, None))
     check_bool("collective", collective)
-    x = jax.device_put(x, NamedSharding(mesh, P(None, axis)))
-    w = jax.device_put(w, NamedSharding(mesh, P(axis, None)))
     return _reducescatter_program(mesh, axis, collective)(x, w)
 
 
@@ -511,6 +507,18 @@ def moe_reference(x, router, w_in, w_out, n_groups: RingSize, capacity: Capacity
     return y, int(T - jnp.sum(kept))
 
 
+def _moe_capacity_on(mesh, axis: str, x, router, w_in, w_out, capacity) -> int:
+    """Check the MoE inputs against ``axis`` (it divides the tokens and the experts); return the slots per expert
+    (``capacity``, or :func:`~tpu_notes.transformer.moe_capacity` of each device's tokens)."""
+    n = _check_mesh(mesh, axis)
+    T, D, E = _moe_inputs(x, router, w_in, w_out)
+    _divides("the number of tokens x.shape[0]", T, n, axis)
+    _divides("the number of experts router.shape[1]", E, n, axis)
+    cap = moe_capacity(T // n, E) if capacity is None else capacity
+    _check_buffer(E, cap, D)
+    return cap
+
+
 @checked
 def moe_expert_parallel(x, router, w_in, w_out, mesh, axis: str = "x", capacity: Capacity | None = None):
     """The MoE layer with its ``E`` experts split over ``axis`` (``E/N`` per device) and tokens split too.
@@ -522,12 +530,7 @@ def moe_expert_parallel(x, router, w_in, w_out, mesh, axis: str = "x", capacity:
     of ``T/N`` tokens.
     Returns ``(y[T, D], dropped)``, equal to :func:`moe_reference` with ``n_groups = N``.
     """
-    n = _check_mesh(mesh, axis)
-    T, D, E = _moe_inputs(x, router, w_in, w_out)
-    _divides("the number of tokens x.shape[0]", T, n, axis)
-    _divides("the number of experts router.shape[1]", E, n, axis)
-    cap = moe_capacity(T // n, E) if capacity is None else capacity
-    _check_buffer(E, cap, D)
+    cap = _moe_capacity_on(mesh, axis, x, router, w_in, w_out, capacity)
     y, dropped = _moe_program(mesh, axis, cap)(x, router, w_in, w_out)
     return y, int(dropped)
 
@@ -536,12 +539,7 @@ def moe_expert_parallel(x, router, w_in, w_out, mesh, axis: str = "x", capacity:
 def moe_hlo_collectives(x, router, w_in, w_out, mesh, axis: str = "x", capacity: Capacity | None = None) -> list:
     """The collectives XLA compiles for :func:`moe_expert_parallel` on these inputs (``hlo.HloCollective`` each):
     two AllToAlls of the ``[E, capacity, D]`` buffer and one small AllReduce of the dropped count."""
-    n = _check_mesh(mesh, axis)
-    T, D, E = _moe_inputs(x, router, w_in, w_out)
-    _divides("the number of tokens x.shape[0]", T, n, axis)
-    _divides("the number of experts router.shape[1]", E, n, axis)
-    cap = moe_capacity(T // n, E) if capacity is None else capacity
-    _check_buffer(E, cap, D)
+    cap = _moe_capacity_on(mesh, axis, x, router, w_in, w_out, capacity)
     compiled = _moe_program(mesh, axis, cap).lower(x, router, w_in, w_out).compile()
     return hlo.collectives(compiled)
 
@@ -602,8 +600,6 @@ def pallas_matmul(
     ``bk`` defaults to ``K`` (one step). ``interpret`` defaults to True on CPU (Pallas's interpreter), False
     elsewhere (compiled by Mosaic on a TPU, Triton on a GPU).
     """
-    from jax.experimental import pallas as pl
-
     _check_array("x", x, 2)
     _check_array("y", y, 2)
     M, K = x.shape
@@ -624,56 +620,71 @@ def pallas_matmul(
     if k_loop is None:
         k_loop = backend == "gpu" and not interpret
     check_bool("k_loop", k_loop)
-    n_k = K // bk
-    out_shape = jax.ShapeDtypeStruct((M, N), jnp.float32)
     if k_loop:
-
-        def loop_kernel(x_ref, y_ref, o_ref):  # x_ref [bm, K], y_ref [K, bn]
-            def step(k, acc):
-                xs = x_ref[:, pl.ds(k * bk, bk)]
-                ys = y_ref[pl.ds(k * bk, bk), :]
-                return acc + jnp.dot(xs, ys, preferred_element_type=jnp.float32)
-
-            o_ref[...] = jax.lax.fori_loop(0, n_k, step, jnp.zeros((bm, bn), jnp.float32))
-
-        call = pl.pallas_call(
-            loop_kernel,
-            out_shape=out_shape,
-            grid=(M // bm, N // bn),
-            in_specs=[pl.BlockSpec((bm, K), lambda i, j: (i, 0)), pl.BlockSpec((K, bn), lambda i, j: (0, j))],
-            out_specs=pl.BlockSpec((bm, bn), lambda i, j: (i, j)),
-            interpret=interpret,
-        )
+        call = _pallas_k_loop(M, N, K, bm, bn, bk, interpret)
     else:
-        from jax.experimental.pallas import tpu as pltpu
-
-        def grid_kernel(x_ref, y_ref, o_ref, acc_ref):
-            k = pl.program_id(2)
-
-            @pl.when(k == 0)
-            def _():
-                acc_ref[...] = jnp.zeros_like(acc_ref)
-
-            acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
-
-            @pl.when(k == n_k - 1)
-            def _():
-                o_ref[...] = acc_ref[...]
-
-        extra = {}
-        if backend == "tpu" and not interpret:
-            extra["compiler_params"] = pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary"))
-        call = pl.pallas_call(
-            grid_kernel,
-            out_shape=out_shape,
-            grid=(M // bm, N // bn, n_k),
-            in_specs=[pl.BlockSpec((bm, bk), lambda i, j, k: (i, k)), pl.BlockSpec((bk, bn), lambda i, j, k: (k, j))],
-            out_specs=pl.BlockSpec((bm, bn), lambda i, j, k: (i, j)),
-            scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
-            interpret=interpret,
-            **extra,
-        )
+        call = _pallas_k_grid(M, N, K, bm, bn, bk, interpret, backend == "tpu" and not interpret)
     return jax.jit(call)(x, y).astype(jnp.result_type(x.dtype, y.dtype))
+
+
+def _pallas_k_loop(M: int, N: int, K: int, bm: int, bn: int, bk: int, interpret: bool):
+    """:func:`pallas_matmul`'s GPU program: grid ``(M/bm, N/bn)``, each program looping over the ``K/bk`` steps."""
+    from jax.experimental import pallas as pl
+
+    n_k = K // bk
+
+    def loop_kernel(x_ref, y_ref, o_ref):  # x_ref [bm, K], y_ref [K, bn]
+        def step(k, acc):
+            xs = x_ref[:, pl.ds(k * bk, bk)]
+            ys = y_ref[pl.ds(k * bk, bk), :]
+            return acc + jnp.dot(xs, ys, preferred_element_type=jnp.float32)
+
+        o_ref[...] = jax.lax.fori_loop(0, n_k, step, jnp.zeros((bm, bn), jnp.float32))
+
+    return pl.pallas_call(
+        loop_kernel,
+        out_shape=jax.ShapeDtypeStruct((M, N), jnp.float32),
+        grid=(M // bm, N // bn),
+        in_specs=[pl.BlockSpec((bm, K), lambda i, j: (i, 0)), pl.BlockSpec((K, bn), lambda i, j: (0, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j: (i, j)),
+        interpret=interpret,
+    )
+
+
+def _pallas_k_grid(M: int, N: int, K: int, bm: int, bn: int, bk: int, interpret: bool, on_tpu: bool):
+    """:func:`pallas_matmul`'s TPU (and interpreter) program: grid ``(M/bm, N/bn, K/bk)``, accumulating into a
+    float32 scratch tile; ``on_tpu`` declares ``k`` sequential for Mosaic."""
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    n_k = K // bk
+
+    def grid_kernel(x_ref, y_ref, o_ref, acc_ref):
+        k = pl.program_id(2)
+
+        @pl.when(k == 0)
+        def _():
+            acc_ref[...] = jnp.zeros_like(acc_ref)
+
+        acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+        @pl.when(k == n_k - 1)
+        def _():
+            o_ref[...] = acc_ref[...]
+
+    extra = {}
+    if on_tpu:
+        extra["compiler_params"] = pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary"))
+    return pl.pallas_call(
+        grid_kernel,
+        out_shape=jax.ShapeDtypeStruct((M, N), jnp.float32),
+        grid=(M // bm, N // bn, n_k),
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, k: (i, k)), pl.BlockSpec((bk, bn), lambda i, j, k: (k, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, k: (i, j)),
+        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
+        interpret=interpret,
+        **extra,
+    )
 
 
 # ------------------------------------------------------------------------------------------------------------

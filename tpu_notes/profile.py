@@ -294,6 +294,51 @@ def _step_windows(profile, step_name: str) -> list[tuple[int, float, float]]:
     return sorted(out)
 
 
+def _check_capture(fn, step_name, logdir) -> str | None:
+    """Check :func:`capture`'s ``fn``, ``step_name`` and ``logdir`` (an empty or new directory); return ``logdir``
+    as a string path (or None)."""
+    if not callable(fn):
+        raise TypeError(
+            f"fn must be a callable (a function, a jitted function or a compiled one); got {type(fn).__name__}"
+        )
+    if not isinstance(step_name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}", step_name):
+        raise ValueError(f"step_name must be a short identifier (letters, digits, _ . -); got {step_name!r}")
+    if logdir is not None:
+        if not isinstance(logdir, (str, os.PathLike)):
+            raise TypeError(f"logdir must be a directory path or None; got {type(logdir).__name__}")
+        logdir = os.fspath(logdir)
+        if os.path.exists(logdir) and (not os.path.isdir(logdir) or os.listdir(logdir)):
+            raise ValueError(
+                f"logdir must be an empty or new directory (a second trace in it would be ambiguous); {logdir!r} is not"
+            )
+    return logdir
+
+
+def _compile_and_warm_up(fn, args: tuple, warmup: int):
+    """``fn`` compiled for ``args`` and called ``warmup`` times; a failure in either stage is a ``ValueError``
+    naming the stage."""
+    try:
+        compiled = _compile(fn, args)
+    except Exception as e:  # noqa: BLE001 - reported with its type, chained
+        raise ValueError(f"fn failed to compile for these args: {type(e).__name__}: {e}") from e
+    try:
+        for _ in range(warmup):
+            jax.block_until_ready(compiled(*args))
+    except Exception as e:  # noqa: BLE001
+        raise ValueError(f"fn failed when called (warm-up, before tracing): {type(e).__name__}: {e}") from e
+    return compiled
+
+
+def _remove_written(directory: str, created: bool) -> None:
+    """Undo a failed trace: remove ``directory`` if this call ``created`` it, else only what is in it now."""
+    if created:
+        shutil.rmtree(directory, ignore_errors=True)
+    else:
+        for entry in os.listdir(directory):
+            path = os.path.join(directory, entry)
+            shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.remove(path)
+
+
 @checked
 def capture(
     fn: Callable,
@@ -314,30 +359,8 @@ def capture(
     removed and a ``ValueError`` says which stage failed. A temporary directory made here is removed when
     the Python process exits (pass ``logdir`` to keep the trace).
     """
-    if not callable(fn):
-        raise TypeError(
-            f"fn must be a callable (a function, a jitted function or a compiled one); got {type(fn).__name__}"
-        )
-    if not isinstance(step_name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}", step_name):
-        raise ValueError(f"step_name must be a short identifier (letters, digits, _ . -); got {step_name!r}")
-    if logdir is not None:
-        if not isinstance(logdir, (str, os.PathLike)):
-            raise TypeError(f"logdir must be a directory path or None; got {type(logdir).__name__}")
-        logdir = os.fspath(logdir)
-        if os.path.exists(logdir) and (not os.path.isdir(logdir) or os.listdir(logdir)):
-            raise ValueError(
-                f"logdir must be an empty or new directory (a second trace in it would be ambiguous); {logdir!r} is not"
-            )
-    try:
-        compiled = _compile(fn, args)
-    except Exception as e:  # noqa: BLE001 - reported with its type, chained
-        raise ValueError(f"fn failed to compile for these args: {type(e).__name__}: {e}") from e
-    try:
-        for _ in range(warmup):
-            jax.block_until_ready(compiled(*args))
-    except Exception as e:  # noqa: BLE001
-        raise ValueError(f"fn failed when called (warm-up, before tracing): {type(e).__name__}: {e}") from e
-
+    logdir = _check_capture(fn, step_name, logdir)
+    compiled = _compile_and_warm_up(fn, args, warmup)
     created = logdir is None or not os.path.exists(logdir)
     directory = _temporary_directory() if logdir is None else logdir
     os.makedirs(directory, exist_ok=True)
@@ -353,12 +376,7 @@ def capture(
         if len(windows) != steps:
             raise ValueError(f"the trace holds {len(windows)} step annotations, expected {steps}")
     except BaseException as e:
-        if created:
-            shutil.rmtree(directory, ignore_errors=True)
-        else:
-            for entry in os.listdir(directory):
-                path = os.path.join(directory, entry)
-                shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.remove(path)
+        _remove_written(directory, created)
         if isinstance(e, ValueError):
             raise
         if isinstance(e, Exception):

@@ -493,6 +493,51 @@ def matmul_plan(lhs, rhs, out=None, *, mesh: Mesh, sizes: Mapping[str, int], dty
     out = _parse(out, "out") if out is not None else None
     mesh = _check_mesh(mesh)
     dtype = canonical_dtype(dtype)
+    k = _check_operands(lhs, rhs, out, mesh, sizes)
+    out_name = out.name if out is not None else "C"
+    b = _Builder(mesh, dict(sizes), dtype)
+
+    # ---- case 4: the same mesh axis splits a free dimension of both operands
+    clash = {a for d in lhs.dims if d.name != k for a in d.axes} & {a for d in rhs.dims if d.name != k for a in d.axes}
+    la, ra = lhs.dim(k).axes, rhs.dim(k).axes
+    if clash:
+        case = 4
+    elif la and ra:
+        case = 3
+    elif la or ra:
+        case = 2
+    else:
+        case = 1
+    lhs_now, rhs_now = _gather_clash(b, lhs, rhs, k, clash, out) if clash else (lhs, rhs)
+
+    la, ra = lhs_now.dim(k).axes, rhs_now.dim(k).axes
+    if la and ra and la != ra:
+        raise ValueError(
+            f"{lhs} and {rhs} split the contracting dimension {k} differently ({''.join(la)} vs "
+            f"{''.join(ra)}); reshard one of them first"
+        )
+    if bool(la) != bool(ra):
+        lhs_now, rhs_now = _gather_or_slice(b, lhs_now, rhs_now, k, out)
+
+    local = _local_output(lhs_now, rhs_now, k, out_name)
+    _append_local_matmul(b, lhs_now, rhs_now, local, k)
+    final = _finish(b, local, out)
+    return MatmulPlan(
+        lhs=lhs,
+        rhs=rhs,
+        out=final,
+        case=case,
+        contracting=k,
+        steps=tuple(b.steps),
+        mesh=mesh,
+        sizes=dict(sizes),
+        dtype=dtype,
+    )
+
+
+def _check_operands(lhs: ShardedArray, rhs: ShardedArray, out, mesh: Mesh, sizes) -> str:
+    """Check the operands (and ``out``) of :func:`matmul_plan` against the mesh and sizes; return the one
+    dimension name they contract."""
     if not isinstance(sizes, Mapping):
         raise TypeError(f"sizes must be a dict of dimension name -> size; got {type(sizes).__name__}")
     for argument, arr in (("lhs", lhs), ("rhs", rhs)):
@@ -510,109 +555,85 @@ def matmul_plan(lhs, rhs, out=None, *, mesh: Mesh, sizes: Mapping[str, int], dty
     if len(shared) != 1:
         raise ValueError(f"{lhs} and {rhs} must share exactly one (contracting) dimension name; they share {shared}")
     k = shared[0]
-    free_l = [d for d in lhs.dims if d.name != k]
-    free_r = [d for d in rhs.dims if d.name != k]
-    out_names = [d.name for d in free_l + free_r]
+    out_names = [d.name for d in lhs.dims if d.name != k] + [d.name for d in rhs.dims if d.name != k]
     if out is not None:
         if sorted(out.dim_names) != sorted(out_names):
             raise ValueError(f"out {out} must have the dimensions {out_names} (the non-contracted ones)")
         if out.unreduced:
             raise ValueError("out must be fully reduced; use the plan's intermediate for partial sums")
         out.validate(mesh, sizes)
-    out_name = out.name if out is not None else "C"
-    b = _Builder(mesh, dict(sizes), dtype)
+    return k
 
-    # ---- case 4: the same mesh axis splits a free dimension of both operands
-    clash = {a for d in free_l for a in d.axes} & {a for d in free_r for a in d.axes}
+
+def _gather_clash(b: _Builder, lhs: ShardedArray, rhs: ShardedArray, k: str, clash: set, out):
+    """Case 4 of :func:`matmul_plan`: AllGather the ``clash`` axes out of one operand, the one whose split ``out``
+    keeps on fewer dimensions (else the smaller one); return the operands after."""
+    want = {a: dd.name for dd in (out.dims if out is not None else ()) for a in dd.axes}
+
+    def keeps(arr):  # how many clashing axes of arr the output keeps on the same dimension
+        return sum(1 for d in arr.dims if d.name != k for a in d.axes if a in clash and want.get(a) == d.name)
+
+    kl, kr = keeps(lhs), keeps(rhs)
+    if kl != kr:
+        gather_rhs = kl > kr
+    else:
+        gather_rhs = b.nbytes(rhs) <= b.nbytes(lhs)
+    victim = rhs if gather_rhs else lhs
+    for d in victim.dims:
+        drop = tuple(a for a in d.axes if a in clash)
+        if drop:
+            victim = b.gather(victim, d.name, drop)
+    return (lhs, victim) if gather_rhs else (victim, rhs)
+
+
+def _gather_or_slice(b: _Builder, lhs: ShardedArray, rhs: ShardedArray, k: str, out):
+    """Case 2 of :func:`matmul_plan` (``k`` split in one operand only): AllGather the split operand, or slice the
+    replicated one and reduce partial sums afterwards, whichever the cost model prices lower; return the operands
+    after."""
     la, ra = lhs.dim(k).axes, rhs.dim(k).axes
-    if clash:
-        case = 4
-    elif la and ra:
-        case = 3
-    elif la or ra:
-        case = 2
-    else:
-        case = 1
-    if clash:
-        want = {a: dd.name for dd in (out.dims if out is not None else ()) for a in dd.axes}
+    split, other = (lhs, rhs) if la else (rhs, lhs)
+    axes = la or ra
+    busy = {a for d in other.dims for a in d.axes}
+    out_name = out.name if out is not None else "C"
 
-        def keeps(arr):  # how many clashing axes of arr the output keeps on the same dimension
-            return sum(1 for d in arr.dims if d.name != k for a in d.axes if a in clash and want.get(a) == d.name)
-
-        kl, kr = keeps(lhs), keeps(rhs)
-        if kl != kr:
-            gather_rhs = kl > kr
+    def cost(strategy: str) -> tuple[float, float]:
+        trial = _Builder(b.mesh, dict(b.sizes), b.dtype)
+        if strategy == "gather":
+            s2, o2 = trial.gather(split, k, axes), other
         else:
-            gather_rhs = b.nbytes(rhs) <= b.nbytes(lhs)
-        victim = rhs if gather_rhs else lhs
-        for d in victim.dims:
-            drop = tuple(a for a in d.axes if a in clash)
-            if drop:
-                victim = b.gather(victim, d.name, drop)
-        lhs_now, rhs_now = (lhs, victim) if gather_rhs else (victim, rhs)
+            s2, o2 = split, trial.slice(other, k, axes)
+        l2, r2 = (s2, o2) if la else (o2, s2)
+        _finish(trial, _local_output(l2, r2, k, out_name), out)
+        weighted = sum(_COST_WEIGHT[s.kind] * s.nbytes for s in trial.steps)
+        peak = max(s.bytes_out for s in trial.steps) if trial.steps else 0.0
+        return weighted, peak  # ties on bytes moved go to the smaller peak memory per device
+
+    if not (set(axes) & busy) and cost("slice") < cost("gather"):
+        other = b.slice(other, k, axes)
     else:
-        lhs_now, rhs_now = lhs, rhs
+        split = b.gather(split, k, axes)
+    return (split, other) if la else (other, split)
 
-    la, ra = lhs_now.dim(k).axes, rhs_now.dim(k).axes
-    if la and ra and la != ra:
-        raise ValueError(
-            f"{lhs} and {rhs} split the contracting dimension {k} differently ({''.join(la)} vs "
-            f"{''.join(ra)}); reshard one of them first"
-        )
-    if bool(la) != bool(ra):
-        # case 2: gather the split operand, or slice the replicated one and reduce partial sums afterwards
-        split, other = (lhs_now, rhs_now) if la else (rhs_now, lhs_now)
-        axes = la or ra
-        busy = {a for d in other.dims for a in d.axes}
 
-        def cost(strategy: str) -> tuple[float, float]:
-            trial = _Builder(mesh, dict(sizes), dtype)
-            if strategy == "gather":
-                s2, o2 = trial.gather(split, k, axes), other
-            else:
-                s2, o2 = split, trial.slice(other, k, axes)
-            l2, r2 = (s2, o2) if la else (o2, s2)
-            _finish(trial, _local_output(l2, r2, k, out_name), out)
-            weighted = sum(_COST_WEIGHT[s.kind] * s.nbytes for s in trial.steps)
-            peak = max(s.bytes_out for s in trial.steps) if trial.steps else 0.0
-            return weighted, peak  # ties on bytes moved go to the smaller peak memory per device
-
-        if not (set(axes) & busy) and cost("slice") < cost("gather"):
-            other = b.slice(other, k, axes)
-        else:
-            split = b.gather(split, k, axes)
-        lhs_now, rhs_now = (split, other) if la else (other, split)
-
-    local = _local_output(lhs_now, rhs_now, k, out_name)
+def _append_local_matmul(b: _Builder, lhs: ShardedArray, rhs: ShardedArray, local: ShardedArray, k: str) -> None:
+    """Record the per-device matmul ``lhs · rhs -> local`` (contracting ``k``) and its FLOPs as a plan step."""
     fl = (
         2.0
-        * math.prod(lhs_now.shard_shape(sizes, mesh))
-        * math.prod(n for d, n in zip(rhs_now.dims, rhs_now.shard_shape(sizes, mesh)) if d.name != k)
+        * math.prod(lhs.shard_shape(b.sizes, b.mesh))
+        * math.prod(n for d, n in zip(rhs.dims, rhs.shard_shape(b.sizes, b.mesh)) if d.name != k)
     )
     b.steps.append(
         Step(
             "matmul",
             (),
-            f"{lhs_now} · {rhs_now}",
+            f"{lhs} · {rhs}",
             str(local),
-            b.nbytes(lhs_now) + b.nbytes(rhs_now),
+            b.nbytes(lhs) + b.nbytes(rhs),
             b.nbytes(local.renamed(local.name)),
             0.0,
             1,
             fl,
         )
-    )
-    final = _finish(b, local, out)
-    return MatmulPlan(
-        lhs=lhs,
-        rhs=rhs,
-        out=final,
-        case=case,
-        contracting=k,
-        steps=tuple(b.steps),
-        mesh=mesh,
-        sizes=dict(sizes),
-        dtype=dtype,
     )
 
 

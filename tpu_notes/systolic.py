@@ -127,6 +127,101 @@ def padding_efficiency(K: PositiveInt, N: PositiveInt, mxu_size: PositiveInt = 1
     return (K * N) / (padded_dim(K, mxu_size) * padded_dim(N, mxu_size))
 
 
+def _matrices(a, b) -> tuple[np.ndarray, np.ndarray]:
+    """``a`` and ``b`` as float64 matrices of finite numbers whose inner dimensions match, else a clear error."""
+    arrays = []
+    for name, m in (("a", a), ("b", b)):
+        if isinstance(m, (str, bytes)) or m is None:
+            raise TypeError(f"{name} must be a 2-D array of numbers; got {type(m).__name__}")
+        try:
+            arr = np.asarray(m, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"{name} must be a 2-D array of numbers; got {type(m).__name__} ({err})") from None
+        if arr.ndim == 2 and not np.isfinite(arr).all():
+            raise ValueError(f"{name} must hold finite numbers; it has inf or nan")
+        arrays.append(arr)
+    a, b = arrays
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"a and b must be 2-D matrices; got shapes {a.shape} and {b.shape}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"inner dimensions must match: a is {a.shape}, b is {b.shape}")
+    if min(a.shape + b.shape) == 0:
+        raise ValueError(f"a and b must be non-empty; got shapes {a.shape} and {b.shape}")
+    return a, b
+
+
+def _check_work(a_shape, b_shape, s: int, expected: int, record_cycles: int) -> None:
+    """Refuse a simulation past the caps: :data:`MAX_CYCLES`, :data:`MAX_PE_CYCLES`, :data:`MAX_RECORD_PE_CYCLES`."""
+    if expected > MAX_CYCLES:
+        raise ValueError(
+            f"a is {a_shape} and b is {b_shape}: simulating {expected:,} cycles exceeds "
+            f"MAX_CYCLES={MAX_CYCLES:,}; use predicted_cycles for large shapes"
+        )
+    if s * s * expected > MAX_PE_CYCLES:
+        raise ValueError(
+            f"a is {a_shape} and b is {b_shape}: simulating {expected:,} cycles of a {s}x{s} array "
+            f"exceeds MAX_PE_CYCLES={MAX_PE_CYCLES:,}; use predicted_cycles for large shapes"
+        )
+    if s * s * min(record_cycles, expected) > MAX_RECORD_PE_CYCLES:
+        raise ValueError(
+            f"record_cycles={record_cycles} on a {s}x{s} array would record "
+            f"{s * s * min(record_cycles, expected):,} PE-cycles, more than "
+            f"MAX_RECORD_PE_CYCLES={MAX_RECORD_PE_CYCLES:,}; record fewer cycles"
+        )
+
+
+def _weight_tiles(a: np.ndarray, b: np.ndarray, s: int):
+    """``a`` zero-padded to whole contraction blocks, and the ``S × S`` weight tiles of padded ``b`` in streaming
+    order (for each output column block, every contraction block) with each tile's contraction and column block."""
+    M, K = a.shape
+    N = b.shape[1]
+    kt, nt = math.ceil(K / s), math.ceil(N / s)
+    Kp, Np = kt * s, nt * s
+    a_pad = np.zeros((M, Kp))
+    a_pad[:, :K] = a
+    b_pad = np.zeros((Kp, Np))
+    b_pad[:K, :N] = b
+    order = [(nb, kb) for nb in range(nt) for kb in range(kt)]
+    w_tiles = np.stack([b_pad[kb * s : (kb + 1) * s, nb * s : (nb + 1) * s] for nb, kb in order])  # [T, S, S]
+    tile_k = np.array([kb for _, kb in order])
+    tile_n = np.array([nb for nb, _ in order])
+    return a_pad, w_tiles, tile_k, tile_n
+
+
+def _skewed_feed(a_pad: np.ndarray, tile_k: np.ndarray, starts: tuple, M: int, s: int):
+    """The skewed input of every cycle, worked out up front: ``(feed_x, feed_row, feed_tile)``, each ``[cycles, S]``.
+
+    At the left edge, on cycle c, row ``entry_m[c]`` of tile ``entry_tau[c]`` enters row 0 of the array (-1: nothing
+    enters); tiles start at least M cycles apart, so no two rows enter on the same cycle. On cycle t, row i of the
+    left column receives the job that entered row 0 on cycle t - i (feed_row/feed_tile -1 and feed_x 0 where none
+    does)."""
+    last_entry = starts[-1] + M - 1
+    entry_tau = np.full(last_entry + 1, -1, dtype=np.int64)
+    entry_m = np.full(last_entry + 1, -1, dtype=np.int64)
+    for tau, st in enumerate(starts):
+        entry_tau[st : st + M] = tau
+        entry_m[st : st + M] = np.arange(M)
+    n_feed = last_entry + s
+    entered = np.arange(n_feed)[:, None] - np.arange(s)[None, :]  # [n_feed, S]
+    inside = (entered >= 0) & (entered <= last_entry)
+    feed_tile = np.where(inside, entry_tau[np.clip(entered, 0, last_entry)], -1)
+    feed_row = np.where(feed_tile >= 0, entry_m[np.clip(entered, 0, last_entry)], -1)
+    cols = np.where(feed_tile >= 0, tile_k[np.maximum(feed_tile, 0)] * s + np.arange(s)[None, :], 0)
+    feed_x = np.where(feed_tile >= 0, a_pad[np.maximum(feed_row, 0), cols], 0.0)
+    return feed_x, feed_row, feed_tile
+
+
+def _snapshot(t: int, busy, x_reg, psum, row_reg, tile_reg) -> Snapshot:
+    """The array's state after cycle ``t``: inputs and partial sums of busy PEs (nan elsewhere) and the tags."""
+    return Snapshot(
+        cycle=t,
+        x=np.where(busy, x_reg, np.nan),
+        psum=np.where(busy, psum, np.nan),
+        row=row_reg.copy(),
+        tile=tile_reg.copy(),
+    )
+
+
 @checked
 def simulate_matmul(
     a,
@@ -145,75 +240,18 @@ def simulate_matmul(
     ``S² × cycles`` at most :data:`MAX_RECORD_PE_CYCLES`: a call at the caps runs in seconds.
     """
     s = array_size
-    arrays = []
-    for name, m in (("a", a), ("b", b)):
-        if isinstance(m, (str, bytes)) or m is None:
-            raise TypeError(f"{name} must be a 2-D array of numbers; got {type(m).__name__}")
-        try:
-            arr = np.asarray(m, dtype=np.float64)
-        except (TypeError, ValueError) as err:
-            raise TypeError(f"{name} must be a 2-D array of numbers; got {type(m).__name__} ({err})") from None
-        if arr.ndim == 2 and not np.isfinite(arr).all():
-            raise ValueError(f"{name} must hold finite numbers; it has inf or nan")
-        arrays.append(arr)
-    a, b = arrays
-    if a.ndim != 2 or b.ndim != 2:
-        raise ValueError(f"a and b must be 2-D matrices; got shapes {a.shape} and {b.shape}")
+    a, b = _matrices(a, b)
     M, K = a.shape
-    K2, N = b.shape
-    if K != K2:
-        raise ValueError(f"inner dimensions must match: a is {a.shape}, b is {b.shape}")
-    if min(M, K, N) == 0:
-        raise ValueError(f"a and b must be non-empty; got shapes {a.shape} and {b.shape}")
-
+    N = b.shape[1]
     expected = predicted_cycles(M, K, N, s)
-    if expected > MAX_CYCLES:
-        raise ValueError(
-            f"a is {a.shape} and b is {b.shape}: simulating {expected:,} cycles exceeds "
-            f"MAX_CYCLES={MAX_CYCLES:,}; use predicted_cycles for large shapes"
-        )
-    if s * s * expected > MAX_PE_CYCLES:
-        raise ValueError(
-            f"a is {a.shape} and b is {b.shape}: simulating {expected:,} cycles of a {s}x{s} array "
-            f"exceeds MAX_PE_CYCLES={MAX_PE_CYCLES:,}; use predicted_cycles for large shapes"
-        )
-    if s * s * min(record_cycles, expected) > MAX_RECORD_PE_CYCLES:
-        raise ValueError(
-            f"record_cycles={record_cycles} on a {s}x{s} array would record "
-            f"{s * s * min(record_cycles, expected):,} PE-cycles, more than "
-            f"MAX_RECORD_PE_CYCLES={MAX_RECORD_PE_CYCLES:,}; record fewer cycles"
-        )
-    kt, nt = math.ceil(K / s), math.ceil(N / s)
-    Kp, Np = kt * s, nt * s
-    a_pad = np.zeros((M, Kp))
-    a_pad[:, :K] = a
-    b_pad = np.zeros((Kp, Np))
-    b_pad[:K, :N] = b
-    # Tiles in streaming order: for each output column block, every contraction block.
-    order = [(nb, kb) for nb in range(nt) for kb in range(kt)]
-    T = len(order)
-    w_tiles = np.stack([b_pad[kb * s : (kb + 1) * s, nb * s : (nb + 1) * s] for nb, kb in order])  # [T, S, S]
-    tile_k = np.array([kb for _, kb in order])
-    tile_n = np.array([nb for nb, _ in order])
-
+    _check_work(a.shape, b.shape, s, expected, record_cycles)
+    a_pad, w_tiles, tile_k, tile_n = _weight_tiles(a, b, s)
+    T = len(w_tiles)
+    Np = math.ceil(N / s) * s
     starts = tile_schedule(T, M, s)
-    # Feed schedule at the left edge: on cycle c, row entry_m[c] of tile entry_tau[c] enters row 0 of the array
-    # (-1: nothing enters). Tiles start at least M cycles apart, so no two rows enter on the same cycle.
     last_entry = starts[-1] + M - 1
-    entry_tau = np.full(last_entry + 1, -1, dtype=np.int64)
-    entry_m = np.full(last_entry + 1, -1, dtype=np.int64)
-    for tau, st in enumerate(starts):
-        entry_tau[st : st + M] = tau
-        entry_m[st : st + M] = np.arange(M)
-    # The skewed input of every cycle, worked out up front: on cycle t, row i of the left column receives the job
-    # that entered row 0 on cycle t - i (feed_row/feed_tile -1 and feed_x 0 where none does).
-    n_feed = last_entry + s
-    entered = np.arange(n_feed)[:, None] - np.arange(s)[None, :]  # [n_feed, S]
-    inside = (entered >= 0) & (entered <= last_entry)
-    feed_tile = np.where(inside, entry_tau[np.clip(entered, 0, last_entry)], -1)
-    feed_row = np.where(feed_tile >= 0, entry_m[np.clip(entered, 0, last_entry)], -1)
-    cols = np.where(feed_tile >= 0, tile_k[np.maximum(feed_tile, 0)] * s + np.arange(s)[None, :], 0)
-    feed_x = np.where(feed_tile >= 0, a_pad[np.maximum(feed_row, 0), cols], 0.0)
+    feed_x, feed_row, feed_tile = _skewed_feed(a_pad, tile_k, starts, M, s)
+    n_feed = len(feed_x)
 
     x_reg = np.zeros((s, s))
     row_reg = np.full((s, s), -1, dtype=np.int64)  # tag: streamed row index, -1 = empty
@@ -243,15 +281,7 @@ def simulate_matmul(
         j = np.nonzero(busy[s - 1])[0]
         acc[row_reg[s - 1, j], tile_n[tile_reg[s - 1, j]] * s + j] += psum[s - 1, j]
         if t < record_cycles:
-            snapshots.append(
-                Snapshot(
-                    cycle=t,
-                    x=np.where(busy, x_reg, np.nan),
-                    psum=np.where(busy, psum, np.nan),
-                    row=row_reg.copy(),
-                    tile=tile_reg.copy(),
-                )
-            )
+            snapshots.append(_snapshot(t, busy, x_reg, psum, row_reg, tile_reg))
         if busy.any():
             last_busy = t
         t += 1

@@ -414,17 +414,8 @@ def transfer_time(
     return topology.transfer_time(nbytes, src, dst, ports=ports, hop_latency=hop_latency)
 
 
-@checked
-def host_transfer_time(
-    nbytes: NonNegativeFloat, chip, n_chips: PositiveInt = 1, *, latency: NonNegativeFloat = 0.0
-) -> TransferTime:
-    """Host ↔ device copy of ``nbytes`` bytes spread over ``n_chips`` chips, each with its own PCIe link.
-
-    ``T = nbytes / (n_chips · W_pcie) + latency`` (``latency`` in seconds, default 0).
-    """
-    c = get_chip(chip)
-    n = n_chips
-    bw = n * c.bandwidth("pcie")
+def _shared_links_time(nbytes: float, bw: float, latency: float) -> TransferTime:
+    """``nbytes`` over links of ``bw`` bytes/s in all, plus ``latency`` seconds, no ICI hops."""
     return TransferTime(
         nbytes=nbytes,
         bandwidth_time=nbytes / bw,
@@ -433,6 +424,17 @@ def host_transfer_time(
         hops=0,
         bandwidth=bw,
     )
+
+
+@checked
+def host_transfer_time(
+    nbytes: NonNegativeFloat, chip, n_chips: PositiveInt = 1, *, latency: NonNegativeFloat = 0.0
+) -> TransferTime:
+    """Host ↔ device copy of ``nbytes`` bytes spread over ``n_chips`` chips, each with its own PCIe link.
+
+    ``T = nbytes / (n_chips · W_pcie) + latency`` (``latency`` in seconds, default 0).
+    """
+    return _shared_links_time(nbytes, n_chips * get_chip(chip).bandwidth("pcie"), latency)
 
 
 @checked
@@ -445,17 +447,7 @@ def dcn_transfer_time(
     ``T = nbytes / (n_chips · W_dcn_per_chip) + latency`` (``latency`` in seconds, default 0). ``Chip.dcn_bw`` is per
     chip (a host's NIC bandwidth divided among its chips), so a whole slice sending at once uses ``n_chips`` shares.
     """
-    c = get_chip(chip)
-    n = n_chips
-    bw = n * c.bandwidth("dcn")
-    return TransferTime(
-        nbytes=nbytes,
-        bandwidth_time=nbytes / bw,
-        latency_time=latency,
-        total=nbytes / bw + latency,
-        hops=0,
-        bandwidth=bw,
-    )
+    return _shared_links_time(nbytes, n_chips * get_chip(chip).bandwidth("dcn"), latency)
 
 
 def pod(chip) -> Slice:

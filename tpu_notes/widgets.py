@@ -156,26 +156,12 @@ def roofline_explorer(
     if widgets is None:
         return plots.matmul_on_roofline(point.B, point.D, point.F, chip=point.chip, dtype=point.dtype)
 
-    def nearest(value, choices):
-        return min(choices, key=lambda c: abs(c - value))
-
     style = {"description_width": "70px"}
     chip_w = widgets.Dropdown(options=sorted(CHIPS), value=point.chip, description="chip", style=style)
-    dtype_w = widgets.Dropdown(
-        options=DTYPE_CHOICES,
-        value=point.dtype if point.dtype in DTYPE_CHOICES else "bf16",
-        description="dtype",
-        style=style,
-    )
-    b_w = widgets.SelectionSlider(
-        options=BATCH_CHOICES, value=nearest(point.B, BATCH_CHOICES), description="B (tokens)", style=style
-    )
-    d_w = widgets.SelectionSlider(
-        options=DIM_CHOICES, value=nearest(point.D, DIM_CHOICES), description="D", style=style
-    )
-    f_w = widgets.SelectionSlider(
-        options=DIM_CHOICES, value=nearest(point.F, DIM_CHOICES), description="F", style=style
-    )
+    dtype_w = _dropdown(widgets, DTYPE_CHOICES, point.dtype, "bf16", "dtype", style)
+    b_w = _slider(widgets, BATCH_CHOICES, point.B, "B (tokens)", style)
+    d_w = _slider(widgets, DIM_CHOICES, point.D, "D", style)
+    f_w = _slider(widgets, DIM_CHOICES, point.F, "F", style)
     image = widgets.Image(format="png")
     text = widgets.HTML()
 
@@ -365,6 +351,58 @@ class CollectiveOnSlice:
         )
 
 
+def _slice_dropdowns(widgets, point, style: dict):
+    """The chip and slice-shape dropdowns of the collective and slice explorers, set from ``point`` where the
+    choices allow; picking a chip offers its shapes and starts from its default one."""
+
+    def shape_options(chip):
+        return [("x".join(map(str, s)), s) for s in SLICE_SHAPES[chip]]
+
+    chip_w = widgets.Dropdown(
+        options=sorted(SLICE_SHAPES),
+        value=point.chip if point.chip in SLICE_SHAPES else "v5e",
+        description="chip",
+        style=style,
+    )
+    shape_w = widgets.Dropdown(
+        options=shape_options(chip_w.value),
+        value=point.shape if point.shape in SLICE_SHAPES[chip_w.value] else DEFAULT_SHAPES[chip_w.value],
+        description="slice",
+        style=style,
+    )
+
+    def on_chip(*_):
+        shape_w.options = shape_options(chip_w.value)
+        shape_w.value = DEFAULT_SHAPES[chip_w.value]
+
+    chip_w.observe(on_chip, names="value")
+    return chip_w, shape_w
+
+
+def _dropdown(widgets, options, start, fallback, description: str, style: dict):
+    """A Dropdown over ``options`` starting at ``start``, or at ``fallback`` when ``start`` is not one of them."""
+    return widgets.Dropdown(
+        options=options, value=start if start in options else fallback, description=description, style=style
+    )
+
+
+def _slider(widgets, options, start, description: str, style: dict):
+    """A SelectionSlider over ``options`` (numbers) starting at the one nearest ``start``."""
+    return widgets.SelectionSlider(
+        options=options, value=_nearest(start, options), description=description, style=style
+    )
+
+
+def _bytes_slider(widgets, nbytes: float, description: str, style: dict):
+    """A slider over :data:`NBYTES_CHOICES` (labelled with SI suffixes), starting at the choice nearest ``nbytes``."""
+    return widgets.SelectionSlider(
+        options=[(fmt(v, "B"), v) for v in NBYTES_CHOICES],
+        value=_nearest(nbytes, NBYTES_CHOICES),
+        description=description,
+        style=style,
+    )
+
+
 def collective_point(
     chip="v5e", shape=(4, 4), kind: str = "all_gather", axes=("x",), nbytes: float = 64e6
 ) -> CollectiveOnSlice:
@@ -412,43 +450,11 @@ def collective_explorer(
         subsets = [names[i] for i in range(len(names))] + [names[:2]] + ([names] if len(names) == 3 else [])
         return subsets
 
-    chip_w = widgets.Dropdown(
-        options=sorted(SLICE_SHAPES),
-        value=point.chip if point.chip in SLICE_SHAPES else "v5e",
-        description="chip",
-        style=style,
-    )
-    shapes = SLICE_SHAPES[chip_w.value]
-    shape_w = widgets.Dropdown(
-        options=[("x".join(map(str, s)), s) for s in shapes],
-        value=point.shape if point.shape in shapes else DEFAULT_SHAPES[chip_w.value],
-        description="slice",
-        style=style,
-    )
-    kind_w = widgets.Dropdown(
-        options=COLLECTIVE_CHOICES,
-        value=point.kind if point.kind in COLLECTIVE_CHOICES else "all_gather",
-        description="kind",
-        style=style,
-    )
-    axes_w = widgets.Dropdown(
-        options=axis_options(shape_w.value),
-        value="".join(point.axes) if "".join(point.axes) in axis_options(shape_w.value) else "x",
-        description="axes",
-        style=style,
-    )
-    v_w = widgets.SelectionSlider(
-        options=[(fmt(v, "B"), v) for v in NBYTES_CHOICES],
-        value=min(NBYTES_CHOICES, key=lambda v: abs(v - point.nbytes)),
-        description="V",
-        style=style,
-    )
+    chip_w, shape_w = _slice_dropdowns(widgets, point, style)
+    kind_w = _dropdown(widgets, COLLECTIVE_CHOICES, point.kind, "all_gather", "kind", style)
+    axes_w = _dropdown(widgets, axis_options(shape_w.value), "".join(point.axes), "x", "axes", style)
+    v_w = _bytes_slider(widgets, point.nbytes, "V", style)
     image, text = widgets.Image(format="png"), widgets.HTML()
-
-    def on_chip(*_):
-        options = SLICE_SHAPES[chip_w.value]
-        shape_w.options = [("x".join(map(str, s)), s) for s in options]
-        shape_w.value = DEFAULT_SHAPES[chip_w.value]
 
     def on_shape(*_):
         axes_w.options = axis_options(shape_w.value)
@@ -464,7 +470,6 @@ def collective_explorer(
         fig.set_size_inches(5.5, 3.4)
         _show(image, text, fig, p.summary())
 
-    chip_w.observe(on_chip, names="value")
     shape_w.observe(on_shape, names="value")
     for w in (chip_w, shape_w, kind_w, axes_w, v_w):
         w.observe(draw, names="value")
@@ -556,26 +561,11 @@ def memory_explorer(
     if widgets is None:
         return plots.memory_vs_context_chart(point.model, point.batch, point.seq_len, point.chip)
 
-    def nearest(value, choices):
-        return min(choices, key=lambda c: abs(c - value))
-
     style = {"description_width": "70px"}
-    model_w = widgets.Dropdown(
-        options=MEMORY_MODELS,
-        value=point.model if point.model in MEMORY_MODELS else "llama3-8b",
-        description="model",
-        style=style,
-    )
+    model_w = _dropdown(widgets, MEMORY_MODELS, point.model, "llama3-8b", "model", style)
     policy_w = widgets.Dropdown(options=REMAT_POLICIES, value=point.policy, description="remat", style=style)
-    batch_w = widgets.SelectionSlider(
-        options=SEQUENCE_BATCH_CHOICES,
-        value=nearest(point.batch, SEQUENCE_BATCH_CHOICES),
-        description="sequences",
-        style=style,
-    )
-    seq_w = widgets.SelectionSlider(
-        options=SEQ_CHOICES, value=nearest(point.seq_len, SEQ_CHOICES), description="context", style=style
-    )
+    batch_w = _slider(widgets, SEQUENCE_BATCH_CHOICES, point.batch, "sequences", style)
+    seq_w = _slider(widgets, SEQ_CHOICES, point.seq_len, "context", style)
     image, text = widgets.Image(format="png"), widgets.HTML()
 
     def draw(*_):
@@ -624,31 +614,11 @@ def planner_explorer(
         return plots.planner_chart(first, top=top)
 
     style = {"description_width": "90px"}
-    model_w = widgets.Dropdown(
-        options=PLANNER_MODELS,
-        value=model if model in PLANNER_MODELS else PLANNER_MODELS[1],
-        description="model",
-        style=style,
-    )
-    slice_w = widgets.Dropdown(
-        options=PLANNER_SLICES,
-        value=slice if slice in PLANNER_SLICES else PLANNER_SLICES[0],
-        description="slice",
-        style=style,
-    )
+    model_w = _dropdown(widgets, PLANNER_MODELS, model, PLANNER_MODELS[1], "model", style)
+    slice_w = _dropdown(widgets, PLANNER_SLICES, slice, PLANNER_SLICES[0], "slice", style)
     batches = tuple(2**k for k in range(18, 27))
-    batch_w = widgets.SelectionSlider(
-        options=batches,
-        value=min(batches, key=lambda b: abs(b - batch_tokens)),
-        description="batch tokens",
-        style=style,
-    )
-    seq_w = widgets.Dropdown(
-        options=(2048, 4096, 8192, 16384, 32768),
-        value=seq_len if seq_len in (2048, 4096, 8192, 16384, 32768) else 4096,
-        description="seq len",
-        style=style,
-    )
+    batch_w = _slider(widgets, batches, batch_tokens, "batch tokens", style)
+    seq_w = _dropdown(widgets, (2048, 4096, 8192, 16384, 32768), seq_len, 4096, "seq len", style)
     seqshard_w = widgets.Checkbox(value=True, description="allow context parallelism")
     text = widgets.HTML()
 
@@ -751,30 +721,9 @@ def slice_explorer(chip="v5e", shape=(8, 16), nbytes: float = 2.0**26, static: b
         return plots.slice_hops_chart(point.chip, point.shape, point.nbytes)
 
     style = {"description_width": "60px"}
-    chip_w = widgets.Dropdown(
-        options=sorted(SLICE_SHAPES),
-        value=point.chip if point.chip in SLICE_SHAPES else "v5e",
-        description="chip",
-        style=style,
-    )
-    shapes = SLICE_SHAPES[chip_w.value]
-    shape_w = widgets.Dropdown(
-        options=[("x".join(map(str, s)), s) for s in shapes],
-        value=point.shape if point.shape in shapes else DEFAULT_SHAPES[chip_w.value],
-        description="slice",
-        style=style,
-    )
-    v_w = widgets.SelectionSlider(
-        options=[(fmt(v, "B"), v) for v in NBYTES_CHOICES],
-        value=min(NBYTES_CHOICES, key=lambda v: abs(v - point.nbytes)),
-        description="bytes",
-        style=style,
-    )
+    chip_w, shape_w = _slice_dropdowns(widgets, point, style)
+    v_w = _bytes_slider(widgets, point.nbytes, "bytes", style)
     image, text = widgets.Image(format="png"), widgets.HTML()
-
-    def on_chip(*_):
-        shape_w.options = [("x".join(map(str, s)), s) for s in SLICE_SHAPES[chip_w.value]]
-        shape_w.value = DEFAULT_SHAPES[chip_w.value]
 
     def draw(*_):
         try:
@@ -784,7 +733,6 @@ def slice_explorer(chip="v5e", shape=(8, 16), nbytes: float = 2.0**26, static: b
             return
         _show(image, text, plots.slice_hops_chart(p.chip, p.shape, p.nbytes), p.summary())
 
-    chip_w.observe(on_chip, names="value")
     for w in (chip_w, shape_w, v_w):
         w.observe(draw, names="value")
     draw()
@@ -810,6 +758,58 @@ def _static_slices(chip: str, shape: tuple) -> tuple:
     return _with(own, (chip, shape)) + other
 
 
+def _slice_rows(sl, nbytes: float, far: tuple) -> list:
+    """(label, CollectiveTime) rows of the slice explorer's bars: to the farthest chip, then AllGather over each
+    axis and over all of them."""
+    rows = [(f"to farthest chip {far}", sl.transfer_time(nbytes, (0,) * len(sl.shape), far))]
+    names = "xyz"[: len(sl.shape)]
+    for i, a in enumerate(names):
+        ring = "ring" if sl.wraparound[i] else "line"
+        rows.append((f"AllGather over {a} ({sl.shape[i]}, {ring})", sl.collective_time("all_gather", nbytes, a)))
+    rows.append((f"AllGather over {names}", sl.collective_time("all_gather", nbytes, None)))
+    return rows
+
+
+def _hop_heatmap(grid) -> dict:
+    """Plotly heatmap of the hops from chip 0 (the z = 0 plane of a 3D slice), numbered when small enough."""
+    plane = grid if grid.ndim == 2 else grid[:, :, 0]
+    heat = {
+        "type": "heatmap",
+        "z": plane.tolist(),
+        "zmin": 0,
+        "zmax": max(1, int(grid.max())),
+        "colorscale": "Viridis",
+        "showscale": False,
+        "xaxis": "x",
+        "yaxis": "y",
+        "hovertemplate": "row %{y}, column %{x}: %{z} hops<extra></extra>",
+    }
+    if plane.size <= 128:
+        heat.update(texttemplate="%{z}", textfont={"size": 10})
+    return heat
+
+
+def _slice_heading(sl, grid) -> dict:
+    """The annotation above the hop heatmap: chip, shape, wraparound and diameter."""
+    wraps = "".join("w" if w else "-" for w in sl.wraparound)
+    where_txt = "" if grid.ndim == 2 else " (z = 0 plane)"
+    heading = (
+        f"{sl.chip.name} {'×'.join(map(str, sl.shape))} [{wraps}], diameter {sl.diameter}<br>"
+        f"hops from chip 0{where_txt}"
+    )
+    return {
+        "text": heading,
+        "x": 0.15,
+        "xref": "paper",
+        "xanchor": "center",
+        "y": 1.0,
+        "yref": "paper",
+        "yanchor": "bottom",
+        "showarrow": False,
+        "font": {"size": 11},
+    }
+
+
 def _slice_spec(point: SliceHops) -> dict:
     """The static book's version of :func:`slice_explorer`: :func:`slice_point` and the hop grid of
     :class:`tpu_notes.topology.Slice` on a grid of slices and sizes, as a Plotly figure spec."""
@@ -821,77 +821,21 @@ def _slice_spec(point: SliceHops) -> dict:
     def cell(where, nbytes):
         chip, shape = where
         sl = Slice(chip, shape)
-        p = slice_point(chip, shape, nbytes)
         grid = sl.hop_grid()
-        plane = grid if grid.ndim == 2 else grid[:, :, 0]
         far = tuple(int(i) for i in np.unravel_index(int(np.argmax(grid)), grid.shape))
-        rows = [(f"to farthest chip {far}", sl.transfer_time(nbytes, (0,) * len(sl.shape), far))]
-        names = "xyz"[: len(sl.shape)]
-        for i, a in enumerate(names):
-            ring = "ring" if sl.wraparound[i] else "line"
-            rows.append((f"AllGather over {a} ({sl.shape[i]}, {ring})", sl.collective_time("all_gather", nbytes, a)))
-        rows.append((f"AllGather over {names}", sl.collective_time("all_gather", nbytes, None)))
-        labels = [r[0] for r in rows][::-1]
-        heat = {
-            "type": "heatmap",
-            "z": plane.tolist(),
-            "zmin": 0,
-            "zmax": max(1, int(grid.max())),
-            "colorscale": "Viridis",
-            "showscale": False,
-            "xaxis": "x",
-            "yaxis": "y",
-            "hovertemplate": "row %{y}, column %{x}: %{z} hops<extra></extra>",
-        }
-        if plane.size <= 128:
-            heat.update(texttemplate="%{z}", textfont={"size": 10})
+        rows = _slice_rows(sl, nbytes, far)[::-1]
+        labels = [r[0] for r in rows]
         bars = [
-            {
-                "type": "bar",
-                "orientation": "h",
-                "x": [r[1].bandwidth_time * 1e3 for r in rows][::-1],
-                "y": labels,
-                "name": "bandwidth",
-                "marker": {"color": "#1f77b4"},
-                "xaxis": "x2",
-                "yaxis": "y2",
-            },
-            {
-                "type": "bar",
-                "orientation": "h",
-                "x": [r[1].latency_time * 1e3 for r in rows][::-1],
-                "y": labels,
-                "name": "hops × 1 µs",
-                "marker": {"color": "#ff7f0e"},
-                "xaxis": "x2",
-                "yaxis": "y2",
-            },
+            _bars(labels, [r[1].bandwidth_time * 1e3 for r in rows], "bandwidth", "#1f77b4", ("x2", "y2")),
+            _bars(labels, [r[1].latency_time * 1e3 for r in rows], "hops × 1 µs", "#ff7f0e", ("x2", "y2")),
         ]
-        wraps = "".join("w" if w else "-" for w in sl.wraparound)
-        where_txt = "" if grid.ndim == 2 else " (z = 0 plane)"
-        heading = (
-            f"{sl.chip.name} {'×'.join(map(str, sl.shape))} [{wraps}], diameter {sl.diameter}<br>"
-            f"hops from chip 0{where_txt}"
-        )
         return {
-            "data": [heat] + bars,
+            "data": [_hop_heatmap(grid)] + bars,
             "layout": {
-                "annotations": [
-                    {
-                        "text": heading,
-                        "x": 0.15,
-                        "xref": "paper",
-                        "xanchor": "center",
-                        "y": 1.0,
-                        "yref": "paper",
-                        "yanchor": "bottom",
-                        "showarrow": False,
-                        "font": {"size": 11},
-                    }
-                ],
+                "annotations": [_slice_heading(sl, grid)],
                 "xaxis2": {"title": {"text": f"ms to move {fmt(nbytes, 'B')}"}},
             },
-            "text": p.summary(),
+            "text": slice_point(chip, shape, nbytes).summary(),
         }
 
     slices = _static_slices(point.chip, point.shape)
@@ -1103,18 +1047,8 @@ def training_explorer(
     chip_w = widgets.Dropdown(options=TRAINING_CHIPS, value=chip, description="chip", style=style)
     pods_w = widgets.Dropdown(options=(1, 2, 4, 8), value=pods, description="pods", style=style)
     batches = tuple(2**k for k in range(20, 26))
-    batch_w = widgets.SelectionSlider(
-        options=batches,
-        value=min(batches, key=lambda b: abs(b - batch_tokens)),
-        description="batch tokens",
-        style=style,
-    )
-    seq_w = widgets.Dropdown(
-        options=(2048, 4096, 8192),
-        value=seq_len if seq_len in (2048, 4096, 8192) else 4096,
-        description="seq len",
-        style=style,
-    )
+    batch_w = _slider(widgets, batches, batch_tokens, "batch tokens", style)
+    seq_w = _dropdown(widgets, (2048, 4096, 8192), seq_len, 4096, "seq len", style)
     text = widgets.HTML()
 
     def draw(*_):
@@ -1181,31 +1115,12 @@ def serving_explorer(
     if widgets is None:
         return plots.latency_throughput_chart(model, chip, n_chips, seq_len)
     style = {"description_width": "70px"}
-    model_w = widgets.Dropdown(
-        options=SERVING_MODELS,
-        value=model if model in SERVING_MODELS else "llama3-8b",
-        description="model",
-        style=style,
-    )
-    chip_w = widgets.Dropdown(
-        options=SERVING_CHIPS, value=chip if chip in SERVING_CHIPS else "v5e", description="chip", style=style
-    )
+    model_w = _dropdown(widgets, SERVING_MODELS, model, "llama3-8b", "model", style)
+    chip_w = _dropdown(widgets, SERVING_CHIPS, chip, "v5e", "chip", style)
     counts = (1, 2, 4, 8, 16, 32, 64)
-    chips_w = widgets.Dropdown(
-        options=counts, value=n_chips if n_chips in counts else 8, description="chips", style=style
-    )
-    seq_w = widgets.SelectionSlider(
-        options=SERVING_CONTEXTS,
-        value=min(SERVING_CONTEXTS, key=lambda s: abs(s - seq_len)),
-        description="context",
-        style=style,
-    )
-    batch_w = widgets.SelectionSlider(
-        options=tuple(2**k for k in range(10)),
-        value=min((2**k for k in range(10)), key=lambda b: abs(b - batch)),
-        description="batch",
-        style=style,
-    )
+    chips_w = _dropdown(widgets, counts, n_chips, 8, "chips", style)
+    seq_w = _slider(widgets, SERVING_CONTEXTS, seq_len, "context", style)
+    batch_w = _slider(widgets, tuple(2**k for k in range(10)), batch, "batch", style)
     image, text = widgets.Image(format="png"), widgets.HTML()
 
     def draw(*_):
@@ -1295,20 +1210,11 @@ def gpu_explorer(
         return plots.gpu_strategy_chart(rows, text0.splitlines()[0])
     style = {"description_width": "90px"}
     chip_w = widgets.Dropdown(options=GPU_CHIPS, value=cluster.chip.name, description="GPU", style=style)
-    nodes_w = widgets.Dropdown(
-        options=GPU_NODES, value=nodes if nodes in GPU_NODES else 8, description="nodes", style=style
-    )
+    nodes_w = _dropdown(widgets, GPU_NODES, nodes, 8, "nodes", style)
     tree_w = widgets.Dropdown(options=GPU_TREES, value=fat_tree, description="fat tree", style=style)
-    model_w = widgets.Dropdown(
-        options=GPU_MODELS, value=model if model in GPU_MODELS else "llama3-70b", description="model", style=style
-    )
+    model_w = _dropdown(widgets, GPU_MODELS, model, "llama3-70b", "model", style)
     batches = tuple(2**k for k in range(8, 16))
-    batch_w = widgets.SelectionSlider(
-        options=batches,
-        value=min(batches, key=lambda x: abs(x - tokens_per_gpu)),
-        description="tokens/GPU",
-        style=style,
-    )
+    batch_w = _slider(widgets, batches, tokens_per_gpu, "tokens/GPU", style)
     image, text = widgets.Image(format="png"), widgets.HTML()
 
     def draw(*_):
@@ -1408,18 +1314,8 @@ def pareto_explorer(
 
     plt.close(fig)
     style = {"description_width": "70px"}
-    seq_w = widgets.SelectionSlider(
-        options=PARETO_CONTEXTS,
-        value=min(PARETO_CONTEXTS, key=lambda s: abs(s - seq_len)),
-        description="context",
-        style=style,
-    )
-    dtype_w = widgets.Dropdown(
-        options=PARETO_DTYPES,
-        value=weight_dtype if weight_dtype in PARETO_DTYPES else "int8",
-        description="precision",
-        style=style,
-    )
+    seq_w = _slider(widgets, PARETO_CONTEXTS, seq_len, "context", style)
+    dtype_w = _dropdown(widgets, PARETO_DTYPES, weight_dtype, "int8", "precision", style)
     image, text = widgets.Image(format="png"), widgets.HTML()
 
     def draw(*_):

@@ -80,7 +80,24 @@ def link_loads(
     if not isinstance(cluster, GpuCluster):
         raise TypeError(f"cluster must be a GpuCluster; got {type(cluster).__name__}")
     kind = canonical_kind(kind)
-    v = nbytes
+    _check_route_work(cluster, group)
+    inner, span = cluster._placement(group, inner, span)
+    g = int(group)
+    routes = _Routes(cluster)
+    bw = _link_bandwidths(cluster, routes)
+    groups, members_of_node = _groups(cluster, span, span // g)
+    if kind == "all-to-all":
+        _route_all_to_all(routes, groups, nbytes / (g * g))
+    else:
+        _route_gather(routes, groups, members_of_node, nbytes / g)
+    load = routes.load
+    if kind == "all-reduce":
+        load = {k: 2 * b for k, b in load.items()}
+    return [LinkLoad(link, bw[link], load.get(link, 0.0)) for link in bw]
+
+
+def _check_route_work(cluster: GpuCluster, group: int) -> None:
+    """Refuse a cluster past :data:`MAX_DIRECT_GPUS` or a routing past :data:`MAX_ROUTE_WORK` steps."""
     if cluster.n_gpus > MAX_DIRECT_GPUS:
         raise ValueError(
             f"cluster has {cluster.n_gpus} GPUs; link_loads enumerates at most MAX_DIRECT_GPUS="
@@ -93,37 +110,36 @@ def link_loads(
             f"{work:,} route steps; link_loads takes at most MAX_ROUTE_WORK={MAX_ROUTE_WORK:,} (use "
             "GpuCluster.collective_time, the closed form)"
         )
-    inner, span = cluster._placement(group, inner, span)
-    g = int(group)
-    stride = span // g
-    N = cluster.node_size
-    bw: dict[tuple, float] = {}
-    load: dict[tuple, float] = {}
-    per_gpu = cluster.per_gpu_bw()
-    sizes = cluster.subtree_sizes()
-    names = ["nvswitch"] + [lv.name for lv in cluster.levels]
-    unit = [_graph_ids(cluster, i) for i in range(cluster.n_gpus)]  # each GPU's unit at every level
-    for i in range(cluster.n_gpus):
-        ids = unit[i]
-        bw[(("gpu", i), ("nvswitch", ids[0]))] = bw[(("nvswitch", ids[0]), ("gpu", i))] = cluster.chip.nvlink_bw
-        if cluster.levels:
-            bw[(("gpu", i), (names[1], ids[1]))] = bw[((names[1], ids[1]), ("gpu", i))] = per_gpu[0]
-    for li in range(1, len(cluster.levels)):  # subtree of level li-1 (name names[li]) -> unit of level li
-        child, parent = names[li], names[li + 1]
-        for u in range(cluster.n_gpus // (sizes[li])):
-            up = u // cluster.levels[li].degree
-            bw[((child, u), (parent, up))] = bw[((parent, up), (child, u))] = sizes[li] * per_gpu[li]
 
-    def add(link, b):
-        load[link] = load.get(link, 0.0) + b
 
-    def tree_route(src_gpu, dst_nodes, shard):
+class _Routes:
+    """The bytes routed onto each directed link so far, and the moves that add them."""
+
+    def __init__(self, cluster: GpuCluster):
+        self.N = cluster.node_size
+        self.names = ["nvswitch"] + [lv.name for lv in cluster.levels]
+        self.unit = [_graph_ids(cluster, i) for i in range(cluster.n_gpus)]  # each GPU's unit at every level
+        self.load: dict[tuple, float] = {}
+
+    def add(self, link, b):
+        self.load[link] = self.load.get(link, 0.0) + b
+
+    def nvlink(self, s, d, b):
+        """``b`` bytes from GPU ``s`` to GPU ``d`` of the same node, through its NVSwitch."""
+        self.add((("gpu", s), ("nvswitch", s // self.N)), b)
+        self.add((("nvswitch", d // self.N), ("gpu", d)), b)
+
+    def nic_in(self, d, b):
+        """``b`` bytes down GPU ``d``'s NIC link from its leaf unit."""
+        self.add(((self.names[1], self.unit[d][1]), ("gpu", d)), b)
+
+    def tree(self, src_gpu, dst_nodes, shard):
         """Multicast ``shard`` bytes from GPU ``src_gpu`` to the nodes ``dst_nodes``; return nothing."""
         if not dst_nodes:
             return
-        s_ids = unit[src_gpu]
-        d_ids = [unit[nd * N] for nd in dst_nodes]
-        add((("gpu", src_gpu), (names[1], s_ids[1])), shard)
+        names, s_ids = self.names, self.unit[src_gpu]
+        d_ids = [self.unit[nd * self.N] for nd in dst_nodes]
+        self.add((("gpu", src_gpu), (names[1], s_ids[1])), shard)
         used = set()
         for d in d_ids:
             # climb from the source's level-1 unit until it contains d; go down on the way back
@@ -134,8 +150,31 @@ def link_loads(
                 used.add(((names[li], s_ids[li]), (names[li + 1], s_ids[li + 1])))
                 used.add(((names[li + 1], d[li + 1]), (names[li], d[li])))
         for link in used:
-            add(link, shard)
+            self.add(link, shard)
 
+
+def _link_bandwidths(cluster: GpuCluster, routes: _Routes) -> dict:
+    """Bytes/s of every directed link: each GPU's NVLink and NIC links, each subtree's uplink and downlink."""
+    bw: dict[tuple, float] = {}
+    per_gpu = cluster.per_gpu_bw()
+    sizes = cluster.subtree_sizes()
+    names = routes.names
+    for i in range(cluster.n_gpus):
+        ids = routes.unit[i]
+        bw[(("gpu", i), ("nvswitch", ids[0]))] = bw[(("nvswitch", ids[0]), ("gpu", i))] = cluster.chip.nvlink_bw
+        if cluster.levels:
+            bw[(("gpu", i), (names[1], ids[1]))] = bw[((names[1], ids[1]), ("gpu", i))] = per_gpu[0]
+    for li in range(1, len(cluster.levels)):  # subtree of level li-1 (name names[li]) -> unit of level li
+        child, parent = names[li], names[li + 1]
+        for u in range(cluster.n_gpus // (sizes[li])):
+            up = u // cluster.levels[li].degree
+            bw[((child, u), (parent, up))] = bw[((parent, up), (child, u))] = sizes[li] * per_gpu[li]
+    return bw
+
+
+def _groups(cluster: GpuCluster, span: int, stride: int):
+    """The groups of the mesh ``[rest, group, span/group]`` (GPU ``z·span + x·stride + y`` is member ``x`` of group
+    ``(z, y)``), and each group's ``(rank, gpu)`` members on each node."""
     members_of_node: dict[tuple, list] = {}
     groups: dict[tuple, list] = {}
     for i in range(cluster.n_gpus):
@@ -144,43 +183,45 @@ def link_loads(
         groups.setdefault((z, y), []).append(i)
     for key, mem in groups.items():
         for rank, i in enumerate(mem):
-            members_of_node.setdefault((key, i // N), []).append((rank, i))
-    if kind == "all-to-all":
-        piece = v / (g * g)
-        for mem in groups.values():
-            for s in mem:
-                for d in mem:
-                    if s == d:
-                        continue
-                    if s // N == d // N:
-                        add((("gpu", s), ("nvswitch", s // N)), piece)
-                        add((("nvswitch", d // N), ("gpu", d)), piece)
-                    else:
-                        tree_route(s, [d // N], piece)
-                        add(((names[1], unit[d][1]), ("gpu", d)), piece)
-    else:
-        shard = v / g
-        for key, mem in groups.items():
-            nodes = sorted({i // N for i in mem})
-            for rank, s in enumerate(mem):
-                home = s // N
-                for _, d in members_of_node[(key, home)]:
-                    if d != s:
-                        add((("gpu", s), ("nvswitch", home)), shard)
-                        add((("nvswitch", home), ("gpu", d)), shard)
-                remote = [nd for nd in nodes if nd != home]
-                tree_route(s, remote, shard)
-                for nd in remote:
-                    local = members_of_node[(key, nd)]
-                    _, entry = local[rank % len(local)]
-                    add(((names[1], unit[entry][1]), ("gpu", entry)), shard)
-                    for _, d in local:
-                        if d != entry:
-                            add((("gpu", entry), ("nvswitch", nd)), shard)
-                            add((("nvswitch", nd), ("gpu", d)), shard)
-        if kind == "all-reduce":
-            load = {k: 2 * b for k, b in load.items()}
-    return [LinkLoad(link, bw[link], load.get(link, 0.0)) for link in bw]
+            members_of_node.setdefault((key, i // cluster.node_size), []).append((rank, i))
+    return groups, members_of_node
+
+
+def _route_all_to_all(routes: _Routes, groups: dict, piece: float) -> None:
+    """Every member sends ``piece`` bytes to every other: NVLink inside a node, NIC to NIC across the tree."""
+    N = routes.N
+    for mem in groups.values():
+        for s in mem:
+            for d in mem:
+                if s == d:
+                    continue
+                if s // N == d // N:
+                    routes.nvlink(s, d, piece)
+                else:
+                    routes.tree(s, [d // N], piece)
+                    routes.nic_in(d, piece)
+
+
+def _route_gather(routes: _Routes, groups: dict, members_of_node: dict, shard: float) -> None:
+    """Every member's ``shard`` to every other member: over NVLink to its node-mates, once up the tree and down into
+    each other node, entering through one member's NIC, which copies it to its node-mates over NVLink."""
+    N = routes.N
+    for key, mem in groups.items():
+        nodes = sorted({i // N for i in mem})
+        for rank, s in enumerate(mem):
+            home = s // N
+            for _, d in members_of_node[(key, home)]:
+                if d != s:
+                    routes.nvlink(s, d, shard)
+            remote = [nd for nd in nodes if nd != home]
+            routes.tree(s, remote, shard)
+            for nd in remote:
+                local = members_of_node[(key, nd)]
+                _, entry = local[rank % len(local)]
+                routes.nic_in(entry, shard)
+                for _, d in local:
+                    if d != entry:
+                        routes.nvlink(entry, d, shard)
 
 
 @checked

@@ -45,6 +45,34 @@ def _roof(ax, intensities, peak: float, bandwidth: float, **kw):
     ax.plot(intensities, np.minimum(peak, intensities * bandwidth), **kw)
 
 
+def _as_units(units, op_list) -> dict:
+    """``units`` ({op label: "MXU" | "VPU"}) as a dict, each label one of ``op_list``'s."""
+    units = dict(units or {})
+    for label, unit in units.items():
+        if label not in dict(op_list):
+            raise ValueError(f"units names an op that is not in ops: {label!r}; ops are {[k for k, _ in op_list]}")
+        if unit not in ("MXU", "VPU"):
+            raise ValueError(f"units must map op labels to 'MXU' or 'VPU'; got {unit!r} for {label!r}")
+    return units
+
+
+def _mark_ops(ax, op_list, units: dict, y_text: float) -> None:
+    """A dotted vertical line at each op's intensity, labelled (with its unit, if named) from ``y_text`` down."""
+    for label, intensity in op_list:
+        ax.axvline(intensity, color="0.45", ls=":", lw=1)
+        shown = f"{label} ({units[label]})" if label in units else label
+        ax.text(
+            intensity * 1.1,
+            y_text,
+            shown,
+            rotation=90,
+            fontsize=8,
+            color="0.2",
+            va="top",
+            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1},
+        )
+
+
 def roofline_chart(
     chips=("v5e", "v5p", "v6e", "h100"),
     ops=None,
@@ -73,12 +101,7 @@ def roofline_chart(
     if not 0 < lo < hi:
         raise ValueError(f"intensity_range must be (low, high) with 0 < low < high; got {intensity_range!r}")
     op_list = _as_ops(ops)
-    units = dict(units or {})
-    for label, unit in units.items():
-        if label not in dict(op_list):
-            raise ValueError(f"units names an op that is not in ops: {label!r}; ops are {[k for k, _ in op_list]}")
-        if unit not in ("MXU", "VPU"):
-            raise ValueError(f"units must map op labels to 'MXU' or 'VPU'; got {unit!r} for {label!r}")
+    units = _as_units(units, op_list)
     fig, ax = figure_and_axes(ax)
     use_book_style()
     x = np.geomspace(lo, hi, 400)
@@ -104,19 +127,7 @@ def roofline_chart(
             ax.plot([intensity], [min(roof, intensity * bw)], ".", color=color, ms=6)
     ymin = min(min(c.peak_flops(dtype), lo * c.bandwidth(bandwidth)) for c in chip_objs) / 2
     ymax = max(c.peak_flops(dtype) for c in chip_objs) * 3
-    for label, intensity in op_list:
-        ax.axvline(intensity, color="0.45", ls=":", lw=1)
-        shown = f"{label} ({units[label]})" if label in units else label
-        ax.text(
-            intensity * 1.1,
-            ymax / 1.5,
-            shown,
-            rotation=90,
-            fontsize=8,
-            color="0.2",
-            va="top",
-            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1},
-        )
+    _mark_ops(ax, op_list, units, ymax / 1.5)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
@@ -224,13 +235,32 @@ def measured_roofline(result, chip=None, ax=None):
     """
     if not isinstance(result, RooflineMeasurement):
         raise TypeError(f"result must be a tpu_notes.bench.RooflineMeasurement; got {type(result).__name__}")
-    fit = result.fit
     if ax is None:
         fig, axes = new_figure(nrows=2, width=PAGE_WIDTH_IN, height=7.6)  # stacked: readable at page width
         left, right = axes[0][0], axes[1][0]
     else:
         fig, left, right = ax[0].figure, ax[0], ax[1]
     use_book_style()
+    _measured_rooflines_panel(left, result, chip)
+    _cache_panel(right, result)
+    fig.tight_layout()
+    return fig
+
+
+#: How :func:`measured_roofline` draws each kind of bandwidth probe: (marker, colour, legend name).
+_PROBE_STYLE = {"sum": ("^", "tab:green", "sum(x): reads"), "add": ("s", "tab:orange", "x + 1: reads + writes")}
+
+
+def _probe_groups(result):
+    """The bandwidth probes of ``result`` by op, sorted, each with its (marker, colour, name)."""
+    cp = result.copies
+    for op in sorted({m.op for m in cp}):
+        yield _PROBE_STYLE.get(op, ("s", "tab:gray", op or "probe")), [m for m in cp if m.op == op]
+
+
+def _measured_rooflines_panel(left, result, chip) -> None:
+    """The left panel of :func:`measured_roofline`: the fitted (and datasheet) roofline under every measurement."""
+    fit = result.fit
     every = result.measurements
     lo = min(m.intensity for m in every) / 3
     hi = max(max(m.intensity for m in every), fit.critical_intensity) * 3
@@ -269,11 +299,7 @@ def measured_roofline(result, chip=None, ax=None):
             xytext=(4, -10),
             textcoords="offset points",
         )
-    cp = result.copies
-    probe_style = {"sum": ("^", "tab:green", "sum(x): reads"), "add": ("s", "tab:orange", "x + 1: reads + writes")}
-    for op in sorted({m.op for m in cp}):
-        marker, color, name = probe_style.get(op, ("s", "tab:gray", op or "probe"))
-        ms = [m for m in cp if m.op == op]
+    for (marker, color, name), ms in _probe_groups(result):
         left.plot(
             [m.intensity for m in ms],
             [m.flops_per_s for m in ms],
@@ -283,20 +309,26 @@ def measured_roofline(result, chip=None, ax=None):
             ls="none",
             label=f"{name} (all sizes)",
         )
-        right.plot([m.nbytes for m in ms], [m.bytes_per_s for m in ms], marker + "-", color=color, ms=5, label=name)
     left.set_xscale("log")
     left.set_yscale("log")
     left.set_xlabel("arithmetic intensity (FLOPs per byte)")
     left.set_ylabel(f"achieved {result.dtype} FLOP/s")
     left.set_title(f"Measured on {result.device_kind} ({result.platform})", fontsize=10)
     left.legend(loc="lower right", fontsize=8)
+
+
+def _cache_panel(right, result) -> None:
+    """The right panel of :func:`measured_roofline`: the probes' bytes/s against the bytes each call touches."""
+    fit = result.fit
+    for (marker, color, name), ms in _probe_groups(result):
+        right.plot([m.nbytes for m in ms], [m.bytes_per_s for m in ms], marker + "-", color=color, ms=5, label=name)
     right.axhline(fit.bandwidth, color="black", lw=1, label="fitted bandwidth (median)")
     if fit.min_copy_bytes > 0:
         right.axvline(fit.min_copy_bytes, color="0.4", ls=":", lw=1, label="fit uses probes right of this")
     cache = getattr(result, "cache_bytes", None)
     if cache:
         right.axvspan(
-            min(m.nbytes for m in cp) / 1.5,
+            min(m.nbytes for m in result.copies) / 1.5,
             cache,
             color="0.85",
             alpha=0.5,
@@ -312,8 +344,6 @@ def measured_roofline(result, chip=None, ax=None):
     right.set_yscale("log")
     right.set_title("Small arrays stay in cache", fontsize=10)
     right.legend(loc="best", fontsize=8)
-    fig.tight_layout()
-    return fig
 
 
 def matmul_flops_vs_batch(

@@ -121,23 +121,17 @@ def remat_tradeoff_chart(models=("llama3-8b", "llama3-70b"), seq_len: int = 8192
     return fig
 
 
-def transformer_layer_diagram(model="llama3-8b"):
-    """One decoder layer as a flow of einsums, each box with its contraction, weight shape and forward FLOPs per
-    token at the sizes of ``model`` (Chapter 4). Pre-norm, GQA, gated MLP; the shapes come from
-    ``TransformerConfig.layer_shapes`` and the FLOPs from ``einsum_flops``. Returns the figure."""
-    m = as_config(model)
-    if m.is_mla or m.is_moe:
-        raise ValueError(f"model must be a dense GQA config (no MLA, no MoE) to draw this diagram; got {m.name!r}")
+def _layer_boxes(m) -> list:
+    """The boxes of :func:`transformer_layer_diagram` for config ``m``: ``(row, column, text, colour)``, columns
+    0..2; weight matmuls in blue, the attention scores (which depend on the context S, not per weight) in orange."""
     D, N, K, H, F = m.d_model, m.n_heads, m.n_kv_heads, m.d_head, m.d_ff
-    G = N // K
-    sizes = dict(b=1, t=1, d=D, n=N, k=K, g=G, h=H, f=F)
+    sizes = dict(b=1, t=1, d=D, n=N, k=K, g=N // K, h=H, f=F)
 
     def fl(spec):
         return fmt(einsum_flops(spec, **{c: sizes[c] for c in set(spec) if c.isalpha()}), "FLOPs")
 
-    # (row, column, text, colour): columns 0..2; the attention scores depend on the context S, not per weight
     weight, attn, elem = "#cfe2f3", "#f9cb9c", "#eeeeee"
-    boxes = [
+    return [
         (0, 1, "x [B, T, D]: the residual stream", elem),
         (1, 1, "RMSNorm (gain [D])", elem),
         (2, 0, f"Q: BTD,DNH→BTNH\nW_q [D, N, H]\n{fl('btd,dnh->btnh')}/token", weight),
@@ -156,11 +150,34 @@ def transformer_layer_diagram(model="llama3-8b"):
         (12, 1, f"down: BTF,FD→BTD\nW_down [F, D]\n{fl('btf,fd->btd')}/token", weight),
         (13, 1, "x + mlp(x)  → next layer", elem),
     ]
-    fig, ax = new_figure(width=7.6, height=9.0)
-    fig.subplots_adjust(left=0.01, right=0.97, top=0.93, bottom=0.0)
-    ax.axis("off")
-    ax.grid(False)
-    col_x, row_h, box_w = (0.17, 0.5, 0.83), 1.0 / 14.5, 0.31
+
+
+#: The data flow of :func:`transformer_layer_diagram`: (row, column) of each arrow's source and target box.
+_LAYER_ARROWS = (
+    ((0, 1), (1, 1)),
+    ((1, 1), (2, 0)),
+    ((1, 1), (2, 1)),
+    ((1, 1), (2, 2)),
+    ((2, 0), (3, 1)),
+    ((2, 1), (3, 1)),
+    ((3, 1), (4, 1)),
+    ((2, 2), (6, 1)),
+    ((4, 1), (5, 1)),
+    ((5, 1), (6, 1)),
+    ((6, 1), (7, 1)),
+    ((7, 1), (8, 1)),
+    ((8, 1), (9, 1)),
+    ((9, 1), (10, 0)),
+    ((9, 1), (10, 2)),
+    ((10, 0), (11, 1)),
+    ((10, 2), (11, 1)),
+    ((11, 1), (12, 1)),
+    ((12, 1), (13, 1)),
+)
+
+
+def _draw_boxes(ax, boxes, col_x, row_h: float, box_w: float) -> dict:
+    """Draw each ``(row, column, text, colour)`` box in axes coordinates; return each one's ``(x, y, height)``."""
     centres = {}
     for row, col, text, color in boxes:
         x, y = col_x[col], 1 - (row + 0.7) * row_h
@@ -180,42 +197,13 @@ def transformer_layer_diagram(model="llama3-8b"):
         )
         ax.text(x, y, text, ha="center", va="center", fontsize=8.5, transform=ax.transAxes)
         centres[(row, col)] = (x, y, h)
+    return centres
 
-    def arrow(a, b):
-        (x0, y0, h0), (x1, y1, h1) = centres[a], centres[b]
-        ax.annotate(
-            "",
-            xy=(x1, y1 + h1 / 2),
-            xytext=(x0, y0 - h0 / 2),
-            xycoords="axes fraction",
-            arrowprops=dict(arrowstyle="->", color="0.35", lw=0.9),
-        )
 
-    for a, b in [
-        ((0, 1), (1, 1)),
-        ((1, 1), (2, 0)),
-        ((1, 1), (2, 1)),
-        ((1, 1), (2, 2)),
-        ((2, 0), (3, 1)),
-        ((2, 1), (3, 1)),
-        ((3, 1), (4, 1)),
-        ((2, 2), (6, 1)),
-        ((4, 1), (5, 1)),
-        ((5, 1), (6, 1)),
-        ((6, 1), (7, 1)),
-        ((7, 1), (8, 1)),
-        ((8, 1), (9, 1)),
-        ((9, 1), (10, 0)),
-        ((9, 1), (10, 2)),
-        ((10, 0), (11, 1)),
-        ((10, 2), (11, 1)),
-        ((11, 1), (12, 1)),
-        ((12, 1), (13, 1)),
-    ]:
-        arrow(a, b)
-    for start, end in (((0, 1), (8, 1)), ((8, 1), (13, 1))):  # the residual connections, on the right
+def _draw_residuals(ax, centres: dict, xr: float, box_w: float) -> None:
+    """The two residual connections, in green, round the right of the boxes at ``x = xr``."""
+    for start, end in (((0, 1), (8, 1)), ((8, 1), (13, 1))):
         (x0, y0, _), (x1, y1, _) = centres[start], centres[end]
-        xr = col_x[2] + box_w / 2 + 0.01
         ax.annotate(
             "",
             xy=(x1 + box_w / 2, y1),
@@ -224,6 +212,34 @@ def transformer_layer_diagram(model="llama3-8b"):
             arrowprops=dict(arrowstyle="->", color="#2ca02c", lw=1.0),
         )
         ax.plot([x0 + box_w / 2, xr, xr], [y0, y0, y1], color="#2ca02c", lw=1.0, transform=ax.transAxes, clip_on=False)
+
+
+def transformer_layer_diagram(model="llama3-8b"):
+    """One decoder layer as a flow of einsums, each box with its contraction, weight shape and forward FLOPs per
+    token at the sizes of ``model`` (Chapter 4). Pre-norm, GQA, gated MLP; the shapes come from
+    ``TransformerConfig.layer_shapes`` and the FLOPs from ``einsum_flops``. Returns the figure."""
+    m = as_config(model)
+    if m.is_mla or m.is_moe:
+        raise ValueError(f"model must be a dense GQA config (no MLA, no MoE) to draw this diagram; got {m.name!r}")
+    D, N, K, H, F = m.d_model, m.n_heads, m.n_kv_heads, m.d_head, m.d_ff
+    G = N // K
+    boxes = _layer_boxes(m)
+    fig, ax = new_figure(width=7.6, height=9.0)
+    fig.subplots_adjust(left=0.01, right=0.97, top=0.93, bottom=0.0)
+    ax.axis("off")
+    ax.grid(False)
+    col_x, row_h, box_w = (0.17, 0.5, 0.83), 1.0 / 14.5, 0.31
+    centres = _draw_boxes(ax, boxes, col_x, row_h, box_w)
+    for a, b in _LAYER_ARROWS:
+        (x0, y0, h0), (x1, y1, h1) = centres[a], centres[b]
+        ax.annotate(
+            "",
+            xy=(x1, y1 + h1 / 2),
+            xytext=(x0, y0 - h0 / 2),
+            xycoords="axes fraction",
+            arrowprops=dict(arrowstyle="->", color="0.35", lw=0.9),
+        )
+    _draw_residuals(ax, centres, col_x[2] + box_w / 2 + 0.01, box_w)
     dense = 2 * (m.attention_params_per_layer() + m.dense_mlp_params())
     ax.set_title(
         f"One decoder layer of {m.name or 'the model'}: D={D}, N={N}, K={K} (G={G}), H={H}, F={F}\n"
