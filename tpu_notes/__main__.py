@@ -804,14 +804,39 @@ def _add_count(parser, command: str, flag: str, help: str, **kwargs) -> None:
     parser.add_argument(flag, type=_count(flag), help=f"{help}; at most {maximum:,} ({what})", **kwargs)
 
 
-def _add_plan_parser(sub) -> None:
-    p = sub.add_parser(
-        "plan",
-        help="rank training layouts of a model on a TPU slice or GPU cluster (Chapters 5, 11)",
-        description="Rank every data/FSDP/tensor/pipeline layout of one training step by predicted "
-        "step time, with memory per chip, the comms/compute ratio, and the step time and MFU twice: the roofline "
-        "(an upper bound on speed) and the expected (the efficiency model's forecast). Counts take " + COUNT_HELP + ".",
-    )
+def _add_number(parser, flag: str, help: str, default: float | None = None) -> None:
+    """Add real-valued flag ``flag`` (a price, a share, a probability), parsed by ``_number``."""
+    parser.add_argument(flag, type=_number(flag), default=default, help=help)
+
+
+def _json_and_run(parser, help: str, func) -> None:
+    """The last flag of every subcommand, ``--json`` (what it prints described by ``help``), and its function."""
+    parser.add_argument("--json", action="store_true", help=help)
+    parser.set_defaults(func=func)
+
+
+#: What each subcommand's --help says it does.
+_PLAN = (
+    "Rank every data/FSDP/tensor/pipeline layout of one training step by predicted "
+    "step time, with memory per chip, the comms/compute ratio, and the step time and MFU twice: the roofline "
+    "(an upper bound on speed) and the expected (the efficiency model's forecast). Counts take " + COUNT_HELP + "."
+)
+_SERVE = (
+    "Price one generation step with the serving step model (tpu_notes.inference.engine): expected "
+    "(the efficiency model's forecast) and at the roofline (a floor), with its collectives; the throughput per "
+    "chip; dollars per million input and output tokens and per request of --prompt/--output tokens "
+    "(tpu_notes.inference.cost; none for a setup that does not fit); optionally speculative decoding at the "
+    "real verify cost; and the smallest legal system that holds the weights and caches. A chip count is legal "
+    "when one tensor-parallel replica can span it: each chip holds whole query heads and an equal part of d_ff, "
+    "and the count divides or is a multiple of the KV heads (tpu_notes.rules.whole_heads). Counts take "
+    + COUNT_HELP
+    + "."
+)
+_SPEC = "Print the chip table, or every figure of the chips named, each with its source."
+
+
+def _plan_flags(p) -> None:
+    """``plan``'s flags."""
     p.add_argument(
         "--model",
         required=True,
@@ -851,24 +876,11 @@ def _add_plan_parser(sub) -> None:
         default="expected",
         help="rank by the expected step (the efficiency model's forecast, default) or the roofline one (a floor)",
     )
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(func=_plan)
+    _json_and_run(p, "print JSON instead of a table", _plan)
 
 
-def _add_serve_parser(sub) -> None:
-    v = sub.add_parser(
-        "serve",
-        help="one serving step, its throughput and the cost of a request (Chapters 7, 8, 11)",
-        description="Price one generation step with the serving step model (tpu_notes.inference.engine): expected "
-        "(the efficiency model's forecast) and at the roofline (a floor), with its collectives; the throughput per "
-        "chip; dollars per million input and output tokens and per request of --prompt/--output tokens "
-        "(tpu_notes.inference.cost; none for a setup that does not fit); optionally speculative decoding at the "
-        "real verify cost; and the smallest legal system that holds the weights and caches. A chip count is legal "
-        "when one tensor-parallel replica can span it: each chip holds whole query heads and an equal part of d_ff, "
-        "and the count divides or is a multiple of the KV heads (tpu_notes.rules.whole_heads). Counts take "
-        + COUNT_HELP
-        + ".",
-    )
+def _serve_flags(v) -> None:
+    """``serve``'s flags."""
     v.add_argument("--model", required=True, help="a preset model name (e.g. llama3-70b, llama3-8b, llama2-13b)")
     v.add_argument(
         "--system",
@@ -886,42 +898,22 @@ def _add_serve_parser(sub) -> None:
     _add_count(v, "serve", "--chips", "chips to serve on, with a bare chip name (default: the smallest legal system)")
     _add_count(v, "serve", "--prompt", "prompt tokens per request, for the cost (default: --context)")
     _add_count(v, "serve", "--output", "output tokens per request, for the cost (default 512)", default=512)
-    v.add_argument(
-        "--price",
-        type=_number("--price"),
-        default=None,
-        help=f"dollars per chip-hour, at most {MAX_PRICE:,.0f} (default: the chip's listed price)",
-    )
-    v.add_argument(
+    _add_number(v, "--price", f"dollars per chip-hour, at most {MAX_PRICE:,.0f} (default: the chip's listed price)")
+    _add_number(
+        v,
         "--utilisation",
-        type=_number("--utilisation"),
+        "share of paid chip-time running steps, (0, 1] (default 1: busy all the time, a price floor)",
         default=1.0,
-        help="share of paid chip-time running steps, (0, 1] (default 1: busy all the time, a price floor)",
     )
     _add_count(v, "serve", "--speculate", "also price speculative decoding, K drafts", metavar="K")
-    v.add_argument(
-        "--acceptance",
-        type=_number("--acceptance"),
-        default=None,
-        help="probability each draft token is kept, in [0, 1] (with --speculate)",
-    )
+    _add_number(v, "--acceptance", "probability each draft token is kept, in [0, 1] (with --speculate)")
     v.add_argument("--draft-model", default=None, help="draft model served on the same chips (with --speculate)")
-    v.add_argument(
-        "--draft-cost",
-        type=_number("--draft-cost"),
-        default=None,
-        help="draft step in target steps, >= 0 (with --speculate; default 0, or --draft-model's)",
-    )
-    v.add_argument("--json", action="store_true", help="print JSON instead of text")
-    v.set_defaults(func=_serve)
+    _add_number(v, "--draft-cost", "draft step in target steps, >= 0 (with --speculate; default 0, or --draft-model's)")
+    _json_and_run(v, "print JSON instead of text", _serve)
 
 
-def _add_spec_parser(sub) -> None:
-    s = sub.add_parser(
-        "spec",
-        help="a chip's figures with their sources (Chapters 1, 2, 11)",
-        description="Print the chip table, or every figure of the chips named, each with its source.",
-    )
+def _spec_flags(s) -> None:
+    """``spec``'s arguments."""
     s.add_argument(
         "chips",
         nargs="*",
@@ -929,8 +921,7 @@ def _add_spec_parser(sub) -> None:
         help="chip names (e.g. v5e h100), or systems spelled as elsewhere (v5e:4x4, h100:8: their chip); none: "
         "the whole table",
     )
-    s.add_argument("--json", action="store_true", help="print JSON (value and source per figure) instead of text")
-    s.set_defaults(func=_spec)
+    _json_and_run(s, "print JSON (value and source per figure) instead of text", _spec)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -943,9 +934,17 @@ def build_parser() -> argparse.ArgumentParser:
         + ".",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="{plan,serve,spec,bench}")
-    _add_plan_parser(sub)
-    _add_serve_parser(sub)
-    _add_spec_parser(sub)
+    for name, help, description, add_flags in (
+        ("plan", "rank training layouts of a model on a TPU slice or GPU cluster (Chapters 5, 11)", _PLAN, _plan_flags),
+        (
+            "serve",
+            "one serving step, its throughput and the cost of a request (Chapters 7, 8, 11)",
+            _SERVE,
+            _serve_flags,
+        ),
+        ("spec", "a chip's figures with their sources (Chapters 1, 2, 11)", _SPEC, _spec_flags),
+    ):
+        add_flags(sub.add_parser(name, help=help, description=description))
     b = sub.add_parser(
         "bench", help="measure this machine's roofline (Chapter 1); flags after it go to the bench", add_help=False
     )
