@@ -290,3 +290,14 @@ def test_the_price_bound_is_the_librarys():
     assert I.serving_cost(d, 1024, 128, 8, dollars_per_chip_hour=MAX_PRICE).dollars_per_chip_hour == MAX_PRICE
     with pytest.raises(ValueError, match="dollars_per_chip_hour"):
         I.serving_cost(d, 1024, 128, 8, dollars_per_chip_hour=MAX_PRICE * 1.001)
+
+
+@pytest.mark.parametrize(
+    "command, flag", [(c, f) for c, flags in count_limits().items() for f in flags], ids=lambda x: str(x)
+)
+def test_every_count_flag_at_its_maximum_ends_cleanly(command, flag, capsys):
+    """The largest value each count flag takes is priced or refused in one line, within the CPU cap: the maxima
+    are limits the library can work at, not just numbers that parse."""
+    names = tuple(count_limits()[command]) + ("--system", "--model")
+    outcome, detail = run_case(_argv(command, flag, str(count_limits()[command][flag][0])), names, capsys)
+    assert outcome in ("accepted", "refused"), (outcome, detail)

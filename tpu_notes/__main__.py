@@ -53,11 +53,11 @@ INTERNAL_ERROR = 70
 ISSUES = "https://github.com/scale-your-model/scale-your-model/issues"
 
 
-def parse_count(text: str, name: str = "value", maximum: int | None = None) -> int:
+def parse_count(text: str, name: str = "value") -> int:
     """A positive whole count as the CLI spells it: ``"8k"`` → 8,000 and ``"4M"`` → 4,000,000 (k, M, G, T:
     powers of 1000); ``"8Ki"`` → 8,192 and ``"4Mi"`` → 4,194,304 (Ki, Mi, Gi, Ti: powers of 1024); ``"3e6"`` and
     ``"1024"`` as written. Suffixes are case-insensitive. The value is read exactly (no float rounding) and may
-    have at most :data:`MAX_DIGITS` digits; ``maximum`` (optional) is an inclusive upper bound. Raises
+    have at most :data:`MAX_DIGITS` digits (each flag's own maximum is :func:`count_limits`'). Raises
     ``ValueError`` naming ``name`` otherwise."""
     if not isinstance(text, str):
         raise TypeError(f"{name} must be a string such as '4M'; got {type(text).__name__}")
@@ -75,8 +75,6 @@ def parse_count(text: str, name: str = "value", maximum: int | None = None) -> i
         raise ValueError(f"{name} must be a positive whole number; {text!r} is {value:g}")
     if value.adjusted() >= MAX_DIGITS:
         raise ValueError(f"{name} has more than {MAX_DIGITS} digits, more than any real count; got {text!r}")
-    if maximum is not None and value > maximum:
-        raise ValueError(f"{name} must be at most {maximum:,}; got {text!r}")
     return int(value)
 
 
@@ -127,7 +125,7 @@ def count_limits() -> dict[str, dict[str, tuple[int, str]]]:
         "plan": {
             "--batch-tokens": (
                 MAX_STEP_TOKENS,
-                "the most tokens one step holds, tpu_notes.inference.engine.MAX_STEP_TOKENS",
+                "the most tokens the library prices in one step, tpu_notes.inference.engine.MAX_STEP_TOKENS",
             ),
             "--seq-len": context,
             "--slices": chips,
