@@ -14,7 +14,10 @@ cannot fail it) and must end with exit status 2, nothing on stdout, and exactly 
 from __future__ import annotations
 
 import argparse
+import resource
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -132,7 +135,7 @@ COMBINATIONS: list[tuple[list[str], tuple[str, ...]]] = [
     (
         ["serve", "--model", "llama2-13b", "--system", "v5e", "--chips", "16", "--batch", "1", "--context", "1k"],
         ("--chips",),
-    ),  # fmt: skip
+    ),
     # chips that form no legal slice or cluster
     ([*_SERVE70, "--system", "v5e", "--chips", "12"], ("--chips",)),
     ([*_SERVE70, "--system", "v5e:3x5"], ("--system",)),
@@ -158,18 +161,18 @@ COMBINATIONS: list[tuple[list[str], tuple[str, ...]]] = [
     (
         ["serve", "--model", "llama3-70b", "--system", "v5e", "--batch", "100000", "--context", "128k"],
         ("--batch", "--context"),
-    ),  # fmt: skip
+    ),
     (["serve", "--model", "llama3-8b", "--system", "v5e", "--batch", "4Mi", "--context", "4096"], ("--batch",)),
     ([*_SERVE8, "--prompt", "64Mi", "--output", "64Mi"], ("--prompt", "--output", "--batch", "--context")),
     # models the subcommand cannot price
     (
         ["plan", "--model", "deepseek-v3", "--system", "v5p:8x16x16", "--batch-tokens", "4Mi", "--seq-len", "4Ki"],
         ("--model",),
-    ),  # fmt: skip
+    ),
     (
         ["plan", "--model", "nosuch", "--system", "v5e:4x4", "--batch-tokens", "1Mi", "--seq-len", "4096"],
         ("--model",),
-    ),  # fmt: skip
+    ),
     ([*_SERVE8, "--weights", "int4", "--kv", "int3"], ("--kv",)),
     (["spec", "v5e", "nosuch:4x4"], ("CHIP",)),
     (["bench", "--repeats", "1000000000"], ("--repeats",)),
@@ -301,3 +304,26 @@ def test_every_count_flag_at_its_maximum_ends_cleanly(command, flag, capsys):
     names = tuple(count_limits()[command]) + ("--system", "--model")
     outcome, detail = run_case(_argv(command, flag, str(count_limits()[command][flag][0])), names, capsys)
     assert outcome in ("accepted", "refused"), (outcome, detail)
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        ([*_PLAN, "--batch-tokens", "1e400", "--seq-len", "4096"], "--batch-tokens"),  # was an OverflowError traceback
+        ([*_PLAN, "--batch-tokens", "1e30", "--seq-len", "4096"], "--batch-tokens"),  # was a search that never ended
+        ([*_SERVE70, "--system", "v5e", "--chips", "128"], "--chips"),  # was priced: 128 chips split 64 query heads
+    ],
+    ids=["1e400", "1e30", "heads"],
+)
+def test_the_reported_commands_end_in_one_line_at_the_real_entry(argv, flag):
+    """The reported command lines, run as a user runs them (``python -m tpu_notes``), under a CPU-time limit."""
+
+    def limit_cpu():
+        resource.setrlimit(resource.RLIMIT_CPU, (60, 60))
+
+    out = subprocess.run(
+        [sys.executable, "-m", "tpu_notes", *argv], capture_output=True, text=True, preexec_fn=limit_cpu
+    )
+    lines = out.stderr.splitlines()
+    assert out.returncode == 2 and out.stdout == "" and len(lines) == 1, out.stderr
+    assert lines[0].startswith(f"tpu_notes {argv[0]}: error: ") and flag in lines[0] and "Traceback" not in out.stderr
