@@ -273,6 +273,17 @@ def test_an_unexpected_exception_is_one_line_saying_it_is_a_bug(capsys, monkeypa
     assert err.startswith("tpu_notes spec: internal error") and "ZeroDivisionError" in err and ISSUES in err
 
 
+def test_ctrl_c_is_one_line_too(capsys, monkeypatch):
+    import tpu_notes.__main__ as cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_spec", interrupted)
+    assert main(["spec"]) == 130
+    assert capsys.readouterr().err == "tpu_notes spec: interrupted\n"
+
+
 @pytest.mark.parametrize(
     "command, flag", [(c, f) for c, flags in count_limits().items() for f in flags], ids=lambda x: str(x)
 )

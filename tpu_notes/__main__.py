@@ -711,21 +711,20 @@ def chip_spec(chip) -> dict:
 
 
 def _spec(args) -> int:
-    from .hardware import CHIPS, format_spec_table, get_chip
+    from .hardware import CHIPS, Chip, format_spec_table
 
     if not args.chips:
         if args.json:
-            json.dump({name: chip_spec(name) for name in CHIPS}, sys.stdout, indent=1)
-            print()
+            _print_json({name: chip_spec(name) for name in CHIPS})
         else:
             print(format_spec_table())
             print("\n`python -m tpu_notes spec CHIP` lists every figure of one chip with its source.")
         return 0
     # a chip name, or a system as the other subcommands spell it (its chip): fail on a bad one before printing
-    names = [get_chip(n.partition(":")[0], "CHIP").name for n in args.chips if _parse_system_arg(n, "CHIP")]
+    systems = [_parse_system_arg(text, "CHIP") for text in args.chips]
+    names = [s.name if isinstance(s, Chip) else s.chip.name for s in systems]
     if args.json:
-        json.dump({n: chip_spec(n) for n in names}, sys.stdout, indent=1)
-        print()
+        _print_json({n: chip_spec(n) for n in names})
         return 0
     for n in names:
         spec = chip_spec(n)
@@ -996,7 +995,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; returns its exit status. Bad input (a ``ValueError``, ``TypeError`` or
     ``NotImplementedError`` from the checks or the library) is one line on stderr and status 2 (``bench``'s flag
     errors raise ``SystemExit(2)``, as its own entry does); any other exception is a bug in tpu_notes: one line
-    saying so, and status :data:`INTERNAL_ERROR`."""
+    saying so, and status :data:`INTERNAL_ERROR`; Ctrl-C is one line and status 130."""
     if argv is None and hasattr(signal, "SIGPIPE"):  # `python -m tpu_notes spec | head` ends quietly
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -1007,6 +1006,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError, NotImplementedError) as err:
         print(f"{where}: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C during a long search: the shell's status for SIGINT, no traceback
+        print(f"{where}: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
     except Exception as err:  # a bug: one line, never a traceback (run the library call to see one)
         print(
             f"{where}: internal error (a bug in tpu_notes, not in your input): {type(err).__name__}: "
