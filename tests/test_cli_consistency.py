@@ -3,8 +3,9 @@ spellings, legal chip counts, no null beside a number, and every error one ``tpu
 with exit status 2 (never a traceback). Each case below is one a practitioner reported.
 
 Published shapes used by hand (meta-llama config.json files; /work/shared/facts/models.md): Llama 3 70B has
-d_ff 28672 and 8 KV heads of 128 dims over 80 layers (327,680 bytes of bf16 cache per token) and 70,553,706,496
-parameters; Llama 3 8B has d_ff 14336 and 8 KV heads; Llama 2 13B has d_ff 13824 and 40 KV heads. H100 SXM: 80 GB
+d_ff 28672, 64 query heads and 8 KV heads of 128 dims over 80 layers (327,680 bytes of bf16 cache per token) and
+70,553,706,496 parameters; Llama 3 8B has d_ff 14336, 32 query heads and 8 KV heads; Llama 2 13B has d_ff 13824 and
+40 query and KV heads. H100 SXM: 80 GB
 of HBM, 8 GPUs per NVLink node (NVIDIA H100 datasheet).
 """
 
@@ -17,17 +18,18 @@ import pytest
 
 from tpu_notes.__main__ import SYSTEM_HELP, build_parser, main, parse_count
 
-SHAPES = {  # model: (d_ff, KV heads), from the published configs
-    "llama3-8b": (14336, 8),
-    "llama3-70b": (28672, 8),
-    "llama2-13b": (13824, 40),
+SHAPES = {  # model: (d_ff, query heads, KV heads), from the published configs
+    "llama3-8b": (14336, 32, 8),
+    "llama3-70b": (28672, 64, 8),
+    "llama2-13b": (13824, 40, 40),
 }
 
 
 def _legal(model, n):
-    """The rule written out: n splits d_ff evenly, and divides the KV heads or is a multiple of them."""
-    F, K = SHAPES[model]
-    return F % n == 0 and (K % n == 0 or n % K == 0)
+    """The rule written out: n splits d_ff and the query heads evenly, and divides the KV heads or is a multiple
+    of them."""
+    F, H, K = SHAPES[model]
+    return F % n == 0 and H % n == 0 and (K % n == 0 or n % K == 0)
 
 
 def _err(capsys, argv):
@@ -195,16 +197,16 @@ def test_every_proposed_count_is_legal(model, chip, capsys):
 def test_an_illegal_count_is_refused_with_the_legal_neighbours(argv, near, capsys):
     rc, err = _err(capsys, [*SERVE70, *argv])
     assert rc == 2 and len(err) == 1 and err[0].startswith("tpu_notes serve: error: ")
-    assert "d_ff (28,672)" in err[0] and "8 KV heads" in err[0] and near in err[0]
+    assert "d_ff (28,672)" in err[0] and "64 query heads" in err[0] and near in err[0]
 
 
 def test_llama2_13b_has_40_kv_heads_so_16_chips_are_not_legal(capsys):
-    """40 KV heads: 16 neither divides 40 nor is a multiple of it, so 13B stops at 8 chips (or 40 would need
-    13,824 % 40 == 0, which fails)."""
+    """40 query and KV heads: 16 does not divide 40, so 13B stops at 8 chips (or 40 would need 13,824 % 40 == 0,
+    which fails)."""
     assert [n for n in (1, 2, 4, 8, 16, 32, 40) if _legal("llama2-13b", n)] == [1, 2, 4, 8]
     rc, err = _err(capsys, ["serve", "--model", "llama2-13b", "--chip", "v5e", "--chips", "16", "--batch", "1",
                             "--context", "1024"])  # fmt: skip
-    assert rc == 2 and len(err) == 1 and "40 KV heads" in err[0]
+    assert rc == 2 and len(err) == 1 and "40 query heads" in err[0]
     # a batch only 16 chips would hold: the error names the largest legal system and what it holds
     rc, err = _err(capsys, ["serve", "--model", "llama2-13b", "--chip", "v5e", "--batch", "16", "--context",
                             "8192"])  # fmt: skip

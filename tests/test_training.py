@@ -256,7 +256,7 @@ def test_cli_plan_takes_a_gpu_cluster():
 @pytest.mark.parametrize(
     "args, words",
     [
-        (("--model", "llama9", "--slice", "v5p:16x16x16"), "unknown model"),
+        (("--model", "llama9", "--slice", "v5p:16x16x16"), "unknown --model"),
         (("--model", "llama3-8b", "--slice", "h100:100"), "multiple of"),
         (("--model", "llama3-8b", "--slice", "h100:256", "--slices", "2"), "GPU cluster"),
         (("--model", "llama3-70b", "--slice", "v5p:16x16x17"), "cannot be built"),

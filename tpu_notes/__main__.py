@@ -6,10 +6,13 @@
 - ``spec``: the chip table, or every figure of a chip with its source (:mod:`tpu_notes.hardware`);
 - ``bench``: measure this machine's roofline and compare with the model (Chapter 1, :mod:`tpu_notes.bench`).
 
-The subcommands share one spelling of counts (``parse_count``: ``8k``, ``4Mi``...) and one of systems
-(``_parse_system_arg``: ``v5e:4x4`` for a TPU slice, ``h100:8`` for GPUs, a bare chip name where the size is
-left to the command). Bad input, an unsupported model included, prints one line ``tpu_notes <command>: error: ...``
-to stderr and exits with status 2, never a traceback; ``--help`` explains every flag.
+The subcommands share one spelling of counts (``parse_count``: ``8k``, ``4Mi``...; each count flag has a documented
+maximum, a limit the library prices up to) and one of systems (``_parse_system_arg``: ``v5e:4x4`` for a TPU slice,
+``h100:8`` for GPUs, a bare chip name where the size is left to the command); which chip counts may share a model
+is judged by :mod:`tpu_notes.rules`, the one legality layer. Bad input, an unsupported model included, prints one
+line ``tpu_notes <command>: error: ...`` to stderr and exits with status 2, never a traceback; an unexpected
+exception (a bug in tpu_notes) prints one line saying so and exits with status :data:`INTERNAL_ERROR`. ``--help``
+explains every flag.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import re
 import signal
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
 
 from .system import parse_system
 from .topology import Slice, parse_slice  # noqa: F401  (re-exported: tests and readers call tpu_notes.__main__.parse_slice)
@@ -37,23 +42,39 @@ _SUFFIX = {
 }
 #: What every count flag of every subcommand accepts (the same words in each flag's --help).
 COUNT_HELP = "suffixes k, M, G (powers of 1000: 8k = 8,000) or Ki, Mi, Gi (powers of 1024: 8Ki = 8,192)"
+#: Most digits a number on the command line may have, written or implied by its exponent and suffix: more than any
+#: real count (10**30 tokens is a billion times what any training run has seen), and small enough that the exact
+#: integer it spells costs nothing to build.
+MAX_DIGITS = 30
+#: The exit status of an unexpected exception: a bug in tpu_notes, not bad input (which exits with 2); the value
+#: is ``EX_SOFTWARE`` of BSD's sysexits.h, "an internal software error".
+INTERNAL_ERROR = 70
+#: Where a bug is reported (the internal-error line says so).
+ISSUES = "https://github.com/scale-your-model/scale-your-model/issues"
 
 
 def parse_count(text: str, name: str = "value") -> int:
     """A positive whole count as the CLI spells it: ``"8k"`` → 8,000 and ``"4M"`` → 4,000,000 (k, M, G, T:
     powers of 1000); ``"8Ki"`` → 8,192 and ``"4Mi"`` → 4,194,304 (Ki, Mi, Gi, Ti: powers of 1024); ``"3e6"`` and
-    ``"1024"`` as written. Suffixes are case-insensitive. Raises ``ValueError`` naming ``name`` otherwise."""
+    ``"1024"`` as written. Suffixes are case-insensitive. The value is read exactly (no float rounding) and may
+    have at most :data:`MAX_DIGITS` digits (each flag's own maximum is :func:`count_limits`'). Raises
+    ``ValueError`` naming ``name`` otherwise."""
     if not isinstance(text, str):
         raise TypeError(f"{name} must be a string such as '4M'; got {type(text).__name__}")
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([kmgt]i?)?\s*", text.lower())
     if not m:
         raise ValueError(
-            f"{name} must be a whole number with an optional suffix k, M, G (powers of 1000) or Ki, Mi, Gi "
-            f"(powers of 1024), e.g. 8k or 4Mi; got {text!r}"
+            f"{name} must be a positive whole number with an optional suffix k, M, G (powers of 1000) or Ki, Mi, "
+            f"Gi (powers of 1024), e.g. 8k or 4Mi; got {text!r}"
         )
-    value = float(m.group(1)) * _SUFFIX[m.group(2) or ""]
-    if value != int(value) or value <= 0:
+    mantissa, exponent = m.group(1).partition("e")[::2]
+    if len(mantissa) > MAX_DIGITS + 1 or len(exponent.lstrip("0")) > 2 or int(exponent or 0) > MAX_DIGITS:
+        raise ValueError(f"{name} has more than {MAX_DIGITS} digits, more than any real count; got {text!r}")
+    value = Decimal(m.group(1)) * _SUFFIX[m.group(2) or ""]
+    if value != value.to_integral_value() or value <= 0:
         raise ValueError(f"{name} must be a positive whole number; {text!r} is {value:g}")
+    if value.adjusted() >= MAX_DIGITS:
+        raise ValueError(f"{name} has more than {MAX_DIGITS} digits, more than any real count; got {text!r}")
     return int(value)
 
 
@@ -69,6 +90,70 @@ def _count(flag: str):
     convert.__name__ = "count"  # what argparse calls the type in its messages
     return convert
 
+
+def _number(flag: str):
+    """An argparse ``type`` for a real-valued flag (a price, a probability): a finite number of at most
+    :data:`MAX_DIGITS` digits; its range is judged where it is used."""
+
+    def convert(text: str) -> float:
+        if sum(ch.isdigit() for ch in text) > MAX_DIGITS:
+            raise argparse.ArgumentTypeError(f"has more than {MAX_DIGITS} digits; got {text!r}")
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number; got {text!r}") from None
+        if value != value or value in (float("inf"), float("-inf")):
+            raise argparse.ArgumentTypeError(f"must be a finite number; got {text!r}")
+        return value
+
+    convert.__name__ = "number"
+    return convert
+
+
+def count_limits() -> dict[str, dict[str, tuple[int, str]]]:
+    """Each subcommand's count flags: ``{command: {flag: (maximum, what it is)}}``, the maxima being limits the
+    library itself prices up to (each flag's --help gives its maximum; larger values are refused before any
+    search starts)."""
+    from .inference.engine import MAX_ROWS, MAX_STEP_TOKENS
+    from .inference.speculative import MAX_DRAFTS
+    from .inference.step import MAX_CHIPS, MAX_CONTEXT
+    from .rules import MAX_WORK
+
+    chips = (MAX_CHIPS, "the most chips one step is shared by, tpu_notes.inference.step.MAX_CHIPS")
+    context = (MAX_CONTEXT, "the longest context priced, tpu_notes.inference.step.MAX_CONTEXT")
+    return {
+        "plan": {
+            "--batch-tokens": (
+                MAX_STEP_TOKENS,
+                "the most tokens the library prices in one step, tpu_notes.inference.engine.MAX_STEP_TOKENS",
+            ),
+            "--seq-len": context,
+            "--slices": chips,
+            "--max-context": chips,
+            "--top": (MAX_WORK, "the most candidates one search takes on, tpu_notes.rules.MAX_WORK"),
+        },
+        "serve": {
+            "--batch": (MAX_ROWS, "the most rows one engine step holds, tpu_notes.inference.engine.MAX_ROWS"),
+            "--context": context,
+            "--chips": chips,
+            "--prompt": context,
+            "--output": context,
+            "--speculate": (MAX_DRAFTS, "the most drafts per round, tpu_notes.inference.speculative.MAX_DRAFTS"),
+        },
+    }
+
+
+def _check_counts(command: str, args) -> None:
+    """Refuse a count above its flag's documented maximum (:func:`count_limits`), naming the flag."""
+    for flag, (maximum, what) in count_limits().get(command, {}).items():
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if value is not None and value > maximum:
+            raise ValueError(f"{flag} must be at most {maximum:,} ({what}); got {value:,}")
+
+
+#: Dollars per chip-hour ``--price`` may be: the bound :func:`tpu_notes.inference.serving_cost` puts on
+#: ``dollars_per_chip_hour`` (tests/test_cli_hostile.py checks they agree).
+MAX_PRICE = 1e6
 
 #: How every subcommand names a system (the same words in plan's --system and serve's --system).
 SYSTEM_HELP = (
@@ -118,26 +203,26 @@ def _spell_system(system) -> str:
     return f"{system.chip.name}:{system.n_devices}"
 
 
-def _tensor_parallel_problem(model, n: int) -> str | None:
-    """Why ``n`` chips cannot share one replica of ``model`` tensor-parallel, or None when they can: the MLP's
-    hidden size (``d_ff``, an expert's for a mixture of experts) must split evenly over ``n``, and so must the KV
-    heads, or ``n`` be a multiple of them (the rest of the cache then splits over the batch, the engine's
-    :func:`~tpu_notes.inference.kv_sharding`). The KV-head rule is the one serving engines enforce (vLLM,
-    github.com/vllm-project/vllm, ``vllm/model_executor/models/llama.py``, ``LlamaAttention``: KV heads divisible
-    by the tensor-parallel size, or that size by the KV heads, which are then replicated)."""
+def _check_tensor_parallel(model, n: int, argument: str) -> None:
+    """Refuse ``n`` chips sharing one replica of ``model`` tensor-parallel unless each holds whole query heads,
+    an equal part of the MLP, and its KV heads divide over the chips or are replicated
+    (:func:`tpu_notes.rules.whole_heads`, the rule serving engines enforce too: vLLM's ``LlamaAttention``).
+    Raises :class:`tpu_notes.rules.Illegal` naming ``argument``."""
+    from .rules import whole_heads
     from .transformer import get_model
 
-    m = get_model(model, "--model")
-    if n == 1:
-        return None
-    F = (m.d_ff_expert or m.d_ff) if m.is_moe else m.d_ff
-    K = m.n_kv_heads
-    if F % n == 0 and (K % n == 0 or n % K == 0):
-        return None
-    return (
-        f"tensor parallelism over {n} chips must split {m.name or 'the model'}'s d_ff ({F:,}) evenly and divide "
-        f"or be a multiple of its {K} KV heads"
-    )
+    whole_heads(get_model(model, "--model"), n, argument=argument)
+
+
+def _legal_count(model, n: int) -> bool:
+    """Whether ``n`` chips may share one replica of ``model`` (:func:`_check_tensor_parallel`)."""
+    from .rules import Illegal
+
+    try:
+        _check_tensor_parallel(model, n, "chips")
+    except Illegal:
+        return False
+    return True
 
 
 def _plan_system(text: str):
@@ -155,7 +240,8 @@ def _plan_system(text: str):
 def _plan_table(result, top: int) -> str:
     """The CLI's table of ``result`` (a :class:`~tpu_notes.training.PlanResult`): the columns of
     :meth:`~tpu_notes.training.PlanResult.table`, but each layout (with its DCN and microbatch counts) and remat
-    policy printed whole, the columns as wide as their longest entry."""
+    policy printed whole, the columns as wide as their longest entry; the legend of the ranking and the two step
+    figures is the planner's own."""
     from .training.parallelism import SHORT_NAMES
     from .units import fmt
 
@@ -172,20 +258,13 @@ def _plan_table(result, top: int) -> str:
         f"{'#':>2} {'layout':<{w}} {'remat':<{r}} {'HBM/chip':>8} {'roof step':>9} {'bound':<8} {'exp step':>8} "
         f"{'MFU':>6}"
     ]
-    models = set()
     for i, p in enumerate(shown, 1):
         st, ex = p.step, p.expected
         exp = f"{fmt(ex.total, 's'):>8} {ex.mfu:>6.1%}" if ex else f"{'-':>8} {'-':>6}"
-        if ex:
-            models.add(ex.efficiency)
-        lines.append(
-            f"{i:>2} {name(p):<{w}} {str(p.remat):<{r}} {fmt(p.memory.peak, 'B'):>8} "
-            f"{fmt(st.total, 's'):>9} {st.bound:<8} {exp}"
-        )
-    model = ", ".join(repr(n) for n in sorted(models)) or "none"
-    lines.append(f"ranked by the {result.rank_by} step; HBM/chip: the compiled peak (gathered weights included)")
-    lines.append("roof: the roofline (matmuls at peak, comms hidden), a floor on the step")
-    lines.append(f"exp: expected, at the rates of efficiency model {model}: a forecast (MFU: its MFU)")
+        row = f"{i:>2} {name(p):<{w}} {str(p.remat):<{r}} {fmt(p.memory.peak, 'B'):>8} {fmt(st.total, 's'):>9}"
+        lines.append(f"{row} {st.bound:<8} {exp}")
+    legend = ("ranked by ", "roof: ", "exp: ")  # the planner's legend lines, worded once (training.planner)
+    lines += [line for line in result.table(top).splitlines() if line.startswith(legend)]
     used = {SHORT_NAMES[a] for p in shown for a in p.parallelism.mesh_shape()}
     lines.append("layout: " + ", ".join(f"{v} {k}" for k, v in SHORT_NAMES.items() if v in used))
     extra = [
@@ -198,28 +277,37 @@ def _plan_table(result, top: int) -> str:
     return "\n".join(lines)
 
 
+def _check_plan_args(args):
+    """``plan``'s flags judged before the search: the system, the model, the remat policies, and a batch of whole
+    sequences (:func:`tpu_notes.rules.whole_sequences`). Returns the system."""
+    from .rules import whole_sequences
+    from .training.memory import REMAT
+    from .transformer import get_model
+
+    system = _plan_system(args.slice)
+    if not isinstance(system, Slice) and args.slices != 1:
+        raise ValueError("--slices joins TPU slices over DCN; a GPU cluster includes its whole network (use 1)")
+    get_model(args.model, "--model")
+    for policy in args.remat or ():
+        if policy not in REMAT:
+            raise ValueError(f"--remat must be one of {', '.join(REMAT)}; got {policy!r}")
+    whole_sequences(args.batch_tokens, args.seq_len, argument="--batch-tokens")
+    return system
+
+
 def _plan(args) -> int:
     from .training import plan
-    from .units import fmt
 
-    slc = _plan_system(args.slice)
-    if not isinstance(slc, Slice) and args.slices != 1:
-        raise ValueError("--slices joins TPU slices over DCN; a GPU cluster includes its whole network (use 1)")
+    slc = _check_plan_args(args)
+    # what plan() and, when no layout uses every chip, plan_slices() search with
+    search = dict(n_slices=args.slices, max_context=args.max_context, rank_by=args.rank_by)
+    remat = tuple(args.remat) if args.remat else ("none", "save_matmul_outputs", "full_block")
     try:
-        result = plan(
-            args.model,
-            slc,
-            args.batch_tokens,
-            args.seq_len,
-            n_slices=args.slices,
-            max_context=args.max_context,
-            remat=tuple(args.remat) if args.remat else ("none", "save_matmul_outputs", "full_block"),
-            rank_by=args.rank_by,
-        )
+        result = plan(args.model, slc, args.batch_tokens, args.seq_len, remat=remat, **search)
     except NotImplementedError as err:
         raise NotImplementedError(f"--model {args.model} is not supported by plan: {err}") from None
     if args.json:
-        json.dump(
+        _print_json(
             {
                 "model": args.model,
                 "system": _spell_system(slc),
@@ -229,47 +317,53 @@ def _plan(args) -> int:
                 "rank_by": args.rank_by,
                 "ranked": [p.row() for p in result.ranked[: args.top]],
                 "rejected_reasons": result.reasons(),
-            },
-            sys.stdout,
-            indent=1,
+            }
         )
-        print()
-    else:
-        print(
-            f"{args.model} on {args.slices} x {slc!r}, batch {args.batch_tokens:,} tokens, "
-            f"sequences of {args.seq_len:,}: {len(result)} runnable of {result.searched} candidates"
-        )
-        print(_plan_table(result, args.top))
-        if not result.ranked and isinstance(slc, Slice):
-            from .training.subslices import format_slices, plan_slices
+        return 0
+    print(
+        f"{args.model} on {args.slices} x {slc!r}, batch {args.batch_tokens:,} tokens, "
+        f"sequences of {args.seq_len:,}: {len(result)} runnable of {result.searched} candidates"
+    )
+    print(_plan_table(result, args.top))
+    if not result.ranked and isinstance(slc, Slice):
+        from .training.subslices import format_slices, plan_slices
 
-            print("\nNo legal layout uses every chip; the slices of this pod that can run, fastest first:")
-            options = plan_slices(
-                args.model,
-                slc.chip,
-                args.batch_tokens,
-                args.seq_len,
-                n_slices=args.slices,
-                max_context=args.max_context,
-                rank_by=args.rank_by,
-            )
-            print(format_slices([o for o in options if o.ok] or options, top=min(args.top, 8)))
-        if result.ranked:
-            best = result.ranked[0]
-            print(f"best by the {args.rank_by} step: {best.parallelism.label()}, {best.remat}")
-            row = best.row()
-            print(
-                f"  roofline: step {fmt(row['step_s_roofline'], 's')}, MFU {row['mfu_roofline']:.1%}, "
-                f"{fmt(row['tokens_per_s_per_chip_roofline'], 'tokens/s')} per chip (upper bounds on speed)"
-            )
-            if best.expected is not None:
-                print(
-                    f"  expected: step {fmt(row['step_s_expected'], 's')}, MFU {row['mfu_expected']:.1%}, "
-                    f"{fmt(row['tokens_per_s_per_chip_expected'], 'tokens/s')} per chip "
-                    f"({row['bound_expected']}-bound; efficiency model {row['efficiency_model']!r}: a forecast)"
-                )
-            print(f"best placement: {best.layout.describe()}")
+        print("\nNo legal layout uses every chip; the slices of this pod that can run, fastest first:")
+        options = plan_slices(args.model, slc.chip, args.batch_tokens, args.seq_len, **search)
+        print(format_slices([o for o in options if o.ok] or options, top=min(args.top, 8)))
+    if result.ranked:
+        _print_best(result.ranked[0], args.rank_by)
     return 0
+
+
+def _print_best(best, rank_by: str) -> None:
+    """The best layout of a plan in words: its roofline and expected figures and its placement."""
+    from .units import fmt
+
+    print(f"best by the {rank_by} step: {best.parallelism.label()}, {best.remat}")
+    row = best.row()
+    print(
+        f"  roofline: step {fmt(row['step_s_roofline'], 's')}, MFU {row['mfu_roofline']:.1%}, "
+        f"{fmt(row['tokens_per_s_per_chip_roofline'], 'tokens/s')} per chip (upper bounds on speed)"
+    )
+    if best.expected is not None:
+        print(
+            f"  expected: step {fmt(row['step_s_expected'], 's')}, MFU {row['mfu_expected']:.1%}, "
+            f"{fmt(row['tokens_per_s_per_chip_expected'], 'tokens/s')} per chip "
+            f"({row['bound_expected']}-bound; efficiency model {row['efficiency_model']!r}: a forecast)"
+        )
+    print(f"best placement: {best.layout.describe()}")
+
+
+def _print_json(data) -> None:
+    json.dump(data, sys.stdout, indent=1)
+    print()
+
+
+def _gpu_counts(chip) -> list[int]:
+    """The GPU counts serve tries: 1 up to one NVLink node (tpu_notes.hardware), then whole nodes up to 4096."""
+    node = chip.node_size or 8
+    return list(range(1, node + 1)) + [node * k for k in range(2, 4096 // node + 1)]
 
 
 def _candidate_systems(chip):
@@ -281,8 +375,7 @@ def _candidate_systems(chip):
         for shape in slice_shapes(chip):
             yield Slice(chip, shape)
         return
-    node = chip.node_size or 8  # GPUs per NVLink node (tpu_notes.hardware); whole nodes past one
-    for n in list(range(1, node + 1)) + [node * k for k in range(2, 4096 // node + 1)]:
+    for n in _gpu_counts(chip):
         try:
             yield _gpu_system(chip, n)
         except ValueError:  # not whole scalable units of a SuperPod
@@ -290,13 +383,13 @@ def _candidate_systems(chip):
 
 
 def _fewest_chips(model, chip, tokens: int, **dtypes):
-    """``(system, n)``: the smallest system of ``chip`` (``_candidate_systems``) whose chip count is legal for
-    tensor parallelism (``_tensor_parallel_problem``) and whose engine deployment holds the weights and
-    ``tokens`` tokens of KV cache beside its reserve; ``(None, None)`` when none does."""
+    """``(system, n)``: the smallest system of ``chip`` (``_candidate_systems``) whose chip count may share one
+    replica (``_legal_count``) and whose engine deployment holds the weights and ``tokens`` tokens of KV cache
+    beside its reserve; ``(None, None)`` when none does."""
     from .inference.engine import deploy
 
     for system in _candidate_systems(chip):
-        if _tensor_parallel_problem(model, system.n_devices):
+        if not _legal_count(model, system.n_devices):
             continue
         d = deploy(model, system, check_memory=False, **dtypes)
         if d.kv_capacity_tokens >= tokens:
@@ -306,12 +399,8 @@ def _fewest_chips(model, chip, tokens: int, **dtypes):
 
 def _legal_near(model, chip, n: int) -> str:
     """The legal chip counts of ``chip``'s systems just below and just above ``n``."""
-    if chip.kind == "tpu":
-        counts = [s.n_devices for s in _candidate_systems(chip)]
-    else:
-        node = chip.node_size or 8
-        counts = list(range(1, node + 1)) + [node * k for k in range(2, 4096 // node + 1)]
-    legal = [c for c in counts if not _tensor_parallel_problem(model, c)]
+    counts = [s.n_devices for s in _candidate_systems(chip)] if chip.kind == "tpu" else _gpu_counts(chip)
+    legal = [c for c in counts if _legal_count(model, c)]
     lower = [c for c in legal if c < n][-1:]
     upper = [c for c in legal if c > n][:1]
     return ", ".join(map(str, lower + upper)) or "none"
@@ -325,176 +414,219 @@ def _describe_system(system) -> str:
     return f"{system.n_devices} x {name}"
 
 
-def _serve_system(args, fewest_system):
+def _serve_system(args, given, fewest_system):
     """The system ``serve`` prices: the one ``--system`` spells, or ``--chips`` of its chip, or the smallest legal
-    one; its chip count must be legal for tensor parallelism."""
+    one (``fewest_system``, None when none holds the batch); its chip count must be legal for tensor parallelism
+    (:func:`_check_tensor_parallel`)."""
     from .hardware import Chip
     from .inference.engine import system_for
+    from .rules import Illegal
 
-    given = _parse_system_arg(args.system)
     chip = given if isinstance(given, Chip) else given.chip
     if not isinstance(given, Chip):
         if args.chips is not None and args.chips != given.n_devices:
             raise ValueError(f"--chips {args.chips} disagrees with --system {args.system} ({given.n_devices} chips)")
         system, flag = given, f"--system {args.system}"
     elif args.chips is not None:
-        flag = f"--chips {args.chips}"
         try:
             system = system_for(chip, args.chips) if chip.kind == "tpu" else _gpu_system(chip, args.chips)
         except ValueError as err:
-            raise ValueError(f"{flag}: {err}") from None
-    elif fewest_system is not None:
-        return fewest_system
+            raise ValueError(f"--chips {args.chips}: {err}") from None
+        flag = "--chips"
     else:
-        return None
-    problem = _tensor_parallel_problem(args.model, system.n_devices)
-    if problem:
+        return fewest_system
+    try:
+        _check_tensor_parallel(args.model, system.n_devices, flag)
+    except Illegal as err:
         near = _legal_near(args.model, chip, system.n_devices)
-        raise ValueError(f"{flag}: {problem}; legal counts near it: {near}")
+        raise Illegal(err.kind, f"{err}; legal counts near it: {near}") from None
     return system
 
 
-def _serve(args) -> int:
-    from .hardware import Chip
-    from .inference.cost import serving_cost
-    from .inference.engine import MAX_ROWS, deploy
-    from .inference.speculative import speculative_decoding
-    from .inference.step import MAX_CONTEXT
-    from .units import canonical_dtype, check_positive, fmt
+def _check_serve_args(args) -> None:
+    """``serve``'s flags judged before anything is priced: the model, the dtypes, the price and utilisation, and
+    speculative decoding's flags (each only with ``--speculate``, ``--speculate`` only with ``--acceptance``)."""
+    from .transformer import get_model
+    from .units import canonical_dtype, check_positive
 
-    check_positive("--batch", args.batch, integer=True, maximum=MAX_ROWS)
-    check_positive("--context", args.context, integer=True, maximum=MAX_CONTEXT)
+    get_model(args.model, "--model")
     canonical_dtype(args.weights, "--weights")
     if args.kv is not None:
         canonical_dtype(args.kv, "--kv")
-    prompt = args.context
-    if args.prompt is not None:
-        prompt = check_positive("--prompt", args.prompt, integer=True, maximum=MAX_CONTEXT)
-    output = check_positive("--output", args.output, integer=True, maximum=MAX_CONTEXT)
     if args.price is not None:
-        check_positive("--price", args.price)
-    util = check_positive("--utilisation", args.utilisation, maximum=1.0)
-    if args.speculate is not None:
-        check_positive("--speculate", args.speculate, integer=True, maximum=64)
-        if args.acceptance is None:
-            raise ValueError("--speculate needs --acceptance (the probability each draft token is kept)")
-    if args.acceptance is not None and not 0.0 <= args.acceptance <= 1.0:
+        check_positive("--price", args.price, maximum=MAX_PRICE)
+    check_positive("--utilisation", args.utilisation, maximum=1.0)
+    partners = {"--acceptance": args.acceptance, "--draft-model": args.draft_model, "--draft-cost": args.draft_cost}
+    if args.speculate is None:
+        given = [flag for flag, value in partners.items() if value is not None]
+        if given:
+            raise ValueError(f"{given[0]} only prices speculative decoding: give --speculate K with it")
+        return
+    if args.acceptance is None:
+        raise ValueError("--speculate needs --acceptance (the probability each draft token is kept)")
+    if not 0.0 <= args.acceptance <= 1.0:
         raise ValueError(f"--acceptance must be in [0, 1]; got {args.acceptance}")
     if args.draft_cost is not None:
         check_positive("--draft-cost", args.draft_cost, allow_zero=True)
     if args.draft_cost is not None and args.draft_model is not None:
         raise ValueError("give --draft-model or --draft-cost, not both")
+    if args.draft_model is not None:
+        get_model(args.draft_model, "--draft-model")
+
+
+def _nothing_fits(args, chip, peak: int, dtypes: dict) -> ValueError:
+    """The refusal when no legal system of ``chip`` holds the batch, naming the largest legal one and its batch."""
+    from .inference.engine import deploy
+
+    legal = [s for s in _candidate_systems(chip) if _legal_count(args.model, s.n_devices)]
+    largest = ""
+    if legal:
+        top = deploy(args.model, legal[-1], check_memory=False, **dtypes)
+        most = top.max_batch(peak) if top.kv_capacity_tokens >= peak else 0
+        largest = f" (the largest legal one, {_describe_system(legal[-1])}, holds at most batch {most})"
+    return ValueError(
+        f"--batch {args.batch} sequences of {peak:,} tokens of {args.model} do not fit on any one {chip.name} "
+        f"system of a legal chip count{largest}; lower --batch or the lengths"
+    )
+
+
+@dataclass(frozen=True)
+class _Served:
+    """One ``serve`` command priced: what its text and its JSON report."""
+
+    chip: object  # the Chip served on
+    system: object  # the system priced (a Slice or a GpuCluster)
+    fewest: object  # the smallest legal system that holds the batch and lengths, or None
+    deployment: object  # tpu_notes.inference.engine.Deployment of the model on `system`
+    step: object  # its EngineStep at --batch and --context
+    fits: bool  # weights and the batch's peak caches fit beside the reserve
+    cost: object  # tpu_notes.inference.ServingCost, or None (does not fit, or no price)
+    no_price: str  # why there is no price although it fits ("" otherwise)
+    spec: object  # tpu_notes.inference.SpeculativeResult, or None
+    prompt: int  # prompt tokens per request (tokens)
+    output: int  # output tokens per request (tokens)
+    peak: int  # tokens of cache per sequence at the workload's longest (tokens)
+    kv: str  # the KV-cache dtype
+
+    @property
+    def chapter7(self) -> float:
+        """Chapter 7's step (s): KV + max(weights, FLOPs), the roofline without collectives."""
+        r = self.step.roofline_parts
+        return r["kv"] + max(r["weights"], r["matmul"] + r["attention"] + r["elementwise"])
+
+    def per_chip(self, x: float) -> float:
+        return x / self.deployment.n_chips
+
+
+def _price_serve(args) -> _Served:
+    """Price one ``serve`` command: the system, its step, whether it fits, the cost and speculative decoding."""
+    from .hardware import Chip
+    from .inference.cost import serving_cost
+    from .inference.engine import deploy
+    from .inference.speculative import speculative_decoding
+
+    _check_serve_args(args)
+    prompt = args.prompt if args.prompt is not None else args.context
     kv = args.kv or args.weights
     dtypes = dict(weight_dtype=args.weights, kv_dtype=kv)
-    peak = max(args.context, prompt + output)  # tokens of cache per sequence at the workload's longest
+    peak = max(args.context, prompt + args.output)  # tokens of cache per sequence at the workload's longest
     given = _parse_system_arg(args.system)
     chip = given if isinstance(given, Chip) else given.chip
     try:
-        fewest_system, fewest = _fewest_chips(args.model, chip, args.batch * peak, **dtypes)
+        fewest, _ = _fewest_chips(args.model, chip, args.batch * peak, **dtypes)
     except NotImplementedError as err:
         raise NotImplementedError(f"--model {args.model} is not supported by serve: {err}") from None
-    system = _serve_system(args, fewest_system)
+    system = _serve_system(args, given, fewest)
     if system is None:
-        legal = [s for s in _candidate_systems(chip) if not _tensor_parallel_problem(args.model, s.n_devices)]
-        largest = ""
-        if legal:
-            top = deploy(args.model, legal[-1], check_memory=False, **dtypes)
-            most = top.max_batch(peak) if top.kv_capacity_tokens >= peak else 0
-            largest = f" (the largest legal one, {_describe_system(legal[-1])}, holds at most batch {most})"
-        raise ValueError(
-            f"--batch {args.batch} sequences of {peak:,} tokens of {args.model} do not fit on any one {chip.name} "
-            f"system of a legal chip count{largest}; lower --batch or the lengths"
-        )
+        raise _nothing_fits(args, chip, peak, dtypes)
     d = deploy(args.model, system, check_memory=False, **dtypes)
     step = d.step(args.batch, args.batch * args.context)
     fits = step.fits and args.batch * peak <= d.kv_capacity_tokens
-    cost = (
-        serving_cost(d, prompt, output, args.batch, utilisation=util, dollars_per_chip_hour=args.price)
-        if (fits and (args.price is not None or d.chip.dollars_per_hour is not None))
-        else None
-    )
+    priced = fits and (args.price is not None or d.chip.dollars_per_hour is not None)
+    cost = None
+    if priced:
+        cost = serving_cost(
+            d, prompt, args.output, args.batch, utilisation=args.utilisation, dollars_per_chip_hour=args.price
+        )
     no_price = "" if cost is not None or not fits else f"{d.chip.long_name} has no price in tpu_notes.hardware"
-    r = step.roofline_parts
-    chapter7 = r["kv"] + max(r["weights"], r["matmul"] + r["attention"] + r["elementwise"])
     spec = None
     if args.speculate is not None and fits:
-        draft = None
-        if args.draft_model is not None:
-            draft = deploy(args.draft_model, system, check_memory=False, **dtypes)
+        draft = None if args.draft_model is None else deploy(args.draft_model, system, check_memory=False, **dtypes)
         spec = speculative_decoding(
             d, args.batch, args.context, args.speculate, args.acceptance, draft=draft, draft_cost=args.draft_cost
         )
+    return _Served(chip, system, fewest, d, step, fits, cost, no_price, spec, prompt, args.output, peak, kv)
 
-    def per_chip(x: float) -> float:
-        return x / d.n_chips
 
-    kv_bytes = step.kv_tokens * d.kv_bytes_per_token
-    hbm = d.chip.hbm_bytes
-    where = _describe_system(fewest_system) if fewest_system is not None else None
+def _serve(args) -> int:
+    served = _price_serve(args)
     if args.json:
-        data = {
-            "model": args.model,
-            "chip": chip.name,
-            "n_chips": d.n_chips,
-            "system": _describe_system(system),
-            "system_spelled": _spell_system(system),  # what --system accepts for this system
-            "batch": args.batch,
-            "context": args.context,
-            "prompt_len": prompt,
-            "output_len": output,
-            "weight_dtype": args.weights,
-            "kv_dtype": kv,
-            "fits": fits,
-            "reserve_fraction": d.reserve_fraction,
-            "weight_bytes_per_chip": per_chip(d.weight_bytes),
-            "kv_bytes_per_chip": per_chip(kv_bytes),
-            "hbm_bytes_per_chip": hbm,
-            "max_batch": d.max_batch(peak),
-            "step_s": step.roofline,  # kept for older readers: the roofline step (collectives included)
-            "step_s_roofline": step.roofline,
-            "step_s_roofline_no_collectives": chapter7,
-            "step_s_expected": step.total,
-            "bound_expected": step.bound,
-            "parts_s_expected": {
-                k: getattr(step, k)
-                for k in ("kv", "weights", "matmul", "attention", "elementwise", "collectives", "overhead")
-            },
-            "parts_s_roofline": dict(r),
-            "tokens_per_s_per_chip_expected": step.tokens_per_s_per_chip,
-            "tokens_per_s_per_chip_roofline": step.decode / step.roofline / d.n_chips,
-            "efficiency_model": d.efficiency.name,
-            "dollars_per_million_input": cost.dollars_per_million_input if cost else None,
-            "dollars_per_million_output": cost.dollars_per_million_output if cost else None,
-            "dollars_per_request": cost.dollars_per_request if cost else None,
-            "prefill_share": cost.prefill_share if cost else None,
-            "dollars_per_chip_hour": cost.dollars_per_chip_hour if cost else None,
-            "price_source": cost.price_source if cost else None,
-            "utilisation": util,
-            "no_price_reason": None if cost else ("does not fit" if not fits else no_price),
-            # the smallest legal system for this batch and context, as --system spells it, and its chips (both
-            # None only when no system of one pod / 4096 GPUs holds it)
-            "smallest_topology": _spell_system(fewest_system) if fewest_system is not None else None,
-            "smallest_topology_chips": fewest,
-        }
-        if args.speculate is not None:
-            data["speculative"] = (
-                None
-                if spec is None
-                else {
-                    "k": spec.k,
-                    "acceptance": spec.acceptance,
-                    "verify_cost": spec.verify_cost,
-                    "draft_cost": spec.draft_cost,
-                    "tokens_per_round": spec.tokens_per_round,
-                    "speedup": spec.speedup,
-                }
-            )
-        json.dump(data, sys.stdout, indent=1)
-        print()
-        return 0
+        _print_json(_serve_json(args, served))
+    else:
+        _print_serve(args, served)
+    return 0
+
+
+def _serve_json(args, s: _Served) -> dict:
+    """``serve --json``: every figure of the text, in SI units."""
+    d, step, cost = s.deployment, s.step, s.cost
+    data = {
+        "model": args.model,
+        "chip": s.chip.name,
+        "n_chips": d.n_chips,
+        "system": _describe_system(s.system),
+        "system_spelled": _spell_system(s.system),  # what --system accepts for this system
+        "batch": args.batch,
+        "context": args.context,
+        "prompt_len": s.prompt,
+        "output_len": s.output,
+        "weight_dtype": args.weights,
+        "kv_dtype": s.kv,
+        "fits": s.fits,
+        "reserve_fraction": d.reserve_fraction,
+        "weight_bytes_per_chip": s.per_chip(d.weight_bytes),
+        "kv_bytes_per_chip": s.per_chip(step.kv_tokens * d.kv_bytes_per_token),
+        "hbm_bytes_per_chip": d.chip.hbm_bytes,
+        "max_batch": d.max_batch(s.peak),
+        "step_s": step.roofline,  # kept for older readers: the roofline step (collectives included)
+        "step_s_roofline": step.roofline,
+        "step_s_roofline_no_collectives": s.chapter7,
+        "step_s_expected": step.total,
+        "bound_expected": step.bound,
+        "parts_s_expected": {
+            k: getattr(step, k)
+            for k in ("kv", "weights", "matmul", "attention", "elementwise", "collectives", "overhead")
+        },
+        "parts_s_roofline": dict(step.roofline_parts),
+        "tokens_per_s_per_chip_expected": step.tokens_per_s_per_chip,
+        "tokens_per_s_per_chip_roofline": step.decode / step.roofline / d.n_chips,
+        "efficiency_model": d.efficiency.name,
+    }
+    for key in ("dollars_per_million_input", "dollars_per_million_output", "dollars_per_request", "prefill_share"):
+        data[key] = getattr(cost, key) if cost else None
+    data["dollars_per_chip_hour"] = cost.dollars_per_chip_hour if cost else None
+    data["price_source"] = cost.price_source if cost else None
+    data["utilisation"] = args.utilisation
+    data["no_price_reason"] = None if cost else ("does not fit" if not s.fits else s.no_price)
+    # the smallest legal system for this batch and context, as --system spells it, and its chips (both None only
+    # when no system of one pod / 4096 GPUs holds it)
+    data["smallest_topology"] = _spell_system(s.fewest) if s.fewest is not None else None
+    data["smallest_topology_chips"] = s.fewest.n_devices if s.fewest is not None else None
+    if args.speculate is not None:
+        fields = ("k", "acceptance", "verify_cost", "draft_cost", "tokens_per_round", "speedup")
+        data["speculative"] = None if s.spec is None else {k: getattr(s.spec, k) for k in fields}
+    return data
+
+
+def _print_serve(args, s: _Served) -> None:
+    """``serve``'s text: the step's parts (expected and roofline), memory, throughput, cost, speculation and the
+    smallest legal system."""
+    from .units import fmt
+
+    d, step, r = s.deployment, s.step, s.step.roofline_parts
     print(
-        f"{args.model} on {_describe_system(system)}, batch {args.batch}, context {args.context:,}, "
-        f"{args.weights} weights, {kv} KV cache"
+        f"{args.model} on {_describe_system(s.system)}, batch {args.batch}, context {args.context:,}, "
+        f"{args.weights} weights, {s.kv} KV cache"
     )
     print(
         f"  expected step {fmt(step.total, 's')} = KV {fmt(step.kv, 's')} + max(weights {fmt(step.weights, 's')}, "
@@ -502,42 +634,30 @@ def _serve(args) -> int:
         f"{fmt(step.overhead, 's')}  [{step.bound}-bound; a forecast, efficiency model {d.efficiency.name!r}]"
     )
     print(
-        f"  roofline step {fmt(step.roofline, 's')} = Chapter 7's step {fmt(chapter7, 's')} (KV "
+        f"  roofline step {fmt(step.roofline, 's')} = Chapter 7's step {fmt(s.chapter7, 's')} (KV "
         f"{fmt(r['kv'], 's')} + max(weights {fmt(r['weights'], 's')}, FLOPs {fmt(r['matmul'], 's')})) + "
         f"collectives {fmt(r['collectives'], 's')}  [a floor]"
     )
+    kv_bytes = step.kv_tokens * d.kv_bytes_per_token
+    room = (
+        "fits"
+        if s.fits
+        else f"does NOT fit (at most batch {d.max_batch(s.peak)} at {s.peak:,} tokens)"
+        if d.kv_capacity_tokens
+        else "does NOT fit (not even the weights and one token of cache)"
+    )
     print(
-        f"  memory per chip: weights {fmt(per_chip(d.weight_bytes), 'B')} + KV {fmt(per_chip(kv_bytes), 'B')} of "
-        f"{fmt(hbm, 'B')} ({d.reserve_fraction:.0%} kept in reserve): "
-        + (
-            "fits"
-            if fits
-            else f"does NOT fit (at most batch {d.max_batch(peak)} at {peak:,} tokens)"
-            if d.kv_capacity_tokens
-            else "does NOT fit (not even the weights and one token of cache)"
-        )
+        f"  memory per chip: weights {fmt(s.per_chip(d.weight_bytes), 'B')} + KV {fmt(s.per_chip(kv_bytes), 'B')} "
+        f"of {fmt(d.chip.hbm_bytes, 'B')} ({d.reserve_fraction:.0%} kept in reserve): {room}"
     )
     print(
         f"  throughput {fmt(step.tokens_per_s_per_chip, 'tokens/s')} per chip expected, "
         f"{fmt(step.decode / step.roofline / d.n_chips, 'tokens/s')} at the roofline (upper bound)"
-        + ("" if fits else "; as if the memory were there")
+        + ("" if s.fits else "; as if the memory were there")
     )
-    if cost is not None:
-        print(
-            f"  cost of requests of {prompt:,} tokens in + {output:,} out, at ${cost.dollars_per_chip_hour:.3g} per "
-            f"chip-hour ({cost.price_source}), {util:.0%} utilisation:"
-        )
-        print(
-            f"    ${cost.dollars_per_million_input:.3g} per million input tokens, "
-            f"${cost.dollars_per_million_output:.3g} per million output tokens, "
-            f"${cost.dollars_per_request:.3g} per request ({cost.prefill_share:.0%} of it prefill)"
-        )
-    elif not fits:
-        need = f"it needs at least {where}" if where else f"no {chip.name} system tpu_notes builds holds it"
-        print(f"  no price: this setup does not fit; {need}")
-    else:
-        print(f"  no price: {no_price}; give --price (dollars per chip-hour)")
-    if spec is not None:
+    _print_serve_cost(args, s)
+    if s.spec is not None:
+        spec = s.spec
         print(
             f"  speculative decoding, {spec.k} drafts at acceptance {spec.acceptance:g}: verify step "
             f"{spec.verify_cost:.2f} decode steps at this batch, draft {spec.draft_cost:.3g} of a step, "
@@ -546,11 +666,32 @@ def _serve(args) -> int:
         )
     elif args.speculate is not None:
         print("  speculative decoding: not priced (the setup does not fit)")
+    where = _describe_system(s.fewest) if s.fewest is not None else None
     print(
         "  smallest legal topology for this batch and context: "
-        + (f"{where} (--system {_spell_system(fewest_system)})" if where else "none in one pod")
+        + (f"{where} (--system {_spell_system(s.fewest)})" if where else "none in one pod")
     )
-    return 0
+
+
+def _print_serve_cost(args, s: _Served) -> None:
+    """The cost lines of ``serve``'s text, or why there is no price."""
+    cost = s.cost
+    if cost is not None:
+        print(
+            f"  cost of requests of {s.prompt:,} tokens in + {s.output:,} out, at ${cost.dollars_per_chip_hour:.3g} "
+            f"per chip-hour ({cost.price_source}), {args.utilisation:.0%} utilisation:"
+        )
+        print(
+            f"    ${cost.dollars_per_million_input:.3g} per million input tokens, "
+            f"${cost.dollars_per_million_output:.3g} per million output tokens, "
+            f"${cost.dollars_per_request:.3g} per request ({cost.prefill_share:.0%} of it prefill)"
+        )
+    elif not s.fits:
+        where = _describe_system(s.fewest) if s.fewest is not None else None
+        need = f"it needs at least {where}" if where else f"no {s.chip.name} system tpu_notes builds holds it"
+        print(f"  no price: this setup does not fit; {need}")
+    else:
+        print(f"  no price: {s.no_price}; give --price (dollars per chip-hour)")
 
 
 def chip_spec(chip) -> dict:
@@ -570,21 +711,20 @@ def chip_spec(chip) -> dict:
 
 
 def _spec(args) -> int:
-    from .hardware import CHIPS, format_spec_table, get_chip
+    from .hardware import CHIPS, Chip, format_spec_table
 
     if not args.chips:
         if args.json:
-            json.dump({name: chip_spec(name) for name in CHIPS}, sys.stdout, indent=1)
-            print()
+            _print_json({name: chip_spec(name) for name in CHIPS})
         else:
             print(format_spec_table())
             print("\n`python -m tpu_notes spec CHIP` lists every figure of one chip with its source.")
         return 0
-    # a chip name, or a system as the other subcommands spell it (its chip): fail on a bad name before printing
-    names = [get_chip(n.partition(":")[0], "CHIP").name for n in args.chips]
+    # a chip name, or a system as the other subcommands spell it (its chip): fail on a bad one before printing
+    systems = [_parse_system_arg(text, "CHIP") for text in args.chips]
+    names = [s.name if isinstance(s, Chip) else s.chip.name for s in systems]
     if args.json:
-        json.dump({n: chip_spec(n) for n in names}, sys.stdout, indent=1)
-        print()
+        _print_json({n: chip_spec(n) for n in names})
         return 0
     for n in names:
         spec = chip_spec(n)
@@ -633,29 +773,67 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # noqa: D102  (argparse's hook)
         _fail(self.prog.replace("python -m ", "", 1), message)
 
+    def parse_known_args(self, args=None, namespace=None):  # noqa: D102  (argparse's hook)
+        namespace, extras = super().parse_known_args(args, namespace)
+        _one_value_each(self, namespace)
+        return namespace, extras
+
+
+def _one_value_each(parser: argparse.ArgumentParser, namespace) -> None:
+    """Refuse a flag left without its value: argparse reads ``--top=--`` as an empty list, not as text."""
+    for action in parser._actions:
+        if action.nargs is not None or not action.option_strings:
+            continue
+        value = getattr(namespace, action.dest, None)
+        values = value if isinstance(action, argparse._AppendAction) else [value]
+        if any(isinstance(v, list) for v in values or ()):
+            parser.error(f"argument {'/'.join(action.option_strings)}: expected one value, got none")
+
 
 def _fail(where: str, message) -> None:
     print(f"{where}: error: {' '.join(str(message).split())}", file=sys.stderr)
     raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="python -m tpu_notes",
-        description="The command-line entry of Scale Your Model: one subcommand per job. Counts take "
-        + COUNT_HELP
-        + " in every subcommand; systems are spelled "
-        + SYSTEM_HELP
-        + ".",
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{plan,serve,spec,bench}")
-    p = sub.add_parser(
-        "plan",
-        help="rank training layouts of a model on a TPU slice or GPU cluster (Chapters 5, 11)",
-        description="Rank every data/FSDP/tensor/pipeline layout of one training step by predicted "
-        "step time, with memory per chip, the comms/compute ratio, and the step time and MFU twice: the roofline "
-        "(an upper bound on speed) and the expected (the efficiency model's forecast). Counts take " + COUNT_HELP + ".",
-    )
+def _add_count(parser, command: str, flag: str, help: str, **kwargs) -> None:
+    """Add count flag ``flag`` of ``command``: parsed by ``parse_count``; its help ends with its maximum."""
+    maximum, what = count_limits()[command][flag]
+    parser.add_argument(flag, type=_count(flag), help=f"{help}; at most {maximum:,} ({what})", **kwargs)
+
+
+def _add_number(parser, flag: str, help: str, default: float | None = None) -> None:
+    """Add real-valued flag ``flag`` (a price, a share, a probability), parsed by ``_number``."""
+    parser.add_argument(flag, type=_number(flag), default=default, help=help)
+
+
+def _json_and_run(parser, help: str, func) -> None:
+    """The last flag of every subcommand, ``--json`` (what it prints described by ``help``), and its function."""
+    parser.add_argument("--json", action="store_true", help=help)
+    parser.set_defaults(func=func)
+
+
+#: What each subcommand's --help says it does.
+_PLAN = (
+    "Rank every data/FSDP/tensor/pipeline layout of one training step by predicted "
+    "step time, with memory per chip, the comms/compute ratio, and the step time and MFU twice: the roofline "
+    "(an upper bound on speed) and the expected (the efficiency model's forecast). Counts take " + COUNT_HELP + "."
+)
+_SERVE = (
+    "Price one generation step with the serving step model (tpu_notes.inference.engine): expected "
+    "(the efficiency model's forecast) and at the roofline (a floor), with its collectives; the throughput per "
+    "chip; dollars per million input and output tokens and per request of --prompt/--output tokens "
+    "(tpu_notes.inference.cost; none for a setup that does not fit); optionally speculative decoding at the "
+    "real verify cost; and the smallest legal system that holds the weights and caches. A chip count is legal "
+    "when one tensor-parallel replica can span it: each chip holds whole query heads and an equal part of d_ff, "
+    "and the count divides or is a multiple of the KV heads (tpu_notes.rules.whole_heads). Counts take "
+    + COUNT_HELP
+    + "."
+)
+_SPEC = "Print the chip table, or every figure of the chips named, each with its source."
+
+
+def _plan_flags(p) -> None:
+    """``plan``'s flags."""
     p.add_argument(
         "--model",
         required=True,
@@ -670,23 +848,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SYSTEM",
         help=SYSTEM_HELP + "; a bare TPU chip name (e.g. v5e) is its full pod",
     )
-    p.add_argument(
-        "--batch-tokens", required=True, type=_count("--batch-tokens"), help="global batch in tokens; " + COUNT_HELP
+    _add_count(p, "plan", "--batch-tokens", "global batch in tokens; " + COUNT_HELP, required=True)
+    _add_count(
+        p, "plan", "--seq-len", "tokens per sequence (the batch holds whole sequences); " + COUNT_HELP, required=True
     )
-    p.add_argument(
-        "--seq-len",
-        required=True,
-        type=_count("--seq-len"),
-        help="tokens per sequence (the batch holds whole sequences); " + COUNT_HELP,
-    )
-    p.add_argument(
-        "--slices", type=_count("--slices"), default=1, help="copies of the slice joined by data parallelism over DCN"
-    )
-    p.add_argument(
+    _add_count(p, "plan", "--slices", "copies of the slice joined by data parallelism over DCN", default=1)
+    _add_count(
+        p,
+        "plan",
         "--max-context",
-        type=_count("--max-context"),
+        "largest context-parallel degree to try (chips splitting one sequence, ring attention; 1: never)",
         default=16,
-        help="largest context-parallel degree to try (chips splitting one sequence, ring attention; 1: never)",
     )
     p.add_argument(
         "--remat",
@@ -694,26 +866,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="POLICY",
         help="remat policy to try (repeatable): none, save_matmul_outputs, full_block, mlp_outputs",
     )
-    p.add_argument("--top", type=_count("--top"), default=10, help="how many layouts to print (default 10)")
+    _add_count(p, "plan", "--top", "how many layouts to print (default 10)", default=10)
     p.add_argument(
         "--rank-by",
         choices=("roofline", "expected"),
         default="expected",
         help="rank by the expected step (the efficiency model's forecast, default) or the roofline one (a floor)",
     )
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(func=_plan)
-    v = sub.add_parser(
-        "serve",
-        help="one serving step, its throughput and the cost of a request (Chapters 7, 8, 11)",
-        description="Price one generation step with the serving step model (tpu_notes.inference.engine): expected "
-        "(the efficiency model's forecast) and at the roofline (a floor), with its collectives; the throughput per "
-        "chip; dollars per million input and output tokens and per request of --prompt/--output tokens "
-        "(tpu_notes.inference.cost; none for a setup that does not fit); optionally speculative decoding at the "
-        "real verify cost; and the smallest legal system that holds the weights and caches. A chip count is legal "
-        "when one tensor-parallel replica can span it: it splits d_ff evenly and divides or is a multiple of the "
-        "KV heads. Counts take " + COUNT_HELP + ".",
-    )
+    _json_and_run(p, "print JSON instead of a table", _plan)
+
+
+def _serve_flags(v) -> None:
+    """``serve``'s flags."""
     v.add_argument("--model", required=True, help="a preset model name (e.g. llama3-70b, llama3-8b, llama2-13b)")
     v.add_argument(
         "--system",
@@ -724,55 +888,29 @@ def build_parser() -> argparse.ArgumentParser:
         help=SYSTEM_HELP + "; or a bare chip name, a TPU (v5e, v5p, v6e...) or a GPU (h100, h200, b200...), to "
         "serve on --chips of it or, without --chips, on its smallest legal system that holds the batch",
     )
-    v.add_argument("--batch", required=True, type=_count("--batch"), help="sequences generating together")
-    v.add_argument(
-        "--context", required=True, type=_count("--context"), help="tokens of context per sequence; " + COUNT_HELP
-    )
+    _add_count(v, "serve", "--batch", "sequences generating together", required=True)
+    _add_count(v, "serve", "--context", "tokens of context per sequence; " + COUNT_HELP, required=True)
     v.add_argument("--weights", default="bf16", help="weight dtype: bf16, int8, int4, fp8 (default bf16)")
     v.add_argument("--kv", default=None, help="KV-cache dtype (default: the weight dtype)")
-    v.add_argument(
-        "--chips",
-        type=_count("--chips"),
-        default=None,
-        help="chips to serve on, with a bare chip name (default: the smallest legal system)",
-    )
-    v.add_argument(
-        "--prompt",
-        type=_count("--prompt"),
-        default=None,
-        help="prompt tokens per request, for the cost (default: --context)",
-    )
-    v.add_argument(
-        "--output", type=_count("--output"), default=512, help="output tokens per request, for the cost (default 512)"
-    )
-    v.add_argument("--price", type=float, default=None, help="dollars per chip-hour (default: the chip's listed price)")
-    v.add_argument(
+    _add_count(v, "serve", "--chips", "chips to serve on, with a bare chip name (default: the smallest legal system)")
+    _add_count(v, "serve", "--prompt", "prompt tokens per request, for the cost (default: --context)")
+    _add_count(v, "serve", "--output", "output tokens per request, for the cost (default 512)", default=512)
+    _add_number(v, "--price", f"dollars per chip-hour, at most {MAX_PRICE:,.0f} (default: the chip's listed price)")
+    _add_number(
+        v,
         "--utilisation",
-        type=float,
+        "share of paid chip-time running steps, (0, 1] (default 1: busy all the time, a price floor)",
         default=1.0,
-        help="share of paid chip-time running steps, (0, 1] (default 1: busy all the time, a price floor)",
     )
-    v.add_argument(
-        "--speculate",
-        type=_count("--speculate"),
-        default=None,
-        metavar="K",
-        help="also price speculative decoding, K drafts",
-    )
-    v.add_argument(
-        "--acceptance", type=float, default=None, help="probability each draft token is kept (with --speculate)"
-    )
+    _add_count(v, "serve", "--speculate", "also price speculative decoding, K drafts", metavar="K")
+    _add_number(v, "--acceptance", "probability each draft token is kept, in [0, 1] (with --speculate)")
     v.add_argument("--draft-model", default=None, help="draft model served on the same chips (with --speculate)")
-    v.add_argument(
-        "--draft-cost", type=float, default=None, help="draft step in target steps (default 0, or --draft-model's)"
-    )
-    v.add_argument("--json", action="store_true", help="print JSON instead of text")
-    v.set_defaults(func=_serve)
-    s = sub.add_parser(
-        "spec",
-        help="a chip's figures with their sources (Chapters 1, 2, 11)",
-        description="Print the chip table, or every figure of the chips named, each with its source.",
-    )
+    _add_number(v, "--draft-cost", "draft step in target steps, >= 0 (with --speculate; default 0, or --draft-model's)")
+    _json_and_run(v, "print JSON instead of text", _serve)
+
+
+def _spec_flags(s) -> None:
+    """``spec``'s arguments."""
     s.add_argument(
         "chips",
         nargs="*",
@@ -780,8 +918,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="chip names (e.g. v5e h100), or systems spelled as elsewhere (v5e:4x4, h100:8: their chip); none: "
         "the whole table",
     )
-    s.add_argument("--json", action="store_true", help="print JSON (value and source per figure) instead of text")
-    s.set_defaults(func=_spec)
+    _json_and_run(s, "print JSON (value and source per figure) instead of text", _spec)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m tpu_notes",
+        description="The command-line entry of Scale Your Model: one subcommand per job. Counts take "
+        + COUNT_HELP
+        + " in every subcommand; systems are spelled "
+        + SYSTEM_HELP
+        + ".",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{plan,serve,spec,bench}")
+    for name, help, description, add_flags in (
+        ("plan", "rank training layouts of a model on a TPU slice or GPU cluster (Chapters 5, 11)", _PLAN, _plan_flags),
+        (
+            "serve",
+            "one serving step, its throughput and the cost of a request (Chapters 7, 8, 11)",
+            _SERVE,
+            _serve_flags,
+        ),
+        ("spec", "a chip's figures with their sources (Chapters 1, 2, 11)", _SPEC, _spec_flags),
+    ):
+        add_flags(sub.add_parser(name, help=help, description=description))
     b = sub.add_parser(
         "bench", help="measure this machine's roofline (Chapter 1); flags after it go to the bench", add_help=False
     )
@@ -792,15 +952,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _check_bench_args(argv: list[str]) -> None:
     """Refuse bad ``bench`` flags in one line (exit 2) before the bench starts measuring: the bench's own parser
-    and the checks its ``main`` makes, with this entry's one-line errors."""
+    and the checks its ``main`` makes, with this entry's one-line errors, and its repeats at most
+    :data:`tpu_notes.bench.MAX_REPEATS`."""
+    from .bench import MAX_REPEATS
     from .bench import build_parser as bench_parser
 
     parser = bench_parser()
     parser.prog = "python -m tpu_notes bench"
     parser.error = lambda message: _fail("tpu_notes bench", message)
     args = parser.parse_args(argv)
-    if args.repeats < 1:
-        _fail("tpu_notes bench", f"--repeats must be a whole number >= 1; got {args.repeats}")
+    _one_value_each(parser, args)
+    if not 1 <= args.repeats <= MAX_REPEATS:
+        _fail("tpu_notes bench", f"--repeats must be a whole number from 1 to {MAX_REPEATS:,}; got {args.repeats}")
     if args.chip is not None:
         from .hardware import get_chip
 
@@ -810,39 +973,49 @@ def _check_bench_args(argv: list[str]) -> None:
             _fail("tpu_notes bench", err)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one subcommand; returns its exit status. Every error is one line on stderr and status 2 (``bench``'s
-    flag errors raise ``SystemExit(2)``, as its own entry does)."""
-    if argv is None and hasattr(signal, "SIGPIPE"):  # `python -m tpu_notes spec | head` ends quietly
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    argv = list(sys.argv[1:] if argv is None else argv)
+def _run(argv: list[str]) -> int:
+    """Parse ``argv`` and run its subcommand (``bench``: its own flags, checked first)."""
     if argv[:1] == ["bench"]:  # everything after "bench", --help included, belongs to the bench
         from .bench import main as bench_main
 
         _check_bench_args(argv[1:])
-        try:
-            return bench_main(argv[1:])
-        except (ValueError, TypeError) as err:
-            print(f"tpu_notes bench: error: {' '.join(str(err).split())}", file=sys.stderr)
-            return 2
+        return bench_main(argv[1:])
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extras = parser.parse_known_args(argv)
+        if extras:
+            _fail(f"tpu_notes {args.command}", f"unrecognized arguments: {' '.join(extras)}")
     except SystemExit as stop:  # --help (0), or a bad flag already reported in one line (2)
         return stop.code if isinstance(stop.code, int) else 2
+    _check_counts(args.command, args)
+    return args.func(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand; returns its exit status. Bad input (a ``ValueError``, ``TypeError`` or
+    ``NotImplementedError`` from the checks or the library) is one line on stderr and status 2 (``bench``'s flag
+    errors raise ``SystemExit(2)``, as its own entry does); any other exception is a bug in tpu_notes: one line
+    saying so, and status :data:`INTERNAL_ERROR`; Ctrl-C is one line and status 130."""
+    if argv is None and hasattr(signal, "SIGPIPE"):  # `python -m tpu_notes spec | head` ends quietly
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[0] if argv[:1] and argv[0] in ("plan", "serve", "spec", "bench") else None
+    where = f"tpu_notes {command}" if command else "tpu_notes"
     try:
-        return args.func(args)
-    except (ValueError, TypeError, KeyError, NotImplementedError) as err:
-        message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        print(f"tpu_notes {args.command}: error: {' '.join(str(message).split())}", file=sys.stderr)
+        return _run(argv)
+    except (ValueError, TypeError, NotImplementedError) as err:
+        print(f"{where}: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
-    except Exception as err:  # a bug: still one line, never a traceback (run the library call to see one)
+    except KeyboardInterrupt:  # Ctrl-C during a long search: the shell's status for SIGINT, no traceback
+        print(f"{where}: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+    except Exception as err:  # a bug: one line, never a traceback (run the library call to see one)
         print(
-            f"tpu_notes {args.command}: error: internal error, please report it: {type(err).__name__}: "
-            f"{' '.join(str(err).split())}",
+            f"{where}: internal error (a bug in tpu_notes, not in your input): {type(err).__name__}: "
+            f"{' '.join(str(err).split())}; please report it with this command line at {ISSUES}",
             file=sys.stderr,
         )
-        return 2
+        return INTERNAL_ERROR
 
 
 if __name__ == "__main__":
