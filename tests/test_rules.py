@@ -122,6 +122,11 @@ def test_physical_and_work_limits():
         rules.bounded_work(1e30, argument="requests", unit="events")
     with pytest.raises(rules.Illegal, match="lower n"):
         rules.bounded_work(math.inf, argument="n")
+    assert rules.product_within({"batch": 8, "seq_len": 4096}, 2**16, what="tokens") == 32768
+    with pytest.raises(
+        rules.Illegal, match=r"batch \(16\) x seq_len \(8,192\) = 1.31e\+05 tokens.*lower batch or seq_len"
+    ):
+        rules.product_within({"batch": 16, "seq_len": 8192}, 2**16, what="tokens")
     assert rules.finite_result(3.0, argument="x", what="the step") == 3.0
     for bad in (math.inf, math.nan, 0.0):
         with pytest.raises(rules.Illegal, match="x is too large or too small"):
@@ -187,7 +192,7 @@ def test_results_that_leave_the_float_range_are_refused_by_the_argument():
         T.training_time("llama3-8b", 1e12, "v5p", 256, 1e-306)
     with pytest.raises(ValueError, match=r"^tokens=1e\+308 is outside the range training_flops can price"):
         T.training_cost("llama3-8b", 1e308, "v5p", 0.5)
-    with pytest.raises(ValueError, match=r"^hop_latency=1e\+308 .* comms comes out as inf"):
+    with pytest.raises(ValueError, match=r"^hop_latency=1e\+308 .* total comes out as inf"):
         T.step_time("llama3-8b", T.Parallelism(fsdp=64), V5P_64, 2**20, 4096, hop_latency=1e308)
     with pytest.raises(ValueError, match=r"tokens_per_s must be at least 2.23e-308 .* subnormal"):
         T.mfu("llama3-8b", 5e-324, "v5p", 256)

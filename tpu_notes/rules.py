@@ -180,7 +180,8 @@ def batch_shards(
 
 def model_layout(model, parallelism, seq_len: int, circular_repeats: int = 1) -> None:
     """The rules of a layout that do not depend on the batch: whole heads for ``tensor``, equal context chunks,
-    stages against layers, experts against the expert degree (refusals name the :class:`Parallelism` field)."""
+    stages against layers, experts against the expert degree (refusals name the field of ``parallelism``, a
+    :class:`~tpu_notes.training.Parallelism`)."""
     p = parallelism
     whole_heads(model, p.tensor)
     context_degree(seq_len, p.context)

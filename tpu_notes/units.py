@@ -422,14 +422,16 @@ def checked(fn: Callable) -> Callable:
 
 
 def _non_finite(result) -> str | None:
-    """The name of ``result``'s first figure that is NaN or infinite (``"the result"`` for a bare float, a field
-    name for a dataclass), or None. Only a float result and a dataclass's float fields are read."""
+    """The name of ``result``'s first figure that left the float range (``"the result"`` for a bare float, a field
+    name for a dataclass), or None: a float result that is NaN or infinite; a dataclass field that is NaN, or its
+    headline ``total`` when infinite (other fields may be infinite on purpose: the memory size of a measured
+    roofline, a ratio over a zero time)."""
     if isinstance(result, float):
         return None if math.isfinite(result) else "the result"
     if is_dataclass(result) and not isinstance(result, type):
         for f in fields(result):
             value = getattr(result, f.name, None)
-            if isinstance(value, float) and not math.isfinite(value) and f.metadata.get("finite", True):
+            if isinstance(value, float) and (math.isnan(value) or (f.name == "total" and math.isinf(value))):
                 return f.name
     return None
 
