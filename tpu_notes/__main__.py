@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from .inference import cost as _serving_cost
 from .system import parse_system
 from .topology import Slice, parse_slice  # noqa: F401  (re-exported: tests and readers call tpu_notes.__main__.parse_slice)
 
@@ -152,8 +153,8 @@ def _check_counts(command: str, args) -> None:
 
 
 #: Dollars per chip-hour ``--price`` may be: the bound :func:`tpu_notes.inference.serving_cost` puts on
-#: ``dollars_per_chip_hour`` (tests/test_cli_hostile.py checks they agree).
-MAX_PRICE = 1e6
+#: ``dollars_per_chip_hour``.
+MAX_PRICE = _serving_cost.MAX_PRICE
 
 #: How every subcommand names a system (the same words in plan's --system and serve's --system).
 SYSTEM_HELP = (
@@ -263,8 +264,7 @@ def _plan_table(result, top: int) -> str:
         exp = f"{fmt(ex.total, 's'):>8} {ex.mfu:>6.1%}" if ex else f"{'-':>8} {'-':>6}"
         row = f"{i:>2} {name(p):<{w}} {str(p.remat):<{r}} {fmt(p.memory.peak, 'B'):>8} {fmt(st.total, 's'):>9}"
         lines.append(f"{row} {st.bound:<8} {exp}")
-    legend = ("ranked by ", "roof: ", "exp: ")  # the planner's legend lines, worded once (training.planner)
-    lines += [line for line in result.table(top).splitlines() if line.startswith(legend)]
+    lines += result.legend(top)
     used = {SHORT_NAMES[a] for p in shown for a in p.parallelism.mesh_shape()}
     lines.append("layout: " + ", ".join(f"{v} {k}" for k, v in SHORT_NAMES.items() if v in used))
     extra = [

@@ -43,7 +43,9 @@ DEFAULT_UTILISATION = 1.0
 #: Output lengths up to this are priced step by step; longer ones by the trapezoid rule over this many intervals.
 EXACT_STEPS = 4096
 _Utilisation = Annotated[float, Positive(maximum=1.0)]
-_Price = Annotated[float, Positive(maximum=1e6)]
+#: The highest price per chip-hour (US dollars) a cost accepts: above any listed accelerator by orders of magnitude.
+MAX_PRICE = 1e6
+_Price = Annotated[float, Positive(maximum=MAX_PRICE)]
 
 
 @dataclass(frozen=True)

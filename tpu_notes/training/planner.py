@@ -136,6 +136,18 @@ class PlanResult:
         return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
     @checked
+    def legend(self, top: PositiveInt = 10) -> list[str]:
+        """The three lines under :meth:`table` that say what the ranking and the two step columns mean (the CLI
+        prints them under its own table); ``top`` is the rows the table shows (their efficiency models are named)."""
+        names = {p.expected.efficiency for p in self.ranked[:top] if p.expected}
+        model = ", ".join(repr(n) for n in sorted(names)) or "none"
+        return [
+            f"ranked by the {self.rank_by} step; HBM/chip: the compiled peak (gathered weights included)",
+            "roof: the roofline (matmuls at peak, comms hidden), a floor on the step",
+            f"exp: expected, at the rates of efficiency model {model}: a forecast (MFU: its MFU)",
+        ]
+
+    @checked
     def table(self, top: PositiveInt = 10) -> str:
         """The ``top`` layouts as a fixed-width table of at most 84 columns, or the rejection reasons if none can
         run. A layout is named by :meth:`~tpu_notes.training.Parallelism.short` (``v2``: two interleaved layer
@@ -157,21 +169,15 @@ class PlanResult:
             f"{'MFU':>6}"
         )
         lines = [head]
-        names = set()
         for i, p in enumerate(shown, 1):
             st, ex = p.step, p.expected
             exp = f"{fmt(ex.total, 's'):>8} {ex.mfu:>6.1%}" if ex else f"{'-':>8} {'-':>6}"
-            if ex:
-                names.add(ex.efficiency)
             remat = _REMAT_SHORT.get(str(p.remat), str(p.remat))
             lines.append(
                 f"{i:>2} {name(p)[:w]:<{w}} {remat:<7.7} {fmt(p.memory.peak, 'B'):>8} "
                 f"{fmt(st.total, 's'):>9} {st.bound:<8.8} {exp}"
             )
-        model = ", ".join(repr(n) for n in sorted(names)) or "none"
-        lines.append(f"ranked by the {self.rank_by} step; HBM/chip: the compiled peak (gathered weights included)")
-        lines.append("roof: the roofline (matmuls at peak, comms hidden), a floor on the step")
-        lines.append(f"exp: expected, at the rates of efficiency model {model}: a forecast (MFU: its MFU)")
+        lines += self.legend(top)
         used = {SHORT_NAMES[a] for p in shown for a in p.parallelism.mesh_shape()}
         lines.append(
             "layout: " + ", ".join(f"{v} {k}" for k, v in SHORT_NAMES.items() if v in used) + ", mb microbatches"
