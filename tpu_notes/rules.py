@@ -88,27 +88,28 @@ def pipeline_stages(model, stages: int, repeats: int = 1, *, argument: str = "pi
         )
 
 
+def _must_divide(kind: str, argument: str, degree: int, count: int, what: str, why: str) -> None:
+    """Refuse a ``degree`` that does not divide ``count`` (``what``: "the 32 layers of llama3-8b"), saying ``why``
+    and listing the degrees allowed."""
+    if degree > 1 and count % degree:
+        raise Illegal(kind, f"{argument} ({degree}) must divide {what} ({why}); allowed: {_divisors(count)}")
+
+
 def even_stages(model, stages: int, *, argument: str = "pipeline") -> None:
     """Stages of equal depth: ``stages`` must divide the layers (what a JAX pipeline of stacked layers, and the
     collectives model of one, can lay out)."""
-    if stages > 1 and model.n_layers % stages:
-        raise Illegal(
-            "uneven stages",
-            f"{argument} ({stages}) must divide the {model.n_layers} layers of {_model_name(model)} (every stage "
-            f"holds the same number of consecutive layers); allowed: {_divisors(model.n_layers)}",
-        )
+    what = f"the {model.n_layers} layers of {_model_name(model)}"
+    why = "every stage holds the same number of consecutive layers"
+    _must_divide("uneven stages", argument, stages, model.n_layers, what, why)
 
 
 def split_kv_heads(model, tensor: int, *, argument: str = "tensor") -> None:
     """A tensor degree that splits the KV heads themselves (no replication): what :mod:`tpu_notes.model`'s layers
     shard, and so what its compiled collectives assume. Stricter than :func:`whole_heads`."""
     whole_heads(model, tensor, argument=argument, d_ff=False)
-    if tensor > 1 and model.n_kv_heads % tensor:
-        raise Illegal(
-            "whole heads",
-            f"{argument} ({tensor}) must divide the {model.n_kv_heads} KV heads of {_model_name(model)} (this layout "
-            f"splits KV heads, it does not replicate them); allowed: {_divisors(model.n_kv_heads)}",
-        )
+    what = f"the {model.n_kv_heads} KV heads of {_model_name(model)}"
+    why = "this layout splits KV heads, it does not replicate them"
+    _must_divide("whole heads", argument, tensor, model.n_kv_heads, what, why)
 
 
 def expert_degree(model, expert: int, *, argument: str = "expert") -> None:
@@ -118,22 +119,14 @@ def expert_degree(model, expert: int, *, argument: str = "expert") -> None:
     name = _model_name(model)
     if not getattr(model, "is_moe", False):
         raise Illegal("not MoE", f"{argument} ({expert}) needs a mixture-of-experts model; {name} is dense (expert=1)")
-    if model.n_experts % expert:
-        raise Illegal(
-            "uneven experts",
-            f"{argument} ({expert}) must divide the {model.n_experts} experts of {name}; allowed: "
-            f"{_divisors(model.n_experts)}",
-        )
+    what = f"the {model.n_experts} experts of {name}"
+    _must_divide("uneven experts", argument, expert, model.n_experts, what, "each rank holds whole experts")
 
 
 def context_degree(seq_len: int, context: int, *, argument: str = "context", seq_argument: str = "seq_len") -> None:
     """Context parallelism gives each of ``context`` ranks an equal chunk of every sequence."""
-    if context > 1 and seq_len % context:
-        raise Illegal(
-            "uneven context",
-            f"{argument} ({context}) must divide {seq_argument} ({seq_len:,}): each context rank holds an equal "
-            "chunk of every sequence",
-        )
+    what = f"{seq_argument} ({seq_len:,})"
+    _must_divide("uneven context", argument, context, seq_len, what, "each context rank holds an equal chunk of it")
 
 
 # ---------------------------------------------------------------------------------------------------------------
