@@ -32,7 +32,7 @@ import re
 
 import hostile_cases as H
 import pytest
-from hostile_limits import CPU_LIMIT_S, EXTREMES, MEMORY_BUDGET, Hang, limits, non_finite
+from hostile_limits import CPU_LIMIT_S, EXTREME_CPU_LIMIT_S, EXTREMES, MEMORY_BUDGET, Hang, limits, non_finite
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -103,16 +103,17 @@ def _baselinenon_finite(dotted: str, case: H.Case, fn) -> set[str]:
 
 def classify(dotted: str, case: H.Case, fn, valid: dict, name: str, bad, *, extreme: bool = False):
     """``(outcome, problem)`` of calling ``fn`` with ``bad`` for argument ``name``, the others valid. ``outcome`` is
-    one of :data:`hostile_limits.OUTCOMES`; ``problem`` is None for a proper refusal (or, with ``extreme``, a sane result), else a
-    line describing the finding."""
+    one of :data:`hostile_limits.OUTCOMES`; ``problem`` is None for a proper refusal (or, with ``extreme``, a sane
+    result), else a line describing the finding. An extreme runs under the tighter CPU cap."""
     arg = case.args[name]
     values = dict(valid)
     values[name] = _hostile_value(bad)
     shown = _show(values[name])
+    cpu_s = EXTREME_CPU_LIMIT_S if extreme else CPU_LIMIT_S
     try:
-        result = _call(fn, case, values)
+        result = _call(fn, case, values, cpu_s=cpu_s)
     except Hang:
-        return "hang", f"{name}={shown}: still running after {CPU_LIMIT_S:.0f} s of CPU (unbounded?)"
+        return "hang", f"{name}={shown}: still running after {cpu_s:.0f} s of CPU (unbounded?)"
     except MemoryError:
         return "memory", f"{name}={shown}: MemoryError: asked for more than {MEMORY_BUDGET / 2**30:.0f} GiB more"
     except (ValueError, TypeError) as err:
@@ -333,7 +334,8 @@ NAMES = sorted(ALL_CASES)
 def test_baseline_call_is_valid(dotted):
     """The valid call itself succeeds, so that each refusal below is caused by the one hostile argument."""
     case = ALL_CASES[dotted]
-    _call(_target(dotted, case), case, _valid(dotted, case), cpu_s=60.0)
+    result = _call(_target(dotted, case), case, _valid(dotted, case), cpu_s=60.0)
+    _BASELINE_NON_FINITE.setdefault(dotted, non_finite(result))
 
 
 @pytest.mark.parametrize("dotted", [n for n in NAMES if _fuzzable_of(n, ALL_CASES[n])])
@@ -366,7 +368,18 @@ def corpus(names=None):
 #: Functions that still give a silent, non-finite or Python-worded answer to an extreme number, in modules this
 #: suite's owner does not maintain: ``dotted name -> owner``. Strict: when the owner's fix lands the entry fails and
 #: is removed.
-EXTREME_PENDING: dict[str, str] = {}
+EXTREME_PENDING: dict[str, str] = {
+    # batch_tokens=10**18: the search grows with the batch (16 s and 11 s of CPU) instead of refusing or answering
+    "tpu_notes.training.planner.plan": "training",
+    "tpu_notes.training.subslices.plan_slices": "training",
+    # numpy's nan and inf have a .shape, so model._check_scalar lets them through to the arithmetic
+    "tpu_notes.model.block": "model",
+    "tpu_notes.model.forward": "model",
+    "tpu_notes.model.grads": "model",
+    "tpu_notes.model.loss": "model",
+    "tpu_notes.model.rms_norm": "model",
+    "tpu_notes.model.train_step": "model",
+}
 
 
 def _extreme_param(dotted: str):
