@@ -88,7 +88,7 @@ def _show(value) -> str:
 _BASELINE_NON_FINITE: dict = {}
 
 
-def _baselinenon_finite(dotted: str, case: H.Case, fn) -> set[str]:
+def _baseline_non_finite(dotted: str, case: H.Case, fn) -> set[str]:
     """The non-finite paths of the valid call's own result (an ``inf`` meaning "unbounded" is not a finding)."""
     if dotted not in _BASELINE_NON_FINITE:
         found: set[str] = set()
@@ -123,7 +123,7 @@ def classify(dotted: str, case: H.Case, fn, valid: dict, name: str, bad, *, extr
     except Exception as err:  # noqa: BLE001 - any other exception is the finding
         return "python", f"{name}={shown}: raised {type(err).__name__} (not ValueError/TypeError): {str(err)[:160]}"
     if extreme:
-        wrong = non_finite(result) - _baselinenon_finite(dotted, case, fn)
+        wrong = non_finite(result) - _baseline_non_finite(dotted, case, fn)
         if not wrong:
             return "sane", None
         return "insane", f"{name}={shown}: returned non-finite {', '.join(sorted(wrong)[:4])}"
@@ -369,7 +369,7 @@ def corpus(names=None):
 #: suite's owner does not maintain: ``dotted name -> owner``. Strict: when the owner's fix lands the entry fails and
 #: is removed.
 EXTREME_PENDING: dict[str, str] = {
-    # batch_tokens=10**18: the search grows with the batch (16 s and 11 s of CPU) instead of refusing or answering
+    # batch_tokens=10**18: the search grows with the batch (16 s and 11 s of CPU) instead of refusing or answering fast
     "tpu_notes.training.planner.plan": "training",
     "tpu_notes.training.subslices.plan_slices": "training",
     # numpy's nan and inf have a .shape, so model._check_scalar lets them through to the arithmetic
