@@ -62,7 +62,11 @@ def _target(dotted: str, case: H.Case):
     return obj
 
 
-def _call(fn, case: H.Case, values: dict, cpu_s: float = CPU_LIMIT_S):
+def _call(fn, case: H.Case, values: dict, cpu_s: float = CPU_LIMIT_S, *, timeout: float | None = None):
+    """``fn`` called with ``values`` under :func:`hostile_limits.limits` (``timeout``: the CPU cap, as
+    ``tests/test_bounded_work.py`` names it)."""
+    if timeout is not None:
+        cpu_s = timeout
     args = [values[n] for n in case.positional if n in values]
     kwargs = {k: v for k, v in values.items() if k not in case.positional}
     with limits(cpu_s):
