@@ -435,3 +435,41 @@ def test_a_checked_function_can_be_covered_from_its_kinds_alone():
     _call(_target("tpu_notes.transformer.moe_capacity", case), case, {k: a.valid() for k, a in case.args.items()})
     assert _auto_case("tpu_notes.roofline.compute_time") is None
     assert _auto_case("tpu_notes.units.fmt") is None  # not decorated: its registry entry is what covers it
+
+
+# ----------------------------------------------------------------------------------------------- the caps themselves
+def test_a_runaway_allocation_is_a_memory_error_and_the_worker_goes_on():
+    """Under the address-space cap an allocation past the budget fails at once (numpy's ``empty`` touches no page,
+    so without the cap it would succeed); the limit is restored afterwards, and ``classify`` reports it as a
+    finding rather than dying."""
+    np = pytest.importorskip("numpy")
+    resource = pytest.importorskip("resource")
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    with pytest.raises(MemoryError), limits(cpu_s=5.0, memory=256 * 2**20):
+        np.empty(2**32, dtype=np.uint8)  # 4 GiB against a 256 MiB budget
+    assert resource.getrlimit(resource.RLIMIT_AS) == before
+    case = H.Case(n=H.Int(1))
+    outcome, problem = classify("a.fake", case, lambda n: np.empty(n, dtype=np.uint8), {"n": 1}, "n", 2**40)
+    assert outcome == "memory" and "n=" in problem
+    assert np.empty(2**20, dtype=np.uint8).size == 2**20  # the worker still allocates
+
+
+def test_a_busy_loop_is_a_hang_by_cpu_time_and_the_timer_is_cleared():
+    import signal
+
+    with pytest.raises(Hang), limits(cpu_s=0.2):
+        while True:
+            pass
+    assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)
+
+
+def test_a_sane_answer_is_one_whose_numbers_are_finite():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class R:
+        total: float
+        parts: dict
+
+    assert non_finite(R(1.0, {"a": [1.0, 2]})) == set()
+    assert non_finite(R(float("inf"), {"a": [1.0, float("nan")]})) == {".total", ".parts['a'][1]"}
