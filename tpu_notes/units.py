@@ -51,6 +51,15 @@ def dtype_bytes(name: str, argument: str = "dtype") -> float:
     return DTYPE_BYTES[canonical_dtype(name, argument)]
 
 
+_FLOAT_MAX = 1.7976931348623157e308
+
+
+def _show(value) -> str:
+    """``repr(value)``, cut to 60 characters (an int of 400 digits is not a message)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 #: The magnitudes a number given to the book may have. Every real size, time, rate, price or count lies far inside
 #: (a frontier run is ~1e26 FLOPs; an hour is 3.6e12 ns); beyond them a product or a reciprocal over- or underflows
 #: (1e308 x 10 is inf, 1 / 5e-324 is inf, 5e-324 / 2 is 0), so :func:`check_positive` and :class:`Range` refuse a
@@ -72,12 +81,6 @@ def _check_magnitude(name: str, value) -> None:
             f"{name} must be 0 or at least {SMALLEST:g} in magnitude (no real size is smaller; below it the "
             f"arithmetic underflows); got {value!r}"
         )
-
-
-def _show(value) -> str:
-    """``repr(value)``, cut to 60 characters (an int of 400 digits is not a message)."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def check_positive(
@@ -102,7 +105,9 @@ def check_positive(
     if value < 0 or (value == 0 and not allow_zero):
         raise ValueError(f"{name} must be finite and {bound}; got {value!r}")
     if maximum is not None and value > maximum:
-        raise ValueError(f"{name} must be at most {maximum:,}; got {_show(value)}")
+        raise ValueError(f"{name} must be at most {maximum:,}; got {value!r}")
+    if value > _FLOAT_MAX:
+        raise ValueError(f"{name} must be a finite number {bound} below {_FLOAT_MAX:.3g}; got {_show(value)}")
     _check_magnitude(name, value)
     return int(value) if integer else float(value)
 
