@@ -228,7 +228,7 @@ def test_every_ranked_layout_expects_no_faster_than_its_roofline(model, chip, n,
     result, _ = _plan(model, chip, n, batch_seqs)
     for p in result.ranked:
         assert p.expected is not None and p.expected.total >= p.step.total * (1 - 1e-9), p.parallelism
-        assert 0 < p.expected.mfu <= p.step.mfu * (1 + 1e-9) <= 1 + 1e-9
+        assert 0 < p.expected.mfu <= p.step.mfu * (1 + 1e-9) and p.step.mfu <= 1 + 1e-9
 
 
 @SETTINGS
