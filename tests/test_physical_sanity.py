@@ -5,6 +5,11 @@
 - a chip holds at least its share of the weights: weights / the degree that shards them;
 - throughput never beats the peak's bound (tokens/s <= chips x peak / FLOPs per token);
 - the planner ranks only layouts whose degrees multiply to the chips, that divide the model, and that fit in HBM;
+- the expected step (the efficiency model's forecast) is never faster than the roofline step, for every layout
+  ``step_time`` accepts and every layout the planner ranks, and the throughput of a roofline step gives an MFU and
+  an HFU (by ``training.mfu``/``hfu``) of at most 1;
+- a served generation step is never faster than reading the weights it reads once over every chip's HBM;
+- a collective takes at least its bandwidth and latency terms, and more bytes never take less time;
 - a published run whose measured figure beats the roofline (beyond ``runs.ROOFLINE_TOLERANCE``) is refused.
 
 Each property draws its inputs from the presets and the legal layouts (the planner's own candidates), so a failure
