@@ -1246,7 +1246,11 @@ COVERED_MODULES = (
 )
 
 #: Modules of the analysis and measure layers not covered yet, each with the reason.
-NOT_YET_COVERED: dict[str, str] = {}
+NOT_YET_COVERED: dict[str, str] = {
+    "rules": "the combination rules take values their callers' kinds have already checked (an int tensor degree, a "
+    "model config) and are driven through those callers by tests/test_impossible_combinations.py; fuzzing them "
+    "one argument at a time waits for their owner (training) to check their own arguments",
+}
 
 #: Modules outside the analysis and measure layers (the book layer and glue), never driven by this test.
 NOT_ANALYSIS = ("exercises", "plots", "widgets", "compat", "__main__")

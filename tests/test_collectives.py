@@ -168,7 +168,7 @@ def test_formula_matches_simulation_and_bounds(n, wrap, v):
 
 
 @settings(max_examples=40, deadline=None)
-@given(n=st.integers(2, 32), v=st.floats(1e3, 1e10), lat=st.floats(0, 1e-5))
+@given(n=st.integers(2, 32), v=st.floats(1e3, 1e10), lat=st.just(0.0) | st.floats(1e-12, 1e-5))
 def test_total_is_max_and_monotone(n, v, lat):
     a = C.all_gather_time(v, n, W, hop_latency=lat)
     b = C.all_gather_time(2 * v, n, W, hop_latency=lat)

@@ -65,9 +65,14 @@ class CollectiveTime:
         )
 
 
+#: The most axes one collective may span: a TPU torus has three, a GPU fat tree a few levels (a count beyond this is
+#: a mistake, and a list of that many axes would not fit in memory).
+MAX_AXES = 64
+
+
 def _axes(axis_size: AxisSizes, n_axes: int, wraparound: Wraparound) -> tuple[list[int], list[bool]]:
     """Per-axis sizes and wraparound flags from the flexible arguments."""
-    n_axes = check_positive("n_axes", n_axes, integer=True)
+    n_axes = check_positive("n_axes", n_axes, integer=True, maximum=MAX_AXES)
     if isinstance(axis_size, (Integral, float)) and not isinstance(axis_size, bool):
         sizes = [check_positive("axis_size", axis_size, integer=True)] * n_axes
     elif isinstance(axis_size, (list, tuple)):

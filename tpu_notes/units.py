@@ -62,6 +62,29 @@ def _show(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+#: The magnitudes a number given to the book may have. Every real size, time, rate, price or count lies far inside
+#: (a frontier run is ~1e26 FLOPs; an hour is 3.6e12 ns); beyond them a product or a reciprocal over- or underflows
+#: (1e308 x 10 is inf, 1 / 5e-324 is inf, 5e-324 / 2 is 0), so :func:`check_positive` and :class:`Range` refuse a
+#: value outside ``[SMALLEST, LARGEST]`` (zero aside) by name instead of returning inf or nan later.
+LARGEST = 1e36
+SMALLEST = 1e-36
+
+
+def _check_magnitude(name: str, value) -> None:
+    """Refuse a non-zero ``value`` whose magnitude lies outside ``[SMALLEST, LARGEST]``, naming ``name``."""
+    size = abs(value)
+    if size > LARGEST:
+        raise ValueError(
+            f"{name} must be at most {LARGEST:g} in magnitude (no real size is larger; beyond it the arithmetic "
+            f"overflows); got {_show(value)}"
+        )
+    if 0 < size < SMALLEST:
+        raise ValueError(
+            f"{name} must be 0 or at least {SMALLEST:g} in magnitude (no real size is smaller; below it the "
+            f"arithmetic underflows); got {value!r}"
+        )
+
+
 def check_positive(
     name: str, value, *, integer: bool = False, allow_zero: bool = False, maximum: float | None = None
 ) -> float:
@@ -93,6 +116,7 @@ def check_positive(
         raise ValueError(f"{name} must be at most {maximum:,}; got {value!r}")
     if value > _FLOAT_MAX:
         raise ValueError(f"{name} must be a finite number {bound} below {_FLOAT_MAX:.3g}; got {_show(value)}")
+    _check_magnitude(name, value)
     return int(value) if integer else float(value)
 
 
@@ -193,7 +217,7 @@ class Positive(Kind):
         return check_positive(name, value, integer=self.integer, allow_zero=self.allow_zero, maximum=self.maximum)
 
     def hostile(self) -> list:
-        out = [_NAN, _INF, -_INF, -1, "1", None, [1], True, 10**400]
+        out = [_NAN, _INF, -_INF, -1, "1", None, [1], True, 10**400, 1e308, 5e-324]
         if not self.allow_zero:
             out.append(0)
         if self.integer:
@@ -236,7 +260,8 @@ class Range(Kind):
         below = value <= self.low if self.low_open else value < self.low
         above = value >= self.high if self.high_open else value > self.high
         if below or above:
-            raise ValueError(f"{name} must be in {self.describe()}; got {value!r}")
+            raise ValueError(f"{name} must be in {self.describe()}; got {_show(value)}")
+        _check_magnitude(name, value)
         return int(value) if self.integer else float(value)
 
     def hostile(self) -> list:
@@ -246,6 +271,8 @@ class Range(Kind):
             out.append(self.low)
         if self.high_open:
             out.append(self.high)
+        if self.low <= 5e-324 <= self.high:
+            out.append(5e-324)  # inside the range, but a subnormal: its reciprocal overflows
         return out
 
     def example(self):

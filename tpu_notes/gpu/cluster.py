@@ -193,8 +193,8 @@ class GpuCluster:
                 )
             if math.prod(lv.degree for lv in levels) != nodes:
                 raise ValueError(
-                    f"levels: the degrees {[lv.degree for lv in levels]} must multiply to the "
-                    f"{nodes} nodes of {n} GPUs in nodes of {node}"
+                    f"levels: the degrees {[lv.degree for lv in levels]} must multiply to the {nodes} nodes of "
+                    f"n_gpus ({n}) in nodes of node_size ({node})"
                 )
         object.__setattr__(self, "chip", c)
         object.__setattr__(self, "n_gpus", n)
