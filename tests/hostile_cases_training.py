@@ -351,6 +351,7 @@ CASES = {
         hop_latency=Num(1e-6, zero=True),
     ),
     TR + "planner.PlanResult.table": Case(self_=_plan_result, top=Int(5)),
+    TR + "planner.PlanResult.legend": Case(self_=_plan_result, top=Int(5)),
     TR + "planner.PlanResult.reasons": Case(self_=_plan_result),
     TR + "planner.Plan.row": Case(self_=lambda: _plan_result()[0]),
     # -- training.pipeline -------------------------------------------------------------------------------------------

@@ -372,18 +372,7 @@ def corpus(names=None):
 #: Functions that still give a silent, non-finite or Python-worded answer to an extreme number, in modules this
 #: suite's owner does not maintain: ``dotted name -> owner``. Strict: when the owner's fix lands the entry fails and
 #: is removed.
-EXTREME_PENDING: dict[str, str] = {
-    # batch_tokens=10**18: the search grows with the batch (16 s and 11 s of CPU) instead of refusing or answering fast
-    "tpu_notes.training.planner.plan": "training",
-    "tpu_notes.training.subslices.plan_slices": "training",
-    # numpy's nan and inf have a .shape, so model._check_scalar lets them through to the arithmetic
-    "tpu_notes.model.block": "model",
-    "tpu_notes.model.forward": "model",
-    "tpu_notes.model.grads": "model",
-    "tpu_notes.model.loss": "model",
-    "tpu_notes.model.rms_norm": "model",
-    "tpu_notes.model.train_step": "model",
-}
+EXTREME_PENDING: dict[str, str] = {}
 
 
 def _extreme_param(dotted: str):

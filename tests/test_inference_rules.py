@@ -132,23 +132,26 @@ def test_a_sweep_names_rates_x_engines(d8b):
 
 
 # ------------------------------------------------------------------------------------------ arrival rates
-@pytest.mark.parametrize("rate", [5e-324, 1e-300, 1e-7])
+@pytest.mark.parametrize("rate", [1e-12, 1e-7])
 def test_a_rate_whose_stream_outlasts_the_clock_is_refused_naming_rate(rate):
     with pytest.raises(ValueError, match=r"^rate \(.* requests/s\) makes 1,000 requests span .* MAX_SPAN"):
         Workload.poisson(rate)
+    # further out, the magnitude window of tpu_notes.units refuses the rate before the workload is built
+    with pytest.raises(ValueError, match=r"^rate must be 0 or at least 1e-36 in magnitude"):
+        Workload.poisson(5e-324)
 
 
 def test_a_rate_whose_gaps_vanish_is_refused_naming_rate():
-    with pytest.raises(ValueError, match=r"^rate \(1e\+300 requests/s\) must be at most MAX_RATE"):
-        Workload(n_requests=10, rate=1e300)
+    with pytest.raises(ValueError, match=r"^rate \(1e\+20 requests/s\) must be at most MAX_RATE"):
+        Workload(n_requests=10, rate=1e20)
     assert Workload(n_requests=10, rate=MAX_RATE).rate == MAX_RATE
     assert Workload(n_requests=10, rate=10 / MAX_SPAN).rate == 10 / MAX_SPAN
 
 
 def test_a_sweep_names_the_rate_in_its_list(d8b):
     w = Workload.poisson(1.0, n_requests=10, prompt=LD.fixed(64), output=LD.fixed(4))
-    with pytest.raises(ValueError, match=r"^rates\[1\] \(4.94e-324 requests/s\) makes 10 requests span"):
-        I.sweep(d8b, w, [1.0, 5e-324], I.default_engines())
+    with pytest.raises(ValueError, match=r"^rates\[1\] \(1e-12 requests/s\) makes 10 requests span"):
+        I.sweep(d8b, w, [1.0, 1e-12], I.default_engines())
 
 
 def test_the_slowest_accepted_rate_still_gives_finite_percentiles(d8b):
@@ -164,13 +167,15 @@ def test_the_slowest_accepted_rate_still_gives_finite_percentiles(d8b):
         (lambda d: I.prefill_time("llama3-8b", "v5e", 4, 4096, mfu=5e-324), "mfu"),
         (lambda d: I.cost_per_million_tokens(5e-324, 1.0), "tokens_per_s_per_chip"),
         (lambda d: I.disaggregation_ratio(1e308, 0.01, 64, 512), "prefill_s"),
-        (lambda d: I.disaggregation_ratio(0.5, 5e-324, 64, 512), "prefill_s / step_s"),
+        (lambda d: I.disaggregation_ratio(0.5, 5e-324, 64, 512), "step_s"),
         (lambda d: I.serving_cost(d, 1024, 128, 8, utilisation=5e-324), "utilisation"),
         (lambda d: I.speculative_decoding(d, 8, 1024, 4, 0.7, draft_cost=1e308), "draft_cost"),
     ],
 )
 def test_a_result_that_overflows_is_refused_by_the_argument_that_caused_it(d8b, call, argument):
-    with pytest.raises(rules.Illegal, match=rf"^{argument} is too large or too small"):
+    """An argument that would take a result out of the float range is refused by its name: by the magnitude window
+    of tpu_notes.units (1e-36 to 1e36) first, by the function's own finite-result check behind it."""
+    with pytest.raises(ValueError, match=rf"^{argument}( is too large or too small| must be (0 or )?at)"):
         call(d8b)
 
 
@@ -181,7 +186,7 @@ def test_a_measured_roofline_has_no_memory_to_fill_and_no_subnormal_rates():
     with pytest.raises(TypeError, match=r"^chip must be"):
         I.cross_layer_kv("llama3-8b", roof, 1, 1024)
     tiny = SimpleNamespace(peak_flops=5e-324, bandwidth=5e-324)
-    with pytest.raises(ValueError, match=r"chip.peak_flops .* and chip.bandwidth .* must each be at least 1"):
+    with pytest.raises(ValueError, match=r"chip.peak_flops"):
         I.prefill_time("llama3-8b", tiny, 1, 1024)
     assert I.decode_step_time("llama3-8b", roof, 1, 8, 1024).total > 0
 

@@ -13,6 +13,7 @@ from tpu_notes import rules
 from tpu_notes import training as T
 from tpu_notes.topology import Slice
 from tpu_notes.transformer import get_model
+from tpu_notes.units import PositiveFloat, checked
 
 L8 = get_model("llama3-8b")  # 32 heads, 8 KV heads, d_ff 14,336, 32 layers, dense
 MOE = get_model("deepseek-v3")  # 256 routed experts, MLA
@@ -113,6 +114,9 @@ def test_meshes():
 
 def test_physical_and_work_limits():
     assert rules.at_most_peak(0.5, argument="tokens_per_s") == 0.5
+    assert rules.at_most_peak(1.0 + rules.PEAK_TOLERANCE / 2, argument="x") == 1.0  # rounding, not a claim
+    with pytest.raises(rules.Illegal, match="x implies MFU 1"):
+        rules.at_most_peak(1.0 + 1e-6, argument="x")
     with pytest.raises(rules.Illegal, match="tokens_per_s implies MFU 2, above the hardware's peak"):
         rules.at_most_peak(2.0, argument="tokens_per_s")
     with pytest.raises(rules.Illegal, match="above the hardware's peak"):
@@ -186,14 +190,21 @@ def test_entry_points_share_the_model_rules():
 
 
 def test_results_that_leave_the_float_range_are_refused_by_the_argument():
-    """units.checked reads every checked function's result: NaN or infinity from finite arguments is refused,
-    naming the argument furthest from 1 in magnitude; a subnormal argument is refused before any arithmetic."""
-    with pytest.raises(ValueError, match=r"^mfu=1e-306 is outside the range training_time can price: the result"):
+    """Two guards stand between an extreme number and a silent inf or nan. units.check_positive refuses any number
+    outside 1e-36..1e36 by name; behind it, units.checked reads every checked function's result and refuses NaN
+    (or an infinite total), naming the argument furthest from 1 in magnitude."""
+    with pytest.raises(ValueError, match=r"^mfu must be 0 or at least 1e-36 in magnitude"):
         T.training_time("llama3-8b", 1e12, "v5p", 256, 1e-306)
-    with pytest.raises(ValueError, match=r"^tokens=1e\+308 is outside the range training_flops can price"):
+    with pytest.raises(ValueError, match=r"^tokens must be at most 1e\+36 in magnitude"):
         T.training_cost("llama3-8b", 1e308, "v5p", 0.5)
-    with pytest.raises(ValueError, match=r"^hop_latency=1e\+308 .* total comes out as inf"):
-        T.step_time("llama3-8b", T.Parallelism(fsdp=64), V5P_64, 2**20, 4096, hop_latency=1e308)
-    with pytest.raises(ValueError, match=r"tokens_per_s must be at least 2.23e-308 .* subnormal"):
+    with pytest.raises(ValueError, match=r"^tokens_per_s must be 0 or at least 1e-36"):
         T.mfu("llama3-8b", 5e-324, "v5p", 256)
     assert T.training_time("llama3-8b", 1e12, "v5p", 256, 0.5) > 0
+
+    @checked
+    def ratio(top: PositiveFloat, bottom: PositiveFloat, scale: PositiveFloat = 1.0) -> float:
+        return top * 1e300 / bottom * scale
+
+    assert ratio(1.0, 2.0) == 5e299
+    with pytest.raises(ValueError, match=r"^bottom=1e-30 is outside the range .*ratio can price: the result"):
+        ratio(1.0, 1e-30)

@@ -46,7 +46,7 @@ from typing import Annotated
 
 from .hardware import CHIPS, Chip, get_chip
 from .transformer import Model
-from .units import Bool, OneOf, Positive, PositiveInt, checked
+from .units import Bool, OneOf, Positive, SeqLen, checked
 
 #: The interconnects the model has an achieved fraction for.
 LINKS = ("ici", "dcn", "nvlink", "ib", "pcie")
@@ -392,7 +392,7 @@ def matmul_seconds(
 @checked
 def layer_elementwise_bytes(
     model: Model,
-    seq_len: PositiveInt,
+    seq_len: SeqLen,
     *,
     attention: Annotated[str, OneOf(ATTENTION_KERNELS)] = "flash",
     fp8: Bool = False,

@@ -94,8 +94,14 @@ def _check_tokens(tokens, config: TransformerConfig, min_len: int = 1, name: str
 
 
 def _check_scalar(name: str, value, **kwargs):
-    """:func:`check_positive` for a Python number; a traced or array value (under ``jax.jit``) passes through."""
-    if isinstance(value, jax.core.Tracer) or hasattr(value, "shape"):
+    """:func:`check_positive` for a number; a traced value (under ``jax.jit``) passes through, and a concrete
+    array scalar (numpy's or JAX's, e.g. ``np.float32(nan)``) is checked by its value and returned as it is."""
+    if isinstance(value, jax.core.Tracer):
+        return value
+    if hasattr(value, "shape"):
+        if tuple(value.shape) != ():
+            raise TypeError(f"{name} must be a number (a scalar); got an array of shape {tuple(value.shape)}")
+        check_positive(name, float(value), **kwargs)
         return value
     return check_positive(name, value, **kwargs)
 

@@ -246,9 +246,17 @@ def mesh_devices(
 # ---------------------------------------------------------------------------------------------------------------
 # Physical limits of a result
 # ---------------------------------------------------------------------------------------------------------------
+#: Rounding a fraction of peak may leave above 1 (a throughput computed from the roofline itself): this much is
+#: forgiven, and the fraction returned as 1.
+PEAK_TOLERANCE = 1e-9
+
+
 def at_most_peak(fraction: float, *, argument: str, what: str = "MFU") -> float:
     """A measured rate cannot beat the hardware: ``fraction`` of peak (an MFU, an HFU, a bandwidth share) must be at
-    most 1. The refusal names the caller's ``argument`` whose value implied it."""
+    most 1 (within :data:`PEAK_TOLERANCE` of rounding). The refusal names the caller's ``argument`` whose value
+    implied it."""
+    if math.isfinite(fraction) and 1.0 < fraction <= 1.0 + PEAK_TOLERANCE:
+        return 1.0
     if not math.isfinite(fraction) or fraction > 1.0:
         raise Illegal(
             "above peak",

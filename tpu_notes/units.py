@@ -52,8 +52,6 @@ def dtype_bytes(name: str, argument: str = "dtype") -> float:
 
 
 _FLOAT_MAX = 1.7976931348623157e308
-#: The smallest normal float: a positive argument below it is subnormal and refused by name.
-_FLOAT_TINY = 2.2250738585072014e-308
 
 
 def _show(value) -> str:
@@ -106,12 +104,6 @@ def check_positive(
         raise ValueError(f"{name} must be a whole number; got {value!r}")
     if value < 0 or (value == 0 and not allow_zero):
         raise ValueError(f"{name} must be finite and {bound}; got {value!r}")
-    if 0 < value < _FLOAT_TINY:
-        raise ValueError(
-            f"{name} must be {'0 or ' if allow_zero else ''}at least {_FLOAT_TINY:.3g} (the smallest normal float); "
-            f"got {value!r}, a subnormal "
-            "number that loses its precision in any arithmetic"
-        )
     if maximum is not None and value > maximum:
         raise ValueError(f"{name} must be at most {maximum:,}; got {value!r}")
     if value > _FLOAT_MAX:
@@ -356,6 +348,9 @@ Fraction = Annotated[float, Range(0.0, 1.0, low_open=True)]  # (0, 1]: an effici
 Probability = Annotated[float, Range(0.0, 1.0)]  # [0, 1]
 Bool = Annotated[bool, Flag()]
 DTypeName = Annotated[str, DType()]
+#: The longest sequence a model of the book prices, tokens: 64Mi, above any published context window (10M).
+MAX_SEQ_LEN = 2**26
+SeqLen = Annotated[int, Positive(integer=True, maximum=MAX_SEQ_LEN)]  # tokens per sequence
 
 
 def capped(maximum: int) -> Any:

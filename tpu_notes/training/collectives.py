@@ -65,7 +65,7 @@ from dataclasses import dataclass
 
 from .. import rules
 from ..transformer import TransformerConfig, as_config
-from ..units import Bool, DTypeName, PositiveInt, checked, dtype_bytes, fmt
+from ..units import Bool, DTypeName, PositiveInt, SeqLen, checked, dtype_bytes, fmt
 from .parallelism import Parallelism
 
 #: Collective kinds, spelled as in HLO (and :data:`tpu_notes.hlo.KINDS`).
@@ -163,7 +163,7 @@ def predicted_collectives(
     model,
     parallelism: Parallelism,
     batch_tokens: PositiveInt,
-    seq_len: PositiveInt,
+    seq_len: SeqLen,
     dtype: DTypeName = "bf16",
     *,
     remat: Bool = False,

@@ -19,7 +19,7 @@ from typing import Annotated
 from .. import rules
 from ..hardware import get_chip
 from ..transformer import REMAT_POLICIES, as_config
-from ..units import Bool, DTypeName, Fraction, OneOf, PositiveFloat, PositiveInt, checked
+from ..units import Bool, DTypeName, Fraction, OneOf, PositiveFloat, PositiveInt, SeqLen, checked
 
 SECONDS_PER_DAY = 86_400.0
 SECONDS_PER_HOUR = 3_600.0
@@ -33,7 +33,7 @@ def flops_per_token(
     model,
     *,
     include_attention: Bool = False,
-    seq_len: PositiveInt | None = None,
+    seq_len: SeqLen | None = None,
     causal: Bool = True,
     remat: Remat = "none",
 ) -> float:
@@ -60,7 +60,7 @@ def training_flops(
     tokens: PositiveFloat,
     *,
     include_attention: Bool = False,
-    seq_len: PositiveInt | None = None,
+    seq_len: SeqLen | None = None,
     causal: Bool = True,
 ) -> float:
     """Model FLOPs to train ``model`` on ``tokens`` tokens: ``tokens × flops_per_token`` (about ``6·params·tokens``)."""
@@ -77,7 +77,7 @@ def training_time(
     *,
     dtype: DTypeName = "bf16",
     include_attention: Bool = False,
-    seq_len: PositiveInt | None = None,
+    seq_len: SeqLen | None = None,
 ) -> float:
     """Seconds to train ``model`` on ``tokens`` tokens with ``n_chips`` chips running at ``mfu`` of peak (a
     fraction in (0, 1]): ``training_flops / (n_chips · peak · mfu)``."""
@@ -95,7 +95,7 @@ def mfu(
     *,
     dtype: DTypeName = "bf16",
     include_attention: Bool = False,
-    seq_len: PositiveInt | None = None,
+    seq_len: SeqLen | None = None,
 ) -> float:
     """Model FLOPs utilisation of a run that trains ``tokens_per_s`` tokens per second on ``n_chips`` chips.
 
@@ -114,7 +114,7 @@ def hfu(
     chip,
     n_chips: PositiveInt,
     *,
-    seq_len: PositiveInt,
+    seq_len: SeqLen,
     remat: Remat = "full_block",
     dtype: DTypeName = "bf16",
     include_attention: Bool = True,

@@ -34,7 +34,7 @@ from typing import Annotated
 
 from .. import efficiency as eff_mod
 from ..efficiency import ATTENTION_KERNELS, EfficiencyModel
-from ..units import DTypeName, NonNegativeFloat, OneOf, PositiveInt, checked, fmt
+from ..units import DTypeName, NonNegativeFloat, OneOf, PositiveInt, SeqLen, checked, fmt
 from .memory import _chip_params, _stage_layers
 
 
@@ -103,7 +103,7 @@ def expected_step(
     p,
     lay,
     batch_tokens: PositiveInt,
-    seq_len: PositiveInt,
+    seq_len: SeqLen,
     *,
     remat: Annotated[str, OneOf(("none", "save_matmul_outputs", "full_block"))],
     dtype: DTypeName,

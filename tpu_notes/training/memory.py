@@ -50,6 +50,7 @@ from ..units import (
     OneOf,
     PositiveInt,
     Range,
+    SeqLen,
     check_choice,
     check_positive,
     checked,
@@ -206,7 +207,7 @@ def training_memory(
     model,
     parallelism: Parallelism | None = None,
     batch_tokens: PositiveInt = 1,
-    seq_len: PositiveInt = 1,
+    seq_len: SeqLen = 1,
     *,
     optimizer: Optimizer = "adam",
     param_dtype: DTypeName = "bf16",
@@ -325,7 +326,7 @@ def min_chips_for_memory(
     model,
     chip,
     batch_tokens: PositiveInt,
-    seq_len: PositiveInt,
+    seq_len: SeqLen,
     *,
     include_grads: Bool = True,
     fraction: Fraction = 1.0,
@@ -357,6 +358,7 @@ class BatchSplit:
     tokens_per_chip: float  # tokens / all chips (the "B / N" of the mixed FSDP + TP roofline)
     sequence_split: int  # shards that share one sequence (1: whole sequences per shard)
     even: bool  # every shard gets the same number of whole sequences (or equal pieces)
+    legal: str = ""  # "" when the layout can run this batch; else why not (tpu_notes.rules: shards, microbatches)
 
     def __str__(self) -> str:
         how = (
@@ -372,8 +374,9 @@ class BatchSplit:
 
 
 @checked
-def batch_split(batch_tokens: PositiveInt, seq_len: PositiveInt, parallelism: Parallelism) -> BatchSplit:
-    """Split ``batch_tokens`` (whole sequences of ``seq_len``) over the batch shards of ``parallelism``.
+def batch_split(batch_tokens: PositiveInt, seq_len: SeqLen, parallelism: Parallelism) -> BatchSplit:
+    """Split ``batch_tokens`` (whole sequences of ``seq_len``) over the batch shards of ``parallelism``, reporting
+    (not refusing) a split the layout cannot run: ``legal`` says why, in the words of :mod:`tpu_notes.rules`.
 
     Unlike the sharding notation of Chapter 3, this accepts splits that do not divide: 4M tokens of 4096-token
     sequences (1024 sequences) over 4096 chips is a quarter sequence per chip, which works only with sequence
@@ -401,4 +404,14 @@ def batch_split(batch_tokens: PositiveInt, seq_len: PositiveInt, parallelism: Pa
         tokens_per_chip=batch_tokens / parallelism.n_chips,
         sequence_split=split,
         even=even,
+        legal=_why_not(seqs, shards, parallelism),
     )
+
+
+def _why_not(sequences: int, shards: int, p: Parallelism) -> str:
+    """Why the batch rules of :mod:`tpu_notes.rules` refuse this split ("" when they accept it)."""
+    try:
+        rules.batch_shards(sequences, shards, microbatches=p.microbatches, stages=p.pipeline)
+    except rules.Illegal as err:
+        return f"{err.kind}: {err.detail}"
+    return ""

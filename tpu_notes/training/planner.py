@@ -38,7 +38,7 @@ from ..efficiency import check_efficiency
 from ..gpu import GpuCluster
 from ..system import System, check_system
 from ..transformer import as_config
-from ..units import Bool, DTypeName, Fraction, OneOf, PositiveInt, capped, checked, dtype_bytes, fmt
+from ..units import Bool, DTypeName, Fraction, OneOf, PositiveInt, SeqLen, capped, checked, dtype_bytes, fmt
 from .expected import ExpectedStep
 from .memory import OPTIMIZERS, MemoryBreakdown, _memory, check_remat, optimizer_bytes_per_param
 from .parallelism import SHORT_NAMES, Parallelism
@@ -258,7 +258,7 @@ def plan(
     model,
     system: System,
     batch_tokens: PositiveInt,
-    seq_len: PositiveInt,
+    seq_len: SeqLen,
     *,
     n_slices: PositiveInt = 1,
     remat: Sequence = DEFAULT_REMAT,

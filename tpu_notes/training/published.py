@@ -54,7 +54,7 @@ from ..runs import PublishedRecord, check_rows, check_runs, check_under_roofline
 from ..runs import Reconciliation as _Reconciliation
 from ..topology import Slice
 from ..transformer import TransformerConfig, as_config, get_model
-from ..units import Fraction, OneOf, PositiveFloat, PositiveInt, checked
+from ..units import Fraction, OneOf, PositiveFloat, PositiveInt, SeqLen, checked
 from .parallelism import Parallelism
 from .step import StepTime, step_time
 
@@ -183,7 +183,7 @@ class PublishedRun(PublishedRecord):
     system: object  # topology.Slice or gpu.GpuCluster
     parallelism: Parallelism  # the stated layout in this package's terms
     batch_tokens: PositiveInt  # global batch, tokens
-    seq_len: PositiveInt  # tokens per sequence
+    seq_len: SeqLen  # tokens per sequence
     remat: Annotated[str, OneOf(("none", "save_matmul_outputs", "full_block"))]  # closest remat policy here
     reported_mfu: Fraction  # the MFU as the source states (or computes from its own numbers)
     reported_tokens_per_s: PositiveFloat | None = None  # per chip, when the source states it

@@ -63,17 +63,7 @@ from ..gpu import GpuCluster
 from ..system import System, check_system
 from ..topology import Slice
 from ..transformer import TransformerConfig, as_config
-from ..units import (
-    Bool,
-    DTypeName,
-    Fraction,
-    NonNegativeFloat,
-    OneOf,
-    PositiveInt,
-    checked,
-    dtype_bytes,
-    fmt,
-)
+from ..units import Bool, DTypeName, Fraction, NonNegativeFloat, OneOf, PositiveInt, SeqLen, checked, dtype_bytes, fmt
 from .cost import flops_per_token
 from .expected import ExpectedStep, _expected_step
 from .memory import Remat, _chip_params, _kv_replication, _param_counts, _stage_layers
@@ -335,7 +325,7 @@ def step_time(
     parallelism: Parallelism,
     slice,
     batch_tokens: PositiveInt,
-    seq_len: PositiveInt,
+    seq_len: SeqLen,
     *,
     remat: Remat = "full_block",
     dtype: DTypeName = "bf16",

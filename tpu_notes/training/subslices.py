@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..hardware import get_chip
 from ..topology import CUBE, Slice
-from ..units import Fraction, PositiveInt, checked, fmt
+from ..units import Fraction, PositiveInt, SeqLen, checked, fmt
 from .planner import Plan, plan
 
 
@@ -70,7 +70,7 @@ def plan_slices(
     model,
     chip,
     batch_tokens: PositiveInt,
-    seq_len: PositiveInt,
+    seq_len: SeqLen,
     *,
     n_slices: PositiveInt = 1,
     min_fraction: Fraction = 0.25,
