@@ -78,12 +78,10 @@ class OverBudget(BaseException):
     """Raised inside a call that made more function calls than its budget (a BaseException: not swallowed)."""
 
 
-def _counted_call(fn, case, values: dict, budget: int) -> int:
-    """Call ``fn`` with ``values`` (split as the registry's ``case`` says), counting the Python and C function calls
-    it makes; return the count. Raises ``OverBudget`` as soon as the count passes ``budget``, and whatever ``fn``
-    raises (with ``.calls`` set on it to the count so far)."""
-    args = [values[n] for n in case.positional if n in values]
-    kwargs = {k: v for k, v in values.items() if k not in case.positional}
+def count_calls(thunk, budget: int) -> int:
+    """Run ``thunk()``, counting the Python and C function calls it makes (``thunk`` itself included); return the
+    count. Raises ``OverBudget`` as soon as the count passes ``budget``, and whatever ``thunk`` raises (with
+    ``.calls`` set on it to the count so far). The count is the same on any machine and under any load."""
     count = 0
 
     def hook(frame, event, arg):
@@ -95,13 +93,25 @@ def _counted_call(fn, case, values: dict, budget: int) -> int:
 
     sys.setprofile(hook)
     try:
-        fn(*args, **kwargs)
+        thunk()
     except Exception as err:
         err.calls = count
         raise
     finally:
         sys.setprofile(None)
     return count
+
+
+def _counted_call(fn, case, values: dict, budget: int) -> int:
+    """:func:`count_calls` of ``fn`` called with ``values``, split as the registry's ``case`` says; the count
+    excludes the wrapper that makes the call."""
+    args = [values[n] for n in case.positional if n in values]
+    kwargs = {k: v for k, v in values.items() if k not in case.positional}
+    try:
+        return count_calls(lambda: fn(*args, **kwargs), budget + 1) - 1
+    except Exception as err:
+        err.calls -= 1
+        raise
 
 
 def test_counting_stops_a_call_past_its_budget():
