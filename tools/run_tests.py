@@ -2,7 +2,7 @@
 
     python tools/run_tests.py            # what `make test` runs
     python tools/run_tests.py --jobs 1   # one thing at a time
-    python tools/run_tests.py -- -x -k browser   # extra pytest arguments
+    python tools/run_tests.py -- -x -k browser   # extra pytest arguments (paths replace tests/)
 
 Ruff (``ruff check`` and ``ruff format --check``, what ``make lint`` runs) goes first and stops the run when it
 finds anything: it takes a second, the rest takes minutes.
@@ -40,11 +40,12 @@ LINTED = ("tpu_notes", "tests", "tools")
 
 
 def pytest_command(workers: int, extra: list[str]) -> list[str]:
-    """The pytest run of `make test`: ``tests/`` only, on ``workers`` processes, listing the slowest tests."""
+    """The pytest run of `make test` on ``workers`` processes, listing the slowest tests: ``tests/`` only (pytest.ini's
+    ``testpaths``), or what ``extra`` names instead."""
     spread = ["-n", str(workers), "--dist", "loadfile"] if workers > 1 else ["-p", "no:xdist"]
     # --durations: the slowest tests are listed after every run, so the 15-minute budget can be watched
     timing = ["--durations=25", "--durations-min=5"]
-    return [sys.executable, "-m", "pytest", "tests", *spread, *timing, *extra]
+    return [sys.executable, "-m", "pytest", *spread, *timing, *extra]
 
 
 def main(argv: list[str]) -> int:
