@@ -9,7 +9,7 @@ export JAX_PLATFORMS ?= cpu
 export PYTHONHASHSEED := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: book test lint test-matrix execute lab bench bench-planner bench-efficiency bench-serving venv clean browser node screenshots device-check
+.PHONY: book test lint test-matrix execute lab bench bench-planner bench-efficiency bench-serving bench-caps venv clean browser node screenshots device-check
 # Workers for pytest and lanes for the device matrix: one per core, at least 1.
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 0 ? n : 1 )))
 
@@ -74,7 +74,7 @@ lab: $(STAMP)
 	@$(PY) -m pip install -q jupyterlab >> $(VENV)/install.log 2>&1
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root,) notebooks/
 
-bench: $(STAMP) bench-planner bench-efficiency bench-serving
+bench: $(STAMP) bench-planner bench-efficiency bench-serving bench-caps
 	$(PY) -m tpu_notes bench
 
 bench-planner: $(STAMP)
@@ -85,6 +85,10 @@ bench-serving: $(STAMP)
 
 bench-efficiency: $(STAMP)
 	$(PY) benchmarks/efficiency.py
+
+# The calls at their caps that the tests count instead of timing (benchmarks/caps.py).
+bench-caps: $(STAMP)
+	$(PY) benchmarks/caps.py
 
 clean:
 	rm -rf _build _vendor
