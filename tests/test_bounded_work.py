@@ -7,10 +7,10 @@ other arguments as in the hostile-input registry, ``tests/hostile_cases*.py``) a
 ``CAP_CALLS`` function calls; one past the cap must be refused, naming the argument, within ``REFUSE_CALLS`` (checked
 up front, before any work). Work is counted, not timed: a profile hook counts every Python and C function call the
 call makes (the same count on any machine, under any load) and stops the call once it passes the budget, so a cap
-set too high fails here instead of hanging. What a call costs in seconds is the benchmarks' business
-(``make bench``). A measurement function (JAX compiles, subprocesses, timed loops) is not run at its cap here: its
-caps are held to the up-front refusal. ``GROWING`` lists the functions known to grow with an argument: each must
-declare a cap on it.
+set too high fails here instead of hanging. What a call costs in seconds is the benchmarks' business (``make
+bench``; benchmarks/caps.py for the capped simulations). A measurement function (JAX compiles, subprocesses, timed
+loops) is not run at its cap here: its caps are held to the up-front refusal. ``GROWING`` lists the functions known
+to grow with an argument: each must declare a cap on it.
 """
 
 from __future__ import annotations

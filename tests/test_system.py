@@ -120,7 +120,7 @@ def test_hop_latency_lives_in_the_chip_table():
 
 def test_the_capped_simulations_do_bounded_work():
     """Both caps of the pipeline simulator at once, and the largest cluster link_loads enumerates: each returns in
-    at most CAP_CALLS function calls (counted, not timed: the same on any machine; seconds are `make bench`'s)."""
+    at most CAP_CALLS function calls (counted, not timed: the same on any machine; seconds: benchmarks/caps.py)."""
     from test_bounded_work import CAP_CALLS, count_calls
 
     P = pipeline.MAX_STAGES
