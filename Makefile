@@ -9,7 +9,7 @@ export JAX_PLATFORMS ?= cpu
 export PYTHONHASHSEED := 0
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: book test lint test-matrix execute lab bench bench-planner bench-efficiency bench-serving venv clean browser node screenshots device-check
+.PHONY: book test lint test-matrix execute lab bench bench-planner bench-efficiency bench-serving bench-caps venv clean browser node screenshots device-check
 # Workers for pytest and lanes for the device matrix: one per core, at least 1.
 JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 0 ? n : 1 )))
 
@@ -47,9 +47,9 @@ book: $(STAMP) node browser
 screenshots: $(STAMP) browser
 	@$(PY) tools/browser.py
 
-# Every test on every core and, beside it, the device-count matrix (tools/device_matrix.py): the chapters that build
-# meshes run with 1, 2 and 4 devices and with a one-device default backend, and the strict nbval pass again pinned to
-# one core and one thread (tools/run_tests.py runs both and fails if either fails).
+# Ruff, then pytest over tests/ beside the chapters (tools/run_tests.py, one lane per core): every chapter compared
+# under strict nbval once, pinned to one core and one thread on a 1-device runtime, and the chapters that build
+# meshes executed on one CPU device (tools/device_matrix.py). Fails if either fails.
 test: $(STAMP) node browser
 	$(PY) tools/run_tests.py --jobs $(JOBS)
 
@@ -59,8 +59,9 @@ lint: $(STAMP)
 	$(PY) -m ruff check $(LINTED)
 	$(PY) -m ruff format --check $(LINTED)
 
+# The chapters alone, with the 2- and 4-device runs of the mesh chapters that `make test` leaves out (--full).
 test-matrix: $(STAMP)
-	$(PY) tools/device_matrix.py --lanes $(JOBS)
+	$(PY) tools/device_matrix.py --full --lanes $(JOBS)
 
 # On a machine with a TPU or GPU: measure it once (<= 10 min) into book/measured/<device>/ (tools/device_check.py).
 device-check: $(STAMP)
@@ -73,7 +74,7 @@ lab: $(STAMP)
 	@$(PY) -m pip install -q jupyterlab >> $(VENV)/install.log 2>&1
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root,) notebooks/
 
-bench: $(STAMP) bench-planner bench-efficiency bench-serving
+bench: $(STAMP) bench-planner bench-efficiency bench-serving bench-caps
 	$(PY) -m tpu_notes bench
 
 bench-planner: $(STAMP)
@@ -84,6 +85,10 @@ bench-serving: $(STAMP)
 
 bench-efficiency: $(STAMP)
 	$(PY) benchmarks/efficiency.py
+
+# The calls at their caps that the tests count instead of timing (benchmarks/caps.py).
+bench-caps: $(STAMP)
+	$(PY) benchmarks/caps.py
 
 clean:
 	rm -rf _build _vendor

@@ -1,4 +1,6 @@
-"""The GitHub workflows are valid YAML and run the README's commands: `make test`, and `make book` for Pages."""
+"""CI runs the README's commands: the GitHub workflows are valid YAML and run `make test`, and `make book` for
+Pages; the CI script (.ci/run) runs exactly `make test`. What `make test` runs (pytest over tests/ beside the
+pinned chapter jobs) is held by tests/test_device_matrix.py."""
 
 from pathlib import Path
 
@@ -31,3 +33,9 @@ def test_pages_workflow_builds_the_book_and_publishes_it():
     assert upload and upload[0]["with"]["path"] == "_build/html"
     assert any(str(s.get("uses", "")).startswith("actions/deploy-pages") for s in data["jobs"]["deploy"]["steps"])
     assert data["permissions"]["pages"] == "write" and data["permissions"]["id-token"] == "write"
+
+
+def test_ci_script_runs_exactly_make_test():
+    lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines()]
+    commands = [ln for ln in lines if ln and not ln.startswith("#") and not ln.startswith(("set ", "cd "))]
+    assert commands == ["make test"]

@@ -1,6 +1,6 @@
-"""The device-count matrix (tools/device_matrix.py) and the device script (tools/device_check.py): what they run,
-and that the matrix's scenarios really catch what they are there to catch. `make test` runs the matrix itself after
-pytest; these tests hold its definition and its teeth."""
+"""The chapters' half of `make test` (tools/device_matrix.py), the way tools/run_tests.py schedules it, and the
+device script (tools/device_check.py): what they run, and that the matrix's scenarios really catch what they are
+there to catch. `make test` runs the chapter jobs beside pytest; these tests hold their definition and their teeth."""
 
 import json
 import subprocess
@@ -16,16 +16,20 @@ sys.path.insert(0, str(ROOT / "tools"))
 import device_matrix  # noqa: E402
 
 
-def test_every_chapter_is_in_the_pinned_pass_and_mesh_chapters_in_every_scenario():
-    names = {j.name for j in device_matrix.jobs()}
+def test_every_chapter_is_compared_once_pinned_and_mesh_chapters_run_on_one_device():
+    names = [j.name for j in device_matrix.jobs()]
     chapters = sorted(p.name[:2] for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    assert {f"nbval-pinned:{c}" for c in chapters} <= names
-    for sc in ("cpu1", "cpu2", "cpu4"):
-        assert {f"{sc}:{c}" for c in device_matrix.MESH_CHAPTERS} <= names
-    # the pinned, output-compared pass runs the chapters without meshes on one CPU device and those with meshes
-    # under accel1: those runs are not repeated
-    assert not [n for n in names if n.startswith("cpu1:") and n[-2:] not in device_matrix.MESH_CHAPTERS]
-    assert not [n for n in names if n.startswith("accel1:")]
+    assert len(names) == len(set(names))
+    # every chapter compared exactly once, and the mesh chapters executed on one CPU device: nothing else
+    assert sorted(n for n in names if n.startswith("nbval-pinned:")) == [f"nbval-pinned:{c}" for c in chapters]
+    assert sorted(n for n in names if not n.startswith("nbval-pinned:")) == sorted(
+        f"cpu1:{c}" for c in device_matrix.MESH_CHAPTERS
+    )
+    # --full adds the 2- and 4-device runs of the mesh chapters
+    full = {j.name for j in device_matrix.jobs(full=True)}
+    assert full - set(names) == {f"{sc}:{c}" for sc in ("cpu2", "cpu4") for c in device_matrix.MESH_CHAPTERS}
+    costs = [j.cost for j in device_matrix.jobs(full=True)]
+    assert costs == sorted(costs, reverse=True)  # longest first
     import tempfile
 
     with tempfile.TemporaryDirectory() as work:
@@ -34,11 +38,55 @@ def test_every_chapter_is_in_the_pinned_pass_and_mesh_chapters_in_every_scenario
             cmd, env = device_matrix.pinned_nbval_command(path, Path(work))
             startup = Path(env["IPYTHONDIR"]) / "profile_default" / "startup" / "00-one-device.py"
             assert marker in startup.read_text() and "intra_op_parallelism_threads=1" in env["XLA_FLAGS"]
+            assert "--nbval" in cmd[cmd.index("-o") + 1] and cmd[-1] == str(path)
+
+
+def test_make_test_runs_pytest_over_tests_only_and_the_chapters_beside_it():
+    """The notebooks are compared once, by the pinned pass: pytest's own run (tools/run_tests.py) and a plain
+    `pytest` (pytest.ini's testpaths) collect tests/ only."""
+    import configparser
+
+    import run_tests
+
+    cmd = run_tests.pytest_command(1, [])
+    assert not [a for a in cmd[cmd.index("pytest") + 1 :] if (ROOT / a).exists()]  # no path: testpaths decides
+    assert run_tests.pytest_command(3, ["-x"])[-1] == "-x" and "-n" in run_tests.pytest_command(3, [])
+    ini = configparser.ConfigParser()
+    ini.read(ROOT / "pytest.ini")
+    assert ini["pytest"]["testpaths"].split() == ["tests"]
+    assert "--nbval" in ini["pytest"]["addopts"]  # `pytest notebooks/NN_slug.ipynb` still compares one chapter
+
+
+def test_lanes_run_the_lead_first_then_share_the_queue(tmp_path, monkeypatch):
+    """run_lanes: lane 0 runs the lead (pytest, in `make test`) on cores no other lane uses, then takes jobs from
+    the same queue; every job runs once and a failure is counted."""
+    import io
+    import subprocess as sp
+
+    ran, leads = [], []
+
+    class Done:
+        def __init__(self, rc):
+            self.returncode, self.stdout, self.stderr = rc, "", ""
+
+    def fake_run(cmd, **kwargs):
+        job = cmd[cmd.index("--job") + 1]
+        ran.append((job, cmd[: cmd.index(sys.executable)]))
+        return Done(1 if job == "b" else 0)
+
+    monkeypatch.setattr(sp, "run", fake_run)
+    todo = [device_matrix.Job(n, c) for n, c in (("a", 3.0), ("b", 2.0), ("c", 1.0))]
+    out = io.StringIO()
+    failed = device_matrix.run_lanes(todo, 2, lead=leads.append, lead_cores=1, out=out)
+    assert failed == 1 and sorted(j for j, _ in ran) == ["a", "b", "c"] and len(leads) == 1
+    assert out.getvalue().count("FAIL") == 1 and out.getvalue().count("ok  ") == 2
+    pins = {tuple(p) for _, p in ran} | {tuple(leads[0])}
+    assert all(p == () or p[:2] == ("taskset", "-c") for p in pins)
 
 
 def test_mesh_chapters_are_exactly_those_that_build_meshes():
-    """A chapter that builds a mesh (or trains/compiles over DEVICES) must be in MESH_CHAPTERS, so the 2-, 4- and
-    accel1 runs cover it."""
+    """A chapter that builds a mesh (or trains/compiles over DEVICES) must be in MESH_CHAPTERS, so it is compared
+    under accel1 and executed on cpu1 (and on 2 and 4 devices with --full)."""
     import re
 
     builds = set()

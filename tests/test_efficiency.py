@@ -192,8 +192,14 @@ def test_the_expected_model_is_closer_than_the_roofline_in_every_group(rows):
         assert g.expected_median < g.roofline_median, g
 
 
-def test_leave_one_group_out_refits_without_the_group():
-    held = {h.group: h for h in V.leave_one_group_out()}
+@pytest.fixture(scope="module")
+def held_out():
+    """Every group's leave-one-group-out row (one run of the refits for the module)."""
+    return V.leave_one_group_out()
+
+
+def test_leave_one_group_out_refits_without_the_group(held_out):
+    held = {h.group: h for h in held_out}
     # the TPU matmul figure is fitted on maxtext-synthetic: held out, that group is graded by a figure fitted on
     # the other TPU training runs, so its error differs from the in-sample one
     h = held["maxtext-synthetic"]
@@ -203,6 +209,19 @@ def test_leave_one_group_out_refits_without_the_group():
     # a group no fit uses is graded by the same model either way (up to DEFAULT's rounding of the fitted values)
     assert held["tpu-serving"].expected_median == pytest.approx(held["tpu-serving"].in_sample_median, abs=0.005)
     assert "group held out" in V.format_held_out(list(held.values()))
+
+
+def test_leave_one_group_out_of_some_groups_gives_their_rows_of_all(held_out):
+    """Asking for some groups (Chapter 6 asks for the training groups) gives exactly their rows of the full call,
+    in GROUPS order; a name that is not a group is refused by name."""
+    some = V.leave_one_group_out(groups=("torchtitan", "maxtext-synthetic"))
+    assert some == [h for h in held_out if h.group in ("maxtext-synthetic", "torchtitan")]
+    assert [h.group for h in some] == ["maxtext-synthetic", "torchtitan"]
+    assert V.leave_one_group_out(groups=[]) == []
+    with pytest.raises(ValueError, match="groups"):
+        V.leave_one_group_out(groups=["megatron", "no-such-group"])
+    with pytest.raises(TypeError, match="groups"):
+        V.leave_one_group_out(groups="megatron")
 
 
 # -- the expected steps -----------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """tpu_notes.generate: the KV-cached decoder against the uncached forward pass, speculative sampling against the
 target distribution (exactly, and by a seeded sample), and XLA's bytes of one decode step against the model."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -41,12 +42,14 @@ def test_cached_sampling_equals_the_uncached_sampler(tiny):
 
 def test_prefill_and_decode_logits_match_forward(tiny):
     c, params, prompt = tiny
+    # the reference forward pass compiled whole (one program per length), not dispatched op by op (one per op)
+    forward = jax.jit(M.forward, static_argnames=("config",))
     logits, cache = g.prefill(params, prompt, c, 12)
-    np.testing.assert_allclose(logits, M.forward(params, prompt, c)[:, -1], atol=1e-4)
+    np.testing.assert_allclose(logits, forward(params, prompt, config=c)[:, -1], atol=1e-4)
     tok = jnp.argmax(logits, -1).astype(jnp.int32)
     step, cache = g.decode_step(params, cache, tok, 7, c)
     longer = jnp.concatenate([prompt, tok[:, None]], axis=1)
-    np.testing.assert_allclose(step, M.forward(params, longer, c)[:, -1], atol=1e-4)
+    np.testing.assert_allclose(step, forward(params, longer, config=c)[:, -1], atol=1e-4)
 
 
 def test_speculative_step_distribution_is_the_target_exactly():

@@ -257,3 +257,22 @@ def test_shared_traces_are_stored_once():
 def test_builder_rejects_bad_declarations(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_the_training_explorer_asks_the_planner_once_per_setting(monkeypatch):
+    """training_run, the explorer's first drawing and its static figure ask for the same settings: the planner runs
+    once per setting and the text is the same each time."""
+    import tpu_notes.training as training
+
+    calls = []
+    real = training.plan
+
+    def counted(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(training, "plan", counted)
+    monkeypatch.setattr(widgets, "_PLANS", {})
+    first = widgets.training_run("llama3-8b", "v5e", 1, 2**20, 2048)
+    assert widgets.training_run("llama3-8b", "v5e", 1, 2**20, 2048) == first and calls == ["llama3-8b"]
+    assert widgets.training_run("llama3-8b", "v5e", 2, 2**20, 2048) != first and len(calls) == 2

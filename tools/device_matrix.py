@@ -1,10 +1,21 @@
-"""Execute chapters on runtimes with fewer devices than the book's 8: the device-count matrix of `make test`.
+"""Run every chapter on a one-device runtime, pinned to one core: the notebook half of `make test`.
 
-    python tools/device_matrix.py                      # every job, on two lanes pinned to two cores
+    python tools/device_matrix.py                      # what `make test` runs (two lanes, each pinned to a core)
+    python tools/device_matrix.py --full               # also the 2- and 4-device runs of the mesh chapters
     python tools/device_matrix.py cpu1:05 nbval-pinned:10
     python tools/device_matrix.py --list
 
-A scenario is a preamble cell run before the chapter's first cell, in the chapter's own kernel:
+Two kinds of job, each in its own process pinned to one core:
+
+- ``nbval-pinned:NN``: the strict nbval comparison of chapter NN (every stored output, as pytest.ini configures
+  nbval), with one XLA thread and one BLAS thread, on a 1-device runtime (see :func:`pinned_nbval_command`). This is
+  the only place `make test` compares a chapter's outputs, and it compares them on the smallest machine the book
+  supports, so no committed output may depend on the thread count, the core or the device count (the setup cell's
+  device count aside).
+- ``<scenario>:NN``: chapter NN executed (not compared) after a scenario's preamble cell, in the chapter's own
+  kernel. A chapter passes when every cell runs without an error; the executed copy is thrown away.
+
+The scenarios (a preamble cell run before the chapter's first cell):
 
 - ``cpu<k>``: JAX starts with ``k`` simulated CPU devices before the setup cell can ask for 8 (a kernel where
   something used JAX first, or a machine set up with ``JAX_NUM_CPU_DEVICES=k``). The demos must shrink to ``k``.
@@ -12,15 +23,12 @@ A scenario is a preamble cell run before the chapter's first cell, in the chapte
   while the CPU backend keeps 8: a 1-chip Colab TPU or a 1-GPU box. Every mesh must come from the setup cell's
   devices (the CPU fallback); a hidden ``jax.devices()`` fails here.
 
-Outputs are not compared (they legitimately differ); a chapter passes when every cell runs without an error.
-The executed copies are thrown away; the committed notebooks are never written.
-
-The same run also makes the strict nbval pass a second time (``nbval-pinned``), pinned to one core with one XLA
-thread, so no committed output may depend on the thread count or the core. That pass runs each chapter on a
-1-device runtime too, so its outputs must be those committed (the setup cell's device count aside): the chapters
-that build no mesh with JAX started on one CPU device (their ``cpu1`` run), those that do under ``accel1`` (a
-default backend of one device). Those runs are compared, not only executed; the rest of the matrix (``cpu1``,
-``cpu2``, ``cpu4`` of the mesh chapters) is executed.
+Which runs where: a chapter that builds no mesh runs its pinned comparison on ``cpu1`` (JAX started on one CPU
+device), so it needs nothing else. A chapter that builds meshes (``MESH_CHAPTERS``) runs its pinned comparison
+under ``accel1`` (its meshes come from the 8 CPU devices behind a 1-device default backend) and is also executed on
+``cpu1``, where every mesh must shrink to one device. ``--full`` adds ``cpu2`` and ``cpu4`` executions of the mesh
+chapters (about five more minutes on 2 cores): run it after changing a mesh chapter or ``tpu_notes.devices``.
+Jobs start longest first (seconds from book/status.json), each lane taking the next when it is free.
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 
-#: Chapters that build meshes: they also run with 2 and 4 devices and with a one-device default backend.
+#: Chapters that build meshes: compared under accel1 and executed on cpu1 (and cpu2 and cpu4 with ``--full``).
 MESH_CHAPTERS = ("03", "05", "09", "10", "11")
 
 _CPU_PREAMBLE = """\
@@ -120,9 +128,9 @@ def execute(scenario: Scenario, path: Path, timeout: int = 300) -> float:
     return time.perf_counter() - start
 
 
-# -- the strict nbval pass again, on one core with one thread: outputs must not depend on the machine -----------
+# -- the strict nbval pass, on one core with one thread and one device: outputs must not depend on the machine -----
 
-#: Rules the second pass adds to tests/nbval_sanitize.cfg: the device count of the setup cell (1 in that pass for the
+#: Rules the pinned pass adds to tests/nbval_sanitize.cfg: the device count of the setup cell (1 in that pass for the
 #: chapters that build no mesh) and the note setup() prints when JAX started with fewer devices.
 PINNED_SANITIZE = """
 [the setup cell's device count]
@@ -135,7 +143,7 @@ replace: \n"""  # nbval reads "replace: " then the text: here nothing
 
 
 def pinned_nbval_command(path: Path, work: Path) -> tuple[list[str], dict]:
-    """The pytest command (and environment) of the second strict nbval pass over ``path``: one thread, and a
+    """The pytest command (and environment) of the pinned strict nbval pass over ``path``: one thread, and a
     1-device runtime set up by an IPython startup file before the setup cell: for a chapter that builds no mesh,
     JAX started with one CPU device (``cpu1``); for one that does, a default backend of one device beside 8 CPU
     devices (``accel1``, a 1-chip TPU). Either way the chapter's outputs must be those committed."""
@@ -188,7 +196,13 @@ def _chapter_seconds() -> dict:
     return {k[:2]: v.get("seconds", 20.0) for k, v in data.items()}
 
 
-def jobs() -> list[Job]:
+#: Scenarios executed only with ``--full`` (not in `make test`).
+FULL_ONLY = ("cpu2", "cpu4")
+
+
+def jobs(full: bool = False) -> list[Job]:
+    """The jobs to run, longest first: every chapter's pinned comparison, the mesh chapters on ``cpu1``, and with
+    ``full`` their ``cpu2`` and ``cpu4`` runs too."""
     secs = _chapter_seconds()
     out = [
         Job(f"nbval-pinned:{p.name[:2]}", secs.get(p.name[:2], 20.0))
@@ -198,7 +212,9 @@ def jobs() -> list[Job]:
     out += [
         Job(f"{sc.name}:{p.name[:2]}", secs.get(p.name[:2], 20.0))
         for sc, p in runs()
-        if sc.name != "accel1" and not (sc.name == "cpu1" and p.name[:2] not in MESH_CHAPTERS)
+        if sc.name != "accel1"
+        and not (sc.name == "cpu1" and p.name[:2] not in MESH_CHAPTERS)
+        and (full or sc.name not in FULL_ONLY)
     ]
     return sorted(out, key=lambda j: -j.cost)
 
@@ -226,42 +242,52 @@ def _run_job(name: str) -> int:
         return 1
 
 
-def run_lanes(todo: list[Job], lanes: int) -> int:
+def run_lanes(todo: list[Job], lanes: int, lead=None, lead_cores: int = 1, out=None) -> int:
     """Run ``todo`` on ``lanes`` lanes, each a thread that pins its jobs to one core (``taskset``) when the machine
-    has that many; longest jobs first, each lane taking the next when it is free. Returns the number failed."""
+    has enough; longest jobs first, each lane taking the next when it is free. ``lead``, when given, is called first
+    by lane 0 with a ``taskset`` prefix for ``lead_cores`` cores that no other lane uses (``[]`` when unpinned):
+    `make test` runs pytest there, and lane 0 joins the queue, on the first of those cores, when it returns. Prints
+    a line per job to ``out`` (default stdout). Returns the number of jobs failed."""
     import queue
     import shutil
     import subprocess
     import threading
 
+    out = out if out is not None else sys.stdout
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    pin = shutil.which("taskset") is not None and len(cores) >= lanes
+    extra = lead_cores - 1 if lead is not None else 0  # the lead's cores beyond lane 0's own
+    pin = shutil.which("taskset") is not None and len(cores) >= lanes + extra
     pending: queue.Queue[Job] = queue.Queue()
     for j in todo:
         pending.put(j)
     failed, lock = [], threading.Lock()
 
+    def core_of(k: int) -> int:
+        return cores[k + extra if k else 0]
+
     def lane(k: int):
+        prefix = ["taskset", "-c", str(core_of(k))] if pin else []
+        if lead is not None and k == 0:
+            lead(["taskset", "-c", ",".join(map(str, cores[:lead_cores]))] if pin else [])
         while True:
             try:
                 job = pending.get_nowait()
             except queue.Empty:
                 return
-            cmd = [sys.executable, str(Path(__file__).resolve()), "--job", job.name]
-            if pin:
-                cmd = ["taskset", "-c", str(cores[k]), *cmd]
+            cmd = [*prefix, sys.executable, str(Path(__file__).resolve()), "--job", job.name]
             t0 = time.perf_counter()
             done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
             with lock:
                 ok = done.returncode == 0
-                core = f"core {cores[k]}" if pin else "unpinned"
+                core = f"core {core_of(k)}" if pin else "unpinned"
                 print(
                     f"{'ok  ' if ok else 'FAIL'}  {job.name:18s} {time.perf_counter() - t0:6.1f} s  ({core})",
+                    file=out,
                     flush=True,
                 )
                 if not ok:
                     failed.append(job.name)
-                    print(done.stdout[-3000:], done.stderr[-1000:], flush=True)
+                    print(done.stdout[-3000:], done.stderr[-1000:], file=out, flush=True)
 
     threads = [threading.Thread(target=lane, args=(k,)) for k in range(lanes)]
     for t in threads:
@@ -275,6 +301,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("only", nargs="*", help="jobs to run, e.g. cpu1:05 or nbval-pinned:10 (default: all)")
     parser.add_argument("--lanes", type=int, default=2, help="jobs at once, each pinned to its own core (default 2)")
+    parser.add_argument("--full", action="store_true", help="also run the mesh chapters on 2 and 4 devices")
     parser.add_argument("--list", action="store_true", help="print the jobs and exit")
     parser.add_argument("--job", help=argparse.SUPPRESS)  # one job, in this process (what a lane runs)
     args = parser.parse_args(argv)
@@ -282,7 +309,7 @@ def main(argv: list[str]) -> int:
         return _run_job(args.job)
     if args.lanes < 1:
         parser.error(f"--lanes must be at least 1; got {args.lanes}")
-    todo = jobs()
+    todo = jobs(full=args.full or bool(args.only))
     if args.only:
         known = {j.name for j in todo}
         bad = [o for o in args.only if o not in known]

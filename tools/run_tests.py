@@ -1,14 +1,24 @@
-"""`make test`: ruff first, then pytest on every core and, beside it, the device-count matrix (tools/device_matrix.py).
+"""`make test`: ruff first, then pytest over tests/ and, beside it, every chapter pinned (tools/device_matrix.py).
 
     python tools/run_tests.py            # what `make test` runs
     python tools/run_tests.py --jobs 1   # one thing at a time
+    python tools/run_tests.py -- -x -k browser   # extra pytest arguments (paths replace tests/)
 
-The two run at once: pytest (``-n JOBS --dist loadfile``: a file, and so a notebook, stays on one worker) leaves a
-core idle while it waits on
-the browser, the book build and subprocesses, and the matrix's kernels fill those gaps. The matrix prints into
-``_build/device_matrix.log`` as it goes; its lines are repeated after pytest's, and the command fails if either
-fails. Ruff (``ruff check`` and ``ruff format --check``, what ``make lint`` runs) goes first and stops the run when it
+Ruff (``ruff check`` and ``ruff format --check``, what ``make lint`` runs) goes first and stops the run when it
 finds anything: it takes a second, the rest takes minutes.
+
+Then two kinds of work share the cores, one lane per core (``--jobs``, default all), each lane pinned to its core:
+
+- pytest over ``tests/`` only (unit, property and oracle tests, notebook hygiene, the book build and the browser
+  pass) on lane 0, with ``--jobs // 2`` processes (one on 2 cores, ``-n`` from pytest-xdist above that);
+- the chapters (tools/device_matrix.py, without ``--full``): each chapter compared under strict nbval once, pinned
+  to one core with one thread on a 1-device runtime, and the chapters that build meshes executed on one CPU device.
+  This is the only nbval pass: pytest does not compare the notebooks again (pytest.ini's ``testpaths`` is
+  ``tests``; ``pytest notebooks/NN_slug.ipynb`` still compares one chapter by hand).
+
+The chapter jobs start longest first, on the other lanes; when pytest finishes, lane 0 takes chapter jobs too, so
+both cores stay busy to the end. The chapters print into ``_build/device_matrix.log`` as they go; its lines are
+repeated after pytest's, and the command fails if either fails.
 """
 
 from __future__ import annotations
@@ -21,15 +31,26 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
 
+import device_matrix  # noqa: E402
 
 #: What ruff lints and formats (the Makefile's LINTED).
 LINTED = ("tpu_notes", "tests", "tools")
 
 
+def pytest_command(workers: int, extra: list[str]) -> list[str]:
+    """The pytest run of `make test` on ``workers`` processes, listing the slowest tests: ``tests/`` only (pytest.ini's
+    ``testpaths``), or what ``extra`` names instead."""
+    spread = ["-n", str(workers), "--dist", "loadfile"] if workers > 1 else ["-p", "no:xdist"]
+    # --durations: the slowest tests are listed after every run, so the 15-minute budget can be watched
+    timing = ["--durations=25", "--durations-min=5"]
+    return [sys.executable, "-m", "pytest", *spread, *timing, *extra]
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="pytest workers (default: cores)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="lanes, one per core (default: cores)")
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments")
     args = parser.parse_args(argv)
     if args.jobs < 1:
@@ -43,28 +64,26 @@ def main(argv: list[str]) -> int:
         return 1
     log = ROOT / "_build" / "device_matrix.log"
     log.parent.mkdir(exist_ok=True)
+    workers = max(1, args.jobs // 2)
+    tests: list[int] = []
+
+    def run_pytest(pin: list[str]) -> None:
+        tests.append(subprocess.run([*pin, *pytest_command(workers, args.pytest_args)], cwd=ROOT).returncode)
+
     start = time.perf_counter()
+    todo = device_matrix.jobs()
     with log.open("w") as out:
-        matrix = subprocess.Popen(
-            [sys.executable, str(ROOT / "tools" / "device_matrix.py"), "--lanes", "1"],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-        if args.jobs == 1:  # one thing at a time: the matrix first, then pytest
-            matrix.wait()
-        workers = ["-n", str(args.jobs), "--dist", "loadfile"] if args.jobs > 1 else []
-        # --durations: the slowest tests are listed after every run, so the 15-minute budget can be watched
-        timing = ["--durations=25", "--durations-min=5"]
-        tests = subprocess.run([sys.executable, "-m", "pytest", *workers, *timing, *args.pytest_args], cwd=ROOT)
-        matrix.wait()
-    print(f"\n--- device-count matrix (tools/device_matrix.py, {log.relative_to(ROOT)}) ---")
+        lanes = max(1, args.jobs - workers + 1)  # lane 0 holds pytest's cores until it finishes
+        failed = device_matrix.run_lanes(todo, lanes, lead=run_pytest, lead_cores=workers, out=out)
+        print(f"{len(todo) - failed} of {len(todo)} jobs passed in {time.perf_counter() - start:.0f} s", file=out)
+    print(f"\n--- chapters (tools/device_matrix.py, {log.relative_to(ROOT)}) ---")
     print(log.read_text().rstrip())
+    ok = tests == [0]
     print(
-        f"--- make test: pytest {'passed' if tests.returncode == 0 else 'FAILED'}, matrix "
-        f"{'passed' if matrix.returncode == 0 else 'FAILED'}, {time.perf_counter() - start:.0f} s in all ---"
+        f"--- make test: pytest {'passed' if ok else 'FAILED'}, chapters "
+        f"{'passed' if not failed else 'FAILED'}, {time.perf_counter() - start:.0f} s in all ---"
     )
-    return 0 if tests.returncode == 0 and matrix.returncode == 0 else 1
+    return 0 if ok and not failed else 1
 
 
 if __name__ == "__main__":

@@ -194,13 +194,37 @@ class HeldOut:
     in_sample_median: float  # the same under DEFAULT (fitted with it)
 
 
-def leave_one_group_out(model: EfficiencyModel | None = None) -> list[HeldOut]:
-    """For each group: refit :data:`FITS` on every other group's runs, and grade the group with that model."""
+def leave_one_group_out(model: EfficiencyModel | None = None, groups=None) -> list[HeldOut]:
+    """For each group (in :data:`~tpu_notes.runs.GROUPS` order; only those named in ``groups`` when given, e.g.
+    the training groups for Chapter 6): refit :data:`FITS` on every other group's runs, and grade the group with
+    that model. A group's row is the same whichever other groups are asked for."""
     e = check_efficiency(model, "model")
+    if groups is not None:
+        if isinstance(groups, (str, bytes)) or not hasattr(groups, "__iter__"):
+            raise TypeError(f"groups must be a collection of group names; got {type(groups).__name__}")
+        groups = list(groups)
+        unknown = [g for g in groups if not isinstance(g, str) or g not in GROUPS]
+        if unknown:
+            raise ValueError(f"groups must name groups of tpu_notes.runs.GROUPS {sorted(GROUPS)}; got {unknown!r}")
+    wanted = [g for g in GROUPS if groups is None or g in groups]
     runs = all_runs()
-    base = {g.group: g for g in group_errors(reconcile_all(runs, e))}
+    graded = [r for r in runs if r.group in wanted]
+    base = {g.group: g for g in group_errors(reconcile_all(graded, e))} if graded else {}
+    # Holding out a group that none of a fit's runs belong to leaves that fit's subset, and so its value, as with
+    # every run: a fit seen before (same parameter, same runs, same model so far) is reused, not bisected again.
+    fitted: list[tuple] = []  # (parameter, ids of the runs, model) -> value, as a list: models hold dicts
+
+    def fit_once(f: Fit, chosen: list, refit: EfficiencyModel) -> float:
+        key = (f.parameter, tuple(id(r) for r in chosen))
+        for k, m, value in fitted:
+            if k == key and m == refit:
+                return value
+        value = fit_parameter(f, chosen, refit)
+        fitted.append((key, refit, value))
+        return value
+
     out = []
-    for g in GROUPS:
+    for g in wanted:
         held = [r for r in runs if r.group == g]
         if not held:
             continue
@@ -214,7 +238,7 @@ def leave_one_group_out(model: EfficiencyModel | None = None) -> list[HeldOut]:
             if not chosen:  # the subset is the group held out: fit on the other runs the parameter prices
                 chosen = [r for r in rest if _priced_by(f, r, refit)]
             if chosen:
-                refit = f.apply(refit, fit_parameter(f, chosen, refit))
+                refit = f.apply(refit, fit_once(f, chosen, refit))
         err = group_errors(reconcile_all(held, refit))[0]
         out.append(HeldOut(g, len(held), err.expected_median, err.expected_worst, base[g].expected_median))
     return out

@@ -984,6 +984,51 @@ def _memory_spec(point: MemoryPoint) -> dict:
 TRAINING_CHIPS = ("v5p", "v6e", "v5e")
 TRAINING_TOKENS = 15e12
 
+#: Planner answers already computed, by their arguments: the explorer, its first drawing, its static figure and a
+#: chapter's own training_run ask for the same settings several times, and one answer takes seconds (the planner's
+#: results are frozen records, read and never changed here). At most _PLANS_KEPT answers are kept.
+_PLANS: dict = {}
+_PLANS_KEPT = 64
+
+
+def _remembered(key: tuple, compute):
+    """``compute()``, computed once per hashable ``key`` (an error is raised each time, never kept)."""
+    try:
+        hash(key)
+    except TypeError:  # an unhashable argument: let the planner say what is wrong with it
+        return compute()
+    if key not in _PLANS:
+        if len(_PLANS) >= _PLANS_KEPT:
+            _PLANS.clear()
+        _PLANS[key] = compute()
+    return _PLANS[key]
+
+
+def _pod_plan(model, chip, pods, batch_tokens, seq_len, efficiency):
+    """:func:`tpu_notes.training.plan` of ``pods`` full pods of ``chip`` (remembered)."""
+    from .topology import pod
+    from .training import plan
+
+    return _remembered(
+        ("plan", model, chip, pods, batch_tokens, seq_len, efficiency),
+        lambda: plan(model, pod(chip), batch_tokens, seq_len, n_slices=pods, matmul_efficiency=efficiency),
+    )
+
+
+def _legal_slices(model, chip, pods, batch_tokens, seq_len, efficiency) -> tuple:
+    """The options of :func:`tpu_notes.training.subslices.plan_slices` that have a legal layout, fastest first
+    (remembered)."""
+    from .training.subslices import plan_slices
+
+    return _remembered(
+        ("slices", model, chip, pods, batch_tokens, seq_len, efficiency),
+        lambda: tuple(
+            o
+            for o in plan_slices(model, chip, batch_tokens, seq_len, n_slices=pods, matmul_efficiency=efficiency)
+            if o.ok
+        ),
+    )
+
 
 def training_run(
     model: str = "llama3-70b",
@@ -996,19 +1041,10 @@ def training_run(
 ) -> str:
     """The text the training explorer shows: the planner's best layout for ``pods`` full pods of ``chip``, its
     memory per chip, step time, MFU and the days for ``tokens`` at matmul ``efficiency`` (sequence sharding on)."""
-    from .topology import pod
-    from .training import plan
-
-    result = plan(model, pod(chip), batch_tokens, seq_len, n_slices=pods, matmul_efficiency=efficiency)
+    result = _pod_plan(model, chip, pods, batch_tokens, seq_len, efficiency)
     note = ""
     if not len(result):  # no legal layout uses every chip of the pod: take the fastest slice that has one
-        from .training.subslices import plan_slices
-
-        options = [
-            o
-            for o in plan_slices(model, chip, batch_tokens, seq_len, n_slices=pods, matmul_efficiency=efficiency)
-            if o.ok
-        ]
+        options = _legal_slices(model, chip, pods, batch_tokens, seq_len, efficiency)
         if not options:
             return result.table()
         best = options[0].best
@@ -1424,18 +1460,14 @@ def _training_spec(model, chip, pods, batch_tokens, seq_len) -> dict:
     """The static book's version of :func:`training_explorer`: :func:`training_run` for each Llama 3 model, with
     the planner's best layouts of ``pods`` full pods drawn as :func:`tpu_notes.plots.planner_chart` draws them."""
     from .plots import interactive as ix
-    from .topology import pod
-    from .training import plan
 
     def cell(m):
-        result = plan(m, pod(chip), batch_tokens, seq_len, n_slices=pods, matmul_efficiency=0.8)
+        result = _pod_plan(m, chip, pods, batch_tokens, seq_len, 0.8)
         if result.ranked:
             out = _plan_cell(result.ranked, 6)
         else:  # as training_run: no legal layout uses the full pod, so the fastest slices that have one
-            from .training.subslices import plan_slices
-
-            options = plan_slices(m, chip, batch_tokens, seq_len, n_slices=pods, matmul_efficiency=0.8)
-            out = _plan_cell([o.best for o in options if o.ok], 6, slices=True)
+            options = _legal_slices(m, chip, pods, batch_tokens, seq_len, 0.8)
+            out = _plan_cell([o.best for o in options], 6, slices=True)
         out["text"] = training_run(m, chip, pods, batch_tokens, seq_len)
         return out
 
