@@ -336,6 +336,20 @@ def _speculative(tp, dp, prompt, key, tc, dc, new_tokens, k, temperature):
     return buf[0, T:stop], rounds, accepted
 
 
+def _speculative_configs(target_params, target_config, draft_params, draft_config, prompt):
+    """The target's and the draft's configs, once both models and the one-sequence ``prompt`` are checked against
+    them (a shared vocabulary, matching parameters, ids in range)."""
+    tc, dc = _config(target_config, "target_config"), _config(draft_config, "draft_config")
+    if tc.vocab != dc.vocab:
+        raise ValueError(f"draft_config must share the target's vocabulary ({tc.vocab}); got {dc.vocab}")
+    M._check_params("target_params", target_params, tc)
+    M._check_params("draft_params", draft_params, dc)
+    M._check_tokens(prompt, tc, name="prompt")
+    if prompt.shape[0] != 1:
+        raise ValueError(f"prompt must hold one sequence, shape [1, T]; got {tuple(prompt.shape)}")
+    return tc, dc
+
+
 @checked
 def speculative_generate(
     target_params,
@@ -355,14 +369,7 @@ def speculative_generate(
     target pass is ``new_tokens / rounds`` (about, the last round may overshoot). The target and draft must share
     the vocabulary. ``temperature=0`` reproduces the target's greedy tokens exactly.
     """
-    tc, dc = _config(target_config, "target_config"), _config(draft_config, "draft_config")
-    if tc.vocab != dc.vocab:
-        raise ValueError(f"draft_config must share the target's vocabulary ({tc.vocab}); got {dc.vocab}")
-    M._check_params("target_params", target_params, tc)
-    M._check_params("draft_params", draft_params, dc)
-    M._check_tokens(prompt, tc, name="prompt")
-    if prompt.shape[0] != 1:
-        raise ValueError(f"prompt must hold one sequence, shape [1, T]; got {tuple(prompt.shape)}")
+    tc, dc = _speculative_configs(target_params, target_config, draft_params, draft_config, prompt)
     tokens, rounds, accepted = _speculative(
         target_params, draft_params, prompt, jax.random.PRNGKey(seed), tc, dc, new_tokens, k, temperature
     )
@@ -385,8 +392,7 @@ def speculative_samples(
 ):
     """``n_samples`` independent speculative generations (vmapped over keys): tokens ``[n_samples, new_tokens]``
     and the acceptance rate (draft tokens kept / drafted)."""
-    tc, dc = _config(target_config, "target_config"), _config(draft_config, "draft_config")
-    M._check_tokens(prompt, tc, name="prompt")
+    tc, dc = _speculative_configs(target_params, target_config, draft_params, draft_config, prompt)
     keys = jax.random.split(jax.random.PRNGKey(seed), n_samples)
     run = jax.jit(
         jax.vmap(lambda key: _speculative(target_params, draft_params, prompt, key, tc, dc, new_tokens, k, temperature))
