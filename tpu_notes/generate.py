@@ -47,6 +47,14 @@ def _config(config, name: str = "config") -> TransformerConfig:
     return M._check_supported(as_config(config, name))
 
 
+def _model_and_prompt(params, config, prompt) -> TransformerConfig:
+    """``config`` as a supported config, once ``params`` and ``prompt`` are checked against it."""
+    c = _config(config)
+    M._check_params("params", params, c)
+    M._check_tokens(prompt, c, name="prompt")
+    return c
+
+
 #: Most speculative generations :func:`speculative_samples` vmaps in one call.
 MAX_SAMPLES = 2**15
 _Len = Annotated[int, Positive(integer=True, maximum=MAX_LEN)]
@@ -234,9 +242,7 @@ def _generate(params, prompt, key, config, new_tokens, temperature):
 def generate(params, prompt, config, new_tokens: _Len, *, temperature: _Temperature = 0.0, seed: _Seed = 0):
     """``new_tokens`` tokens ``[B, new_tokens]`` after ``prompt[B, T]``: prefill, then cached decode steps.
     ``temperature=0`` is greedy; otherwise step ``i`` samples with ``jax.random.fold_in(PRNGKey(seed), i)``."""
-    c = _config(config)
-    M._check_params("params", params, c)
-    M._check_tokens(prompt, c, name="prompt")
+    c = _model_and_prompt(params, config, prompt)
     if prompt.shape[1] + new_tokens > MAX_LEN:
         raise ValueError(f"prompt length + new_tokens must be at most {MAX_LEN}")
     return _generate(params, prompt, jax.random.PRNGKey(seed), c, new_tokens, temperature)
@@ -246,9 +252,7 @@ def generate(params, prompt, config, new_tokens: _Len, *, temperature: _Temperat
 def generate_uncached(params, prompt, config, new_tokens: _Short, *, temperature: _Temperature = 0.0, seed: _Seed = 0):
     """The same tokens as :func:`generate`, by running :func:`tpu_notes.model.forward` on the whole sequence at every
     step (no cache: the quadratic algorithm): the reference the cached decoder is tested against."""
-    c = _config(config)
-    M._check_params("params", params, c)
-    M._check_tokens(prompt, c, name="prompt")
+    c = _model_and_prompt(params, config, prompt)
     key = jax.random.PRNGKey(seed)
     fwd = jax.jit(M.forward, static_argnames=("config",))
     T = prompt.shape[1]
