@@ -697,23 +697,30 @@ class BenchRow:
     ratio: float | None  # measured / predicted (None without a prediction)
 
 
-def compare(result: RooflineMeasurement, chip=None) -> tuple[BenchRow, ...]:
-    """Rows of measured peak FLOP/s and bandwidth beside ``chip``'s datasheet figures (default: the detected
-    chip; none for a CPU). A ratio near 1 means the model describes this machine; well below 1 is the usual
-    gap between a datasheet peak and what one un-tuned program reaches."""
+def _datasheet(result: RooflineMeasurement, chip) -> tuple:
+    """The chip model to set beside ``result`` (``chip``, else the detected chip; ``None`` for a CPU) and its matmul
+    peak in ``result.dtype`` (``None`` without a model or a published peak), once ``result`` is checked."""
     from .hardware import get_chip
 
     if not isinstance(result, RooflineMeasurement):
         raise TypeError(f"result must be a RooflineMeasurement; got {type(result).__name__}")
     name = chip if chip is not None else result.chip
     model = get_chip(name) if name is not None else None
-    peak = bw = None
+    peak = None
     if model is not None:
         try:
             peak = model.peak_flops(result.dtype)
         except ValueError:  # e.g. fp32: no published matmul peak in the table
             peak = None
-        bw = model.hbm_bw
+    return model, peak
+
+
+def compare(result: RooflineMeasurement, chip=None) -> tuple[BenchRow, ...]:
+    """Rows of measured peak FLOP/s and bandwidth beside ``chip``'s datasheet figures (default: the detected
+    chip; none for a CPU). A ratio near 1 means the model describes this machine; well below 1 is the usual
+    gap between a datasheet peak and what one un-tuned program reaches."""
+    model, peak = _datasheet(result, chip)
+    bw = None if model is None else model.hbm_bw
     rows = []
     for label, unit, measured, predicted in (
         ("matmul peak", "FLOP/s", result.fit.peak_flops, peak),
@@ -1095,19 +1102,9 @@ class Prediction:
 def predict(result: RooflineMeasurement, chip=None) -> tuple[Prediction, ...]:
     """Every measurement of ``result`` beside the time the fitted roofline and ``chip``'s datasheet roofline
     (default: the detected chip; none for a CPU) predict for it, with perfect overlap (the lower bound)."""
-    from .hardware import get_chip
     from .roofline import roofline
 
-    if not isinstance(result, RooflineMeasurement):
-        raise TypeError(f"result must be a RooflineMeasurement; got {type(result).__name__}")
-    name = chip if chip is not None else result.chip
-    model = get_chip(name) if name is not None else None
-    peak = None
-    if model is not None:
-        try:
-            peak = model.peak_flops(result.dtype)
-        except ValueError:  # e.g. fp32: no published matmul peak in the table
-            peak = None
+    model, peak = _datasheet(result, chip)
     rows = []
     for m in result.measurements:
         fitted = roofline(m.flops, m.nbytes, result.fit.peak_flops, result.fit.bandwidth)

@@ -47,6 +47,14 @@ def _config(config, name: str = "config") -> TransformerConfig:
     return M._check_supported(as_config(config, name))
 
 
+def _model_and_prompt(params, config, prompt) -> TransformerConfig:
+    """``config`` as a supported config, once ``params`` and ``prompt`` are checked against it."""
+    c = _config(config)
+    M._check_params("params", params, c)
+    M._check_tokens(prompt, c, name="prompt")
+    return c
+
+
 #: Most speculative generations :func:`speculative_samples` vmaps in one call.
 MAX_SAMPLES = 2**15
 _Len = Annotated[int, Positive(integer=True, maximum=MAX_LEN)]
@@ -234,9 +242,7 @@ def _generate(params, prompt, key, config, new_tokens, temperature):
 def generate(params, prompt, config, new_tokens: _Len, *, temperature: _Temperature = 0.0, seed: _Seed = 0):
     """``new_tokens`` tokens ``[B, new_tokens]`` after ``prompt[B, T]``: prefill, then cached decode steps.
     ``temperature=0`` is greedy; otherwise step ``i`` samples with ``jax.random.fold_in(PRNGKey(seed), i)``."""
-    c = _config(config)
-    M._check_params("params", params, c)
-    M._check_tokens(prompt, c, name="prompt")
+    c = _model_and_prompt(params, config, prompt)
     if prompt.shape[1] + new_tokens > MAX_LEN:
         raise ValueError(f"prompt length + new_tokens must be at most {MAX_LEN}")
     return _generate(params, prompt, jax.random.PRNGKey(seed), c, new_tokens, temperature)
@@ -246,9 +252,7 @@ def generate(params, prompt, config, new_tokens: _Len, *, temperature: _Temperat
 def generate_uncached(params, prompt, config, new_tokens: _Short, *, temperature: _Temperature = 0.0, seed: _Seed = 0):
     """The same tokens as :func:`generate`, by running :func:`tpu_notes.model.forward` on the whole sequence at every
     step (no cache: the quadratic algorithm): the reference the cached decoder is tested against."""
-    c = _config(config)
-    M._check_params("params", params, c)
-    M._check_tokens(prompt, c, name="prompt")
+    c = _model_and_prompt(params, config, prompt)
     key = jax.random.PRNGKey(seed)
     fwd = jax.jit(M.forward, static_argnames=("config",))
     T = prompt.shape[1]
@@ -336,6 +340,20 @@ def _speculative(tp, dp, prompt, key, tc, dc, new_tokens, k, temperature):
     return buf[0, T:stop], rounds, accepted
 
 
+def _speculative_configs(target_params, target_config, draft_params, draft_config, prompt):
+    """The target's and the draft's configs, once both models and the one-sequence ``prompt`` are checked against
+    them (a shared vocabulary, matching parameters, ids in range)."""
+    tc, dc = _config(target_config, "target_config"), _config(draft_config, "draft_config")
+    if tc.vocab != dc.vocab:
+        raise ValueError(f"draft_config must share the target's vocabulary ({tc.vocab}); got {dc.vocab}")
+    M._check_params("target_params", target_params, tc)
+    M._check_params("draft_params", draft_params, dc)
+    M._check_tokens(prompt, tc, name="prompt")
+    if prompt.shape[0] != 1:
+        raise ValueError(f"prompt must hold one sequence, shape [1, T]; got {tuple(prompt.shape)}")
+    return tc, dc
+
+
 @checked
 def speculative_generate(
     target_params,
@@ -355,14 +373,7 @@ def speculative_generate(
     target pass is ``new_tokens / rounds`` (about, the last round may overshoot). The target and draft must share
     the vocabulary. ``temperature=0`` reproduces the target's greedy tokens exactly.
     """
-    tc, dc = _config(target_config, "target_config"), _config(draft_config, "draft_config")
-    if tc.vocab != dc.vocab:
-        raise ValueError(f"draft_config must share the target's vocabulary ({tc.vocab}); got {dc.vocab}")
-    M._check_params("target_params", target_params, tc)
-    M._check_params("draft_params", draft_params, dc)
-    M._check_tokens(prompt, tc, name="prompt")
-    if prompt.shape[0] != 1:
-        raise ValueError(f"prompt must hold one sequence, shape [1, T]; got {tuple(prompt.shape)}")
+    tc, dc = _speculative_configs(target_params, target_config, draft_params, draft_config, prompt)
     tokens, rounds, accepted = _speculative(
         target_params, draft_params, prompt, jax.random.PRNGKey(seed), tc, dc, new_tokens, k, temperature
     )
@@ -385,8 +396,7 @@ def speculative_samples(
 ):
     """``n_samples`` independent speculative generations (vmapped over keys): tokens ``[n_samples, new_tokens]``
     and the acceptance rate (draft tokens kept / drafted)."""
-    tc, dc = _config(target_config, "target_config"), _config(draft_config, "draft_config")
-    M._check_tokens(prompt, tc, name="prompt")
+    tc, dc = _speculative_configs(target_params, target_config, draft_params, draft_config, prompt)
     keys = jax.random.split(jax.random.PRNGKey(seed), n_samples)
     run = jax.jit(
         jax.vmap(lambda key: _speculative(target_params, draft_params, prompt, key, tc, dc, new_tokens, k, temperature))

@@ -475,12 +475,19 @@ def loss(params, tokens, config: TransformerConfig, capacity_factor: float = 1.0
     """Mean next-token cross-entropy (nats) of ``tokens[B, T]``; position ``t`` predicts token ``t + 1``
     (so ``T`` >= 2)."""
     _check_tokens(tokens, _check_supported(config), min_len=2)
-    logits = forward(params, tokens, config, capacity_factor).astype(jnp.float32)
+    logits = forward(params, tokens, config, capacity_factor)
+    return _summed_nll(logits, tokens) / (tokens.shape[0] * (tokens.shape[1] - 1))
+
+
+def _summed_nll(logits, tokens):
+    """Summed next-token cross-entropy (nats) of ``tokens[B, T]`` under ``logits[B, T, V]``, the last position
+    masked (:func:`loss` and the pipeline's loss in :mod:`tpu_notes.parallel`)."""
+    logits = logits.astype(jnp.float32)
     targets = jnp.roll(tokens, -1, axis=1)
     logp = jax.nn.log_softmax(logits, axis=-1)
     nll = -jnp.take_along_axis(logp, targets[..., None], axis=-1)[..., 0]
     mask = (jnp.arange(tokens.shape[1]) < tokens.shape[1] - 1).astype(jnp.float32)[None, :]
-    return jnp.sum(nll * mask) / (tokens.shape[0] * (tokens.shape[1] - 1))
+    return jnp.sum(nll * mask)
 
 
 def grads(params, tokens, config: TransformerConfig, capacity_factor: float = 1.0):

@@ -308,16 +308,6 @@ def unstage_params(params):
 # ------------------------------------------------------------------------------------------------------------
 
 
-def _nll(logits, tokens):
-    """Summed next-token cross-entropy of ``tokens[B, T]`` (the last position masked), as :func:`model.loss`."""
-    logits = logits.astype(jnp.float32)
-    targets = jnp.roll(tokens, -1, axis=1)
-    logp = jax.nn.log_softmax(logits, axis=-1)
-    nll = -jnp.take_along_axis(logp, targets[..., None], axis=-1)[..., 0]
-    mask = (jnp.arange(tokens.shape[1]) < tokens.shape[1] - 1).astype(jnp.float32)[None, :]
-    return jnp.sum(nll * mask)
-
-
 def pipeline_loss(params, tokens, model: TransformerConfig, parallelism: Parallelism, mesh):
     """The loss of :func:`tpu_notes.model.loss`, with the model run as a GPipe pipeline over ``"pipeline"``.
 
@@ -355,7 +345,7 @@ def pipeline_loss(params, tokens, model: TransformerConfig, parallelism: Paralle
         def head_nll(h, toks):
             h = M.rms_norm(h, top["final_norm"])
             w_out = top["embed"].T if c.tied_embeddings else top["unembed"]
-            return _nll(jnp.einsum("btd,dv->btv", h, w_out), toks)
+            return M._summed_nll(jnp.einsum("btd,dv->btv", h, w_out), toks)
 
         perm = [(i, i + 1) for i in range(S - 1)]
         state = jnp.zeros(tm.shape[1:] + (c.d_model,), top["embed"].dtype)
@@ -451,7 +441,7 @@ def layout_loss(params, tokens, model: TransformerConfig, parallelism: Paralleli
     x = M.rms_norm(x, top["final_norm"])
     w_out = top["embed"].T if c.tied_embeddings else top["unembed"]
     logits = jnp.einsum("btd,dv->btv", x, w_out)
-    return _nll(logits, tokens) / (B * (T - 1))
+    return M._summed_nll(logits, tokens) / (B * (T - 1))
 
 
 def _step_fn(c: TransformerConfig, p: Parallelism, mesh, constrain: bool = True, remat: bool = False):

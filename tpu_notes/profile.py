@@ -280,17 +280,22 @@ def _find_xplane(directory: str) -> str:
     return found[0]
 
 
+def _events(profile):
+    """Every event of a profile, plane by plane and line by line."""
+    for plane in profile.planes:
+        for line in plane.lines:
+            yield from line.events
+
+
 def _step_windows(profile, step_name: str) -> list[tuple[int, float, float]]:
     """(step number, start ns, end ns) of every step annotation named ``step_name``."""
     out = []
-    for plane in profile.planes:
-        for line in plane.lines:
-            for e in line.events:
-                if e.name != step_name:
-                    continue
-                stats = dict(e.stats)
-                if "step_num" in stats:
-                    out.append((int(stats["step_num"]), float(e.start_ns), float(e.end_ns)))
+    for e in _events(profile):
+        if e.name != step_name:
+            continue
+        stats = dict(e.stats)
+        if "step_num" in stats:
+            out.append((int(stats["step_num"]), float(e.start_ns), float(e.end_ns)))
     return sorted(out)
 
 
@@ -402,25 +407,23 @@ def _raw_events(trace: Trace, profile=None) -> list[OpEvent]:
     profile = profile or jax.profiler.ProfileData.from_file(trace.xplane)
     windows = _step_windows(profile, trace.step_name)
     out = []
-    for plane in profile.planes:
-        for line in plane.lines:
-            for e in line.events:
-                stats = dict(e.stats)
-                if stats.get("hlo_module") != trace.module or "hlo_op" not in stats:
-                    continue
-                start = float(e.start_ns)
-                for num, lo, hi in windows:
-                    if lo <= start < hi:
-                        out.append(
-                            OpEvent(
-                                name=str(stats["hlo_op"]),
-                                device=int(stats.get("device_ordinal", 0)),
-                                step=num,
-                                start_s=(start - lo) * 1e-9,
-                                duration_s=float(e.duration_ns) * 1e-9,
-                            )
-                        )
-                        break
+    for e in _events(profile):
+        stats = dict(e.stats)
+        if stats.get("hlo_module") != trace.module or "hlo_op" not in stats:
+            continue
+        start = float(e.start_ns)
+        for num, lo, hi in windows:
+            if lo <= start < hi:
+                out.append(
+                    OpEvent(
+                        name=str(stats["hlo_op"]),
+                        device=int(stats.get("device_ordinal", 0)),
+                        step=num,
+                        start_s=(start - lo) * 1e-9,
+                        duration_s=float(e.duration_ns) * 1e-9,
+                    )
+                )
+                break
     return out
 
 
@@ -612,14 +615,20 @@ def step_summary(trace: Trace) -> StepSummary:
     )
 
 
-def category_totals(rows: Sequence[OpRow]) -> dict[str, float]:
-    """Seconds per step per device by category ("matmul", "fusion", "collective", "other"), from
-    :func:`op_table` rows."""
+def _op_rows(rows) -> list[OpRow]:
+    """``rows`` as a list, once checked to be :func:`op_table` rows."""
     if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
         raise TypeError("rows must be a list of OpRow (from op_table)")
     rows = list(rows)
     if not all(isinstance(r, OpRow) for r in rows):
         raise TypeError("rows must be a list of OpRow (from op_table)")
+    return rows
+
+
+def category_totals(rows: Sequence[OpRow]) -> dict[str, float]:
+    """Seconds per step per device by category ("matmul", "fusion", "collective", "other"), from
+    :func:`op_table` rows."""
+    rows = _op_rows(rows)
     out = {k: 0.0 for k in ("matmul", "fusion", "collective", "other")}
     for r in rows:
         out[r.category] += r.total_s
@@ -631,11 +640,7 @@ def format_op_table(rows: Sequence[OpRow], top: capped(10_000) = 10, timings: Bo
     """A text table of the first ``top`` rows. ``timings=False`` prints only what the compiler decides
     (op, opcode, executions per step, XLA's FLOPs, bytes and intensity), sorted by FLOPs then name: identical
     on every run, so a notebook can compare it."""
-    if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
-        raise TypeError("rows must be a list of OpRow (from op_table)")
-    rows = list(rows)
-    if not all(isinstance(r, OpRow) for r in rows):
-        raise TypeError("rows must be a list of OpRow (from op_table)")
+    rows = _op_rows(rows)
 
     def num(x, unit=""):
         return "?" if not math.isfinite(x) else fmt(x, unit) if unit else f"{x:.3g}"

@@ -167,9 +167,6 @@ def roofline_explorer(
 
     def draw(*_):
         import html
-        import io
-
-        import matplotlib.pyplot as plt
 
         try:
             p = matmul_point(chip_w.value, dtype_w.value, b_w.value, d_w.value, f_w.value)
@@ -177,12 +174,7 @@ def roofline_explorer(
             text.value = f"<pre>{html.escape(str(err))}</pre>"
             return
         fig = plots.matmul_on_roofline(p.B, p.D, p.F, chip=p.chip, dtype=p.dtype, width=5.5, height=3.2)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
-        plt.close(fig)
-        # Widget values, not printed output: nothing is sent to the cell, so the state stays one small PNG + text.
-        image.value = buf.getvalue()
-        text.value = f"<pre>{html.escape(p.summary())}</pre>"
+        _show(image, text, fig, p.summary())
 
     for w in (chip_w, dtype_w, b_w, d_w, f_w):
         w.observe(draw, names="value")
@@ -302,6 +294,7 @@ def _show(image, text, fig, summary: str) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
     plt.close(fig)
+    # Widget values, not printed output: nothing is sent to the cell, so the state stays one small PNG + text.
     image.value = buf.getvalue()
     text.value = f"<pre>{html.escape(summary)}</pre>"
 

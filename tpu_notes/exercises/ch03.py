@@ -256,6 +256,15 @@ register(
 _Q10 = dict(sizes={"B": 128, "D": 8192, "F": 32768}, mesh={"X": 2, "Y": 2})
 
 
+def _comms_and_compute(plans, system) -> dict:
+    """Seconds of the plans' collectives and of their matmuls on ``system``: ``{"comms", "compute"}``."""
+    times = [t for p in plans for t in p.times(system)]
+    return {
+        "comms": sum(t.time for t in times if t.step.is_collective),
+        "compute": sum(t.time for t in times if t.step.kind == "matmul"),
+    }
+
+
 def _q10_plans():
     up = sharding.matmul_plan("x[B, D]", "Win[D, F_XY]", "h[B, F_XY]", **_Q10)
     down = sharding.matmul_plan("h[B, F_XY]", "Wout[F_XY, D]", "out[B, D]", **_Q10)
@@ -267,12 +276,7 @@ def _q10():
     weights = sum(
         sharding.parse(w).bytes_per_device(_Q10["sizes"], _Q10["mesh"]) for w in ("Win[D, F_XY]", "Wout[F_XY, D]")
     )
-    times = [t for p in _q10_plans() for t in p.times(sl)]
-    return {
-        "weight_bytes": weights,
-        "comms": sum(t.time for t in times if t.step.is_collective),
-        "compute": sum(t.time for t in times if t.step.kind == "matmul"),
-    }
+    return {"weight_bytes": weights, **_comms_and_compute(_q10_plans(), sl)}
 
 
 register(
@@ -423,11 +427,7 @@ _Q17 = dict(sizes={"B": 8192, "D": 8192, "F": 32768}, mesh={"Y": 8})
 def _q17():
     up = sharding.matmul_plan("In[B, D_Y]", "Win[D, F_Y]", "H[B, F_Y]", **_Q17)
     down = sharding.matmul_plan("H[B, F_Y]", "Wout[F_Y, D]", "Out[B, D_Y]", **_Q17)
-    times = [t for p in (up, down) for t in p.times("v5p")]
-    return {
-        "comms": sum(t.time for t in times if t.step.is_collective),
-        "compute": sum(t.time for t in times if t.step.kind == "matmul"),
-    }
+    return _comms_and_compute((up, down), "v5p")
 
 
 register(

@@ -70,17 +70,9 @@ register(
 
 # ---- 4.3 (book Q1) ----------------------------------------------------------------------------------------------
 def q3_models():
-    """Book Q1's model with its exact sizes, and with the rounded sizes its printed answer uses (D ≈ 4e3, F ≈ 16e3)."""
-    exact = TransformerConfig(
-        d_model=4096,
-        d_ff=4 * 4096,
-        n_layers=64,
-        n_heads=32,
-        n_kv_heads=32,
-        d_head=128,
-        vocab=32_000,
-        name="exercise-4.3",
-    )
+    """Book Q1's model with its exact sizes (Llama 2 7B's attention and vocabulary, 64 layers, F = 4·D), and with
+    the rounded sizes its printed answer uses (D ≈ 4e3, F ≈ 16e3)."""
+    exact = get_model("llama2-7b").with_(d_ff=4 * 4096, n_layers=64, name="exercise-4.3")
     rounded = exact.with_(d_model=4000, d_ff=16_000, d_head=125, name="exercise-4.3, rounded sizes")
     return exact, rounded
 

@@ -38,6 +38,13 @@ from ..units import DTypeName, NonNegativeFloat, OneOf, PositiveInt, SeqLen, che
 from .memory import _chip_params, _stage_layers
 
 
+def _bracketed_times(times: Mapping[str, float]) -> str:
+    """``" [kind=time, ...]"`` for the non-zero times of a step's collectives (the reprs of :class:`ExpectedStep`
+    and :class:`~tpu_notes.training.step.StepTime`); ``""`` when there are none."""
+    parts = ", ".join(f"{k}={fmt(v, 's')}" for k, v in times.items() if v)
+    return f" [{parts}]" if parts else ""
+
+
 @dataclass(frozen=True)
 class ExpectedStep:
     """One training step on one chip at the efficiency model's rates, in seconds (see the module docstring)."""
@@ -57,11 +64,10 @@ class ExpectedStep:
     efficiency: str  # the name of the EfficiencyModel used
 
     def __repr__(self) -> str:
-        parts = ", ".join(f"{k}={fmt(v, 's')}" for k, v in self.collectives.items() if v)
         return (
             f"ExpectedStep(total={fmt(self.total, 's')}, matmul={fmt(self.matmul, 's')}, "
             f"attention={fmt(self.attention, 's')}, memory_bound={fmt(self.memory_bound, 's')}, "
-            f"exposed comms={fmt(self.exposed, 's')}{' [' + parts + ']' if parts else ''}, "
+            f"exposed comms={fmt(self.exposed, 's')}{_bracketed_times(self.collectives)}, "
             f"bubble={fmt(self.bubble, 's')}, bound={self.bound!r}, mfu={self.mfu:.1%})"
         )
 

@@ -65,7 +65,7 @@ from ..topology import Slice
 from ..transformer import TransformerConfig, as_config
 from ..units import Bool, DTypeName, Fraction, NonNegativeFloat, OneOf, PositiveInt, SeqLen, checked, dtype_bytes, fmt
 from .cost import flops_per_token
-from .expected import ExpectedStep, _expected_step
+from .expected import ExpectedStep, _bracketed_times, _expected_step
 from .memory import Remat, _chip_params, _kv_replication, _param_counts, _stage_layers
 from .parallelism import Parallelism
 
@@ -294,10 +294,9 @@ class StepTime:
         return self.comms / self.compute if self.compute else math.inf
 
     def __repr__(self) -> str:
-        parts = ", ".join(f"{k}={fmt(v, 's')}" for k, v in self.collectives.items() if v)
         return (
             f"StepTime(total={fmt(self.total, 's')}, compute={fmt(self.compute, 's')}, comms={fmt(self.comms, 's')}"
-            f"{' [' + parts + ']' if parts else ''}, bubble={fmt(self.bubble, 's')}, bound={self.bound!r}, "
+            f"{_bracketed_times(self.collectives)}, bubble={fmt(self.bubble, 's')}, bound={self.bound!r}, "
             f"roofline mfu={self.mfu:.1%}"
             + (
                 f"; expected total={fmt(self.expected.total, 's')}, mfu={self.expected.mfu:.1%}"
