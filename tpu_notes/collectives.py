@@ -109,8 +109,6 @@ def gather_hops(axis_size: int, wraparound: bool = True, bidirectional: bool = T
 
 
 def _result(bandwidth_time: float, latency_time: float) -> CollectiveTime:
-    """A CollectiveTime whose total is the larger term (ties count as bandwidth); :mod:`tpu_notes.gpu.cluster`
-    builds its collective times with it too."""
     total = max(bandwidth_time, latency_time)
     return CollectiveTime(
         bandwidth_time=bandwidth_time,

@@ -44,7 +44,6 @@ import math
 from dataclasses import dataclass
 from typing import Annotated
 
-from .. import collectives as coll
 from ..collectives import CollectiveTime, canonical_kind
 from ..hardware import GPU_HOP_LATENCY, Chip, get_chip
 from ..units import (
@@ -449,9 +448,9 @@ class GpuCluster:
         terms = self.collective_terms(kind, nbytes, g, inner, span=span, sharp=sharp, top_k=top_k)
         lat = self._hop_latency(hop_latency)
         if g == 1:
-            return coll._result(0.0, 0.0)
+            return _time(0.0, 0.0)
         steps = (g - 1) * (2 if canonical_kind(kind) == "all-reduce" and not sharp else 1)
-        return coll._result(max(terms.values()), steps * lat)
+        return _time(max(terms.values()), steps * lat)
 
     @checked
     def send_time(
@@ -460,6 +459,16 @@ class GpuCluster:
         """Seconds for one GPU to send ``nbytes`` to another (a pipeline stage boundary): NIC or NVLink, plus
         ``hop_latency`` (``None``: the chip's)."""
         return nbytes / (self.nic_bw if across_nodes else self.chip.nvlink_bw) + self._hop_latency(hop_latency)
+
+
+def _time(bandwidth_time: float, latency_time: float) -> CollectiveTime:
+    """A CollectiveTime whose total is the larger term (as tpu_notes.collectives builds them)."""
+    return CollectiveTime(
+        bandwidth_time=bandwidth_time,
+        latency_time=latency_time,
+        total=max(bandwidth_time, latency_time),
+        bound="bandwidth" if bandwidth_time >= latency_time else "latency",
+    )
 
 
 @checked
