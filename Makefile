@@ -47,7 +47,7 @@ book: $(STAMP) node browser
 screenshots: $(STAMP) browser
 	@$(PY) tools/browser.py
 
-# Ruff, then pytest over tests/ beside the chapters (tools/run_tests.py, one lane per core): every chapter compared
+# Ruff, then pytest over tests/ on every core beside the chapters (tools/run_tests.py): every chapter compared
 # under strict nbval once, pinned to one core and one thread on a 1-device runtime, and the chapters that build
 # meshes executed on one CPU device (tools/device_matrix.py). Fails if either fails.
 test: $(STAMP) node browser

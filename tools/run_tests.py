@@ -7,18 +7,20 @@
 Ruff (``ruff check`` and ``ruff format --check``, what ``make lint`` runs) goes first and stops the run when it
 finds anything: it takes a second, the rest takes minutes.
 
-Then two kinds of work share the cores, one lane per core (``--jobs``, default all), each lane pinned to its core:
+Then two kinds of work share the cores, side by side:
 
 - pytest over ``tests/`` only (unit, property and oracle tests, notebook hygiene, the book build and the browser
-  pass) on lane 0, with ``--jobs // 2`` processes (one on 2 cores, ``-n`` from pytest-xdist above that);
-- the chapters (tools/device_matrix.py, without ``--full``): each chapter compared under strict nbval once, pinned
-  to one core with one thread on a 1-device runtime, and the chapters that build meshes executed on one CPU device.
-  This is the only nbval pass: pytest does not compare the notebooks again (pytest.ini's ``testpaths`` is
-  ``tests``; ``pytest notebooks/NN_slug.ipynb`` still compares one chapter by hand).
+  pass) on every core (``-n JOBS`` from pytest-xdist, ``--dist loadfile``: a file stays on one worker);
+- the chapters (tools/device_matrix.py, without ``--full``) on ``JOBS // 2`` lanes (at least one), each lane pinned
+  to its core: each chapter compared under strict nbval once, with one thread on a 1-device runtime, and the
+  chapters that build meshes executed on one CPU device. This is the only nbval pass: pytest does not compare the
+  notebooks again (pytest.ini's ``testpaths`` is ``tests``; ``pytest notebooks/NN_slug.ipynb`` still compares one
+  chapter by hand).
 
-The chapter jobs start longest first, on the other lanes; when pytest finishes, lane 0 takes chapter jobs too, so
-both cores stay busy to the end. The chapters print into ``_build/device_matrix.log`` as they go; its lines are
-repeated after pytest's, and the command fails if either fails.
+The cores are oversubscribed while the chapters run (on 2 cores: two pytest workers and one chapter), so no core
+waits for another's queue to drain; the chapters start longest first. They print into ``_build/device_matrix.log``
+as they go; its lines are repeated after pytest's, and the command fails if either fails. ``--jobs 1`` runs the
+chapters, then pytest in one process.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import argparse
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -64,17 +67,22 @@ def main(argv: list[str]) -> int:
         return 1
     log = ROOT / "_build" / "device_matrix.log"
     log.parent.mkdir(exist_ok=True)
-    workers = max(1, args.jobs // 2)
     tests: list[int] = []
 
-    def run_pytest(pin: list[str]) -> None:
-        tests.append(subprocess.run([*pin, *pytest_command(workers, args.pytest_args)], cwd=ROOT).returncode)
+    def run_pytest() -> None:
+        tests.append(subprocess.run(pytest_command(args.jobs, args.pytest_args), cwd=ROOT).returncode)
 
     start = time.perf_counter()
     todo = device_matrix.jobs()
     with log.open("w") as out:
-        lanes = max(1, args.jobs - workers + 1)  # lane 0 holds pytest's cores until it finishes
-        failed = device_matrix.run_lanes(todo, lanes, lead=run_pytest, lead_cores=workers, out=out)
+        if args.jobs == 1:  # one thing at a time: the chapters, then pytest
+            failed = device_matrix.run_lanes(todo, 1, out=out)
+            run_pytest()
+        else:  # pytest on every core, the chapters beside it on half as many pinned lanes
+            beside = threading.Thread(target=run_pytest)
+            beside.start()
+            failed = device_matrix.run_lanes(todo, max(1, args.jobs // 2), out=out)
+            beside.join()
         print(f"{len(todo) - failed} of {len(todo)} jobs passed in {time.perf_counter() - start:.0f} s", file=out)
     print(f"\n--- chapters (tools/device_matrix.py, {log.relative_to(ROOT)}) ---")
     print(log.read_text().rstrip())
