@@ -108,7 +108,7 @@ def test_measure_step_times_a_step():
     t = parallel.measure_step(c1, layout, 16, 16, repeats=2, timing=True)
     assert t.repeats == 2 and 0 < t.min_s <= t.median_s <= t.max_s and t.compile_s > 0
     seconds = parallel.measure_step(c1, layout, 16, 16, repeats=1)
-    assert isinstance(seconds, float) and 0 < seconds < 10 * t.max_s
+    assert isinstance(seconds, float) and seconds > 0  # the median step, in seconds (no bound: load may slow it)
 
 
 @pytest.mark.parametrize(
