@@ -12,9 +12,10 @@ call on a 2-core machine (the bound the tests used to assert).
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
+
+from repeats import parse_repeats
 
 from tpu_notes.gpu import MAX_DIRECT_GPUS, dgx_superpod, link_loads
 from tpu_notes.training import pipeline
@@ -38,21 +39,17 @@ def cases():
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs per case (best reported; default 3)")
-    args = parser.parse_args()
-    if args.repeats < 1:
-        parser.error("--repeats must be at least 1")
+    repeats = parse_repeats(__doc__.splitlines()[0])
     print(f"calls at their caps on {os.cpu_count()} CPU cores; target <= {TARGET_S:g} s each (on 2 cores)\n")
     for name, call in cases():
         times = []
-        for _ in range(args.repeats):
+        for _ in range(repeats):
             start = time.perf_counter()
             call()
             times.append(time.perf_counter() - start)
         best = min(times)
         verdict = "ok" if best <= TARGET_S else "OVER TARGET"
-        print(f"{name}: first {times[0]:.2f} s, best of {args.repeats} {best:.2f} s ({verdict})")
+        print(f"{name}: first {times[0]:.2f} s, best of {repeats} {best:.2f} s ({verdict})")
 
 
 if __name__ == "__main__":

@@ -14,9 +14,10 @@ and steps per wall second, and the run's headline numbers.
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
+
+from repeats import parse_repeats
 
 from tpu_notes.inference.engine import deploy
 from tpu_notes.inference.simulator import Disaggregation, Scheduler, simulate
@@ -42,16 +43,12 @@ def cases():
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs per case (best reported; default 3)")
-    args = parser.parse_args()
-    if args.repeats < 1:
-        parser.error("--repeats must be at least 1")
+    repeats = parse_repeats(__doc__.splitlines()[0])
     print(f"simulate() on {os.cpu_count()} CPU cores, {N_REQUESTS:,} ShareGPT-like requests per run; target <= "
           f"{TARGET_S:g} s per run (on 2 cores)\n")  # fmt: skip
     for name, dep, wl, sch, dis in cases():
         times, result = [], None
-        for _ in range(args.repeats):
+        for _ in range(repeats):
             start = time.perf_counter()
             result = simulate(dep, wl, scheduler=sch, disaggregation=dis)
             times.append(time.perf_counter() - start)
@@ -59,7 +56,7 @@ def main() -> None:
         steps = result.steps + result.prefill_steps
         verdict = "ok" if best <= TARGET_S else "OVER TARGET"
         print(f"== {name}")
-        print(f"   wall: first {times[0]:.3f} s, best of {args.repeats} {best:.3f} s ({verdict}); {steps:,} engine "
+        print(f"   wall: first {times[0]:.3f} s, best of {repeats} {best:.3f} s ({verdict}); {steps:,} engine "
               f"steps, {steps / best:,.0f} steps per wall second")  # fmt: skip
         print(f"   {result}\n")
 
