@@ -58,6 +58,14 @@ def _slice(chip: str, n: int) -> Slice:
     return Slice(chip, shape)
 
 
+#: The training setups the layout properties draw from: a model, a TPU, a slice size and a batch in sequences.
+TRAINING_SETUPS = dict(
+    model=st.sampled_from(TRAIN_MODELS),
+    chip=st.sampled_from(TPU),
+    n=st.sampled_from((16, 64)),
+    batch_seqs=st.sampled_from((64, 256)),
+)
+
 _PLANS: dict = {}
 
 
@@ -70,13 +78,7 @@ def _plan(model: str, chip: str, n: int, batch_seqs: int):
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
-@given(
-    model=st.sampled_from(TRAIN_MODELS),
-    chip=st.sampled_from(TPU),
-    n=st.sampled_from((16, 64)),
-    batch_seqs=st.sampled_from((64, 256)),
-    pick=st.integers(0, 10**6),
-)
+@given(**TRAINING_SETUPS, pick=st.integers(0, 10**6))
 @example(model="tiny-moe", chip="v4", n=16, batch_seqs=64, pick=0)  # 3 layers on 2 stages: uneven, legal
 def test_every_ranked_training_layout_is_physical(model, chip, n, batch_seqs, pick):
     result, seq = _plan(model, chip, n, batch_seqs)
@@ -169,13 +171,7 @@ def _legal_step(model, par, slc, batch_tokens, seq):
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
-@given(
-    model=st.sampled_from(TRAIN_MODELS),
-    chip=st.sampled_from(TPU),
-    n=st.sampled_from((16, 64)),
-    batch_seqs=st.sampled_from((64, 256)),
-    data=st.data(),
-)
+@given(**TRAINING_SETUPS, data=st.data())
 def test_every_legal_step_time_is_physical(model, chip, n, batch_seqs, data):
     """Any layout step_time accepts: the roofline step is no faster than its FLOPs or its weight reads, MFU and HFU
     are in (0, 1], the expected step is never faster than the roofline, and the throughput it implies gives an MFU
