@@ -103,6 +103,64 @@ def even_stages(model, stages: int, *, argument: str = "pipeline") -> None:
     _must_divide("uneven stages", argument, stages, model.n_layers, what, why)
 
 
+def pipeline_schedule(
+    model,
+    stages: int,
+    repeats: int,
+    microbatches: int,
+    *,
+    framework: str,
+    even_layers: bool,
+    microbatches_per_stage: str,
+    uneven_edges: bool = False,
+    argument: str = "pipeline",
+) -> None:
+    """A pipeline schedule ``framework`` will launch: ``stages`` stages of ``repeats`` interleaved layer groups each,
+    fed ``microbatches`` microbatches.
+
+    - ``even_layers``: stages x repeats must divide the layers (MaxText: stages x repeats x layers per stage =
+      layers; Megatron without uneven stages); with ``uneven_edges`` the first and last stages may hold fewer layers
+      than the others (Megatron's ``--decoder-first/last-pipeline-num-layers``; Llama 3 405B ran 126 layers on 16
+      stages: 7 on each edge stage, 8 on the 14 others);
+    - ``microbatches_per_stage``: ``"always"`` (MaxText: the microbatches are a multiple of the stages),
+      ``"interleaved"`` (Megatron's interleaved schedule needs it; its plain 1F1B does not) or ``"never"``.
+    """
+    if stages <= 1:
+        return
+    pipeline_stages(model, stages, repeats, argument=argument)
+    L, name, groups = model.n_layers, _model_name(model), stages * repeats
+    if even_layers and L % groups:
+        per = math.ceil(L / stages)
+        edges = L - (stages - 2) * per  # what the first and last stages share when the middle ones hold `per`
+        if not (uneven_edges and 2 <= edges <= 2 * per and per % repeats == 0):
+            why = "" if uneven_edges else f"; {framework} gives every stage the same layers"
+            raise Illegal(
+                "uneven stages",
+                f"{argument} ({stages}) x circular_repeats ({repeats}) must divide the {L} layers of {name}{why} "
+                f"(allowed stage counts: {_divisors(L)})",
+            )
+    need = microbatches_per_stage == "always" or (microbatches_per_stage == "interleaved" and repeats > 1)
+    if need and microbatches % stages:
+        what = "an interleaved schedule" if microbatches_per_stage == "interleaved" else "its pipeline"
+        raise Illegal(
+            "microbatches per stage",
+            f"microbatches ({microbatches}) must be a multiple of {argument} ({stages}): {framework} requires it of "
+            f"{what}",
+        )
+
+
+def scale_up_domain(tensor: int, domain: int, *, argument: str = "tensor", where: str = "an NVLink node") -> None:
+    """Tensor parallelism stays inside the scale-up domain (the ``domain`` devices of ``where``), as practitioners
+    run it: its collectives come every layer and do not hide under compute over a scale-out network."""
+    if tensor > 1 and domain % tensor:
+        raise Illegal(
+            "tensor across nodes",
+            f"{argument} ({tensor}) must divide the {domain} devices of {where} (tensor parallelism stays in the "
+            f"scale-up domain; pass tensor_across_nodes=True to price it over the network); allowed: "
+            f"{_divisors(domain)}",
+        )
+
+
 def split_kv_heads(model, tensor: int, *, argument: str = "tensor") -> None:
     """A tensor degree that splits the KV heads themselves (no replication): what :mod:`tpu_notes.model`'s layers
     shard, and so what its compiled collectives assume. Stricter than :func:`whole_heads`."""

@@ -311,6 +311,16 @@ class Slice:
         return self.n_chips
 
     @property
+    def joins_over_dcn(self) -> bool:
+        """Slices of one chip join over the data-centre network (DCN) for data parallelism."""
+        return True
+
+    @property
+    def scale_up_size(self) -> int:
+        """Chips joined by the scale-up fabric: every chip of the slice (its ICI torus)."""
+        return self.n_chips
+
+    @property
     def axes(self) -> tuple[str, ...]:
         """The torus axes by name: ``("x", "y")`` on a 2D torus, ``("x", "y", "z")`` on a 3D one."""
         return AXIS_NAMES[: len(self.shape)]

@@ -316,6 +316,16 @@ class GpuCluster:
         return self.n_gpus
 
     @property
+    def joins_over_dcn(self) -> bool:
+        """A GPU cluster includes its whole network: it is never joined to another over DCN."""
+        return False
+
+    @property
+    def scale_up_size(self) -> int:
+        """GPUs joined by the scale-up fabric: one NVLink node."""
+        return self.node_size
+
+    @property
     def axes(self) -> tuple[str, ...]:
         """``"node"`` (the NVLink domain), then each fat-tree level's name, bottom first."""
         return (NODE_AXIS,) + tuple(lv.name for lv in self.levels)

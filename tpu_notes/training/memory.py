@@ -57,12 +57,15 @@ from ..units import (
     fmt,
 )
 from .parallelism import Parallelism
+from .precision import RECIPES
 
 #: Optimizer moments kept per parameter.
 OPTIMIZERS = {"adam": 2, "adamw": 2, "momentum": 1, "sgd": 0}
 #: Remat policies by name: Chapter 4's three, and ``"mlp_outputs"`` (save the outputs of the three big MLP
 #: matmuls, ``D + 2F`` values per token and layer). A number ``k`` instead means ``k`` D-sized checkpoints per layer.
 REMAT = REMAT_POLICIES + ("mlp_outputs",)
+#: What a framework shards over the context-parallel ranks too (see :func:`training_memory`).
+OVER_CONTEXT = ("none", "optimizer", "all")
 #: Pipeline schedules: GPipe keeps every microbatch's activations until its backward; 1F1B at most ``stages``.
 SCHEDULES = ("1f1b", "gpipe")
 
@@ -194,6 +197,12 @@ def _chip_params(m, p: Parallelism) -> tuple[float, float]:
     return per, expert / (p.tensor * p.pipeline * p.expert) * imbalance
 
 
+def weight_shards(p: Parallelism, over_context: str = "none") -> int:
+    """Ranks each weight (and its gradient and optimizer state) is sharded over: ``fsdp``, times ``context`` when
+    the framework shards the state over the context ranks too (``over_context="all"``: MaxText, torchtitan)."""
+    return p.fsdp * (p.context if over_context == "all" else 1)
+
+
 @checked
 def optimizer_bytes_per_param(
     optimizer: Optimizer = "adam", moment_dtype: DTypeName = "fp32", master_weights: Bool = False
@@ -221,6 +230,9 @@ def training_memory(
     schedule: Annotated[str, OneOf(SCHEDULES)] = "1f1b",
     circular_repeats: PositiveInt = 1,
     reshard_after_forward: Bool = False,
+    recipe: Annotated[str, OneOf(tuple(RECIPES))] | None = None,
+    over_context: Annotated[str, OneOf(OVER_CONTEXT)] = "none",
+    gather_once: Bool = False,
 ) -> MemoryBreakdown:
     """Bytes per chip of a training step of ``model`` laid out as ``parallelism`` (default: one chip).
 
@@ -234,26 +246,48 @@ def training_memory(
     docstring), the figure :func:`~tpu_notes.training.plan` checks against HBM. ``reshard_after_forward`` drops
     each gathered weight after its forward use even without remat (PyTorch FSDP's default); ``False`` is XLA's
     behaviour, which keeps them until the backward pass when nothing is rematerialised.
+
+    ``recipe`` names a precision recipe of :mod:`tpu_notes.training.precision` (``"maxtext"``: 16 bytes per
+    parameter; ``"megatron"``: 18, its master weights and moments sharded over ``data``...): it replaces
+    ``param_dtype``, ``grad_dtype``, ``moment_dtype`` and ``master_weights`` (Adam), and its distributed optimizer
+    raises ``zero`` to at least 1; gathered weight copies are then counted in bf16, the compute dtype.
+    ``over_context`` is what the framework shards over the context ranks too: ``"none"``, ``"optimizer"`` (the
+    distributed optimizer's state over ``data × context``: Megatron) or ``"all"`` (weights, gradients and optimizer
+    state, as over ``fsdp``: MaxText, torchtitan). ``gather_once`` keeps the FSDP-gathered weights for the whole
+    step, across microbatches and pipeline steps, with the gradients accumulated unsharded until one reduction
+    (MaxText's ``pipeline_fsdp_ag_once``; Llama 3's FSDP without resharding after the forward pass).
     """
     m = as_config(model)
     p = Parallelism() if parallelism is None else parallelism
     if not isinstance(p, Parallelism):
         raise TypeError(f"parallelism must be a Parallelism; got {type(p).__name__}")
     rules.training_layout(m, p, batch_tokens, seq_len, circular_repeats)
+    pb = DTYPE_BYTES[param_dtype]
+    gb = pb if grad_dtype is None else DTYPE_BYTES[grad_dtype]
+    ob = optimizer_bytes_per_param(optimizer, moment_dtype, master_weights)
+    cb = pb
+    if recipe is not None:
+        r = RECIPES[recipe]
+        pb, gb, cb = r.weights, r.grads, min(r.weights, DTYPE_BYTES["bf16"])
+        ob = r.master + r.moments * OPTIMIZERS[optimizer] / OPTIMIZERS["adam"]  # moments as the optimizer keeps
+        zero = max(zero, 1 if r.optimizer_over_data else 0)
     return _memory(
         m,
         p,
         batch_tokens,
         remat,
-        pb=DTYPE_BYTES[param_dtype],
-        gb=DTYPE_BYTES[param_dtype] if grad_dtype is None else DTYPE_BYTES[grad_dtype],
+        pb=pb,
+        gb=gb,
         ab=DTYPE_BYTES[activation_dtype],
-        ob=optimizer_bytes_per_param(optimizer, moment_dtype, master_weights),
+        ob=ob,
         zero=zero,
         offload_optimizer=offload_optimizer,
         schedule=schedule,
         circular_repeats=circular_repeats,
         reshard=reshard_after_forward,
+        over_context=over_context,
+        gather_once=gather_once,
+        cb=cb,
     )
 
 
@@ -272,15 +306,21 @@ def _memory(
     schedule="1f1b",
     circular_repeats=1,
     reshard=False,
+    over_context="none",
+    gather_once=False,
+    cb=None,
 ) -> MemoryBreakdown:
     """:func:`training_memory` for arguments already checked, with the bytes per parameter (``pb``), gradient
-    (``gb``), activation value (``ab``) and optimizer state (``ob``) resolved (the planner's inner loop)."""
-
+    (``gb``), activation value (``ab``) and optimizer state (``ob``) resolved (the planner's inner loop); ``cb``
+    is the bytes per element of a gathered weight copy (the compute dtype; default ``pb``)."""
+    cb = pb if cb is None else cb
     dense_chip, expert_chip = _chip_params(m, p)  # tensor/pipeline/expert split, before fsdp
-    per_chip = (dense_chip + expert_chip) / p.fsdp
+    ws = weight_shards(p, over_context)  # ranks each weight is sharded over
+    per_chip = (dense_chip + expert_chip) / ws
     params = per_chip * pb / (p.data if zero >= 3 else 1)
     grads = per_chip * gb / (p.data if zero >= 2 else 1)
-    optim = 0.0 if offload_optimizer else per_chip * ob / (p.data if zero >= 1 else 1)
+    opt_shards = (p.data * (p.context if over_context == "optimizer" else 1)) if zero >= 1 else 1
+    optim = 0.0 if offload_optimizer else per_chip * ob / opt_shards
 
     per_token_layer = _activation_values(m, remat)
     tokens_per_mb = batch_tokens / (p.token_shards * p.microbatches)  # tokens one chip's layers see per microbatch
@@ -296,11 +336,13 @@ def _memory(
 
     # as compiled: gathered FSDP weights and the largest transient
     gathered = 0.0
-    unembed = m.vocab * m.d_model / p.tensor * pb
-    if p.fsdp > 1:
-        stage = (dense_chip + expert_chip) * pb
-        if remat == "none" and not reshard:
-            gathered = stage * (1.0 - 1.0 / p.fsdp)  # every gathered copy kept for the backward pass
+    unembed = m.vocab * m.d_model / p.tensor * cb
+    if ws > 1:
+        stage = (dense_chip + expert_chip) * cb
+        if gather_once:  # kept for the whole step, and the gradients accumulated unsharded until one reduction
+            gathered = (stage + (dense_chip + expert_chip) * gb * (p.microbatches > 1)) * (1.0 - 1.0 / ws)
+        elif remat == "none" and not reshard:
+            gathered = stage * (1.0 - 1.0 / ws)  # every gathered copy kept for the backward pass
         else:
             per_layer = (stage - 2.0 * unembed / P) / layers if layers else 0.0
             gathered = max(2.0 * max(per_layer, 0.0), unembed)

@@ -34,18 +34,22 @@ from dataclasses import dataclass, replace
 from typing import Annotated
 
 from .. import rules
-from ..efficiency import check_efficiency
-from ..gpu import GpuCluster
+from ..efficiency import OUT_OF_SAMPLE_ERROR, check_efficiency
 from ..system import System, check_system
 from ..transformer import as_config
-from ..units import Bool, DTypeName, Fraction, OneOf, PositiveInt, SeqLen, capped, checked, dtype_bytes, fmt
+from ..units import Bool, DTypeName, Fraction, OneOf, PositiveInt, Range, SeqLen, capped, checked, fmt
 from .expected import ExpectedStep
-from .memory import OPTIMIZERS, MemoryBreakdown, _memory, check_remat, optimizer_bytes_per_param
+from .frameworks import FRAMEWORKS, Framework, default_framework
+from .memory import OPTIMIZERS, MemoryBreakdown, _memory, check_remat
 from .parallelism import SHORT_NAMES, Parallelism
+from .precision import RECIPES, PrecisionRecipe
 from .step import Layout, StepTime, _price, map_to_slice
 
 #: Remat policies the planner tries by default (cheapest recompute first).
 DEFAULT_REMAT = ("none", "save_matmul_outputs", "full_block")
+#: The share of HBM a layout may use by default: the rest is headroom for what the memory model does not count
+#: (the compiler's scratch buffers, fragmentation, the runtime).
+DEFAULT_HBM_FRACTION = 0.9
 #: What :func:`plan` ranks by: the roofline step (``StepTime.total``) or the expected one (``StepTime.expected``).
 RANK_BY = ("roofline", "expected")
 
@@ -61,6 +65,8 @@ class Plan:
     step: StepTime | None  # seconds (None when rejected)
     reason: str = ""  # why it was rejected; "" for a runnable layout
     circular_repeats: int = 1  # interleaved layer groups per pipeline stage
+    gather_once: bool = False  # FSDP weights gathered once per step and kept across microbatches
+    tier: int = 0  # 1 for the layouts the model cannot tell from the fastest, 2 for the next group...; 0: unranked
 
     @property
     def ok(self) -> bool:
@@ -115,8 +121,14 @@ class PlanResult:
 
     ranked: tuple[Plan, ...]  # runnable layouts by increasing step time (expected, or roofline with rank_by)
     rejected: tuple[Plan, ...]  # layouts that cannot run, each with its reason
-    searched: int  # candidates considered
+    searched: int  # candidates considered (layouts x remat policies): len(ranked) + len(rejected)
     rank_by: str = "expected"  # the step time the ranking uses: "expected" or "roofline"
+    tie_within: float = 0.0  # fraction: steps this close to a tier's fastest share its tier
+    framework: str = "maxtext"  # the framework whose launch rules applied (tpu_notes.training.frameworks)
+    recipe: str = "maxtext"  # the precision recipe the memory used (tpu_notes.training.precision)
+    hbm_fraction: float = 1.0  # the share of HBM a layout could use
+    disabled: tuple = ()  # kinds of parallelism never tried
+    kv_heads: int = 0  # the model's KV heads (a tensor degree above it replicates them); 0 for MLA
 
     def __iter__(self):
         return iter(self.ranked)
@@ -137,56 +149,85 @@ class PlanResult:
 
     @checked
     def legend(self, top: PositiveInt = 10) -> list[str]:
-        """The three lines under :meth:`table` that say what the ranking and the two step columns mean (the CLI
-        prints them under its own table); ``top`` is the rows the table shows (their efficiency models are named)."""
+        """The lines under :meth:`table` that say what the ranking, the tiers and the columns mean (the CLI prints
+        them under its own table); ``top`` is the rows the table shows (their efficiency models are named)."""
         names = {p.expected.efficiency for p in self.ranked[:top] if p.expected}
         model = ", ".join(repr(n) for n in sorted(names)) or "none"
-        return [
-            f"ranked by the {self.rank_by} step; HBM/chip: the compiled peak (gathered weights included)",
+        tie = f"{self.tie_within:.0%}"
+        lines = [
+            f"t: tier: {self.rank_by} steps within {tie} of its fastest (the model cannot rank them), simplest first",
+            f"HBM/chip: modelled peak, at most {self.hbm_fraction:.0%} of HBM ({self.recipe} precision, "
+            f"{self.framework} rules)",
             "roof: the roofline (matmuls at peak, comms hidden), a floor on the step",
-            f"exp: expected, at the rates of efficiency model {model}: a forecast (MFU: its MFU)",
+            f"exp: expected step at efficiency model {model} rates, ± its out-of-sample error (MFU: its MFU)",
         ]
+        wide = sorted({p.parallelism.tensor for p in self.ranked[:top] if self.kv_heads < p.parallelism.tensor})
+        if self.kv_heads and wide:
+            lines.append(
+                f"tp{'/'.join(map(str, wide))} > {self.kv_heads} KV heads: each KV head replicated on tensor / "
+                f"{self.kv_heads} ranks (counted in memory and FLOPs)"
+            )
+        if self.disabled:
+            lines.append("not tried: " + ", ".join(self.disabled))
+        return lines
 
     @checked
     def table(self, top: PositiveInt = 10) -> str:
         """The ``top`` layouts as a fixed-width table of at most 84 columns, or the rejection reasons if none can
         run. A layout is named by :meth:`~tpu_notes.training.Parallelism.short` (``v2``: two interleaved layer
-        groups per pipeline stage); ``HBM/chip`` is the compiled peak; each row then gives the roofline step and
-        its bound (the chapters' figures) and the expected step and its MFU (the :mod:`tpu_notes.efficiency`
-        forecast). ``Plan.row()`` has every figure."""
+        groups per pipeline stage; ``ag1``: FSDP weights gathered once per step); ``t`` is its tier; ``HBM/chip``
+        the modelled peak; each row then gives the roofline step and its bound (the chapters' figures) and the
+        expected step with its out-of-sample error and its MFU (the :mod:`tpu_notes.efficiency` forecast).
+        ``Plan.row()`` has every figure."""
         if not self.ranked:
             lines = [f"No legal layout fits ({self.searched} candidates). Rejected because:"]
             lines += [f"  {n:6d} x {r}" for r, n in self.reasons().items()]
             return "\n".join(lines)
         shown = self.ranked[:top]
-
-        def name(p):
-            return p.parallelism.short() + (f" v{p.circular_repeats}" if p.circular_repeats > 1 else "")
-
-        w = min(30, max(6, *(len(name(p)) for p in shown)))  # its longest name, at most 30
+        w = min(29, max(6, *(len(_name(p)) for p in shown)))  # its longest name, at most 29
+        err = f"±{self.tie_within:.0%}" if self.rank_by == "expected" else ""
         head = (
-            f"{'#':>2} {'layout':<{w}} {'remat':<7} {'HBM/chip':>8} {'roof step':>9} {'bound':<8} {'exp step':>8} "
-            f"{'MFU':>6}"
+            f"{'#':>2} {'t':>2} {'layout':<{w}} {'remat':<7} {'HBM/chip':>8} {'roof':>7} {'bound':<7} "
+            f"{'exp' + err:>8} {'MFU':>5}"
         )
         lines = [head]
         for i, p in enumerate(shown, 1):
             st, ex = p.step, p.expected
-            exp = f"{fmt(ex.total, 's'):>8} {ex.mfu:>6.1%}" if ex else f"{'-':>8} {'-':>6}"
+            exp = f"{fmt(ex.total, 's'):>8} {ex.mfu:>5.1%}" if ex else f"{'-':>8} {'-':>5}"
             remat = _REMAT_SHORT.get(str(p.remat), str(p.remat))
             lines.append(
-                f"{i:>2} {name(p)[:w]:<{w}} {remat:<7.7} {fmt(p.memory.peak, 'B'):>8} "
-                f"{fmt(st.total, 's'):>9} {st.bound:<8.8} {exp}"
+                f"{i:>2} {p.tier:>2} {_name(p)[:w]:<{w}} {remat:<7.7} {fmt(p.memory.peak, 'B'):>8} "
+                f"{fmt(st.total, 's'):>7} {st.bound:<7.7} {exp}"
             )
         lines += self.legend(top)
         used = {SHORT_NAMES[a] for p in shown for a in p.parallelism.mesh_shape()}
         lines.append(
             "layout: " + ", ".join(f"{v} {k}" for k, v in SHORT_NAMES.items() if v in used) + ", mb microbatches"
         )
+        extra = [
+            t
+            for t, on in (
+                ("v: layer groups per stage", any(p.circular_repeats > 1 for p in shown)),
+                ("ag1: FSDP weights gathered once per step", any(p.gather_once for p in shown)),
+            )
+            if on
+        ]
+        if extra:
+            lines.append("; ".join(extra))
         short = sorted({_REMAT_SHORT[str(p.remat)] for p in shown if str(p.remat) in _REMAT_SHORT})
         if short:
             full = {v: k for k, v in _REMAT_SHORT.items()}
             lines.append("remat " + ", ".join(f"{s}: {full[s]}" for s in short))
         return "\n".join(lines)
+
+
+def _name(p: Plan) -> str:
+    """A plan's layout as the table names it: ``fsdp64 pp4 tp8 mb16 v2 ag1``."""
+    return (
+        p.parallelism.short()
+        + (f" v{p.circular_repeats}" if p.circular_repeats > 1 else "")
+        + (" ag1" if p.gather_once else "")
+    )
 
 
 #: Remat policy names shortened in :meth:`PlanResult.table` (the legend under the table spells them out).
@@ -236,13 +277,17 @@ class _Search:
     dtype: str
     overlap: bool
     matmul_efficiency: float
-    fused_projections: bool | None
+    fused_projections: bool
     reshard: bool  # weights dropped after their forward use
-    param_bytes: float  # bytes per weight (and gradient) element
-    optimizer_bytes: float  # bytes of optimizer state per parameter
+    framework: Framework
+    recipe: PrecisionRecipe
+    optimizer_bytes: float  # bytes of optimizer state per parameter (master copy and moments)
     efficiency: object  # the EfficiencyModel
     hop: float  # seconds, the system's per-hop latency
     rank_by: str
+    tensor_across_nodes: bool  # tensor parallelism may leave the scale-up domain
+    uneven_stages: bool  # the framework's uneven first and last stages may be used
+    disabled: frozenset = frozenset()  # kinds of parallelism never used
 
     @property
     def sequences(self) -> int:
@@ -266,14 +311,20 @@ def plan(
     max_pipeline: PositiveInt = 16,
     interleave: Sequence = DEFAULT_INTERLEAVE,
     optimizer: Annotated[str, OneOf(tuple(OPTIMIZERS))] = "adam",
-    dtype: DTypeName = "bf16",
-    hbm_fraction: Fraction = 1.0,
+    dtype: DTypeName | None = None,
+    hbm_fraction: Fraction = DEFAULT_HBM_FRACTION,
     overlap: Bool = True,
     max_microbatches: capped(MAX_MICROBATCHES) = 64,
     matmul_efficiency: Fraction = 1.0,
     fused_projections: Bool | None = None,
     reshard_after_forward: Bool | None = None,
     rank_by: Annotated[str, OneOf(RANK_BY)] = "expected",
+    framework: Annotated[str, OneOf(tuple(FRAMEWORKS))] | None = None,
+    recipe: Annotated[str, OneOf(tuple(RECIPES))] | None = None,
+    tensor_across_nodes: Bool = False,
+    uneven_stages: Bool = False,
+    disable: Sequence = (),
+    tie_within: Annotated[float, Range(0.0, 1.0)] | None = None,
 ) -> PlanResult:
     """Rank every legal layout of a training step of ``model`` on ``system`` (``n_slices`` copies over DCN).
 
@@ -281,22 +332,41 @@ def plan(
     whole network: ``n_slices=1``). ``batch_tokens`` is the global batch, ``seq_len`` the sequence length; see the
     module docstring for the legality rules. ``max_context`` caps the context-parallel degree (1: never split a
     sequence), ``max_pipeline`` the stages, ``interleave`` the layer groups per stage tried with a pipeline
-    (``circular_repeats`` of :func:`~tpu_notes.training.step_time`), ``max_microbatches`` the microbatches. A
-    layout fits when its :attr:`~tpu_notes.training.memory.MemoryBreakdown.peak` is at most ``hbm_fraction`` (in (0, 1])
-    of HBM. ``matmul_efficiency`` (fraction of peak the matmuls reach), ``fused_projections`` and
-    ``reshard_after_forward`` are passed to :func:`~tpu_notes.training.step_time` (the last to the memory too).
-    ``rank_by`` picks the step time the ranking (and the choice of
-    microbatches, interleaving and remat per layout) uses: ``"expected"`` (the default: ``StepTime.expected``,
-    the :mod:`tpu_notes.efficiency` forecast, the figure a practitioner plans with) or ``"roofline"``
-    (``StepTime.total``, the chapters' upper bound on speed). Returns a :class:`PlanResult`.
+    (``circular_repeats`` of :func:`~tpu_notes.training.step_time`), ``max_microbatches`` the microbatches, and
+    ``disable`` names kinds never used (e.g. ``("pipeline", "context")``).
+
+    What can be launched: ``framework`` (:mod:`tpu_notes.training.frameworks`; default MaxText on a TPU slice,
+    Megatron-LM on a GPU cluster) sets the pipeline schedules allowed (``uneven_stages`` lets Megatron shorten the
+    first and last stages), fused projections and resharding (unless ``fused_projections`` or
+    ``reshard_after_forward`` say otherwise); tensor parallelism stays inside the scale-up domain (an NVLink node)
+    unless ``tensor_across_nodes``.
+
+    Memory: ``recipe`` (:mod:`tpu_notes.training.precision`; default the framework's: MaxText's fp32 weights, 16
+    bytes per parameter; Megatron's distributed optimizer, 6 + 12/data) with ``optimizer``'s moments; a layout fits
+    when its modelled peak (:attr:`~tpu_notes.training.memory.MemoryBreakdown.peak`) is at most ``hbm_fraction``
+    of HBM (default 0.9: headroom for what the model does not count, e.g. XLA's scratch buffers and
+    fragmentation). FSDP layouts with several microbatches are tried both gathering the weights per microbatch and
+    once per step (``gather_once`` of :func:`~tpu_notes.training.step_time`). ``dtype`` is the matmuls' (default
+    the recipe's: ``"fp8"`` for the FP8 recipe).
+
+    ``matmul_efficiency`` is passed to :func:`~tpu_notes.training.step_time`. ``rank_by`` picks the step time the
+    ranking (and the choice of microbatches, interleaving, gather form and remat per layout) uses: ``"expected"``
+    (the default: the :mod:`tpu_notes.efficiency` forecast) or ``"roofline"``. Layouts whose steps lie within
+    ``tie_within`` of a tier's fastest (default: the expected model's out-of-sample error on this platform,
+    :data:`tpu_notes.efficiency.OUT_OF_SAMPLE_ERROR`; 0 for the roofline) form one tier, ordered by fewer kinds
+    of parallelism, then less HBM. Returns a :class:`PlanResult`.
     """
     m = as_config(model)
     check_system(system, "system")
-    if isinstance(system, GpuCluster) and n_slices != 1:
+    if n_slices != 1 and not system.joins_over_dcn:
         raise ValueError("n_slices joins TPU slices over DCN; a GpuCluster includes its whole network (n_slices=1)")
     rules.whole_sequences(batch_tokens, seq_len)
+    fw = default_framework(system) if framework is None else FRAMEWORKS[framework]
+    rc = RECIPES[fw.recipe if recipe is None else recipe]
+    dtype = rc.matmul_dtype if dtype is None else dtype
     system.chip.peak_flops(dtype)  # a dtype the chip has a peak for
-    pb = dtype_bytes("bf16" if dtype == "fp8" else dtype)  # weights kept in bf16 when the matmuls run in FP8
+    if tie_within is None:
+        tie_within = OUT_OF_SAMPLE_ERROR[system.chip.kind] if rank_by == "expected" else 0.0
     search = _Search(
         model=m,
         system=system,
@@ -310,36 +380,54 @@ def plan(
         dtype=dtype,
         overlap=overlap,
         matmul_efficiency=matmul_efficiency,
-        fused_projections=fused_projections,
-        reshard=isinstance(system, GpuCluster) if reshard_after_forward is None else reshard_after_forward,
-        param_bytes=pb,
-        optimizer_bytes=optimizer_bytes_per_param(optimizer),
+        fused_projections=fw.fused_projections if fused_projections is None else fused_projections,
+        reshard=fw.reshard_after_forward if reshard_after_forward is None else reshard_after_forward,
+        framework=fw,
+        recipe=rc,
+        optimizer_bytes=rc.master + rc.moments * OPTIMIZERS[optimizer] / OPTIMIZERS["adam"],
         efficiency=check_efficiency(None),
         hop=system.latency(system.axes[0]),
         rank_by=rank_by,
+        tensor_across_nodes=tensor_across_nodes,
+        uneven_stages=uneven_stages,
+        disabled=_check_disable(disable),
     )
-    deg = _model_degrees(m, system.n_devices, seq_len, max_pipeline=max_pipeline, max_context=max_context)
-    ranked, rejected, searched = _search_all(search, deg)
-    ranked.sort(key=lambda p: _rank_key(search, p))
-    return PlanResult(ranked=tuple(ranked), rejected=tuple(rejected), searched=searched, rank_by=rank_by)
+    off = search.disabled
+    deg = _model_degrees(
+        m, system.n_devices, seq_len, max_pipeline=1 if "pipeline" in off else max_pipeline, max_context=max_context
+    )
+    for kind in off - {"fsdp"}:
+        deg[kind] = [1]
+    ranked, rejected = _search_all(search, deg)
+    ranked = _tiered(search, ranked, tie_within)
+    return PlanResult(
+        ranked=tuple(ranked),
+        rejected=tuple(rejected),
+        searched=len(ranked) + len(rejected),
+        rank_by=rank_by,
+        tie_within=tie_within,
+        framework=fw.name,
+        recipe=rc.name,
+        hbm_fraction=hbm_fraction,
+        disabled=tuple(sorted(off)),
+        kv_heads=0 if m.is_mla else m.n_kv_heads,
+    )
 
 
-def _search_all(s: _Search, deg: dict[str, list[int]]) -> tuple[list[Plan], list[Plan], int]:
-    """Every base layout screened, then priced under each remat policy: (runnable, rejected, candidates)."""
+def _search_all(s: _Search, deg: dict[str, list[int]]) -> tuple[list[Plan], list[Plan]]:
+    """Every base layout screened, then priced under each remat policy: (runnable, rejected). A candidate is one
+    layout under one remat policy, so a layout refused before any policy is tried counts once per policy."""
     ranked: list[Plan] = []
     rejected: list[Plan] = []
-    searched = 0
     for base in _base_layouts(s, deg):
         reason, lay, mbs, vs = _screen(s, base)
         if reason:  # rejected before any remat policy is tried
-            searched += len(s.policies)
-            rejected.append(Plan(base, s.policies[0], lay, None, None, reason))
+            rejected += [Plan(base, r, lay, None, None, reason) for r in s.policies]
             continue
         for r in s.policies:
-            searched += 1
             best = _best_schedule(s, base, lay, r, mbs, vs)
             (ranked if best.ok else rejected).append(best)
-    return ranked, rejected, searched
+    return ranked, rejected
 
 
 def _base_layouts(s: _Search, deg: dict[str, list[int]]):
@@ -352,7 +440,7 @@ def _base_layouts(s: _Search, deg: dict[str, list[int]]):
                 left = N // (t * pp * e) if N % (t * pp * e) == 0 else 0
                 for cp in _contexts(deg["context"], left, s.sequences, s.n_slices, pp):
                     rest = N // (t * pp * e * cp)
-                    for f in _divisors(rest):
+                    for f in [1] if "fsdp" in s.disabled else _divisors(rest):
                         yield Parallelism(
                             data=rest // f,
                             fsdp=f,
@@ -368,7 +456,7 @@ def _base_layouts(s: _Search, deg: dict[str, list[int]]):
 def _screen(s: _Search, base: Parallelism) -> tuple[str, Layout | None, list[int], list[int]]:
     """``(reason, layout, microbatch counts, interleavings)`` of ``base``: ``reason`` is why it cannot run at all
     (its kind, a colon, the detail; ``""`` when it can), from the batch and model rules of :mod:`tpu_notes.rules`,
-    its placement on the system, and at least one whole microbatch per pipeline stage."""
+    the framework's pipeline rules, tensor parallelism inside the scale-up domain, and its placement on the system."""
     try:
         per_shard = rules.batch_shards(
             s.sequences,
@@ -376,6 +464,8 @@ def _screen(s: _Search, base: Parallelism) -> tuple[str, Layout | None, list[int
             argument="batch_tokens",
             advice="split sequences with context parallelism, max_context, or use fewer chips",
         )
+        if not s.tensor_across_nodes:
+            rules.scale_up_domain(base.tensor, s.system.scale_up_size)
     except rules.Illegal as err:
         return f"{err.kind}: {err.detail}", None, [], []
     try:
@@ -383,68 +473,129 @@ def _screen(s: _Search, base: Parallelism) -> tuple[str, Layout | None, list[int
         rules.model_layout(s.model, base, s.seq_len)
     except ValueError as err:
         return f"cannot place: {err}", None, [], []
-    pp = base.pipeline
+    pp, fw = base.pipeline, s.framework
+    vs = [v for v in s.repeats if pp > 1 and pp * v <= s.model.n_layers] if pp > 1 else [1]
+    vs = [v for v in vs if not _schedule_refusal(s, base, v, pp)]  # layer splits the framework accepts
+    if not vs:
+        return _schedule_refusal(s, base, 1, pp), lay, [], []
     mbs = [k for k in range(pp, min(per_shard, s.max_microbatches) + 1) if per_shard % k == 0]
+    if pp > 1 and fw.microbatches_per_stage == "always":
+        mbs = [k for k in mbs if k % pp == 0]
     if pp > 1 and len(mbs) > 5:
         # five counts from the fewest that fill the pipeline (the least sends) to the most (the smallest
         # microbatches: the least activation memory and the shortest bubble)
         mbs = [mbs[round(i * (len(mbs) - 1) / 4)] for i in range(5)]
     if not mbs:
+        rule = f" that are multiples of {pp} ({fw.name})" if fw.microbatches_per_stage == "always" else ""
         reason = (
             f"too few sequences: {per_shard:,} sequences per batch shard for {pp} pipeline stages (each needs a "
-            "whole microbatch)"
+            f"whole microbatch{rule})"
         )
         return reason, lay, [], []
-    vs = [v for v in s.repeats if pp > 1 and pp * v <= s.model.n_layers] or [1]
     return "", lay, mbs, vs
 
 
+def _schedule_refusal(s: _Search, base: Parallelism, repeats: int, microbatches: int) -> str:
+    """Why the framework refuses ``base`` with ``repeats`` layer groups per stage and ``microbatches``
+    microbatches (``""`` when it accepts them)."""
+    fw = s.framework
+    try:
+        rules.pipeline_schedule(
+            s.model,
+            base.pipeline,
+            repeats,
+            microbatches,
+            framework=fw.name,
+            even_layers=fw.even_layers,
+            microbatches_per_stage=fw.microbatches_per_stage,
+            uneven_edges=fw.uneven_edges and s.uneven_stages,
+        )
+    except rules.Illegal as err:
+        return f"{err.kind}: {err}"
+    return ""
+
+
 def _best_schedule(s: _Search, base: Parallelism, lay: Layout, remat, mbs: list[int], vs: list[int]) -> Plan:
-    """The fastest (microbatches, interleaving) of ``base`` under one remat policy, or the first that does not fit
-    when none does."""
+    """The fastest (microbatches, interleaving, FSDP gather form) of ``base`` under one remat policy, or the first
+    that does not fit when none does."""
     best = None
+    sharded = base.fsdp > 1 or (base.context > 1 and s.framework.over_context == "all")
     for mb in mbs:
         for v in vs:
-            cand = replace(base, microbatches=mb)
-            pb = s.param_bytes
-            mem = _memory(
-                s.model,
-                cand,
-                s.batch_tokens,
-                remat,
-                pb=pb,
-                gb=pb,
-                ab=2,
-                ob=s.optimizer_bytes,
-                circular_repeats=v,
-                reshard=s.reshard,
-            )
-            if mem.peak > s.hbm:
-                reason = f"does not fit: {fmt(mem.peak, 'B')} per chip at peak > {fmt(s.hbm, 'B')} HBM"
-                best = best or Plan(cand, remat, lay, mem, None, reason)
+            if _schedule_refusal(s, base, v, mb):
                 continue
-            st = _price(
-                s.model,
-                cand,
-                lay,
-                s.batch_tokens,
-                s.seq_len,
-                remat,
-                s.dtype,
-                s.overlap,
-                s.hop,
-                v,
-                s.matmul_efficiency,
-                "flash",
-                s.efficiency,
-                s.fused_projections,
-                s.reshard,
-            )
-            if best is None or not best.ok or s.seconds(st) < s.seconds(best.step):
-                best = Plan(cand, remat, lay, mem, st, circular_repeats=v)
+            cand = replace(base, microbatches=mb)
+            for once in (False, True) if sharded and mb > 1 else (False,):
+                plan_ = _priced(s, cand, lay, remat, v, once)
+                if best is None or (plan_.ok and (not best.ok or s.seconds(plan_.step) < s.seconds(best.step))):
+                    best = plan_
         if base.pipeline == 1 and best is not None and best.ok:
             break  # more accumulation steps only repeat the FSDP gathers
     return best
+
+
+def _priced(s: _Search, cand: Parallelism, lay: Layout, remat, v: int, once: bool) -> Plan:
+    """One schedule of one layout: its memory, and its step when it fits."""
+    rc = s.recipe
+    mem = _memory(
+        s.model,
+        cand,
+        s.batch_tokens,
+        remat,
+        pb=rc.weights,
+        gb=rc.grads,
+        ab=2,
+        ob=s.optimizer_bytes,
+        zero=1 if rc.optimizer_over_data else 0,
+        circular_repeats=v,
+        reshard=s.reshard,
+        over_context=s.framework.over_context,
+        gather_once=once,
+        cb=min(rc.weights, 2),
+    )
+    if mem.peak > s.hbm:
+        reason = f"does not fit: {fmt(mem.peak, 'B')} per chip at peak > {fmt(s.hbm, 'B')} HBM"
+        return Plan(cand, remat, lay, mem, None, reason, circular_repeats=v, gather_once=once)
+    st = _price(
+        s.model,
+        cand,
+        lay,
+        s.batch_tokens,
+        s.seq_len,
+        remat,
+        s.dtype,
+        s.overlap,
+        s.hop,
+        v,
+        s.matmul_efficiency,
+        "flash",
+        s.efficiency,
+        s.fused_projections,
+        s.reshard,
+        s.framework.over_context,
+        once,
+    )
+    return Plan(cand, remat, lay, mem, st, circular_repeats=v, gather_once=once)
+
+
+def _tiered(s: _Search, plans: list[Plan], tie_within: float) -> list[Plan]:
+    """``plans`` in tiers: the fastest remaining plan opens a tier holding every plan within ``tie_within`` of its
+    step (the model cannot tell them apart); inside a tier the simpler layout comes first (fewer kinds of
+    parallelism), then the one that needs less HBM, then the faster. Each plan gets its tier number (1 first)."""
+    rest = sorted(plans, key=lambda p: _rank_key(s, p))
+    hbm_step = 0.1 * s.system.chip.hbm_bytes  # HBM compared in tenths of the chip's: a margin, not a byte count
+    out: list[Plan] = []
+    tier = 0
+    while rest:
+        tier += 1
+        edge = s.seconds(rest[0].step) * (1.0 + tie_within)
+        inside = [p for p in rest if s.seconds(p.step) <= edge * (1 + 1e-12)]
+        rest = rest[len(inside) :]
+        inside.sort(
+            key=lambda p: (len(p.parallelism.mesh_shape()), math.ceil(p.memory.peak / hbm_step), _rank_key(s, p))
+        )
+        out += [replace(p, tier=tier) for p in inside]
+    return out
 
 
 def _rank_key(s: _Search, p: Plan) -> tuple:
@@ -460,6 +611,19 @@ def _rank_key(s: _Search, p: Plan) -> tuple:
         p.step.comms_ratio,
         p.memory.peak,
     )
+
+
+def _check_disable(disable) -> frozenset:
+    """The kinds of parallelism ``disable`` names (model-splitting kinds and ``fsdp``/``data``)."""
+    allowed = ("tensor", "pipeline", "expert", "context", "fsdp")
+    if isinstance(disable, str):
+        disable = (disable,)
+    if not isinstance(disable, (tuple, list, set, frozenset)):
+        raise TypeError(f"disable must be a sequence of parallelism kinds from {allowed}; got {disable!r}")
+    bad = [k for k in disable if k not in allowed]
+    if bad:
+        raise ValueError(f"disable must name kinds from {allowed}; got {bad!r}")
+    return frozenset(disable)
 
 
 def _contexts(degrees: list[int], chips: int, seqs: int, n_slices: int, stages: int) -> list[int]:

@@ -66,6 +66,7 @@ from ..transformer import TransformerConfig, as_config
 from ..units import Bool, DTypeName, Fraction, NonNegativeFloat, OneOf, PositiveInt, SeqLen, checked, dtype_bytes, fmt
 from .cost import flops_per_token
 from .expected import ExpectedStep, _bracketed_times, _expected_step
+from .frameworks import FRAMEWORKS, default_framework
 from .memory import Remat, _chip_params, _kv_replication, _param_counts, _stage_layers
 from .parallelism import Parallelism
 
@@ -337,6 +338,8 @@ def step_time(
     efficiency: EfficiencyModel | None = None,
     fused_projections: Bool | None = None,
     reshard_after_forward: Bool | None = None,
+    framework: Annotated[str, OneOf(tuple(FRAMEWORKS))] | None = None,
+    gather_once: Bool = False,
 ) -> StepTime:
     """Seconds of one training step of ``model`` with ``parallelism`` on ``slice`` (``parallelism.dcn`` copies of
     it over DCN), for a global batch of ``batch_tokens`` tokens in sequences of ``seq_len``. ``slice`` is a
@@ -355,7 +358,13 @@ def step_time(
 
     The result is the roofline (``total``, ``mfu``: upper bounds) with ``expected``, the same step at the rates of
     the :class:`~tpu_notes.efficiency.EfficiencyModel` ``efficiency`` (default :data:`tpu_notes.efficiency.DEFAULT`;
-    see :mod:`tpu_notes.training.expected`), whose ``attention`` kernel is ``"flash"`` or ``"materialized"``."""
+    see :mod:`tpu_notes.training.expected`), whose ``attention`` kernel is ``"flash"`` or ``"materialized"``.
+
+    ``framework`` (:mod:`tpu_notes.training.frameworks`; default MaxText on a TPU slice, Megatron-LM on a GPU
+    cluster) sets the defaults of ``fused_projections`` and ``reshard_after_forward``, and whether the weights are
+    sharded over the context ranks too (then gathered over ``fsdp × context``). ``gather_once`` gathers each FSDP
+    weight once per step and keeps it across microbatches and pipeline steps, reducing its gradient once
+    (MaxText's ``pipeline_fsdp_ag_once``, Llama 3's FSDP without resharding)."""
     p = parallelism
     if not isinstance(p, Parallelism):
         raise TypeError(f"parallelism must be a Parallelism; got {type(p).__name__}")
@@ -373,6 +382,7 @@ def step_time(
     lay = layout if layout is not None else map_to_slice(p, slice)
     if hop_latency is None:
         hop_latency = lay.slice.latency(lay.slice.axes[0])  # the chip's: 1 µs (ICI) or 5 µs (GPU)
+    fw = default_framework(slice) if framework is None else FRAMEWORKS[framework]
     return _price(
         m,
         p,
@@ -387,8 +397,10 @@ def step_time(
         eff,
         attention,
         effm,
-        fused_projections,
-        reshard_after_forward,
+        fw.fused_projections if fused_projections is None else fused_projections,
+        fw.reshard_after_forward if reshard_after_forward is None else reshard_after_forward,
+        fw.over_context,
+        gather_once,
     )
 
 
@@ -399,7 +411,23 @@ def _flops(m: TransformerConfig, seq_len: int, remat: str) -> float:
 
 
 def _price(
-    m, p, lay, B, S, remat, dtype, overlap, hop_latency, v_rep, eff, attention, effm, fused_projections, reshard=None
+    m,
+    p,
+    lay,
+    B,
+    S,
+    remat,
+    dtype,
+    overlap,
+    hop_latency,
+    v_rep,
+    eff,
+    attention,
+    effm,
+    fused_projections,
+    reshard=None,
+    over_context="none",
+    gather_once=False,
 ):
     """The body of :func:`step_time` for arguments already checked (the planner calls it in its inner loop)."""
     c = lay.slice.chip
@@ -411,12 +439,25 @@ def _price(
     peak = c.peak_flops(dtype)
     model_flops, hw_flops, imbalance = _chip_flops(m, p, B, S, flops_remat, v_rep)
     flops_time = hw_flops * imbalance / (peak * eff)
-    if fused_projections is None:
-        fused_projections = lay.is_gpu  # Megatron fuses QKV and gate-up; MaxText (XLA) keeps them apart
-    # PyTorch FSDP reshards by default; XLA keeps the gathered weights when nothing is rematerialised
-    reshard_after_forward = lay.is_gpu if reshard is None else reshard
+    if fused_projections is None or reshard is None:  # the system's default framework decides
+        fw = default_framework(lay.slice)
+        fused_projections = fw.fused_projections if fused_projections is None else fused_projections
+        reshard = fw.reshard_after_forward if reshard is None else reshard
+    reshard_after_forward = reshard
     times, calls, shard_w = _collective_times(
-        m, p, lay, B, dtype, flops_remat, v_rep, hop_latency, fused_projections, reshard_after_forward, imbalance
+        m,
+        p,
+        lay,
+        B,
+        dtype,
+        flops_remat,
+        v_rep,
+        hop_latency,
+        fused_projections,
+        reshard_after_forward,
+        imbalance,
+        over_context,
+        gather_once,
     )
     hbm_time = 3 * p.microbatches * shard_w / c.bandwidth("hbm")  # the gathered weights read per microbatch
     compute = max(flops_time, hbm_time)
@@ -474,7 +515,7 @@ def _chip_flops(m, p: Parallelism, B: int, S: int, flops_remat: str, v_rep: int)
 
 
 def _collective_times(
-    m, p: Parallelism, lay, B, dtype, flops_remat, v_rep, hop_latency, fused, reshard, imbalance
+    m, p: Parallelism, lay, B, dtype, flops_remat, v_rep, hop_latency, fused, reshard, imbalance, over_context, once
 ) -> tuple[dict, dict, float]:
     """Seconds and calls of each kind of collective in one step on ``lay`` (Chapter 5's accounting, per kind), and
     the bytes of this chip's tensor/pipeline/expert split of the weights before FSDP."""
@@ -492,16 +533,18 @@ def _collective_times(
     # without remat (and without resharding) the gathered weights are kept for the backward pass: one gather
     gathers = 1 if flops_remat == "none" and not reshard else 2
     grad_axes = tuple(k for k in ("data", "fsdp", "context") if getattr(p, k) > 1)
+    # the ranks each weight is sharded over: fsdp, and the context ranks when the framework shards over them too
+    wgroup = tuple(k for k in ("fsdp", "context") if getattr(p, k) > 1 and (k == "fsdp" or over_context == "all"))
     times = dict.fromkeys(("fsdp", "data", "context", "tensor", "expert", "pipeline", "dcn"), 0.0)
     calls = dict.fromkeys(times, 0.0)
-    if p.fsdp > 1:
-        # per microbatch: the gathers of every weight, and one reduction of its gradient, over fsdp alone
-        # (ReduceScatter) or, with data or context ranks too, over all of them at once (XLA's one AllReduce)
-        grad = (
-            ici("fsdp", "reduce-scatter", shard_w) if grad_axes == ("fsdp",) else ici(grad_axes, "all-reduce", shard_w)
-        )
-        times["fsdp"] = M * (gathers * ici("fsdp", "all-gather", shard_w) + grad)
-        calls["fsdp"] = M * (gathers + 1) * layers
+    if wgroup:
+        # the gathers of every weight, and one reduction of its gradient, over the weight's shards alone
+        # (ReduceScatter) or, with data (or unsharded context) ranks too, over all of them at once (XLA's one
+        # AllReduce); per microbatch, or once per step when the gathered weights are kept (gather_once)
+        grad = ici(wgroup, "reduce-scatter", shard_w) if grad_axes == wgroup else ici(grad_axes, "all-reduce", shard_w)
+        rounds, g = (1, 1) if once else (M, gathers)
+        times["fsdp"] = rounds * (g * ici(wgroup, "all-gather", shard_w) + grad)
+        calls["fsdp"] = rounds * (g + 1) * layers
     elif grad_axes:
         times["data"] = ici(grad_axes, "all-reduce", shard_w)  # once per step, gradients accumulated locally
         calls["data"] = layers
