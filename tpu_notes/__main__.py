@@ -315,6 +315,7 @@ def _plan(args) -> int:
                 "slices": args.slices,
                 "searched": result.searched,
                 "rank_by": args.rank_by,
+                "tie_within": result.tie_within,
                 "ranked": [p.row() for p in result.ranked[: args.top]],
                 "rejected_reasons": result.reasons(),
             }

@@ -197,7 +197,7 @@ def _chip_params(m, p: Parallelism) -> tuple[float, float]:
     return per, expert / (p.tensor * p.pipeline * p.expert) * imbalance
 
 
-def weight_shards(p: Parallelism, over_context: str = "none") -> int:
+def _weight_shards(p: Parallelism, over_context: str = "none") -> int:
     """Ranks each weight (and its gradient and optimizer state) is sharded over: ``fsdp``, times ``context`` when
     the framework shards the state over the context ranks too (``over_context="all"``: MaxText, torchtitan)."""
     return p.fsdp * (p.context if over_context == "all" else 1)
@@ -315,7 +315,7 @@ def _memory(
     is the bytes per element of a gathered weight copy (the compute dtype; default ``pb``)."""
     cb = pb if cb is None else cb
     dense_chip, expert_chip = _chip_params(m, p)  # tensor/pipeline/expert split, before fsdp
-    ws = weight_shards(p, over_context)  # ranks each weight is sharded over
+    ws = _weight_shards(p, over_context)  # ranks each weight is sharded over
     per_chip = (dense_chip + expert_chip) / ws
     params = per_chip * pb / (p.data if zero >= 3 else 1)
     grads = per_chip * gb / (p.data if zero >= 2 else 1)
