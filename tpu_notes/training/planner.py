@@ -142,7 +142,7 @@ class PlanResult:
         names = {p.expected.efficiency for p in self.ranked[:top] if p.expected}
         model = ", ".join(repr(n) for n in sorted(names)) or "none"
         return [
-            f"ranked by the {self.rank_by} step; HBM/chip: the compiled peak (gathered weights included)",
+            f"ranked by the {self.rank_by} step; HBM/chip: the modelled peak (gathered weights included)",
             "roof: the roofline (matmuls at peak, comms hidden), a floor on the step",
             f"exp: expected, at the rates of efficiency model {model}: a forecast (MFU: its MFU)",
         ]
@@ -151,7 +151,7 @@ class PlanResult:
     def table(self, top: PositiveInt = 10) -> str:
         """The ``top`` layouts as a fixed-width table of at most 84 columns, or the rejection reasons if none can
         run. A layout is named by :meth:`~tpu_notes.training.Parallelism.short` (``v2``: two interleaved layer
-        groups per pipeline stage); ``HBM/chip`` is the compiled peak; each row then gives the roofline step and
+        groups per pipeline stage); ``HBM/chip`` is the modelled peak; each row then gives the roofline step and
         its bound (the chapters' figures) and the expected step and its MFU (the :mod:`tpu_notes.efficiency`
         forecast). ``Plan.row()`` has every figure."""
         if not self.ranked:
