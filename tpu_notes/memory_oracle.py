@@ -193,7 +193,16 @@ def trainer_param_bytes(config: TransformerConfig, parallelism: Parallelism, dty
     :func:`tpu_notes.model.param_shapes` and the specs of :func:`tpu_notes.parallel.param_specs` (each dimension
     divided by the sizes of the mesh axes that split it)."""
     from . import model as M
+    from .transformer import as_config
 
+    config = as_config(config, "config")
+    if not isinstance(parallelism, Parallelism):
+        raise TypeError(f"parallelism must be a tpu_notes.training.Parallelism; got {type(parallelism).__name__}")
+    if dtype not in parallel.STEP_DTYPES:
+        raise ValueError(f"dtype must be one of {list(parallel.STEP_DTYPES)}; got {dtype!r}")
+    parallel.param_specs(config, parallelism)  # refuses a layout the trainer cannot run
+    if parallelism.pipeline > 1 and config.n_layers % parallelism.pipeline:
+        raise ValueError(f"parallelism.pipeline ({parallelism.pipeline}) must divide the {config.n_layers} layers")
     shapes = M.param_shapes(config, parallel.STEP_DTYPES[dtype])
     if parallelism.pipeline > 1:
         shapes = jax.eval_shape(lambda s: parallel.stage_params(s, parallelism.pipeline), shapes)
@@ -290,9 +299,13 @@ def memory_rows(cases: Sequence[parallel.TrainingCase] | None = None, devices=No
     """:func:`memory_row` of every layout in ``cases`` (default: :data:`tpu_notes.parallel.TRAINING_CASES`, the
     Chapter 5 oracle layouts), in order."""
     cases = parallel.TRAINING_CASES if cases is None else cases
-    if isinstance(cases, (str, bytes)) or not isinstance(cases, Sequence):
+    if (
+        isinstance(cases, (str, bytes))
+        or not isinstance(cases, Sequence)
+        or not all(isinstance(c, parallel.TrainingCase) for c in cases)
+    ):
         raise TypeError("cases must be None or a list of parallel.TrainingCase (see parallel.training_cases)")
-    return [memory_row(_check_case(c), devices) for c in cases]
+    return [memory_row(c, devices) for c in cases]
 
 
 def format_memory_table(rows: Sequence[MemoryRow], notes: bool = True) -> str:
@@ -327,7 +340,7 @@ def format_memory_table(rows: Sequence[MemoryRow], notes: bool = True) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def _main() -> None:
     """Print :func:`format_memory_table` of every Chapter 5 oracle layout on 8 (simulated) devices."""
     from .devices import setup
 
@@ -336,4 +349,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    _main()
