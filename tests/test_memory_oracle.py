@@ -21,7 +21,7 @@ CASES = parallel.TRAINING_CASES
 IDS = [c.id for c in CASES]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _row(case_id):
     """One layout's row, compiled once per test worker (xdist spreads the parametrized layouts over workers)."""
     return mo.memory_row(parallel.training_cases([case_id])[0])

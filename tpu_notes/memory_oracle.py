@@ -198,7 +198,7 @@ def trainer_param_bytes(config: TransformerConfig, parallelism: Parallelism, dty
     config = as_config(config, "config")
     if not isinstance(parallelism, Parallelism):
         raise TypeError(f"parallelism must be a tpu_notes.training.Parallelism; got {type(parallelism).__name__}")
-    if dtype not in parallel.STEP_DTYPES:
+    if not isinstance(dtype, str) or dtype not in parallel.STEP_DTYPES:
         raise ValueError(f"dtype must be one of {list(parallel.STEP_DTYPES)}; got {dtype!r}")
     parallel.param_specs(config, parallelism)  # refuses a layout the trainer cannot run
     if parallelism.pipeline > 1 and config.n_layers % parallelism.pipeline:
@@ -314,8 +314,10 @@ def format_memory_table(rows: Sequence[MemoryRow], notes: bool = True) -> str:
     ``notes=True``, each row's note (what explains a gap over :data:`TOLERANCE`)."""
     import textwrap
 
-    if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence) or not all(
-        isinstance(r, MemoryRow) for r in rows
+    if (
+        isinstance(rows, (str, bytes))
+        or not isinstance(rows, Sequence)
+        or not all(isinstance(r, MemoryRow) for r in rows)
     ):
         raise TypeError("rows must be a list of memory_oracle.MemoryRow (from memory_rows)")
     if not isinstance(notes, bool):
@@ -334,9 +336,7 @@ def format_memory_table(rows: Sequence[MemoryRow], notes: bool = True) -> str:
             lines.append("")
             lines.append(f"Gaps over {TOLERANCE:.0%}, by departure (memory_oracle.DEPARTURES):")
         for r in noted:
-            lines += textwrap.wrap(
-                f"{r.id}: {r.note}", width=84, subsequent_indent="    ", break_on_hyphens=False
-            )
+            lines += textwrap.wrap(f"{r.id}: {r.note}", width=84, subsequent_indent="    ", break_on_hyphens=False)
     return "\n".join(lines)
 
 
