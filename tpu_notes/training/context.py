@@ -270,7 +270,8 @@ def causal_balance(context: ContextDegree, *, seq_len: SeqLen | None = None) -> 
     (rank ``i`` takes chunk ``i`` of ``CP``) and the zig-zag split (``2·CP`` chunks; rank ``i`` takes chunks ``i``
     and ``2CP − 1 − i``). Without ``seq_len`` the work is the area of the causal triangle over each chunk's rows
     (chunk ``j`` of ``n`` holds ``(2j + 1)/n²`` of the whole); with it, exact token counts (query ``t`` sees
-    ``t + 1`` keys), and ``seq_len`` must split into ``2·CP`` equal chunks. Plain: busiest/mean ``= (2CP − 1)/CP``; zig-zag: 1."""
+    ``t + 1`` keys), and ``seq_len`` must split into ``2·CP`` equal chunks. Plain: busiest/mean
+    ``= (2CP − 1)/CP``; zig-zag: 1."""
     exact = seq_len is not None
     if exact:
         rules.context_degree(seq_len, 2 * context, argument="context (2 x context zig-zag chunks)")

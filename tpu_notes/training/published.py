@@ -890,6 +890,7 @@ LLAMA3_405B_LONG_CONTEXT = PublishedRun(
     "sequences per DP group: 16 microbatches of one sequence.",
 )
 
+
 @checked
 def reconcile(
     runs: Sequence[PublishedRun] = RUNS, efficiency: Fraction = 1.0, model: EfficiencyModel | None = None
