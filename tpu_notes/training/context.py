@@ -334,6 +334,7 @@ def context_or_tensor(
     Per layer, more tensor ranks mean more AllGathers and ReduceScatters of ``[tokens, D]`` activations over a
     wider group; context ranks gather the K/V of the sequence instead, which grouped-query attention keeps small.
     Either layout may be refused by the model (tensor ranks must split the heads whole; chunks must be equal)."""
+    check_system(system, "system")
     if not isinstance(base, Parallelism):
         raise TypeError(f"base must be a Parallelism; got {type(base).__name__}")
     if factor < 2:
