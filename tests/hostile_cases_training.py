@@ -524,3 +524,38 @@ CASES.update(
 )
 COVERED = COVERED + ("training.batch_size", "training.ocs")
 RESULT_RECORDS = RESULT_RECORDS | {"training.batch_size.NoiseScale", "training.batch_size.BatchTradeoff"}
+
+
+# Chapter 5's context parallelism and FP8 training
+CASES.update(
+    {
+        TR + "context.kv_exchange": Case(model=Model("llama3-8b"), seq_len=8192, context=4, tensor=2),
+        TR + "context.exchange_time": Case(
+            model=Model("llama3-8b"),
+            system=Raw(_cube, _NOT_SLICE, lazy=True),
+            seq_len=8192,
+            context=4,
+            tensor=2,
+            form=Choice("ring"),
+        ),
+        TR + "context.context_or_tensor": Case(
+            model=Model("llama3-8b"),
+            system=Raw(_cube, _NOT_SLICE, lazy=True),
+            base=Raw(lambda: _par(fsdp=16, tensor=2, context=2), ["fsdp=16", None, 3, ODD], lazy=True),
+            factor=Int(2),
+            batch_tokens=2**20,
+            seq_len=8192,
+            take_from=Choice("fsdp"),
+        ),
+        TR + "fp8.fp8_gain": Case(model=Model("llama3-8b"), chip=ChipArg("h100"), seq_len=8192),
+        TR + "fp8.fp8_runs": Case(),
+    }
+)
+COVERED = COVERED + ("training.context", "training.fp8")
+RESULT_RECORDS = RESULT_RECORDS | {
+    "training.context.KVExchange",
+    "training.context.ExchangeTime",
+    "training.context.CausalBalance",
+    "training.context.ContextOrTensor",
+    "training.fp8.Fp8Gain",
+}

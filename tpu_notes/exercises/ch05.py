@@ -3,7 +3,8 @@
 The numbered problems follow the scaling book's training chapter (training.md): its worked questions 1–4 on
 Llama 2 13B (Exercises 5.12–5.17) and the numbers its text works out along the way; ours are the pod limits of
 5.2 and 5.4, the optimisation batch (5.3), the optically reshaped torus (5.8), the zero-bubble pipeline (5.10) and
-the planner (5.18). Exercise 5.M of the chapter checks ``ch05.qM``.
+the planner (5.18), context parallelism (5.19, 5.20) and FP8 training (5.21, 5.22).
+Exercise 5.M of the chapter checks ``ch05.qM``.
 """
 
 from __future__ import annotations
@@ -328,5 +329,85 @@ register(
         solve=_q18,
         unit="chips",
         hint="Run training.plan('llama3-70b', Slice('v5p', (16, 16, 16)), 4 * 2**20, 4096) and read the best layout.",
+    )
+)
+
+
+def _q19():
+    from ..training import kv_exchange
+
+    x = kv_exchange("llama3-70b", 65_536, 8, tensor=8)
+    return {"received_bytes": x.received_bytes, "mha_ratio": x.gqa_saving}
+
+
+def _q20():
+    from ..topology import Slice
+    from ..training import causal_balance, exchange_time
+
+    ring = exchange_time("llama3-70b", Slice("v5p", (16, 16, 16)), 32_768, 8, tensor=4, form="ring")
+    return {"break_even_tokens": ring.break_even_seq_len, "plain_imbalance": causal_balance(8).plain_ratio}
+
+
+def _q21():
+    from ..training import fp8_gain
+
+    g = fp8_gain("llama3-8b", "h100", 8192)
+    return {"fp8_fraction": g.fp8_fraction, "speedup": g.speedup}
+
+
+def _q22():
+    from ..training import fp8_gain
+
+    lo, hi = 1024, 2**24  # the gain falls as the sequence grows: bisect for 1.5x
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fp8_gain("llama3-70b", "h100", mid).speedup > 1.5 else (lo, mid)
+    return hi
+
+
+register(
+    Exercise(
+        id="ch05.q19",
+        title="the keys and values a context rank gathers for Llama 3 70B at 65,536 tokens",
+        solve=_q19,
+        unit="bytes, ratio",
+        hint="With CP = 8 and TP = 8 each rank holds n_kv_heads / min(8, 8) KV heads; it receives the K and V of the "
+        "7/8 of the sequence other ranks hold: S x 2 x K_held x H x 2 bytes x 7/8 (training.kv_exchange). Multi-head "
+        "attention would give each tensor rank n_heads / 8 KV heads. Answer {'received_bytes': ..., 'mha_ratio': ...}.",
+    )
+)
+register(
+    Exercise(
+        id="ch05.q20",
+        title="when a ring of K/V passes hides on a v5p slice, and the plain split's imbalance",
+        solve=_q20,
+        unit="tokens, ratio",
+        hint="A pass moves S/CP x 2 x K_held x H x 2 bytes over one ICI link one way; the chunk's attention is the "
+        "rank's causal attention FLOPs / CP at the bf16 peak. The pass grows as S and the attention as S^2: solve for "
+        "equality (training.exchange_time(..., form='ring').break_even_seq_len). Plain split: rank i does "
+        "(2i + 1)/CP^2 of the work (training.causal_balance). Answer {'break_even_tokens': ..., "
+        "'plain_imbalance': ...}.",
+    )
+)
+register(
+    Exercise(
+        id="ch05.q21",
+        title="the FP8 share of Llama 3 8B's training FLOPs at 8192 tokens, and the ideal gain on H100",
+        solve=_q21,
+        unit="fraction, ratio",
+        hint="FP8: the projections and the MLP (flops_breakdown(8192, training=True)); bf16: attention and the "
+        "unembedding. Amdahl: speedup = 1 / ((1 - f) + f / r) with r = FP8 peak / bf16 peak (training.fp8_gain). "
+        "Answer {'fp8_fraction': ..., 'speedup': ...}.",
+    )
+)
+register(
+    Exercise(
+        id="ch05.q22",
+        title="the sequence length at which FP8 stops paying 1.5x for Llama 3 70B on H100",
+        solve=_q22,
+        unit="tokens",
+        hint="With r = 2, a speedup of 1.5 needs f = 2/3 of the FLOPs in FP8. Attention FLOPs per token grow linearly "
+        "with S while the linear layers' do not: solve f(S) = 2/3, or bisect "
+        "training.fp8_gain('llama3-70b', 'h100', S).",
     )
 )

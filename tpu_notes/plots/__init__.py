@@ -59,6 +59,8 @@ from .serving import (
 from .style import BOOK_RC, CHIP_COLORS, figure_and_axes, new_figure, use_book_style
 from .tpu import bandwidth_ladder_chart, padding_sweep, slice_hops_chart, systolic_steps, torus_hops, tpu_chip_diagram
 from .training import (
+    context_split_chart,
+    fp8_gain_chart,
     labelled_reconciliation_chart,
     loss_curves_chart,
     memory_breakdown_chart,
@@ -139,6 +141,8 @@ __all__ = [
     "gpu_critical_batch_chart",
     "predicted_vs_measured_chart",
     "pipeline_bubble_chart",
+    "context_split_chart",
+    "fp8_gain_chart",
     "step_breakdown_chart",
     "labelled_reconciliation_chart",
     "chunked_prefill_chart",

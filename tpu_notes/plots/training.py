@@ -428,3 +428,70 @@ def pipeline_bubble_chart(
     ax.set_title(f"t_F = {forward_time:g}, t_B = {backward_time:g} (of which t_W = {weight_time:g})", fontsize=10)
     ax.legend(fontsize=9)
     return fig
+
+
+def context_split_chart(context: int = 4, seq_len: int = 64):
+    """The causal attention mask of one ``seq_len``-token sequence with each query row coloured by the context rank
+    that holds it, for the plain split (rank ``i`` takes chunk ``i``) and the zig-zag split (chunks ``i`` and
+    ``2CP − 1 − i``), and each rank's share of the work under both
+    (:func:`tpu_notes.training.causal_balance`, exact token counts)."""
+    from matplotlib.colors import ListedColormap
+
+    from ..training.context import causal_balance
+
+    bal = causal_balance(context, seq_len=seq_len)  # checks context and that seq_len splits into 2·CP chunks
+    fig, axes = new_figure(ncols=3, width=10.0, height=3.6)
+    axes = axes[0]
+    palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+    cmap = ListedColormap([palette[i % len(palette)] for i in range(context)])
+    t = np.arange(seq_len)
+    c1, c2 = seq_len // context, seq_len // (2 * context)
+    plain = t // c1
+    chunk = t // c2
+    zig = np.where(chunk < context, chunk, 2 * context - 1 - chunk)
+    for ax, owner, title in ((axes[0], plain, "plain split"), (axes[1], zig, "zig-zag split (2·CP chunks)")):
+        grid = np.where(t[None, :] <= t[:, None], owner[:, None], np.nan).astype(float)
+        ax.imshow(grid, cmap=cmap, vmin=-0.5, vmax=context - 0.5, interpolation="nearest")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("key position")
+        ax.set_ylabel("query position")
+        ax.set_xticks([])
+        ax.set_yticks([])
+    ranks = np.arange(context)
+    w = 0.4
+    axes[2].bar(ranks - w / 2, bal.plain_work, w, color="#7f7f7f", label=f"plain (max/mean {bal.plain_ratio:.2f})")
+    axes[2].bar(ranks + w / 2, bal.zigzag_work, w, color=_KIND_COLORS["tensor"], label="zig-zag (max/mean 1.00)")
+    axes[2].axhline(1 / context, color="k", ls="--", lw=0.8)
+    axes[2].set_xticks(ranks)
+    axes[2].set_xlabel("context rank")
+    axes[2].set_ylabel("share of attention work")
+    axes[2].legend(fontsize=8, loc="upper left")
+    fig.suptitle(f"Causal attention over CP = {context} ranks: colour = rank that holds the query", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def fp8_gain_chart(models=("llama3-8b", "llama3-70b", "llama3-405b"), chip="h100", seq_lens=None, ax=None):
+    """The ideal step-time speedup of FP8 linear layers (:func:`tpu_notes.training.fp8_gain`) against the sequence
+    length for each of ``models`` on ``chip``, beside the peak ratio it cannot pass: attention stays in bf16 and
+    grows with the sequence."""
+    from ..training.fp8 import fp8_gain
+
+    if seq_lens is None:
+        seq_lens = [2**k for k in range(10, 18)]
+    fig, ax = figure_and_axes(ax)
+    ratio = None
+    for i, name in enumerate(models):
+        gains = [fp8_gain(name, chip, int(s)) for s in seq_lens]
+        ratio = gains[0].peak_ratio
+        ax.semilogx(
+            seq_lens, [g.speedup for g in gains], "o-", ms=3, label=str(name), color=list(_KIND_COLORS.values())[i]
+        )
+    ax.axhline(ratio, color="k", ls="--", lw=0.8, label=f"FP8 / bf16 peak ({ratio:.3g}x)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("sequence length (tokens)")
+    ax.set_ylabel("ideal speedup over bf16")
+    ax.set_ylim(1.0, ratio * 1.05)
+    ax.set_title(f"FP8 linear layers, attention and unembedding in bf16 ({get_chip(chip).long_name})", fontsize=10)
+    ax.legend(fontsize=9)
+    return fig

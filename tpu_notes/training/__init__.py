@@ -16,6 +16,9 @@ Pure Python, no JAX (the analysis layer). One module per idea:
 - :mod:`.subslices`: which chips to ask for: the slices a pod offers, each with its best legal layout;
 - :mod:`.practitioners`: the planner's choice beside the layouts published runs used;
 - :mod:`.collectives`: the collectives of one step of :mod:`tpu_notes.model`, to compare with XLA's;
+- :mod:`.context`: context parallelism: the K/V a rank gathers, all-gather vs ring, the causal load balance,
+  context vs more tensor parallelism;
+- :mod:`.fp8`: which matmuls FP8 training runs in FP8 and the step-time gain that allows;
 - :mod:`.pipeline`: pipeline schedules simulated (GPipe, 1F1B) and priced (zero-bubble ZB-H1, DualPipe);
 - :mod:`.batch_size`: the batch optimisation can use (gradient noise scale, steps-versus-data trade-off);
 - :mod:`.ocs`: the torus shapes optical circuit switches give a slice of cubes, and a collective's time on each.
@@ -35,8 +38,20 @@ from .batch_size import (
     noise_scale_from_batches,
 )
 from .collectives import PredictedCollective, collective_totals, predicted_collectives
+from .context import (
+    EXCHANGE_FORMS,
+    CausalBalance,
+    ContextOrTensor,
+    ExchangeTime,
+    KVExchange,
+    causal_balance,
+    context_or_tensor,
+    exchange_time,
+    kv_exchange,
+)
 from .cost import chip_hours, flops_per_token, hfu, mfu, training_cost, training_flops, training_time
 from .expected import ExpectedStep
+from .fp8 import Fp8Gain, fp8_gain, fp8_runs
 from .memory import (
     OPTIMIZERS,
     REMAT,
@@ -73,6 +88,18 @@ from .step import AxisPart, Layout, StepTime, map_to_slice, step_time
 from .subslices import SliceOption, format_slices, plan_slices, slice_shapes
 
 __all__ = [
+    "EXCHANGE_FORMS",
+    "CausalBalance",
+    "ContextOrTensor",
+    "ExchangeTime",
+    "Fp8Gain",
+    "KVExchange",
+    "causal_balance",
+    "context_or_tensor",
+    "exchange_time",
+    "fp8_gain",
+    "fp8_runs",
+    "kv_exchange",
     "BUBBLE_SCHEDULES",
     "BatchTradeoff",
     "NoiseScale",
