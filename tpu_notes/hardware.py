@@ -437,8 +437,7 @@ _A100_SOURCES = {
     "nvlink_bw": "scaling book, gpus.md NVLink table (12 x 25 GB/s)",
     "dcn_bw": _DGX_A100_IB + ": one 200 Gb/s NIC per GPU = 200e9 / 8 = 25e9 bytes/s each way",
     "node_egress_bw": _DGX_A100_IB + ": 8 x 200 Gb/s = 1.6 Tb/s = 2e11 bytes/s each way",
-    "pcie_bw": "NVIDIA A100 datasheet, interconnect row (PCIe Gen4: 64 GB/s counting both directions; / 2 for "
-    "one way)",
+    "pcie_bw": "NVIDIA A100 datasheet (PCIe Gen4: 64 GB/s counting both directions; / 2 for one way)",
 }
 _A100_80G_SOURCES = {
     **_A100_SOURCES,

@@ -18,9 +18,9 @@ bound. Its ``StepTime.expected`` (an :class:`ExpectedStep`, built here) prices t
 - **communication**: each kind's roofline collective time at the achieved fraction of its link (ICI or DCN on a
   TPU; NVLink, or InfiniBand when a group spans nodes, on a GPU; PCIe for the host offload of
   ``remat="offload_layer_input"``, kind ``"host"``, exposed fraction :data:`HOST_EXPOSED`), plus the per-call
-  latency for every call the step makes. The model's ``exposed`` fraction of it is on the critical path; FSDP adds the first gather and last
-  reduce-scatter of each microbatch and data/DCN gradients the last layer's bucket; the rest hides under compute
-  as far as compute lasts;
+  latency for every call the step makes. The model's ``exposed`` fraction of it is on the critical path; FSDP
+  adds the first gather and last reduce-scatter of each microbatch and data/DCN gradients the last layer's bucket;
+  the rest hides under compute as far as compute lasts;
 - **bubble** ``compute × (P − 1) / (v·M)`` and the per-step overhead.
 
 The MFU it implies is the model FLOPs over (expected step × peak): a forecast, where the roofline's MFU is a bound.
