@@ -899,6 +899,8 @@ CASES: dict[str, Case] = {
     ),
     T + "transformer.TransformerConfig.saved_activations": Case(self_=_cfg, policy=Choice("none")),
     T + "transformer.TransformerConfig.checkpoints_per_layer": Case(self_=_cfg, policy=Choice("none")),
+    T + "transformer.TransformerConfig.offloaded_activations": Case(self_=_cfg, policy=Choice("offload_layer_input")),
+    T + "transformer.TransformerConfig.recomputed_matmul_params": Case(self_=_cfg, policy=Choice("save_qkv_proj")),
     T + "transformer.TransformerConfig.checkpoint_bytes": Case(
         self_=_cfg, batch_tokens=Int(4096), policy=Choice("none"), dtype=Choice("bf16")
     ),

@@ -180,6 +180,7 @@ CASES = {
     # -- training.memory --------------------------------------------------------------------------------------------
     TR + "memory.check_remat": Case(remat=Raw("full_block", ["sometimes", "", None, ODD, -1, float("nan"), True])),
     TR + "memory.activation_values_per_token_layer": Case(model=Model("llama3-8b"), remat=REMAT_ANY),
+    TR + "memory.offloaded_values_per_token_layer": Case(model=Model("llama3-8b"), remat=REMAT_ANY),
     TR + "memory.optimizer_bytes_per_param": Case(
         optimizer=Choice("adam"), moment_dtype=Choice("fp32"), master_weights=Flag(False)
     ),

@@ -69,6 +69,15 @@ _H100_DS = (
     "tensor-core rows '* with sparsity': dense = / 2); max TDP 350-400 W (configurable)"
 )
 
+#: The host link of an SXM-socketed Hopper GPU (H100, H800, H200): PCIe Gen5 x16 to the host CPU, 128 GB/s counting
+#: both directions, 64e9 bytes/s each way (the rate NVIDIA's H100 whitepaper gives its PCIe card).
+_HOPPER_HOST = (
+    "PCIe Gen5 x16 to the host: MLCommons inference system descriptions list 'accelerator_host_interconnect: "
+    "PCIe Gen5 x16' for H100-SXM-80GB (Dell XE9680, inference_results_v3.1) and H200-SXM-141GB (NVIDIA, "
+    "inference_results_v4.1); Gen5 x16 carries 128 GB/s counting both directions (NVIDIA H100 whitepaper, PCIe "
+    "card column), so 64e9 bytes/s each way"
+)
+
 #: Latency of one ICI hop (one link between neighbouring TPU chips), seconds: every TPU's ``Chip.hop_latency``.
 ICI_HOP_LATENCY = 1e-6
 _ICI_HOP = "scaling book, sharding.md ('about 1 us per hop' of ICI)"
@@ -131,7 +140,7 @@ class Chip:
     ici_dims: int | None = None  # 2 (2D torus) or 3 (3D torus)
     pod_shape: tuple[int, ...] | None = None  # largest ICI-connected slice, chips per axis
     host_shape: tuple[int, ...] | None = None  # chips attached to one host, per axis
-    pcie_bw: float | None = None  # host<->chip PCIe bandwidth, one direction, bytes/s
+    pcie_bw: float | None = None  # host<->chip link (PCIe), one direction, bytes/s: what host offload crosses
     dcn_bw: float | None = None  # data-centre network bandwidth PER CHIP (per GPU), bytes/s
     mxu_size: int | None = None  # systolic array edge (128 or 256)
     cores_per_chip: int | None = None  # TensorCores per chip
@@ -395,6 +404,7 @@ _A100_PARTS = dict(
     int8_flops=6.24e14,
     fp8_flops=None,
     dcn_bw=200e9 / 8,
+    pcie_bw=64e9 / 2,
     nvlink_bw=3e11,
     node_size=8,
     clock_hz=1.41e9,
@@ -427,6 +437,7 @@ _A100_SOURCES = {
     "nvlink_bw": "scaling book, gpus.md NVLink table (12 x 25 GB/s)",
     "dcn_bw": _DGX_A100_IB + ": one 200 Gb/s NIC per GPU = 200e9 / 8 = 25e9 bytes/s each way",
     "node_egress_bw": _DGX_A100_IB + ": 8 x 200 Gb/s = 1.6 Tb/s = 2e11 bytes/s each way",
+    "pcie_bw": "NVIDIA A100 datasheet (PCIe Gen4: 64 GB/s counting both directions; / 2 for one way)",
 }
 _A100_80G_SOURCES = {
     **_A100_SOURCES,
@@ -629,6 +640,7 @@ _CHIP_LIST = [
         fp8_flops=None,
         hbm_bytes=32e9,
         hbm_bw=9e11,
+        pcie_bw=32e9 / 2,
         nvlink_bw=1.5e11,
         node_size=8,
         clock_hz=1.53e9,
@@ -670,6 +682,7 @@ _CHIP_LIST = [
             "l2_bytes": _V100_WP + " (6,144 KB L2)",
             "nvlink_bw": _V100_DS + " (NVLink 300 GB/s counting both directions: 6 links x 25 GB/s each way = "
             "1.5e11 one way); the scaling book's NVLink table starts at Ampere",
+            "pcie_bw": _V100_DS + " (interconnect bandwidth, bi-directional: PCIe 32 GB/s; / 2 for one way)",
             "nvlink_links": _DGX1 + " (six NVLink connection points per V100)",
             "nvlink_link_bw": _DGX1 + " (25 GB/s per link in each direction)",
             "node_size": _DGX1 + " (8 x V100 SXM2)",
@@ -708,6 +721,7 @@ _CHIP_LIST = [
         fp8_flops=1.979e15,
         hbm_bytes=80e9,
         hbm_bw=3.35e12,
+        pcie_bw=128e9 / 2,
         dcn_bw=5e10,
         nvlink_bw=4.5e11,
         node_size=8,
@@ -743,6 +757,7 @@ _CHIP_LIST = [
             "fp8_flops": "NVIDIA H100 datasheet (1979 TFLOP/s dense)",
             "dcn_bw": "scaling book, gpus.md (one 400 Gb/s InfiniBand NIC per GPU)",
             "nvlink_bw": "scaling book, gpus.md (18 links x 25 GB/s)",
+            "pcie_bw": _HOPPER_HOST,
             "dollars_per_hour": "scaling book, applied-inference.md",
         },
     ),
@@ -754,6 +769,7 @@ _CHIP_LIST = [
         fp8_flops=1.979e15,
         hbm_bytes=80e9,
         hbm_bw=3.35e12,
+        pcie_bw=128e9 / 2,
         nvlink_bw=2e11,
         node_size=8,
         clock_hz=1.98e9,
@@ -776,6 +792,7 @@ _CHIP_LIST = [
             "technical report trained on it)",
             "fp8_flops": "H100 SXM dense fp8, 1.979e15 (3958 TFLOP/s sparse / 2)",
             "nvlink_bw": _H800_NVL,
+            "pcie_bw": "assumed as H100 SXM (the same SXM5 module and HGX baseboard): " + _HOPPER_HOST,
         },
     ),
     _gpu(
@@ -847,6 +864,7 @@ _CHIP_LIST = [
         fp8_flops=1.979e15,
         hbm_bytes=141e9,
         hbm_bw=4.8e12,
+        pcie_bw=128e9 / 2,
         dcn_bw=5e10,
         nvlink_bw=4.5e11,
         node_size=8,
@@ -875,6 +893,7 @@ _CHIP_LIST = [
             "tensor_clock_hz": "as H100 (same Hopper die, same SM count): " + _HOPPER_TC_CLOCK,
             "clock_hz": "as H100: " + _H100_BOOST,
             "bf16_flops": "NVIDIA H200 datasheet (same Hopper compute as H100)",
+            "pcie_bw": _HOPPER_HOST,
             "dcn_bw": "scaling book, gpus.md (one 400 Gb/s NIC per GPU)",
             "dollars_per_hour": "scaling book, gpus.md (approximate)",
         },
@@ -887,6 +906,7 @@ _CHIP_LIST = [
         fp8_flops=4.5e15,
         hbm_bytes=192e9,
         hbm_bw=8e12,
+        pcie_bw=128e9 / 2,
         dcn_bw=5e10,
         nvlink_bw=9e11,
         node_size=8,
@@ -897,6 +917,9 @@ _CHIP_LIST = [
             "*": _GPU_TABLE,
             **_B200_SOURCES,
             "nvswitches_per_node": _NVL + " (2 for an 8-GPU B200 node)",
+            "pcie_bw": "assumed, conservative: PCIe Gen5 x16, 64e9 bytes/s each way, as the HGX/DGX B200 hosts' "
+            "x86 CPUs run Gen5; Blackwell itself supports Gen6 (256 GB/s counting both directions, as tabulated at "
+            "https://glennklockwood.com/garden/processors/B200), a host link this table does not assume",
             "node_egress_bw": "scaling book, gpus.md node-type table (400 GB/s, as H100)",
             "bf16_flops": "scaling book, gpus.md quizzes (2250e12; the table rounds to 2.3e15)",
             "hbm_bw": _GPU_TABLE + " (the body text says 'about 9TB/s'; quizzes use 8e12); NVIDIA's HGX B200 "

@@ -108,8 +108,18 @@ class FlopsBreakdown:
         return f"FlopsBreakdown({parts}, per_layer={self.per_layer})"
 
 
-#: Remat policies understood by :meth:`TransformerConfig.checkpoint_bytes` and friends.
+#: Chapter 4's three remat policies (its table and chart show these): save everything, only the weight matmuls'
+#: outputs, or only each layer's input.
 REMAT_POLICIES = ("none", "save_matmul_outputs", "full_block")
+#: The further policies real training recipes name (MaxText's ``remat_policy``): ``"save_qkv_proj"`` (the block
+#: input and the q, k, v projections), ``"save_dot_except_mlp"`` (the block input and every matmul output but the
+#: MLP's) and ``"offload_layer_input"`` (full_block with its one checkpoint per layer in host memory instead of HBM,
+#: as MaxText's ``decoder_layer_input: offload``). See :meth:`TransformerConfig.saved_activations`.
+RECIPE_REMAT_POLICIES = ("save_qkv_proj", "save_dot_except_mlp", "offload_layer_input")
+#: Every remat policy name :meth:`TransformerConfig.saved_activations` and friends understand.
+ALL_REMAT_POLICIES = REMAT_POLICIES + RECIPE_REMAT_POLICIES
+#: Policies that keep their checkpoints in host memory (moved over the chip's host link, ``Chip.pcie_bw``).
+OFFLOAD_REMAT_POLICIES = ("offload_layer_input",)
 
 
 @dataclass(frozen=True)
@@ -409,30 +419,43 @@ class TransformerConfig:
 
     # -- activation checkpoints (remat) ---------------------------------------------------------------------------
     def saved_activations(self, policy: str = "full_block") -> dict[str, int]:
-        """Activations saved per token in one (dense, GQA) layer for the backward pass, by name (elements).
+        """Activations saved **in HBM** per token in one (dense, GQA) layer for the backward pass, by name
+        (elements).
 
         - ``"none"``: no rematerialisation; everything the backward reads: the block input, both norm outputs,
           Q, K, V (after rotary), the attention output, the residual after attention, and the MLP's gate, up and
           gated product (a flash-style kernel keeps no ``T×T`` probabilities; it recomputes them).
           For MHA with ``F = 4D`` this is 20 ``D``-sized vectors.
         - ``"save_matmul_outputs"``: only the outputs of the weight matmuls (Q, K, V, O, gate, up, down);
-          norms, activations and the two attention products are recomputed.
+          norms, activations and the two attention products are recomputed (MaxText's ``minimal``).
+        - ``"save_dot_except_mlp"``: the block input and every weight matmul's output except the MLP's (Q, K, V
+          and the attention output projection, ``D + (N + 2K)·H + D``); the MLP is recomputed (MaxText's
+          ``save_dot_except_mlp``).
+        - ``"save_qkv_proj"``: the block input and the Q, K, V projections, ``D + (N + 2K)·H``; the attention
+          products, the output projection and the MLP are recomputed (MaxText's ``save_qkv_proj``).
         - ``"full_block"``: only the layer's input; the whole layer is recomputed in the backward pass.
+        - ``"offload_layer_input"``: as ``full_block``, but the layer's input lives in host memory
+          (:meth:`offloaded_activations`): nothing stays in HBM.
 
         A MoE layer's MLP entries use the hidden size of the ``k`` routed + shared experts a token visits.
         """
-        policy = check_choice("policy", policy, REMAT_POLICIES)
+        policy = check_choice("policy", policy, ALL_REMAT_POLICIES)
         if self.is_mla:
             raise NotImplementedError("saved_activations counts GQA layers; MLA configs are not modelled")
         D, N, K, H = self.d_model, self.n_heads, self.n_kv_heads, self.d_head
         F = self._avg_active_ff()
+        if policy == "offload_layer_input":
+            return {}
         if policy == "full_block":
             return {"block_input": D}
+        qkv = {"q": N * H, "k": K * H, "v": K * H}
+        if policy == "save_qkv_proj":
+            return {"block_input": D, **qkv}
+        if policy == "save_dot_except_mlp":
+            return {"block_input": D, **qkv, "attn_proj_out": D}
         if policy == "save_matmul_outputs":
             return {
-                "q": N * H,
-                "k": K * H,
-                "v": K * H,
+                **qkv,
                 "attn_proj_out": D,
                 **({"gate": F} if self.gated_mlp else {}),
                 "up": F,
@@ -441,9 +464,7 @@ class TransformerConfig:
         return {
             "block_input": D,
             "attn_norm_out": D,
-            "q": N * H,
-            "k": K * H,
-            "v": K * H,
+            **qkv,
             "attn_out": N * H,
             "residual_mid": D,
             "mlp_norm_out": D,
@@ -452,6 +473,13 @@ class TransformerConfig:
             "hidden": F,
         }
 
+    def offloaded_activations(self, policy: str = "offload_layer_input") -> dict[str, int]:
+        """Activations kept **in host memory** per token in one layer for the backward pass, by name (elements):
+        the layer's input (``D``) under ``"offload_layer_input"``, nothing under the other policies. Each is
+        written to the host in the forward pass and read back in the backward pass, over the chip's host link."""
+        policy = check_choice("policy", policy, ALL_REMAT_POLICIES)
+        return {"block_input": self.d_model} if policy in OFFLOAD_REMAT_POLICIES else {}
+
     def _avg_active_ff(self) -> float:
         dense = self.n_layers - self.n_moe_layers
         moe_ff = (self.experts_per_token + self.n_shared_experts) * self.expert_ff
@@ -459,11 +487,12 @@ class TransformerConfig:
         return int(avg) if float(avg).is_integer() else avg
 
     def checkpoints_per_layer(self, policy: str = "full_block") -> float:
-        """Saved activations per token and layer in units of ``d_model``-sized vectors."""
+        """Saved activations (in HBM) per token and layer in units of ``d_model``-sized vectors."""
         return sum(self.saved_activations(policy).values()) / self.d_model
 
     def checkpoint_bytes(self, batch_tokens: int, policy: str = "full_block", dtype: str = "bf16") -> float:
-        """Bytes of activations kept for the backward pass: ``bytes · elements-per-token-and-layer · tokens · L``."""
+        """Bytes of activations kept in HBM for the backward pass: ``bytes · elements-per-token-and-layer · tokens ·
+        L`` (0 under ``"offload_layer_input"``, whose checkpoints live in host memory)."""
         batch_tokens = check_positive("batch_tokens", batch_tokens, integer=True)
         per_token = sum(self.saved_activations(policy).values())
         return dtype_bytes(dtype) * per_token * batch_tokens * self.n_layers
@@ -471,11 +500,17 @@ class TransformerConfig:
     def recompute_flops(self, seq_len: int, policy: str = "full_block", causal: bool = True) -> float:
         """Extra FLOPs per token that rematerialisation under ``policy`` adds to a training step.
 
-        ``"none"``: 0. ``"save_matmul_outputs"``: the two attention products (scores and values) again, i.e. one
-        forward attention pass. ``"full_block"``: the whole forward pass of the layers (everything but the
-        unembedding), so training costs about ``8·params`` instead of ``6·params`` FLOPs per token.
+        A weight matmul is recomputed when its output is not saved (:meth:`saved_activations`); the two attention
+        products (scores and values) whenever the attention output is not saved, i.e. under every policy but
+        ``"none"``. So: ``"none"``: 0. ``"save_matmul_outputs"``: the attention products again (one forward
+        attention pass). ``"save_dot_except_mlp"``: those and the MLP's matmuls (routers included).
+        ``"save_qkv_proj"``: those and the attention output projection. ``"full_block"`` and
+        ``"offload_layer_input"``: the whole forward pass of the layers (everything but the unembedding), so
+        training costs about ``8·params`` instead of ``6·params`` FLOPs per token. (XLA may drop the last matmul
+        of a recomputed layer, the MLP's down projection, when only the next layer's saved input reads it; this
+        count, like Chapter 4's ``8·params``, includes it.)
         """
-        policy = check_choice("policy", policy, REMAT_POLICIES)
+        policy = check_choice("policy", policy, ALL_REMAT_POLICIES)
         seq_len = check_positive("seq_len", seq_len, integer=True)
         check_bool("causal", causal)
         if policy == "none":
@@ -483,7 +518,31 @@ class TransformerConfig:
         attn = self.attention_flops(seq_len, causal=causal)
         if policy == "save_matmul_outputs":
             return attn
-        return self.flops_per_token(seq_len, causal=causal) - 2.0 * self.vocab * self.d_model
+        full = self.flops_per_token(seq_len, causal=causal) - 2.0 * self.vocab * self.d_model
+        return full - 2.0 * self.n_layers * self._saved_projection_params(policy)
+
+    def _saved_projection_params(self, policy: str) -> float:
+        """Weights per layer of the projections whose outputs ``policy`` saves besides the block input (their
+        forward is not recomputed): q, k, v (``D·(N + 2K)·H``) under save_qkv_proj, and the output projection
+        (``N·H·D``) too under save_dot_except_mlp; 0 for full_block and offload_layer_input."""
+        if policy not in ("save_qkv_proj", "save_dot_except_mlp"):
+            return 0.0
+        if self.is_mla:
+            raise NotImplementedError(f"remat policy {policy!r} is modelled for GQA layers; MLA is not")
+        D, N, K, H = self.d_model, self.n_heads, self.n_kv_heads, self.d_head
+        qkv = D * (N + 2 * K) * H
+        return float(qkv + (N * H * D if policy == "save_dot_except_mlp" else 0))
+
+    def recomputed_matmul_params(self, policy: str = "full_block") -> float:
+        """Weights per token (all layers) of the weight matmuls whose forward ``policy`` recomputes in the backward
+        pass: 0 for ``"none"`` and ``"save_matmul_outputs"``, every layer weight for ``"full_block"`` and
+        ``"offload_layer_input"``, all but the saved projections otherwise (:meth:`recompute_flops` is twice this
+        plus the attention products)."""
+        policy = check_choice("policy", policy, ALL_REMAT_POLICIES)
+        if policy in ("none", "save_matmul_outputs"):
+            return 0.0
+        layer = self.matmul_params_per_token() - self.vocab * self.d_model
+        return float(layer - self.n_layers * self._saved_projection_params(policy))
 
     def layer_shapes(self, moe: bool | None = None) -> dict[str, tuple]:
         """Weight shapes of one GQA decoder layer, named as in :mod:`tpu_notes.model` (``"mlp/w_up"``...).

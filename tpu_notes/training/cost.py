@@ -18,14 +18,14 @@ from typing import Annotated
 
 from .. import rules
 from ..hardware import get_chip
-from ..transformer import REMAT_POLICIES, as_config
+from ..transformer import ALL_REMAT_POLICIES, as_config
 from ..units import Bool, DTypeName, Fraction, OneOf, PositiveFloat, PositiveInt, SeqLen, checked
 
 SECONDS_PER_DAY = 86_400.0
 SECONDS_PER_HOUR = 3_600.0
 
 
-Remat = Annotated[str, OneOf(REMAT_POLICIES)]
+Remat = Annotated[str, OneOf(ALL_REMAT_POLICIES)]
 
 
 @checked
@@ -41,7 +41,8 @@ def flops_per_token(
 
     ``include_attention`` adds the dot-product attention of sequences of ``seq_len`` tokens. ``remat`` adds the
     forward work a rematerialisation policy repeats (``"full_block"``: the layers' forward again, about
-    ``8·params`` instead of ``6·params``); those are hardware FLOPs, not model FLOPs.
+    ``8·params`` instead of ``6·params``; the other policies:
+    :meth:`~tpu_notes.transformer.TransformerConfig.recompute_flops`); those are hardware FLOPs, not model FLOPs.
     """
     m = as_config(model)
     if include_attention or remat != "none":

@@ -16,10 +16,11 @@ bound. Its ``StepTime.expected`` (an :class:`ExpectedStep`, built here) prices t
 - **compute** is their sum (or the weight reads at the achieved HBM rate, if longer), since they run one after
   another on one chip;
 - **communication**: each kind's roofline collective time at the achieved fraction of its link (ICI or DCN on a
-  TPU; NVLink, or InfiniBand when a group spans nodes, on a GPU), plus the per-call latency for every call the
-  step makes. The model's ``exposed`` fraction of it is on the critical path; FSDP adds the first gather and last
-  reduce-scatter of each microbatch and data/DCN gradients the last layer's bucket; the rest hides under compute
-  as far as compute lasts;
+  TPU; NVLink, or InfiniBand when a group spans nodes, on a GPU; PCIe for the host offload of
+  ``remat="offload_layer_input"``, kind ``"host"``, exposed fraction :data:`HOST_EXPOSED`), plus the per-call
+  latency for every call the step makes. The model's ``exposed`` fraction of it is on the critical path; FSDP
+  adds the first gather and last reduce-scatter of each microbatch and data/DCN gradients the last layer's bucket;
+  the rest hides under compute as far as compute lasts;
 - **bubble** ``compute × (P − 1) / (v·M)`` and the per-step overhead.
 
 The MFU it implies is the model FLOPs over (expected step × peak): a forecast, where the roofline's MFU is a bound.
@@ -34,6 +35,7 @@ from typing import Annotated
 
 from .. import efficiency as eff_mod
 from ..efficiency import ATTENTION_KERNELS, EfficiencyModel
+from ..transformer import ALL_REMAT_POLICIES
 from ..units import DTypeName, NonNegativeFloat, OneOf, PositiveInt, SeqLen, checked, fmt
 from .memory import _chip_params, _stage_layers
 
@@ -72,11 +74,19 @@ class ExpectedStep:
         )
 
 
+#: The exposed fraction of host-offload transfers (remat ``"offload_layer_input"``): 0, since XLA's host offload
+#: issues them as asynchronous copies scheduled behind the neighbouring layers' compute (MaxText's offload
+#: policies rely on this); what compute cannot hide still spills onto the step, as for every kind.
+HOST_EXPOSED = 0.0
+
+
 def _link(lay, kind: str) -> str:
-    """The interconnect a kind's collectives cross: "dcn" for slices over DCN; on a GPU cluster "ib" when the
-    group spans nodes, else "nvlink"; "ici" on a slice."""
+    """The interconnect a kind's collectives cross: "dcn" for slices over DCN; "pcie" for host offload
+    ("host"); on a GPU cluster "ib" when the group spans nodes, else "nvlink"; "ici" on a slice."""
     if kind == "dcn":
         return "dcn"
+    if kind == "host":
+        return "pcie"
     if lay.is_gpu:
         parts = lay.parts.get(kind, ())
         return "ib" if any(p.axis == -2 and p.size > 1 for p in parts) else "nvlink"
@@ -111,7 +121,7 @@ def expected_step(
     batch_tokens: PositiveInt,
     seq_len: SeqLen,
     *,
-    remat: Annotated[str, OneOf(("none", "save_matmul_outputs", "full_block"))],
+    remat: Annotated[str, OneOf(ALL_REMAT_POLICIES)],
     dtype: DTypeName,
     circular_repeats: PositiveInt,
     collectives: Mapping[str, float],
@@ -179,7 +189,7 @@ def _expected_step(
     layers = _stage_layers(m, p.pipeline, v_rep)  # on the busiest stage
     imbalance = layers * p.pipeline / m.n_layers
     peak16 = c.peak_flops("bf16")
-    recompute = remat in ("full_block", "save_matmul_outputs")
+    recompute = remat != "none"  # every other policy recomputes the attention products and element-wise work
 
     large = e.large_matmul(c)
     sustain = e.sustained_fraction(c)
@@ -230,11 +240,12 @@ def _expected_step(
 
 
 def _matmul_seconds(m, p, c, e, B, tokens_mb, remat, dtype, imbalance) -> tuple[float, float]:
-    """One chip's matmul time of a step at peak (seconds: the layers' FLOPs, 3 passes and +1 forward under
-    full_block, at the step's dtype; the unembedding's, 3 passes, at bf16) and the layers' shape factor."""
+    """One chip's matmul time of a step at peak (seconds: the layers' FLOPs, 3 passes plus the forward of the
+    matmuls ``remat`` recomputes (all of them under full_block: +1), at the step's dtype; the unembedding's, 3
+    passes, at bf16) and the layers' shape factor."""
     n = p.n_chips
     layer_params = m.matmul_params_per_token() - m.vocab * m.d_model
-    passes = 3.0 + (1.0 if remat == "full_block" else 0.0)
+    passes = 3.0 + m.recomputed_matmul_params(remat) / layer_params
     layer_flops = 2.0 * layer_params * passes * B / n * imbalance
     unembed_flops = 2.0 * m.vocab * m.d_model * 3.0 * B / n
     shape = _layer_shape_factor(m, p, tokens_mb, c, e)
@@ -251,7 +262,7 @@ def _exposed_communication(lay, c, e, collectives: dict, calls: dict, layers: fl
             continue
         link = _link(lay, kind)
         te = t / e.link(link) + calls.get(kind, 1) * e.latency(link)
-        f = e.exposed_fraction(kind, c)
+        f = HOST_EXPOSED if kind == "host" else e.exposed_fraction(kind, c)
         if kind == "fsdp":
             f = max(f, 2.0 / (3.0 * layers))
         elif kind in ("data", "dcn"):

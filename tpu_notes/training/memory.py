@@ -27,7 +27,12 @@ That sum is ``MemoryBreakdown.total``, the count Chapter 5 adds up. A compiled s
 - the **largest transient** (``transient``): the logits of one microbatch over the vocabulary in fp32, which their
   gradient overwrites (``4 · tokens · V / tensor`` bytes; the vocabulary split over the tensor axis, as Megatron and
   MaxText do), or, with context parallelism, one layer's keys and values gathered over the whole sequence, whichever is
-  larger.
+  larger; under ``remat="offload_layer_input"`` plus two layers' inputs staged in HBM on their way to or from the
+  host (the one being recomputed and the next, prefetched).
+
+Under ``remat="offload_layer_input"`` the layers' checkpoints live in host memory: ``activations`` is 0 and
+:attr:`MemoryBreakdown.host` holds what the host keeps for this chip (``D`` values per token and layer, sharded over
+the tensor axis like the activations in HBM); :func:`~tpu_notes.training.step_time` prices moving them.
 
 The modelled peak is a model, not a compilation: :mod:`tpu_notes.memory_oracle` sets it beside XLA's
 ``compiled.memory_analysis()`` of the Chapter 5 layouts and names what the model leaves out (its ``DEPARTURES``).
@@ -43,7 +48,7 @@ from typing import Annotated
 
 from .. import rules
 from ..hardware import get_chip
-from ..transformer import REMAT_POLICIES, as_config
+from ..transformer import ALL_REMAT_POLICIES, OFFLOAD_REMAT_POLICIES, as_config
 from ..units import (
     DTYPE_BYTES,
     Bool,
@@ -64,9 +69,11 @@ from .precision import RECIPES
 
 #: Optimizer moments kept per parameter.
 OPTIMIZERS = {"adam": 2, "adamw": 2, "momentum": 1, "sgd": 0}
-#: Remat policies by name: Chapter 4's three, and ``"mlp_outputs"`` (save the outputs of the three big MLP
-#: matmuls, ``D + 2F`` values per token and layer). A number ``k`` instead means ``k`` D-sized checkpoints per layer.
-REMAT = REMAT_POLICIES + ("mlp_outputs",)
+#: Remat policies by name: Chapter 4's three, the recipes' ``"save_qkv_proj"``, ``"save_dot_except_mlp"`` and
+#: ``"offload_layer_input"`` (:data:`tpu_notes.transformer.ALL_REMAT_POLICIES`), and ``"mlp_outputs"`` (save the
+#: outputs of the three big MLP matmuls, ``D + 2F`` values per token and layer). A number ``k`` instead means ``k``
+#: D-sized checkpoints per layer.
+REMAT = ALL_REMAT_POLICIES + ("mlp_outputs",)
 #: What a framework shards over the context-parallel ranks too (see :func:`training_memory`).
 OVER_CONTEXT = ("none", "optimizer", "all")
 #: Pipeline schedules: GPipe keeps every microbatch's activations until its backward; 1F1B at most ``stages``.
@@ -105,8 +112,21 @@ def check_remat(remat) -> Remat:
 
 @checked
 def activation_values_per_token_layer(model, remat: Remat = "full_block") -> float:
-    """Values saved per token and layer for the backward pass under ``remat`` (elements, not bytes)."""
+    """Values saved in HBM per token and layer for the backward pass under ``remat`` (elements, not bytes; 0 under
+    ``"offload_layer_input"``, whose checkpoint lives in host memory: :func:`offloaded_values_per_token_layer`)."""
     return _activation_values(as_config(model), remat)
+
+
+@checked
+def offloaded_values_per_token_layer(model, remat: Remat = "offload_layer_input") -> float:
+    """Values per token and layer that ``remat`` keeps in host memory (elements): ``d_model`` under
+    ``"offload_layer_input"``, else 0. Each crosses the chip's host link twice per step: written in the forward
+    pass, read back in the backward pass."""
+    return _offloaded_values(as_config(model), remat)
+
+
+def _offloaded_values(m, remat) -> float:
+    return float(m.d_model) if isinstance(remat, str) and remat in OFFLOAD_REMAT_POLICIES else 0.0
 
 
 @functools.lru_cache(maxsize=1024)
@@ -129,7 +149,8 @@ class MemoryBreakdown:
     activations: float  # activations saved for the backward pass
     total: float  # sum of the above (Chapter 5's count)
     gathered: float = 0.0  # FSDP-gathered weight copies alive at once, beyond this chip's own shard
-    transient: float = 0.0  # the largest short-lived buffer: the logits over the vocabulary, or gathered K/V
+    transient: float = 0.0  # the largest short-lived buffer (logits or gathered K/V) + offload staging buffers
+    host: float = 0.0  # activations offloaded to host memory (remat "offload_layer_input"); not in HBM
 
     @property
     def peak(self) -> float:
@@ -145,7 +166,11 @@ class MemoryBreakdown:
     def __repr__(self) -> str:
         return (
             "MemoryBreakdown("
-            + ", ".join(f"{f.name}={fmt(getattr(self, f.name), 'B')}" for f in fields(self))
+            + ", ".join(
+                f"{f.name}={fmt(getattr(self, f.name), 'B')}"
+                for f in fields(self)
+                if f.name != "host" or self.host  # host memory shown only when something is offloaded
+            )
             + f", peak={fmt(self.peak, 'B')})"
         )
 
@@ -337,6 +362,11 @@ def _memory(
         in_flight = min(P, p.microbatches) * (1.0 + (P - 1) / (P * v) if v > 1 else 1.0)
     layers = _stage_layers(m, P, v)  # on the busiest stage
     acts = ab * per_token_layer * layers * tokens_per_mb * in_flight / p.tensor
+    offloaded = _offloaded_values(m, remat)
+    host = ab * offloaded * layers * tokens_per_mb * in_flight / p.tensor
+    # offload staging: a layer's input on its way to the host (forward), and in the backward the one being
+    # recomputed plus the next one prefetched from the host: two layers' checkpoints in HBM at once
+    staging = 2.0 * ab * offloaded * tokens_per_mb / p.tensor
 
     # the modelled peak's extras: gathered FSDP weights and the largest transient
     gathered = 0.0
@@ -355,7 +385,7 @@ def _memory(
     if p.context > 1 and not m.is_mla:
         kv_heads = m.n_kv_heads / min(p.tensor, m.n_kv_heads)
         kv_gather = tokens_per_mb * p.context * 2 * kv_heads * m.d_head * ab
-    transient = max(logits, kv_gather)
+    transient = max(logits, kv_gather) + staging
     return MemoryBreakdown(
         params=params,
         grads=grads,
@@ -364,6 +394,7 @@ def _memory(
         total=params + grads + optim + acts,
         gathered=gathered,
         transient=transient,
+        host=host,
     )
 
 

@@ -231,7 +231,13 @@ def _name(p: Plan) -> str:
 
 
 #: Remat policy names shortened in :meth:`PlanResult.table` (the legend under the table spells them out).
-_REMAT_SHORT = {"save_matmul_outputs": "save_mm", "full_block": "full"}
+_REMAT_SHORT = {
+    "save_matmul_outputs": "save_mm",
+    "full_block": "full",
+    "save_qkv_proj": "qkv",
+    "save_dot_except_mlp": "dot-mlp",
+    "offload_layer_input": "offload",
+}
 
 
 #: Pipeline interleavings (layer groups per stage) the planner tries by default.

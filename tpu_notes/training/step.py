@@ -30,8 +30,12 @@ Two steps, each a small function:
      attention and around the MLP (4), their transposes in the backward pass with one ReduceScatter per input
      projection as XLA compiles separate weights (q, k, v; gate and up: "tp-backward-per-projection", 7 in all)
      or one per block with fused weights (``fused_projections``; 4), and the AllGather, ReduceScatter and
-     AllGather of the recomputed forward under ``remat="full_block"`` (3);
+     AllGather of the recomputed forward under ``remat="full_block"`` (3; ``"save_qkv_proj"`` repeats the
+     ReduceScatter and the MLP's AllGather, 2; ``"save_dot_except_mlp"`` the MLP's AllGather, 1);
    - **expert**: two AllToAlls (dispatch, combine) per MoE layer, forward and backward;
+   - **host** (``remat="offload_layer_input"``): each layer's input (this chip's ``1/tensor`` of it) written to host
+     memory in the forward pass and read back in the backward, per microbatch, over the chip's host link
+     (``Chip.pcie_bw``); it overlaps compute like the collectives (XLA's host offload is asynchronous DMA);
    - **pipeline**: one activation and one gradient send per microbatch (one hop, one link), and the bubble
      ``compute × (P − 1) / M``. Stages that do not split the layers evenly are priced at the busiest one
      (:func:`~tpu_notes.training.memory.stage_layers`): its compute, weights and activations set the step.
@@ -62,7 +66,7 @@ from ..efficiency import ATTENTION_KERNELS, EfficiencyModel, check_efficiency
 from ..gpu import GpuCluster
 from ..system import System, check_system
 from ..topology import Slice
-from ..transformer import TransformerConfig, as_config
+from ..transformer import ALL_REMAT_POLICIES, OFFLOAD_REMAT_POLICIES, TransformerConfig, as_config
 from ..units import Bool, DTypeName, Fraction, NonNegativeFloat, OneOf, PositiveInt, SeqLen, checked, dtype_bytes, fmt
 from .cost import flops_per_token
 from .expected import ExpectedStep, _bracketed_times, _expected_step
@@ -431,11 +435,8 @@ def _price(
 ):
     """The body of :func:`step_time` for arguments already checked (the planner calls it in its inner loop)."""
     c = lay.slice.chip
-    flops_remat = (
-        remat
-        if isinstance(remat, str) and remat in ("none", "save_matmul_outputs", "full_block")
-        else "save_matmul_outputs"
-    )
+    # "mlp_outputs" and a number of D-sized checkpoints are priced as saving the matmul outputs
+    flops_remat = remat if isinstance(remat, str) and remat in ALL_REMAT_POLICIES else "save_matmul_outputs"
     peak = c.peak_flops(dtype)
     model_flops, hw_flops, imbalance = _chip_flops(m, p, B, S, flops_remat, v_rep)
     flops_time = hw_flops * imbalance / (peak * eff)
@@ -459,6 +460,8 @@ def _price(
         over_context,
         gather_once,
     )
+    if flops_remat in OFFLOAD_REMAT_POLICIES:
+        times["host"], calls["host"] = _host_offload_time(m, p, c, B, dtype, v_rep)
     hbm_time = 3 * p.microbatches * shard_w / c.bandwidth("hbm")  # the gathered weights read per microbatch
     compute = max(flops_time, hbm_time)
     comms = sum(times.values())
@@ -508,10 +511,41 @@ def _chip_flops(m, p: Parallelism, B: int, S: int, flops_remat: str, v_rep: int)
     rep = _kv_replication(m, p.tensor)
     if rep > 1:  # each KV head's projections computed on `rep` tensor ranks: (rep - 1) extra copies of their FLOPs
         kv_flops = 2.0 * 2 * m.d_model * m.n_kv_heads * m.d_head * m.n_layers  # forward, per token
-        passes = 3.0 + (1.0 if flops_remat == "full_block" else 0.0)
+        passes = 3.0 + (1.0 if flops_remat in _WHOLE_LAYER_RECOMPUTE else 0.0)  # k, v recomputed with the layer
         hw_flops += B * kv_flops * passes * (rep - 1) / n
     imbalance = _stage_layers(m, p.pipeline, v_rep) * p.pipeline / m.n_layers
     return model_flops, hw_flops, imbalance
+
+
+#: Tensor-parallel collectives per layer and microbatch that the recomputed forward of each remat policy repeats
+#: (sequence parallelism: AllGather before attention's and the MLP's input projections, ReduceScatter after their
+#: output projections). ``full_block`` and ``offload_layer_input`` rebuild the layer from its input: AllGather,
+#: attention, ReduceScatter, AllGather, MLP (3; the MLP's ReduceScatter feeds only the next, saved, layer input).
+#: ``save_qkv_proj`` starts from the saved q, k, v: attention and its output projection, ReduceScatter, AllGather,
+#: MLP (2). ``save_dot_except_mlp`` also keeps the output projection: AllGather, MLP (1). ``save_matmul_outputs``
+#: recomputes only the attention products and element-wise work, local to each rank (0), as Chapter 5 counts it.
+#: (Like Chapter 5's count, the gathered inputs the weight gradients read are not counted as repeated.)
+_TP_RECOMPUTE = {"full_block": 3, "offload_layer_input": 3, "save_qkv_proj": 2, "save_dot_except_mlp": 1}
+#: Policies that recompute the whole layer (its k and v projections included).
+_WHOLE_LAYER_RECOMPUTE = ("full_block", "offload_layer_input")
+
+
+def _host_offload_time(m, p: Parallelism, c, B, dtype, v_rep) -> tuple[float, float]:
+    """Seconds and transfers of one step's host offload under ``remat="offload_layer_input"``: per microbatch and
+    layer on this chip, its share of the layer input (``tokens × D × bytes / tensor``, sharded like the activations)
+    written to host memory in the forward pass and read back in the backward pass, over the chip's own host link
+    (``Chip.pcie_bw``, one direction; the two transfers happen at different times, so they add)."""
+    if c.pcie_bw is None:
+        raise ValueError(
+            f"remat='offload_layer_input' moves checkpoints over the chip's host link, and {c.long_name} has no "
+            "host-link (PCIe) bandwidth figure in tpu_notes.hardware; choose another remat policy or give the "
+            "chip a pcie_bw"
+        )
+    tokens_mb = B / (p.token_shards * p.microbatches)
+    layers = _stage_layers(m, p.pipeline, v_rep)
+    per_transfer = tokens_mb * m.d_model * dtype_bytes(dtype) / p.tensor
+    transfers = 2.0 * p.microbatches * layers
+    return transfers * per_transfer / c.pcie_bw, transfers
 
 
 def _collective_times(
@@ -562,7 +596,7 @@ def _collective_times(
         # forward: AllGather + ReduceScatter around attention and around the MLP (4); backward: the transposes,
         # with one ReduceScatter per input projection as XLA compiles them (q, k, v; gate and up) unless fused
         inputs = 2 if fused else 3 + (2 if m.gated_mlp else 1)
-        per_layer = 4 + 2 + inputs + (3 if flops_remat == "full_block" else 0)  # + recomputed AG, RS, AG
+        per_layer = 4 + 2 + inputs + _TP_RECOMPUTE.get(flops_remat, 0)  # + what the recomputed forward repeats
         times["tensor"] = M * layers * per_layer * per
         calls["tensor"] = M * layers * per_layer
     if p.expert > 1 and m.is_moe:
