@@ -74,6 +74,8 @@ VALID_FOR = {
     ("serve", "--draft-cost"): {"0", "1.5", "1e-3", "1e30"},
     ("spec", None): {"--"},  # the end of the flags: spec with no chip prints the table
     ("serve", "--utilisation"): {"1e-3"},
+    ("plan", "--tie-within"): {"0", "1e-3"},  # no ties, or ties within 0.1%
+    ("plan", "--hbm-fraction"): {"1e-3"},  # a share of HBM nothing fits in: an answer, "no layout can run"
 }
 
 
