@@ -1,6 +1,7 @@
 """``python -m tpu_notes``: the book's command-line entry, one subcommand per job.
 
-- ``plan``: rank training layouts of a model on a TPU slice or GPU cluster (Chapter 5, :func:`tpu_notes.training.plan`);
+- ``plan``: rank training layouts of a model on a TPU slice or GPU cluster under a framework's launch rules, a
+  precision recipe and an HBM headroom (Chapters 5 and 6, :func:`tpu_notes.training.plan`);
 - ``serve``: one serving step, throughput, the cost of a request and the smallest legal topology (Chapters 7 and 8,
   :mod:`tpu_notes.inference.engine` and :mod:`tpu_notes.inference.cost`);
 - ``spec``: the chip table, or every figure of a chip with its source (:mod:`tpu_notes.hardware`);
@@ -627,11 +628,13 @@ def _legal_near(model, chip, n: int) -> str:
 
 
 def _describe_system(system) -> str:
+    """A system by its readable name, as ``plan`` names it too (:func:`tpu_notes.training.practitioners.
+    describe_system`): ``"v5e 4x4 (16 chips)"`` for a TPU slice, ``"8 h100"`` for GPUs."""
     shape = getattr(system, "shape", None)
     name = system.chip.name
     if shape:
         return f"{name} {'x'.join(map(str, shape))} ({system.n_devices} chips)"
-    return f"{system.n_devices} x {name}"
+    return f"{system.n_devices} {name}"
 
 
 def _serve_system(args, given, fewest_system):
@@ -1035,9 +1038,13 @@ def _json_and_run(parser, help: str, func) -> None:
 
 #: What each subcommand's --help says it does.
 _PLAN = (
-    "Rank every data/FSDP/tensor/pipeline layout of one training step by predicted "
-    "step time, with memory per chip, the comms/compute ratio, and the step time and MFU twice: the roofline "
-    "(an upper bound on speed) and the expected (the efficiency model's forecast). Counts take " + COUNT_HELP + "."
+    "Rank every data/FSDP/tensor/pipeline/context/expert layout of one training step that the framework will launch "
+    "and that fits in HBM, by predicted step time in tiers (layouts within --tie-within of a tier's fastest, which "
+    "the efficiency model cannot tell apart, simplest first), with memory per chip and the step time and MFU "
+    "twice: the roofline (an upper bound on speed) and the expected (the efficiency model's forecast, with its "
+    "out-of-sample error). The first line names the system, the framework, the precision recipe, the HBM headroom "
+    "and the error band; when no layout can run it says so first, with the rejections by reason, and on a TPU "
+    "lists the slices of the pod that can. Counts take " + COUNT_HELP + "."
 )
 _SERVE = (
     "Price one generation step with the serving step model (tpu_notes.inference.engine): expected "
