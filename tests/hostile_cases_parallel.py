@@ -189,8 +189,37 @@ def _training_init_cases() -> dict:
 CASES.update(_training_init_cases())
 
 CASES[T + "parallel.train_layouts"] = Case(n_devices=Int(8, top=4096))
-COVERED = ("parallel", "training", "training.collectives")
+
+
+def _mrows():
+    from tpu_notes import memory_oracle, parallel
+
+    return memory_oracle.memory_rows(parallel.TRAINING_CASES[:1])
+
+
+CASES.update(
+    {
+        T + "memory_oracle.step_memory": Case(case=Raw(_case, [None, "data=8", 3, ODD], lazy=True)),
+        T + "memory_oracle.trainer_param_bytes": Case(
+            config=Raw(_cfg, [None, "x", 3, ODD], lazy=True),
+            parallelism=Raw(lambda: _P(data=8), [None, "x", 3, ODD], lazy=True),
+            dtype=Choice("fp32"),
+        ),
+        T + "memory_oracle.memory_row": Case(
+            case=Raw(_case, [None, "data=8", 3, ODD], lazy=True),
+            devices=Opt(Raw(None, ["cpu", 3, [1, 2], ODD]), none_baseline=True),
+        ),
+        T + "memory_oracle.memory_rows": Case(
+            run_baseline=False, cases=Opt(Raw(None, ["x", 3, [3], ODD]), none_baseline=True)
+        ),
+        T + "memory_oracle.format_memory_table": Case(
+            rows=Raw(_mrows, [None, "x", 3, [3], ODD], lazy=True), notes=Flag(True)
+        ),
+    }
+)
+COVERED = ("parallel", "training", "training.collectives", "memory_oracle")
 RESULT_RECORDS = {
+    "memory_oracle.MemoryRow",
     "parallel.XlaCollective",
     "parallel.TrainingRow",
     "parallel.TrainingCase",

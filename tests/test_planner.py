@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from planner_checks import assert_tiered
 
 from tpu_notes import training as T
 from tpu_notes.system import parse_system
@@ -151,8 +152,8 @@ def test_gpu_clusters_plan_with_the_same_rules():
     for p in r[:20]:
         _legal(p, "llama3-405b", 16 * 2**20, 8192)
     assert r.rank_by == "expected"
-    steps = [float(f"{p.expected.total:.4g}") for p in r]  # ties within 4 digits go to the simpler layout
-    assert steps == sorted(steps)
+    assert_tiered([p.expected.total for p in r], [p.tier for p in r], r.tie_within)
+    assert all(p.parallelism.tensor <= 8 for p in r)  # tensor parallelism stays inside the NVLink node
 
 
 def test_uneven_pipeline_stages_are_priced_at_the_busiest():

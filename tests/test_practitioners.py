@@ -60,10 +60,11 @@ def test_the_planners_best_is_no_slower_than_any_layout_it_ranked(rows):
         if r.used_rank is None:
             continue
         assert r.used_rank >= 1 and r.used_rank <= r.ranked
-        assert r.best_expected_s <= r.used_plan_expected_s * (1 + 1e-9), r.run
-        if r.used_as_stated:  # the planner priced exactly the stated configuration: it cannot have done worse
+        # the first choice heads the first tier: within the model's error of the fastest layout it ranked
+        assert r.best_expected_s <= r.used_plan_expected_s * (1 + r.tie_within) * (1 + 1e-9), r.run
+        if r.used_as_stated:  # the planner priced exactly the stated configuration: at worst a tie
             checked_as_stated += 1
-            assert r.speedup >= 1 - 1e-9, r.run
+            assert r.speedup >= 1 / (1 + r.tie_within) - 1e-9, r.run
             assert math.isclose(r.used_plan_expected_s, r.used_expected_s, rel_tol=1e-9), r.run
         if r.used_rank == 1:
             assert r.agrees and r.best == r.used_plan.label()

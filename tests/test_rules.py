@@ -60,6 +60,42 @@ def test_stages_experts_context():
         rules.context_degree(8192, 3)
 
 
+def test_pipeline_schedules_frameworks_launch():
+    L405 = get_model("llama3-405b")  # 126 layers
+    maxtext = dict(framework="maxtext", even_layers=True, microbatches_per_stage="always")
+    megatron = dict(framework="megatron", even_layers=True, microbatches_per_stage="interleaved")
+    rules.pipeline_schedule(L8, 4, 2, 8, **maxtext)  # 4 x 2 x 4 layers = 32; 8 microbatches = 2 per stage
+    with pytest.raises(rules.Illegal, match=r"pipeline \(3\) x circular_repeats \(1\) must divide the 32 layers"):
+        rules.pipeline_schedule(L8, 3, 1, 3, **maxtext)
+    with pytest.raises(rules.Illegal, match=r"microbatches \(6\) must be a multiple of pipeline \(4\)") as err:
+        rules.pipeline_schedule(L8, 4, 1, 6, **maxtext)
+    assert err.value.kind == "microbatches per stage"
+    rules.pipeline_schedule(L8, 4, 1, 6, **megatron)  # plain 1F1B takes any count
+    with pytest.raises(rules.Illegal, match="megatron requires it of an interleaved schedule"):
+        rules.pipeline_schedule(L8, 4, 2, 6, **megatron)
+    # Llama 3 405B's 16 stages: 126 layers split evenly by nobody, launched by Megatron's uneven edge stages
+    with pytest.raises(rules.Illegal, match="must divide the 126 layers") as err:
+        rules.pipeline_schedule(L405, 16, 2, 16, **megatron)
+    assert err.value.kind == "uneven stages"
+    rules.pipeline_schedule(L405, 16, 2, 16, uneven_edges=True, **megatron)  # 7 + 14 x 8 + 7
+    rules.pipeline_schedule(L405, 5, 1, 5, uneven_edges=True, **megatron)  # 24 + 3 x 26 + 24
+    with pytest.raises(rules.Illegal, match="must divide the 126 layers"):
+        rules.pipeline_schedule(L405, 60, 1, 60, uneven_edges=True, **megatron)  # 58 x 3 is already over 126
+    with pytest.raises(rules.Illegal, match="must divide the 126 layers"):
+        rules.pipeline_schedule(L405, 16, 3, 48, uneven_edges=True, **megatron)  # 8 layers in 3 groups
+    rules.pipeline_schedule(L405, 16, 1, 16, framework="torchtitan", even_layers=False, microbatches_per_stage="never")
+    rules.pipeline_schedule(L8, 1, 1, 3, **maxtext)  # no pipeline: nothing to check
+
+
+def test_tensor_parallelism_stays_in_the_scale_up_domain():
+    for t in (1, 2, 4, 8):
+        rules.scale_up_domain(t, 8)
+    with pytest.raises(rules.Illegal, match=r"tensor \(16\) must divide the 8 devices of an NVLink node") as err:
+        rules.scale_up_domain(16, 8)
+    assert err.value.kind == "tensor across nodes" and "tensor_across_nodes=True" in str(err.value)
+    rules.scale_up_domain(16, 4096, where="a TPU slice")
+
+
 def test_batch_rules():
     assert rules.whole_sequences(2**20, 4096) == 256
     with pytest.raises(rules.Illegal, match=r"batch_tokens \(1,000\) must be a whole number of sequences"):

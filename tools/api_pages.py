@@ -44,6 +44,7 @@ LAYERS = {
         "model",
         "generate",
         "parallel",
+        "memory_oracle",
         "jaxprog",
         "profile",
         "multihost",

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
+from ..system import check_system
 from ..units import OneOf, checked
 
 __all__ = ["FRAMEWORKS", "Framework", "default_framework", "get_framework"]
@@ -99,4 +100,5 @@ def get_framework(name: Annotated[str, OneOf(tuple(FRAMEWORKS))]) -> Framework:
 
 def default_framework(system) -> Framework:
     """MaxText on a TPU slice, Megatron-LM on a GPU cluster (by the kind of the system's chip)."""
+    check_system(system, "system")
     return FRAMEWORKS[DEFAULT_BY_CHIP_KIND[system.chip.kind]]

@@ -17,7 +17,7 @@ degrees that split it:
   ranks, so a chip holds ``1 / n_kv_heads`` of ``wk`` and ``wv``, not ``1 / tensor``.
 
 That sum is ``MemoryBreakdown.total``, the count Chapter 5 adds up. A compiled step needs more, and
-:attr:`MemoryBreakdown.peak` (what the planner checks against HBM) adds it:
+:attr:`MemoryBreakdown.peak`, the modelled peak (what the planner checks against HBM), adds it:
 
 - **gathered weights** (``gathered``): under FSDP each weight is all-gathered before use. Without remat XLA keeps
   every gathered copy alive until its backward pass (``tpu_notes.parallel.FINDINGS["fsdp-gathers-once"]``): a
@@ -28,6 +28,9 @@ That sum is ``MemoryBreakdown.total``, the count Chapter 5 adds up. A compiled s
   gradient overwrites (``4 · tokens · V / tensor`` bytes; the vocabulary split over the tensor axis, as Megatron and
   MaxText do), or, with context parallelism, one layer's keys and values gathered over the whole sequence, whichever is
   larger.
+
+The modelled peak is a model, not a compilation: :mod:`tpu_notes.memory_oracle` sets it beside XLA's
+``compiled.memory_analysis()`` of the Chapter 5 layouts and names what the model leaves out (its ``DEPARTURES``).
 """
 
 from __future__ import annotations
@@ -130,7 +133,8 @@ class MemoryBreakdown:
 
     @property
     def peak(self) -> float:
-        """Bytes at the step's high-water mark, as compiled: ``total + gathered + transient``."""
+        """The modelled peak: bytes at the step's high-water mark, ``total + gathered + transient`` (a model of the
+        compiled step; :mod:`tpu_notes.memory_oracle` compares it with XLA's own figures)."""
         return self.total + self.gathered + self.transient
 
     @checked
@@ -197,7 +201,7 @@ def _chip_params(m, p: Parallelism) -> tuple[float, float]:
     return per, expert / (p.tensor * p.pipeline * p.expert) * imbalance
 
 
-def weight_shards(p: Parallelism, over_context: str = "none") -> int:
+def _weight_shards(p: Parallelism, over_context: str = "none") -> int:
     """Ranks each weight (and its gradient and optimizer state) is sharded over: ``fsdp``, times ``context`` when
     the framework shards the state over the context ranks too (``over_context="all"``: MaxText, torchtitan)."""
     return p.fsdp * (p.context if over_context == "all" else 1)
@@ -315,7 +319,7 @@ def _memory(
     is the bytes per element of a gathered weight copy (the compute dtype; default ``pb``)."""
     cb = pb if cb is None else cb
     dense_chip, expert_chip = _chip_params(m, p)  # tensor/pipeline/expert split, before fsdp
-    ws = weight_shards(p, over_context)  # ranks each weight is sharded over
+    ws = _weight_shards(p, over_context)  # ranks each weight is sharded over
     per_chip = (dense_chip + expert_chip) / ws
     params = per_chip * pb / (p.data if zero >= 3 else 1)
     grads = per_chip * gb / (p.data if zero >= 2 else 1)
@@ -334,7 +338,7 @@ def _memory(
     layers = _stage_layers(m, P, v)  # on the busiest stage
     acts = ab * per_token_layer * layers * tokens_per_mb * in_flight / p.tensor
 
-    # as compiled: gathered FSDP weights and the largest transient
+    # the modelled peak's extras: gathered FSDP weights and the largest transient
     gathered = 0.0
     unembed = m.vocab * m.d_model / p.tensor * cb
     if ws > 1:

@@ -155,7 +155,7 @@ class PlanResult:
         model = ", ".join(repr(n) for n in sorted(names)) or "none"
         tie = f"{self.tie_within:.0%}"
         lines = [
-            f"t: tier: {self.rank_by} steps within {tie} of its fastest (the model cannot rank them), simplest first",
+            f"t: tier: {self.rank_by} steps within {tie} of the tier's fastest, simplest first",
             f"HBM/chip: modelled peak, at most {self.hbm_fraction:.0%} of HBM ({self.recipe} precision, "
             f"{self.framework} rules)",
             "roof: the roofline (matmuls at peak, comms hidden), a floor on the step",

@@ -77,6 +77,13 @@ class PractitionerComparison:
     ranked: int  # layouts the planner ranked
     rejected: int  # candidates the planner rejected
     same_remat: bool  # whether the planner was held to the run's remat policy
+    used_tier: int | None = None  # the stated layout's tier in the ranking (1: the model cannot beat it); None
+    tie_within: float = 0.0  # fraction: the width of the planner's tiers (the model's out-of-sample error)
+
+    @property
+    def within_error(self) -> bool:
+        """Whether the stated layout shares the planner's first tier: the model cannot say another is faster."""
+        return self.used_tier == 1
 
     @property
     def agrees(self) -> bool:
@@ -157,6 +164,9 @@ def _compare_one(run: PublishedRun, same_remat: bool, plan_kwargs: dict) -> Prac
     kwargs.setdefault("max_microbatches", max(_plan_default("max_microbatches"), p.microbatches))
     if same_remat:
         kwargs["remat"] = run.remat
+    m = as_config(run.model)
+    if p.pipeline > 1 and m.n_layers % (p.pipeline * run.circular_repeats):
+        kwargs.setdefault("uneven_stages", True)  # the run's own stages are uneven: its framework was asked for it
     result: PlanResult = plan(
         run.model, run.system, run.batch_tokens, run.seq_len, n_slices=p.dcn, dtype=run.dtype, **kwargs
     )
@@ -205,6 +215,8 @@ def _compare_one(run: PublishedRun, same_remat: bool, plan_kwargs: dict) -> Prac
         ranked=len(ranked),
         rejected=len(result.rejected),
         same_remat=same_remat,
+        used_tier=hit.tier if hit is not None else None,
+        tie_within=result.tie_within,
     )
 
 
