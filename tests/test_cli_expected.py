@@ -191,8 +191,7 @@ ALL = ["--top", "10000"]  # every ranked layout
 def test_plan_flags_reach_the_planner(capsys):
     """Every search flag is the planner's argument of the same meaning: the CLI's JSON counts what
     ``training.plan`` finds when called with the same arguments, and echoes the settings it ran with."""
-    from tpu_notes.gpu import GpuCluster  # noqa: F401  (the system is built by the CLI's own spelling below)
-    from tpu_notes.__main__ import _plan_system
+    from tpu_notes.__main__ import _plan_system  # the system as the CLI builds it from its spelling
 
     flags = ["--framework", "torchtitan", "--recipe", "bf16_master", "--hbm-fraction", "0.8", "--tie-within", "0.05",
              "--max-pipeline", "4", "--interleave", "2", "--disable", "context,expert", "--uneven-stages"]  # fmt: skip
