@@ -83,6 +83,7 @@ COUNT_FLAGS = [
     (PLAN_BASE, "--slices", "slices"),
     (PLAN_BASE, "--max-context", "max_context"),
     (PLAN_BASE, "--top", "top"),
+    (PLAN_BASE, "--max-pipeline", "max_pipeline"),
     (SERVE_BASE, "--batch", "batch"),
     (SERVE_BASE, "--context", "context"),
     (SERVE_BASE, "--chips", "chips"),
@@ -283,3 +284,40 @@ def test_deepseek_v3_says_what_is_unsupported_in_a_subprocess():
     assert len(lines) == 1 and "Traceback" not in out.stderr
     assert lines[0].startswith("tpu_notes plan: error: --model deepseek-v3 is not supported by plan")
     assert "MLA" in lines[0]
+
+
+PLAN_REFUSALS = [  # (the flags added, the flag the refusal names, words naming what it takes)
+    (["--framework", "jax"], "--framework", ["maxtext", "megatron", "torchtitan"]),
+    (["--recipe", "int4"], "--recipe", ["bf16", "maxtext", "megatron", "fp8"]),
+    (["--dtype", "int3"], "--dtype", ["bf16", "fp8"]),
+    (["--dtype", "fp8"], "--dtype", ["bf16"]),  # v5e: no published fp8 peak
+    (["--disable", "data"], "--disable", ["tensor", "pipeline", "expert", "context", "fsdp"]),
+    (["--hbm-fraction", "1.5"], "--hbm-fraction", ["(0, 1]"]),
+    (["--tie-within", "-0.1"], "--tie-within", ["[0, 1]"]),
+    (["--max-pipeline", "0"], "--max-pipeline", ["positive whole number"]),
+    (["--interleave", "1,x"], "--interleave", ["positive whole number"]),
+    (["--uneven-stages"], "--uneven-stages", ["megatron", "torchtitan"]),
+    (["--tensor-across-nodes"], "--tensor-across-nodes", ["GPU"]),
+]
+
+
+@pytest.mark.parametrize("extra, flag, words", PLAN_REFUSALS, ids=[" ".join(e) for e, _, _ in PLAN_REFUSALS])
+def test_bad_plan_flags_are_refused_naming_the_flag_and_what_it_takes(extra, flag, words, capsys):
+    rc, err = _err(capsys, [*PLAN_BASE, *extra])
+    assert rc == 2 and len(err) == 1 and err[0].startswith("tpu_notes plan: error: ") and flag in err[0], err
+    assert all(w in err[0] for w in words), (err, words)
+
+
+def test_plan_list_flags_take_repeats_and_comma_lists_alike(capsys):
+    parser = build_parser()
+    comma = parser.parse_args([*PLAN_BASE, "--disable", "pipeline,context", "--interleave", "2,4"])
+    repeated = parser.parse_args([*PLAN_BASE, "--disable", "pipeline", "--disable", "context", "--interleave", "2",
+                                  "--interleave", "4"])  # fmt: skip
+    from tpu_notes.__main__ import _plan_kwargs
+
+    assert _plan_kwargs(comma) == _plan_kwargs(repeated)
+    assert _plan_kwargs(comma)["disable"] == ("pipeline", "context")
+    assert _plan_kwargs(comma)["interleave"] == (1, 2, 4)  # the plain schedule is always tried
+    assert _json(capsys, *PLAN_BASE, "--disable", "pipeline,context") == _json(
+        capsys, *PLAN_BASE, "--disable", "pipeline", "--disable", "context"
+    )

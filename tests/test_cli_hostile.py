@@ -74,6 +74,8 @@ VALID_FOR = {
     ("serve", "--draft-cost"): {"0", "1.5", "1e-3", "1e30"},
     ("spec", None): {"--"},  # the end of the flags: spec with no chip prints the table
     ("serve", "--utilisation"): {"1e-3"},
+    ("plan", "--tie-within"): {"0", "1e-3"},  # no ties, or ties within 0.1%
+    ("plan", "--hbm-fraction"): {"1e-3"},  # a share of HBM nothing fits in: an answer, "no layout can run"
 }
 
 
@@ -121,6 +123,7 @@ def flag_cases() -> list[tuple[list[str], tuple[str, ...]]]:
 
 
 _PLAN = ["plan", "--model", "llama3-8b", "--system", "v5e:4x4"]
+BASE_PLAN = ["plan", *BASE["plan"]]
 _SERVE70 = ["serve", "--model", "llama3-70b", "--batch", "8", "--context", "4096"]
 _SERVE8 = ["serve", *BASE["serve"]]
 _SPEC4 = ["--speculate", "4", "--acceptance", "0.8"]
@@ -146,6 +149,16 @@ COMBINATIONS: list[tuple[list[str], tuple[str, ...]]] = [
     ([*_PLAN[:-1], "v5p:4x4", "--batch-tokens", "1Mi", "--seq-len", "4096"], ("--system",)),
     ([*_PLAN[:-1], "h100", "--batch-tokens", "1Mi", "--seq-len", "4096"], ("--system",)),
     ([*_PLAN[:-1], "h100:8", "--batch-tokens", "1Mi", "--seq-len", "4096", "--slices", "2"], ("--slices",)),
+    # plan's search flags that mean nothing on this chip or framework, or name what is not there
+    ([*BASE_PLAN, "--dtype", "fp8"], ("--dtype",)),  # v5e publishes no fp8 peak
+    ([*BASE_PLAN, "--recipe", "fp8"], ("--recipe",)),  # the fp8 recipe's matmuls, ditto
+    ([*BASE_PLAN, "--uneven-stages"], ("--uneven-stages",)),  # MaxText, the TPU default, splits layers evenly
+    ([*BASE_PLAN, "--framework", "maxtext", "--uneven-stages"], ("--uneven-stages",)),
+    ([*BASE_PLAN, "--tensor-across-nodes"], ("--tensor-across-nodes",)),  # a TPU slice has no nodes
+    ([*BASE_PLAN, "--disable", "pipeline,nosuch"], ("--disable",)),
+    ([*BASE_PLAN, "--disable", "pipeline", "--disable", "data"], ("--disable",)),
+    ([*BASE_PLAN, "--interleave", "2,0"], ("--interleave",)),
+    ([*BASE_PLAN, "--interleave", "2", "--interleave", "5000"], ("--interleave",)),
     # speculative decoding's flags without their partners, or both sources of the draft's cost
     ([*_SERVE8, "--speculate", "4"], ("--speculate", "--acceptance")),
     ([*_SERVE8, "--acceptance", "0.8"], ("--acceptance", "--speculate")),

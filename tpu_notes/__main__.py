@@ -1,6 +1,7 @@
 """``python -m tpu_notes``: the book's command-line entry, one subcommand per job.
 
-- ``plan``: rank training layouts of a model on a TPU slice or GPU cluster (Chapter 5, :func:`tpu_notes.training.plan`);
+- ``plan``: rank training layouts of a model on a TPU slice or GPU cluster under a framework's launch rules, a
+  precision recipe and an HBM headroom (Chapters 5 and 6, :func:`tpu_notes.training.plan`);
 - ``serve``: one serving step, throughput, the cost of a request and the smallest legal topology (Chapters 7 and 8,
   :mod:`tpu_notes.inference.engine` and :mod:`tpu_notes.inference.cost`);
 - ``spec``: the chip table, or every figure of a chip with its source (:mod:`tpu_notes.hardware`);
@@ -119,6 +120,7 @@ def count_limits() -> dict[str, dict[str, tuple[int, str]]]:
     from .inference.speculative import MAX_DRAFTS
     from .inference.step import MAX_CHIPS, MAX_CONTEXT
     from .rules import MAX_WORK
+    from .training.planner import MAX_MICROBATCHES
 
     chips = (MAX_CHIPS, "the most chips one step is shared by, tpu_notes.inference.step.MAX_CHIPS")
     context = (MAX_CONTEXT, "the longest context priced, tpu_notes.inference.step.MAX_CONTEXT")
@@ -131,6 +133,11 @@ def count_limits() -> dict[str, dict[str, tuple[int, str]]]:
             "--seq-len": context,
             "--slices": chips,
             "--max-context": chips,
+            "--max-pipeline": chips,
+            "--interleave": (
+                MAX_MICROBATCHES,
+                "the most interleavings the planner considers, tpu_notes.training.planner.MAX_MICROBATCHES",
+            ),
             "--top": (MAX_WORK, "the most candidates one search takes on, tpu_notes.rules.MAX_WORK"),
         },
         "serve": {
@@ -148,8 +155,9 @@ def _check_counts(command: str, args) -> None:
     """Refuse a count above its flag's documented maximum (:func:`count_limits`), naming the flag."""
     for flag, (maximum, what) in count_limits().get(command, {}).items():
         value = getattr(args, flag[2:].replace("-", "_"))
-        if value is not None and value > maximum:
-            raise ValueError(f"{flag} must be at most {maximum:,} ({what}); got {value:,}")
+        for v in _flat(value) if isinstance(value, list) else (value,):  # a list flag: each of its counts
+            if v is not None and v > maximum:
+                raise ValueError(f"{flag} must be at most {maximum:,} ({what}); got {v:,}")
 
 
 #: Dollars per chip-hour ``--price`` may be: the bound :func:`tpu_notes.inference.serving_cost` puts on
@@ -238,50 +246,112 @@ def _plan_system(text: str):
     return system
 
 
+def _layout_name(p) -> str:
+    """A plan's layout as the CLI's table names it: the degrees (DCN and microbatches included), then ``vN`` for N
+    interleaved layer groups per stage and ``ag1`` for FSDP weights gathered once per step."""
+    return (
+        p.parallelism.short()
+        + (f" v{p.circular_repeats}" if p.circular_repeats > 1 else "")
+        + (" ag1" if p.gather_once else "")
+    )
+
+
 def _plan_table(result, top: int) -> str:
-    """The CLI's table of ``result`` (a :class:`~tpu_notes.training.PlanResult`): the columns of
-    :meth:`~tpu_notes.training.PlanResult.table`, but each layout (with its DCN and microbatch counts) and remat
-    policy printed whole, the columns as wide as their longest entry; the legend of the ranking and the two step
-    figures is the planner's own."""
+    """The CLI's table of ``result`` (a :class:`~tpu_notes.training.PlanResult` with a ranking): the columns of
+    :meth:`~tpu_notes.training.PlanResult.table`, its tier ``t`` included, but each layout (with its DCN and
+    microbatch counts) and remat policy printed whole, the columns as wide as their longest entry; the legend of
+    the ranking, the tiers and the two step figures is the planner's own."""
     from .training.parallelism import SHORT_NAMES
     from .units import fmt
 
-    if not result.ranked:
-        return result.table(top)
     shown = result.ranked[:top]
-
-    def name(p):
-        return p.parallelism.short() + (f" v{p.circular_repeats}" if p.circular_repeats > 1 else "")
-
-    w = max(6, *(len(name(p)) for p in shown))
+    w = max(6, *(len(_layout_name(p)) for p in shown))
     r = max(5, *(len(str(p.remat)) for p in shown))
     lines = [
-        f"{'#':>2} {'layout':<{w}} {'remat':<{r}} {'HBM/chip':>8} {'roof step':>9} {'bound':<8} {'exp step':>8} "
-        f"{'MFU':>6}"
+        f"{'#':>2} {'t':>2} {'layout':<{w}} {'remat':<{r}} {'HBM/chip':>8} {'roof step':>9} {'bound':<8} "
+        f"{'exp step':>8} {'MFU':>6}"
     ]
     for i, p in enumerate(shown, 1):
         st, ex = p.step, p.expected
         exp = f"{fmt(ex.total, 's'):>8} {ex.mfu:>6.1%}" if ex else f"{'-':>8} {'-':>6}"
-        row = f"{i:>2} {name(p):<{w}} {str(p.remat):<{r}} {fmt(p.memory.peak, 'B'):>8} {fmt(st.total, 's'):>9}"
+        row = (
+            f"{i:>2} {p.tier:>2} {_layout_name(p):<{w}} {str(p.remat):<{r}} {fmt(p.memory.peak, 'B'):>8} "
+            f"{fmt(st.total, 's'):>9}"
+        )
         lines.append(f"{row} {st.bound:<8} {exp}")
     lines += result.legend(top)
     used = {SHORT_NAMES[a] for p in shown for a in p.parallelism.mesh_shape()}
     lines.append("layout: " + ", ".join(f"{v} {k}" for k, v in SHORT_NAMES.items() if v in used))
     extra = [
         ("dcnN: N slices joined over DCN", any(p.parallelism.dcn > 1 for p in shown)),
-        ("mbN: N microbatches", any("mb" in name(p).split()[-1] for p in shown)),
+        ("mbN: N microbatches", any("mb" in p.parallelism.short() for p in shown)),
         ("vN: N layer groups per pipeline stage", any(p.circular_repeats > 1 for p in shown)),
+        ("ag1: FSDP weights gathered once per step", any(p.gather_once for p in shown)),
     ]
     if any(on for _, on in extra):
         lines.append("        " + ", ".join(text for text, on in extra if on))
     return "\n".join(lines)
 
 
+#: The kinds of parallelism ``--disable`` may name (those :func:`tpu_notes.training.plan` can leave out).
+DISABLE_KINDS = ("tensor", "pipeline", "expert", "context", "fsdp")
+#: The matmul dtypes ``--dtype`` takes: those of the precision recipes (:mod:`tpu_notes.training.precision`).
+PLAN_DTYPES = ("bf16", "fp8")
+
+
+def _kinds(flag: str, allowed: tuple[str, ...]):
+    """An argparse ``type`` for a list flag of names: ``"pipeline,context"`` → ``("pipeline", "context")``, each
+    one of ``allowed`` (the flag may also be repeated; :func:`_flat` joins the repeats)."""
+
+    def convert(text: str) -> tuple[str, ...]:
+        names = tuple(n.strip() for n in text.split(","))
+        bad = [n for n in names if n not in allowed]
+        if bad:
+            raise argparse.ArgumentTypeError(
+                f"must name kinds from {', '.join(allowed)} (repeatable, or a comma list); got {text!r}"
+            )
+        return names
+
+    convert.__name__ = "kinds"
+    return convert
+
+
+def _counts(flag: str):
+    """An argparse ``type`` for a list flag of counts: ``"1,2,4"`` → ``(1, 2, 4)``, each read by ``parse_count``
+    (the flag may also be repeated; :func:`_flat` joins the repeats)."""
+    one = _count(flag)
+
+    def convert(text: str) -> tuple[int, ...]:
+        return tuple(one(part) for part in text.split(","))
+
+    convert.__name__ = "count"
+    return convert
+
+
+def _flat(values) -> tuple:
+    """The values of a repeatable list flag, in order, each once: ``[("a", "b"), ("b",)]`` → ``("a", "b")``."""
+    out: list = []
+    for v in values or ():
+        for x in v if isinstance(v, tuple) else (v,):
+            if x not in out:
+                out.append(x)
+    return tuple(out)
+
+
+def _percent(x: float) -> str:
+    """A fraction as a percentage of 3 significant digits: 0.195 → ``"19.5%"``, 0.31 → ``"31%"``."""
+    return f"{x * 100:.3g}%"
+
+
 def _check_plan_args(args):
-    """``plan``'s flags judged before the search: the system, the model, the remat policies, and a batch of whole
-    sequences (:func:`tpu_notes.rules.whole_sequences`). Returns the system."""
+    """``plan``'s flags judged before the search, each refusal naming its flag and the values it takes: the
+    system, the model, the remat policies, a batch of whole sequences (:func:`tpu_notes.rules.whole_sequences`),
+    the HBM share and the tie margin, the matmul dtype against the chip's published peaks, and the flags that only
+    mean something on some systems or frameworks. Returns the system."""
     from .rules import whole_sequences
+    from .training.frameworks import FRAMEWORKS, default_framework
     from .training.memory import REMAT
+    from .training.precision import RECIPES
     from .transformer import get_model
 
     system = _plan_system(args.slice)
@@ -292,53 +362,201 @@ def _check_plan_args(args):
         if policy not in REMAT:
             raise ValueError(f"--remat must be one of {', '.join(REMAT)}; got {policy!r}")
     whole_sequences(args.batch_tokens, args.seq_len, argument="--batch-tokens")
+    if not 0 < args.hbm_fraction <= 1:
+        raise ValueError(
+            f"--hbm-fraction must be in (0, 1], the share of each chip's HBM a layout may use (0.9 leaves 10% "
+            f"headroom); got {args.hbm_fraction:g}"
+        )
+    if args.tie_within is not None and not 0 <= args.tie_within <= 1:
+        raise ValueError(
+            f"--tie-within must be in [0, 1], the fraction of a tier's fastest step within which layouts share its "
+            f"tier; got {args.tie_within:g}"
+        )
+    fw = FRAMEWORKS[args.framework] if args.framework else default_framework(system)
+    dtype = args.dtype or RECIPES[args.recipe or fw.recipe].matmul_dtype
+    chip = system.chip
+    have = [d for d in PLAN_DTYPES if getattr(chip, f"{d}_flops", None)]
+    if dtype not in have:
+        flag = "--dtype" if args.dtype else f"--recipe {args.recipe or fw.recipe} (its {dtype} matmuls)"
+        raise ValueError(
+            f"{flag}: {chip.long_name} has no published {dtype} matmul peak; give --dtype from {', '.join(have)}"
+        )
+    if args.uneven_stages and not fw.uneven_edges:
+        allowed = ", ".join(n for n, f in FRAMEWORKS.items() if f.uneven_edges)
+        raise ValueError(
+            f"--uneven-stages shortens the first and last pipeline stages, which {fw.name} does not allow; give "
+            f"--framework from {allowed}"
+        )
+    if args.tensor_across_nodes and isinstance(system, Slice):
+        raise ValueError(
+            "--tensor-across-nodes lets tensor parallelism leave an NVLink node of a GPU cluster; a TPU slice's ICI "
+            "already joins all its chips (give a GPU system such as h100:64)"
+        )
     return system
 
 
+def _plan_kwargs(args) -> dict:
+    """What :func:`tpu_notes.training.plan` (and, when no layout uses every chip, ``plan_slices``) searches with,
+    from ``plan``'s flags. ``--interleave`` always includes 1 (the plain schedule)."""
+    out = dict(
+        n_slices=args.slices,
+        max_context=args.max_context,
+        max_pipeline=args.max_pipeline,
+        rank_by=args.rank_by,
+        hbm_fraction=args.hbm_fraction,
+        framework=args.framework,
+        recipe=args.recipe,
+        dtype=args.dtype,
+        tensor_across_nodes=args.tensor_across_nodes,
+        uneven_stages=args.uneven_stages,
+        disable=_flat(args.disable),
+        tie_within=args.tie_within,
+    )
+    if args.interleave:
+        out["interleave"] = tuple(sorted({1, *_flat(args.interleave)}))
+    return out
+
+
+def _plan_row(p, args, error: float) -> dict:
+    """One ranked plan as ``plan --json`` prints it: :meth:`~tpu_notes.training.Plan.row` (its MFU keys renamed
+    so each has one meaning: ``mfu_roofline_bound``, the roofline's ceiling, and ``mfu_expected``, the forecast),
+    with its degrees, tier and schedule, the tokens each chip and each microbatch hold, the memory by component
+    and the communication by kind (bytes, seconds), and the expected step's band at the model's out-of-sample
+    ``error``."""
+    from dataclasses import fields
+
+    row = p.row()
+    row.pop("mfu")
+    row["mfu_roofline_bound"] = row.pop("mfu_roofline")
+    par, st, ex, mem = p.parallelism, p.step, p.expected, p.memory
+    per_shard = args.batch_tokens // args.seq_len // par.batch_shards  # whole sequences (the planner's rule)
+    per_microbatch = per_shard // par.microbatches  # whole too: the planner splits shards into whole microbatches
+    row.update(
+        degrees={**par.mesh_shape(drop_ones=False), "dcn": par.dcn},
+        n_chips=par.n_chips,
+        microbatches=par.microbatches,
+        tier=p.tier,
+        gather_once=p.gather_once,
+        tokens_per_chip=args.batch_tokens / par.n_chips,
+        sequences_per_batch_shard=per_shard,
+        sequences_per_microbatch=per_microbatch,
+        tokens_per_microbatch_per_chip=per_microbatch * args.seq_len // par.context,
+        memory_bytes={**{f.name: getattr(mem, f.name) for f in fields(mem)}, "peak": mem.peak},
+        comms_s_by_kind_roofline=dict(st.collectives),
+        comms_s_by_kind_expected=dict(ex.collectives) if ex else None,
+        expected_error=error,
+        step_s_expected_low=ex.total * (1 - error) if ex else None,
+        step_s_expected_high=ex.total * (1 + error) if ex else None,
+    )
+    return row
+
+
+def _plan_header(args, system, result, error: float) -> str:
+    """``plan``'s first line: the model on the system by its readable name, the batch, and the settings every
+    figure below depends on: the framework's rules, the precision recipe, the HBM headroom and the error band of
+    the expected step."""
+    from .training.practitioners import describe_system
+
+    chips = f" ({system.n_devices * args.slices:,} chips)" if isinstance(system, Slice) else ""
+    return (
+        f"{args.model} on {describe_system(system, args.slices)}{chips}, batch {args.batch_tokens:,} "
+        f"tokens, sequences of {args.seq_len:,} | {result.framework} rules, {result.recipe} recipe, "
+        f"{_percent(1 - result.hbm_fraction)} HBM headroom, expected step ±{_percent(error)} (out-of-sample error)"
+    )
+
+
+def _alternatives(args, system, kwargs) -> list:
+    """When no layout uses every chip of a TPU slice: the slices of its pod that can run, fastest first
+    (:func:`tpu_notes.training.plan_slices`, with the same search); none for a GPU cluster."""
+    if not isinstance(system, Slice):
+        return []
+    from .training.subslices import plan_slices
+
+    options = plan_slices(args.model, system.chip, args.batch_tokens, args.seq_len, **kwargs)
+    return [o for o in options if o.ok]
+
+
 def _plan(args) -> int:
+    from .efficiency import OUT_OF_SAMPLE_ERROR
     from .training import plan
+    from .training.practitioners import describe_system
 
     slc = _check_plan_args(args)
-    # what plan() and, when no layout uses every chip, plan_slices() search with
-    search = dict(n_slices=args.slices, max_context=args.max_context, rank_by=args.rank_by)
+    kwargs = _plan_kwargs(args)
     remat = tuple(args.remat) if args.remat else ("none", "save_matmul_outputs", "full_block")
     try:
-        result = plan(args.model, slc, args.batch_tokens, args.seq_len, remat=remat, **search)
+        result = plan(args.model, slc, args.batch_tokens, args.seq_len, remat=remat, **kwargs)
     except NotImplementedError as err:
         raise NotImplementedError(f"--model {args.model} is not supported by plan: {err}") from None
+    error = OUT_OF_SAMPLE_ERROR[slc.chip.kind]
+    reasons = result.reasons()
+    options = [] if result.ranked else _alternatives(args, slc, kwargs)
     if args.json:
         _print_json(
             {
                 "model": args.model,
                 "system": _spell_system(slc),
+                "system_name": describe_system(slc, args.slices),
                 "slice": repr(slc),
                 "slices": args.slices,
-                "searched": result.searched,
-                "rank_by": args.rank_by,
+                "framework": result.framework,
+                "recipe": result.recipe,
+                "hbm_fraction": result.hbm_fraction,
                 "tie_within": result.tie_within,
-                "ranked": [p.row() for p in result.ranked[: args.top]],
-                "rejected_reasons": result.reasons(),
+                "expected_error": error,
+                "disabled": list(result.disabled),
+                "rank_by": args.rank_by,
+                "feasible": bool(result.ranked),
+                "searched": result.searched,
+                "ranked_count": len(result.ranked),
+                "rejected_count": len(result.rejected),
+                "rejected_reasons": reasons,
+                "ranked": [_plan_row(p, args, error) for p in result.ranked[: args.top]],
+                "alternatives": [
+                    {
+                        "system": _spell_system(o.slice),
+                        "system_name": describe_system(o.slice),
+                        "chips": o.chips,
+                        "legal": o.legal,
+                        "best_layout": o.best.parallelism.label(),
+                        "step_s": o.step_s,
+                        "tokens_per_s": o.tokens_per_s,
+                    }
+                    for o in options
+                ],
             }
         )
         return 0
-    print(
-        f"{args.model} on {args.slices} x {slc!r}, batch {args.batch_tokens:,} tokens, "
-        f"sequences of {args.seq_len:,}: {len(result)} runnable of {result.searched} candidates"
-    )
-    print(_plan_table(result, args.top))
-    if not result.ranked and isinstance(slc, Slice):
-        from .training.subslices import format_slices, plan_slices
+    header = _plan_header(args, slc, result, error)
+    counts = ", ".join(f"{n:,} {r}" for r, n in reasons.items())
+    if not result.ranked:
+        print(
+            f"No layout can run: all {result.searched:,} candidates of {args.model} on "
+            f"{describe_system(slc, args.slices)} were rejected ({counts or 'none searched'})."
+        )
+        print(header)
+        print("Rejected because:")
+        for r, n in reasons.items():
+            print(f"  {n:6,} x {r}")
+        if options:
+            from .training.subslices import format_slices
 
-        print("\nNo legal layout uses every chip; the slices of this pod that can run, fastest first:")
-        options = plan_slices(args.model, slc.chip, args.batch_tokens, args.seq_len, **search)
-        print(format_slices([o for o in options if o.ok] or options, top=min(args.top, 8)))
-    if result.ranked:
-        _print_best(result.ranked[0], args.rank_by)
+            print("\nThe slices of this pod that can run, fastest first:")
+            print(format_slices(options, top=min(args.top, 8)))
+        elif isinstance(slc, Slice):
+            print("\nNo smaller slice of this pod can run it either.")
+        return 0
+    print(header)
+    tie = f"; tiers: steps within {_percent(result.tie_within)} of the tier's fastest" if result.tie_within else ""
+    print(f"{len(result.ranked):,} runnable of {result.searched:,} candidates (rejected: {counts or 'none'}){tie}")
+    print(_plan_table(result, args.top))
+    _print_best(result.ranked[0], args.rank_by, error)
     return 0
 
 
-def _print_best(best, rank_by: str) -> None:
-    """The best layout of a plan in words: its roofline and expected figures and its placement."""
+def _print_best(best, rank_by: str, error: float) -> None:
+    """The best layout of a plan in words: its roofline and expected figures (the latter with the model's
+    out-of-sample ``error`` band) and its placement."""
     from .units import fmt
 
     print(f"best by the {rank_by} step: {best.parallelism.label()}, {best.remat}")
@@ -348,10 +566,12 @@ def _print_best(best, rank_by: str) -> None:
         f"{fmt(row['tokens_per_s_per_chip_roofline'], 'tokens/s')} per chip (upper bounds on speed)"
     )
     if best.expected is not None:
+        ex = best.expected
         print(
             f"  expected: step {fmt(row['step_s_expected'], 's')}, MFU {row['mfu_expected']:.1%}, "
             f"{fmt(row['tokens_per_s_per_chip_expected'], 'tokens/s')} per chip "
-            f"({row['bound_expected']}-bound; efficiency model {row['efficiency_model']!r}: a forecast)"
+            f"({row['bound_expected']}-bound; efficiency model {row['efficiency_model']!r}: a forecast, step "
+            f"{fmt(ex.total * (1 - error), 's')} to {fmt(ex.total * (1 + error), 's')} at ±{_percent(error)})"
         )
     print(f"best placement: {best.layout.describe()}")
 
@@ -408,11 +628,13 @@ def _legal_near(model, chip, n: int) -> str:
 
 
 def _describe_system(system) -> str:
+    """A system by its readable name, as ``plan`` names it too (:func:`tpu_notes.training.practitioners.
+    describe_system`): ``"v5e 4x4 (16 chips)"`` for a TPU slice, ``"8 h100"`` for GPUs."""
     shape = getattr(system, "shape", None)
     name = system.chip.name
     if shape:
         return f"{name} {'x'.join(map(str, shape))} ({system.n_devices} chips)"
-    return f"{system.n_devices} x {name}"
+    return f"{system.n_devices} {name}"
 
 
 def _serve_system(args, given, fewest_system):
@@ -799,7 +1021,8 @@ def _fail(where: str, message) -> None:
 def _add_count(parser, command: str, flag: str, help: str, **kwargs) -> None:
     """Add count flag ``flag`` of ``command``: parsed by ``parse_count``; its help ends with its maximum."""
     maximum, what = count_limits()[command][flag]
-    parser.add_argument(flag, type=_count(flag), help=f"{help}; at most {maximum:,} ({what})", **kwargs)
+    kind = kwargs.pop("type", _count(flag))
+    parser.add_argument(flag, type=kind, help=f"{help}; at most {maximum:,} ({what})", **kwargs)
 
 
 def _add_number(parser, flag: str, help: str, default: float | None = None) -> None:
@@ -815,9 +1038,13 @@ def _json_and_run(parser, help: str, func) -> None:
 
 #: What each subcommand's --help says it does.
 _PLAN = (
-    "Rank every data/FSDP/tensor/pipeline layout of one training step by predicted "
-    "step time, with memory per chip, the comms/compute ratio, and the step time and MFU twice: the roofline "
-    "(an upper bound on speed) and the expected (the efficiency model's forecast). Counts take " + COUNT_HELP + "."
+    "Rank every data/FSDP/tensor/pipeline/context/expert layout of one training step that the framework will launch "
+    "and that fits in HBM, by predicted step time in tiers (layouts within --tie-within of a tier's fastest, which "
+    "the efficiency model cannot tell apart, simplest first), with memory per chip and the step time and MFU "
+    "twice: the roofline (an upper bound on speed) and the expected (the efficiency model's forecast, with its "
+    "out-of-sample error). The first line names the system, the framework, the precision recipe, the HBM headroom "
+    "and the error band; when no layout can run it says so first, with the rejections by reason, and on a TPU "
+    "lists the slices of the pod that can. Counts take " + COUNT_HELP + "."
 )
 _SERVE = (
     "Price one generation step with the serving step model (tpu_notes.inference.engine): expected "
@@ -835,6 +1062,10 @@ _SPEC = "Print the chip table, or every figure of the chips named, each with its
 
 def _plan_flags(p) -> None:
     """``plan``'s flags."""
+    from .training.frameworks import FRAMEWORKS
+    from .training.planner import DEFAULT_HBM_FRACTION
+    from .training.precision import RECIPES
+
     p.add_argument(
         "--model",
         required=True,
@@ -873,6 +1104,75 @@ def _plan_flags(p) -> None:
         choices=("roofline", "expected"),
         default="expected",
         help="rank by the expected step (the efficiency model's forecast, default) or the roofline one (a floor)",
+    )
+    _add_count(
+        p,
+        "plan",
+        "--max-pipeline",
+        "most pipeline stages to try (1: never pipeline; default 16)",
+        default=16,
+    )
+    _add_count(
+        p,
+        "plan",
+        "--interleave",
+        "layer groups per pipeline stage to try besides 1, the plain schedule (repeatable, or a comma list such as "
+        "2,4; default 1,2,4)",
+        type=_counts("--interleave"),
+        action="append",
+        metavar="N[,N...]",
+    )
+    p.add_argument(
+        "--disable",
+        type=_kinds("--disable", DISABLE_KINDS),
+        action="append",
+        metavar="KIND[,KIND...]",
+        help=f"kinds of parallelism never tried (repeatable, or a comma list): {', '.join(DISABLE_KINDS)}",
+    )
+    p.add_argument(
+        "--framework",
+        choices=tuple(FRAMEWORKS),
+        default=None,
+        help="the training framework whose launch rules apply (pipeline schedules, fused projections, "
+        "resharding, context parallelism; tpu_notes.training.frameworks); default maxtext on a TPU slice, megatron "
+        "on a GPU cluster",
+    )
+    p.add_argument(
+        "--recipe",
+        choices=tuple(RECIPES),
+        default=None,
+        help="the precision recipe: bytes per parameter of weights, gradients, master copy and moments, and the "
+        "matmul dtype (tpu_notes.training.precision); default the framework's",
+    )
+    p.add_argument(
+        "--dtype",
+        choices=PLAN_DTYPES,
+        default=None,
+        help="the matmuls' dtype (fp8: on chips with a published fp8 peak, e.g. h100); default the recipe's",
+    )
+    _add_number(
+        p,
+        "--hbm-fraction",
+        "the share of each chip's HBM a layout may use, in (0, 1]; the rest is headroom for what the memory model "
+        f"does not count (compiler scratch, fragmentation) (default {DEFAULT_HBM_FRACTION:g})",
+        default=DEFAULT_HBM_FRACTION,
+    )
+    _add_number(
+        p,
+        "--tie-within",
+        "layouts whose steps lie within this fraction of a tier's fastest share its tier, in [0, 1] (default: the "
+        "expected model's out-of-sample error on the chip's kind, tpu_notes.efficiency.OUT_OF_SAMPLE_ERROR; 0 "
+        "with --rank-by roofline)",
+    )
+    p.add_argument(
+        "--tensor-across-nodes",
+        action="store_true",
+        help="let tensor parallelism span NVLink nodes of a GPU cluster (default: inside one node)",
+    )
+    p.add_argument(
+        "--uneven-stages",
+        action="store_true",
+        help="let the first and last pipeline stages hold fewer layers (megatron, torchtitan)",
     )
     _json_and_run(p, "print JSON instead of a table", _plan)
 
