@@ -159,7 +159,7 @@ class PlanResult:
             f"HBM/chip: modelled peak, at most {self.hbm_fraction:.0%} of HBM ({self.recipe} precision, "
             f"{self.framework} rules)",
             "roof: the roofline (matmuls at peak, comms hidden), a floor on the step",
-            f"exp: expected step at efficiency model {model} rates, ± its out-of-sample error (MFU: its MFU)",
+            f"exp: the expected step (efficiency model {model}) ± its out-of-sample error, and its MFU",
         ]
         wide = sorted({p.parallelism.tensor for p in self.ranked[:top] if self.kv_heads < p.parallelism.tensor})
         if self.kv_heads and wide:
@@ -483,7 +483,11 @@ def _screen(s: _Search, base: Parallelism) -> tuple[str, Layout | None, list[int
     vs = [v for v in s.repeats if pp > 1 and pp * v <= s.model.n_layers] if pp > 1 else [1]
     vs = [v for v in vs if not _schedule_refusal(s, base, v, pp)]  # layer splits the framework accepts
     if not vs:
-        return _schedule_refusal(s, base, 1, pp), lay, [], []
+        why = _schedule_refusal(s, base, 1, pp)
+        if not why:  # every interleaving asked for has more layer groups than the layers
+            asked = ", ".join(map(str, s.repeats))
+            why = f"too many stages: {pp} stages x interleave ({asked}) exceed the {s.model.n_layers} layers"
+        return why, lay, [], []
     mbs = [k for k in range(pp, min(per_shard, s.max_microbatches) + 1) if per_shard % k == 0]
     if pp > 1 and fw.microbatches_per_stage == "always":
         mbs = [k for k in mbs if k % pp == 0]
