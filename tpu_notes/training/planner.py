@@ -159,7 +159,7 @@ class PlanResult:
             f"HBM/chip: modelled peak, at most {self.hbm_fraction:.0%} of HBM ({self.recipe} precision, "
             f"{self.framework} rules)",
             "roof: the roofline (matmuls at peak, comms hidden), a floor on the step",
-            f"exp: the expected step (efficiency model {model}) ± its out-of-sample error, and its MFU",
+            f"exp: expected step (efficiency model {model}) ± out-of-sample error; its MFU",
         ]
         wide = sorted({p.parallelism.tensor for p in self.ranked[:top] if self.kv_heads < p.parallelism.tensor})
         if self.kv_heads and wide:
