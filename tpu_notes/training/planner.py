@@ -35,7 +35,6 @@ from typing import Annotated
 
 from .. import rules
 from ..efficiency import check_efficiency
-from ..gpu import GpuCluster
 from ..system import System, check_system
 from ..transformer import as_config
 from ..units import Bool, DTypeName, Fraction, OneOf, PositiveInt, SeqLen, capped, checked, dtype_bytes, fmt
@@ -291,8 +290,8 @@ def plan(
     (``StepTime.total``, the chapters' upper bound on speed). Returns a :class:`PlanResult`.
     """
     m = as_config(model)
-    check_system(system, "system")
-    if isinstance(system, GpuCluster) and n_slices != 1:
+    check_system(system, "system").check_schedulable("system")
+    if not system.joins_over_dcn and n_slices != 1:
         raise ValueError("n_slices joins TPU slices over DCN; a GpuCluster includes its whole network (n_slices=1)")
     rules.whole_sequences(batch_tokens, seq_len)
     system.chip.peak_flops(dtype)  # a dtype the chip has a peak for
@@ -311,7 +310,7 @@ def plan(
         overlap=overlap,
         matmul_efficiency=matmul_efficiency,
         fused_projections=fused_projections,
-        reshard=isinstance(system, GpuCluster) if reshard_after_forward is None else reshard_after_forward,
+        reshard=system.chip.kind == "gpu" if reshard_after_forward is None else reshard_after_forward,
         param_bytes=pb,
         optimizer_bytes=optimizer_bytes_per_param(optimizer),
         efficiency=check_efficiency(None),
