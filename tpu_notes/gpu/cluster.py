@@ -491,7 +491,7 @@ class GpuCluster:
         return ""
 
     def check_schedulable(self, argument: str = "system") -> GpuCluster:
-        """This cluster: every ``GpuCluster`` can be requested (the method answers :class:`~tpu_notes.system.System`)."""
+        """This cluster: every ``GpuCluster`` can be requested (a :class:`~tpu_notes.system.System` question)."""
         return self
 
     def place(self, degrees) -> dict[str, tuple[AxisPart, ...]]:

@@ -61,16 +61,21 @@ def slice_shapes(chip, min_chips: PositiveInt = 1) -> list[Slice]:
 
 def _requests(c, min_chips: int) -> list[tuple[Slice, int]]:
     """``(slice, per_pod)`` pairs to plan: every schedulable slice of at least ``min_chips``; when ``min_chips``
-    is more than one slice may have, ``k`` slices of a shape per pod (2 <= k <= MAX_SLICES_PER_POD) whose ``k``
-    copies reach ``min_chips`` and fit in the pod."""
-    pod_chips = math.prod(c.pod_shape)
-    if min_chips <= largest_slice_chips(c):
+    is more than one slice may have (the request is larger than one slice), ``k`` copies per pod joined over DCN of
+    each schedulable shape of a power-of-two number of chips (the sizes every power-of-two batch and head count
+    divides), as many as fit in the pod (2 <= k <= MAX_SLICES_PER_POD), where they give more chips than one slice."""
+    top = largest_slice_chips(c)
+    if min_chips <= top:
         return [(slc, 1) for slc in slice_shapes(c, min_chips)]
-    out = []
+    pod_chips = math.prod(c.pod_shape)
+    out, seen = [], set()
     for slc in slice_shapes(c, 1):
-        k = -(-min_chips // slc.n_chips)
-        if 2 <= k <= MAX_SLICES_PER_POD and k * slc.n_chips <= pod_chips:
-            out.append((slc, k))
+        n = slc.n_chips
+        k = min(MAX_SLICES_PER_POD, pod_chips // n)
+        if n & (n - 1) or n in seen or k < 2 or k * n <= top:
+            continue
+        seen.add(n)  # one shape per size: slice_shapes lists the most compact first within a size
+        out.append((slc, k))
     return out
 
 
