@@ -285,7 +285,7 @@ def _check_plan_args(args):
     from .transformer import get_model
 
     system = _plan_system(args.slice)
-    if not isinstance(system, Slice) and args.slices != 1:
+    if not system.joins_over_dcn and args.slices != 1:
         raise ValueError("--slices joins TPU slices over DCN; a GPU cluster includes its whole network (use 1)")
     get_model(args.model, "--model")
     for policy in args.remat or ():
@@ -302,6 +302,14 @@ def _plan(args) -> int:
     # what plan() and, when no layout uses every chip, plan_slices() search with
     search = dict(n_slices=args.slices, max_context=args.max_context, rank_by=args.rank_by)
     remat = tuple(args.remat) if args.remat else ("none", "save_matmul_outputs", "full_block")
+    if getattr(slc, "why_not_schedulable", "") and not args.json:
+        from .training.subslices import format_slices, plan_slices
+
+        print(f"{args.model}: {slc.why_not_schedulable}")
+        print("The slices of this pod Cloud TPU schedules, fastest first:")
+        options = plan_slices(args.model, slc.chip, args.batch_tokens, args.seq_len, **search)
+        print(format_slices([o for o in options if o.ok] or options, top=min(args.top, 8)))
+        return 0
     try:
         result = plan(args.model, slc, args.batch_tokens, args.seq_len, remat=remat, **search)
     except NotImplementedError as err:
@@ -321,11 +329,11 @@ def _plan(args) -> int:
         )
         return 0
     print(
-        f"{args.model} on {args.slices} x {slc!r}, batch {args.batch_tokens:,} tokens, "
+        f"{args.model} on {args.slices} x {slc}, batch {args.batch_tokens:,} tokens, "
         f"sequences of {args.seq_len:,}: {len(result)} runnable of {result.searched} candidates"
     )
     print(_plan_table(result, args.top))
-    if not result.ranked and isinstance(slc, Slice):
+    if not result.ranked and slc.joins_over_dcn:
         from .training.subslices import format_slices, plan_slices
 
         print("\nNo legal layout uses every chip; the slices of this pod that can run, fastest first:")
@@ -407,11 +415,10 @@ def _legal_near(model, chip, n: int) -> str:
 
 
 def _describe_system(system) -> str:
-    shape = getattr(system, "shape", None)
-    name = system.chip.name
-    if shape:
-        return f"{name} {'x'.join(map(str, shape))} ({system.n_devices} chips)"
-    return f"{system.n_devices} x {name}"
+    """The readable name of a system (``str``: ``"v5e 4x4 (16 chips)"``, ``"64 h100"``)."""
+    if system.joins_over_dcn:
+        return f"{system} ({system.n_devices} chips)"
+    return str(system)
 
 
 def _serve_system(args, given, fewest_system):
