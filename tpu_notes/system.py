@@ -42,10 +42,40 @@ from typing import Protocol, runtime_checkable
 
 from .hardware import Chip, get_chip
 
-__all__ = ["NETWORK", "NODE", "PLACEMENT_ORDER", "AxisPart", "System", "check_system", "parse_system"]
+__all__ = [
+    "NETWORK",
+    "NODE",
+    "PHASES",
+    "PLACEMENT_ORDER",
+    "AxisPart",
+    "System",
+    "check_group_collective",
+    "check_system",
+    "parse_system",
+]
 
 #: Kinds of parallelism in the order a system places them: the most bandwidth-hungry first (Chapter 5).
 PLACEMENT_ORDER = ("tensor", "expert", "context", "fsdp", "data", "pipeline")
+
+#: How a collective that crosses levels adds its phases (``System.group_collective``, ``GpuCluster.collective_time``):
+#: ``"max"`` (they overlap; the slowest sets the time) or ``"sequence"`` (one after the other: their sum).
+PHASES = ("max", "sequence")
+
+
+def check_group_collective(op, phases) -> str:
+    """The canonical name of collective ``op`` (``"all-gather"``...), after checking ``op`` and ``phases`` (one of
+    :data:`PHASES`); a ``ValueError``/``TypeError`` naming the argument otherwise."""
+    from .collectives import KINDS, canonical_kind
+
+    if not isinstance(phases, str) or phases not in PHASES:
+        raise ValueError(f"phases must be one of {PHASES}; got {phases!r}")
+    if not isinstance(op, str):
+        raise TypeError(f"op must be a collective name, one of {KINDS}; got {type(op).__name__}")
+    try:
+        return canonical_kind(op)
+    except ValueError:
+        raise ValueError(f"op must be a collective name, one of {KINDS}; got {op!r}") from None
+
 
 #: ``AxisPart.axis`` of the two levels of a GPU cluster: the NVLink node and the scale-out network.
 NODE, NETWORK = -1, -2

@@ -44,7 +44,7 @@ import numpy as np
 
 from . import collectives, rules
 from .hardware import CHIPS, ICI_HOP_LATENCY, Chip, get_chip
-from .system import AxisPart
+from .system import AxisPart, check_group_collective
 from .units import DTypeName, NonNegativeFloat, PositiveInt, check_choice, check_positive, check_sizes, checked, fmt
 
 #: Most chips :func:`hop_grid` draws (it builds an array with one entry per chip).
@@ -431,9 +431,10 @@ class Slice:
         this slice): the torus formulas of :mod:`tpu_notes.collectives` with each part's size and wraparound, at
         the bidirectional ICI bandwidth. ``group``, ``span`` and ``phases`` are the GPU cluster's and change
         nothing here (a torus collective runs on all its axes at once)."""
+        op = check_group_collective(op, phases)
         if not parts:
             return 0.0
-        fn = getattr(collectives, collectives.canonical_kind(op).replace("-", "_") + "_time")
+        fn = getattr(collectives, op.replace("-", "_") + "_time")
         return fn(
             nbytes,
             [pt.size for pt in parts],

@@ -46,7 +46,7 @@ from typing import Annotated
 
 from ..collectives import CollectiveTime, canonical_kind
 from ..hardware import GPU_HOP_LATENCY, Chip, get_chip
-from ..system import NETWORK, NODE, AxisPart
+from ..system import NETWORK, NODE, PHASES, AxisPart, check_group_collective
 from ..units import (
     Bool,
     NonNegativeFloat,
@@ -80,10 +80,9 @@ __all__ = [
 #: Name of the NVLink level among a cluster's axes (a fat-tree level may not take it).
 NODE_AXIS = "node"
 
-#: How :meth:`GpuCluster.collective_time` adds the terms of a collective that crosses levels: ``"max"`` (the
-#: phases overlap and the slowest sets the time, the model of Chapter 11) or ``"sequence"`` (the NVLink phase and
-#: each network phase run one after the other, as a hierarchical ring does: their sum).
-PHASES = ("max", "sequence")
+# PHASES (tpu_notes.system): how GpuCluster.collective_time adds the terms of a collective that crosses levels,
+# "max" (the phases overlap and the slowest sets the time, the model of Chapter 11) or "sequence" (the NVLink phase
+# and each network phase run one after the other, as a hierarchical ring does: their sum).
 
 #: Measured gain of SHARP in-network AllReduce inside an H100 node: NCCL's peak bus bandwidth with NVLink SHARP,
 #: about 480 GB/s on 8 GPUs, over the ring's 370 GB/s (:data:`H100_MEASURED_ALLREDUCE_BW`) is 1.30x, where the
@@ -525,6 +524,7 @@ class GpuCluster:
         ``parts`` (its NVLink members: the ``NODE`` parts), spread over ``span`` GPUs by the kinds placed inside it
         (:meth:`collective_time`'s ``span``); a placement that is not mesh-like is priced on the node and the
         first level only. ``phases`` as in :meth:`collective_time`."""
+        op = check_group_collective(op, phases)
         if not parts:
             return 0.0
         inner = math.prod(pt.size for pt in parts if pt.axis == NODE)
