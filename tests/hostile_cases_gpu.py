@@ -89,6 +89,27 @@ CASES = {
         sharp=False,
         top_k=None,
     ),
+    G + "GpuCluster.check_schedulable": Case(self_=_cluster, argument="system"),
+    G + "GpuCluster.place": Case(
+        self_=_cluster,
+        degrees=Raw({"tensor": 8, "data": 8}, [None, {}, "tensor", {"tensor": 0}, {"tensor": 2.5}, {"data": 3}]),
+    ),
+    G + "GpuCluster.group_collective": Case(
+        self_=_cluster,
+        op=Choice("all-gather"),
+        nbytes=1e8,
+        parts=Raw(lambda: _cluster().place({"tensor": 16, "data": 4})["tensor"], [], lazy=True),
+        group=16,
+        span=16,
+        hop_latency=5e-6,
+        phases=Choice("sequence"),
+    ),
+    G + "GpuCluster.stage_send_time": Case(
+        self_=_cluster,
+        nbytes=1e8,
+        parts=Raw(lambda: _cluster().place({"pipeline": 64})["pipeline"], [], lazy=True),
+        hop_latency=5e-6,
+    ),
     G + "GpuCluster.send_time": Case(self_=_cluster, nbytes=1e8, across_nodes=True, hop_latency=5e-6),
     G + "dgx_superpod": Case(chip=ChipArg("h100"), n_gpus=1024, nodes_per_su=32, sus_per_spine=8),
     G + "ragged_fraction": Case(top_k=4, n_shards=8, exact=True),
@@ -111,6 +132,27 @@ CASES = {
     S + "System.axis_size": Case(self_=_slice, axis=Raw("x", ["w", "", None, ("x",), 5, -1, ODD])),
     S + "System.bandwidth": Case(self_=_slice, axis=Raw("x", ["w", "", None, ("x",), 5, ODD])),
     S + "System.latency": Case(self_=_slice, axis=Raw("y", ["w", "", None, ("y",), 5, ODD])),
+    S + "check_group_collective": Case(op=Choice("all_gather"), phases=Choice("sequence")),
+    S + "System.check_schedulable": Case(self_=_slice, argument="system"),
+    S + "System.place": Case(
+        self_=_slice, degrees=Raw({"tensor": 4, "fsdp": 4}, [None, {}, "tensor", {"tensor": 0}, {"fsdp": 3}])
+    ),
+    S + "System.group_collective": Case(
+        self_=_slice,
+        op=Choice("all-gather"),
+        nbytes=1e8,
+        parts=Raw(lambda: _slice().place({"tensor": 4, "fsdp": 4})["tensor"], [], lazy=True),
+        group=4,
+        span=4,
+        hop_latency=1e-6,
+        phases=Choice("max"),
+    ),
+    S + "System.stage_send_time": Case(
+        self_=_slice,
+        nbytes=1e8,
+        parts=Raw(lambda: _slice().place({"pipeline": 16})["pipeline"], [], lazy=True),
+        hop_latency=1e-6,
+    ),
     S + "System.collective_time": Case(
         self_=_slice,
         kind=Choice("all_gather"),
@@ -123,4 +165,4 @@ COVERED = ("gpu.cluster", "gpu.routing", "system")
 
 #: Records the library builds itself (their fields are computed): constructors not fuzzed; methods have entries.
 #: ``system.System`` is a Protocol (it has no instances of its own; its methods are tried on a Slice).
-RESULT_RECORDS = {"gpu.cluster.LevelInfo", "gpu.routing.LinkLoad", "system.System"}
+RESULT_RECORDS = {"gpu.cluster.LevelInfo", "gpu.routing.LinkLoad", "system.System", "system.AxisPart"}

@@ -45,8 +45,9 @@ def test_every_ranked_layout_is_legal_and_fits_at_its_compiled_peak(model, syste
 
 
 def test_uneven_splits_are_rejected_not_averaged():
-    # 1024 sequences over 560 batch shards (the old planner ranked 0.457 sequences per shard)
-    r = T.plan("llama3-70b", parse_system("v5p"), FOUR_M, 4096)
+    # 1024 sequences over 560 batch shards (the old planner ranked 0.457 sequences per shard): 8x20x28 is 70 cubes,
+    # 4480 = 2^7 x 35 chips, as the full 8960-chip pod (which Cloud TPU does not schedule as one slice) was
+    r = T.plan("llama3-70b", parse_system("v5p:8x20x28"), FOUR_M, 4096)
     assert len(r) == 0
     reasons = [p.reason for p in r.rejected]
     assert any(x.startswith("uneven batch") for x in reasons)
@@ -126,10 +127,11 @@ def test_fractions_above_one_are_refused():
         T.min_chips_for_memory("llama3-8b", "v5p", 2**20, 4096, fraction=1000)
 
 
-def test_a_full_pod_with_no_legal_layout_points_to_its_slices():
+def test_a_pod_offers_only_the_slices_cloud_tpu_schedules():
     options = T.plan_slices("llama3-70b", "v5p", FOUR_M, 4096)
-    full = next(o for o in options if o.slice.n_chips == 8960)
-    assert not full.ok and full.legal == 0
+    assert options and all(o.slice.schedulable and o.per_pod == 1 for o in options)
+    assert max(o.slice.n_chips for o in options) == 6144  # 16x16x24, not the 8960-chip pod
+    assert any(not o.ok for o in options)  # 8x20x28 (35 in its chip count) has no legal layout
     best = options[0]
     assert best.ok and best.idle_chips == 8960 - best.chips
     assert best.tokens_per_s == pytest.approx(FOUR_M / best.step_s)

@@ -131,3 +131,119 @@ def test_the_capped_simulations_do_bounded_work():
     pod = dgx_superpod("gb200", MAX_DIRECT_GPUS, nodes_per_su=8)
     calls = count_calls(lambda: loads.extend(link_loads(pod, "all-to-all", 1e9, MAX_DIRECT_GPUS)), CAP_CALLS)
     assert loads and calls > MAX_DIRECT_GPUS
+
+
+# -- what Cloud TPU schedules, readable names, the scale-up domain, phases in sequence -----------------------------
+def test_slices_cloud_tpu_schedules_and_those_it_refuses():
+    from tpu_notes import topology as tp
+    from tpu_notes.topology import Slice
+
+    # the documented largest slices: 96 cubes of 64 chips on v5p, a 16x16 pod of 256 on v5e and v6e
+    assert tp.largest_slice_chips("v5p") == 96 * 4**3 and tp.largest_shape("v5p") == (16, 16, 24)
+    assert tp.largest_slice_chips("v4p") == 16**3 and tp.largest_shape("v4p") == (16, 16, 16)
+    assert tp.largest_slice_chips("v5e") == tp.largest_slice_chips("v6e") == 16 * 16
+    for ok in [("v5p", (16, 16, 24)), ("v5p", (2, 2, 1)), ("v5p", (2, 4, 4)), ("v5p", (8, 12, 28)), ("v5e", (16, 8))]:
+        assert Slice(*ok).schedulable and Slice(*ok).why_not_schedulable == ""
+        assert Slice(*ok).check_schedulable() == Slice(*ok)
+    too_big = Slice("v5p", (16, 16, 28))
+    assert too_big.n_chips > tp.largest_slice_chips("v5p") and not too_big.schedulable
+    with pytest.raises(ValueError, match=r"^system: v5p 16x16x28 .*6,144 chips \(16x16x24\).*n_slices") as err:
+        too_big.check_schedulable("system")
+    assert err.value.kind == "not schedulable"
+    for shape in [("v5e", (4, 16)), ("v5p", (1, 1, 4)), ("v6e", (2, 8))]:  # buildable, but not offered shapes
+        slc = Slice(*shape)
+        assert not slc.schedulable and "offers" in slc.why_not_schedulable
+        with pytest.raises(ValueError, match="^slice: "):
+            slc.check_schedulable("slice")
+    assert all(Slice("v5p", s).schedulable for s in tp.schedulable_shapes("v5p"))
+
+
+def test_training_refuses_an_unschedulable_slice_naming_the_argument():
+    from tpu_notes import training as T
+    from tpu_notes.topology import Slice
+
+    big = Slice("v5p", (16, 16, 28))
+    with pytest.raises(ValueError, match=r"^slice: .*16x16x24.*n_slices"):
+        T.step_time("llama3-8b", T.Parallelism(fsdp=big.n_chips), big, 2**23, 4096)
+    with pytest.raises(ValueError, match=r"^system: .*16x16x24.*n_slices"):
+        T.plan("llama3-8b", big, 2**23, 4096)
+
+
+def test_the_full_v5p_pod_is_planned_as_slices_over_dcn_in_a_second():
+    import time
+
+    from tpu_notes import training as T
+
+    t = time.perf_counter()
+    options = T.plan_slices("llama3-405b", "v5p", 16 * 2**20, 8192, min_fraction=1.0)
+    took = time.perf_counter() - t
+    assert options and all(o.per_pod >= 2 and o.slice.schedulable for o in options)
+    assert all(o.n_slices == o.per_pod and o.chips == o.per_pod * o.slice.n_chips for o in options)
+    assert any(o.ok for o in options) and took < 5.0  # about 0.5 s on the 2-core machine; margin for slow CI
+
+
+def test_readable_names():
+    from tpu_notes.gpu import GpuCluster
+    from tpu_notes.topology import Slice
+    from tpu_notes.training.practitioners import describe_system
+
+    assert str(Slice("v5p", (16, 16, 16))) == "v5p 16x16x16"
+    assert str(GpuCluster("h100", 8192)) == "8192 h100" == describe_system(GpuCluster("h100", 8192))
+    assert describe_system(Slice("v5e", (16, 16)), 4) == "4 x " + str(Slice("v5e", (16, 16)))
+
+
+def test_scale_up_size_is_the_nvlink_node_or_the_whole_slice():
+    from tpu_notes.gpu import GpuCluster, dgx_superpod
+    from tpu_notes.hardware import get_chip
+    from tpu_notes.topology import Slice
+
+    assert GpuCluster("h100", 64).scale_up_size == get_chip("h100").node_size == 8
+    assert dgx_superpod("gb200", 576, nodes_per_su=8).scale_up_size == 72
+    assert GpuCluster("h100", 4).scale_up_size == 4  # a cluster smaller than a node is its own domain
+    slc = Slice("v5p", (8, 8, 8))
+    assert slc.scale_up_size == slc.n_chips == 512
+    assert isinstance(slc, System) and isinstance(GpuCluster("h100", 64), System)
+
+
+def test_a_cross_node_tensor_collective_in_sequence_is_the_sum_of_its_phases():
+    from tpu_notes import training as T
+    from tpu_notes.gpu import GpuCluster
+
+    c = GpuCluster("h100", 64)
+    v = 2.0**27
+    terms = c.collective_terms("all_gather", v, 16, 8)  # 16 GPUs: two whole nodes
+    assert terms["node"] > 0 and terms["network"] > 0
+    most = c.collective_time("all_gather", v, 16, 8)
+    seq = c.collective_time("all_gather", v, 16, 8, phases="sequence")
+    assert seq.bandwidth_time == pytest.approx(sum(terms.values())) and seq.total >= most.total
+    assert most.bandwidth_time == pytest.approx(max(terms.values()))  # the default (Chapter 11) is unchanged
+    inside = c.collective_time("all_gather", v, 8, 8, phases="sequence")
+    assert inside.total == pytest.approx(c.collective_time("all_gather", v, 8, 8).total)  # one node: they agree
+    # in a layout, the tensor kind spanning nodes is priced in sequence; data is not
+    lay = T.map_to_slice(T.Parallelism(tensor=16, data=4), c)
+    assert lay.collective("tensor", "all-gather", v, 5e-6) == pytest.approx(
+        c.collective_time("all_gather", v, 16, 8, span=16, hop_latency=5e-6, phases="sequence").total
+    )
+    assert lay.collective("data", "all-reduce", v, 5e-6) == pytest.approx(
+        c.collective_time("all_reduce", v, 4, 1, span=64, hop_latency=5e-6).total
+    )
+    with pytest.raises(ValueError, match="phases"):
+        c.collective_time("all_gather", v, 16, 8, phases="both")
+
+
+def test_placement_and_pricing_are_the_systems_own():
+    from tpu_notes.gpu import GpuCluster
+    from tpu_notes.system import NETWORK, NODE, AxisPart
+    from tpu_notes.topology import Slice
+    from tpu_notes.training import step
+
+    assert step.AxisPart is AxisPart  # re-exported for old imports
+    slc = Slice("v5p", (4, 4, 8))
+    parts = slc.place({"tensor": 4, "fsdp": 32})
+    assert parts["tensor"] == (AxisPart(0, 4, True),) and sum(p.size > 1 for p in parts["fsdp"]) == 2
+    g = GpuCluster("h100", 64).place({"tensor": 16, "data": 4})
+    assert g["tensor"] == (AxisPart(NODE, 8, False), AxisPart(NETWORK, 2, False))
+    assert g["data"] == (AxisPart(NODE, 1, False), AxisPart(NETWORK, 4, False))
+    with pytest.raises(ValueError, match="multiply to"):
+        slc.place({"fsdp": 64})
+    assert slc.stage_send_time(1e6, parts["fsdp"], 1e-6) == pytest.approx(1e6 / slc.chip.ici_bw_oneway + 1e-6)

@@ -179,9 +179,17 @@ def test_planner_empty_ranking_says_why():
     assert "No legal layout fits" in r.table()
 
 
-def test_planner_finds_no_legal_layout_on_a_full_v5p_pod():
-    # 8960 = 2^8 x 35 chips; 2048 sequences of 8192 and no degree of the model absorbs the 35: every split is uneven
-    r = T.plan("llama3-405b", POD, 16 * 2**20, 8192)
+def test_planner_refuses_a_full_v5p_pod_cloud_tpu_will_not_schedule():
+    # 8960 chips, but Cloud TPU schedules at most 96 cubes (6,144 chips, 16x16x24) in one v5p slice
+    with pytest.raises(ValueError, match=r"system: .*6,144 chips \(16x16x24\).*n_slices") as err:
+        T.plan("llama3-405b", POD, 16 * 2**20, 8192)
+    assert err.value.kind == "not schedulable"
+
+
+def test_planner_finds_no_legal_layout_on_a_slice_of_35_cubes():
+    # 16x20x28 / 4 = 8960 = 2^8 x 35 chips; 8x20x28 = 4480 chips (70 cubes) is schedulable and keeps the 35:
+    # 2048 sequences of 8192 and no degree of the model absorbs the 35, so every split is uneven
+    r = T.plan("llama3-405b", Slice("v5p", (8, 20, 28)), 16 * 2**20, 8192)
     assert len(r) == 0 and r.searched > 1000
     assert set(r.reasons()) <= {"uneven batch", "too few sequences"}
 

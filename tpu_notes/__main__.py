@@ -355,7 +355,7 @@ def _check_plan_args(args):
     from .transformer import get_model
 
     system = _plan_system(args.slice)
-    if not isinstance(system, Slice) and args.slices != 1:
+    if not system.joins_over_dcn and args.slices != 1:
         raise ValueError("--slices joins TPU slices over DCN; a GPU cluster includes its whole network (use 1)")
     get_model(args.model, "--model")
     for policy in args.remat or ():
@@ -387,7 +387,7 @@ def _check_plan_args(args):
             f"--uneven-stages shortens the first and last pipeline stages, which {fw.name} does not allow; give "
             f"--framework from {allowed}"
         )
-    if args.tensor_across_nodes and isinstance(system, Slice):
+    if args.tensor_across_nodes and system.joins_over_dcn:
         raise ValueError(
             "--tensor-across-nodes lets tensor parallelism leave an NVLink node of a GPU cluster; a TPU slice's ICI "
             "already joins all its chips (give a GPU system such as h100:64)"
@@ -457,7 +457,7 @@ def _plan_header(args, system, result, error: float) -> str:
     the expected step."""
     from .training.practitioners import describe_system
 
-    chips = f" ({system.n_devices * args.slices:,} chips)" if isinstance(system, Slice) else ""
+    chips = f" ({system.n_devices * args.slices:,} chips)" if system.joins_over_dcn else ""
     return (
         f"{args.model} on {describe_system(system, args.slices)}{chips}, batch {args.batch_tokens:,} "
         f"tokens, sequences of {args.seq_len:,} | {result.framework} rules, {result.recipe} recipe, "
@@ -468,7 +468,7 @@ def _plan_header(args, system, result, error: float) -> str:
 def _alternatives(args, system, kwargs) -> list:
     """When no layout uses every chip of a TPU slice: the slices of its pod that can run, fastest first
     (:func:`tpu_notes.training.plan_slices`, with the same search); none for a GPU cluster."""
-    if not isinstance(system, Slice):
+    if not system.joins_over_dcn:
         return []
     from .training.subslices import plan_slices
 
@@ -484,6 +484,14 @@ def _plan(args) -> int:
     slc = _check_plan_args(args)
     kwargs = _plan_kwargs(args)
     remat = tuple(args.remat) if args.remat else ("none", "save_matmul_outputs", "full_block")
+    if getattr(slc, "why_not_schedulable", "") and not args.json:
+        from .training.subslices import format_slices, plan_slices
+
+        print(f"{args.model}: {slc.why_not_schedulable}")
+        print("The slices of this pod Cloud TPU schedules, fastest first:")
+        options = plan_slices(args.model, slc.chip, args.batch_tokens, args.seq_len, **kwargs)
+        print(format_slices([o for o in options if o.ok] or options, top=min(args.top, 8)))
+        return 0
     try:
         result = plan(args.model, slc, args.batch_tokens, args.seq_len, remat=remat, **kwargs)
     except NotImplementedError as err:

@@ -26,6 +26,33 @@ VREG_BYTES = 8 * 128 * 4
 
 _TABLE = "scaling book, tpus.md (TPU specs tables)"
 _GPU_TABLE = "scaling book, gpus.md (Summary of GPU specs tables)"
+
+# What Cloud TPU schedules as one slice (Chip.max_slice_chips, Chip.slice_topologies), from its documentation.
+_V5P_DOC = (
+    "Google Cloud TPU v5p documentation (cloud.google.com/tpu/docs/v5p, System architecture and Configurations): "
+    "'The largest job that can be scheduled is a 96 cube (6144 chip) job'; 'The maximum v5p shape is 16x16x24'"
+)
+_V5P_SMALL_DOC = (
+    "Google Cloud TPU v5p documentation (cloud.google.com/tpu/docs/v5p): the slice shapes smaller than a cube, "
+    "2x2x1, 2x2x2, 2x4x4, and the v5p-32 accelerator type (16 chips, 2x2x4); larger slices are whole 4x4x4 cubes"
+)
+_V4_DOC = (
+    "Google Cloud TPU v4 documentation (cloud.google.com/tpu/docs/v4: 'TPU Pod size 4096 chips'; "
+    "cloud.google.com/tpu/docs/types-topologies: a v4 topology AxBxC has A, B, C all <= 4 or all multiples of 4, "
+    "the accelerator types below a cube being 2x2x1, 2x2x2, 2x2x4, 2x4x4)"
+)
+_V5E_DOC = (
+    "Google Cloud TPU v5e documentation (cloud.google.com/tpu/docs/v5e, Configurations: the 2D slice shapes "
+    "1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16; training on up to 256 chips)"
+)
+_V6E_DOC = (
+    "Google Cloud TPU v6e documentation (docs.cloud.google.com/tpu/docs/v6e: 'TPU Pod size 256 chips', a 2D torus "
+    "sharing v5e's 256-chip footprint); the shapes are taken as v5e's list (1x1 ... 16x16)"
+)
+#: Shapes of a 2D v5e/v6e slice Cloud TPU offers, axes sorted.
+_2D_TOPOLOGIES = ((1, 1), (2, 2), (2, 4), (4, 4), (4, 8), (8, 8), (8, 16), (16, 16))
+#: Shapes of a 3D slice smaller than one 4x4x4 cube that Cloud TPU offers (v4, v5p), axes sorted.
+_SUBCUBE_TOPOLOGIES = ((1, 2, 2), (2, 2, 2), (2, 2, 4), (2, 4, 4))
 _SM = (
     "scaling book, gpus.md (4 subpartitions per SM, each 32 fp32 CUDA cores, one tensor core, 16k 32-bit "
     "registers: 256 KiB of registers per SM on every generation)"
@@ -140,6 +167,8 @@ class Chip:
     ici_dims: int | None = None  # 2 (2D torus) or 3 (3D torus)
     pod_shape: tuple[int, ...] | None = None  # largest ICI-connected slice, chips per axis
     host_shape: tuple[int, ...] | None = None  # chips attached to one host, per axis
+    max_slice_chips: int | None = None  # TPU: most chips of one slice Cloud TPU schedules (None: the whole pod)
+    slice_topologies: tuple[tuple[int, ...], ...] | None = None  # TPU: offered shapes, axes sorted (3D: sub-cube)
     pcie_bw: float | None = None  # host<->chip link (PCIe), one direction, bytes/s: what host offload crosses
     dcn_bw: float | None = None  # data-centre network bandwidth PER CHIP (per GPU), bytes/s
     mxu_size: int | None = None  # systolic array edge (128 or 256)
@@ -224,6 +253,7 @@ class Chip:
             "nvlink_links",
             "nvswitches_per_node",
             "nvswitch_ports",
+            "max_slice_chips",
         ):
             v = getattr(self, f)
             if f == "nvswitches_per_node" and type(v) is int and v == 0:
@@ -232,6 +262,18 @@ class Chip:
                 check_positive(f, v, integer=True)
         if self.ici_dims is not None and self.ici_dims not in (1, 2, 3):
             raise ValueError(f"ici_dims must be 1, 2 or 3 (torus axes); got {self.ici_dims!r}")
+        if self.slice_topologies is not None and (
+            not isinstance(self.slice_topologies, tuple)
+            or not self.slice_topologies
+            or any(
+                not isinstance(t, tuple) or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in t)
+                for t in self.slice_topologies
+            )
+        ):
+            raise ValueError(
+                f"slice_topologies must be a tuple of shapes (tuples of positive integers); got "
+                f"{self.slice_topologies!r}"
+            )
         for f in ("pod_shape", "host_shape"):
             v = getattr(self, f)
             if v is None:
@@ -491,8 +533,12 @@ _CHIP_LIST = [
         clock_hz=1.05e9,
         vpu_alus_per_lane=2,
         vregs_per_core=32,
+        max_slice_chips=4096,
+        slice_topologies=_SUBCUBE_TOPOLOGIES,
         sources={
             "*": _TABLE,
+            "max_slice_chips": _V4_DOC,
+            "slice_topologies": _V4_DOC,
             "hbm_bw": _TABLE + "; tpus.md Q1 uses 1.23e12",
             "pcie_bw": "scaling book, tpus.md ('16GB/s each way' for v4)",
             "dcn_bw": "scaling book, tpus.md TPU Specs ('typically around 6.25e9 bytes / second per TPU', the "
@@ -530,8 +576,12 @@ _CHIP_LIST = [
         vpu_alus_per_lane=4,
         vregs_per_core=64,
         dollars_per_hour=4.2,
+        max_slice_chips=6144,
+        slice_topologies=_SUBCUBE_TOPOLOGIES,
         sources={
             "*": _TABLE,
+            "max_slice_chips": _V5P_DOC,
+            "slice_topologies": _V5P_SMALL_DOC,
             "vpu_alus_per_lane": "scaling book, tpus.md Appendix A ((8, 128) lanes x 4 ALUs = 4096 ALUs)",
             "vregs_per_core": "scaling book, tpus.md Appendix A (64 VREGs of 4 KiB = 256 KiB)",
             "bf16_flops": _TABLE + "; training.md sometimes rounds to 4.6e14",
@@ -566,8 +616,12 @@ _CHIP_LIST = [
         mxus_per_core=4,
         clock_hz=1.5e9,
         dollars_per_hour=1.2,
+        max_slice_chips=256,
+        slice_topologies=_2D_TOPOLOGIES,
         sources={
             "*": _TABLE,
+            "max_slice_chips": _V5E_DOC,
+            "slice_topologies": _V5E_DOC,
             "hbm_bw": _TABLE + "; older versions of the book use 8.1e11",
             "hbm_bytes": _TABLE + " (16e9; the body text says 16 GiB)",
             "vmem_bytes": "scaling book, tpus.md (128 MiB)",
@@ -598,8 +652,12 @@ _CHIP_LIST = [
         cores_per_chip=1,
         mxus_per_core=2,
         clock_hz=9.2e14 / (1 * 2 * 2 * 256**2),
+        max_slice_chips=256,
+        slice_topologies=_2D_TOPOLOGIES,
         sources={
             "*": _TABLE,
+            "max_slice_chips": _V6E_DOC,
+            "slice_topologies": _V6E_DOC,
             "bf16_flops": _TABLE + "; roofline.md uses 9.1e14",
             "mxu_size": "scaling book, tpus.md (256x256 MXU; pad to 256)",
             "cores_per_chip": "Google Cloud TPU v6e documentation (one TensorCore per chip); the scaling "

@@ -21,20 +21,30 @@ The point-to-point transfer model is the book's: ``T = bytes / (ports · W_link_
 A :class:`Slice` is a :class:`tpu_notes.system.System`: its axes are ``"x"``, ``"y"`` (and ``"z"``), each with its
 size, the bidirectional per-link ICI bandwidth the collective formulas of Chapter 3 take, the chip's hop latency,
 and :meth:`Slice.collective_time` over any set of them, as a :class:`~tpu_notes.gpu.GpuCluster` answers for its
-NVLink node and fat-tree levels.
+NVLink node and fat-tree levels. It also places a layout's parallelism degrees on its axes (:meth:`Slice.place`,
+Chapter 5) and prices a collective over the placed parts (:meth:`Slice.group_collective`).
+
+**What Cloud TPU schedules.** A shape :class:`Slice` can build is not always one a user can ask for: Cloud TPU
+schedules at most ``Chip.max_slice_chips`` chips in one slice (v5p: 6,144 chips = 96 cubes, 16x16x24, of its
+8,960-chip pod; v4: 4,096; v5e and v6e: 256) and offers only some shapes (``Chip.slice_topologies``: 1x1 ...
+16x16 on v5e/v6e; on v4/v5p the sub-cube shapes 2x2x1, 2x2x2, 2x2x4, 2x4x4 and any shape of whole 4x4x4 cubes).
+:attr:`Slice.schedulable` says whether one slice of a shape can be requested; larger runs join slices over DCN
+(``n_slices``). Sources are on each chip's figures in :mod:`tpu_notes.hardware`. Chips without those figures (v3,
+TPU7x) are taken as schedulable up to the whole pod.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import collectives
+from . import collectives, rules
 from .hardware import CHIPS, ICI_HOP_LATENCY, Chip, get_chip
+from .system import AxisPart, check_group_collective
 from .units import DTypeName, NonNegativeFloat, PositiveInt, check_choice, check_positive, check_sizes, checked, fmt
 
 #: Most chips :func:`hop_grid` draws (it builds an array with one entry per chip).
@@ -133,6 +143,10 @@ class Slice:
 
     def __repr__(self) -> str:
         return f"Slice({self.chip.name!r}, {self.shape})"
+
+    def __str__(self) -> str:
+        """The readable name: ``"v5p 16x16x16"`` (chip, then the shape joined by ``x``)."""
+        return f"{self.chip.name} {'x'.join(str(n) for n in self.shape)}"
 
     # ---- sizes -------------------------------------------------------------------------------------------------
     @property
@@ -304,20 +318,140 @@ class Slice:
             hop_latency=self._hop_latency(hop_latency),
         )
 
-    # ---- the System questions (tpu_notes.system) ---------------------------------------------------------------
+    # ---- what Cloud TPU schedules -----------------------------------------------------------------------------
     @property
-    def n_devices(self) -> int:
-        """Chips in the slice (``n_chips``: the name every :class:`~tpu_notes.system.System` answers to)."""
-        return self.n_chips
+    def max_chips(self) -> int:
+        """Most chips one slice of this chip may have when Cloud TPU schedules it (``Chip.max_slice_chips``; the
+        whole pod where the chip has no such figure)."""
+        return largest_slice_chips(self.chip)
 
     @property
+    def why_not_schedulable(self) -> str:
+        """Why Cloud TPU would not schedule this slice in one piece (``""`` when it would): too many chips for one
+        slice, or a shape not among the offered topologies (see the module docstring)."""
+        c = self.chip
+        top = self.max_chips
+        if self.n_chips > top:
+            big = largest_shape(c)
+            k = -(-self.n_chips // top)
+            return (
+                f"{self} has {self.n_chips:,} chips, more than the largest slice Cloud TPU schedules on {c.name}: "
+                f"{top:,} chips ({'x'.join(map(str, big))}); ask for smaller slices joined over DCN with n_slices "
+                f"(e.g. n_slices={k} of {c.name} {'x'.join(map(str, big))})"
+            )
+        if not _offered(c, self.shape):
+            return f"{self} is not a slice shape Cloud TPU offers on {c.name}: {_offered_text(c)}"
+        return ""
+
+    @property
+    def schedulable(self) -> bool:
+        """Whether one slice of this shape can be requested from Cloud TPU (:attr:`why_not_schedulable`)."""
+        return not self.why_not_schedulable
+
+    def check_schedulable(self, argument: str = "slice") -> Slice:
+        """This slice, or :class:`tpu_notes.rules.Illegal` (a ``ValueError``, kind ``"not schedulable"``) whose
+        message names ``argument``, gives the largest slice and suggests ``n_slices``."""
+        why = self.why_not_schedulable
+        if why:
+            raise rules.Illegal("not schedulable", f"{argument}: {why}", why)
+        return self
+
+    # ---- Chapter 5: placing a layout ---------------------------------------------------------------------------
+    @property
     def joins_over_dcn(self) -> bool:
-        """Slices of one chip join over the data-centre network (DCN) for data parallelism."""
+        """True: copies of a TPU slice are joined over the data-centre network (``n_slices``, ``dcn``)."""
         return True
 
     @property
     def scale_up_size(self) -> int:
-        """Chips joined by the scale-up fabric: every chip of the slice (its ICI torus)."""
+        """Chips joined by the scale-up fabric: every chip of the slice (ICI links them all, ``n_chips``)."""
+        return self.n_chips
+
+    def place(self, degrees) -> dict[str, tuple[AxisPart, ...]]:
+        """Place parallelism ``degrees`` (kind -> degree, in the order to place them: the most bandwidth-hungry
+        first) on the torus axes. A kind takes whole axes when their sizes multiply to its degree (a whole axis
+        keeps its wraparound); otherwise it also takes a contiguous part of one axis, priced as a line (no
+        wraparound). ``ValueError`` when the degrees do not multiply to the slice's chips or do not fit."""
+        degrees = _check_degrees(degrees)
+        total = math.prod(degrees.values())
+        if total != self.n_chips:
+            shown = ", ".join(f"{k}={d}" for k, d in degrees.items() if d > 1) or "all 1"
+            raise ValueError(
+                f"the degrees ({shown}) multiply to {total} chips, but the slice {self.shape} has {self.n_chips}; "
+                "they must be equal (dcn counts slices, not chips)"
+            )
+        left = list(self.shape)  # chips of each axis not yet given away
+        whole = [True] * len(left)  # axis untouched so far
+        parts: dict[str, tuple[AxisPart, ...]] = {}
+        for kind, d in degrees.items():
+            if d == 1:
+                parts[kind] = ()
+                continue
+            best = None
+            free = [i for i in range(len(left)) if whole[i]]
+            for r in range(len(free), -1, -1):
+                for combo in itertools.combinations(free, r):
+                    prod = math.prod(left[i] for i in combo)
+                    if d % prod:
+                        continue
+                    rest = d // prod
+                    if rest == 1:
+                        best = (combo, None)
+                        break
+                    for j in range(len(left)):
+                        if j not in combo and left[j] % rest == 0 and left[j] > 1:
+                            best = (combo, j)
+                            break
+                    if best:
+                        break
+                if best:
+                    break
+            if best is None:
+                raise ValueError(
+                    f"{kind}={d} cannot be placed on the axes left of slice {self.shape} ({left}); choose "
+                    "degrees that are products of whole axes and parts of axes"
+                )
+            combo, j = best
+            got = [AxisPart(i, left[i], self.wraparound[i]) for i in combo]
+            for i in combo:
+                left[i], whole[i] = 1, False
+            if j is not None:
+                rest = d // math.prod(p.size for p in got)
+                got.append(AxisPart(j, rest, False))
+                left[j] //= rest
+                whole[j] = False
+            parts[kind] = tuple(got)
+        return parts
+
+    def group_collective(
+        self, op: str, nbytes: float, parts, *, group: int = 0, span: int = 0, hop_latency: float, phases: str = "max"
+    ) -> float:
+        r"""Seconds of collective ``op`` (any spelling of :func:`tpu_notes.collectives.canonical_kind`) on a
+        ``nbytes``-byte array over one group placed on ``parts`` (:class:`~tpu_notes.system.AxisPart`\ s of
+        this slice): the torus formulas of :mod:`tpu_notes.collectives` with each part's size and wraparound, at
+        the bidirectional ICI bandwidth. ``group``, ``span`` and ``phases`` are the GPU cluster's and change
+        nothing here (a torus collective runs on all its axes at once)."""
+        op = check_group_collective(op, phases)
+        if not parts:
+            return 0.0
+        fn = getattr(collectives, op.replace("-", "_") + "_time")
+        return fn(
+            nbytes,
+            [pt.size for pt in parts],
+            self.chip.bandwidth("ici"),
+            wraparound=[pt.wraparound for pt in parts],
+            hop_latency=hop_latency,
+        ).total
+
+    def stage_send_time(self, nbytes: float, parts, hop_latency: float) -> float:
+        """Seconds of one pipeline send of ``nbytes`` to the neighbouring stage: one hop over one ICI link one
+        way (``nbytes / W_ici_oneway + hop_latency``)."""
+        return nbytes / self.chip.bandwidth("ici_oneway") + hop_latency
+
+    # ---- the System questions (tpu_notes.system) ---------------------------------------------------------------
+    @property
+    def n_devices(self) -> int:
+        """Chips in the slice (``n_chips``: the name every :class:`~tpu_notes.system.System` answers to)."""
         return self.n_chips
 
     @property
@@ -372,6 +506,79 @@ class Slice:
         if len(set(idx)) != len(idx) or not idx:
             raise ValueError(f"{argument} must be distinct and non-empty, from {allowed}; got {axes!r}")
         return tuple(idx)
+
+
+def _check_degrees(degrees) -> dict[str, int]:
+    if not isinstance(degrees, Mapping) or not degrees:
+        raise TypeError(f"degrees must be a non-empty mapping of parallelism kind -> degree; got {degrees!r}")
+    out = {}
+    for k, d in degrees.items():
+        if not isinstance(k, str) or isinstance(d, bool) or not isinstance(d, int) or d < 1:
+            raise ValueError(f"degrees must map kind names to positive integers; got {k!r}: {d!r}")
+        out[k] = d
+    return out
+
+
+def largest_slice_chips(chip) -> int:
+    """Most chips of one slice of TPU ``chip`` Cloud TPU schedules: ``Chip.max_slice_chips`` (v5p: 6,144; v4:
+    4,096; v5e, v6e: 256), else the whole pod."""
+    c = _check_tpu(chip)
+    return c.max_slice_chips if c.max_slice_chips is not None else math.prod(c.pod_shape)
+
+
+def _offered(c: Chip, shape) -> bool:
+    """Whether Cloud TPU offers a slice of ``shape`` (any axis order) on ``c``, size limit aside."""
+    key = tuple(sorted(shape))
+    if c.slice_topologies is None or key in c.slice_topologies:
+        return True
+    return c.ici_dims == 3 and all(n % CUBE == 0 for n in key)
+
+
+def _offered_text(c: Chip) -> str:
+    shapes = ", ".join("x".join(map(str, t)) for t in c.slice_topologies)
+    if c.ici_dims == 3:
+        return (
+            f"below one {CUBE}x{CUBE}x{CUBE} cube the offered shapes are {shapes}; larger slices are whole cubes "
+            f"(every axis a multiple of {CUBE}), at most {largest_slice_chips(c):,} chips"
+        )
+    return f"the offered shapes are {shapes} (axes in any order)"
+
+
+def schedulable_shapes(chip) -> list[tuple[int, ...]]:
+    """Every slice shape of TPU ``chip`` Cloud TPU schedules as one slice, axes sorted, fewest chips first (ties:
+    the most compact first): the documented topologies (``Chip.slice_topologies``) and, on a 3D torus, every shape
+    of whole 4x4x4 cubes that fits the pod, up to :func:`largest_slice_chips`. For a chip without documented
+    topologies (v3, TPU7x): the powers of two at most 2:1 on a 2D torus, the sub-cube shapes and whole cubes on a
+    3D one."""
+    c = _check_tpu(chip)
+    pod = sorted(c.pod_shape)
+    top = largest_slice_chips(c)
+    if c.ici_dims == 3:
+        small = set(c.slice_topologies or ()) or {
+            (a, b, d) for a in (1, 2, 4) for b in (1, 2, 4) for d in (1, 2, 4) if a <= b <= d
+        }
+        cubes = {
+            (a, b, d)
+            for a in range(CUBE, pod[0] + 1, CUBE)
+            for b in range(a, pod[1] + 1, CUBE)
+            for d in range(b, pod[2] + 1, CUBE)
+        }
+        shapes = small | cubes
+    elif c.slice_topologies is not None:
+        shapes = set(c.slice_topologies)
+    else:
+        sizes = [2**k for k in range(0, pod[-1].bit_length()) if 2**k <= pod[-1]]
+        shapes = {(a, b) for a in sizes for b in sizes if a <= b <= 2 * a}
+    fits = [s for s in shapes if all(a <= b for a, b in zip(s, pod)) and math.prod(s) <= top]
+    return sorted(fits, key=lambda s: (math.prod(s), s[-1], s))
+
+
+def largest_shape(chip) -> tuple[int, ...]:
+    """The largest slice shape Cloud TPU schedules on ``chip`` (axes sorted; the most compact of the largest):
+    16x16x24 on v5p, 16x16x16 on v4, 16x16 on v5e and v6e."""
+    shapes = schedulable_shapes(chip)
+    most = max(math.prod(s) for s in shapes)
+    return min((s for s in shapes if math.prod(s) == most), key=lambda s: (s[-1], s))
 
 
 def hop_grid(shape, wraparound, origin=None):

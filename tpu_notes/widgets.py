@@ -578,8 +578,8 @@ def memory_explorer(
 
 
 # ------------------------------------------------------------------------------------------ planner (Chapter 5)
-#: Slices offered by the planner explorer, as ``python -m tpu_notes plan`` spells them.
-PLANNER_SLICES = ("v5p:16x16x16", "v5p:16x20x28", "v5p:8x16x16", "v5p:4x4x8", "v5e:16x16", "v6e:16x16", "v4p:16x16x16")
+#: Slices offered by the planner explorer, as ``python -m tpu_notes plan`` spells them (each one Cloud TPU schedules).
+PLANNER_SLICES = ("v5p:16x16x16", "v5p:16x16x24", "v5p:8x16x16", "v5p:4x4x8", "v5e:16x16", "v6e:16x16", "v4p:16x16x16")
 PLANNER_MODELS = ("llama3-8b", "llama3-70b", "llama3-405b", "llama2-13b")
 
 

@@ -46,10 +46,12 @@ from typing import Annotated
 
 from ..collectives import CollectiveTime, canonical_kind
 from ..hardware import GPU_HOP_LATENCY, Chip, get_chip
+from ..system import NETWORK, NODE, PHASES, AxisPart, check_group_collective
 from ..units import (
     Bool,
     NonNegativeFloat,
     NonNegativeInt,
+    OneOf,
     PositiveInt,
     Range,
     check_fields,
@@ -63,6 +65,7 @@ __all__ = [
     "H100_MEASURED_ALLREDUCE_BW",
     "H100_MEASURED_SHARP_ALLREDUCE_BW",
     "NODE_AXIS",
+    "PHASES",
     "SHARP_MEASURED_GAIN",
     "FatTreeLevel",
     "GpuCluster",
@@ -76,6 +79,10 @@ __all__ = [
 
 #: Name of the NVLink level among a cluster's axes (a fat-tree level may not take it).
 NODE_AXIS = "node"
+
+# PHASES (tpu_notes.system): how GpuCluster.collective_time adds the terms of a collective that crosses levels,
+# "max" (the phases overlap and the slowest sets the time, the model of Chapter 11) or "sequence" (the NVLink phase
+# and each network phase run one after the other, as a hierarchical ring does: their sum).
 
 #: Measured gain of SHARP in-network AllReduce inside an H100 node: NCCL's peak bus bandwidth with NVLink SHARP,
 #: about 480 GB/s on 8 GPUs, over the ring's 370 GB/s (:data:`H100_MEASURED_ALLREDUCE_BW`) is 1.30x, where the
@@ -212,6 +219,10 @@ class GpuCluster:
             + ")"
         )
 
+    def __str__(self) -> str:
+        """The readable name: ``"8192 h100"`` (GPU count, then the chip), as Chapter 6's tables write it."""
+        return f"{self.n_gpus} {self.chip.name}"
+
     @property
     def n_chips(self) -> int:
         """GPUs in the cluster (the name ``Slice`` uses, so code can take either)."""
@@ -314,16 +325,6 @@ class GpuCluster:
     def n_devices(self) -> int:
         """GPUs in the cluster (``n_gpus``: the name every :class:`~tpu_notes.system.System` answers to)."""
         return self.n_gpus
-
-    @property
-    def joins_over_dcn(self) -> bool:
-        """A GPU cluster includes its whole network: it is never joined to another over DCN."""
-        return False
-
-    @property
-    def scale_up_size(self) -> int:
-        """GPUs joined by the scale-up fabric: one NVLink node."""
-        return self.node_size
 
     @property
     def axes(self) -> tuple[str, ...]:
@@ -447,20 +448,98 @@ class GpuCluster:
         hop_latency: NonNegativeFloat | None = None,
         sharp: Bool = False,
         top_k: PositiveInt | None = None,
+        phases: Annotated[str, OneOf(PHASES)] = "max",
     ) -> CollectiveTime:
         """Time of collective ``kind`` on a ``nbytes``-byte array over ``group`` GPUs, ``inner`` of them per node
         (default: as many as fit in one node), spread over ``span`` GPUs (default: ``group`` times the node GPUs
         ``inner`` leaves to other groups). ``group`` may also be ``None`` (every GPU) or axis names, a contiguous
         run of :attr:`axes` such as ``("node", "leaf")`` or ``"spine"`` (the System form: one GPU per child below
         the lowest named level). ``hop_latency``: seconds per ring step (``None``: the chip's, 5 µs). ``sharp``:
-        in-network AllReduce; ``top_k``: a ragged AllToAll. See the module docstring for the formulas."""
+        in-network AllReduce; ``top_k``: a ragged AllToAll. ``phases``: how the per-level terms of
+        :meth:`collective_terms` add, ``"max"`` (the slowest level, the module docstring's model and Chapter 11's
+        figures) or ``"sequence"`` (their sum: the NVLink phase, then each network phase, one after the other; the
+        two agree when the group stays in one node). See the module docstring for the formulas."""
         g, inner, span = self._group(group, inner, span)
         terms = self.collective_terms(kind, nbytes, g, inner, span=span, sharp=sharp, top_k=top_k)
         lat = self._hop_latency(hop_latency)
         if g == 1:
             return _time(0.0, 0.0)
         steps = (g - 1) * (2 if canonical_kind(kind) == "all-reduce" and not sharp else 1)
-        return _time(max(terms.values()), steps * lat)
+        bw = sum(terms.values()) if phases == "sequence" else max(terms.values())
+        return _time(bw, steps * lat)
+
+    # ---- Chapter 5: placing a layout, what can be scheduled ---------------------------------------------------
+    @property
+    def joins_over_dcn(self) -> bool:
+        """False: a GPU cluster includes its whole network; it is never one of several copies joined over DCN."""
+        return False
+
+    @property
+    def scale_up_size(self) -> int:
+        """GPUs joined by the scale-up fabric: one NVLink node (``node_size``: 8 on H100, 72 on GB200 NVL72)."""
+        return self.node_size
+
+    @property
+    def schedulable(self) -> bool:
+        """True: a cluster of whole nodes (which ``GpuCluster`` already requires) can always be asked for."""
+        return True
+
+    @property
+    def why_not_schedulable(self) -> str:
+        """``""``: see :attr:`schedulable`."""
+        return ""
+
+    def check_schedulable(self, argument: str = "system") -> GpuCluster:
+        """This cluster: every ``GpuCluster`` can be requested (a :class:`~tpu_notes.system.System` question)."""
+        return self
+
+    def place(self, degrees) -> dict[str, tuple[AxisPart, ...]]:
+        """Place parallelism ``degrees`` (kind -> degree, in the order to place them) on the cluster: each kind
+        keeps as many members inside an NVLink node as the GPUs the earlier kinds left there
+        (``AxisPart(NODE, ...)``), and spans nodes over the network for the rest (``AxisPart(NETWORK, ...)``).
+        ``ValueError`` when the degrees do not multiply to the cluster's GPUs."""
+        if not hasattr(degrees, "items") or not degrees:
+            raise TypeError(f"degrees must be a non-empty mapping of parallelism kind -> degree; got {degrees!r}")
+        for k, d in degrees.items():
+            if not isinstance(k, str) or isinstance(d, bool) or not isinstance(d, int) or d < 1:
+                raise ValueError(f"degrees must map kind names to positive integers; got {k!r}: {d!r}")
+        total = math.prod(degrees.values())
+        if total != self.n_gpus:
+            shown = ", ".join(f"{k}={d}" for k, d in degrees.items() if d > 1) or "all 1"
+            raise ValueError(
+                f"the degrees ({shown}) multiply to {total} GPUs, but the cluster has {self.n_gpus}; they must be equal"
+            )
+        left = self.node_size
+        parts: dict[str, tuple[AxisPart, ...]] = {}
+        for kind, d in degrees.items():
+            inner = math.gcd(d, left)
+            left //= inner
+            parts[kind] = () if d == 1 else (AxisPart(NODE, inner, False), AxisPart(NETWORK, d // inner, False))
+        return parts
+
+    def group_collective(
+        self, op: str, nbytes: float, parts, *, group: int, span: int, hop_latency: float, phases: str = "max"
+    ) -> float:
+        """Seconds of collective ``op`` on a ``nbytes``-byte array over one group of ``group`` GPUs placed on
+        ``parts`` (its NVLink members: the ``NODE`` parts), spread over ``span`` GPUs by the kinds placed inside it
+        (:meth:`collective_time`'s ``span``); a placement that is not mesh-like is priced on the node and the
+        first level only. ``phases`` as in :meth:`collective_time`."""
+        op = check_group_collective(op, phases)
+        if not parts:
+            return 0.0
+        inner = math.prod(pt.size for pt in parts if pt.axis == NODE)
+        try:
+            return self.collective_time(
+                op, nbytes, group, inner, span=span, hop_latency=hop_latency, phases=phases
+            ).total
+        except ValueError:  # not a mesh-like placement: price the node and first level only
+            return self.collective_time(op, nbytes, group, inner, hop_latency=hop_latency, phases=phases).total
+
+    def stage_send_time(self, nbytes: float, parts, hop_latency: float) -> float:
+        """Seconds of one pipeline send of ``nbytes`` to the neighbouring stage (:meth:`send_time`): over the NIC
+        when the stages sit in different nodes (a ``NETWORK`` part of more than one), else over NVLink."""
+        across = any(pt.axis == NETWORK and pt.size > 1 for pt in parts)
+        return self.send_time(nbytes, across_nodes=across, hop_latency=hop_latency)
 
     @checked
     def send_time(

@@ -363,7 +363,7 @@ def plan(
     of parallelism, then less HBM. Returns a :class:`PlanResult`.
     """
     m = as_config(model)
-    check_system(system, "system")
+    check_system(system, "system").check_schedulable("system")
     if n_slices != 1 and not system.joins_over_dcn:
         raise ValueError("n_slices joins TPU slices over DCN; a GpuCluster includes its whole network (n_slices=1)")
     rules.whole_sequences(batch_tokens, seq_len)

@@ -28,8 +28,8 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..gpu import GpuCluster
 from ..runs import check_runs
+from ..system import check_system
 from ..transformer import as_config
 from ..units import Bool, PositiveInt, check_bool, checked, fmt
 from .parallelism import Parallelism
@@ -95,14 +95,12 @@ class PractitionerComparison:
 def describe_system(system, n_slices: PositiveInt = 1) -> str:
     """A short name of a system: ``"v5e 16x16"`` for a TPU slice (``"4 x v5e 16x16"`` for 4 slices over DCN),
     ``"8192 h100"`` for a GPU cluster."""
-    if isinstance(system, GpuCluster):
-        if n_slices != 1:
-            raise ValueError(f"n_slices must be 1 for a GpuCluster (it includes its whole network); got {n_slices}")
-        return f"{system.n_gpus} {system.chip.name}"
-    shape = getattr(system, "shape", None)
-    if shape is None:
-        raise TypeError(f"system must be a topology.Slice or a gpu.GpuCluster; got {type(system).__name__}")
-    one = f"{system.chip.name} {'x'.join(str(n) for n in shape)}"
+    check_system(system, "system")
+    if not system.joins_over_dcn and n_slices != 1:
+        raise ValueError(
+            f"n_slices must be 1 for a {type(system).__name__} (it includes its whole network); got {n_slices}"
+        )
+    one = str(system)
     return f"{n_slices} x {one}" if n_slices > 1 else one
 
 
@@ -243,7 +241,7 @@ def compare_with_practitioners(
         raise ValueError("remat: give remat in plan_kwargs only with same_remat=False (same_remat uses the run's)")
     out = []
     for i, run in enumerate(runs):
-        if isinstance(run.system, GpuCluster) and run.parallelism.dcn != 1:
+        if not run.system.joins_over_dcn and run.parallelism.dcn != 1:
             raise ValueError(f"runs[{i}] ({run.name!r}): a GpuCluster includes its whole network; dcn must be 1")
         out.append(_compare_one(run, same_remat, plan_kwargs))
     return out

@@ -54,7 +54,6 @@ and a batch that is not a whole number of sequences. (The planner's legality rul
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -63,9 +62,7 @@ from typing import Annotated
 from .. import collectives as coll
 from .. import rules
 from ..efficiency import ATTENTION_KERNELS, EfficiencyModel, check_efficiency
-from ..gpu import GpuCluster
-from ..system import System, check_system
-from ..topology import Slice
+from ..system import NETWORK, NODE, PLACEMENT_ORDER, AxisPart, System, check_system
 from ..transformer import ALL_REMAT_POLICIES, OFFLOAD_REMAT_POLICIES, TransformerConfig, as_config
 from ..units import Bool, DTypeName, Fraction, NonNegativeFloat, OneOf, PositiveInt, SeqLen, checked, dtype_bytes, fmt
 from .cost import flops_per_token
@@ -74,22 +71,9 @@ from .frameworks import FRAMEWORKS, default_framework
 from .memory import Remat, _chip_params, _kv_replication, _param_counts, _stage_layers
 from .parallelism import Parallelism
 
-#: Placement order of the kinds on the torus: the most bandwidth-hungry first.
-PLACEMENT_ORDER = ("tensor", "expert", "context", "fsdp", "data", "pipeline")
-#: A kind of parallelism, as a ``Layout`` method's argument.
+#: A kind of parallelism, as a ``Layout`` method's argument (``PLACEMENT_ORDER``: the most bandwidth-hungry first;
+#: ``AxisPart``, ``NODE`` and ``NETWORK`` live in :mod:`tpu_notes.system` and are re-exported here).
 ParallelKind = Annotated[str, OneOf(PLACEMENT_ORDER)]
-
-
-@dataclass(frozen=True)
-class AxisPart:
-    """Part of one physical torus axis given to one kind of parallelism."""
-
-    axis: int  # index of the slice axis; on a GPU cluster NODE (-1, NVLink) or NETWORK (-2, scale-out)
-    size: int  # chips along it
-    wraparound: bool  # True only for a whole axis that closes into a ring
-
-
-NODE, NETWORK = -1, -2
 
 
 @dataclass(frozen=True)
@@ -104,7 +88,8 @@ class Layout:
 
     @property
     def is_gpu(self) -> bool:
-        return isinstance(self.slice, GpuCluster)
+        """Whether the system is made of GPUs (the defaults of fused projections and FSDP resharding follow it)."""
+        return self.slice.chip.kind == "gpu"
 
     @checked
     def collective(
@@ -143,27 +128,18 @@ class Layout:
         return hit
 
     def _collective_over(self, kinds: tuple, op: str, nbytes: float, hop_latency: float) -> float:
-        parts = [pt for k in kinds for pt in self.parts[k]]
+        parts = tuple(pt for k in kinds for pt in self.parts[k])
         if not parts:
             return 0.0
-        if self.is_gpu:
-            inner = math.prod(pt.size for pt in parts if pt.axis == NODE)
-            group = math.prod(getattr(self.parallelism, k) for k in kinds)
-            # the kinds placed before these sit inside them (a mesh): the group spreads over their GPUs too
-            last = max(PLACEMENT_ORDER.index(k) for k in kinds)
-            span = math.prod(getattr(self.parallelism, k) for k in PLACEMENT_ORDER[: last + 1])
-            try:
-                return self.slice.collective_time(op, nbytes, group, inner, span=span, hop_latency=hop_latency).total
-            except ValueError:  # not a mesh-like placement: price the node and first level only
-                return self.slice.collective_time(op, nbytes, group, inner, hop_latency=hop_latency).total
-        fn = getattr(coll, op.replace("-", "_") + "_time")
-        return fn(
-            nbytes,
-            [pt.size for pt in parts],
-            self.slice.chip.bandwidth("ici"),
-            wraparound=[pt.wraparound for pt in parts],
-            hop_latency=hop_latency,
-        ).total
+        group = math.prod(getattr(self.parallelism, k) for k in kinds)
+        # the kinds placed before these sit inside them (a mesh): the group spreads over their devices too
+        last = max(PLACEMENT_ORDER.index(k) for k in kinds)
+        span = math.prod(getattr(self.parallelism, k) for k in PLACEMENT_ORDER[: last + 1])
+        # a tensor group's collectives run their scale-up and scale-out phases one after the other
+        phases = "sequence" if kinds == ("tensor",) else "max"
+        return self.slice.group_collective(
+            op, nbytes, parts, group=group, span=span, hop_latency=hop_latency, phases=phases
+        )
 
     @checked
     def sizes(self, kind: ParallelKind) -> tuple[int, ...]:
@@ -195,86 +171,19 @@ class Layout:
 
 
 def map_to_slice(parallelism: Parallelism, slc: System) -> Layout:
-    """Place ``parallelism`` on the system ``slc`` (a TPU ``Slice`` or a ``GpuCluster``; see the module docstring);
-    ``ValueError`` when the degrees do not fit."""
+    """Place ``parallelism`` on the system ``slc`` (a TPU ``Slice`` or a ``GpuCluster``) with its own
+    ``place`` method, the kinds in :data:`PLACEMENT_ORDER` (see the module docstring); ``ValueError`` when the
+    degrees do not fit."""
     if not isinstance(parallelism, Parallelism):
         raise TypeError(f"parallelism must be a Parallelism; got {type(parallelism).__name__}")
     check_system(slc, "slice")
-    if isinstance(slc, GpuCluster):
-        return _map_to_gpus(parallelism, slc)
-    if not isinstance(slc, Slice):
-        raise TypeError(
-            f"slice must be a tpu_notes.topology.Slice or a tpu_notes.gpu.GpuCluster (the two Systems "
-            f"a layout can be placed on); got {type(slc).__name__}"
-        )
-    if parallelism.chips_per_slice != slc.n_chips:
+    parts = slc.place({kind: getattr(parallelism, kind) for kind in PLACEMENT_ORDER})
+    if parallelism.dcn > 1 and not slc.joins_over_dcn:
         raise ValueError(
-            f"the degrees of {parallelism} multiply to {parallelism.chips_per_slice} chips, but the slice "
-            f"{slc.shape} has {slc.n_chips}; they must be equal (dcn counts slices, not chips)"
+            f"dcn counts TPU slices joined over DCN; a {type(slc).__name__} already includes its whole network "
+            "(use dcn=1)"
         )
-    left = list(slc.shape)  # chips of each axis not yet given away
-    whole = [True] * len(left)  # axis untouched so far
-    parts: dict[str, tuple[AxisPart, ...]] = {}
-    for kind in PLACEMENT_ORDER:
-        d = getattr(parallelism, kind)
-        if d == 1:
-            parts[kind] = ()
-            continue
-        best = None
-        free = [i for i in range(len(left)) if whole[i]]
-        for r in range(len(free), -1, -1):
-            for combo in itertools.combinations(free, r):
-                prod = math.prod(left[i] for i in combo)
-                if d % prod:
-                    continue
-                rest = d // prod
-                if rest == 1:
-                    best = (combo, None)
-                    break
-                for j in range(len(left)):
-                    if j not in combo and left[j] % rest == 0 and left[j] > 1:
-                        best = (combo, j)
-                        break
-                if best:
-                    break
-            if best:
-                break
-        if best is None:
-            raise ValueError(
-                f"{kind}={d} cannot be placed on the axes left of slice {slc.shape} ({left}); choose "
-                "degrees that are products of whole axes and parts of axes"
-            )
-        combo, j = best
-        got = [AxisPart(i, left[i], slc.wraparound[i]) for i in combo]
-        for i in combo:
-            left[i], whole[i] = 1, False
-        if j is not None:
-            rest = d // math.prod(p.size for p in got)
-            got.append(AxisPart(j, rest, False))
-            left[j] //= rest
-            whole[j] = False
-        parts[kind] = tuple(got)
     return Layout(parallelism=parallelism, slice=slc, parts=parts)
-
-
-def _map_to_gpus(parallelism: Parallelism, cluster: GpuCluster) -> Layout:
-    if parallelism.chips_per_slice != cluster.n_gpus:
-        raise ValueError(
-            f"the degrees of {parallelism} multiply to {parallelism.chips_per_slice} GPUs, but the "
-            f"cluster has {cluster.n_gpus}; they must be equal"
-        )
-    if parallelism.dcn > 1:
-        raise ValueError(
-            "dcn counts TPU slices joined over DCN; a GpuCluster already includes its whole network (use dcn=1)"
-        )
-    left = cluster.node_size
-    parts: dict[str, tuple[AxisPart, ...]] = {}
-    for kind in PLACEMENT_ORDER:
-        d = getattr(parallelism, kind)
-        inner = math.gcd(d, left)
-        left //= inner
-        parts[kind] = () if d == 1 else (AxisPart(NODE, inner, False), AxisPart(NETWORK, d // inner, False))
-    return Layout(parallelism=parallelism, slice=cluster, parts=parts)
 
 
 @dataclass(frozen=True)
@@ -372,7 +281,7 @@ def step_time(
     p = parallelism
     if not isinstance(p, Parallelism):
         raise TypeError(f"parallelism must be a Parallelism; got {type(p).__name__}")
-    check_system(slice, "slice")
+    check_system(slice, "slice").check_schedulable("slice")
     if layout is not None and not isinstance(layout, Layout):
         raise TypeError(f"layout must be a Layout from map_to_slice (or None); got {type(layout).__name__}")
     if layout is not None and (
@@ -606,10 +515,7 @@ def _collective_times(
         calls["expert"] = 4 * M * moe_layers
     if p.pipeline > 1:
         v = tokens_mb * m.d_model * b / p.tensor
-        if lay.is_gpu:
-            send = lay.slice.send_time(v, across_nodes=lay.parts["pipeline"][1].size > 1, hop_latency=hop_latency)
-        else:
-            send = v / c.bandwidth("ici_oneway") + hop_latency
+        send = lay.slice.stage_send_time(v, lay.parts["pipeline"], hop_latency)
         times["pipeline"] = 2 * M * v_rep * send
         calls["pipeline"] = 2 * M * v_rep
     return times, calls, shard_w

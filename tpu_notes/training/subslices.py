@@ -1,19 +1,21 @@
 """Which chips to ask for: the slices a TPU pod offers, each with the planner's best legal layout (Chapter 6).
 
-A full pod is not always the best place to train. A v5p pod has 8,960 = 2⁸ · 35 chips: with 1,024 sequences per
-batch no tensor, pipeline or context degree of Llama 3 70B absorbs the 35, so no legal layout uses every chip
-(:func:`~tpu_notes.training.plan` ranks none). A practitioner then asks for a smaller slice. :func:`plan_slices`
-plans every slice shape of the pod above a size (:func:`slice_shapes`) and ranks them by the run's throughput;
-each :class:`SliceOption` counts the chips left idle and prices a million tokens twice: paying for the chips
-used, and paying for the whole pod (when the idle chips cannot be lent to anyone else).
+A full pod is not always something one can ask for, nor the best place to train. A v5p pod has 8,960 chips, but
+Cloud TPU schedules at most 6,144 (16x16x24) in one slice (:attr:`tpu_notes.topology.Slice.schedulable`), and a
+shape must be one it offers. :func:`plan_slices` plans every schedulable slice shape of the pod above a size
+(:func:`slice_shapes`) and ranks them by the run's throughput; when the request is larger than one slice can be,
+it also offers several slices per pod joined over DCN (``n_slices``). Each :class:`SliceOption` counts the chips
+left idle and prices a million tokens twice: paying for the chips used, and paying for the whole pod (when the
+idle chips cannot be lent to anyone else).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..hardware import get_chip
-from ..topology import CUBE, Slice
+from ..topology import Slice, largest_slice_chips, schedulable_shapes
 from ..units import Fraction, PositiveInt, SeqLen, checked, fmt
 from .planner import Plan, plan
 
@@ -32,37 +34,49 @@ class SliceOption:
     tokens_per_s: float  # the whole run's tokens per second (0 without a legal layout)
     dollars_per_mtoken_used: float | None  # $ per million tokens paying for the chips used (None: no price)
     dollars_per_mtoken_pod: float | None  # $ per million tokens paying for the whole pods, idle chips included
+    per_pod: int = 1  # slices of this shape in each pod, joined over DCN (n_slices = per_pod x pods)
 
     @property
     def ok(self) -> bool:
         return self.best is not None
 
 
+#: Most slices per pod :func:`plan_slices` joins over DCN when one slice cannot hold the request.
+MAX_SLICES_PER_POD = 4
+
+
 @checked
 def slice_shapes(chip, min_chips: PositiveInt = 1) -> list[Slice]:
-    """Every slice shape of ``chip``'s pod with at least ``min_chips`` chips, largest first: on a 3D torus the
-    sub-cube shapes and every shape of whole 4×4×4 cubes that fits in the pod; on a 2D torus the shapes whose
-    axes are powers of two (1×1 to 16×16 on v5e), each axis at most twice the other. Axes are listed smallest
-    first; shapes that differ only by the order of their axes appear once."""
+    """Every slice shape of ``chip``'s pod with at least ``min_chips`` chips that Cloud TPU schedules as one slice
+    (:func:`tpu_notes.topology.schedulable_shapes`: on v5p the sub-cube shapes and whole 4×4×4 cubes up to 6,144
+    chips; on v5e/v6e the documented 1×1 ... 16×16), largest first. Axes are listed smallest first; shapes that
+    differ only by the order of their axes appear once."""
     c = get_chip(chip, "chip")
     if c.kind != "tpu" or not c.pod_shape:
         raise ValueError(f"chip must be a TPU generation with a pod shape (e.g. 'v5p'); got {c.name!r}")
-    pod = sorted(c.pod_shape)
-    if len(pod) == 3:
-        small = [(a, b, d) for a in (1, 2, 4) for b in (1, 2, 4) for d in (1, 2, 4) if a <= b <= d]
-        cubes = [
-            (a, b, d)
-            for a in range(CUBE, pod[0] + 1, CUBE)
-            for b in range(a, pod[1] + 1, CUBE)
-            for d in range(b, pod[2] + 1, CUBE)
-        ]
-        shapes = set(small) | {s for s in cubes if s[0] <= pod[0] and s[1] <= pod[1] and s[2] <= pod[2]}
-    else:
-        sizes = [2**k for k in range(0, pod[1].bit_length()) if 2**k <= pod[1]]
-        shapes = {(a, b) for a in sizes for b in sizes if a <= b <= 2 * a and a <= pod[0] and b <= pod[1]}
-    out = [Slice(c, s) for s in shapes]
+    out = [Slice(c, s) for s in schedulable_shapes(c)]
     out = [s for s in out if s.n_chips >= min_chips]
     return sorted(out, key=lambda s: (-s.n_chips, s.shape))
+
+
+def _requests(c, min_chips: int) -> list[tuple[Slice, int]]:
+    """``(slice, per_pod)`` pairs to plan: every schedulable slice of at least ``min_chips``; when ``min_chips``
+    is more than one slice may have (the request is larger than one slice), ``k`` copies per pod joined over DCN of
+    each schedulable shape of a power-of-two number of chips (the sizes every power-of-two batch and head count
+    divides), as many as fit in the pod (2 <= k <= MAX_SLICES_PER_POD), where they give more chips than one slice."""
+    top = largest_slice_chips(c)
+    if min_chips <= top:
+        return [(slc, 1) for slc in slice_shapes(c, min_chips)]
+    pod_chips = math.prod(c.pod_shape)
+    out, seen = [], set()
+    for slc in slice_shapes(c, 1):
+        n = slc.n_chips
+        k = min(MAX_SLICES_PER_POD, pod_chips // n)
+        if n & (n - 1) or n in seen or k < 2 or k * n <= top:
+            continue
+        seen.add(n)  # one shape per size: slice_shapes lists the most compact first within a size
+        out.append((slc, k))
+    return out
 
 
 @checked
@@ -76,19 +90,22 @@ def plan_slices(
     min_fraction: Fraction = 0.25,
     **plan_kwargs,
 ) -> list[SliceOption]:
-    """Plan a training step of ``model`` on every slice shape of ``chip``'s pod with at least ``min_fraction`` (in
-    (0, 1]) of its chips (``n_slices`` copies over DCN, one per pod), and rank the shapes by the run's expected
-    throughput, fastest first (shapes without a legal layout last). ``plan_kwargs`` go to
-    :func:`~tpu_notes.training.plan` (``rank_by`` included; the throughput is the ranked step's).
+    """Plan a training step of ``model`` on every schedulable slice shape of ``chip``'s pod with at least
+    ``min_fraction`` (in (0, 1]) of its chips (``n_slices`` pods, one copy of the slice in each, joined over DCN),
+    and rank the shapes by the run's expected throughput, fastest first (shapes without a legal layout last). When
+    that many chips exceed the largest slice Cloud TPU schedules (v5p: 6,144 of the pod's 8,960), the options are
+    several slices per pod instead (``SliceOption.per_pod``, up to :data:`MAX_SLICES_PER_POD`), all joined over
+    DCN. ``plan_kwargs`` go to :func:`~tpu_notes.training.plan` (``rank_by`` included; the throughput is the
+    ranked step's).
     """
     c = get_chip(chip, "chip")
     pod_chips = Slice(c).n_chips
     rank_by = plan_kwargs.get("rank_by", "expected")
     price = c.dollars_per_hour
     out = []
-    for slc in slice_shapes(c, max(1, int(min_fraction * pod_chips + 0.999999))):
-        result = plan(model, slc, batch_tokens, seq_len, n_slices=n_slices, **plan_kwargs)
-        chips = slc.n_chips * n_slices
+    for slc, per_pod in _requests(c, max(1, int(min_fraction * pod_chips + 0.999999))):
+        result = plan(model, slc, batch_tokens, seq_len, n_slices=n_slices * per_pod, **plan_kwargs)
+        chips = slc.n_chips * n_slices * per_pod
         best = result.ranked[0] if result.ranked else None
         step = None
         if best is not None:
@@ -98,15 +115,16 @@ def plan_slices(
         out.append(
             SliceOption(
                 slice=slc,
-                n_slices=n_slices,
+                n_slices=n_slices * per_pod,
                 chips=chips,
-                idle_chips=(pod_chips - slc.n_chips) * n_slices,
+                idle_chips=(pod_chips - slc.n_chips * per_pod) * n_slices,
                 legal=len(result.ranked),
                 best=best,
                 step_s=step,
                 tokens_per_s=tps,
                 dollars_per_mtoken_used=_dollars(chips, price, tps),
                 dollars_per_mtoken_pod=_dollars(pod_chips * n_slices, price, tps),
+                per_pod=per_pod,
             )
         )
     return sorted(out, key=lambda o: (not o.ok, -o.tokens_per_s, o.chips))
@@ -133,7 +151,7 @@ def format_slices(options, top: int = 8) -> str:
         f"{'$/Mtok':>6} {'pod':>6}"
     ]
     for o in options[:top]:
-        shape = "x".join(map(str, o.slice.shape))
+        shape = ("" if o.per_pod == 1 else f"{o.per_pod}x ") + "x".join(map(str, o.slice.shape))
         if not o.ok:
             lines.append(f"{shape:<9} {o.chips:>6} {o.idle_chips:>5} {0:>5} {'(none legal)':<22}")
             continue
@@ -150,4 +168,4 @@ def format_slices(options, top: int = 8) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["SliceOption", "format_slices", "plan_slices", "slice_shapes"]
+__all__ = ["MAX_SLICES_PER_POD", "SliceOption", "format_slices", "plan_slices", "slice_shapes"]
