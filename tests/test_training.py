@@ -8,9 +8,8 @@ import sys
 import pytest
 from planner_checks import assert_tiered
 
-from tpu_notes.efficiency import OUT_OF_SAMPLE_ERROR
-
 from tpu_notes import training as T
+from tpu_notes.efficiency import OUT_OF_SAMPLE_ERROR
 from tpu_notes.topology import Slice
 from tpu_notes.transformer import get_model
 
