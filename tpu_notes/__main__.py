@@ -479,11 +479,12 @@ def _alternatives(args, system, kwargs) -> list:
 def _plan(args) -> int:
     from .efficiency import OUT_OF_SAMPLE_ERROR
     from .training import plan
+    from .training.planner import DEFAULT_REMAT
     from .training.practitioners import describe_system
 
     slc = _check_plan_args(args)
     kwargs = _plan_kwargs(args)
-    remat = tuple(args.remat) if args.remat else ("none", "save_matmul_outputs", "full_block")
+    remat = tuple(args.remat) if args.remat else DEFAULT_REMAT
     if getattr(slc, "why_not_schedulable", "") and not args.json:
         from .training.subslices import format_slices, plan_slices
 
@@ -1104,7 +1105,8 @@ def _plan_flags(p) -> None:
         "--remat",
         action="append",
         metavar="POLICY",
-        help="remat policy to try (repeatable): none, save_matmul_outputs, full_block, mlp_outputs",
+        help="remat policy to try (repeatable): none, save_matmul_outputs, save_dot_except_mlp, save_qkv_proj, "
+        "full_block, offload_layer_input, mlp_outputs (default: all but mlp_outputs)",
     )
     _add_count(p, "plan", "--top", "how many layouts to print (default 10)", default=10)
     p.add_argument(

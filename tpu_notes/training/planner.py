@@ -46,7 +46,14 @@ from .precision import RECIPES, PrecisionRecipe
 from .step import Layout, StepTime, _price, map_to_slice
 
 #: Remat policies the planner tries by default (cheapest recompute first).
-DEFAULT_REMAT = ("none", "save_matmul_outputs", "full_block")
+DEFAULT_REMAT = (
+    "none",
+    "save_matmul_outputs",
+    "save_dot_except_mlp",
+    "save_qkv_proj",
+    "full_block",
+    "offload_layer_input",
+)
 #: The share of HBM a layout may use by default: the rest is headroom for what the memory model does not count
 #: (the compiler's scratch buffers, fragmentation, the runtime).
 DEFAULT_HBM_FRACTION = 0.9
@@ -172,9 +179,23 @@ class PlanResult:
         return lines
 
     @checked
+    def distinct(self, top: PositiveInt = 10) -> list[Plan]:
+        """The first ``top`` plans of the ranking with distinct degrees: each layout once, under its remat policy
+        and schedule that rank first (the ranking itself lists every policy tried)."""
+        seen, out = set(), []
+        for p in self.ranked:
+            key = p.parallelism.short()
+            if key not in seen:
+                seen.add(key)
+                out.append(p)
+                if len(out) == top:
+                    break
+        return out
+
+    @checked
     def table(self, top: PositiveInt = 10) -> str:
-        """The ``top`` layouts as a fixed-width table of at most 84 columns, or the rejection reasons if none can
-        run. A layout is named by :meth:`~tpu_notes.training.Parallelism.short` (``v2``: two interleaved layer
+        """The ``top`` distinct layouts (:meth:`distinct`) as a fixed-width table of at most 84 columns, or the
+        rejection reasons if none can run. A layout is named by :meth:`~tpu_notes.training.Parallelism.short` (``v2``: two interleaved layer
         groups per pipeline stage; ``ag1``: FSDP weights gathered once per step); ``t`` is its tier; ``HBM/chip``
         the modelled peak; each row then gives the roofline step and its bound (the chapters' figures) and the
         expected step with its out-of-sample error and its MFU (the :mod:`tpu_notes.efficiency` forecast).
@@ -183,7 +204,7 @@ class PlanResult:
             lines = [f"No legal layout fits ({self.searched} candidates). Rejected because:"]
             lines += [f"  {n:6d} x {r}" for r, n in self.reasons().items()]
             return "\n".join(lines)
-        shown = self.ranked[:top]
+        shown = self.distinct(top)
         w = min(29, max(6, *(len(_name(p)) for p in shown)))  # its longest name, at most 29
         err = f"±{self.tie_within:.0%}" if self.rank_by == "expected" else ""
         head = (
@@ -379,7 +400,7 @@ def plan(
         batch_tokens=batch_tokens,
         seq_len=seq_len,
         n_slices=n_slices,
-        policies=_check_policies(remat),
+        policies=_host_policies(_check_policies(remat), system.chip, remat is DEFAULT_REMAT),
         repeats=_check_interleave(interleave),
         max_microbatches=max_microbatches,
         hbm=hbm_fraction * system.chip.hbm_bytes,
@@ -665,6 +686,19 @@ def _check_policies(remat) -> tuple:
     if not policies:
         raise ValueError("remat must name at least one policy")
     return policies
+
+
+def _host_policies(policies: tuple, chip, default: bool) -> tuple:
+    """``policies`` without host offload when ``chip`` has no host-link figure: dropped from the default set,
+    refused when asked for by name."""
+    if chip.pcie_bw is not None or "offload_layer_input" not in policies:
+        return policies
+    if not default:
+        raise ValueError(
+            f"remat: 'offload_layer_input' moves checkpoints over the host link, and {chip.name} has no host-link "
+            "figure (Chip.pcie_bw); choose another policy"
+        )
+    return tuple(r for r in policies if r != "offload_layer_input")
 
 
 def _check_interleave(interleave) -> tuple[int, ...]:
