@@ -397,6 +397,7 @@ CASES = {
     ),
     TR + "published.PublishedRun.reported_tokens_per_chip": Case(self_=_run),
     TR + "published.stated_step": Case(run=Raw(_run, ["abc", None, 3, ODD], lazy=True)),
+    TR + "published.stated_memory": Case(run=Raw(_run, ["abc", None, 3, ODD], lazy=True)),
     TR + "published.predict": Case(
         run=Raw(_run, ["abc", None, 3, ODD], lazy=True),
         efficiency=Num(0.8, top=1.0),

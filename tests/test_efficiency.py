@@ -211,6 +211,16 @@ def test_leave_one_group_out_refits_without_the_group(held_out):
     assert "group held out" in V.format_held_out(list(held.values()))
 
 
+def test_the_stated_out_of_sample_error_is_the_held_out_one(held_out):
+    # the planner's tiers and the CLI's error band use OUT_OF_SAMPLE_ERROR: per family, the median of its training
+    # groups' held-out medians (to half a percent)
+    held = {h.group: h.expected_median for h in held_out}
+    families = {"tpu": ("maxtext-synthetic", "maxtext-recipes"), "gpu": ("megatron", "torchtitan")}
+    for family, groups in families.items():
+        assert E.OUT_OF_SAMPLE_ERROR[family] == pytest.approx(statistics.median(held[g] for g in groups), abs=0.005)
+    assert E.OUT_OF_SAMPLE_ERROR["gpu"] > E.OUT_OF_SAMPLE_ERROR["tpu"] > 0.1  # wider than any in-sample median
+
+
 def test_leave_one_group_out_of_some_groups_gives_their_rows_of_all(held_out):
     """Asking for some groups (Chapter 6 asks for the training groups) gives exactly their rows of the full call,
     in GROUPS order; a name that is not a group is refused by name."""

@@ -80,3 +80,36 @@ def test_a_run_faster_than_the_roofline_is_refused():
         dataclasses.replace(flops_run, reported_flops_per_s=flops_run.reported_flops_per_s * 1e5)
     # every recorded run is at or under the roofline
     assert all(r.ratio <= 1.0 for r in P.reconcile(efficiency=1.0))
+
+
+def test_measured_layouts_fit_or_their_gap_is_named():
+    """A layout that ran is not refused for memory unless MEMORY_GAPS says what the model lacks; the list is exact:
+    every run named there is over the planner's share of HBM, every other run fits under it."""
+    from tpu_notes.training.planner import DEFAULT_HBM_FRACTION
+
+    over = {r.name for r in P.RUNS if P.stated_memory(r).peak > DEFAULT_HBM_FRACTION * r.system.chip.hbm_bytes}
+    assert over == set(P.MEMORY_GAPS)
+    assert all(len(why) > 40 for why in P.MEMORY_GAPS.values())
+    meta = [r for r in P.RUNS if r.name.startswith("Llama 3 405B") and r.group == "megatron"]
+    assert len(meta) == 2 and not any(r.name in P.MEMORY_GAPS for r in meta)  # Meta's own layouts fit
+
+
+def test_an_assumed_remat_is_the_least_recompute_that_fits():
+    """Where the source does not publish its remat policy and no recomputation does not fit, the record takes the
+    first policy of the planner's list (least recomputation first) whose modelled peak fits the planner's share."""
+    import dataclasses
+
+    from tpu_notes.training.planner import DEFAULT_HBM_FRACTION, DEFAULT_REMAT
+
+    assumed = [r for r in P.RUNS if r.remat_assumed]
+    assert len(assumed) >= 3
+    for run in assumed:
+        budget = DEFAULT_HBM_FRACTION * run.system.chip.hbm_bytes
+        fits = [
+            rm
+            for rm in DEFAULT_REMAT
+            if rm != "offload_layer_input" or run.system.chip.pcie_bw is not None
+            if P.stated_memory(dataclasses.replace(run, remat=rm)).peak <= budget
+        ]
+        assert fits and run.remat == fits[0], (run.name, fits)
+        assert P.stated_memory(dataclasses.replace(run, remat="none")).peak > budget  # none was not an option

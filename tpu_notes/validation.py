@@ -115,8 +115,9 @@ FITS: tuple[Fit, ...] = (
     ),
     Fit(
         'sustained["gpu"]',
-        "megatron (Megatron-LM on A100, Megatron-Core / NeMo on H100, B200 and GB200, Llama 3 405B on H100)",
-        lambda r: r.group == "megatron",
+        "megatron (Megatron-LM on A100, Megatron-Core / NeMo on H100, B200 and GB200), less the runs whose remat "
+        "policy is assumed (remat_assumed: Llama 3 405B on H100, NeMo's 70B FP8 rows)",
+        lambda r: r.group == "megatron" and not getattr(r, "remat_assumed", False),
         _set_gpu_sustained,
         0.3,
         1.0,

@@ -55,6 +55,8 @@ from ..runs import Reconciliation as _Reconciliation
 from ..topology import Slice
 from ..transformer import TransformerConfig, as_config, get_model
 from ..units import Fraction, OneOf, PositiveFloat, PositiveInt, SeqLen, checked
+from .frameworks import FRAMEWORKS, default_framework
+from .memory import REMAT, MemoryBreakdown, training_memory
 from .parallelism import Parallelism
 from .step import StepTime, step_time
 
@@ -184,7 +186,7 @@ class PublishedRun(PublishedRecord):
     parallelism: Parallelism  # the stated layout in this package's terms
     batch_tokens: PositiveInt  # global batch, tokens
     seq_len: SeqLen  # tokens per sequence
-    remat: Annotated[str, OneOf(("none", "save_matmul_outputs", "full_block"))]  # closest remat policy here
+    remat: Annotated[str, OneOf(REMAT)]  # the remat policy, or the closest one this package prices
     reported_mfu: Fraction  # the MFU as the source states (or computes from its own numbers)
     reported_tokens_per_s: PositiveFloat | None = None  # per chip, when the source states it
     reported_flops_per_s: PositiveFloat | None = None  # per chip, when the source states it (its counting)
@@ -194,6 +196,7 @@ class PublishedRun(PublishedRecord):
     attention: Annotated[str, OneOf(ATTENTION_KERNELS)] = "flash"  # the attention kernel the source states
     group: str = ""  # one of runs.GROUPS (who ran it, on what)
     notes: str = ""  # mapping choices and assumptions
+    remat_assumed: bool = False  # the source does not publish the remat policy: the least recompute that fits
 
     def __post_init__(self):
         super().__post_init__()
@@ -209,6 +212,12 @@ class PublishedRun(PublishedRecord):
                 f"slice; system has {self.system.n_chips}"
             )
         check_under_roofline(self.measured_field, predict(self).ratio)
+
+    @property
+    def framework(self) -> str:
+        """The framework that ran it (:data:`GROUP_FRAMEWORK` by its group, else the system's default): its
+        launch rules, fusion, resharding and precision recipe apply to this run."""
+        return GROUP_FRAMEWORK.get(self.group) or default_framework(self.system).name
 
     @property
     def measured_field(self) -> str:
@@ -240,6 +249,55 @@ class Reconciliation(_Reconciliation):
     def reported_tokens_per_s(self) -> float:
         """The measured tokens/s per chip (= ``reported``)."""
         return self.reported
+
+
+#: The framework of each group of runs (other groups take the system's default: MaxText on TPU, Megatron on GPU).
+GROUP_FRAMEWORK = {
+    "maxtext-synthetic": "maxtext",
+    "maxtext-recipes": "maxtext",
+    "megatron": "megatron",
+    "torchtitan": "torchtitan",
+}
+
+
+#: Runs whose modelled peak (:func:`stated_memory`) exceeds the planner's default share of HBM
+#: (:data:`~tpu_notes.training.planner.DEFAULT_HBM_FRACTION`), though they ran: what the model lacks for each.
+#: The planner refuses these layouts for memory; tests/test_published.py keeps this list exact.
+MEMORY_GAPS = {
+    "Llama 3.1 70B, v6e-256": "the logits of a 5-sequence microbatch counted in fp32 as one live buffer (21 GB); "
+    "XLA fuses the cast into the loss and MaxText can tile the vocabulary, which the model does not price",
+    "Llama 3.1 8B, v6e-8": "the logits of a 3-sequence microbatch counted in fp32 as one live buffer (12.6 GB), "
+    "as for the 70B run",
+    "Llama 3.1 405B, 2 x v6e-256": "FSDP over DCN (MaxText's dcn_fsdp=2): the model keeps DCN slices as pure data "
+    "parallelism, so each slice holds a whole copy of the weights, gradients and optimizer state",
+    "32B synthetic, v5p-128": "fits the 96 GB (87.8 GB) but not the 10% headroom: the model adds the gradients to "
+    "every saved activation though XLA frees activations as gradients appear (tpu_notes.memory_oracle)",
+    "64B synthetic, v5p-128": "fits the 96 GB (94.8 GB) but not the 10% headroom, as the 32B run",
+    "GPT-3 175B, v6e-256": "two gathered layers live at once (7.2 GB) plus gradients summed with activations: "
+    "1.9 GB over the 32 GB",
+}
+
+
+@checked
+def stated_memory(run: PublishedRun) -> MemoryBreakdown:
+    """The modelled memory per chip of ``run`` as it states itself (layout, batch, remat, interleaving), kept as
+    its framework keeps it: the framework's precision recipe, resharding and sharding over the context ranks
+    (:mod:`tpu_notes.training.frameworks`), in bytes. :data:`MEMORY_GAPS` lists the runs whose modelled peak
+    exceeds the planner's default share of HBM, and what the model lacks to fit them."""
+    if not isinstance(run, PublishedRun):
+        raise TypeError(f"run must be a PublishedRun; got {type(run).__name__}")
+    fw = FRAMEWORKS[run.framework]
+    return training_memory(
+        run.model,
+        run.parallelism,
+        run.batch_tokens,
+        run.seq_len,
+        remat=run.remat,
+        circular_repeats=run.circular_repeats,
+        recipe=fw.recipe,
+        over_context=fw.over_context,
+        reshard_after_forward=fw.reshard_after_forward,
+    )
 
 
 def stated_step(run: PublishedRun, **step_kwargs) -> StepTime:
@@ -290,6 +348,14 @@ def _v5p(shape):
     return Slice("v5p", shape)
 
 
+#: What a record says when its source does not publish the remat policy and no recomputation does not fit.
+_ASSUMED_REMAT = (
+    "the one with least recomputation that the modelled memory fits in the planner's default share of HBM "
+    "(tests/test_published.py derives it)"
+)
+#: NeMo 25.11 rows whose memory does not fit without recomputation: (size, chip) -> the policy assumed.
+_NEMO_ASSUMED_REMAT = {("70b", "gb200"): "save_dot_except_mlp"}
+
 RUNS: tuple[PublishedRun, ...] = (
     PublishedRun(
         "Llama 3 405B, 8192 H100",
@@ -299,12 +365,13 @@ RUNS: tuple[PublishedRun, ...] = (
         Parallelism(tensor=8, pipeline=16, data=64, microbatches=32),
         16 * 2**20,
         8192,
-        "none",
+        "save_dot_except_mlp",
         reported_mfu=0.43,
         reported_flops_per_s=430e12,
         circular_repeats=2,
         group="megatron",
-        notes="DP is FSDP that keeps gathered weights for the backward pass: priced as data parallelism (one "
+        remat_assumed=True,
+        notes="The remat policy is not published: the one with least recomputation that the modelled memory fits in the planner's default share of HBM (tests/test_published.py derives it). DP is FSDP that keeps gathered weights for the backward pass: priced as data parallelism (one "
         "gradient reduction per step). Microbatches (32 = one sequence each) and 2 interleaved stages per "
         "rank are assumptions: the paper does not publish its production values.",
     ),
@@ -316,12 +383,14 @@ RUNS: tuple[PublishedRun, ...] = (
         Parallelism(tensor=8, pipeline=16, data=128, microbatches=16),
         16 * 2**20,
         8192,
-        "none",
+        "save_dot_except_mlp",
         reported_mfu=0.41,
         reported_flops_per_s=400e12,
         circular_repeats=2,
         group="megatron",
-        notes="As row 1 with twice the data parallelism: 16 sequences per DP group, so 16 microbatches.",
+        remat_assumed=True,
+        notes="As row 1 with twice the data parallelism: 16 sequences per DP group, so 16 microbatches. "
+        + "The remat policy is not published: the one with least recomputation that the modelled memory fits in the planner's default share of HBM (tests/test_published.py derives it).",
     ),
     PublishedRun(
         "Llama 3.1 8B, v6e-256",
@@ -331,12 +400,12 @@ RUNS: tuple[PublishedRun, ...] = (
         Parallelism(fsdp=256),
         256 * 4 * 8192,
         8192,
-        "full_block",
+        "offload_layer_input",
         reported_mfu=0.4546,
         reported_tokens_per_s=7207.3,
         group="maxtext-recipes",
         notes="Custom remat offloads the layer input and attention projections to host and recomputes the rest: "
-        "priced as full_block recomputation.",
+        "priced as offload_layer_input (the layer input offloaded, the rest recomputed).",
     ),
     PublishedRun(
         "Llama 3.1 70B, v6e-256",
@@ -346,11 +415,11 @@ RUNS: tuple[PublishedRun, ...] = (
         Parallelism(fsdp=256),
         256 * 5 * 8192,
         8192,
-        "full_block",
+        "offload_layer_input",
         reported_mfu=0.5033,
         reported_tokens_per_s=960.2,
         group="maxtext-recipes",
-        notes="Custom remat with host offload, priced as full_block.",
+        notes="Custom remat with host offload, priced as offload_layer_input.",
     ),
     PublishedRun(
         "Llama 3.1 405B, 2 x v6e-256",
@@ -375,12 +444,12 @@ RUNS: tuple[PublishedRun, ...] = (
         Parallelism(fsdp=256),
         256 * 2 * 4096,
         4096,
-        "save_matmul_outputs",
+        "offload_layer_input",
         reported_mfu=0.4382,
         reported_tokens_per_s=905.0,
         group="maxtext-recipes",
         notes="The log line was taken with per-device batch 2 (its token count says so). qkv_proj_offloaded remat "
-        "priced as saving the matmul outputs.",
+        "(q/k/v kept in host memory) priced as offload_layer_input.",
     ),
     PublishedRun(
         "Llama 3.1 405B, v5p-1024",
@@ -390,12 +459,12 @@ RUNS: tuple[PublishedRun, ...] = (
         Parallelism(fsdp=512),
         512 * 2 * 8192,
         8192,
-        "full_block",
+        "offload_layer_input",
         reported_mfu=0.685,
         reported_tokens_per_s=124.6,
         counting="causal",
         group="maxtext-recipes",
-        notes="512 chips (v5p-1024 counts cores). Custom remat offloading two tensors, priced as full_block.",
+        notes="512 chips (v5p-1024 counts cores). Custom remat offloading two tensors, priced as offload_layer_input.",
     ),
     PublishedRun(
         "32B synthetic, v5p-128",
@@ -461,11 +530,11 @@ RUNS: tuple[PublishedRun, ...] = (
         Parallelism(fsdp=16, tensor=16, dcn=4),
         4 * 256 * 1 * 2048,
         2048,
-        "save_matmul_outputs",
+        "offload_layer_input",
         reported_mfu=0.5493,
         reported_flops_per_s=108e12,
         group="maxtext-synthetic",
-        notes="qkv_proj_offloaded remat priced as saving the matmul outputs; data parallelism over DCN.",
+        notes="qkv_proj_offloaded remat (q/k/v kept in host memory) priced as offload_layer_input; data parallelism over DCN.",
     ),
     # -- MaxText README: the v5e multi-slice table (same model, 1 to 32 slices over DCN) -----------------------------
     *(
@@ -580,12 +649,12 @@ RUNS: tuple[PublishedRun, ...] = (
         Parallelism(fsdp=64, expert=4),
         256 * 8 * 4096,
         4096,
-        "full_block",
+        "offload_layer_input",
         reported_mfu=0.3614,
         reported_tokens_per_s=1326.307,
         group="maxtext-recipes",
         notes="ici_fsdp_parallelism=64, ici_expert_parallelism=4, per-device batch 8 (the log's 8,388,608 tokens "
-        "agree); dropped tokens at capacity factor 1.25 (not counted); custom offload remat priced as full_block.",
+        "agree); dropped tokens at capacity factor 1.25 (not counted); custom offload remat priced as offload_layer_input.",
     ),
     PublishedRun(
         "GPT-3 175B, v6e-256",
@@ -610,11 +679,11 @@ RUNS: tuple[PublishedRun, ...] = (
         Parallelism(fsdp=8),
         8 * 6 * 8192,
         8192,
-        "full_block",
+        "offload_layer_input",
         reported_mfu=0.4695,
         reported_tokens_per_s=7776.813,
         group="maxtext-recipes",
-        notes="Custom remat with host offload of the layer input and projections, priced as full_block.",
+        notes="Custom remat with host offload of the layer input and projections, priced as offload_layer_input.",
     ),
     PublishedRun(
         "Llama 3.1 8B, v6e-8",
@@ -671,15 +740,16 @@ RUNS: tuple[PublishedRun, ...] = (
         Parallelism(tensor=4, pipeline=8, data=2, microbatches=128),
         256 * 8192,
         8192,
-        "none",
+        "save_matmul_outputs",
         reported_mfu=0.7561,
         reported_tokens_per_s=1664,
         counting="causal",
         circular_repeats=5,
         dtype="fp8",
         group="megatron",
+        remat_assumed=True,
         notes="GBS 256, MBS 1, TP 4, PP 8, VP 5, CP 1, DDP (FSDP 0): data parallelism 2, 128 microbatches of one "
-        "sequence. No recomputation is assumed (the table does not say). The source's 731 TFLOP/s/GPU is 2.3% under "
+        "sequence. The table does not say which remat policy ran: the one with least recomputation that the modelled memory fits in the planner's default share of HBM (tests/test_published.py derives it). The source's 731 TFLOP/s/GPU is 2.3% under "
         "this package's causal count, so reported_mfu is 1664 tokens/s x our count over the bf16 peak (989 TFLOP/s); "
         "the step is priced at the fp8 peak although attention runs in bf16. The 405B H100 row uses context "
         "parallelism 2, which cannot be expressed here, and is not entered.",
@@ -693,14 +763,21 @@ RUNS: tuple[PublishedRun, ...] = (
             par,
             gbs * 8192,
             8192,
-            "none",
+            _NEMO_ASSUMED_REMAT.get((size, chip), "none"),
             reported_mfu=_mfu(tps, f"llama3-{size}", 8192, chip, True),
             reported_tokens_per_s=tps,
             counting="causal",
             dtype="fp8",
             group="megatron",
-            notes=_NEMO_2511 + note + " No recomputation is assumed (the table does not say); reported_mfu is our "
-            "causal count over the bf16 peak.",
+            remat_assumed=(size, chip) in _NEMO_ASSUMED_REMAT,
+            notes=_NEMO_2511
+            + note
+            + (
+                " The table does not say which remat policy ran: " + _ASSUMED_REMAT
+                if (size, chip) in _NEMO_ASSUMED_REMAT
+                else " No recomputation is assumed (the table does not say)"
+            )
+            + "; reported_mfu is our causal count over the bf16 peak.",
         )
         for size, chip, gpus, par, gbs, tps, note in (
             (
