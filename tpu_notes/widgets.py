@@ -998,10 +998,13 @@ def _remembered(key: tuple, compute):
 
 
 def _pod_plan(model, chip, pods, batch_tokens, seq_len, efficiency):
-    """:func:`tpu_notes.training.plan` of ``pods`` full pods of ``chip`` (remembered)."""
+    """:func:`tpu_notes.training.plan` of ``pods`` full pods of ``chip`` (remembered); None when Cloud TPU does not
+    schedule the whole pod as one slice."""
     from .topology import pod
     from .training import plan
 
+    if not pod(chip).schedulable:
+        return None
     return _remembered(
         ("plan", model, chip, pods, batch_tokens, seq_len, efficiency),
         lambda: plan(model, pod(chip), batch_tokens, seq_len, n_slices=pods, matmul_efficiency=efficiency),
@@ -1036,17 +1039,18 @@ def training_run(
     memory per chip, step time, MFU and the days for ``tokens`` at matmul ``efficiency`` (sequence sharding on)."""
     result = _pod_plan(model, chip, pods, batch_tokens, seq_len, efficiency)
     note = ""
-    if not len(result):  # no legal layout uses every chip of the pod: take the fastest slice that has one
+    if result is None or not len(result):  # the pod is not one slice, or no layout uses it: the fastest slice
         options = _legal_slices(model, chip, pods, batch_tokens, seq_len, efficiency)
         if not options:
-            return result.table()
+            return result.table() if result is not None else f"{model}: no slice of {chip} has a legal layout"
         best = options[0].best
-        note = f"  (no legal layout uses the full pod: {options[0].idle_chips:,} chips left idle)\n"
+        why = "Cloud TPU does not schedule the whole pod as one slice" if result is None else "no legal layout uses it"
+        note = f"  ({why}: {options[0].idle_chips:,} chips of the pod left idle)\n"
     else:
         best = result[0]
     days = best.step.total * tokens / batch_tokens / 86_400
     return (
-        f"{model} on {pods} x {best.layout.slice!r}: {best.parallelism.label()}, remat {best.remat}\n"
+        f"{model} on {pods} x {best.layout.slice}: {best.parallelism.label()}, remat {best.remat}\n"
         f"{note}  placement: {best.layout.describe()}\n"
         f"  {fmt(best.memory.peak, 'B')} HBM per chip; step {fmt(best.step.total, 's')} "
         f"({best.step.bound}-bound); MFU {best.step.mfu:.0%} at {efficiency:.0%} matmul efficiency\n"
