@@ -97,7 +97,7 @@ def _q9():
 @functools.lru_cache(maxsize=16)
 def best_slice(model: str, batch_tokens: int, seq_len: int, n_slices: int):
     """The fastest legal option of :func:`tpu_notes.training.subslices.plan_slices` on ``n_slices`` v5p pods, by the
-    roofline step (a full pod of 8,960 chips often has no legal layout: 8,960 = 2^8 x 35)."""
+    roofline step (a full v5p pod of 8,960 chips is not one slice Cloud TPU schedules: at most 6,144 chips)."""
     from ..training.subslices import plan_slices
 
     options = [o for o in plan_slices(model, "v5p", batch_tokens, seq_len, n_slices=n_slices, rank_by="roofline")]
@@ -239,8 +239,9 @@ register(
         title="four pods at the same batch (book problem 1)",
         solve=_q10,
         unit="tokens per chip, days",
-        hint="4M tokens over 4 × 8960 chips would be 117 per chip, but no legal layout uses a whole pod: 8960 = 2^8 × "
-        "35 and 1024 sequences do not split 35 ways. Rank the slices each pod offers "
+        hint="4M tokens over 4 × 8960 chips would be 117 per chip, but Cloud TPU does not schedule a whole v5p pod "
+        "as one slice (at most 6,144 chips), and 1024 sequences do not split evenly over its largest slice "
+        "either. Rank the slices each pod offers "
         "(training.subslices.plan_slices('llama3-70b', 'v5p', 4 * 2**20, 4096, n_slices=4, rank_by='roofline')), "
         "take the fastest legal one and turn its roofline step into days for 15T tokens. "
         "Answer {'tokens_per_chip': ..., 'days': ...}.",
