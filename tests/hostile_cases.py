@@ -733,6 +733,9 @@ CASES: dict[str, Case] = {
         parts=Raw(lambda: _slice().place({"pipeline": 16})["pipeline"], [], lazy=True),
         hop_latency=1e-6,
     ),
+    T + "topology.Slice.link": Case(
+        self_=_slice, parts=Raw(lambda: _slice().place({"tensor": 16})["tensor"], [], lazy=True)
+    ),
     T + "topology.largest_slice_chips": Case(chip=ChipArg("v5p", tpu=True)),
     T + "topology.largest_shape": Case(chip=ChipArg("v5p", tpu=True)),
     T + "topology.schedulable_shapes": Case(chip=ChipArg("v5e", tpu=True)),

@@ -110,6 +110,9 @@ CASES = {
         parts=Raw(lambda: _cluster().place({"pipeline": 64})["pipeline"], [], lazy=True),
         hop_latency=5e-6,
     ),
+    G + "GpuCluster.link": Case(
+        self_=_cluster, parts=Raw(lambda: _cluster().place({"tensor": 16, "data": 4})["tensor"], [], lazy=True)
+    ),
     G + "GpuCluster.send_time": Case(self_=_cluster, nbytes=1e8, across_nodes=True, hop_latency=5e-6),
     G + "dgx_superpod": Case(chip=ChipArg("h100"), n_gpus=1024, nodes_per_su=32, sus_per_spine=8),
     G + "ragged_fraction": Case(top_k=4, n_shards=8, exact=True),

@@ -367,6 +367,7 @@ CASES = {
     ),
     TR + "planner.PlanResult.table": Case(self_=_plan_result, top=Int(5)),
     TR + "planner.PlanResult.legend": Case(self_=_plan_result, top=Int(5)),
+    TR + "planner.PlanResult.distinct": Case(self_=_plan_result, top=Int(5)),
     TR + "planner.PlanResult.reasons": Case(self_=_plan_result),
     TR + "planner.Plan.row": Case(self_=lambda: _plan_result()[0]),
     # -- training.pipeline -------------------------------------------------------------------------------------------

@@ -443,6 +443,11 @@ class Slice:
             hop_latency=hop_latency,
         ).total
 
+    def link(self, parts) -> str:
+        """The interconnect a group placed on ``parts`` talks over: ``"ici"``, for any part of a slice (the
+        efficiency model's name for its achieved bandwidth and per-call latency)."""
+        return "ici"
+
     def stage_send_time(self, nbytes: float, parts, hop_latency: float) -> float:
         """Seconds of one pipeline send of ``nbytes`` to the neighbouring stage: one hop over one ICI link one
         way (``nbytes / W_ici_oneway + hop_latency``)."""

@@ -535,6 +535,11 @@ class GpuCluster:
         except ValueError:  # not a mesh-like placement: price the node and first level only
             return self.collective_time(op, nbytes, group, inner, hop_latency=hop_latency, phases=phases).total
 
+    def link(self, parts) -> str:
+        """The interconnect a group placed on ``parts`` talks over: ``"ib"`` when it spans nodes (a network part
+        of more than one), else ``"nvlink"`` (the efficiency model's names)."""
+        return "ib" if any(p.axis == NETWORK and p.size > 1 for p in parts) else "nvlink"
+
     def stage_send_time(self, nbytes: float, parts, hop_latency: float) -> float:
         """Seconds of one pipeline send of ``nbytes`` to the neighbouring stage (:meth:`send_time`): over the NIC
         when the stages sit in different nodes (a ``NETWORK`` part of more than one), else over NVLink."""

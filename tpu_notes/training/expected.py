@@ -87,10 +87,7 @@ def _link(lay, kind: str) -> str:
         return "dcn"
     if kind == "host":
         return "pcie"
-    if lay.is_gpu:
-        parts = lay.parts.get(kind, ())
-        return "ib" if any(p.axis == -2 and p.size > 1 for p in parts) else "nvlink"
-    return "ici"
+    return lay.slice.link(lay.parts.get(kind, ()))
 
 
 def _layer_shape_factor(m, p, tokens_mb: float, chip, e: EfficiencyModel) -> float:

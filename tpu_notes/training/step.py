@@ -86,11 +86,6 @@ class Layout:
     parts: Mapping[str, tuple[AxisPart, ...]]  # kind -> the axis parts it uses (empty for a degree of 1)
     _cache: dict = field(default_factory=dict, compare=False, repr=False, hash=False)  # collective times per call
 
-    @property
-    def is_gpu(self) -> bool:
-        """Whether the system is made of GPUs (the defaults of fused projections and FSDP resharding follow it)."""
-        return self.slice.chip.kind == "gpu"
-
     @checked
     def collective(
         self,
