@@ -12,7 +12,9 @@ Pure Python, no JAX (the analysis layer). One module per idea:
   one step;
 - :mod:`.expected`: the same step at the rates of :mod:`tpu_notes.efficiency` (``StepTime.expected``, the
   forecast beside the roofline);
-- :mod:`.planner`: every legal layout ranked by step time;
+- :mod:`.frameworks`: what MaxText, Megatron-LM and torchtitan will launch (pipeline rules, fusion, resharding);
+- :mod:`.precision`: the precision recipes frameworks keep a model's state in (bytes per parameter);
+- :mod:`.planner`: every launchable layout ranked by step time, in tiers the model's error cannot split;
 - :mod:`.subslices`: which chips to ask for: the slices a pod offers, each with its best legal layout;
 - :mod:`.practitioners`: the planner's choice beside the layouts published runs used;
 - :mod:`.collectives`: the collectives of one step of :mod:`tpu_notes.model`, to compare with XLA's;
@@ -21,7 +23,9 @@ Pure Python, no JAX (the analysis layer). One module per idea:
 - :mod:`.fp8`: which matmuls FP8 training runs in FP8 and the step-time gain that allows;
 - :mod:`.pipeline`: pipeline schedules simulated (GPipe, 1F1B) and priced (zero-bubble ZB-H1, DualPipe);
 - :mod:`.batch_size`: the batch optimisation can use (gradient noise scale, steps-versus-data trade-off);
-- :mod:`.ocs`: the torus shapes optical circuit switches give a slice of cubes, and a collective's time on each.
+- :mod:`.ocs`: the torus shapes optical circuit switches give a slice of cubes, and a collective's time on each;
+- :mod:`.context`: context parallelism (key/value exchange under GQA, causal load balance); :mod:`.fp8`: what FP8
+  matmuls buy.
 
 The JAX side, the same layouts run for real on (simulated) devices, is :mod:`tpu_notes.parallel` (its
 ``compiled_step`` compiles one step; this package never imports it).

@@ -14,16 +14,27 @@ expert, context, FSDP and data parallelism whose product is its chip count. A la
   with ``circular_repeats`` interleaved groups per stage; stages that do not split the layers evenly are priced at
   the busiest one (Llama 3 405B ran 126 layers on 16 stages); ``expert`` divides the experts.
 
-Each legal layout is placed on the system (:func:`~tpu_notes.training.step.map_to_slice`), tried with each remat
-policy, microbatch count and pipeline interleaving, checked against HBM with the memory **as compiled**
-(:attr:`~tpu_notes.training.memory.MemoryBreakdown.peak`: gathered FSDP weights, pipeline activations in flight, the
-largest transient) and priced with :func:`~tpu_notes.training.step_time` (the collectives as XLA compiles them).
-The ranking is by the expected step of :mod:`tpu_notes.efficiency` by default, the roofline beside it.
+What can be launched, on top of legality (:mod:`tpu_notes.training.frameworks`): the system must be one slice
+Cloud TPU schedules (a larger TPU request is ``n_slices`` slices over DCN; :mod:`tpu_notes.training.subslices`
+ranks them); the framework's pipeline rules hold (MaxText: stages × repeats divide the layers and the microbatches
+are a multiple of the stages; Megatron: uneven first and last stages only with ``uneven_stages``, microbatches a
+multiple of the stages for its interleaved schedule); tensor parallelism stays in the scale-up domain (an NVLink
+node) unless ``tensor_across_nodes``.
+
+Each layout is placed on the system (:func:`~tpu_notes.training.step.map_to_slice`), tried with each remat policy,
+microbatch count, pipeline interleaving and FSDP gather form (per microbatch, or once per step), checked against
+``hbm_fraction`` of HBM with the **modelled peak** (:attr:`~tpu_notes.training.memory.MemoryBreakdown.peak`:
+gathered FSDP weights, pipeline activations in flight, the largest transient) of the state as the framework's
+precision recipe keeps it (:mod:`tpu_notes.training.precision`), and priced with
+:func:`~tpu_notes.training.step_time` (the collectives as XLA compiles them). The ranking is by the expected step
+of :mod:`tpu_notes.efficiency` by default, in **tiers**: layouts within the model's out-of-sample error of a tier's
+fastest are a tie, ordered by fewer kinds of parallelism, then less HBM.
 
 Every candidate that cannot run is kept with its reason (the text before the first colon is its kind: "uneven
-batch", "too few sequences", "cannot place", "does not fit"...); when nothing is legal the ranking is empty and the
-reasons say why (:mod:`tpu_notes.training.subslices` then ranks the smaller slices a pod offers). The planner never
-raises for a layout, only for bad arguments.
+batch", "too few sequences", "uneven stages", "tensor across nodes", "cannot place", "does not fit"...), one per
+remat policy, so the ranked and rejected candidates add up to ``searched``; when nothing is legal the ranking is
+empty and the reasons say why. The planner never raises for a layout, only for bad arguments (an unschedulable
+slice among them).
 """
 
 from __future__ import annotations
@@ -195,11 +206,11 @@ class PlanResult:
     @checked
     def table(self, top: PositiveInt = 10) -> str:
         """The ``top`` distinct layouts (:meth:`distinct`) as a fixed-width table of at most 84 columns, or the
-        rejection reasons if none can run. A layout is named by :meth:`~tpu_notes.training.Parallelism.short` (``v2``: two interleaved layer
-        groups per pipeline stage; ``ag1``: FSDP weights gathered once per step); ``t`` is its tier; ``HBM/chip``
-        the modelled peak; each row then gives the roofline step and its bound (the chapters' figures) and the
-        expected step with its out-of-sample error and its MFU (the :mod:`tpu_notes.efficiency` forecast).
-        ``Plan.row()`` has every figure."""
+        rejection reasons if none can run. A layout is named by :meth:`~tpu_notes.training.Parallelism.short`
+        (``v2``: two interleaved layer groups per pipeline stage; ``ag1``: FSDP weights gathered once per step);
+        ``t`` is its tier; ``HBM/chip`` the modelled peak; each row then gives the roofline step and its bound (the
+        chapters' figures) and the expected step and its MFU (the :mod:`tpu_notes.efficiency` forecast), the
+        header giving the expected step's out-of-sample error. ``Plan.row()`` has every figure."""
         if not self.ranked:
             lines = [f"No legal layout fits ({self.searched} candidates). Rejected because:"]
             lines += [f"  {n:6d} x {r}" for r, n in self.reasons().items()]

@@ -353,6 +353,8 @@ _ASSUMED_REMAT = (
     "the one with least recomputation that the modelled memory fits in the planner's default share of HBM "
     "(tests/test_published.py derives it)"
 )
+#: The note of a run whose source does not publish its remat policy.
+_REMAT_NOT_PUBLISHED = "The remat policy is not published: " + _ASSUMED_REMAT + "."
 #: NeMo 25.11 rows whose memory does not fit without recomputation: (size, chip) -> the policy assumed.
 _NEMO_ASSUMED_REMAT = {("70b", "gb200"): "save_dot_except_mlp"}
 
@@ -371,7 +373,8 @@ RUNS: tuple[PublishedRun, ...] = (
         circular_repeats=2,
         group="megatron",
         remat_assumed=True,
-        notes="The remat policy is not published: the one with least recomputation that the modelled memory fits in the planner's default share of HBM (tests/test_published.py derives it). DP is FSDP that keeps gathered weights for the backward pass: priced as data parallelism (one "
+        notes=_REMAT_NOT_PUBLISHED
+        + " DP is FSDP that keeps gathered weights for the backward pass: priced as data parallelism (one "
         "gradient reduction per step). Microbatches (32 = one sequence each) and 2 interleaved stages per "
         "rank are assumptions: the paper does not publish its production values.",
     ),
@@ -390,7 +393,7 @@ RUNS: tuple[PublishedRun, ...] = (
         group="megatron",
         remat_assumed=True,
         notes="As row 1 with twice the data parallelism: 16 sequences per DP group, so 16 microbatches. "
-        + "The remat policy is not published: the one with least recomputation that the modelled memory fits in the planner's default share of HBM (tests/test_published.py derives it).",
+        + _REMAT_NOT_PUBLISHED,
     ),
     PublishedRun(
         "Llama 3.1 8B, v6e-256",
@@ -534,7 +537,8 @@ RUNS: tuple[PublishedRun, ...] = (
         reported_mfu=0.5493,
         reported_flops_per_s=108e12,
         group="maxtext-synthetic",
-        notes="qkv_proj_offloaded remat (q/k/v kept in host memory) priced as offload_layer_input; data parallelism over DCN.",
+        notes="qkv_proj_offloaded remat (q/k/v kept in host memory) priced as offload_layer_input; data parallelism "
+        "over DCN.",
     ),
     # -- MaxText README: the v5e multi-slice table (same model, 1 to 32 slices over DCN) -----------------------------
     *(
@@ -654,7 +658,8 @@ RUNS: tuple[PublishedRun, ...] = (
         reported_tokens_per_s=1326.307,
         group="maxtext-recipes",
         notes="ici_fsdp_parallelism=64, ici_expert_parallelism=4, per-device batch 8 (the log's 8,388,608 tokens "
-        "agree); dropped tokens at capacity factor 1.25 (not counted); custom offload remat priced as offload_layer_input.",
+        "agree); dropped tokens at capacity factor 1.25 (not counted); custom offload remat priced as "
+        "offload_layer_input.",
     ),
     PublishedRun(
         "GPT-3 175B, v6e-256",
@@ -749,7 +754,10 @@ RUNS: tuple[PublishedRun, ...] = (
         group="megatron",
         remat_assumed=True,
         notes="GBS 256, MBS 1, TP 4, PP 8, VP 5, CP 1, DDP (FSDP 0): data parallelism 2, 128 microbatches of one "
-        "sequence. The table does not say which remat policy ran: the one with least recomputation that the modelled memory fits in the planner's default share of HBM (tests/test_published.py derives it). The source's 731 TFLOP/s/GPU is 2.3% under "
+        "sequence. The table does not say which remat policy ran: "
+        + _ASSUMED_REMAT
+        + ". The source's 731 TFLOP/s/GPU is "
+        "2.3% under "
         "this package's causal count, so reported_mfu is 1664 tokens/s x our count over the bf16 peak (989 TFLOP/s); "
         "the step is priced at the fp8 peak although attention runs in bf16. The 405B H100 row uses context "
         "parallelism 2, which cannot be expressed here, and is not entered.",

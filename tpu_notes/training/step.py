@@ -20,7 +20,10 @@ Two steps, each a small function:
    - **FSDP**: per microbatch, an AllGather of this chip's weights, once without remat (XLA keeps the gathered
      copy for the backward pass: :data:`tpu_notes.parallel.FINDINGS`, "fsdp-gathers-once") or twice with it, and
      one reduction of the gradients: a ReduceScatter over ``fsdp``, or, with ``data`` or ``context`` ranks too,
-     one AllReduce over all of those axes at once, as XLA compiles it ("dp-fsdp-one-reduction");
+     one AllReduce over all of those axes at once, as XLA compiles it ("dp-fsdp-one-reduction"). Where the framework
+     shards the weights over the context ranks too (MaxText, torchtitan: :mod:`tpu_notes.training.frameworks`), the
+     gathers and the reduction run over ``fsdp × context``; with ``gather_once`` each weight is gathered once per
+     step and kept across microbatches and pipeline steps, its gradient reduced once;
    - **data** (no FSDP): one AllReduce of the gradients over ``data × context`` per step; **DCN**: the slice's
      gradients AllReduced over DCN at ``slice chips × W_dcn`` (the large-ring form ``2V / W``, as in the
      chapter's critical batch);
