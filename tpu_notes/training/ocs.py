@@ -19,19 +19,14 @@ line without one.
 
 from __future__ import annotations
 
-import math
 from typing import Annotated
 
 from .. import collectives
 from ..hardware import get_chip
-from ..topology import COLLECTIVE_KINDS, CUBE
+from ..topology import COLLECTIVE_KINDS, CUBE, largest_slice_chips
 from ..units import NonNegativeFloat, OneOf, PositiveFloat, PositiveInt, check_sizes, checked
 
-__all__ = ["LARGEST_SLICE", "cube_shapes", "group_collective_time", "largest_slice", "one_axis_group"]
-
-#: Most chips in one slice, per 3D generation (chips). v5p: "the largest job that can be scheduled is a 96 cube (6144
-#: chip) job" (cloud.google.com/tpu/docs/v5p, system architecture). Other 3D generations: the whole pod.
-LARGEST_SLICE = {"v5p": 6144}
+__all__ = ["cube_shapes", "group_collective_time", "largest_slice", "one_axis_group"]
 
 
 def _ocs_chip(chip):
@@ -45,9 +40,9 @@ def _ocs_chip(chip):
 
 
 def largest_slice(chip) -> int:
-    """Most chips one slice of ``chip`` (a 3D-torus TPU) may have: :data:`LARGEST_SLICE`, else its whole pod."""
-    c = _ocs_chip(chip)
-    return LARGEST_SLICE.get(c.name, math.prod(c.pod_shape))
+    """Most chips one slice of ``chip`` (a 3D-torus TPU) may have: what Cloud TPU schedules
+    (:func:`tpu_notes.topology.largest_slice_chips`, from ``Chip.max_slice_chips``; v5p: 6,144)."""
+    return largest_slice_chips(_ocs_chip(chip))
 
 
 @checked
