@@ -15,6 +15,7 @@ Pure Python, no JAX (the analysis layer). One module per idea:
 - :mod:`.frameworks`: what MaxText, Megatron-LM and torchtitan will launch (pipeline rules, fusion, resharding);
 - :mod:`.precision`: the precision recipes frameworks keep a model's state in (bytes per parameter);
 - :mod:`.planner`: every launchable layout ranked by step time, in tiers the model's error cannot split;
+- :mod:`.launch`: one of the planner's layouts re-checked against every launch rule;
 - :mod:`.subslices`: which chips to ask for: the slices a pod offers, each with its best legal layout;
 - :mod:`.practitioners`: the planner's choice beside the layouts published runs used;
 - :mod:`.collectives`: the collectives of one step of :mod:`tpu_notes.model`, to compare with XLA's;
@@ -56,6 +57,7 @@ from .context import (
 from .cost import chip_hours, flops_per_token, hfu, mfu, training_cost, training_flops, training_time
 from .expected import ExpectedStep
 from .fp8 import Fp8Gain, fp8_gain, fp8_runs
+from .launch import launch_check
 from .memory import (
     OPTIMIZERS,
     REMAT,
@@ -105,6 +107,7 @@ __all__ = [
     "fp8_gain",
     "fp8_runs",
     "kv_exchange",
+    "launch_check",
     "BUBBLE_SCHEDULES",
     "BatchTradeoff",
     "NoiseScale",
