@@ -562,3 +562,25 @@ RESULT_RECORDS = RESULT_RECORDS | {
     "training.context.ContextOrTensor",
     "training.fp8.Fp8Gain",
 }
+
+
+# the launch check of the planner's answers (tpu_notes.training.launch)
+def _odd_framework():
+    import dataclasses
+
+    return dataclasses.replace(_plan_result(), framework="nope")
+
+
+CASES.update(
+    {
+        TR + "launch.launch_check": Case(
+            plan=Raw(lambda: _plan_result()[0], ["abc", None, 3, ODD, lazy(_plan_result)], lazy=True),
+            result=Raw(_plan_result, ["abc", None, 3, ODD, (), lazy(_odd_framework)], lazy=True),
+            model=Model("llama3-8b"),
+            system=Raw(_cube, _NOT_SLICE, lazy=True),
+            batch_tokens=Int(2**20),
+            seq_len=Int(4096),
+        ),
+    }
+)
+COVERED = COVERED + ("training.launch",)
