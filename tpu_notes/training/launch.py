@@ -21,7 +21,9 @@ the search shows up as a broken rule instead of a layout nobody can run. The rul
 - the plan sits in its tier: its step within ``tie_within`` of its tier's fastest, and beyond the previous tier's.
 
 What a :class:`~tpu_notes.training.PlanResult` does not record is taken at :func:`~tpu_notes.training.plan`'s
-defaults: Adam's moments, and the framework's own resharding.
+defaults: Adam's moments, the framework's own resharding, tensor parallelism inside the scale-up domain (a plan
+made with ``tensor_across_nodes=True`` is flagged where it leaves an NVLink node). The other way, shorter first
+and last stages are accepted wherever the framework launches them, whether or not ``uneven_stages`` was asked for.
 """
 
 from __future__ import annotations
