@@ -624,7 +624,7 @@ def _tiered(s: _Search, plans: list[Plan], tie_within: float) -> list[Plan]:
     """``plans`` in tiers: the fastest remaining plan opens a tier holding every plan within ``tie_within`` of its
     step (the model cannot tell them apart); inside a tier the simpler layout comes first (fewer kinds of
     parallelism), then the one that needs less HBM, then the faster. Each plan gets its tier number (1 first)."""
-    rest = sorted(plans, key=lambda p: _rank_key(s, p))
+    rest = sorted(plans, key=lambda p: (s.seconds(p.step), _rank_key(s, p)))  # exact steps: a tier is a prefix
     hbm_step = 0.1 * s.system.chip.hbm_bytes  # HBM compared in tenths of the chip's: a margin, not a byte count
     out: list[Plan] = []
     tier = 0
