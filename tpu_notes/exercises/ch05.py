@@ -328,7 +328,8 @@ register(
         title="the planner's tensor degree for Llama 3 70B",
         solve=_q18,
         unit="chips",
-        hint="Run training.plan('llama3-70b', Slice('v5p', (16, 16, 16)), 4 * 2**20, 4096) and read the best layout.",
+        hint="Run training.plan('llama3-70b', Slice('v5p', (16, 16, 16)), 4 * 2**20, 4096) and read the layout it "
+        "ranks first (result[0]: the simplest of the first tier).",
     )
 )
 
