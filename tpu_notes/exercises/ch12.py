@@ -56,10 +56,10 @@ register(
         title="the layout on a v5p pod, at a realistic efficiency",
         solve=_q2,
         unit="chips, fraction",
-        hint="No legal layout uses all 8960 chips of a v5p pod for 1024 sequences (8960 = 2^8 x 35): rank the "
-        "pod's slices with training.subslices.plan_slices('llama3-70b', 'v5p', 4 * 2**20, 4096, "
+        hint="A whole v5p pod is more than one slice Cloud TPU schedules (topology.pod('v5p').max_chips): rank "
+        "the slices it offers with training.subslices.plan_slices('llama3-70b', 'v5p', 4 * 2**20, 4096, "
         "matmul_efficiency=0.8, rank_by='roofline') and read the fastest legal option's best layout: its tensor "
-        "degree and step.mfu. Answer {'tensor': ..., 'mfu': ...}.",
+        "degree and step.mfu (the roofline's MFU). Answer {'tensor': ..., 'mfu': ...}.",
     )
 )
 register(
