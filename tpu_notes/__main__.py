@@ -480,87 +480,114 @@ def _plan(args) -> int:
     from .efficiency import OUT_OF_SAMPLE_ERROR
     from .training import plan
     from .training.planner import DEFAULT_REMAT
-    from .training.practitioners import describe_system
 
     slc = _check_plan_args(args)
     kwargs = _plan_kwargs(args)
     remat = tuple(args.remat) if args.remat else DEFAULT_REMAT
     if getattr(slc, "why_not_schedulable", "") and not args.json:
-        from .training.subslices import format_slices, plan_slices
-
-        print(f"{args.model}: {slc.why_not_schedulable}")
-        print("The slices of this pod Cloud TPU schedules, fastest first:")
-        options = plan_slices(args.model, slc.chip, args.batch_tokens, args.seq_len, **kwargs)
-        print(format_slices([o for o in options if o.ok] or options, top=min(args.top, 8)))
+        _print_schedulable_slices(args, slc, kwargs)
         return 0
     try:
         result = plan(args.model, slc, args.batch_tokens, args.seq_len, remat=remat, **kwargs)
     except NotImplementedError as err:
         raise NotImplementedError(f"--model {args.model} is not supported by plan: {err}") from None
     error = OUT_OF_SAMPLE_ERROR[slc.chip.kind]
-    reasons = result.reasons()
     options = [] if result.ranked else _alternatives(args, slc, kwargs)
     if args.json:
-        _print_json(
-            {
-                "model": args.model,
-                "system": _spell_system(slc),
-                "system_name": describe_system(slc, args.slices),
-                "slice": repr(slc),
-                "slices": args.slices,
-                "framework": result.framework,
-                "recipe": result.recipe,
-                "hbm_fraction": result.hbm_fraction,
-                "tie_within": result.tie_within,
-                "expected_error": error,
-                "disabled": list(result.disabled),
-                "rank_by": args.rank_by,
-                "feasible": bool(result.ranked),
-                "searched": result.searched,
-                "ranked_count": len(result.ranked),
-                "rejected_count": len(result.rejected),
-                "rejected_reasons": reasons,
-                "ranked": [_plan_row(p, args, error) for p in result.ranked[: args.top]],
-                "alternatives": [
-                    {
-                        "system": _spell_system(o.slice),
-                        "system_name": describe_system(o.slice),
-                        "chips": o.chips,
-                        "legal": o.legal,
-                        "best_layout": o.best.parallelism.label(),
-                        "step_s": o.step_s,
-                        "tokens_per_s": o.tokens_per_s,
-                    }
-                    for o in options
-                ],
-            }
-        )
-        return 0
-    header = _plan_header(args, slc, result, error)
-    counts = ", ".join(f"{n:,} {r}" for r, n in reasons.items())
-    if not result.ranked:
-        print(
-            f"No layout can run: all {result.searched:,} candidates of {args.model} on "
-            f"{describe_system(slc, args.slices)} were rejected ({counts or 'none searched'})."
-        )
-        print(header)
-        print("Rejected because:")
-        for r, n in reasons.items():
-            print(f"  {n:6,} x {r}")
-        if options:
-            from .training.subslices import format_slices
+        _print_json(_plan_json(args, slc, result, error, options))
+    elif not result.ranked:
+        _print_no_layout(args, slc, result, error, options)
+    else:
+        _print_plan(args, slc, result, error)
+    return 0
 
-            print("\nThe slices of this pod that can run, fastest first:")
-            print(format_slices(options, top=min(args.top, 8)))
-        elif isinstance(slc, Slice):
-            print("\nNo smaller slice of this pod can run it either.")
-        return 0
-    print(header)
+
+def _print_schedulable_slices(args, slc, kwargs) -> None:
+    """Why the slice asked for cannot be scheduled, and the slices of its pod that can, fastest first."""
+    from .training.subslices import format_slices, plan_slices
+
+    print(f"{args.model}: {slc.why_not_schedulable}")
+    print("The slices of this pod Cloud TPU schedules, fastest first:")
+    options = plan_slices(args.model, slc.chip, args.batch_tokens, args.seq_len, **kwargs)
+    print(format_slices([o for o in options if o.ok] or options, top=min(args.top, 8)))
+
+
+def _plan_json(args, slc, result, error: float, options: list) -> dict:
+    """``plan --json``'s record: the question, the search, the top ranked layouts and, when none can run, the
+    smaller slices that can (``options``)."""
+    from .training.practitioners import describe_system
+
+    return {
+        "model": args.model,
+        "system": _spell_system(slc),
+        "system_name": describe_system(slc, args.slices),
+        "slice": repr(slc),
+        "slices": args.slices,
+        "framework": result.framework,
+        "recipe": result.recipe,
+        "hbm_fraction": result.hbm_fraction,
+        "tie_within": result.tie_within,
+        "expected_error": error,
+        "disabled": list(result.disabled),
+        "rank_by": args.rank_by,
+        "feasible": bool(result.ranked),
+        "searched": result.searched,
+        "ranked_count": len(result.ranked),
+        "rejected_count": len(result.rejected),
+        "rejected_reasons": result.reasons(),
+        "ranked": [_plan_row(p, args, error) for p in result.ranked[: args.top]],
+        "alternatives": [
+            {
+                "system": _spell_system(o.slice),
+                "system_name": describe_system(o.slice),
+                "chips": o.chips,
+                "legal": o.legal,
+                "best_layout": o.best.parallelism.label(),
+                "step_s": o.step_s,
+                "tokens_per_s": o.tokens_per_s,
+            }
+            for o in options
+        ],
+    }
+
+
+def _rejected_counts(result) -> str:
+    """The plan's rejections counted by reason, in one line ("" when none)."""
+    return ", ".join(f"{n:,} {r}" for r, n in result.reasons().items())
+
+
+def _print_no_layout(args, slc, result, error: float, options: list) -> None:
+    """Text output when no layout can run: the rejections by reason, then the smaller slices that can
+    (``options``)."""
+    from .training.practitioners import describe_system
+
+    reasons = result.reasons()
+    counts = _rejected_counts(result)
+    print(
+        f"No layout can run: all {result.searched:,} candidates of {args.model} on "
+        f"{describe_system(slc, args.slices)} were rejected ({counts or 'none searched'})."
+    )
+    print(_plan_header(args, slc, result, error))
+    print("Rejected because:")
+    for r, n in reasons.items():
+        print(f"  {n:6,} x {r}")
+    if options:
+        from .training.subslices import format_slices
+
+        print("\nThe slices of this pod that can run, fastest first:")
+        print(format_slices(options, top=min(args.top, 8)))
+    elif isinstance(slc, Slice):
+        print("\nNo smaller slice of this pod can run it either.")
+
+
+def _print_plan(args, slc, result, error: float) -> None:
+    """Text output of a plan with runnable layouts: the header, the counts, the table and the best in words."""
+    counts = _rejected_counts(result)
+    print(_plan_header(args, slc, result, error))
     tie = f"; tiers: steps within {_percent(result.tie_within)} of the tier's fastest" if result.tie_within else ""
     print(f"{len(result.ranked):,} runnable of {result.searched:,} candidates (rejected: {counts or 'none'}){tie}")
     print(_plan_table(result, args.top))
     _print_best(result.ranked[0], args.rank_by, error)
-    return 0
 
 
 def _print_best(best, rank_by: str, error: float) -> None:
@@ -1071,10 +1098,16 @@ _SPEC = "Print the chip table, or every figure of the chips named, each with its
 
 def _plan_flags(p) -> None:
     """``plan``'s flags."""
-    from .training.frameworks import FRAMEWORKS
-    from .training.planner import DEFAULT_HBM_FRACTION
-    from .training.precision import RECIPES
+    _plan_question_flags(p)
+    _plan_search_flags(p)
+    _plan_framework_flags(p)
+    _plan_headroom_flags(p)
+    _plan_placement_flags(p)
+    _json_and_run(p, "print JSON instead of a table", _plan)
 
+
+def _plan_question_flags(p) -> None:
+    """``plan``'s question: the model, the system, the batch and the copies of the slice."""
     p.add_argument(
         "--model",
         required=True,
@@ -1094,6 +1127,10 @@ def _plan_flags(p) -> None:
         p, "plan", "--seq-len", "tokens per sequence (the batch holds whole sequences); " + COUNT_HELP, required=True
     )
     _add_count(p, "plan", "--slices", "copies of the slice joined by data parallelism over DCN", default=1)
+
+
+def _plan_search_flags(p) -> None:
+    """``plan``'s search: the degrees, remat policies and schedules tried, and how the answer is ranked."""
     _add_count(
         p,
         "plan",
@@ -1139,6 +1176,13 @@ def _plan_flags(p) -> None:
         metavar="KIND[,KIND...]",
         help=f"kinds of parallelism never tried (repeatable, or a comma list): {', '.join(DISABLE_KINDS)}",
     )
+
+
+def _plan_framework_flags(p) -> None:
+    """``plan``'s framework, precision recipe and matmul dtype."""
+    from .training.frameworks import FRAMEWORKS
+    from .training.precision import RECIPES
+
     p.add_argument(
         "--framework",
         choices=tuple(FRAMEWORKS),
@@ -1160,6 +1204,12 @@ def _plan_flags(p) -> None:
         default=None,
         help="the matmuls' dtype (fp8: on chips with a published fp8 peak, e.g. h100); default the recipe's",
     )
+
+
+def _plan_headroom_flags(p) -> None:
+    """``plan``'s share of HBM a layout may use, and the width of its tiers."""
+    from .training.planner import DEFAULT_HBM_FRACTION
+
     _add_number(
         p,
         "--hbm-fraction",
@@ -1174,6 +1224,10 @@ def _plan_flags(p) -> None:
         "expected model's out-of-sample error on the chip's kind, tpu_notes.efficiency.OUT_OF_SAMPLE_ERROR; 0 "
         "with --rank-by roofline)",
     )
+
+
+def _plan_placement_flags(p) -> None:
+    """``plan``'s permissions beyond the framework's defaults: where tensor parallelism may span, uneven stages."""
     p.add_argument(
         "--tensor-across-nodes",
         action="store_true",
@@ -1184,7 +1238,6 @@ def _plan_flags(p) -> None:
         action="store_true",
         help="let the first and last pipeline stages hold fewer layers (megatron, torchtitan)",
     )
-    _json_and_run(p, "print JSON instead of a table", _plan)
 
 
 def _serve_flags(v) -> None:

@@ -148,6 +148,51 @@ _GPU_DERIVED = {
 }
 
 
+# The optional real-valued figures of a Chip: when set, finite and positive.
+_OPTIONAL_FIGURES = (
+    "int8_flops",
+    "fp8_flops",
+    "vmem_bytes",
+    "vmem_bw",
+    "ici_bw_oneway",
+    "ici_bw_bidi",
+    "pcie_bw",
+    "dcn_bw",
+    "clock_hz",
+    "nvlink_bw",
+    "dollars_per_hour",
+    "base_clock_hz",
+    "tensor_clock_hz",
+    "fp32_flops",
+    "fp32_fma_flops",
+    "register_bytes_per_sm",
+    "smem_bytes_per_sm",
+    "l2_bytes",
+    "l2_bw",
+    "nvlink_link_bw",
+    "node_egress_bw",
+    "hop_latency",
+)
+# The optional counts of a Chip: when set, positive integers.
+_OPTIONAL_COUNTS = (
+    "mxu_size",
+    "cores_per_chip",
+    "mxus_per_core",
+    "node_size",
+    "vpu_alus_per_lane",
+    "vregs_per_core",
+    "sms",
+    "subpartitions_per_sm",
+    "fp32_cores_per_subpartition",
+    "tensor_cores_per_sm",
+    "tc_flops_per_cycle",
+    "nvlink_links",
+    "nvswitches_per_node",
+    "nvswitch_ports",
+    "max_slice_chips",
+)
+
+
 @dataclass(frozen=True)
 class Chip:
     """One accelerator chip (TPU) or GPU. ``None`` marks a figure that does not apply or is not published."""
@@ -204,62 +249,42 @@ class Chip:
 
     def __post_init__(self):
         # A Chip built by hand must be as sound as the table's: names are strings, figures finite and positive.
+        self._check_names()
+        self._check_figures()
+        self._check_counts()
+        self._check_shapes()
+        self._check_ici_bandwidths()
+        if not isinstance(self.sources, Mapping):
+            raise TypeError(f"sources must be a mapping of field name -> source note; got {self.sources!r}")
+
+    def _check_names(self) -> None:
+        """The names are non-empty strings and the kind is "tpu" or "gpu"."""
         for f in ("name", "long_name"):
             v = getattr(self, f)
             if not isinstance(v, str) or not v.strip():
                 raise TypeError(f"{f} must be a non-empty string; got {v!r}")
         if self.kind not in ("tpu", "gpu"):
             raise ValueError(f"kind must be 'tpu' or 'gpu'; got {self.kind!r}")
+
+    def _check_figures(self) -> None:
+        """The real-valued figures are finite and positive: the three every chip has, and those set of the rest."""
         for f in ("bf16_flops", "hbm_bytes", "hbm_bw"):
             check_positive(f, getattr(self, f))
-        for f in (
-            "int8_flops",
-            "fp8_flops",
-            "vmem_bytes",
-            "vmem_bw",
-            "ici_bw_oneway",
-            "ici_bw_bidi",
-            "pcie_bw",
-            "dcn_bw",
-            "clock_hz",
-            "nvlink_bw",
-            "dollars_per_hour",
-            "base_clock_hz",
-            "tensor_clock_hz",
-            "fp32_flops",
-            "fp32_fma_flops",
-            "register_bytes_per_sm",
-            "smem_bytes_per_sm",
-            "l2_bytes",
-            "l2_bw",
-            "nvlink_link_bw",
-            "node_egress_bw",
-            "hop_latency",
-        ):
+        for f in _OPTIONAL_FIGURES:
             if getattr(self, f) is not None:
                 check_positive(f, getattr(self, f))
-        for f in (
-            "mxu_size",
-            "cores_per_chip",
-            "mxus_per_core",
-            "node_size",
-            "vpu_alus_per_lane",
-            "vregs_per_core",
-            "sms",
-            "subpartitions_per_sm",
-            "fp32_cores_per_subpartition",
-            "tensor_cores_per_sm",
-            "tc_flops_per_cycle",
-            "nvlink_links",
-            "nvswitches_per_node",
-            "nvswitch_ports",
-            "max_slice_chips",
-        ):
+
+    def _check_counts(self) -> None:
+        """The counts that are set are positive integers (a node may have no NVSwitch)."""
+        for f in _OPTIONAL_COUNTS:
             v = getattr(self, f)
             if f == "nvswitches_per_node" and type(v) is int and v == 0:
                 continue  # a GPU node without NVSwitch (a direct NVLink mesh, as the V100's DGX-1)
             if v is not None:
                 check_positive(f, v, integer=True)
+
+    def _check_shapes(self) -> None:
+        """The torus: 1 to 3 axes, and slice, pod and host shapes of positive integers with that many axes."""
         if self.ici_dims is not None and self.ici_dims not in (1, 2, 3):
             raise ValueError(f"ici_dims must be 1, 2 or 3 (torus axes); got {self.ici_dims!r}")
         if self.slice_topologies is not None and (
@@ -286,14 +311,15 @@ class Chip:
                 raise ValueError(f"{f} must be a non-empty tuple of positive integers; got {v!r}")
             if self.ici_dims is not None and len(v) != self.ici_dims:
                 raise ValueError(f"{f} {v} must have ici_dims={self.ici_dims} axes")
+
+    def _check_ici_bandwidths(self) -> None:
+        """Where both ICI bandwidths are given, the bidirectional one is twice the one-way one."""
         if (
             self.ici_bw_oneway is not None
             and self.ici_bw_bidi is not None
             and not math.isclose(self.ici_bw_bidi, 2 * self.ici_bw_oneway)
         ):
             raise ValueError(f"ici_bw_bidi ({self.ici_bw_bidi}) must be twice ici_bw_oneway ({self.ici_bw_oneway})")
-        if not isinstance(self.sources, Mapping):
-            raise TypeError(f"sources must be a mapping of field name -> source note; got {self.sources!r}")
 
     def peak_flops(self, dtype: str = "bf16") -> float:
         """Peak throughput in FLOP/s (OP/s for int8) for ``dtype``: the matmul units for "bf16", "int8" and "fp8";

@@ -51,6 +51,30 @@ def launch_check(
     ``model`` on ``system`` for batches of ``batch_tokens`` tokens in sequences of ``seq_len``) breaks, each as
     ``"kind: what is wrong"``; an empty list when it can be launched. See the module docstring for the rules.
     Memory is recomputed only for a layout that passes the layout rules (the memory model needs a legal one)."""
+    _check_plan_and_result(plan, result)
+    m = as_config(model)
+    check_system(system, "system")
+    fw = FRAMEWORKS[result.framework]
+    p, v = plan.parallelism, plan.circular_repeats
+    out: list[str] = []
+    _add_new(out, _system_violations(p, system))
+    _add_new(out, _placement_violations(p, system))
+    _add_new(out, _pipeline_violations(m, p, v, fw))
+    _add_new(out, _layout_violations(m, p, system, batch_tokens, seq_len))
+
+    # memory, recomputed with the public model (only for a legal layout: it refuses the others)
+    if not out:
+        out += _memory_violations(plan, result, m, system, batch_tokens, seq_len)
+    if plan.reason:
+        _add_new(out, [f"rejected: the planner rejected this plan ({plan.reason})"])
+
+    out += _tier_violations(plan, result)
+    return out
+
+
+def _check_plan_and_result(plan, result) -> None:
+    """Refuse a ``plan`` that is not a Plan, or a ``result`` that is not a PlanResult of a known framework and
+    recipe."""
     if not isinstance(plan, Plan):
         raise TypeError(f"plan must be a Plan (one of PlanResult.ranked); got {type(plan).__name__}")
     if not isinstance(result, PlanResult):
@@ -60,43 +84,54 @@ def launch_check(
             f"result must name a framework of {tuple(FRAMEWORKS)} and a recipe of {tuple(RECIPES)}; got "
             f"{result.framework!r} and {result.recipe!r}"
         )
-    m = as_config(model)
-    check_system(system, "system")
-    fw = FRAMEWORKS[result.framework]
-    p, v = plan.parallelism, plan.circular_repeats
-    out: list[str] = []
 
-    def broken(kind: str, detail: str) -> None:
-        line = f"{kind}: {detail}"
-        if line not in out:  # two checks may meet the same rule (stages against layers)
+
+def _add_new(out: list[str], lines: list[str]) -> None:
+    """Append to ``out`` each of ``lines`` it does not hold yet (two checks may meet the same rule: stages
+    against layers)."""
+    for line in lines:
+        if line not in out:
             out.append(line)
 
-    def rule(check, *args, **kwargs) -> None:
-        try:
-            check(*args, **kwargs)
-        except rules.Illegal as err:
-            broken(err.kind, str(err))
 
-    # the system, and copies of it
+def _broken_rule(check, *args, **kwargs) -> list[str]:
+    """The rule ``check`` (a function of :mod:`tpu_notes.rules`) as ``["kind: what is wrong"]`` when it is
+    broken; an empty list when it holds."""
+    try:
+        check(*args, **kwargs)
+    except rules.Illegal as err:
+        return [f"{err.kind}: {err}"]
+    return []
+
+
+def _system_violations(p, system) -> list[str]:
+    """The system rules: it can be asked for in one piece, and copies of it join over DCN only where they can."""
+    out = []
     if system.why_not_schedulable:
-        broken("not schedulable", system.why_not_schedulable)
+        out.append(f"not schedulable: {system.why_not_schedulable}")
     if p.dcn > 1 and not system.joins_over_dcn:
-        broken("no DCN", f"dcn ({p.dcn}) joins TPU slices; {system} includes its whole network (dcn must be 1)")
+        out.append(f"no DCN: dcn ({p.dcn}) joins TPU slices; {system} includes its whole network (dcn must be 1)")
+    return out
 
-    # the degrees against the devices, and their placement
+
+def _placement_violations(p, system) -> list[str]:
+    """The degrees against the devices: they multiply to the system's devices, and the layout can be placed."""
     degrees = {k: getattr(p, k) for k in ("data", "fsdp", "tensor", "pipeline", "expert", "context")}
     if math.prod(degrees.values()) != system.n_devices:
-        rule(rules.mesh_devices, degrees, system.n_devices)
-    else:
-        try:
-            map_to_slice(p, system)
-        except ValueError as err:
-            broken("cannot place", str(err))
+        return _broken_rule(rules.mesh_devices, degrees, system.n_devices)
+    try:
+        map_to_slice(p, system)
+    except ValueError as err:
+        return [f"cannot place: {err}"]
+    return []
 
-    # the framework's pipeline: layers per stage, then microbatches per stage
+
+def _pipeline_violations(m, p, v: int, fw) -> list[str]:
+    """The framework's pipeline: layers per stage, then microbatches per stage, and layer groups only with a
+    pipeline."""
     uneven_edges = fw.uneven_edges and m.n_layers % (p.pipeline * v) != 0
     schedule = {"framework": fw.name, "uneven_edges": uneven_edges}
-    rule(
+    out = _broken_rule(
         rules.pipeline_schedule,
         m,
         p.pipeline,
@@ -106,7 +141,7 @@ def launch_check(
         microbatches_per_stage="never",
         **schedule,
     )
-    rule(
+    out += _broken_rule(
         rules.pipeline_schedule,
         m,
         p.pipeline,
@@ -117,26 +152,23 @@ def launch_check(
         **schedule,
     )
     if v > 1 and p.pipeline == 1:
-        broken("layer groups", f"circular_repeats ({v}) interleaves pipeline stages; this layout has none")
+        out.append(f"layer groups: circular_repeats ({v}) interleaves pipeline stages; this layout has none")
+    return out
 
-    # tensor parallelism, and the model and batch rules of a training layout
-    rule(rules.scale_up_domain, p.tensor, system.scale_up_size)
-    rule(rules.whole_heads, m, p.tensor)
-    rule(rules.context_degree, seq_len, p.context)
-    rule(rules.expert_degree, m, p.expert)
+
+def _layout_violations(m, p, system, batch_tokens: int, seq_len: int) -> list[str]:
+    """Tensor parallelism, and the model and batch rules of a training layout."""
+    out = _broken_rule(rules.scale_up_domain, p.tensor, system.scale_up_size)
+    out += _broken_rule(rules.whole_heads, m, p.tensor)
+    out += _broken_rule(rules.context_degree, seq_len, p.context)
+    out += _broken_rule(rules.expert_degree, m, p.expert)
     if batch_tokens % seq_len:
-        rule(rules.whole_sequences, batch_tokens, seq_len)
+        out += _broken_rule(rules.whole_sequences, batch_tokens, seq_len)
     else:
         sequences = batch_tokens // seq_len
-        rule(rules.batch_shards, sequences, p.batch_shards, microbatches=p.microbatches, stages=p.pipeline)
-
-    # memory, recomputed with the public model (only for a legal layout: it refuses the others)
-    if not out:
-        out += _memory_violations(plan, result, m, system, batch_tokens, seq_len)
-    if plan.reason:
-        broken("rejected", f"the planner rejected this plan ({plan.reason})")
-
-    out += _tier_violations(plan, result)
+        out += _broken_rule(
+            rules.batch_shards, sequences, p.batch_shards, microbatches=p.microbatches, stages=p.pipeline
+        )
     return out
 
 
