@@ -280,13 +280,7 @@ def step_time(
     if not isinstance(p, Parallelism):
         raise TypeError(f"parallelism must be a Parallelism; got {type(p).__name__}")
     check_system(slice, "slice").check_schedulable("slice")
-    if layout is not None and not isinstance(layout, Layout):
-        raise TypeError(f"layout must be a Layout from map_to_slice (or None); got {type(layout).__name__}")
-    if layout is not None and (
-        layout.slice != slice
-        or any(getattr(layout.parallelism, k) != getattr(p, k) for k in PLACEMENT_ORDER + ("dcn",))
-    ):
-        raise ValueError("layout must be map_to_slice(parallelism, slice) for the same degrees and slice")
+    _check_given_layout(layout, p, slice)
     B, S, v_rep, eff = batch_tokens, seq_len, circular_repeats, matmul_efficiency
     effm = check_efficiency(efficiency)
     m = _check_layout(model, p, B, S, v_rep)
@@ -315,6 +309,16 @@ def step_time(
     )
 
 
+def _check_given_layout(layout, p: Parallelism, slc) -> None:
+    """Refuse a ``layout`` passed to :func:`step_time` that is not ``map_to_slice(p, slc)`` (None is fine)."""
+    if layout is None:
+        return
+    if not isinstance(layout, Layout):
+        raise TypeError(f"layout must be a Layout from map_to_slice (or None); got {type(layout).__name__}")
+    if layout.slice != slc or any(getattr(layout.parallelism, k) != getattr(p, k) for k in PLACEMENT_ORDER + ("dcn",)):
+        raise ValueError("layout must be map_to_slice(parallelism, slice) for the same degrees and slice")
+
+
 @functools.lru_cache(maxsize=4096)
 def _flops(m: TransformerConfig, seq_len: int, remat: str) -> float:
     """Training FLOPs per token (causal attention included) under ``remat`` (cached: the planner asks often)."""
@@ -336,22 +340,18 @@ def _price(
     attention,
     effm,
     fused_projections,
-    reshard=None,
+    reshard,
     over_context="none",
     gather_once=False,
 ):
-    """The body of :func:`step_time` for arguments already checked (the planner calls it in its inner loop)."""
+    """The body of :func:`step_time` for arguments already checked and the framework's defaults resolved (the
+    planner calls it in its inner loop)."""
     c = lay.slice.chip
     # "mlp_outputs" and a number of D-sized checkpoints are priced as saving the matmul outputs
     flops_remat = remat if isinstance(remat, str) and remat in ALL_REMAT_POLICIES else "save_matmul_outputs"
     peak = c.peak_flops(dtype)
     model_flops, hw_flops, imbalance = _chip_flops(m, p, B, S, flops_remat, v_rep)
     flops_time = hw_flops * imbalance / (peak * eff)
-    if fused_projections is None or reshard is None:  # the system's default framework decides
-        fw = default_framework(lay.slice)
-        fused_projections = fw.fused_projections if fused_projections is None else fused_projections
-        reshard = fw.reshard_after_forward if reshard is None else reshard
-    reshard_after_forward = reshard
     times, calls, shard_w = _collective_times(
         m,
         p,
@@ -362,7 +362,7 @@ def _price(
         v_rep,
         hop_latency,
         fused_projections,
-        reshard_after_forward,
+        reshard,
         imbalance,
         over_context,
         gather_once,
@@ -370,14 +370,7 @@ def _price(
     if flops_remat in OFFLOAD_REMAT_POLICIES:
         times["host"], calls["host"] = _host_offload_time(m, p, c, B, dtype, v_rep)
     hbm_time = 3 * p.microbatches * shard_w / c.bandwidth("hbm")  # the gathered weights read per microbatch
-    compute = max(flops_time, hbm_time)
-    comms = sum(times.values())
-    bubble = compute * (p.pipeline - 1) / (v_rep * p.microbatches)
-    total = (max(compute, comms) if overlap else compute + comms) + bubble
-    if compute < comms:
-        bound = max(times, key=times.get)
-    else:
-        bound = "compute" if flops_time >= hbm_time else "hbm"
+    compute, comms, bubble, total, bound = _roofline(times, flops_time, hbm_time, p, v_rep, overlap)
     expected = _expected_step(
         m,
         p,
@@ -407,6 +400,20 @@ def _price(
         mfu=model_flops / (total * peak),
         hfu=hw_flops / (total * peak),
     )
+
+
+def _roofline(times: dict, flops_time: float, hbm_time: float, p: Parallelism, v_rep: int, overlap: bool):
+    """The roofline step from its parts, seconds: ``(compute, comms, bubble, total, bound)``. Compute is the longer
+    of the FLOPs and the weight reads; communication hides under it with ``overlap`` (else adds); the bubble adds."""
+    compute = max(flops_time, hbm_time)
+    comms = sum(times.values())
+    bubble = compute * (p.pipeline - 1) / (v_rep * p.microbatches)
+    total = (max(compute, comms) if overlap else compute + comms) + bubble
+    if compute < comms:
+        bound = max(times, key=times.get)
+    else:
+        bound = "compute" if flops_time >= hbm_time else "hbm"
+    return compute, comms, bubble, total, bound
 
 
 def _chip_flops(m, p: Parallelism, B: int, S: int, flops_remat: str, v_rep: int) -> tuple[float, float, float]:
