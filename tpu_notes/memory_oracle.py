@@ -15,7 +15,7 @@ layer) and the GPipe schedule for the pipelines. Like is compared with like: XLA
 parameters and optimizer state (the model leaves out the token batch, listed as ``inputs``), XLA's temporaries with
 the modelled gradients, activations, gathered weights and largest transient.
 
-Where the modelled peak and XLA's differ by more than :data:`TOLERANCE`, the row's :attr:`MemoryRow.note` says why,
+Where the modelled peak and XLA's differ by more than :data:`TOLERANCE`, the row's ``MemoryRow.note`` says why,
 from the named :data:`DEPARTURES`, each priced in bytes from the config and the layout alone (never from XLA's
 figures): what this small trainer does differently from the layout the model assumes, and what XLA's buffer
 assignment keeps that the model's sum does not. ``explained`` adds them to the modelled peak.
@@ -119,7 +119,7 @@ class MemoryRow:
 
     @property
     def model_peak(self) -> float:
-        """The modelled peak, :attr:`MemoryBreakdown.peak`."""
+        """The modelled peak, :attr:`~tpu_notes.training.memory.MemoryBreakdown.peak`."""
         return self.model.peak
 
     @property

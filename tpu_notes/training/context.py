@@ -26,7 +26,7 @@ into ``2·CP`` chunks and giving rank ``i`` chunks ``i`` and ``2CP − 1 − i``
 Megatron-Core use) balances the work exactly: :func:`causal_balance`.
 
 :func:`context_or_tensor` prices, with :func:`~tpu_notes.training.step_time`, whether a factor of chips is better
-spent on more tensor parallelism or on context parallelism. :data:`LLAMA3_405B_LONG_CONTEXT` (in
+spent on more tensor parallelism or on context parallelism. ``LLAMA3_405B_LONG_CONTEXT`` (in
 :mod:`tpu_notes.training.published`) is the worked case: Llama 3 405B's 131,072-token stage.
 """
 

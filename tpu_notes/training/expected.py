@@ -17,7 +17,7 @@ bound. Its ``StepTime.expected`` (an :class:`ExpectedStep`, built here) prices t
   another on one chip;
 - **communication**: each kind's roofline collective time at the achieved fraction of its link (ICI or DCN on a
   TPU; NVLink, or InfiniBand when a group spans nodes, on a GPU; PCIe for the host offload of
-  ``remat="offload_layer_input"``, kind ``"host"``, exposed fraction :data:`HOST_EXPOSED`), plus the per-call
+  ``remat="offload_layer_input"``, kind ``"host"``, exposed fraction ``HOST_EXPOSED``), plus the per-call
   latency for every call the step makes. The model's ``exposed`` fraction of it is on the critical path; FSDP
   adds the first gather and last reduce-scatter of each microbatch and data/DCN gradients the last layer's bucket;
   the rest hides under compute as far as compute lasts;

@@ -12,7 +12,7 @@ norms, the softmax, and the optimizer state. :func:`fp8_gain` takes the FLOPs of
 runs ``r = peak_fp8 / peak_bf16`` times faster, an ideal, compute-bound step takes ``(1 − f) + f / r`` of its bf16
 time. Attention grows with the sequence, so the gain falls at long context.
 
-The FP8 runs recorded in :data:`tpu_notes.training.published.RUNS` are those with ``dtype == "fp8"`` (NeMo's Llama
+The FP8 runs recorded in ``tpu_notes.training.published.RUNS`` are those with ``dtype == "fp8"`` (NeMo's Llama
 3 rows on H100/B200, torchtitan's Float8 rows): :func:`fp8_runs`.
 """
 
@@ -81,7 +81,7 @@ def fp8_gain(model, chip, seq_len: SeqLen) -> Fp8Gain:
 
 
 def fp8_runs() -> tuple:
-    """The published runs of :data:`tpu_notes.training.published.RUNS` whose large matmuls ran in FP8."""
+    """The published runs of ``tpu_notes.training.published.RUNS`` whose large matmuls ran in FP8."""
     from .published import RUNS
 
     return tuple(r for r in RUNS if r.dtype == "fp8")

@@ -94,7 +94,7 @@ DEFAULT_BY_CHIP_KIND = {"tpu": "maxtext", "gpu": "megatron"}
 
 @checked
 def get_framework(name: Annotated[str, OneOf(tuple(FRAMEWORKS))]) -> Framework:
-    """The :class:`Framework` called ``name`` (a key of :data:`FRAMEWORKS`)."""
+    """The :class:`Framework` called ``name`` (a key of ``FRAMEWORKS``)."""
     return FRAMEWORKS[name]
 
 

@@ -31,7 +31,7 @@ That sum is ``MemoryBreakdown.total``, the count Chapter 5 adds up. A compiled s
   host (the one being recomputed and the next, prefetched).
 
 Under ``remat="offload_layer_input"`` the layers' checkpoints live in host memory: ``activations`` is 0 and
-:attr:`MemoryBreakdown.host` holds what the host keeps for this chip (``D`` values per token and layer, sharded over
+``MemoryBreakdown.host`` holds what the host keeps for this chip (``D`` values per token and layer, sharded over
 the tensor axis like the activations in HBM); :func:`~tpu_notes.training.step_time` prices moving them.
 
 The modelled peak is a model, not a compilation: :mod:`tpu_notes.memory_oracle` sets it beside XLA's

@@ -391,7 +391,7 @@ def plan(
     ranking (and the choice of microbatches, interleaving, gather form and remat per layout) uses: ``"expected"``
     (the default: the :mod:`tpu_notes.efficiency` forecast) or ``"roofline"``. Layouts whose steps lie within
     ``tie_within`` of a tier's fastest (default: the expected model's out-of-sample error on this platform,
-    :data:`tpu_notes.efficiency.OUT_OF_SAMPLE_ERROR`; 0 for the roofline) form one tier, ordered by fewer kinds
+    ``tpu_notes.efficiency.OUT_OF_SAMPLE_ERROR``; 0 for the roofline) form one tier, ordered by fewer kinds
     of parallelism, then less HBM. Returns a :class:`PlanResult`.
     """
     m = as_config(model)

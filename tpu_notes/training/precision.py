@@ -86,5 +86,5 @@ RECIPES: dict[str, PrecisionRecipe] = {
 
 @checked
 def get_recipe(name: Annotated[str, OneOf(tuple(RECIPES))]) -> PrecisionRecipe:
-    """The :class:`PrecisionRecipe` called ``name`` (a key of :data:`RECIPES`)."""
+    """The :class:`PrecisionRecipe` called ``name`` (a key of ``RECIPES``)."""
     return RECIPES[name]

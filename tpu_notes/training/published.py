@@ -955,7 +955,7 @@ RUNS: tuple[PublishedRun, ...] = (
 #: confirmed DP 8 (github.com/meta-llama/llama3 issue #324: "DP should be 8"), which also gives 8 × 16 × 131,072 =
 #: 16M tokens. Counted like the table's other rows (full attention, ``counting="noncausal"``); the paper does not
 #: say how its FLOPs count causal attention, which at 131,072 tokens is more than half of them. Not in
-#: :data:`RUNS`, so the efficiency fit and Chapter 6's tables stay those of the 8192-token runs; Chapter 5's
+#: ``RUNS``, so the efficiency fit and Chapter 6's tables stay those of the 8192-token runs; Chapter 5's
 #: section on context parallelism (:mod:`tpu_notes.training.context`) uses it.
 LLAMA3_405B_LONG_CONTEXT = PublishedRun(
     "Llama 3 405B, 131,072 tokens, 16384 H100 (CP 16)",

@@ -170,7 +170,7 @@ class Layout:
 
 def map_to_slice(parallelism: Parallelism, slc: System) -> Layout:
     """Place ``parallelism`` on the system ``slc`` (a TPU ``Slice`` or a ``GpuCluster``) with its own
-    ``place`` method, the kinds in :data:`PLACEMENT_ORDER` (see the module docstring); ``ValueError`` when the
+    ``place`` method, the kinds in ``PLACEMENT_ORDER`` (see the module docstring); ``ValueError`` when the
     degrees do not fit."""
     if not isinstance(parallelism, Parallelism):
         raise TypeError(f"parallelism must be a Parallelism; got {type(parallelism).__name__}")
