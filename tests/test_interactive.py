@@ -276,3 +276,16 @@ def test_the_training_explorer_asks_the_planner_once_per_setting(monkeypatch):
     first = widgets.training_run("llama3-8b", "v5e", 1, 2**20, 2048)
     assert widgets.training_run("llama3-8b", "v5e", 1, 2**20, 2048) == first and calls == ["llama3-8b"]
     assert widgets.training_run("llama3-8b", "v5e", 2, 2**20, 2048) != first and len(calls) == 2
+
+
+def test_the_training_explorer_draws_a_pod_cloud_tpu_does_not_schedule_whole():
+    """A full v5p pod is not one slice Cloud TPU schedules: the explorer's text and its static figure both fall back
+    to the pod's fastest schedulable slices (the static page once printed 'static figure not available' here)."""
+    text = widgets.training_run("llama3-8b", "v5p", 1, 2**20, 2048)
+    assert "does not schedule the whole pod" in text and "16x20x28" not in text
+    html = widgets._html(widgets._training_spec, "llama3-8b", "v5p", 1, 2**20, 2048)()
+    assert "not available" not in html
+    payload = _payload(html)
+    assert len(payload["cells"]) == len(widgets.STATIC_TRAINING_MODELS)
+    models = widgets.STATIC_TRAINING_MODELS
+    assert all(cell["text"].startswith(m) for cell, m in zip(payload["cells"], models))

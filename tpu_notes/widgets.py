@@ -1460,9 +1460,9 @@ def _training_spec(model, chip, pods, batch_tokens, seq_len) -> dict:
 
     def cell(m):
         result = _pod_plan(m, chip, pods, batch_tokens, seq_len, 0.8)
-        if result.ranked:
+        if result is not None and result.ranked:
             out = _plan_cell(result.ranked, 6)
-        else:  # as training_run: no legal layout uses the full pod, so the fastest slices that have one
+        else:  # as training_run: the pod is not one slice or has no legal layout: the fastest slices that have one
             options = _legal_slices(m, chip, pods, batch_tokens, seq_len, 0.8)
             out = _plan_cell([o.best for o in options], 6, slices=True)
         out["text"] = training_run(m, chip, pods, batch_tokens, seq_len)
