@@ -194,12 +194,56 @@ CASES = {
     ),
 }
 
-COVERED = ("efficiency", "validation", "training.expected", "inference.expected")
+
+S = "tpu_notes.training.sweeps."
+
+
+def _sweep():
+    from tpu_notes.training.sweeps import SWEEPS
+
+    return SWEEPS[0]
+
+
+def _sweep_runs():
+    return _sweep().runs[:2]
+
+
+CASES.update(
+    {
+        S + "LayoutSweep": Case(
+            name=Raw("a sweep", [3, None, ODD]),
+            source=Raw("a source", [3, None, ODD]),
+            kind=Choice("slices"),
+            varies=Raw("slices", [3, None, ODD]),
+            runs=Raw(_sweep_runs, ["abc", None, 3, (), [ODD], (ODD, ODD)], lazy=True),
+            comm_bound=Flag(True),
+        ),
+        S + "spearman": Case(
+            a=Raw([1.0, 2.0, 3.0], ["abc", None, 3, [1.0], [ODD, ODD]]),
+            b=Raw([1.0, 3.0, 2.0], ["abc", None, 3, [1.0], [1.0, 2.0]]),
+        ),
+        S + "regret": Case(
+            measured=Raw([1.0, 2.0, 3.0], ["abc", None, 3, [], [1.0, 0.0, 2.0], [ODD, ODD, ODD]]),
+            predicted=Raw([1.0, 3.0, 2.0], ["abc", None, 3, [1.0]]),
+        ),
+        S + "evaluate": Case(sweep=Raw(_sweep, ["abc", None, 3, ODD], lazy=True), model=Raw(None, _MODEL_BAD)),
+        S + "evaluate_all": Case(
+            sweeps=Raw(lambda: [_sweep()], ["abc", 3, [ODD], ODD], lazy=True), model=Raw(None, _MODEL_BAD)
+        ),
+        S + "format_sweeps": Case(
+            results=Raw(lambda: [__import__("tpu_notes.training.sweeps").training.sweeps.evaluate(_sweep())],
+                        ["abc", None, 3, [ODD], ODD], lazy=True)
+        ),
+    }
+)
+
+COVERED = ("efficiency", "validation", "training.expected", "inference.expected", "training.sweeps")
 
 #: Records the library builds itself (their fields are computed): constructors not fuzzed; methods have entries.
 RESULT_RECORDS = {
     "validation.Fit",
     "validation.HeldOut",
+    "training.sweeps.SweepResult",
     "runs.GroupError",
     "training.expected.ExpectedStep",
     "inference.expected.ExpectedDecodeStep",
