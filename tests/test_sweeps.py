@@ -17,9 +17,10 @@ def test_spearman_matches_its_definition_without_ties():
     assert S.spearman(a, a[::-1]) == pytest.approx(-1.0)
 
 
-def test_spearman_ties_take_their_mean_rank_and_constant_is_nan():
+def test_spearman_ties_take_their_mean_rank_and_a_constant_is_refused():
     assert S.spearman([1.0, 1.0, 2.0], [1.0, 2.0, 3.0]) == pytest.approx(math.sqrt(3) / 2)
-    assert math.isnan(S.spearman([1.0, 1.0], [1.0, 2.0]))
+    with pytest.raises(ValueError, match="constant"):
+        S.spearman([1.0, 1.0], [1.0, 2.0])
 
 
 def test_regret_is_zero_for_the_best_pick_and_charges_ties_their_worst():

@@ -82,7 +82,7 @@ class SweepResult:
     sweep: LayoutSweep
     measured: tuple  # tokens/s per chip, per point
     predicted: tuple  # the expected model's tokens/s per chip, per point
-    rank_correlation: float  # Spearman's rho between predicted and measured (nan for a scaling series of 2)
+    rank_correlation: float | None  # Spearman's rho, predicted vs measured (None: a series of 2, or a constant)
     regret: float | None  # ranking sweeps: measured time of the model's pick / measured best - 1; else None
     measured_change: float  # tokens/s per chip, last point / first - 1
     predicted_change: float  # the same, predicted
@@ -126,17 +126,25 @@ def _ranks(values: Sequence[float]) -> list[float]:
 
 @checked
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:
-    """Spearman's rank correlation of two equal-length sequences (ties at mean rank), in [-1, 1]; nan when either
-    is constant."""
+    """Spearman's rank correlation of two equal-length sequences (ties at mean rank), in [-1, 1]; a ValueError
+    when either is constant (there is no order to correlate)."""
     a, b = _numbers("a", a, at_least=2), _numbers("b", b, at_least=2)
     if len(a) != len(b):
         raise ValueError(f"a and b must have the same length; got {len(a)} and {len(b)}")
+    rho = _spearman(a, b)
+    if rho is None:
+        raise ValueError("a and b must each hold at least two different values (a constant has no order)")
+    return rho
+
+
+def _spearman(a: list[float], b: list[float]) -> float | None:
+    """Spearman's rho of checked sequences; None when either is constant."""
     ra, rb = _ranks(a), _ranks(b)
     ma, mb = sum(ra) / len(ra), sum(rb) / len(rb)
     cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
     va = sum((x - ma) ** 2 for x in ra)
     vb = sum((y - mb) ** 2 for y in rb)
-    return cov / math.sqrt(va * vb) if va and vb else float("nan")
+    return cov / math.sqrt(va * vb) if va and vb else None
 
 
 @checked
@@ -163,7 +171,7 @@ def evaluate(sweep: LayoutSweep, model: EfficiencyModel | None = None) -> SweepR
     rows = [predict(r, 1.0, e) for r in sweep.runs]
     measured = tuple(r.reported for r in rows)
     predicted = tuple(r.expected for r in rows)
-    rho = spearman(predicted, measured) if len(rows) > 2 or sweep.kind in RANKING_KINDS else float("nan")
+    rho = _spearman(list(predicted), list(measured)) if len(rows) > 2 or sweep.kind in RANKING_KINDS else None
     return SweepResult(
         sweep=sweep,
         measured=measured,
@@ -197,7 +205,7 @@ def format_sweeps(results: Sequence[SweepResult]) -> str:
     lines = [f"{'sweep':38s} {'kind':10s} {'n':>2} {'comm':>4} {'rho':>5} {'regret':>6} {'Δ meas':>7} {'Δ pred':>7}"]
     for r in results:
         s = r.sweep
-        rho = "" if math.isnan(r.rank_correlation) else f"{r.rank_correlation:+.2f}"
+        rho = "" if r.rank_correlation is None else f"{r.rank_correlation:+.2f}"
         reg = "" if r.regret is None else f"{r.regret:.1%}"
         lines.append(
             f"{s.name:38.38s} {s.kind:10s} {len(s.runs):2d} {'yes' if s.comm_bound else '':>4} {rho:>5} {reg:>6} "
