@@ -72,6 +72,7 @@ def _priced():
 
 
 CASES = {
+    E + "expected_max_normal": Case(n=Int(8)),
     E + "EfficiencyModel": Case(
         matmul=Raw(lambda: _kw()["matmul"], _FRACTIONS_BAD, lazy=True),
         matmul_knee=Raw({"tpu": 128.0}, ["x", None, {"cpu": 1.0}, {"tpu": -1.0}, {"tpu": NAN}, {"tpu": 1e9}]),
@@ -130,6 +131,7 @@ CASES = {
     E + "optimizer_bytes": Case(params=Num(1e9, zero=True)),
     # -- validation
     V + "all_runs": Case(),
+    V + "in_sample": Case(run=Raw(_run, ["abc", None, 3, ODD], lazy=True)),
     V + "reconcile_all": Case(
         runs=Raw(lambda: [_run()], ["abc", 3, [ODD], [None], ODD], lazy=True), model=Raw(None, _MODEL_BAD)
     ),

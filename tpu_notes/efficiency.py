@@ -38,6 +38,7 @@ at least 0, and a chip with no matmul figure (neither its own nor its family's) 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -104,6 +105,9 @@ class EfficiencyModel:
         str, float
     ]  # fraction of each kind's communication on the critical path ("tpu:tensor": a family's)
     sustained: Mapping[str, float] = field(default_factory=dict)  # share of the compute rates a whole step keeps
+    collective_matmul: tuple = ()  # families whose compiler decomposes tensor-parallel matmuls ("tpu"): 1/t exposed
+    slice_jitter: float = 0.0  # coefficient of variation of one slice's step time: n slices over DCN wait for the
+    # slowest, E[max of n] = jitter × the expected maximum of n standard normals, times the step
     step_overhead: float = 0.0  # seconds added to every training step (host dispatch, optimizer launch)
     decode_overhead: float = 0.0  # seconds per layer of one generation step that are neither reads nor FLOPs
     name: str = "custom"  # label for tables
@@ -127,6 +131,13 @@ class EfficiencyModel:
             self, "collective_latency", _check_time_map("collective_latency", self.collective_latency, LINKS)
         )
         object.__setattr__(self, "exposed", _check_fraction_map("exposed", self.exposed, _EXPOSED_KEYS, zero=True))
+        if not isinstance(self.collective_matmul, tuple) or not all(
+            f in ("tpu", "gpu") for f in self.collective_matmul
+        ):
+            raise ValueError(f"collective_matmul must be a tuple of families ('tpu', 'gpu'); got {self.collective_matmul!r}")
+        v = self.slice_jitter
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v < 1.0:
+            raise ValueError(f"slice_jitter must be a fraction in [0, 1) (of the step); got {v!r}")
         for f in ("step_overhead", "decode_overhead"):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v < 1.0:
@@ -287,6 +298,16 @@ SOURCES: Mapping[str, str] = MappingProxyType(
         "exposed[context]": "ring attention passes the next key/value chunk while the current one's attention runs "
         "(Liu, Zaharia, Abbeel 2023, 'Ring Attention with Blockwise Transformers', arXiv 2310.01889): 0, hidden as "
         "far as compute lasts",
+        "exposed[tpu:context]": "MaxText's context parallelism on TPU all-gathers the keys and values of the "
+        "sequence before attention (its 'all-gather' context-parallel strategy), not a ring overlapped with "
+        "attention: the gather waits for this layer's key/value projections and attention waits for the gather: 1",
+        "collective_matmul": "families whose compiler decomposes a tensor-sharded matmul and its all-gather or "
+        "reduce-scatter into tensor-many overlapped steps (XLA on TPU: Wang et al., ASPLOS 2023, 'Overlap "
+        "Communication with Dependent Computation via Decomposition'): the first of the t chunks cannot overlap, "
+        "so 1/t of the tensor traffic is exposed: tpu",
+        "slice_jitter": "fitted: the coefficient of variation of one slice's step time that reproduces the per-chip "
+        "loss of MaxText's v4 multi-slice series (22B on 1 to 8 x v4-128) as the expected maximum of n slices "
+        "(tpu_notes.validation.FITS); the v5e series (1 to 32 x v5e-256) is held out and checks it",
         "exposed[pipeline]": "a stage's send is waited for by the next stage: 1",
         "exposed[fsdp]": "prefetched behind the previous layer (XLA, PyTorch FSDP); the first gather and last "
         "reduce-scatter of each microbatch are added by the step model from the layer count: 0",
@@ -331,12 +352,15 @@ DEFAULT = EfficiencyModel(
         "tensor": 1.0,
         "expert": 1.0,
         "context": 0.0,
+        "tpu:context": 1.0,
         "pipeline": 1.0,
         "fsdp": 0.0,
         "data": 0.0,
         "dcn": 0.0,
     },
     sustained={"tpu": 1.0, "gpu": 0.74},
+    collective_matmul=("tpu",),
+    slice_jitter=0.0454,
     step_overhead=0.0,
     decode_overhead=85e-6,
     name="default",
@@ -392,6 +416,31 @@ def matmul_seconds(
     flops_t = 2.0 * m * k * n / (c.peak_flops(dtype) * e.fraction(c, m, k, n))
     bytes_t = b * (m * k + k * n + m * n) / (c.hbm_bw * e.hbm)
     return max(flops_t, bytes_t)
+
+
+@functools.lru_cache(maxsize=256)
+def _expected_max_normal(n: int) -> float:
+    """E[max of n independent standard normals] by the midpoint rule on [-9, 9] (error below 1e-9)."""
+    if n == 1:
+        return 0.0
+    steps, lo, hi = 6000, -9.0, 9.0
+    h = (hi - lo) / steps
+    total = 0.0
+    for i in range(steps):
+        x = lo + (i + 0.5) * h
+        cdf = 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+        pdf = math.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+        total += x * n * pdf * cdf ** (n - 1)
+    return total * h
+
+
+@checked
+def expected_max_normal(n: Annotated[int, Positive(maximum=2**20)]) -> float:
+    """The expected maximum of ``n`` independent standard normal variables (0 for one; 0.564 for two; 2.07 for
+    32): how many standard deviations the slowest of ``n`` equally jittery slices lags the mean. ``n`` is a count."""
+    if isinstance(n, bool) or int(n) != n:
+        raise TypeError(f"n must be a whole number of slices; got {n!r}")
+    return _expected_max_normal(int(n))
 
 
 # ------------------------------------------------------------------------------------------------ bytes
@@ -454,6 +503,7 @@ __all__ = [
     "SOURCES",
     "EfficiencyModel",
     "check_efficiency",
+    "expected_max_normal",
     "layer_elementwise_bytes",
     "logits_bytes",
     "matmul_fraction",

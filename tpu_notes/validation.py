@@ -75,6 +75,8 @@ class Fit:
     high: float
     fallback: str  # what a held-out refit does when the subset is all held out: "drop" (use the family figure)
     # or "family" (fit on the other runs of the same kind and chip family that the parameter prices)
+    objective: Callable | None = None  # (runs, model) -> the median ratio the fit brings to 1 (None: measured /
+    # expected speed); a trend's fit compares each point with its series' first point instead
 
 
 def _set_tpu_matmul(e: EfficiencyModel, x: float) -> EfficiencyModel:
@@ -91,6 +93,27 @@ def _set_gpu_sustained(e: EfficiencyModel, x: float) -> EfficiencyModel:
 
 def _set_decode_overhead(e: EfficiencyModel, x: float) -> EfficiencyModel:
     return e.with_(decode_overhead=x)
+
+
+def _set_slice_jitter(e: EfficiencyModel, x: float) -> EfficiencyModel:
+    return e.with_(slice_jitter=x)
+
+
+def _is_multislice_series(r) -> bool:
+    """A point of MaxText's TPU v4 multi-slice table (22B on 1 to 8 x v4-128): the fit subset of slice_jitter."""
+    return isinstance(r, training.PublishedRun) and r.name.endswith("x v4-128") and "synthetic" in r.name
+
+
+def _trend_ratio(runs, e: EfficiencyModel) -> float:
+    """The median over the multi-slice points of (measured / measured on one slice) / (expected / expected on one
+    slice): 1 when the model loses per-chip throughput with the slices as the measurements do."""
+    rows = {r.run.name: r for r in reconcile_all(runs, e)}
+    base = [x for x in rows.values() if x.run.parallelism.dcn == 1]
+    if len(base) != 1:
+        raise ValueError("a trend fit needs exactly one single-slice point in its subset")
+    b = base[0]
+    ratios = [(x.reported / b.reported) / (x.expected / b.expected) for x in rows.values() if x is not b]
+    return statistics.median(ratios)
 
 
 #: The fitted parameters of :data:`~tpu_notes.efficiency.DEFAULT`, each with its subset.
@@ -132,11 +155,35 @@ FITS: tuple[Fit, ...] = (
         5e-4,
         "family",
     ),
+    Fit(
+        "slice_jitter",
+        "the TPU v4 multi-slice series (MaxText's 22B on 1, 2, 4 and 8 x v4-128): each point's per-chip "
+        "throughput over the one-slice point's, measured against expected; the v5e series (32B on 1 to 32 x "
+        "v5e-256) is held out",
+        _is_multislice_series,
+        _set_slice_jitter,
+        0.0,
+        0.2,
+        "drop",
+        _trend_ratio,
+    ),
 )
+
+
+def in_sample(run) -> tuple[str, ...]:
+    """The parameters of :data:`FITS` whose fit subset holds ``run`` (a published training run or serving row):
+    empty when ``run`` is out of sample for every fit, so its error is a forecast's."""
+    if not isinstance(run, (training.PublishedRun, serving.PublishedServing)):
+        raise TypeError(f"run must be a PublishedRun or PublishedServing; got {type(run).__name__}")
+    return tuple(f.parameter for f in FITS if f.select(run))
 
 
 def _median_ratio(runs, e: EfficiencyModel) -> float:
     return statistics.median(x.expected_ratio for x in reconcile_all(runs, e))
+
+
+def _objective(fit: Fit):
+    return fit.objective or _median_ratio
 
 
 def fit_parameter(fit: Fit, runs: Sequence, model: EfficiencyModel | None = None, steps: int = 30) -> float:
@@ -153,12 +200,13 @@ def fit_parameter(fit: Fit, runs: Sequence, model: EfficiencyModel | None = None
     lo, hi = fit.low, fit.high
     # the ratio measured/expected falls as the parameter makes the model faster (matmul up) and rises as it makes
     # it slower (overhead up): find the direction from the two ends
-    r_lo, r_hi = _median_ratio(runs, fit.apply(e, lo)), _median_ratio(runs, fit.apply(e, hi))
+    ratio = _objective(fit)
+    r_lo, r_hi = ratio(runs, fit.apply(e, lo)), ratio(runs, fit.apply(e, hi))
     if (r_lo - 1.0) * (r_hi - 1.0) > 0:
         return lo if abs(r_lo - 1.0) < abs(r_hi - 1.0) else hi
     for _ in range(steps):
         mid = 0.5 * (lo + hi)
-        r = _median_ratio(runs, fit.apply(e, mid))
+        r = ratio(runs, fit.apply(e, mid))
         if (r - 1.0) * (r_lo - 1.0) > 0:
             lo, r_lo = mid, r
         else:
@@ -234,7 +282,10 @@ def leave_one_group_out(model: EfficiencyModel | None = None, groups=None) -> li
         for f in FITS:
             chosen = [r for r in rest if f.select(r)]
             if not chosen and f.fallback == "drop":  # e.g. v6e held out: it takes the TPU family's figure
-                refit = refit.with_(matmul={k: v for k, v in refit.matmul.items() if k != "v6e"})
+                if f.parameter == "slice_jitter":
+                    refit = refit.with_(slice_jitter=0.0)
+                else:
+                    refit = refit.with_(matmul={k: v for k, v in refit.matmul.items() if k != "v6e"})
                 continue
             if not chosen:  # the subset is the group held out: fit on the other runs the parameter prices
                 chosen = [r for r in rest if _priced_by(f, r, refit)]
@@ -291,6 +342,7 @@ __all__ = [
     "fit_parameter",
     "format_errors",
     "format_held_out",
+    "in_sample",
     "leave_one_group_out",
     "reconcile_all",
     "report",

@@ -21,7 +21,13 @@ bound. Its ``StepTime.expected`` (an :class:`ExpectedStep`, built here) prices t
   latency for every call the step makes. The model's ``exposed`` fraction of it is on the critical path; FSDP
   adds the first gather and last reduce-scatter of each microbatch and data/DCN gradients the last layer's bucket;
   the rest hides under compute as far as compute lasts;
-- **bubble** ``compute × (P − 1) / (v·M)`` and the per-step overhead.
+- **bubble** ``compute × (P − 1) / (v·M)`` and the per-step overhead;
+- **stragglers**: slices joined over DCN synchronise every step (the gradient all-reduce), so the step lasts as
+  long as the slowest slice's. With each slice's step jittering by ``slice_jitter`` (a coefficient of
+  variation), ``n`` slices add ``slice_jitter × E[max of n standard normals]`` of the step
+  (:func:`~tpu_notes.efficiency.expected_max_normal`): 0.56σ for 2 slices, 2.07σ for 32. The bandwidth of the
+  cross-slice all-reduce barely changes with ``n`` (a ring moves ``2(n-1)/n`` of the shard), which is why
+  measured multi-slice tables still lose throughput per chip as slices are added.
 
 The MFU it implies is the model FLOPs over (expected step × peak): a forecast, where the roofline's MFU is a bound.
 """
@@ -59,15 +65,29 @@ class ExpectedStep:
     exposed: float  # communication on the critical path (exposed parts + what compute cannot hide), seconds
     bubble: float  # pipeline idle time, seconds
     overhead: float  # the per-step fixed cost, seconds
+    straggler: float  # the wait for the slowest of the slices over DCN (0 on one slice), seconds
     total: float  # the expected step, seconds
     bound: str  # the largest part: "matmul", "attention", "memory", or the kind whose communication is exposed most
     mfu: float  # model FLOPs / (total × peak): the expected MFU
     tokens_per_s_per_chip: float  # global batch tokens / total / chips
     efficiency: str  # the name of the EfficiencyModel used
+    band: float = 0.0  # the out-of-sample error of the chip's family (efficiency.OUT_OF_SAMPLE_ERROR), a fraction
+
+    @property
+    def total_range(self) -> tuple[float, float]:
+        """The expected step's band in seconds: ``total × (1 ∓ band)``, the spread held-out runs of the chip's
+        family showed around the forecast (their median error; a layout can fall outside it)."""
+        return self.total * (1.0 - self.band), self.total * (1.0 + self.band)
+
+    @property
+    def mfu_range(self) -> tuple[float, float]:
+        """The expected MFU over :attr:`total_range`: ``mfu / (1 ± band)``, low first."""
+        return self.mfu / (1.0 + self.band), self.mfu / (1.0 - self.band) if self.band < 1 else float("inf")
 
     def __repr__(self) -> str:
+        band = f" ±{self.band:.0%}" if self.band else ""
         return (
-            f"ExpectedStep(total={fmt(self.total, 's')}, matmul={fmt(self.matmul, 's')}, "
+            f"ExpectedStep(total={fmt(self.total, 's')}{band}, matmul={fmt(self.matmul, 's')}, "
             f"attention={fmt(self.attention, 's')}, memory_bound={fmt(self.memory_bound, 's')}, "
             f"exposed comms={fmt(self.exposed, 's')}{_bracketed_times(self.collectives)}, "
             f"bubble={fmt(self.bubble, 's')}, bound={self.bound!r}, mfu={self.mfu:.1%})"
@@ -210,10 +230,12 @@ def _expected_step(
     memory = (elem + logits + opt) / (c.hbm_bw * e.hbm)
     compute = max(matmul + attn + memory, hbm_time / e.hbm)
 
-    comm, exposed_parts, spill = _exposed_communication(lay, c, e, collectives, calls or {}, layers, compute)
+    comm, exposed_parts, spill = _exposed_communication(lay, p, c, e, collectives, calls or {}, layers, compute)
     exposed = sum(exposed_parts.values()) + spill
     bubble = compute * (p.pipeline - 1) / (v_rep * M)
-    total = compute + exposed + bubble + e.step_overhead
+    # synchronous data parallelism over DCN waits every step for the slowest of its slices
+    straggler = (compute + exposed + bubble) * e.slice_jitter * eff_mod._expected_max_normal(p.dcn)
+    total = compute + exposed + bubble + straggler + e.step_overhead
     parts = {"matmul": matmul, "attention": attn, "memory": memory}
     if exposed_parts:
         worst = max(exposed_parts, key=exposed_parts.get)
@@ -228,11 +250,13 @@ def _expected_step(
         exposed=exposed,
         bubble=bubble,
         overhead=e.step_overhead,
+        straggler=straggler,
         total=total,
         bound=bound,
         mfu=model_flops / (total * peak16) if math.isfinite(total) else 0.0,
         tokens_per_s_per_chip=B / total / n,
         efficiency=e.name,
+        band=eff_mod.OUT_OF_SAMPLE_ERROR[c.kind],
     )
 
 
@@ -249,9 +273,13 @@ def _matmul_seconds(m, p, c, e, B, tokens_mb, remat, dtype, imbalance) -> tuple[
     return layer_flops / c.peak_flops(dtype) + unembed_flops / c.peak_flops("bf16"), shape
 
 
-def _exposed_communication(lay, c, e, collectives: dict, calls: dict, layers: float, compute: float):
+def _exposed_communication(lay, p, c, e, collectives: dict, calls: dict, layers: float, compute: float):
     """Each collective kind at its achieved bandwidth plus per-call latency (seconds), the part of each left exposed
-    after overlap, and the hidden part that spills past ``compute`` (seconds): ``(comm, exposed_parts, spill)``."""
+    after overlap, and the hidden part that spills past ``compute`` (seconds): ``(comm, exposed_parts, spill)``.
+
+    Where a family decomposes tensor-parallel matmuls into collective matmuls (``e.collective_matmul``), each
+    collective is cut into ``tensor`` chunks overlapped with the partial matmuls, and the first chunk waits:
+    ``1 / tensor`` of the tensor traffic stays exposed (at least)."""
     comm, exposed_parts = {}, {}
     hidden = 0.0
     for kind, t in collectives.items():
@@ -260,7 +288,9 @@ def _exposed_communication(lay, c, e, collectives: dict, calls: dict, layers: fl
         link = _link(lay, kind)
         te = t / e.link(link) + calls.get(kind, 1) * e.latency(link)
         f = HOST_EXPOSED if kind == "host" else e.exposed_fraction(kind, c)
-        if kind == "fsdp":
+        if kind == "tensor" and c.kind in e.collective_matmul:
+            f = max(f, 1.0 / p.tensor)
+        elif kind == "fsdp":
             f = max(f, 2.0 / (3.0 * layers))
         elif kind in ("data", "dcn"):
             f = max(f, 1.0 / layers)
