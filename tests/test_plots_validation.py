@@ -77,3 +77,21 @@ def test_bad_input_is_refused(rows):
         plots.predicted_vs_measured_chart([])
     with pytest.raises(TypeError, match="rows"):
         plots.predicted_vs_measured_chart([1.0, 2.0])
+
+
+def test_sweep_chart_draws_a_panel_per_sweep_normalised_to_its_best():
+    from tpu_notes import plots
+    from tpu_notes.training import sweeps
+
+    results = sweeps.evaluate_all()
+    fig = plots.sweep_chart(results)
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(visible) == len(results)
+    for ax, r in zip(visible, results):
+        measured = ax.lines[0].get_ydata()
+        assert max(measured) == pytest.approx(1.0) and len(measured) == len(r.measured)
+        assert r.sweep.name[:20] in ax.get_title()
+    with pytest.raises(ValueError, match="results"):
+        plots.sweep_chart([])
+    with pytest.raises(ValueError, match="ncols"):
+        plots.sweep_chart(results, ncols=0)

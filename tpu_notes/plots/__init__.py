@@ -80,7 +80,7 @@ from .transformer import (
     remat_tradeoff_chart,
     transformer_layer_diagram,
 )
-from .validation import predicted_vs_measured_chart
+from .validation import predicted_vs_measured_chart, sweep_chart
 
 __all__ = [
     "critical_batches_chart",
@@ -127,6 +127,7 @@ __all__ = [
     "speculative_speedup_chart",
     "weight_stationary_chart",
     "serving_sweep_chart",
+    "sweep_chart",
     "kv_share_chart",
     "pareto_chart",
     "sharded_step_chart",

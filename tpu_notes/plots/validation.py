@@ -9,7 +9,7 @@ from matplotlib.patches import Patch
 
 from ..hardware import get_chip
 from ..runs import Reconciliation, check_rows
-from .style import CHIP_COLORS, figure_and_axes
+from .style import CHIP_COLORS, figure_and_axes, new_figure
 
 #: The half-width of the shaded band around y = x: a prediction within ±15% of the measured speed. A reading aid
 #: chosen for the figure, not a sourced figure.
@@ -97,4 +97,48 @@ def predicted_vs_measured_chart(rows, ax=None, which: str = "both"):
     return fig
 
 
-__all__ = ["predicted_vs_measured_chart"]
+def sweep_chart(results, ncols: int = 3):
+    """One panel per published sweep (``training.sweeps.evaluate_all`` rows): each point's tokens/s per chip,
+    measured (filled) and expected (hollow), each over its own best point, so the panels compare order and trend,
+    not level. A panel's title gives the sweep's rank correlation and regret (ranking sweeps) or the per-chip change
+    from its first to its last point (scaling series). Returns the Figure."""
+    from ..training.sweeps import SweepResult
+
+    if isinstance(results, (str, bytes)) or not hasattr(results, "__iter__"):
+        raise TypeError(f"results must be a list of SweepResult rows; got {type(results).__name__}")
+    results = list(results)
+    if not results or not all(isinstance(r, SweepResult) for r in results):
+        raise ValueError("results must hold at least one SweepResult (from training.sweeps.evaluate_all)")
+    if isinstance(ncols, bool) or not isinstance(ncols, int) or not 1 <= ncols <= 6:
+        raise ValueError(f"ncols must be a whole number of columns in [1, 6]; got {ncols!r}")
+    ncols = min(ncols, len(results))
+    nrows = -(-len(results) // ncols)
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=3.0 * ncols, height=2.4 * nrows)
+    axes = np.atleast_1d(axes).ravel()
+    for ax, r in zip(axes, results):
+        x = np.arange(len(r.measured))
+        meas = np.array(r.measured) / max(r.measured)
+        pred = np.array(r.predicted) / max(r.predicted)
+        ax.plot(x, meas, "o-", color="#1f77b4", ms=5, lw=1.2, label="measured")
+        ax.plot(x, pred, "o--", color="#d62728", mfc="none", ms=6, lw=1.0, label="expected")
+        if r.regret is not None:
+            rho = "" if r.rank_correlation is None else f"ρ {r.rank_correlation:+.2f}, "
+            detail = f"{rho}regret {r.regret:.0%}"
+        else:
+            detail = f"Δ {r.measured_change:+.0%} measured, {r.predicted_change:+.0%} expected"
+        ax.set_title(f"{r.sweep.name[:34]}\n{detail}", fontsize=8)
+        ax.set_xticks(x)
+        ax.set_xticklabels([str(i + 1) for i in x], fontsize=7)
+        ax.tick_params(axis="y", labelsize=7)
+        lo = min(meas.min(), pred.min())
+        ax.set_ylim(max(0.0, lo - 0.1), 1.05)
+    for ax in axes[len(results):]:
+        ax.set_visible(False)
+    axes[0].legend(fontsize=7, loc="lower left")
+    fig.supxlabel("point of the sweep (the source's order)", fontsize=8)
+    fig.supylabel("tokens/s per chip / best point", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+__all__ = ["predicted_vs_measured_chart", "sweep_chart"]

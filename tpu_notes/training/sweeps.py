@@ -223,7 +223,7 @@ def _runs(*names: str) -> tuple:
 #: Scaling series already in the published runs: MaxText's multi-slice tables.
 _MULTISLICE = (
     LayoutSweep(
-        "32B synthetic, 1-32 x v5e-256 over DCN",
+        "32B on 1-32 x v5e-256 (DCN)",
         "maxtext-readme, v5e multi-slice table (1x to 32x v5e-256 rows), configs/v5e/32b.sh",
         "slices",
         "slices over DCN (data parallelism across slices, FSDP within each)",
@@ -232,7 +232,7 @@ _MULTISLICE = (
         notes="the per-chip batch is fixed, so the drop is the DCN gradient all-reduce the slices add",
     ),
     LayoutSweep(
-        "22B synthetic, 1-8 x v4-128 over DCN",
+        "22B on 1-8 x v4-128 (DCN)",
         "maxtext-readme at f70c643b, v4 multi-slice table, configs/*xv4-128.sh",
         "slices",
         "slices over DCN (data parallelism across slices, FSDP within each)",
