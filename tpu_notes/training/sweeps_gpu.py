@@ -456,13 +456,13 @@ _PP_405B = (
 )
 
 
-def _cp_points(model, gpus, tp, pp, local, seqs_tps, note, row) -> tuple:
+def _cp_points(label, model, gpus, tp, pp, local, seqs_tps, note, row) -> tuple:
     out = []
     for fsdp, cp, seq, tps in seqs_tps:
         par = Parallelism(fsdp=fsdp, context=cp, tensor=tp, pipeline=pp, microbatches=local if pp > 1 else 1)
         out.append(
             _titan(
-                f"{model} FP8, {gpus} H100, CP {cp}, {seq} tokens (torchtitan)",
+                f"{label} FP8, {gpus} H100, CP {cp}, {seq} tokens (torchtitan)",
                 f"{_T24} {row} (FSDP {fsdp}, CP {cp})",
                 model,
                 gpus,
@@ -479,6 +479,7 @@ def _cp_points(model, gpus, tp, pp, local, seqs_tps, note, row) -> tuple:
 
 
 _CP_8B = _cp_points(
+    "Llama 3.1 8B",
     "llama3-8b",
     8,
     1,
@@ -490,6 +491,7 @@ _CP_8B = _cp_points(
     "Table 2",
 )
 _CP_405B = _cp_points(
+    "Llama 3.1 405B",
     "llama3-405b",
     512,
     8,
