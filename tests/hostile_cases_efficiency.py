@@ -233,13 +233,24 @@ CASES.update(
             sweeps=Raw(lambda: [_sweep()], ["abc", 3, [ODD], ODD], lazy=True), model=Raw(None, _MODEL_BAD)
         ),
         S + "format_sweeps": Case(
-            results=Raw(lambda: [__import__("tpu_notes.training.sweeps").training.sweeps.evaluate(_sweep())],
-                        ["abc", None, 3, [ODD], ODD], lazy=True)
+            results=Raw(
+                lambda: [__import__("tpu_notes.training.sweeps").training.sweeps.evaluate(_sweep())],
+                ["abc", None, 3, [ODD], ODD],
+                lazy=True,
+            )
         ),
     }
 )
 
-COVERED = ("efficiency", "validation", "training.expected", "inference.expected", "training.sweeps")
+#: training.sweeps_gpu holds records only (GPU_SWEEPS, no public function or class): covered with no entries.
+COVERED = (
+    "efficiency",
+    "validation",
+    "training.expected",
+    "inference.expected",
+    "training.sweeps",
+    "training.sweeps_gpu",
+)
 
 #: Records the library builds itself (their fields are computed): constructors not fuzzed; methods have entries.
 RESULT_RECORDS = {
