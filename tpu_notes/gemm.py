@@ -429,7 +429,7 @@ def _chip(chip) -> Chip:
 #: Where every parameter of :data:`DEFAULT` comes from.
 SOURCES: Mapping[str, str] = MappingProxyType(
     {
-        "plateau[tpu7x]": "measured: 956.4 TFLOP/s per TensorCore at 32768^3 of 1150 (half the 2300 of tpu_notes.hardware): 0.832 "
+        "plateau[tpu7x]": "measured: 956.4 TFLOP/s per TensorCore at 32768^3 of 1150 (half the chip's 2300): 0.832 "
         "(ironwood-readme)",
         "plateau[v6e]": "measured: 727.7 TFLOP/s at 8192^3, profiler-timed, of 920: 0.791 (gpu-tpu-pedia)",
         "plateau[h100]": "measured: MAMF 794.5 of 989 TFLOP/s at M=2048, N=2048, K=13312: 0.803 (mamf)",
