@@ -16,6 +16,7 @@ import argparse
 import time
 
 from tpu_notes import efficiency, runs, validation
+from tpu_notes.training import sweeps
 
 
 def main() -> None:
@@ -28,6 +29,11 @@ def main() -> None:
     print(runs.format_errors(runs.group_errors(rows)))
     print("\nleave one group out (the fitted parameters refitted without the group):")
     print(validation.format_held_out(validation.leave_one_group_out()))
+    outside = [r for r in rows if not validation.in_sample(r.run)]
+    print(f"\nruns outside every fit: {len(outside)}; their expected median |error|: "
+          f"{runs.group_errors(outside)[-1].expected_median:.1%}")
+    print("\npublished sweeps and scaling series (training.sweeps):")
+    print(sweeps.format_sweeps(sweeps.evaluate_all()))
     print("\nfitted parameters, refitted from their stated subsets now:")
     for f in validation.FITS:
         chosen = [r for r in validation.all_runs() if f.select(r)]
@@ -36,9 +42,10 @@ def main() -> None:
     for key, source in efficiency.SOURCES.items():
         print(f"  {key:26s} {source}")
     if args.runs:
-        print(f"\n{'run':44s} {'group':18s} {'roofline':>9} {'expected':>9}")
+        print(f"\n{'run':44s} {'group':18s} {'roofline':>9} {'expected':>9}  in-sample for")
         for r in rows:
-            print(f"{r.run.name:44.44s} {r.run.group:18s} {r.roofline_error:+9.0%} {r.expected_error:+9.0%}")
+            fits = ", ".join(validation.in_sample(r.run)) or "-"
+            print(f"{r.run.name:44.44s} {r.run.group:18s} {r.roofline_error:+9.0%} {r.expected_error:+9.0%}  {fits}")
     print(f"\n({time.perf_counter() - t0:.1f} s)")
 
 

@@ -29,6 +29,7 @@ LAYERS = {
         "sharding",
         "transformer",
         "efficiency",
+        "gemm",
         "runs",
         "validation",
         "training",

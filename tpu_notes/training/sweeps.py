@@ -241,8 +241,16 @@ _MULTISLICE = (
     ),
 )
 
-#: The project's published sweeps.
-SWEEPS: tuple[LayoutSweep, ...] = _MULTISLICE
+def _all_sweeps() -> tuple:
+    """The multi-slice series here and the per-platform records (imported here: they import this module)."""
+    from .sweeps_gpu import GPU_SWEEPS
+
+    return _MULTISLICE + tuple(GPU_SWEEPS)
+
+
+#: The project's published sweeps: MaxText's multi-slice series and the GPU records of
+#: :mod:`tpu_notes.training.sweeps_gpu`.
+SWEEPS: tuple[LayoutSweep, ...] = _all_sweeps()
 
 __all__ = [
     "LayoutSweep",
