@@ -196,6 +196,7 @@ CASES = {
 
 
 S = "tpu_notes.training.sweeps."
+T2 = "tpu_notes.training.sweeps_tpu."
 
 
 def _sweep():
@@ -237,7 +238,16 @@ CASES.update(
     }
 )
 
-COVERED = ("efficiency", "validation", "training.expected", "inference.expected", "training.sweeps")
+CASES[T2 + "maxtext_2023"] = Case(scale=Raw(32, [0, 3, -4, 2.5, "32", None, True, 2**20]))
+
+COVERED = (
+    "efficiency",
+    "validation",
+    "training.expected",
+    "inference.expected",
+    "training.sweeps",
+    "training.sweeps_tpu",
+)
 
 #: Records the library builds itself (their fields are computed): constructors not fuzzed; methods have entries.
 RESULT_RECORDS = {

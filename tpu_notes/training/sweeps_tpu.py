@@ -22,6 +22,11 @@ Every figure below was read in its source; the tables are restated in code, not 
 - ``maxtext@f70c643b``: the same repository, commit f70c643b (2023-08-30), README TPU v4 table, the 52B rows (1 and
   2 slices of v4-384) and ``MaxText/configs/{1,2}xv4-384.sh`` (FSDP 192, per-device batch 10, remat ``full``,
   d_model 12288, 32 heads of 256, d_ff 49152, 32 layers; base.yml's ReLU MLP, vocabulary 32,768 and sequence 1024).
+- ``maxtext PR #1323``: github.com/AI-Hypercomputer/maxtext pull request 1323 ("Add pure FSDP config for
+  llama405b", 2025-02-28): Llama 3.1 405B on two v6e-256 slices at about 400 TFLOP/s per chip with pure ICI FSDP
+  256 (and DCN FSDP 2), against about 365 with ICI tensor parallelism 4; the two configs
+  (``llama3_1_405b_8192_fsdp_dcn``, ``llama3_1_405b_8192_pure_fsdp_ici``) in
+  ``benchmarks/maxtext_trillium_model_configs.py`` at 91cb00b01 (2025-03-01).
 - ``tpu-recipes@c8cfe2f``: github.com/AI-Hypercomputer/tpu-recipes, commit c8cfe2f (2026-08-07),
   ``training/ironwood/README.md`` summary table (chips, global batch, sequence length, step time, TFLOP/s and
   tokens/s per chip) and ``training/ironwood/llama3.1-70b/{8k-bf16-tpu7x-4x4x4,8k-bf16-tpu7x-4x8x8,
@@ -36,8 +41,10 @@ from __future__ import annotations
 
 import math
 
+from ..hardware import get_chip
 from ..topology import Slice
 from ..transformer import TransformerConfig
+from ..units import PositiveInt, checked
 from .parallelism import Parallelism
 from .published import PublishedRun
 from .sweeps import LayoutSweep
@@ -45,14 +52,17 @@ from .sweeps import LayoutSweep
 #: MaxText's synthetic base model before 2024-02-14 (``base.yml`` from af0067809, 2023-09-07): d_model 2560, 8
 #: heads of 256, d_ff 8192 (ReLU, 2 matrices), 16 layers, vocabulary 32,768, logits via the embedding.
 _BASE_2023 = {"emb": 2560, "heads": 8, "mlp": 8192, "layers": 16}
+#: The largest ``global_parameter_scale`` :func:`maxtext_2023` builds (MaxText's tables stop at 1024).
+MAX_SCALE = 4096
 
 
-def maxtext_2023(scale: int) -> TransformerConfig:
+@checked
+def maxtext_2023(scale: PositiveInt) -> TransformerConfig:
     """MaxText's 2023 synthetic model at ``global_parameter_scale=scale`` (a power of 2): the scale's log2 is split
     as ``3 q + r``; heads and d_ff double ``q + (r > 0)`` times, d_model ``q + (r > 1)`` times, layers ``q`` times
-    (``pyconfig.get_individual_scales`` at af0067809)."""
-    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1 or scale & (scale - 1):
-        raise ValueError(f"scale must be a power of 2 (global_parameter_scale); got {scale!r}")
+    (``pyconfig.get_individual_scales`` at af0067809); at most :data:`MAX_SCALE`."""
+    if scale & (scale - 1) or scale > MAX_SCALE:
+        raise ValueError(f"scale must be a power of 2 from 1 to {MAX_SCALE} (global_parameter_scale); got {scale!r}")
     q, r = divmod(int(math.log2(scale)), 3)
     heads = _BASE_2023["heads"] * 2 ** (q + (r > 0))
     return TransformerConfig(
@@ -286,7 +296,53 @@ def _ironwood_run(key: str) -> PublishedRun:
     )
 
 
+# -- Llama 3.1 405B on 2 x v6e-256: tensor 4 or pure FSDP (maxtext PR #1323) --------------------------------------
+
+#: PR #1323's two configs (``benchmarks/maxtext_trillium_model_configs.py`` at 91cb00b01): name -> (ICI layout,
+#: remat as priced, approximate TFLOP/s per chip the PR states, what the config offloads).
+_V6E_405B = {
+    "llama3-1-405b-8192-fsdp-dcn": (Parallelism(fsdp=64, tensor=4, dcn=2), 365, "layer input, q, k, v, out"),
+    "llama3-1-405b-8192-pure-fsdp-ici": (Parallelism(fsdp=256, dcn=2), 400, "layer input"),
+}
+
+
+def _v6e_405b_run(name: str) -> PublishedRun:
+    layout, tflops, offloaded = _V6E_405B[name]
+    return PublishedRun(
+        f"Llama 3.1 405B, 2 x v6e-256, {layout.short()}",
+        f"maxtext PR #1323 (2025-02-28) description; config {name} in benchmarks/maxtext_trillium_model_configs.py "
+        "at 91cb00b01",
+        "llama3-405b",
+        Slice("v6e", (16, 16)),
+        layout,
+        512 * 8192,
+        8192,
+        "offload_layer_input",
+        reported_mfu=tflops * 1e12 / get_chip("v6e").peak_flops("bf16"),
+        reported_flops_per_s=tflops * 1e12,
+        counting="causal",
+        group="maxtext-recipes",
+        notes=f"per-device batch 1 of 8192 tokens on 512 chips; dcn_fsdp_parallelism=2 priced as data parallelism "
+        f"over DCN; remat 'custom' offloading the {offloaded} to host, priced as offload_layer_input. The PR "
+        "states the throughput as approximate ('~') TFLOP/s, MaxText's causal count.",
+    )
+
+
 TPU_SWEEPS: tuple[LayoutSweep, ...] = (
+    LayoutSweep(
+        "Llama 3.1 405B, 2 x v6e-256: TP 4 vs FSDP",
+        "maxtext PR #1323 (AI-Hypercomputer/maxtext, 2025-02-28): ~365 TFLOP/s with ici_tensor_parallelism=4, ~400 "
+        "with pure ICI FSDP 256; configs at 91cb00b01",
+        "layout",
+        "the ICI layout (FSDP 64 x tensor 4 on a hybrid-ring mesh, or FSDP 256) and with it what is offloaded",
+        tuple(_v6e_405b_run(n) for n in _V6E_405B),
+        comm_bound=True,
+        notes="Same model, chips, global batch and sequence: the PR credits the gain to dropping tensor "
+        "parallelism (its collective matmuls 'do okay' but lose to FSDP's weight gathers) and to offloading only "
+        "the layer inputs (offloading everything cost about 5 TFLOP/s). The custom 64x4 hybrid-ring mesh, "
+        "collective-matmul decomposition and host-offload traffic are not priced; both points are priced with the "
+        "same offload policy.",
+    ),
     *(_v5e_series(s) for s in (16, 64, 128)),
     *(_v5p_pair(scale, cores, shape, rows) for scale, cores, shape, rows in _V5P_TABLE),
     _v5p_nodes(
@@ -370,4 +426,4 @@ TPU_SWEEPS: tuple[LayoutSweep, ...] = (
     ),
 )
 
-__all__ = ["MAXTEXT_V4_52B", "TPU_SWEEPS", "maxtext_2023"]
+__all__ = ["MAXTEXT_V4_52B", "MAX_SCALE", "TPU_SWEEPS", "maxtext_2023"]
