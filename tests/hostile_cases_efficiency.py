@@ -198,6 +198,7 @@ CASES = {
 
 
 S = "tpu_notes.training.sweeps."
+T2 = "tpu_notes.training.sweeps_tpu."
 
 
 def _sweep():
@@ -243,6 +244,8 @@ CASES.update(
 )
 
 #: training.sweeps_gpu holds records only (GPU_SWEEPS, no public function or class): covered with no entries.
+CASES[T2 + "maxtext_2023"] = Case(scale=Raw(32, [0, 3, -4, 2.5, "32", None, True, 2**20]))
+
 COVERED = (
     "efficiency",
     "validation",
@@ -250,6 +253,7 @@ COVERED = (
     "inference.expected",
     "training.sweeps",
     "training.sweeps_gpu",
+    "training.sweeps_tpu",
 )
 
 #: Records the library builds itself (their fields are computed): constructors not fuzzed; methods have entries.

@@ -244,12 +244,13 @@ _MULTISLICE = (
 def _all_sweeps() -> tuple:
     """The multi-slice series here and the per-platform records (imported here: they import this module)."""
     from .sweeps_gpu import GPU_SWEEPS
+    from .sweeps_tpu import TPU_SWEEPS
 
-    return _MULTISLICE + tuple(GPU_SWEEPS)
+    return _MULTISLICE + tuple(TPU_SWEEPS) + tuple(GPU_SWEEPS)
 
 
-#: The project's published sweeps: MaxText's multi-slice series and the GPU records of
-#: :mod:`tpu_notes.training.sweeps_gpu`.
+#: The project's published sweeps: MaxText's multi-slice series here, the TPU records of
+#: :mod:`tpu_notes.training.sweeps_tpu` and the GPU records of :mod:`tpu_notes.training.sweeps_gpu`.
 SWEEPS: tuple[LayoutSweep, ...] = _all_sweeps()
 
 __all__ = [
