@@ -103,7 +103,7 @@ class EfficiencyModel:
     collective_latency: Mapping[str, float]  # seconds one collective call costs on each link, whatever its size
     exposed: Mapping[
         str, float
-    ]  # fraction of each kind's communication on the critical path ("tpu:tensor": a family's)
+    ]  # fraction of each kind's communication on the critical path ("tpu:context": a family's)
     sustained: Mapping[str, float] = field(default_factory=dict)  # share of the compute rates a whole step keeps
     collective_matmul: tuple = ()  # families whose compiler decomposes tensor-parallel matmuls ("tpu"): 1/t exposed
     slice_jitter: float = 0.0  # coefficient of variation of one slice's step time: n slices over DCN wait for the
@@ -194,7 +194,7 @@ class EfficiencyModel:
 
     def exposed_fraction(self, kind: str, chip=None) -> float:
         """The fraction of parallelism ``kind``'s communication that sits on the critical path (on ``chip``'s
-        family, when the model states a family's own figure, e.g. ``"tpu:tensor"``)."""
+        family, when the model states a family's own figure, e.g. ``"tpu:context"``)."""
         if kind not in EXPOSED_KINDS:
             raise ValueError(f"kind must be one of {', '.join(EXPOSED_KINDS)}; got {kind!r}")
         if chip is not None and f"{_chip(chip).kind}:{kind}" in self.exposed:
@@ -291,9 +291,6 @@ SOURCES: Mapping[str, str] = MappingProxyType(
         "collective_latency[dcn]": "stated: 100 us per call over the data-centre network",
         "exposed[tensor]": "tensor-parallel activation reductions feed the next matmul (Megatron-LM, Shoeybi 2019: "
         "two all-reduces per layer forward, two backward, on the critical path): 1",
-        "exposed[tpu:tensor]": "XLA on TPU decomposes a tensor-sharded matmul and its all-gather/reduce-scatter "
-        "into steps that overlap ('collective matmul', Wang et al. ASPLOS 2023; the JAX shard_map collective "
-        "matmul example): 0, hidden as far as compute lasts",
         "exposed[expert]": "the dispatch and combine all-to-alls wait for this layer's routing: 1",
         "exposed[context]": "ring attention passes the next key/value chunk while the current one's attention runs "
         "(Liu, Zaharia, Abbeel 2023, 'Ring Attention with Blockwise Transformers', arXiv 2310.01889): 0, hidden as "
@@ -304,7 +301,8 @@ SOURCES: Mapping[str, str] = MappingProxyType(
         "collective_matmul": "families whose compiler decomposes a tensor-sharded matmul and its all-gather or "
         "reduce-scatter into tensor-many overlapped steps (XLA on TPU: Wang et al., ASPLOS 2023, 'Overlap "
         "Communication with Dependent Computation via Decomposition'): the first of the t chunks cannot overlap, "
-        "so 1/t of the tensor traffic is exposed: tpu",
+        "so 1/t of the tensor traffic is exposed: tpu. A GPU run states it (step_time's async_tensor: torchtitan's "
+        "async TP)",
         "slice_jitter": "fitted: the coefficient of variation of one slice's step time that reproduces the per-chip "
         "loss of MaxText's v4 multi-slice series (22B on 1 to 8 x v4-128) as the expected maximum of n slices "
         "(tpu_notes.validation.FITS); the v5e series (1 to 32 x v5e-256) is held out and checks it",
@@ -339,8 +337,8 @@ DEFAULT = EfficiencyModel(
         "h800": 794.5 / 989,
         "b200": 1745 / 2250,
         "gpu": 794.5 / 989,
-        "tpu": 0.85,
-        "v6e": 0.62,
+        "tpu": 0.884,
+        "v6e": 0.611,
     },
     matmul_knee={"tpu": 128.0, "gpu": 128.0},
     attention={"a100": 0.55, "h100": 0.35, "h200": 0.35, "h800": 0.35, "gpu": 0.35, "tpu": 0.55},
@@ -348,7 +346,6 @@ DEFAULT = EfficiencyModel(
     links={"ici": 0.82, "nvlink": 0.8, "ib": 0.8, "dcn": 0.5, "pcie": 0.8},
     collective_latency={"ici": 5e-6, "nvlink": 10e-6, "ib": 20e-6, "dcn": 100e-6, "pcie": 10e-6},
     exposed={
-        "tpu:tensor": 0.0,
         "tensor": 1.0,
         "expert": 1.0,
         "context": 0.0,
@@ -408,12 +405,17 @@ def matmul_seconds(
     dtype: Annotated[str, OneOf(("bf16", "fp8", "int8"))] = "bf16",
     efficiency: EfficiencyModel | None = None,
 ) -> float:
-    """Expected seconds of one ``[m, k] @ [k, n]`` matmul in ``dtype`` on ``chip``: ``2mkn`` FLOPs at
-    :func:`matmul_fraction` of the dtype's peak, or the operands' bytes at the achieved HBM rate if longer."""
+    """Expected seconds of one ``[m, k] @ [k, n]`` matmul in ``dtype`` on ``chip``: ``2mkn`` FLOPs at the
+    large-matmul fraction times the GEMM tile model's shape factor (:func:`tpu_notes.gemm.shape_factor`, 1 at the
+    shape its plateau was measured at) of the dtype's peak, or the operands' bytes at the achieved HBM rate if
+    longer. At the MAMF finder's best H100 shape this is MAMF's 794.5 TFLOP/s."""
+    from . import gemm
+
     e = check_efficiency(efficiency)
     c = _chip(chip)
     b = {"bf16": 2.0, "fp8": 1.0, "int8": 1.0}[dtype]
-    flops_t = 2.0 * m * k * n / (c.peak_flops(dtype) * e.fraction(c, m, k, n))
+    shape = gemm.DEFAULT.shape_factor(c, m, k, n)
+    flops_t = 2.0 * m * k * n / (c.peak_flops(dtype) * e.large_matmul(c) * shape)
     bytes_t = b * (m * k + k * n + m * n) / (c.hbm_bw * e.hbm)
     return max(flops_t, bytes_t)
 

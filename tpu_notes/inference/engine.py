@@ -25,8 +25,9 @@ of the prefill chunks mixed into the step (chunked prefill). Its parts, in secon
   :func:`~tpu_notes.inference.kv_sharding`), two AllToAlls of the decoded rows' queries and attention outputs.
   A decoded row's collectives do not overlap (the next matmul needs them, and a thin matmul has nothing to hide
   them behind); a prefill chunk's AllReduce bytes hide behind its own matmuls as far as the efficiency model's
-  tensor exposure says (``exposed["tpu:tensor"] = 0`` on TPU, XLA's collective matmuls: hidden as far as compute
-  lasts; ``exposed["tensor"] = 1`` on GPU), the convention of the training step model;
+  tensor exposure says (on the families of ``collective_matmul``, TPU: XLA's collective matmuls, hidden as far as
+  compute lasts; ``exposed["tensor"] = 1`` on GPU); the training step leaves the first of ``tensor`` chunks
+  exposed, which a decode step's few rows make negligible;
 - **overhead**: the efficiency model's per-layer decode overhead (kernel boundaries, sampling, scheduling).
 
 ``total = kv + max(weights, matmul + attention + elementwise) + collectives + overhead``. The **roofline** is the
@@ -510,7 +511,7 @@ def _rates(m, sysm: System, e: EfficiencyModel, weight_dtype: str, compute_dtype
         "sustained": e.sustained_fraction(c),
         "ffn_per_chip": max(F / n, 1.0),
         "overhead": e.decode_overhead * m.n_layers,
-        "exposed": e.exposed_fraction("tensor", c),
+        "exposed": 0.0 if c.kind in e.collective_matmul else e.exposed_fraction("tensor", c),
         "fraction_cache": {},
     }
 

@@ -5,7 +5,9 @@ bound. Its ``StepTime.expected`` (an :class:`ExpectedStep`, built here) prices t
 :mod:`tpu_notes.efficiency` model, per chip:
 
 - **matmuls**: the weight matmuls' hardware FLOPs at the large-matmul fraction times the FLOP-weighted shape factor
-  of this layout's matmuls (tokens per microbatch and shard × the tensor-sharded widths); an FP8 run does its layer
+  of this layout's matmuls (tokens per microbatch and shard × the tensor-sharded widths) from the GEMM tile model
+  (:func:`tpu_notes.gemm.shape_factor`: tile padding, waves over the cores, a fixed cost per call and the
+  operands' bytes, checked against published GEMM sweeps), so a smaller microbatch pays for its smaller matmuls; an FP8 run does its layer
   matmuls at the FP8 peak and keeps the unembedding and attention in bf16;
 - **attention**: the score and value matmuls at the flash-attention fraction of bf16 peak (a materialised kernel at
   the matmul fraction, with its score matrix in the memory-bound bytes);
@@ -40,6 +42,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from .. import efficiency as eff_mod
+from .. import gemm as gemm_mod
 from ..efficiency import ATTENTION_KERNELS, EfficiencyModel
 from ..transformer import ALL_REMAT_POLICIES
 from ..units import DTypeName, NonNegativeFloat, OneOf, PositiveInt, SeqLen, checked, fmt
@@ -126,7 +129,8 @@ def _layer_shape_factor(m, p, tokens_mb: float, chip, e: EfficiencyModel) -> flo
         mats += [(t, D, F / tp)] * (2 if m.gated_mlp else 1) + [(t, F / tp, D)]
     mats.append((t, D, m.vocab / tp))
     flops = [a * b * c for a, b, c in mats]
-    time = sum(f / e.shape_factor(chip, max(a, 1.0), max(b, 1.0), max(c, 1.0)) for f, (a, b, c) in zip(flops, mats))
+    g = gemm_mod.DEFAULT
+    time = sum(f / g.shape_factor(chip, max(a, 1.0), max(b, 1.0), max(c, 1.0)) for f, (a, b, c) in zip(flops, mats))
     return sum(flops) / time
 
 
@@ -195,6 +199,7 @@ def _expected_step(
     model_flops,
     attention,
     efficiency,
+    async_tensor=None,
 ) -> ExpectedStep:
     """:func:`expected_step` for arguments already checked (``efficiency`` an EfficiencyModel)."""
     e = efficiency
@@ -230,7 +235,10 @@ def _expected_step(
     memory = (elem + logits + opt) / (c.hbm_bw * e.hbm)
     compute = max(matmul + attn + memory, hbm_time / e.hbm)
 
-    comm, exposed_parts, spill = _exposed_communication(lay, p, c, e, collectives, calls or {}, layers, compute)
+    decomposed = c.kind in e.collective_matmul if async_tensor is None else async_tensor
+    comm, exposed_parts, spill = _exposed_communication(
+        lay, p, c, e, collectives, calls or {}, layers, compute, decomposed
+    )
     exposed = sum(exposed_parts.values()) + spill
     bubble = compute * (p.pipeline - 1) / (v_rep * M)
     # synchronous data parallelism over DCN waits every step for the slowest of its slices
@@ -273,13 +281,16 @@ def _matmul_seconds(m, p, c, e, B, tokens_mb, remat, dtype, imbalance) -> tuple[
     return layer_flops / c.peak_flops(dtype) + unembed_flops / c.peak_flops("bf16"), shape
 
 
-def _exposed_communication(lay, p, c, e, collectives: dict, calls: dict, layers: float, compute: float):
+def _exposed_communication(
+    lay, p, c, e, collectives: dict, calls: dict, layers: float, compute: float, decomposed: bool
+):
     """Each collective kind at its achieved bandwidth plus per-call latency (seconds), the part of each left exposed
     after overlap, and the hidden part that spills past ``compute`` (seconds): ``(comm, exposed_parts, spill)``.
 
-    Where a family decomposes tensor-parallel matmuls into collective matmuls (``e.collective_matmul``), each
-    collective is cut into ``tensor`` chunks overlapped with the partial matmuls, and the first chunk waits:
-    ``1 / tensor`` of the tensor traffic stays exposed (at least)."""
+    When the tensor-parallel matmuls are ``decomposed`` into collective matmuls (by default on the families of
+    ``e.collective_matmul``; torchtitan's async TP on a GPU), each collective is cut into ``tensor`` chunks
+    overlapped with the partial matmuls, and the first chunk waits: ``1 / tensor`` of the tensor traffic stays
+    exposed; otherwise the model's ``exposed["tensor"]`` (all of it: the next matmul waits for it)."""
     comm, exposed_parts = {}, {}
     hidden = 0.0
     for kind, t in collectives.items():
@@ -288,8 +299,8 @@ def _exposed_communication(lay, p, c, e, collectives: dict, calls: dict, layers:
         link = _link(lay, kind)
         te = t / e.link(link) + calls.get(kind, 1) * e.latency(link)
         f = HOST_EXPOSED if kind == "host" else e.exposed_fraction(kind, c)
-        if kind == "tensor" and c.kind in e.collective_matmul:
-            f = max(f, 1.0 / p.tensor)
+        if kind == "tensor" and decomposed:
+            f = 1.0 / p.tensor
         elif kind == "fsdp":
             f = max(f, 2.0 / (3.0 * layers))
         elif kind in ("data", "dcn"):

@@ -197,6 +197,8 @@ class PublishedRun(PublishedRecord):
     group: str = ""  # one of runs.GROUPS (who ran it, on what)
     notes: str = ""  # mapping choices and assumptions
     remat_assumed: bool = False  # the source does not publish the remat policy: the least recompute that fits
+    async_tensor: bool | None = None  # tensor collectives decomposed into collective matmuls (torchtitan's async
+    # TP); None: the family's default (decomposed on TPU, exposed on GPU)
 
     def __post_init__(self):
         super().__post_init__()
@@ -206,6 +208,8 @@ class PublishedRun(PublishedRecord):
             raise TypeError(f"parallelism must be a Parallelism; got {type(self.parallelism).__name__}")
         if self.reported_tokens_per_s is None and self.reported_flops_per_s is None:
             raise ValueError("give reported_tokens_per_s or reported_flops_per_s (a measured throughput)")
+        if self.async_tensor is not None and not isinstance(self.async_tensor, bool):
+            raise TypeError(f"async_tensor must be True, False or None; got {self.async_tensor!r}")
         if self.parallelism.chips_per_slice != self.system.n_chips:
             raise ValueError(
                 f"parallelism {self.parallelism} needs {self.parallelism.chips_per_slice} chips per "
@@ -316,6 +320,7 @@ def stated_step(run: PublishedRun, **step_kwargs) -> StepTime:
         dtype=run.dtype,
         circular_repeats=run.circular_repeats,
         attention=run.attention,
+        async_tensor=run.async_tensor,
         **step_kwargs,
     )
 
@@ -925,6 +930,7 @@ RUNS: tuple[PublishedRun, ...] = (
         circular_repeats=2,
         dtype="fp8",
         group="torchtitan",
+        async_tensor=True,
         notes="FSDP 8 x TP 8 x PP 8, global batch 256 (32 sequences per FSDP rank), Float8 + async TP, full "
         "checkpointing. Two stages per rank and 16 microbatches (torchtitan's default: one per pipeline stage) are "
         "assumptions: the benchmark does not give its split points or microbatch count.",

@@ -251,6 +251,7 @@ def step_time(
     reshard_after_forward: Bool | None = None,
     framework: Annotated[str, OneOf(tuple(FRAMEWORKS))] | None = None,
     gather_once: Bool = False,
+    async_tensor: Bool | None = None,
 ) -> StepTime:
     """Seconds of one training step of ``model`` with ``parallelism`` on ``slice`` (``parallelism.dcn`` copies of
     it over DCN), for a global batch of ``batch_tokens`` tokens in sequences of ``seq_len``. ``slice`` is a
@@ -275,7 +276,11 @@ def step_time(
     cluster) sets the defaults of ``fused_projections`` and ``reshard_after_forward``, and whether the weights are
     sharded over the context ranks too (then gathered over ``fsdp × context``). ``gather_once`` gathers each FSDP
     weight once per step and keeps it across microbatches and pipeline steps, reducing its gradient once
-    (MaxText's ``pipeline_fsdp_ag_once``, Llama 3's FSDP without resharding)."""
+    (MaxText's ``pipeline_fsdp_ag_once``, Llama 3's FSDP without resharding). ``async_tensor`` says whether the
+    tensor-parallel collectives are decomposed into collective matmuls that overlap the partial matmuls (XLA on a
+    TPU; torchtitan's async TP, Megatron's TP communication overlap on a GPU): then the expected step leaves
+    ``1/tensor`` of them exposed, else all of them; default (None): the efficiency model's
+    ``collective_matmul`` families."""
     p = parallelism
     if not isinstance(p, Parallelism):
         raise TypeError(f"parallelism must be a Parallelism; got {type(p).__name__}")
@@ -306,6 +311,7 @@ def step_time(
         fw.reshard_after_forward if reshard_after_forward is None else reshard_after_forward,
         fw.over_context,
         gather_once,
+        async_tensor,
     )
 
 
@@ -343,6 +349,7 @@ def _price(
     reshard,
     over_context="none",
     gather_once=False,
+    async_tensor=None,
 ):
     """The body of :func:`step_time` for arguments already checked and the framework's defaults resolved (the
     planner calls it in its inner loop)."""
@@ -386,6 +393,7 @@ def _price(
         model_flops=model_flops,
         attention=attention,
         efficiency=effm,
+        async_tensor=async_tensor,
     )
     return StepTime(
         expected=expected,

@@ -276,7 +276,8 @@ _MEGATRON_SP = (
 
 # -- torchtitan on H100 / H200 ---------------------------------------------------------------------------------------
 def _titan(
-    name, source, model, gpus, par, batch_tokens, seq, remat, tps, notes, dtype="bf16", chip="h100", circular=1
+    name, source, model, gpus, par, batch_tokens, seq, remat, tps, notes, dtype="bf16", chip="h100", circular=1,
+    async_tp=None,
 ) -> PublishedRun:
     return PublishedRun(
         name,
@@ -294,6 +295,7 @@ def _titan(
         dtype=dtype,
         group="torchtitan",
         notes=notes,
+        async_tensor=async_tp,
     )
 
 
@@ -308,7 +310,7 @@ _ATP_8B = (
 )
 _ASYNC = (
     "Async TP decomposes the TP all-gather / reduce-scatter into steps that overlap the matmuls (torch "
-    "SymmetricMemory); the model has no switch for it, so both points are priced alike."
+    "SymmetricMemory); priced with async_tensor=True: 1/TP of the TP traffic exposed, against all of it."
 )
 _F8TW = "Float8 tensorwise linears (attention stays bf16; the step is priced at the fp8 peak). "
 
@@ -332,6 +334,7 @@ def _async_pair(label, model, gpus, par, batch_tokens, remat, vanilla, asynchron
                 tps,
                 note + _ASYNC,
                 dtype=dtype,
+                async_tp=mode == "async TP",
             )
         )
     return LayoutSweep(
@@ -416,6 +419,7 @@ _TABLE4_ASYNC = _titan(
     876,
     "FSDP 32 x TP 8, global batch 512, Float8 linears, full activation checkpointing, async TP. " + _ASYNC,
     dtype="fp8",
+    async_tp=True,
 )
 
 #: Table 5's two pipeline schedules; torchtitan 9dec370 splits each step into pipeline_parallel_degree (8)
@@ -437,6 +441,7 @@ _PP_405B = (
         100,
         _PP_NOTE + "One stage per rank.",
         dtype="fp8",
+        async_tp=True,
     ),
     _titan(
         "Llama 3.1 405B FP8, 512 H100, interleaved 1F1B, 8 microbatches (torchtitan)",
@@ -452,6 +457,7 @@ _PP_405B = (
         "in published.RUNS with 16 microbatches assumed.",
         dtype="fp8",
         circular=2,
+        async_tp=True,
     ),
 )
 
@@ -473,6 +479,7 @@ def _cp_points(label, model, gpus, tp, pp, local, seqs_tps, note, row) -> tuple:
                 tps,
                 note,
                 dtype="fp8",
+                async_tp=tp > 1 and "async TP" in note,
             )
         )
     return tuple(out)
