@@ -132,9 +132,11 @@ def test_small_and_badly_tiled_matmuls_lose_efficiency():
     assert E.shape_factor("v5e", 4096, 4096, 256) == pytest.approx(
         (4096 / 4224) * (256 / 384)
     )  # knee only: 256 is whole MXU tiles of 128
-    # a thin decode matmul is weight-streaming: bytes, not FLOPs, set its time
+    # a thin decode matmul is weight-streaming: bytes, not FLOPs, set its time (the GEMM model adds its fixed
+    # cost per call and the share of the byte time it does not overlap)
     t = E.matmul_seconds("h100", 1, 8192, 8192)
-    assert t == pytest.approx(2 * (8192 * 8192 + 2 * 8192) / (3.35e12 * E.DEFAULT.hbm), rel=1e-9)
+    streaming = 2 * (8192 * 8192 + 2 * 8192) / (3.35e12 * E.DEFAULT.hbm)
+    assert streaming <= t <= 1.5 * streaming
 
 
 def test_memory_bound_bytes_follow_their_derivation():

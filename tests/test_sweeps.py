@@ -46,3 +46,20 @@ def test_every_sweep_states_its_source_and_is_evaluated():
         if r.sweep.kind in S.RANKING_KINDS:
             assert r.regret is not None and r.regret >= 0
     assert S.format_sweeps(results).count("\n") == len(results)
+
+
+def test_exercise_6_16_is_the_roofline_ranking_regret_and_rejects_the_expected_one():
+    from tpu_notes import exercises
+    from tpu_notes.exercises.ch06 import SWEEP_16
+    from tpu_notes.training import published
+
+    sweep = next(s for s in S.SWEEPS if s.name == SWEEP_16)
+    rows = [published.predict(r) for r in sweep.runs]
+    pick = max(range(len(rows)), key=lambda i: rows[i].predicted)
+    by_hand = max(r.reported for r in rows) / rows[pick].reported - 1
+    assert exercises.solution("ch06.q16") == pytest.approx(by_hand)
+    assert exercises.grade("ch06.q16", by_hand).correct
+    expected_regret = S.evaluate(sweep).regret
+    if not math.isclose(expected_regret, by_hand, rel_tol=0.05):
+        assert not exercises.grade("ch06.q16", expected_regret).correct
+    assert not exercises.grade("ch06.q16", by_hand + 0.5).correct

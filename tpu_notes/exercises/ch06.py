@@ -4,7 +4,8 @@ Questions 1–9 follow the scaling book's applied-training chapter (applied-trai
 where the chapter's cells already print the book's answer (5, 6, 8, 9) the exercise asks the same question for other
 numbers: full recomputation, Llama 3 8B on a v5e pod, the 16 x 16 x 16 cube, Llama 3 405B on a pod. 10–12 are its
 worked problems (12 asks what the eight-pod layout reaches of the ideal), 13–14 are ours on the 405B case and the
-measured runs, 15 on the expected step time.
+measured runs, 15 on the expected step time, 16 on what a ranking by the roofline alone would cost on a published
+layout sweep.
 """
 
 from __future__ import annotations
@@ -317,5 +318,29 @@ register(
         hint="tokens per chip x layers x efficiency.layer_elementwise_bytes(model, seq_len) x 4 passes, plus tokens "
         "per chip x efficiency.logits_bytes(model), plus efficiency.optimizer_bytes(params / 256), all over "
         "efficiency.DEFAULT.hbm x the v6e HBM bandwidth.",
+    )
+)
+
+
+#: The published sweep Exercise 6.16 asks about (training.sweeps.SWEEPS).
+SWEEP_16 = "Llama 3.1 70B FP8, 256 H100: vanilla vs async TP"
+
+
+def _q16():
+    from ..training import published, sweeps
+
+    sweep = next(s for s in sweeps.SWEEPS if s.name == SWEEP_16)
+    rows = [published.predict(r) for r in sweep.runs]
+    return sweeps.regret([r.reported for r in rows], [r.predicted for r in rows])
+
+
+register(
+    Exercise(
+        id="ch06.q16",
+        title="the regret of ranking by the roofline",
+        solve=_q16,
+        unit="fraction",
+        hint="For each point of the sweep, published.predict(run).predicted is the roofline's tokens/s per chip; "
+        "pick the point it ranks first and compare its measured tokens/s with the best measured: best / picked - 1.",
     )
 )
