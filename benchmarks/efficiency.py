@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from tpu_notes import efficiency, runs, validation
+from tpu_notes import efficiency, gemm, runs, validation
 from tpu_notes.training import sweeps
 
 
@@ -34,6 +34,10 @@ def main() -> None:
           f"{runs.group_errors(outside)[-1].expected_median:.1%}")
     print("\npublished sweeps and scaling series (training.sweeps):")
     print(sweeps.format_sweeps(sweeps.evaluate_all()))
+    print("\nGEMM tile model against published GEMM sweeps (tpu_notes.gemm; every dimension >= 1024):")
+    print(f"  {'chip':<7}{'points':>7}{'median':>9}{'worst':>9}")
+    for chip, (count, median, worst) in gemm.error_summary(gemm.gemm_report(), 1024).items():
+        print(f"  {chip:<7}{count:>7}{median:>9.1%}{worst:>9.1%}")
     print("\nfitted parameters, refitted from their stated subsets now:")
     for f in validation.FITS:
         chosen = [r for r in validation.all_runs() if f.select(r)]
