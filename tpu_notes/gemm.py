@@ -6,19 +6,19 @@ small or badly shaped matmul slow, and checks them against **published GEMM swee
 
 - **Tiles and padding.** A TPU's systolic array (the MXU, ``chip.mxu_size`` wide) consumes the contraction ``k`` and
   the output columns ``n`` in whole MXU-edge tiles and the rows ``m`` in groups of 8 (a sublane group); a GPU kernel
-  computes its output in CTA tiles of :attr:`GemmModel.gpu_tile` (128 × 256, CUTLASS's Hopper default) and pads
+  computes its output in CTA tiles of ``GemmModel.gpu_tile`` (128 × 256, CUTLASS's Hopper default) and pads
   the last one. Padded work is paid for at full price.
 - **Waves.** Output tiles are dealt to the compute units (a GPU's SMs; a TPU's TensorCores × MXUs, by row groups).
   The last wave runs part-empty: 133 tiles on 132 SMs take two waves. When there are fewer output tiles than SMs, a
-  GPU library splits ``k`` over the idle SMs (split-K), down to :attr:`GemmModel.split_k_min` per split.
-- **A fixed cost per call** (:attr:`GemmModel.fixed`, seconds): kernel launch and the pipeline's fill and drain,
+  GPU library splits ``k`` over the idle SMs (split-K), down to ``GemmModel.split_k_min`` per split.
+- **A fixed cost per call** (``GemmModel.fixed``, seconds): kernel launch and the pipeline's fill and drain,
   the same for a 1024³ matmul as for a 32768³ one.
 - **Bytes.** The operands and output cross HBM once (``(mk + kn)·b + 2mn`` bytes); a matmul too thin to be
-  compute bound takes that time at the HBM bandwidth. In a compute-bound one, :attr:`GemmModel.exposed_bytes` of
+  compute bound takes that time at the HBM bandwidth. In a compute-bound one, ``GemmModel.exposed_bytes`` of
   that time is not hidden (the first operand tiles load before the array starts, the last output tile is written
   after it stops).
-- **The plateau** (:attr:`GemmModel.plateau`): the fraction of peak the chip's sweep reaches at its best shape
-  (:attr:`GemmModel.plateau_shape`). The rate of the array inside the kernel is not a free parameter: it is the
+- **The plateau** (``GemmModel.plateau``): the fraction of peak the chip's sweep reaches at its best shape
+  (``GemmModel.plateau_shape``). The rate of the array inside the kernel is not a free parameter: it is the
   rate that makes the model return exactly the plateau at that shape, so the plateau is what the sweep says and the
   other effects (quantisation, fixed cost) are explained on top of it, not a second time below it.
 
@@ -54,7 +54,7 @@ DTYPE_BYTES: Mapping[str, float] = MappingProxyType({"bf16": 2.0, "fp8": 1.0, "i
 TIMINGS = ("device", "host")
 
 # ------------------------------------------------------------------------------------------------ the sweeps
-#: Where each sweep comes from (key: :attr:`GemmMeasurement.source`).
+#: Where each sweep comes from (key: ``GemmMeasurement.source``).
 SWEEP_SOURCES: Mapping[str, str] = MappingProxyType(
     {
         "ironwood-readme": "github.com/AI-Hypercomputer/accelerator-microbenchmarks, "
@@ -552,8 +552,8 @@ def gemm_report(model: GemmModel | None = None, records=None) -> list[GemmRow]:
 
 
 def error_summary(rows, min_size: int = 1024) -> dict[str, tuple[int, float, float]]:
-    """Per chip, over the rows whose smallest dimension is at least ``min_size``: (count, median |error|,
-    worst |error|)."""
+    """Per chip, over the rows whose smallest dimension is at least ``min_size``: (count, median absolute error,
+    worst absolute error)."""
     if isinstance(min_size, bool) or not isinstance(min_size, int) or min_size < 1:
         raise ValueError(f"min_size must be a whole number >= 1; got {min_size!r}")
     if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):

@@ -36,6 +36,7 @@ The MFU it implies is the model FLOPs over (expected step × peak): a forecast, 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -113,15 +114,20 @@ def _link(lay, kind: str) -> str:
     return lay.slice.link(lay.parts.get(kind, ()))
 
 
-def _layer_shape_factor(m, p, tokens_mb: float, chip, e: EfficiencyModel) -> float:
+def _layer_shape_factor(m, p, tokens_mb: float, chip) -> float:
     """The FLOP-weighted (harmonic) shape factor of one layer's weight matmuls on one chip, and the unembedding."""
+    return _shape_factor_cached(m, p.tensor, p.expert, float(tokens_mb), chip)
+
+
+@functools.lru_cache(maxsize=16384)
+def _shape_factor_cached(m, tp: int, ep: int, tokens_mb: float, chip) -> float:
+    """:func:`_layer_shape_factor` by value (the planner prices the same shapes many times)."""
     D, N, K, H, t = m.d_model, m.n_heads, m.n_kv_heads, m.d_head, max(tokens_mb, 1.0)
-    tp = p.tensor
     mats = [(t, D, (N + 2 * K) * H / tp), (t, N * H / tp, D)]
     if m.is_moe:
         Fe = m.d_ff_expert or m.d_ff
-        te = max(t * m.experts_per_token * p.expert / m.n_experts, 1.0)  # tokens per local expert
-        n_e = m.n_experts / p.expert
+        te = max(t * m.experts_per_token * ep / m.n_experts, 1.0)  # tokens per local expert
+        n_e = m.n_experts / ep
         mlp = [(te, D, Fe / tp)] * (2 if m.gated_mlp else 1) + [(te, Fe / tp, D)]
         mats += [x for x in mlp for _ in range(max(int(n_e), 1))]
     else:
@@ -277,7 +283,7 @@ def _matmul_seconds(m, p, c, e, B, tokens_mb, remat, dtype, imbalance) -> tuple[
     passes = 3.0 + m.recomputed_matmul_params(remat) / layer_params
     layer_flops = 2.0 * layer_params * passes * B / n * imbalance
     unembed_flops = 2.0 * m.vocab * m.d_model * 3.0 * B / n
-    shape = _layer_shape_factor(m, p, tokens_mb, c, e)
+    shape = _layer_shape_factor(m, p, tokens_mb, c)
     return layer_flops / c.peak_flops(dtype) + unembed_flops / c.peak_flops("bf16"), shape
 
 

@@ -113,19 +113,23 @@ class Layout:
         with the NVLink members of each."""
         return self._cached(kinds, op, nbytes, hop_latency)
 
-    def _cached(self, kinds: tuple, op: str, nbytes: float, hop_latency: float) -> float:
+    def _cached(self, kinds: tuple, op: str, nbytes: float, hop_latency: float, phases: str | None = None) -> float:
+        """``phases`` as in the GPU cluster's ``collective_time`` (None: "sequence" for a tensor group alone, else
+        "max", the book's teaching form; the expected step asks for "sequence" everywhere)."""
         if isinstance(kinds, str) or not isinstance(kinds, tuple) or not kinds:
             raise TypeError(f"kinds must be a non-empty tuple of parallelism kinds {PLACEMENT_ORDER}; got {kinds!r}")
         for k in kinds:
             if k not in PLACEMENT_ORDER:
                 raise ValueError(f"kinds must name kinds of {PLACEMENT_ORDER}; got {k!r}")
-        key = (kinds, op, nbytes, hop_latency)
+        if phases is None:
+            phases = "sequence" if kinds == ("tensor",) else "max"
+        key = (kinds, op, nbytes, hop_latency, phases)
         hit = self._cache.get(key)
         if hit is None:
-            hit = self._cache[key] = self._collective_over(kinds, coll.canonical_kind(op), nbytes, hop_latency)
+            hit = self._cache[key] = self._collective_over(kinds, coll.canonical_kind(op), nbytes, hop_latency, phases)
         return hit
 
-    def _collective_over(self, kinds: tuple, op: str, nbytes: float, hop_latency: float) -> float:
+    def _collective_over(self, kinds: tuple, op: str, nbytes: float, hop_latency: float, phases: str) -> float:
         parts = tuple(pt for k in kinds for pt in self.parts[k])
         if not parts:
             return 0.0
@@ -133,8 +137,6 @@ class Layout:
         # the kinds placed before these sit inside them (a mesh): the group spreads over their devices too
         last = max(PLACEMENT_ORDER.index(k) for k in kinds)
         span = math.prod(getattr(self.parallelism, k) for k in PLACEMENT_ORDER[: last + 1])
-        # a tensor group's collectives run their scale-up and scale-out phases one after the other
-        phases = "sequence" if kinds == ("tensor",) else "max"
         return self.slice.group_collective(
             op, nbytes, parts, group=group, span=span, hop_latency=hop_latency, phases=phases
         )
@@ -359,23 +361,15 @@ def _price(
     peak = c.peak_flops(dtype)
     model_flops, hw_flops, imbalance = _chip_flops(m, p, B, S, flops_remat, v_rep)
     flops_time = hw_flops * imbalance / (peak * eff)
-    times, calls, shard_w = _collective_times(
-        m,
-        p,
-        lay,
-        B,
-        dtype,
-        flops_remat,
-        v_rep,
-        hop_latency,
-        fused_projections,
-        reshard,
-        imbalance,
-        over_context,
-        gather_once,
-    )
+    args = (m, p, lay, B, dtype, flops_remat, v_rep, hop_latency, fused_projections, reshard, imbalance)
+    times, calls, shard_w = _collective_times(*args, over_context, gather_once)
+    # the expected step prices a collective that spans levels (NVLink, then the network) as its phases in
+    # sequence; the roofline keeps the book's max over the levels (they are equal on a TPU slice)
+    multilevel = lay.slice.scale_up_size < lay.slice.n_devices
+    seq = _collective_times(*args, over_context, gather_once, "sequence")[0] if multilevel else times
     if flops_remat in OFFLOAD_REMAT_POLICIES:
         times["host"], calls["host"] = _host_offload_time(m, p, c, B, dtype, v_rep)
+        seq = {**seq, "host": times["host"]}
     hbm_time = 3 * p.microbatches * shard_w / c.bandwidth("hbm")  # the gathered weights read per microbatch
     compute, comms, bubble, total, bound = _roofline(times, flops_time, hbm_time, p, v_rep, overlap)
     expected = _expected_step(
@@ -387,7 +381,7 @@ def _price(
         remat=flops_remat,
         dtype=dtype,
         circular_repeats=v_rep,
-        collectives=times,
+        collectives=seq,
         calls=calls,
         hbm_time=hbm_time,
         model_flops=model_flops,
@@ -471,7 +465,8 @@ def _host_offload_time(m, p: Parallelism, c, B, dtype, v_rep) -> tuple[float, fl
 
 
 def _collective_times(
-    m, p: Parallelism, lay, B, dtype, flops_remat, v_rep, hop_latency, fused, reshard, imbalance, over_context, once
+    m, p: Parallelism, lay, B, dtype, flops_remat, v_rep, hop_latency, fused, reshard, imbalance, over_context, once,
+    phases=None,
 ) -> tuple[dict, dict, float]:
     """Seconds and calls of each kind of collective in one step on ``lay`` (Chapter 5's accounting, per kind), and
     the bytes of this chip's tensor/pipeline/expert split of the weights before FSDP."""
@@ -479,7 +474,7 @@ def _collective_times(
     b = dtype_bytes(dtype)
 
     def ici(kind, op: str, nbytes: float) -> float:
-        return lay._cached(kind if isinstance(kind, tuple) else (kind,), op, nbytes, hop_latency)
+        return lay._cached(kind if isinstance(kind, tuple) else (kind,), op, nbytes, hop_latency, phases)
 
     dense_chip, expert_chip = _chip_params(m, p)
     shard_w = (dense_chip + expert_chip) * b

@@ -33,7 +33,7 @@ Every figure below was read in its source; the tables are restated in code, not 
   128k-bf16-tpu7x-4x8x8}/xpk/run_recipe.sh`` (MaxText arguments: per-device batch, ``ici_fsdp_parallelism=-1``,
   ``ici_context_parallelism=8`` at 131,072 tokens, the custom remat policy).
 
-What the sources state that the model does not price is in each sweep's ``notes``; :data:`TPU_SWEEPS` holds them
+What the sources state that the model does not price is in each sweep's ``notes``; ``TPU_SWEEPS`` holds them
 all. Nothing here is fitted.
 """
 
