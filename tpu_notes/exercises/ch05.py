@@ -85,7 +85,8 @@ def _q18():
     from ..topology import Slice
     from ..training import plan
 
-    return plan("llama3-70b", Slice("v5p", (16, 16, 16)), 4 * 2**20, 4096)[0].parallelism.tensor
+    p = plan("llama3-70b", Slice("v5p", (16, 16, 16)), 4 * 2**20, 4096)[0].parallelism
+    return p.tensor * p.context  # the chips that share each sequence: tensor or context ranks
 
 
 def _q9():
@@ -325,11 +326,11 @@ register(
 register(
     Exercise(
         id="ch05.q18",
-        title="the planner's tensor degree for Llama 3 70B",
+        title="how many chips share a sequence in the planner's layout for Llama 3 70B",
         solve=_q18,
         unit="chips",
-        hint="Run training.plan('llama3-70b', Slice('v5p', (16, 16, 16)), 4 * 2**20, 4096) and read the layout it "
-        "ranks first (result[0]: the simplest of the first tier).",
+        hint="Run training.plan('llama3-70b', Slice('v5p', (16, 16, 16)), 4 * 2**20, 4096), read the layout it "
+        "ranks first (result[0]: the simplest of the first tier) and multiply its tensor and context degrees.",
     )
 )
 
