@@ -10,11 +10,12 @@ no public measurement gives, a fit on a stated group of published runs (:data:`S
 What the expected time adds to the roofline (:mod:`tpu_notes.training.expected` and
 :func:`tpu_notes.inference.expected_decode_step` use these functions):
 
-- **Matmuls** run at :func:`matmul_fraction` of peak: the large-matmul figure of the chip (``matmul``), times a
-  shape factor ``Π d / (d + knee)`` over the three dimensions (small matmuls do not fill the systolic array or the
-  GPU's SMs: pipeline fill, tile and wave quantisation, launch) over the weight's two dimensions, times the tile
-  quantisation ``d / (⌈d / tile⌉ · tile)`` of each (a 130-wide matmul pays for 256 columns); :func:`matmul_seconds`
-  adds the bytes, which bound a thin matmul.
+- **Matmuls** run at the large-matmul figure of the chip (``matmul``) times a shape factor. The training step and
+  :func:`matmul_seconds` take it from the GEMM tile model (:mod:`tpu_notes.gemm`: padding to the MXU or
+  tensor-core tile, waves over the cores, a fixed cost per call, the operands' bytes; 1 at the shape its plateau
+  was measured at, checked against published GEMM sweeps). The serving engine still uses the older
+  :func:`shape_factor` here (``Π d / (d + knee)`` over the weight's two dimensions times their tile
+  quantisation ``d / (⌈d / tile⌉ · tile)``, rows padded to :data:`ROW_TILE`).
 - **Attention** (the score and value matmuls of a fused, flash-style kernel) runs at ``attention`` of peak, in
   bf16 even in an FP8 run.
 - **Memory-bound work** (norms, residual adds, rotary, the MLP activation, casts, the softmax over the vocabulary,
@@ -261,8 +262,8 @@ SOURCES: Mapping[str, str] = MappingProxyType(
         "matmul[v6e]": "fitted: the median over the TPU v6e training runs (all in 'maxtext-recipes') of measured / "
         "expected throughput; no public v6e matmul microbenchmark, and the v4/v5 figure leaves every v6e run "
         "slower than expected (benchmarks/efficiency.py prints the fit and its leave-one-group-out check)",
-        "matmul_knee": "stated: a dimension of 128 elements halves its share of the large-matmul rate, 1024 "
-        "keeps 89% (GPU MAMF sweeps reach their plateau near 4k-8k; a TPU's systolic array fills in 128-256)",
+        "matmul_knee": "stated, for the serving engine's shape factor only (the training step and matmul_seconds use "
+        "tpu_notes.gemm): a dimension of 128 elements halves its share of the large-matmul rate, 1024 keeps 89%",
         "attention[a100]": "FlashAttention-2 reaches 50-73% of A100 peak forward and somewhat less backward (Dao "
         "2023, arXiv 2307.08691): 0.55 over forward and backward",
         "attention[h100]": "FlashAttention-2, the kernel behind PyTorch SDPA and most 2024 H100 runs, reaches 'only "
