@@ -128,6 +128,7 @@ CASES = {
         model=Model("llama3-8b"), seq_len=Int(4096), attention=Choice("flash"), fp8=Flag(False)
     ),
     E + "logits_bytes": Case(model=Model("llama3-8b")),
+    E + "fp8_scaling_bytes": Case(model=Model("llama3-8b")),
     E + "optimizer_bytes": Case(params=Num(1e9, zero=True)),
     # -- validation
     V + "all_runs": Case(),

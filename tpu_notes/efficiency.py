@@ -327,7 +327,7 @@ SOURCES: Mapping[str, str] = MappingProxyType(
 #: training groups of each group's median |error| when the fitted parameters are refitted without that group
 #: (:func:`tpu_notes.validation.leave_one_group_out`; TPU: maxtext-synthetic and maxtext-recipes, GPU: megatron and
 #: torchtitan). tests/test_planner.py recomputes it. The planner calls layouts this close to the fastest one tier.
-OUT_OF_SAMPLE_ERROR = {"tpu": 0.224, "gpu": 0.319}
+OUT_OF_SAMPLE_ERROR = {"tpu": 0.224, "gpu": 0.267}
 
 #: The model the book uses (its figures and their sources: :data:`SOURCES`).
 DEFAULT = EfficiencyModel(
@@ -479,6 +479,42 @@ def layer_elementwise_bytes(
 
 
 @checked
+def fp8_scaling_bytes(model: Model) -> float:
+    """Bytes of HBM traffic per token, per layer and per **training step** (forward and backward) that FP8
+    training with dynamic tensorwise scaling (torchao's Float8Linear, torchtitan's default float8 recipe) moves
+    beyond the input casts :func:`layer_elementwise_bytes` counts with ``fp8=True`` (its ``3`` bytes per cast
+    element, times the step model's passes).
+
+    Read from pytorch/ao ``torchao/float8/float8_linear.py`` (commit 024fe94f) and ``float8_utils.py``: each cast
+    (``hp_tensor_to_float8_dynamic``) first reduces ``max(abs(x))`` over the whole tensor (``tensor_to_amax``),
+    which cannot fuse with the cast that needs its result, so the bf16 tensor is read twice: **2 bytes** per
+    element beyond the cast. The forward casts each linear's input (``e_in = 2D + N·H + F`` elements per token,
+    as in ``layer_elementwise_bytes``); the backward casts each linear's output gradient to e5m2 (amax 2 + cast 3
+    bytes for ``e_out = (N + 2K)·H + D + F·(2 gated, else 1) + D`` elements), and its weight-gradient GEMM takes
+    the fp8 output gradient and the saved fp8 input transposed (``.t()``: the FP8 tensor-core GEMM wants both
+    operands k-major, so each is copied, read 1 + write 1 byte). Per token and layer:
+
+        2·e_in (amax, forward) + 7·e_out (backward cast with its amax, and its transpose) + 2·e_in (input
+        transpose)  −  2·3·e_in (the backward's share of the passes already priced by ``fp8=True``)
+
+    which is ``7·e_out − 2·e_in``, floored at 0. Mixture-of-experts widths count ``k`` routed plus shared experts,
+    as :func:`layer_elementwise_bytes` does. The weights' own amax, cast and transpose (7 bytes per parameter per
+    microbatch) scale with the parameters, not the tokens: the step model adds them separately."""
+    c = model
+    D, F, N, K, H = c.d_model, (c.d_ff_expert or c.d_ff) if c.is_moe else c.d_ff, c.n_heads, c.n_kv_heads, c.d_head
+    k = c.experts_per_token + c.n_shared_experts if c.is_moe else 1
+    e_in = 2 * D + N * H + F * k
+    e_out = (N + 2 * K) * H + 2 * D + F * k * (2 if c.gated_mlp else 1)
+    return float(max(0.0, 7.0 * e_out - 2.0 * e_in))
+
+
+#: Bytes the weight of a tensorwise-scaled FP8 linear moves per parameter per microbatch (torchao Float8Linear):
+#: the amax read (2), the cast (read 2, write 1) and the transposed copy for the input-gradient GEMM (read 1,
+#: write 1). :func:`fp8_scaling_bytes` gives the derivation.
+FP8_WEIGHT_BYTES_PER_PARAM = 7.0
+
+
+@checked
 def logits_bytes(model: Model) -> float:
     """Bytes per token of the softmax cross-entropy over the vocabulary (forward and backward): the logits read
     and upcast to fp32, the gradient written back in bf16: ``8·V``."""
@@ -506,7 +542,9 @@ __all__ = [
     "SOURCES",
     "EfficiencyModel",
     "check_efficiency",
+    "FP8_WEIGHT_BYTES_PER_PARAM",
     "expected_max_normal",
+    "fp8_scaling_bytes",
     "layer_elementwise_bytes",
     "logits_bytes",
     "matmul_fraction",

@@ -32,8 +32,11 @@ cost, and per host-timed sweep the host's dispatch time; each fitted on the swee
 :func:`shape_factor` is :func:`gemm_fraction` over the plateau, in (0, 1]: the share of the large-matmul rate a
 matmul of that shape keeps, what the efficiency model's ``shape_factor`` stands for.
 
-Measured in bf16; an FP8 or int8 matmul is priced with the same plateau and fixed cost against its own peak and its
-own operand bytes (no published sweep in this module checks that).
+**FP8.** An FP8 GEMM has its own plateau (``GemmModel.fp8_plateau``, a fraction of the FP8 peak, from the FP8
+sweep's best point: MAMF's e4m3 rows, 0.709 on H100 and 0.763 on B200 against bf16's 0.803 and 0.776), so an
+H100 FP8 matmul runs 1.77x its bf16 twin, not the datasheet's 2x; the fixed cost, tiles and exposed bytes are the
+bf16 fit's, with one-byte operands. XLA's B200 FP8 table checks the shapes below the plateau. A chip without an FP8
+sweep of its own or its family's (TPUs), and int8, is priced at its bf16 plateau against that dtype's peak.
 """
 
 from __future__ import annotations
@@ -68,6 +71,15 @@ SWEEP_SOURCES: Mapping[str, str] = MappingProxyType(
         "mamf": "github.com/stas00/ml-engineering, compute/accelerator/README.md, 'Maximum Achievable Matmul FLOPS "
         "comparison table' (BF16; best shape printed MxNxK, mean of 100 iterations after 50 warm-up): A100 SXM "
         "271.2 TFLOP/s at 1024x10240x5120, H100 SXM 794.5 at 2048x2048x13312, B200 SXM 1745.0 at 1792x16128x3072",
+        "xla-perf-table-fp8": "github.com/ROCm/xla (a fork carrying openxla/xla's file), "
+        "xla/service/gpu/model/matmul_interpolator_data.h (commit ea2c45f2cacc930dcfa4e7bb0773616b8e353c34, "
+        "2026-07-31; its bf16 entries for sm_90 and sm_100 equal xla-perf-table's): key sm_100_B200, "
+        "f8e4m3fn x f8e4m3fn -> bf16, batch 1, m, n, k in {256 ... 4096}",
+        "mamf-fp8": "github.com/stas00/ml-engineering, compute/accelerator/README.md (commit b9e29720), 'Maximum "
+        "Achievable Matmul FLOPS comparison table', FP8 (float8_e4m3fn) rows (best shape printed MxNxK): H100 SXM "
+        "1402.6 of 1979 TFLOP/s at 1024x9216x14336, B200 SXM 3432.5 of 4500 at 15360x4096x3072. Its H200 SXM row "
+        "(1453.4 at 1280x4096x12032) is not used: the model, with the bf16 CTA tile, puts 160 tiles in two waves on "
+        "132 SMs there and gives 21% less; the FP8 kernels' own tiles are not modelled",
         "gpu-tpu-pedia": "github.com/yangwhale/gpu-tpu-pedia, tpu/v7_perf/chay_gemm_benchmark_simple/results_v6e.csv "
         "(commit 66f72bde, 2026-02-09; a third party's JAX sweep, timed by the host's wall clock, so each call "
         "carries the host's dispatch) and results_trace_test.csv (commit 6744feed, 2026-02-11; 8192^3 timed from "
@@ -223,6 +235,44 @@ _XLA_SM100 = (
     (4096, 4096, 2048, 1343.5), (4096, 4096, 4096, 1416.9),
 )  # fmt: skip
 
+#: XLA:GPU's measured table for B200, f8e4m3fn x f8e4m3fn -> bf16, batch 1: (m, k, n, TFLOP/s), rounded to 0.1
+#: TFLOP/s. (The same file's sm_90 FP8 entries are left out: at 4096^3 they give 2424 TFLOP/s, above the H100's
+#: 1979 TFLOP/s dense FP8 peak and 3.1x its own bf16 entry, which no FP8 tensor core can do.)
+_XLA_SM100_FP8 = (
+    (256, 256, 256, 6.9), (256, 256, 512, 12.4), (256, 256, 1024, 21.3), (256, 256, 2048, 41.7),
+    (256, 256, 4096, 92.2), (256, 512, 256, 13.2), (256, 512, 512, 26.5), (256, 512, 1024, 50.7),
+    (256, 512, 2048, 94.8), (256, 512, 4096, 157.9), (256, 1024, 256, 21.0), (256, 1024, 512, 48.8),
+    (256, 1024, 1024, 81.2), (256, 1024, 2048, 148.4), (256, 1024, 4096, 311.4), (256, 2048, 256, 44.0),
+    (256, 2048, 512, 84.7), (256, 2048, 1024, 162.4), (256, 2048, 2048, 309.2), (256, 2048, 4096, 566.2),
+    (256, 4096, 256, 68.8), (256, 4096, 512, 135.3), (256, 4096, 1024, 260.6), (256, 4096, 2048, 488.9),
+    (256, 4096, 4096, 930.5), (512, 256, 256, 12.9), (512, 256, 512, 26.2), (512, 256, 1024, 41.5),
+    (512, 256, 2048, 93.5), (512, 256, 4096, 169.5), (512, 512, 256, 25.9), (512, 512, 512, 39.3),
+    (512, 512, 1024, 91.7), (512, 512, 2048, 161.7), (512, 512, 4096, 329.0), (512, 1024, 256, 41.6),
+    (512, 1024, 512, 81.6), (512, 1024, 1024, 154.3), (512, 1024, 2048, 312.1), (512, 1024, 4096, 584.7),
+    (512, 2048, 256, 84.5), (512, 2048, 512, 151.5), (512, 2048, 1024, 300.9), (512, 2048, 2048, 579.6),
+    (512, 2048, 4096, 972.4), (512, 4096, 256, 131.3), (512, 4096, 512, 265.7), (512, 4096, 1024, 477.6),
+    (512, 4096, 2048, 920.8), (512, 4096, 4096, 1472.9), (1024, 256, 256, 21.9), (1024, 256, 512, 41.6),
+    (1024, 256, 1024, 93.2), (1024, 256, 2048, 175.2), (1024, 256, 4096, 243.1), (1024, 512, 256, 51.3),
+    (1024, 512, 512, 101.7), (1024, 512, 1024, 163.3), (1024, 512, 2048, 333.9), (1024, 512, 4096, 547.7),
+    (1024, 1024, 256, 82.6), (1024, 1024, 512, 156.0), (1024, 1024, 1024, 333.0), (1024, 1024, 2048, 586.0),
+    (1024, 1024, 4096, 863.1), (1024, 2048, 256, 131.3), (1024, 2048, 512, 304.3), (1024, 2048, 1024, 575.9),
+    (1024, 2048, 2048, 979.5), (1024, 2048, 4096, 1431.7), (1024, 4096, 256, 250.4), (1024, 4096, 512, 487.1),
+    (1024, 4096, 1024, 923.8), (1024, 4096, 2048, 1470.9), (1024, 4096, 4096, 1937.6), (2048, 256, 256, 52.1),
+    (2048, 256, 512, 88.5), (2048, 256, 1024, 174.7), (2048, 256, 2048, 293.6), (2048, 256, 4096, 489.0),
+    (2048, 512, 256, 89.7), (2048, 512, 512, 179.9), (2048, 512, 1024, 329.7), (2048, 512, 2048, 503.6),
+    (2048, 512, 4096, 818.3), (2048, 1024, 256, 166.1), (2048, 1024, 512, 314.2), (2048, 1024, 1024, 504.5),
+    (2048, 1024, 2048, 970.6), (2048, 1024, 4096, 1423.9), (2048, 2048, 256, 305.7), (2048, 2048, 512, 567.5),
+    (2048, 2048, 1024, 985.1), (2048, 2048, 2048, 1427.7), (2048, 2048, 4096, 2035.2), (2048, 4096, 256, 502.7),
+    (2048, 4096, 512, 856.0), (2048, 4096, 1024, 1484.7), (2048, 4096, 2048, 1955.8), (2048, 4096, 4096, 2491.3),
+    (4096, 256, 256, 84.5), (4096, 256, 512, 169.4), (4096, 256, 1024, 225.6), (4096, 256, 2048, 487.1),
+    (4096, 256, 4096, 666.9), (4096, 512, 256, 176.1), (4096, 512, 512, 322.6), (4096, 512, 1024, 538.9),
+    (4096, 512, 2048, 871.3), (4096, 512, 4096, 1172.1), (4096, 1024, 256, 312.8), (4096, 1024, 512, 510.3),
+    (4096, 1024, 1024, 850.8), (4096, 1024, 2048, 1332.2), (4096, 1024, 4096, 1895.4), (4096, 2048, 256, 471.8),
+    (4096, 2048, 512, 979.5), (4096, 2048, 1024, 1462.6), (4096, 2048, 2048, 1833.5), (4096, 2048, 4096, 2485.0),
+    (4096, 4096, 256, 861.8), (4096, 4096, 512, 1485.0), (4096, 4096, 1024, 1951.8), (4096, 4096, 2048, 2499.4),
+    (4096, 4096, 4096, 2765.0),
+)  # fmt: skip
+
 
 def _build_sweeps() -> tuple[GemmMeasurement, ...]:
     out = [GemmMeasurement("tpu7x", s, s, s, "bf16", t * 1e12, "ironwood-readme", chip_share=0.5) for s, t in _IRONWOOD]
@@ -236,6 +286,9 @@ def _build_sweeps() -> tuple[GemmMeasurement, ...]:
     for chip, m, n, k, t in (("a100", 1024, 10240, 5120, 271.2), ("h100", 2048, 2048, 13312, 794.5),
                              ("b200", 1792, 16128, 3072, 1745.0)):  # fmt: skip
         out.append(GemmMeasurement(chip, m, k, n, "bf16", t * 1e12, "mamf"))
+    out += [GemmMeasurement("b200", m, k, n, "fp8", t * 1e12, "xla-perf-table-fp8") for m, k, n, t in _XLA_SM100_FP8]
+    for chip, m, n, k, t in (("h100", 1024, 9216, 14336, 1402.6), ("b200", 15360, 4096, 3072, 3432.5)):
+        out.append(GemmMeasurement(chip, m, k, n, "fp8", t * 1e12, "mamf-fp8"))
     return tuple(out)
 
 
@@ -261,6 +314,19 @@ def _frozen_map(name: str, value, keys, low: float, high: float, open_low: bool)
     return MappingProxyType(dict(value))
 
 
+def _check_shape(name: str, key: str, shape) -> None:
+    if (
+        not isinstance(shape, tuple)
+        or len(shape) != 4
+        or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in shape[:3])
+        or isinstance(shape[3], bool)
+        or not isinstance(shape[3], (int, float))
+        or not 0 < shape[3] <= 1
+    ):
+        raise ValueError(f"{name}[{key!r}] must be (m, k, n, chip_share) with whole m, k, n >= 1 and a share in "
+                         f"(0, 1]; got {shape!r}")  # fmt: skip
+
+
 @dataclass(frozen=True)
 class GemmModel:
     """The parameters of the GEMM model (see the module docstring); :data:`DEFAULT` is the book's, :data:`SOURCES`
@@ -272,6 +338,8 @@ class GemmModel:
     fixed: Mapping[str, float]  # seconds every call costs on the device (launch, pipeline fill and drain)
     exposed_bytes: Mapping[str, float]  # per family: share of the HBM time not hidden under a compute-bound call
     host_dispatch: Mapping[str, float] = field(default_factory=dict)  # per sweep source: seconds a host timer adds
+    fp8_plateau: Mapping[str, float] = field(default_factory=dict)  # fraction of FP8 peak at the FP8 sweep's best
+    fp8_plateau_shape: Mapping[str, tuple] = field(default_factory=dict)  # (m, k, n, chip_share), per fp8_plateau key
     gpu_tile: tuple = (128, 256)  # GPU output tile (CTA) rows × columns
     split_k_min: int = 256  # GPU: the smallest k one split-K slice gets
     row_tile: int = 8  # TPU: rows (m) are padded to groups of this (a sublane group)
@@ -296,6 +364,13 @@ class GemmModel:
                 raise ValueError(f"plateau_shape[{key!r}] must be (m, k, n, chip_share) with whole m, k, n >= 1 and a "
                                  f"share in (0, 1]; got {shape!r}")  # fmt: skip
         object.__setattr__(self, "plateau_shape", MappingProxyType(dict(self.plateau_shape)))
+        object.__setattr__(self, "fp8_plateau", _frozen_map("fp8_plateau", self.fp8_plateau, _KEYS, 0.0, 1.0, True))
+        if not isinstance(self.fp8_plateau_shape, Mapping):
+            raise TypeError(f"fp8_plateau_shape must be a mapping of names to (m, k, n, chip_share); "
+                            f"got {self.fp8_plateau_shape!r}")  # fmt: skip
+        for key in self.fp8_plateau:
+            _check_shape("fp8_plateau_shape", key, self.fp8_plateau_shape.get(key))
+        object.__setattr__(self, "fp8_plateau_shape", MappingProxyType(dict(self.fp8_plateau_shape)))
         object.__setattr__(self, "fixed", _frozen_map("fixed", self.fixed, _KEYS, 0.0, 1e-3, False))
         object.__setattr__(
             self, "exposed_bytes", _frozen_map("exposed_bytes", self.exposed_bytes, _FAMILIES, 0.0, 1.0, False)
@@ -330,10 +405,23 @@ class GemmModel:
                 return key
         raise ValueError(f"the GEMM model {self.name!r} has no {what} for {c.long_name} or its family ({c.kind!r})")
 
-    def plateau_of(self, chip) -> float:
-        """The plateau fraction of bf16 peak of ``chip`` (its own, else its family's)."""
+    def _plateau_table(self, c: Chip, dtype: str) -> tuple[Mapping, Mapping, str]:
+        """(plateaus, their shapes, key) a ``dtype`` GEMM on ``c`` is priced with: the FP8 sweep's for "fp8" where
+        the chip or its family has one, else the bf16 sweep's (int8, and FP8 on a chip without an FP8 sweep)."""
+        if dtype == "fp8":
+            for key in (c.name, c.kind):
+                if key in self.fp8_plateau:
+                    return self.fp8_plateau, self.fp8_plateau_shape, key
+        return self.plateau, self.plateau_shape, self._key(self.plateau, c, "plateau")
+
+    def plateau_of(self, chip, dtype: str = "bf16") -> float:
+        """The plateau fraction of ``chip``'s ``dtype`` peak (its own, else its family's; "fp8" uses the FP8
+        sweep's plateau where there is one, else the bf16 one)."""
         c = _chip(chip)
-        return float(self.plateau[self._key(self.plateau, c, "plateau")])
+        if dtype not in DTYPE_BYTES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPE_BYTES)}; got {dtype!r}")
+        table, _, key = self._plateau_table(c, dtype)
+        return float(table[key])
 
     def fixed_of(self, chip) -> float:
         """Seconds every GEMM call costs on ``chip`` beyond its work (its own figure, else its family's)."""
@@ -365,20 +453,24 @@ class GemmModel:
         t_bytes = (b * (m * k + k * n) + 2.0 * m * n) / (c.hbm_bw * share)
         return self._work_seconds(c, m, k, n, peak, share), t_bytes, self.fixed_of(c)
 
-    def rate(self, chip) -> float:
-        """The array's rate inside the kernel, a fraction of peak: the one that makes the model return exactly the
-        plateau at the plateau's own shape (derived, not fitted)."""
+    def rate(self, chip, dtype: str = "bf16") -> float:
+        """The array's rate inside the kernel, a fraction of the ``dtype`` peak: the one that makes the model
+        return exactly the plateau at the plateau's own shape (derived, not fitted)."""
         c = _chip(chip)
-        key = self._key(self.plateau, c, "plateau")
-        m, k, n, share = self.plateau_shape[key]
+        if dtype not in DTYPE_BYTES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPE_BYTES)}; got {dtype!r}")
+        table, shapes, key = self._plateau_table(c, dtype)
+        if table is self.plateau:
+            dtype = "bf16"  # priced at the bf16 plateau: the rate is the bf16 sweep's, a fraction of any peak
+        m, k, n, share = shapes[key]
         if key in _FAMILIES:
             share = 1.0
-        work, t_bytes, fixed = self._parts(c, m, k, n, "bf16", share)
-        t = 2.0 * m * k * n / (self.plateau[key] * c.bf16_flops * share)
+        work, t_bytes, fixed = self._parts(c, m, k, n, dtype, share)
+        t = 2.0 * m * k * n / (table[key] * c.peak_flops(dtype) * share)
         busy = t - fixed - self._exposed(c) * t_bytes
         if busy <= 0 or t_bytes >= t - fixed:
             raise ValueError(
-                f"the GEMM model {self.name!r} cannot reach plateau {self.plateau[key]} at {m}x{k}x{n} on "
+                f"the GEMM model {self.name!r} cannot reach plateau {table[key]} at {m}x{k}x{n} on "
                 f"{c.long_name}: the fixed cost and the bytes alone take longer"
             )
         return work / busy
@@ -390,9 +482,9 @@ class GemmModel:
         """:func:`gemm_seconds` for dimensions already checked, on ``share`` of the chip."""
         c = _chip(chip)
         work, t_bytes, fixed = self._parts(c, m, k, n, dtype, share)
-        t = fixed + max(work / self.rate(c) + self._exposed(c) * t_bytes, t_bytes)
+        t = fixed + max(work / self.rate(c, dtype) + self._exposed(c) * t_bytes, t_bytes)
         # No shape beats the plateau: the sweep's best is the most the chip was seen to reach.
-        return max(t, 2.0 * m * k * n / (self.plateau_of(c) * c.peak_flops(dtype) * share))
+        return max(t, 2.0 * m * k * n / (self.plateau_of(c, dtype) * c.peak_flops(dtype) * share))
 
     def fraction(self, chip, m: float, k: float, n: float, dtype: str = "bf16") -> float:
         """:func:`gemm_fraction` for dimensions already checked."""
@@ -439,6 +531,12 @@ SOURCES: Mapping[str, str] = MappingProxyType(
         "plateau[tpu]": "TPUs without a sweep (v5e, v5p, v4, v3): the TPU7x plateau, at the same shape on the whole "
         "chip; no public v5e/v5p GEMM sweep was found",
         "plateau[gpu]": "GPUs without a sweep: the H100 plateau and shape",
+        "fp8_plateau[h100]": "measured: MAMF FP8 (e4m3) 1402.6 of 1979 TFLOP/s at M=1024, N=9216, K=14336: 0.709 "
+        "(mamf-fp8), against bf16's 0.803: an H100 FP8 GEMM runs 1.77x its bf16 twin, not 2x",
+        "fp8_plateau[b200]": "measured: MAMF FP8 3432.5 of 4500 TFLOP/s at M=15360, N=4096, K=3072: 0.763 "
+        "(mamf-fp8); XLA's B200 FP8 table (up to 4096^3, 2765 TFLOP/s) checks the shapes below it",
+        "fp8_plateau[gpu]": "GPUs with an FP8 peak and no FP8 sweep of their own (H200, H800): the H100 figure",
+        "fp8_plateau[tpu]": "none: a TPU, or a GPU family without one, prices FP8 at its bf16 plateau",
         "fixed[tpu]": "fitted with exposed_bytes[tpu] on the TPU7x sweep points >= 1024 (1024^3 ... 32768^3): 3.0 us "
         "(XLA's per-program launch and the MXU pipeline's fill, on the device)",
         "fixed[h100]": "fitted with exposed_bytes[gpu] on the H100 points >= 1024 of xla-perf-table and MAMF: 5.8 us",
@@ -480,6 +578,8 @@ DEFAULT = GemmModel(
     fixed={"tpu": 3.0e-6, "h100": 5.8e-6, "b200": 6.4e-6, "gpu": 5.8e-6},
     exposed_bytes={"tpu": 0.56, "gpu": 0.21},
     host_dispatch={"gpu-tpu-pedia": 92e-6},
+    fp8_plateau={"h100": 1402.6 / 1979, "b200": 3432.5 / 4500, "gpu": 1402.6 / 1979},
+    fp8_plateau_shape={"h100": (1024, 14336, 9216, 1.0), "b200": (15360, 3072, 4096, 1.0), "gpu": (1024, 14336, 9216, 1.0)},
     name="default",
 )
 

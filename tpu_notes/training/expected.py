@@ -8,13 +8,18 @@ bound. Its ``StepTime.expected`` (an :class:`ExpectedStep`, built here) prices t
   of this layout's matmuls (tokens per microbatch and shard × the tensor-sharded widths) from the GEMM tile model
   (:func:`tpu_notes.gemm.shape_factor`: tile padding, waves over the cores, a fixed cost per call and the
   operands' bytes, checked against published GEMM sweeps), so a smaller microbatch pays for its smaller matmuls; an FP8 run does its layer
-  matmuls at the FP8 peak and keeps the unembedding and attention in bf16;
+  matmuls at the FP8 peak times the GEMM model's FP8 plateau (``gemm.DEFAULT.plateau_of(chip, "fp8")``, MAMF's
+  FP8 best: 0.709 of the H100's FP8 peak where bf16 reaches 0.803), i.e. its bf16 pricing times
+  ``bf16 plateau / FP8 plateau`` (1 on a chip without an FP8 sweep), and keeps the unembedding and attention in
+  bf16;
 - **attention**: the score and value matmuls at the flash-attention fraction of bf16 peak (a materialised kernel at
   the matmul fraction, with its score matrix in the memory-bound bytes);
 - **memory-bound work**: :func:`~tpu_notes.efficiency.layer_elementwise_bytes` of every layer on this chip, three
   passes (forward, twice for backward) plus one per recomputed forward, the softmax over the vocabulary and one
   Adam update of this chip's parameter shard, at the achieved HBM rate; activations are taken as sharded over the
-  tensor axis (sequence parallelism, as Megatron-Core and MaxText do);
+  tensor axis (sequence parallelism, as Megatron-Core and MaxText do); an FP8 run adds the dynamic scaling's
+  traffic (:func:`~tpu_notes.efficiency.fp8_scaling_bytes` per token and layer, and
+  :data:`~tpu_notes.efficiency.FP8_WEIGHT_BYTES_PER_PARAM` per parameter of this chip per microbatch);
 - **compute** is their sum (or the weight reads at the achieved HBM rate, if longer), since they run one after
   another on one chip;
 - **communication**: each kind's roofline collective time at the achieved fraction of its link (ICI or DCN on a
@@ -238,7 +243,11 @@ def _expected_step(
     logits = tokens_chip * eff_mod.logits_bytes(m) / p.tensor
     shard = sum(_chip_params(m, p)) / p.fsdp
     opt = eff_mod.optimizer_bytes(shard)
-    memory = (elem + logits + opt) / (c.hbm_bw * e.hbm)
+    scaling = 0.0
+    if dtype == "fp8":  # tensorwise dynamic scaling: amaxes, backward casts, transposes, the weight casts
+        scaling = tokens_chip * layers * eff_mod.fp8_scaling_bytes(m) / p.tensor
+        scaling += eff_mod.FP8_WEIGHT_BYTES_PER_PARAM * sum(_chip_params(m, p)) * M
+    memory = (elem + logits + opt + scaling) / (c.hbm_bw * e.hbm)
     compute = max(matmul + attn + memory, hbm_time / e.hbm)
 
     decomposed = c.kind in e.collective_matmul if async_tensor is None else async_tensor
@@ -277,14 +286,20 @@ def _expected_step(
 def _matmul_seconds(m, p, c, e, B, tokens_mb, remat, dtype, imbalance) -> tuple[float, float]:
     """One chip's matmul time of a step at peak (seconds: the layers' FLOPs, 3 passes plus the forward of the
     matmuls ``remat`` recomputes (all of them under full_block: +1), at the step's dtype; the unembedding's, 3
-    passes, at bf16) and the layers' shape factor."""
+    passes, at bf16) and the layers' shape factor. An FP8 run's layer FLOPs are priced at the FP8 peak and scaled
+    by the GEMM model's ``bf16 plateau / FP8 plateau`` (:mod:`tpu_notes.gemm`), so they run at the FP8 sweep's
+    plateau, not the bf16 one; bf16 runs are untouched."""
     n = p.n_chips
     layer_params = m.matmul_params_per_token() - m.vocab * m.d_model
     passes = 3.0 + m.recomputed_matmul_params(remat) / layer_params
     layer_flops = 2.0 * layer_params * passes * B / n * imbalance
     unembed_flops = 2.0 * m.vocab * m.d_model * 3.0 * B / n
     shape = _layer_shape_factor(m, p, tokens_mb, c)
-    return layer_flops / c.peak_flops(dtype) + unembed_flops / c.peak_flops("bf16"), shape
+    layer_t = layer_flops / c.peak_flops(dtype)
+    if dtype == "fp8":
+        g = gemm_mod.DEFAULT
+        layer_t *= g.plateau_of(c) / g.plateau_of(c, "fp8")
+    return layer_t + unembed_flops / c.peak_flops("bf16"), shape
 
 
 def _exposed_communication(
