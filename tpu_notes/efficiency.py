@@ -104,7 +104,7 @@ class EfficiencyModel:
     collective_latency: Mapping[str, float]  # seconds one collective call costs on each link, whatever its size
     exposed: Mapping[
         str, float
-    ]  # fraction of each kind's communication on the critical path ("tpu:context": a family's)
+    ]  # fraction of each kind's communication on the critical path ("gpu:tensor": a family's)
     sustained: Mapping[str, float] = field(default_factory=dict)  # share of the compute rates a whole step keeps
     collective_matmul: tuple = ()  # families whose compiler decomposes tensor-parallel matmuls ("tpu"): 1/t exposed
     slice_jitter: float = 0.0  # coefficient of variation of one slice's step time: n slices over DCN wait for the
@@ -195,7 +195,7 @@ class EfficiencyModel:
 
     def exposed_fraction(self, kind: str, chip=None) -> float:
         """The fraction of parallelism ``kind``'s communication that sits on the critical path (on ``chip``'s
-        family, when the model states a family's own figure, e.g. ``"tpu:context"``)."""
+        family, when the model states a family's own figure, e.g. ``"gpu:tensor"``)."""
         if kind not in EXPOSED_KINDS:
             raise ValueError(f"kind must be one of {', '.join(EXPOSED_KINDS)}; got {kind!r}")
         if chip is not None and f"{_chip(chip).kind}:{kind}" in self.exposed:
@@ -295,10 +295,8 @@ SOURCES: Mapping[str, str] = MappingProxyType(
         "exposed[expert]": "the dispatch and combine all-to-alls wait for this layer's routing: 1",
         "exposed[context]": "ring attention passes the next key/value chunk while the current one's attention runs "
         "(Liu, Zaharia, Abbeel 2023, 'Ring Attention with Blockwise Transformers', arXiv 2310.01889): 0, hidden as "
-        "far as compute lasts",
-        "exposed[tpu:context]": "MaxText's context parallelism on TPU all-gathers the keys and values of the "
-        "sequence before attention (its 'all-gather' context-parallel strategy), not a ring overlapped with "
-        "attention: the gather waits for this layer's key/value projections and attention waits for the gather: 1",
+        "far as compute lasts; a framework that all-gathers the keys and values instead (MaxText: "
+        "Framework.context_exchange) leaves all of it exposed (tpu_notes.training.expected)",
         "collective_matmul": "families whose compiler decomposes a tensor-sharded matmul and its all-gather or "
         "reduce-scatter into tensor-many overlapped steps (XLA on TPU: Wang et al., ASPLOS 2023, 'Overlap "
         "Communication with Dependent Computation via Decomposition'): the first of the t chunks cannot overlap, "
@@ -350,7 +348,6 @@ DEFAULT = EfficiencyModel(
         "tensor": 1.0,
         "expert": 1.0,
         "context": 0.0,
-        "tpu:context": 1.0,
         "pipeline": 1.0,
         "fsdp": 0.0,
         "data": 0.0,

@@ -17,8 +17,8 @@ bound. Its ``StepTime.expected`` (an :class:`ExpectedStep`, built here) prices t
 - **memory-bound work**: :func:`~tpu_notes.efficiency.layer_elementwise_bytes` of every layer on this chip, three
   passes (forward, twice for backward) plus one per recomputed forward, the softmax over the vocabulary and one
   Adam update of this chip's parameter shard, at the achieved HBM rate; activations are taken as sharded over the
-  tensor axis (sequence parallelism, as Megatron-Core and MaxText do); an FP8 run adds the dynamic scaling's
-  traffic (:func:`~tpu_notes.efficiency.fp8_scaling_bytes` per token and layer, and
+  tensor axis (sequence parallelism, as Megatron-Core and MaxText do); an FP8 run under a framework that scales
+  tensorwise in passes of its own (torchtitan's float8, ``Framework.fp8_scaling``) adds that traffic (:func:`~tpu_notes.efficiency.fp8_scaling_bytes` per token and layer, and
   :data:`~tpu_notes.efficiency.FP8_WEIGHT_BYTES_PER_PARAM` per parameter of this chip per microbatch);
 - **compute** is their sum (or the weight reads at the achieved HBM rate, if longer), since they run one after
   another on one chip;
@@ -211,6 +211,7 @@ def _expected_step(
     attention,
     efficiency,
     async_tensor=None,
+    framework=None,
 ) -> ExpectedStep:
     """:func:`expected_step` for arguments already checked (``efficiency`` an EfficiencyModel)."""
     e = efficiency
@@ -244,15 +245,17 @@ def _expected_step(
     shard = sum(_chip_params(m, p)) / p.fsdp
     opt = eff_mod.optimizer_bytes(shard)
     scaling = 0.0
-    if dtype == "fp8":  # tensorwise dynamic scaling: amaxes, backward casts, transposes, the weight casts
+    tensorwise = framework is not None and framework.fp8_scaling == "tensorwise"
+    if dtype == "fp8" and tensorwise:  # torchao's dynamic scaling: amaxes, backward casts, transposes, weights
         scaling = tokens_chip * layers * eff_mod.fp8_scaling_bytes(m) / p.tensor
         scaling += eff_mod.FP8_WEIGHT_BYTES_PER_PARAM * sum(_chip_params(m, p)) * M
     memory = (elem + logits + opt + scaling) / (c.hbm_bw * e.hbm)
     compute = max(matmul + attn + memory, hbm_time / e.hbm)
 
     decomposed = c.kind in e.collective_matmul if async_tensor is None else async_tensor
+    gathered_kv = framework is not None and framework.context_exchange == "all-gather"
     comm, exposed_parts, spill = _exposed_communication(
-        lay, p, c, e, collectives, calls or {}, layers, compute, decomposed
+        lay, p, c, e, collectives, calls or {}, layers, compute, decomposed, gathered_kv
     )
     exposed = sum(exposed_parts.values()) + spill
     bubble = compute * (p.pipeline - 1) / (v_rep * M)
@@ -303,7 +306,7 @@ def _matmul_seconds(m, p, c, e, B, tokens_mb, remat, dtype, imbalance) -> tuple[
 
 
 def _exposed_communication(
-    lay, p, c, e, collectives: dict, calls: dict, layers: float, compute: float, decomposed: bool
+    lay, p, c, e, collectives: dict, calls: dict, layers: float, compute: float, decomposed: bool, gathered_kv: bool
 ):
     """Each collective kind at its achieved bandwidth plus per-call latency (seconds), the part of each left exposed
     after overlap, and the hidden part that spills past ``compute`` (seconds): ``(comm, exposed_parts, spill)``.
@@ -311,7 +314,10 @@ def _exposed_communication(
     When the tensor-parallel matmuls are ``decomposed`` into collective matmuls (by default on the families of
     ``e.collective_matmul``; torchtitan's async TP on a GPU), each collective is cut into ``tensor`` chunks
     overlapped with the partial matmuls, and the first chunk waits: ``1 / tensor`` of the tensor traffic stays
-    exposed; otherwise the model's ``exposed["tensor"]`` (all of it: the next matmul waits for it)."""
+    exposed; otherwise the model's ``exposed["tensor"]`` (all of it: the next matmul waits for it). Context
+    parallelism whose framework all-gathers the keys and values before attention (``gathered_kv``: MaxText) is
+    all exposed: the gather waits for this layer's key/value projections and attention waits for the gather; a
+    ring of passes (Megatron, torchtitan) takes the model's ``exposed["context"]``."""
     comm, exposed_parts = {}, {}
     hidden = 0.0
     for kind, t in collectives.items():
@@ -322,6 +328,8 @@ def _exposed_communication(
         f = HOST_EXPOSED if kind == "host" else e.exposed_fraction(kind, c)
         if kind == "tensor" and decomposed:
             f = 1.0 / p.tensor
+        elif kind == "context" and gathered_kv:
+            f = 1.0
         elif kind == "fsdp":
             f = max(f, 2.0 / (3.0 * layers))
         elif kind in ("data", "dcn"):

@@ -11,6 +11,8 @@ the rules and habits the step model and the planner need, each with its source:
   the backward pass); MaxText and torchtitan keep them apart (one per projection);
 - **resharding**: whether FSDP drops a gathered weight after the forward pass (PyTorch FSDP's default) or keeps it
   for the backward pass (what XLA compiles when nothing is rematerialised);
+- **FP8 scaling**: whether the amax of each tensor is taken inside its cast kernel (Transformer Engine, XLA) or
+  in passes of its own with transposed fp8 copies (torchao's tensorwise dynamic scaling, torchtitan's float8);
 - **context parallelism**: the exchange its attention uses (an all-gather of keys and values, or a ring of
   point-to-point passes), and what it shards over the context ranks too: all the state, as over ``fsdp`` (MaxText,
   torchtitan), or the distributed optimizer's state (Megatron);
@@ -44,6 +46,9 @@ class Framework:
     over_context: str  # what is sharded over the context ranks too: "all" state (as over fsdp) or "optimizer"
     recipe: str  # default precision recipe, a key of tpu_notes.training.precision.RECIPES
     source: str  # where the rules come from
+    fp8_scaling: str = "fused"  # FP8 scaling: "fused" (the amax is taken inside the cast kernels: Transformer
+    # Engine, XLA) or "tensorwise" (torchao's dynamic tensorwise scaling: separate amax passes and transposed fp8
+    # copies, priced by efficiency.fp8_scaling_bytes)
 
 
 FRAMEWORKS: dict[str, Framework] = {
@@ -84,6 +89,7 @@ FRAMEWORKS: dict[str, Framework] = {
         context_exchange="ring",
         over_context="all",
         recipe="fsdp_mixed",
+        fp8_scaling="tensorwise",
         source="torchtitan (FSDP2 with reshard_after_forward, separate wq/wk/wv, torch.distributed.pipelining "
         "stages split by module; the FSDP mesh is dp_shard x cp: weights sharded over the context ranks too)",
     ),

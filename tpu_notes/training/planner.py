@@ -616,6 +616,8 @@ def _priced(s: _Search, cand: Parallelism, lay: Layout, remat, v: int, once: boo
         s.reshard,
         s.framework.over_context,
         once,
+        None,
+        s.framework,
     )
     return Plan(cand, remat, lay, mem, st, circular_repeats=v, gather_once=once)
 

@@ -306,8 +306,8 @@ def stated_memory(run: PublishedRun) -> MemoryBreakdown:
 
 def stated_step(run: PublishedRun, **step_kwargs) -> StepTime:
     """:func:`~tpu_notes.training.step_time` of ``run`` as it states itself: its model, layout, system, batch,
-    sequence length, remat policy, dtype, interleaving and attention kernel; ``step_kwargs`` are step_time's other
-    keywords (``matmul_efficiency``, ``efficiency``, ``overlap``...)."""
+    sequence length, remat policy, dtype, interleaving and attention kernel, under the framework that ran it
+    (:attr:`PublishedRun.framework`); ``step_kwargs`` are step_time's other keywords (``matmul_efficiency``, ``efficiency``, ``overlap``...)."""
     if not isinstance(run, PublishedRun):
         raise TypeError(f"run must be a PublishedRun; got {type(run).__name__}")
     return step_time(
@@ -321,7 +321,7 @@ def stated_step(run: PublishedRun, **step_kwargs) -> StepTime:
         circular_repeats=run.circular_repeats,
         attention=run.attention,
         async_tensor=run.async_tensor,
-        **step_kwargs,
+        **{"framework": run.framework, **step_kwargs},
     )
 
 

@@ -314,6 +314,7 @@ def step_time(
         fw.over_context,
         gather_once,
         async_tensor,
+        fw,
     )
 
 
@@ -352,6 +353,7 @@ def _price(
     over_context="none",
     gather_once=False,
     async_tensor=None,
+    framework=None,
 ):
     """The body of :func:`step_time` for arguments already checked and the framework's defaults resolved (the
     planner calls it in its inner loop)."""
@@ -388,6 +390,7 @@ def _price(
         attention=attention,
         efficiency=effm,
         async_tensor=async_tensor,
+        framework=framework,
     )
     return StepTime(
         expected=expected,
