@@ -59,6 +59,11 @@ _SM = (
 )
 _TC = "scaling book, gpus.md tensor-core footnote (an estimate: V100 256, A100 512, H100 1024, B200 ~2048)"
 _NVL = "scaling book, gpus.md NVLink table"
+_TITAN_HW = (
+    "torchtitan benchmarks/llama3_h100_202412_torchtitan.md (commit b5bcd76) and "
+    "benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md, Hardware: Meta Grand Teton hosts, 8 H100s each with "
+    "96GB HBM2e at 2.4 TB/sec peak, default 500W power limit (700W TDP not used)"
+)
 _NODE_IB = "scaling book, gpus.md (8 x 400 Gb/s InfiniBand NICs per node = 400 GB/s)"
 _V100_WP = (
     "NVIDIA Tesla V100 GPU Architecture whitepaper (WP-08608-001), Table 1, Tesla V100 SXM2 column "
@@ -843,6 +848,57 @@ _CHIP_LIST = [
             "nvlink_bw": "scaling book, gpus.md (18 links x 25 GB/s)",
             "pcie_bw": _HOPPER_HOST,
             "dollars_per_hour": "scaling book, applied-inference.md",
+        },
+    ),
+    _gpu(
+        name="h100-500w",
+        long_name="NVIDIA H100 SXM 96GB HBM2e at 500 W (Grand Teton)",
+        bf16_flops=9.89e14,
+        int8_flops=1.979e15,
+        fp8_flops=1.979e15,
+        hbm_bytes=96e9,
+        hbm_bw=2.4e12,
+        pcie_bw=128e9 / 2,
+        dcn_bw=5e10,
+        nvlink_bw=4.5e11,
+        node_size=8,
+        clock_hz=1.98e9,
+        base_clock_hz=1.59e9,
+        tensor_clock_hz=1.83e9,
+        sms=132,
+        **_sm_parts(1024),
+        **_fp32(132, 1.98e9),
+        smem_bytes_per_sm=256e3,
+        l2_bytes=50e6,
+        l2_bw=5.5e12,
+        nvlink_links=18,
+        nvlink_link_bw=2.5e10,
+        nvswitches_per_node=4,
+        nvswitch_ports=64,
+        node_egress_bw=4e11,
+        sources={
+            **_GPU_DERIVED,
+            "*": "as the H100 SXM (same GH100 die, 132 SMs, clocks, L2 and NVLink): " + _GPU_TABLE,
+            "hbm_bytes": _TITAN_HW + " (96GB HBM2e per GPU)",
+            "hbm_bw": _TITAN_HW + " (2.4 TB/s peak); Ujeniya, Eitzinger, Hager, Wellein, arXiv:2604.11391 "
+            "(2026) state 2.41 TB/s for the HBM2e H100 they power-cap",
+            "bf16_flops": "the H100 SXM's datasheet peak, 989 TFLOP/s dense at the 1.83 GHz tensor clock, "
+            "NOT lowered for the 500 W limit " + _TITAN_HW + " states: no public measurement of the bf16 "
+            "tensor-core clock or GEMM rate an H100 sustains at 500 W was found",
+            "fp8_flops": "H100 SXM dense fp8, 1.979e15 (not lowered for the 500 W limit, as bf16_flops)",
+            "int8_flops": "H100 SXM dense int8, 1.979e15 (not lowered for the 500 W limit, as bf16_flops)",
+            "tensor_clock_hz": "as H100 (same Hopper die; the 500 W limit's sustained clock is not "
+            "published): " + _HOPPER_TC_CLOCK,
+            "clock_hz": "as H100: " + _H100_BOOST,
+            "nvlink_links": _NVL + " (" + _TITAN_HW + ": 8 GPUs per host fully connected with NVLink)",
+            "nvlink_link_bw": _NVL,
+            "nvlink_bw": "scaling book, gpus.md (18 links x 25 GB/s), as H100 SXM",
+            "nvswitches_per_node": _NVL + ", as H100 SXM",
+            "nvswitch_ports": "scaling book, gpus.md (64 NVLink ports per NVSwitch)",
+            "dcn_bw": _TITAN_HW + " (backend RDMA network, 400 Gb/s per GPU)",
+            "node_egress_bw": _TITAN_HW + " (8 GPUs x 400 Gb/s = 400 GB/s per host)",
+            "l2_bw": "as H100: scaling book, gpus.md (measured by Chips and Cheese, about 5.5 TB/s)",
+            "pcie_bw": "assumed as H100 SXM: " + _HOPPER_HOST,
         },
     ),
     _gpu(

@@ -276,7 +276,7 @@ _MEGATRON_SP = (
 
 # -- torchtitan on H100 / H200 ---------------------------------------------------------------------------------------
 def _titan(
-    name, source, model, gpus, par, batch_tokens, seq, remat, tps, notes, dtype="bf16", chip="h100", circular=1,
+    name, source, model, gpus, par, batch_tokens, seq, remat, tps, notes, dtype="bf16", chip="h100-500w", circular=1,
     async_tp=None,
 ) -> PublishedRun:
     return PublishedRun(
