@@ -214,7 +214,7 @@ def _sweep_runs():
 
 CASES.update(
     {
-        S + "LayoutSweep": Case(
+        "tpu_notes.training.sweep_record.LayoutSweep": Case(
             name=Raw("a sweep", [3, None, ODD]),
             source=Raw("a source", [3, None, ODD]),
             kind=Choice("slices"),
@@ -253,6 +253,7 @@ COVERED = (
     "training.expected",
     "inference.expected",
     "training.sweeps",
+    "training.sweep_record",
     "training.sweeps_gpu",
     "training.sweeps_tpu",
 )

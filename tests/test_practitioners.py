@@ -87,6 +87,7 @@ def test_the_matched_plan_is_priced_as_step_time_prices_it(rows):
             remat=run.remat,
             dtype=run.dtype,
             circular_repeats=r.used_plan_repeats,
+            framework=run.framework,  # the planner searched under the run's framework
         )
         assert math.isclose(st.expected.total, r.used_plan_expected_s, rel_tol=1e-9), r.run
 

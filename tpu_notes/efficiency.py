@@ -135,7 +135,9 @@ class EfficiencyModel:
         if not isinstance(self.collective_matmul, tuple) or not all(
             f in ("tpu", "gpu") for f in self.collective_matmul
         ):
-            raise ValueError(f"collective_matmul must be a tuple of families ('tpu', 'gpu'); got {self.collective_matmul!r}")
+            raise ValueError(
+                f"collective_matmul must be a tuple of families ('tpu', 'gpu'); got {self.collective_matmul!r}"
+            )
         v = self.slice_jitter
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v < 1.0:
             raise ValueError(f"slice_jitter must be a fraction in [0, 1) (of the step); got {v!r}")

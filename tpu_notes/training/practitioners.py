@@ -157,6 +157,7 @@ def _compare_one(run: PublishedRun, same_remat: bool, plan_kwargs: dict) -> Prac
     p = run.parallelism
     kwargs = dict(plan_kwargs)
     kwargs.setdefault("rank_by", "expected")
+    kwargs.setdefault("framework", run.framework)  # the launch rules, memory and kernels of the run's framework
     # search at least as far as the run went: its pipeline depth and microbatch count
     kwargs.setdefault("max_pipeline", max(_plan_default("max_pipeline"), p.pipeline))
     kwargs.setdefault("max_microbatches", max(_plan_default("max_microbatches"), p.microbatches))
@@ -187,6 +188,7 @@ def _compare_one(run: PublishedRun, same_remat: bool, plan_kwargs: dict) -> Prac
         and hit.parallelism == p
         and _repeats(hit) == run.circular_repeats
         and run.attention == "flash"  # the kernel plan() prices (step_time's default)
+        and run.async_tensor is None  # plan() prices the family's default for splitting tensor collectives
     )
     best = ranked[0] if ranked else None
     best_exp = best.step.expected.total if best is not None else None

@@ -468,7 +468,19 @@ def _host_offload_time(m, p: Parallelism, c, B, dtype, v_rep) -> tuple[float, fl
 
 
 def _collective_times(
-    m, p: Parallelism, lay, B, dtype, flops_remat, v_rep, hop_latency, fused, reshard, imbalance, over_context, once,
+    m,
+    p: Parallelism,
+    lay,
+    B,
+    dtype,
+    flops_remat,
+    v_rep,
+    hop_latency,
+    fused,
+    reshard,
+    imbalance,
+    over_context,
+    once,
     phases=None,
 ) -> tuple[dict, dict, float]:
     """Seconds and calls of each kind of collective in one step on ``lay`` (Chapter 5's accounting, per kind), and

@@ -34,7 +34,7 @@ from ..gpu import GpuCluster
 from ..transformer import TransformerConfig
 from .parallelism import Parallelism
 from .published import RUNS, PublishedRun, _megatron_gpt, _megatron_tokens_per_s, _mfu
-from .sweeps import LayoutSweep
+from .sweep_record import LayoutSweep
 
 SEQ_MEGATRON = 2048  # both Megatron papers train on sequences of 2048 tokens
 
@@ -276,7 +276,19 @@ _MEGATRON_SP = (
 
 # -- torchtitan on H100 / H200 ---------------------------------------------------------------------------------------
 def _titan(
-    name, source, model, gpus, par, batch_tokens, seq, remat, tps, notes, dtype="bf16", chip="h100-500w", circular=1,
+    name,
+    source,
+    model,
+    gpus,
+    par,
+    batch_tokens,
+    seq,
+    remat,
+    tps,
+    notes,
+    dtype="bf16",
+    chip="h100-500w",
+    circular=1,
     async_tp=None,
 ) -> PublishedRun:
     return PublishedRun(

@@ -47,7 +47,7 @@ from ..transformer import TransformerConfig
 from ..units import PositiveInt, checked
 from .parallelism import Parallelism
 from .published import PublishedRun
-from .sweeps import LayoutSweep
+from .sweep_record import LayoutSweep
 
 #: MaxText's synthetic base model before 2024-02-14 (``base.yml`` from af0067809, 2023-09-07): d_model 2560, 8
 #: heads of 256, d_ff 8192 (ReLU, 2 matrices), 16 layers, vocabulary 32,768, logits via the embedding.
