@@ -28,7 +28,7 @@ gathered FSDP weights, pipeline activations in flight, the largest transient) of
 precision recipe keeps it (:mod:`tpu_notes.training.precision`), and priced with
 :func:`~tpu_notes.training.step_time` (the collectives as XLA compiles them). The ranking is by the expected step
 of :mod:`tpu_notes.efficiency` by default, in **tiers**: layouts within the model's out-of-sample error of a tier's
-fastest are a tie, ordered by fewer kinds of parallelism, then less HBM.
+fastest are a tie, ordered by fewer kinds of parallelism, then the faster step.
 
 Every candidate that cannot run is kept with its reason (the text before the first colon is its kind: "uneven
 batch", "too few sequences", "uneven stages", "tensor across nodes", "cannot place", "does not fit"...), one per
@@ -392,7 +392,7 @@ def plan(
     (the default: the :mod:`tpu_notes.efficiency` forecast) or ``"roofline"``. Layouts whose steps lie within
     ``tie_within`` of a tier's fastest (default: the expected model's out-of-sample error on this platform,
     ``tpu_notes.efficiency.OUT_OF_SAMPLE_ERROR``; 0 for the roofline) form one tier, ordered by fewer kinds
-    of parallelism, then less HBM. Returns a :class:`PlanResult`.
+    of parallelism, then the faster step. Returns a :class:`PlanResult`.
     """
     m = as_config(model)
     check_system(system, "system").check_schedulable("system")
@@ -625,9 +625,10 @@ def _priced(s: _Search, cand: Parallelism, lay: Layout, remat, v: int, once: boo
 def _tiered(s: _Search, plans: list[Plan], tie_within: float) -> list[Plan]:
     """``plans`` in tiers: the fastest remaining plan opens a tier holding every plan within ``tie_within`` of its
     step (the model cannot tell them apart); inside a tier the simpler layout comes first (fewer kinds of
-    parallelism), then the one that needs less HBM, then the faster. Each plan gets its tier number (1 first)."""
+    parallelism), then the faster (memory is already held to the HBM fraction: a lighter layout that is slower is
+    not preferred, so an 8B model on one node keeps FSDP rather than an eight-stage pipeline). Each plan gets its
+    tier number (1 first)."""
     rest = sorted(plans, key=lambda p: (s.seconds(p.step), _rank_key(s, p)))  # exact steps: a tier is a prefix
-    hbm_step = 0.1 * s.system.chip.hbm_bytes  # HBM compared in tenths of the chip's: a margin, not a byte count
     out: list[Plan] = []
     tier = 0
     while rest:
@@ -635,9 +636,7 @@ def _tiered(s: _Search, plans: list[Plan], tie_within: float) -> list[Plan]:
         edge = s.seconds(rest[0].step) * (1.0 + tie_within)
         inside = [p for p in rest if s.seconds(p.step) <= edge * (1 + 1e-12)]
         rest = rest[len(inside) :]
-        inside.sort(
-            key=lambda p: (len(p.parallelism.mesh_shape()), math.ceil(p.memory.peak / hbm_step), _rank_key(s, p))
-        )
+        inside.sort(key=lambda p: (len(p.parallelism.mesh_shape()), _rank_key(s, p)))
         out += [replace(p, tier=tier) for p in inside]
     return out
 
