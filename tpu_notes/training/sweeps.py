@@ -5,13 +5,13 @@ A planner is judged by the layout it picks, not by its error on one layout. A :c
 source's measured points, each a :class:`~tpu_notes.training.published.PublishedRun` (so each point is checked and
 priced exactly as the published runs are), and what varies between them. Two kinds of sweep are kept apart:
 
-- **ranking sweeps** (``kind`` in :data:`RANKING_KINDS`: layouts, remat policies, microbatch sizes, overlap on or
+- **ranking sweeps** (``kind`` in ``RANKING_KINDS``: layouts, remat policies, microbatch sizes, overlap on or
   off) hold the model, the chips and the global batch fixed. The model is asked which point is fastest. The
   sweep reports the **rank correlation** (Spearman's ρ between the predicted and measured tokens/s per chip, ties
   at their mean rank) and the **regret**: the measured time per token of the point the model ranks first over the
   measured best, minus one (0 when the model picks the measured best; a tie at the top is charged its worst
   member).
-- **scaling series** (``kind`` in :data:`SCALING_KINDS`: slices over DCN, nodes, model size, context length) change
+- **scaling series** (``kind`` in ``SCALING_KINDS``: slices over DCN, nodes, model size, context length) change
   the system or the model along one axis. What matters is the trend: the **per-chip change** of throughput from
   the first point to the last, measured and predicted (``tokens/s per chip, last / first - 1``).
 
