@@ -42,8 +42,11 @@ CASES = {
         timing=Raw("device", ["wall", None, 3]),
     ),
     G + "GemmModel": Case(
-        plateau=Raw(lambda: dict(_default().plateau), ["x", None, {"tpu": 0.0}, {"tpu": 1.5}, {"tpu": NAN},
-                                                       {"cpu": 0.5}, {"tpu": True}], lazy=True),  # fmt: skip
+        plateau=Raw(
+            lambda: dict(_default().plateau),
+            ["x", None, {"tpu": 0.0}, {"tpu": 1.5}, {"tpu": NAN}, {"cpu": 0.5}, {"tpu": True}],
+            lazy=True,
+        ),  # fmt: skip
         plateau_shape=Raw(lambda: dict(_default().plateau_shape), ["x", None, {}, {"tpu": (1, 2)}], lazy=True),
         fixed=Raw({"tpu": 3e-6, "gpu": 5e-6}, ["x", None, {"tpu": -1.0}, {"tpu": INF}, {"cpu": 1e-6}]),
         exposed_bytes=Raw({"tpu": 0.5}, ["x", None, {"tpu": -0.1}, {"tpu": 2.0}, {"h100": 0.1}]),
@@ -58,8 +61,13 @@ CASES = {
     G + "GemmModel.fixed_of": Case(self_=_default, chip=ChipArg("h100")),
     G + "GemmModel.rate": Case(self_=_default, chip=ChipArg("v6e")),
     G + "GemmModel.seconds": Case(
-        self_=_default, chip=ChipArg("v5e"), m=Fixed(4096.0), k=Fixed(4096.0), n=Fixed(4096.0),
-        dtype=Fixed("bf16"), share=Fixed(1.0),
+        self_=_default,
+        chip=ChipArg("v5e"),
+        m=Fixed(4096.0),
+        k=Fixed(4096.0),
+        n=Fixed(4096.0),
+        dtype=Fixed("bf16"),
+        share=Fixed(1.0),
     ),  # fmt: skip
     G + "GemmModel.fraction": Case(
         self_=_default, chip=ChipArg("h100"), m=Fixed(4096.0), k=Fixed(4096.0), n=Fixed(4096.0), dtype=Fixed("bf16")
@@ -70,15 +78,24 @@ CASES = {
     G + "GemmModel.predict": Case(self_=_default, record=Raw(_record, ["x", None, 3, ODD], lazy=True)),
     G + "check_model": Case(model=Raw(None, _MODEL_BAD), argument=Fixed("model")),
     G + "gemm_seconds": Case(
-        chip=ChipArg("v5e"), m=Num(4096.0), k=Num(4096.0), n=Num(4096.0), dtype=Choice("bf16"),
+        chip=ChipArg("v5e"),
+        m=Num(4096.0),
+        k=Num(4096.0),
+        n=Num(4096.0),
+        dtype=Choice("bf16"),
         model=Raw(None, _MODEL_BAD),
     ),  # fmt: skip
     G + "gemm_fraction": Case(
-        chip=ChipArg("h100"), m=Num(4096.0), k=Num(4096.0), n=Num(4096.0), dtype=Choice("bf16"),
+        chip=ChipArg("h100"),
+        m=Num(4096.0),
+        k=Num(4096.0),
+        n=Num(4096.0),
+        dtype=Choice("bf16"),
         model=Raw(None, _MODEL_BAD),
     ),  # fmt: skip
-    G + "shape_factor": Case(chip=ChipArg("v5p"), m=Num(4096.0), k=Num(4096.0), n=Num(4096.0),
-                             model=Raw(None, _MODEL_BAD)),  # fmt: skip
+    G + "shape_factor": Case(
+        chip=ChipArg("v5p"), m=Num(4096.0), k=Num(4096.0), n=Num(4096.0), model=Raw(None, _MODEL_BAD)
+    ),  # fmt: skip
     G + "gemm_report": Case(
         model=Raw(None, _MODEL_BAD), records=Raw(lambda: [_record()], ["abc", 3, [ODD], [None], ODD], lazy=True)
     ),

@@ -325,8 +325,16 @@ def test_fp8_pairs_gain_less_than_the_bf16_plateau_alone_says():
 
     runs = {r.name: r for r in P.RUNS}
     fp8 = runs["Llama 3.1 8B FP8, 8 H100 (torchtitan)"]
-    bf16 = [r for r in P.RUNS if r.group == fp8.group and r.dtype == "bf16" and r.model == fp8.model
-            and r.system == fp8.system and r.parallelism == fp8.parallelism and r.seq_len == fp8.seq_len]
+    bf16 = [
+        r
+        for r in P.RUNS
+        if r.group == fp8.group
+        and r.dtype == "bf16"
+        and r.model == fp8.model
+        and r.system == fp8.system
+        and r.parallelism == fp8.parallelism
+        and r.seq_len == fp8.seq_len
+    ]
     a, b = validation.reconcile_all([fp8, bf16[0]])
     measured, predicted = a.reported / b.reported, a.expected / b.expected
     assert predicted < 1.30 and abs(predicted / measured - 1) < 0.1

@@ -40,7 +40,7 @@ def test_a_key_that_names_a_model_is_caught():
 
 
 def test_every_fitted_figure_names_its_subset_and_no_other_figure_claims_a_fit():
-    fitted = {f.parameter.replace("\"", "") for f in validation.FITS}
+    fitted = {f.parameter.replace('"', "") for f in validation.FITS}
     for key, source in E.SOURCES.items():
         claims = source.startswith("fitted")
         assert claims == (key in fitted), f"SOURCES[{key!r}] and validation.FITS disagree on whether it is fitted"

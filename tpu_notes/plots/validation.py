@@ -136,7 +136,7 @@ def sweep_chart(results, ncols: int = 3):
         ax.tick_params(axis="y", labelsize=7)
         lo = min(meas.min(), pred.min())
         ax.set_ylim(max(0.0, lo - 0.1), 1.05)
-    for ax in axes[len(results):]:
+    for ax in axes[len(results) :]:
         ax.set_visible(False)
     axes[0].legend(fontsize=7, loc="lower left")
     fig.supxlabel("point of the sweep (the source's order)", fontsize=8)

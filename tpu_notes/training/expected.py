@@ -6,19 +6,21 @@ bound. Its ``StepTime.expected`` (an :class:`ExpectedStep`, built here) prices t
 
 - **matmuls**: the weight matmuls' hardware FLOPs at the large-matmul fraction times the FLOP-weighted shape factor
   of this layout's matmuls (tokens per microbatch and shard × the tensor-sharded widths) from the GEMM tile model
-  (:func:`tpu_notes.gemm.shape_factor`: tile padding, waves over the cores, a fixed cost per call and the
-  operands' bytes, checked against published GEMM sweeps), so a smaller microbatch pays for its smaller matmuls; an FP8 run does its layer
-  matmuls at the FP8 peak times the GEMM model's FP8 plateau (``gemm.DEFAULT.plateau_of(chip, "fp8")``, MAMF's
-  FP8 best: 0.709 of the H100's FP8 peak where bf16 reaches 0.803), i.e. its bf16 pricing times
+  (:func:`tpu_notes.gemm.shape_factor`: tile padding, waves over the cores, a fixed cost per call and the operands'
+  bytes, checked against published GEMM sweeps), so a smaller microbatch pays for its smaller matmuls; an FP8 run
+  does its layer matmuls at the FP8 peak times the GEMM model's FP8 plateau
+  (``gemm.DEFAULT.plateau_of(chip, "fp8")``, MAMF's FP8 best: 0.709 of the H100's FP8 peak where bf16 reaches
+  0.803), i.e. its bf16 pricing times
   ``bf16 plateau / FP8 plateau`` (1 on a chip without an FP8 sweep), and keeps the unembedding and attention in
   bf16;
 - **attention**: the score and value matmuls at the flash-attention fraction of bf16 peak (a materialised kernel at
   the matmul fraction, with its score matrix in the memory-bound bytes);
 - **memory-bound work**: :func:`~tpu_notes.efficiency.layer_elementwise_bytes` of every layer on this chip, three
-  passes (forward, twice for backward) plus one per recomputed forward, the softmax over the vocabulary and one
-  Adam update of this chip's parameter shard, at the achieved HBM rate; activations are taken as sharded over the
-  tensor axis (sequence parallelism, as Megatron-Core and MaxText do); an FP8 run under a framework that scales
-  tensorwise in passes of its own (torchtitan's float8, ``Framework.fp8_scaling``) adds that traffic (:func:`~tpu_notes.efficiency.fp8_scaling_bytes` per token and layer, and
+  passes (forward, twice for backward) plus one per recomputed forward, the softmax over the vocabulary and one Adam
+  update of this chip's parameter shard, at the achieved HBM rate; activations are taken as sharded over the tensor
+  axis (sequence parallelism, as Megatron-Core and MaxText do); an FP8 run under a framework that scales tensorwise
+  in passes of its own (torchtitan's float8, ``Framework.fp8_scaling``) adds that traffic
+  (:func:`~tpu_notes.efficiency.fp8_scaling_bytes` per token and layer, and
   :data:`~tpu_notes.efficiency.FP8_WEIGHT_BYTES_PER_PARAM` per parameter of this chip per microbatch);
 - **compute** is their sum (or the weight reads at the achieved HBM rate, if longer), since they run one after
   another on one chip;

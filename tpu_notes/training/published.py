@@ -307,7 +307,8 @@ def stated_memory(run: PublishedRun) -> MemoryBreakdown:
 def stated_step(run: PublishedRun, **step_kwargs) -> StepTime:
     """:func:`~tpu_notes.training.step_time` of ``run`` as it states itself: its model, layout, system, batch,
     sequence length, remat policy, dtype, interleaving and attention kernel, under the framework that ran it
-    (:attr:`PublishedRun.framework`); ``step_kwargs`` are step_time's other keywords (``matmul_efficiency``, ``efficiency``, ``overlap``...)."""
+    (:attr:`PublishedRun.framework`); ``step_kwargs`` are step_time's other keywords (``matmul_efficiency``,
+    ``efficiency``, ``overlap``...)."""
     if not isinstance(run, PublishedRun):
         raise TypeError(f"run must be a PublishedRun; got {type(run).__name__}")
     return step_time(
@@ -848,7 +849,8 @@ RUNS: tuple[PublishedRun, ...] = (
         notes="Local batch 2, global 16; sequence 8192 from train_configs/llama3_8b.toml. Selective per-op "
         "activation checkpointing (saves most matmul outputs) priced as save_matmul_outputs. The GPUs are 96 GB "
         "HBM2e H100s at 500 W (2.4 TB/s), priced as hardware h100-500w (its bf16 peak is the SXM datasheet's: the "
-        "500 W clock is not published). reported_mfu: our causal count over the SXM bf16 peak (the benchmark states 33-39% for its 1D 8B runs).",
+        "500 W clock is not published). reported_mfu: our causal count over the SXM bf16 peak (the benchmark "
+        "states 33-39% for its 1D 8B runs).",
     ),
     PublishedRun(
         "Llama 3.1 8B FP8, 8 H100 (torchtitan)",
