@@ -239,19 +239,8 @@ def _expected_step(
     else:
         attn = attn_flops / (peak16 * large * sustain)
 
-    # memory-bound work on this chip
-    per_token_layer = eff_mod.layer_elementwise_bytes(m, S, attention=attention, fp8=dtype == "fp8")
-    elem_passes = 3.0 + (1.0 if recompute else 0.0)
-    elem = tokens_chip * layers * per_token_layer * elem_passes / p.tensor
-    logits = tokens_chip * eff_mod.logits_bytes(m) / p.tensor
-    shard = sum(_chip_params(m, p)) / p.fsdp
-    opt = eff_mod.optimizer_bytes(shard)
-    scaling = 0.0
     tensorwise = framework is not None and framework.fp8_scaling == "tensorwise"
-    if dtype == "fp8" and tensorwise:  # torchao's dynamic scaling: amaxes, backward casts, transposes, weights
-        scaling = tokens_chip * layers * eff_mod.fp8_scaling_bytes(m) / p.tensor
-        scaling += eff_mod.FP8_WEIGHT_BYTES_PER_PARAM * sum(_chip_params(m, p)) * M
-    memory = (elem + logits + opt + scaling) / (c.hbm_bw * e.hbm)
+    memory = _memory_seconds(m, p, c, e, S, tokens_chip, layers, recompute, attention, dtype, tensorwise)
     compute = max(matmul + attn + memory, hbm_time / e.hbm)
 
     decomposed = c.kind in e.collective_matmul if async_tensor is None else async_tensor
@@ -286,6 +275,23 @@ def _expected_step(
         efficiency=e.name,
         band=eff_mod.OUT_OF_SAMPLE_ERROR[c.kind],
     )
+
+
+def _memory_seconds(m, p, c, e, S, tokens_chip, layers, recompute, attention, dtype, tensorwise) -> float:
+    """Seconds of one chip's memory-bound work in a step: each layer's element-wise bytes per token over three
+    passes (four with recomputation), the softmax over the vocabulary, one Adam update of the chip's shard and, for
+    an FP8 run scaled tensorwise (torchao), its amax passes, backward casts, transposes and weight casts; all at the
+    achieved HBM rate."""
+    per_token_layer = eff_mod.layer_elementwise_bytes(m, S, attention=attention, fp8=dtype == "fp8")
+    elem_passes = 3.0 + (1.0 if recompute else 0.0)
+    elem = tokens_chip * layers * per_token_layer * elem_passes / p.tensor
+    logits = tokens_chip * eff_mod.logits_bytes(m) / p.tensor
+    opt = eff_mod.optimizer_bytes(sum(_chip_params(m, p)) / p.fsdp)
+    scaling = 0.0
+    if dtype == "fp8" and tensorwise:
+        scaling = tokens_chip * layers * eff_mod.fp8_scaling_bytes(m) / p.tensor
+        scaling += eff_mod.FP8_WEIGHT_BYTES_PER_PARAM * sum(_chip_params(m, p)) * p.microbatches
+    return (elem + logits + opt + scaling) / (c.hbm_bw * e.hbm)
 
 
 def _matmul_seconds(m, p, c, e, B, tokens_mb, remat, dtype, imbalance) -> tuple[float, float]:

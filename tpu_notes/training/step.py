@@ -265,10 +265,8 @@ def step_time(
     ``matmul_efficiency`` is the fraction of peak FLOP/s the matmuls reach, in (0, 1] (1: the roofline; Chapter 6
     calibrates it against published runs); ``layout`` reuses a placement from :func:`map_to_slice`;
     ``fused_projections`` says whether the QKV and gate-up weights are fused (one tensor-parallel backward
-    reduction per block instead of one per projection; default: fused on a GPU cluster, as Megatron-Core does,
-    separate on a TPU slice, as MaxText does); ``reshard_after_forward`` whether FSDP drops each gathered weight after
-    the forward pass and gathers it again for the backward even without remat (default: yes on a GPU cluster,
-    PyTorch FSDP's default; no on a TPU slice, where XLA keeps them when nothing is rematerialised).
+    reduction per block), ``reshard_after_forward`` whether FSDP drops each gathered weight after the forward pass
+    and gathers it again for the backward even without remat (defaults: the framework's).
 
     The result is the roofline (``total``, ``mfu``: upper bounds) with ``expected``, the same step at the rates of
     the :class:`~tpu_notes.efficiency.EfficiencyModel` ``efficiency`` (default :data:`tpu_notes.efficiency.DEFAULT`;
@@ -278,11 +276,9 @@ def step_time(
     cluster) sets the defaults of ``fused_projections`` and ``reshard_after_forward``, and whether the weights are
     sharded over the context ranks too (then gathered over ``fsdp × context``). ``gather_once`` gathers each FSDP
     weight once per step and keeps it across microbatches and pipeline steps, reducing its gradient once
-    (MaxText's ``pipeline_fsdp_ag_once``, Llama 3's FSDP without resharding). ``async_tensor`` says whether the
-    tensor-parallel collectives are decomposed into collective matmuls that overlap the partial matmuls (XLA on a
-    TPU; torchtitan's async TP, Megatron's TP communication overlap on a GPU): then the expected step leaves
-    ``1/tensor`` of them exposed, else all of them; default (None): the efficiency model's
-    ``collective_matmul`` families."""
+    (MaxText's ``pipeline_fsdp_ag_once``, Llama 3's FSDP without resharding). ``async_tensor``: tensor collectives
+    split into collective matmuls (XLA on TPU, torchtitan's async TP), ``1/tensor`` of them exposed (None: the
+    efficiency model's ``collective_matmul`` families)."""
     p = parallelism
     if not isinstance(p, Parallelism):
         raise TypeError(f"parallelism must be a Parallelism; got {type(p).__name__}")
