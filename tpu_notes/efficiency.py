@@ -226,14 +226,8 @@ class EfficiencyModel:
 
 
 def _chip(chip) -> Chip:
-    if isinstance(chip, Chip):
-        return chip
-    if isinstance(chip, str):
-        return get_chip(chip)
-    inner = getattr(chip, "chip", None)  # a System (Slice, GpuCluster) stands for its chip
-    if isinstance(inner, Chip):
-        return inner
-    raise TypeError(f"chip must be a chip name, a tpu_notes.hardware.Chip or a System; got {type(chip).__name__}")
+    """``chip`` (a name, a Chip or a System) as a Chip; a TypeError or ValueError naming ``chip`` otherwise."""
+    return get_chip(chip, "chip")
 
 
 #: Rows (the ``m`` dimension) a matmul is padded to: 8 (a TPU sublane group, a GPU mma fragment). A matmul of few

@@ -347,30 +347,14 @@ class GemmModel:
 
     def __post_init__(self):
         object.__setattr__(self, "plateau", _frozen_map("plateau", self.plateau, _KEYS, 0.0, 1.0, True))
-        if not isinstance(self.plateau_shape, Mapping):
-            raise TypeError(
-                f"plateau_shape must be a mapping of names to (m, k, n, chip_share); got {self.plateau_shape!r}"
-            )
-        for key in self.plateau:
-            shape = self.plateau_shape.get(key)
-            if (
-                not isinstance(shape, tuple)
-                or len(shape) != 4
-                or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in shape[:3])
-                or isinstance(shape[3], bool)
-                or not isinstance(shape[3], (int, float))
-                or not 0 < shape[3] <= 1
-            ):
-                raise ValueError(f"plateau_shape[{key!r}] must be (m, k, n, chip_share) with whole m, k, n >= 1 and a "
-                                 f"share in (0, 1]; got {shape!r}")  # fmt: skip
-        object.__setattr__(self, "plateau_shape", MappingProxyType(dict(self.plateau_shape)))
         object.__setattr__(self, "fp8_plateau", _frozen_map("fp8_plateau", self.fp8_plateau, _KEYS, 0.0, 1.0, True))
-        if not isinstance(self.fp8_plateau_shape, Mapping):
-            raise TypeError(f"fp8_plateau_shape must be a mapping of names to (m, k, n, chip_share); "
-                            f"got {self.fp8_plateau_shape!r}")  # fmt: skip
-        for key in self.fp8_plateau:
-            _check_shape("fp8_plateau_shape", key, self.fp8_plateau_shape.get(key))
-        object.__setattr__(self, "fp8_plateau_shape", MappingProxyType(dict(self.fp8_plateau_shape)))
+        for shapes, plateaus in (("plateau_shape", self.plateau), ("fp8_plateau_shape", self.fp8_plateau)):
+            value = getattr(self, shapes)
+            if not isinstance(value, Mapping):
+                raise TypeError(f"{shapes} must be a mapping of names to (m, k, n, chip_share); got {value!r}")
+            for key in plateaus:
+                _check_shape(shapes, key, value.get(key))
+            object.__setattr__(self, shapes, MappingProxyType(dict(value)))
         object.__setattr__(self, "fixed", _frozen_map("fixed", self.fixed, _KEYS, 0.0, 1e-3, False))
         object.__setattr__(
             self, "exposed_bytes", _frozen_map("exposed_bytes", self.exposed_bytes, _FAMILIES, 0.0, 1.0, False)
@@ -508,14 +492,8 @@ class GemmModel:
 
 
 def _chip(chip) -> Chip:
-    if isinstance(chip, Chip):
-        return chip
-    if isinstance(chip, str):
-        return get_chip(chip)
-    inner = getattr(chip, "chip", None)  # a System (Slice, GpuCluster) stands for its chip
-    if isinstance(inner, Chip):
-        return inner
-    raise TypeError(f"chip must be a chip name, a tpu_notes.hardware.Chip or a System; got {type(chip).__name__}")
+    """``chip`` (a name, a Chip or a System) as a Chip; a TypeError or ValueError naming ``chip`` otherwise."""
+    return get_chip(chip, "chip")
 
 
 #: Where every parameter of :data:`DEFAULT` comes from.

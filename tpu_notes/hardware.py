@@ -519,6 +519,32 @@ _A100_80G_SOURCES = {
     "hbm_bw": _GPU_TABLE + " (2.0e12; NVIDIA's A100 80GB datasheet prints 2,039 GB/s for the SXM card)",
 }
 
+#: The H100 SXM's die, clocks, host link, NVLink and node as both of its records state them (the 80 GB part and
+#: torchtitan's 96 GB HBM2e part at 500 W differ in memory, price and sources only).
+_H100_SXM = dict(
+    bf16_flops=9.89e14,
+    int8_flops=1.979e15,
+    fp8_flops=1.979e15,
+    pcie_bw=128e9 / 2,
+    dcn_bw=5e10,
+    nvlink_bw=4.5e11,
+    node_size=8,
+    clock_hz=1.98e9,
+    base_clock_hz=1.59e9,
+    tensor_clock_hz=1.83e9,
+    sms=132,
+    **_sm_parts(1024),
+    **_fp32(132, 1.98e9),
+    smem_bytes_per_sm=256e3,
+    l2_bytes=50e6,
+    l2_bw=5.5e12,
+    nvlink_links=18,
+    nvlink_link_bw=2.5e10,
+    nvswitches_per_node=4,
+    nvswitch_ports=64,
+    node_egress_bw=4e11,
+)
+
 _CHIP_LIST = [
     _tpu(
         name="v3",
@@ -805,30 +831,10 @@ _CHIP_LIST = [
     _gpu(
         name="h100",
         long_name="NVIDIA H100 SXM",
-        bf16_flops=9.89e14,
-        int8_flops=1.979e15,
-        fp8_flops=1.979e15,
+        **_H100_SXM,
         hbm_bytes=80e9,
         hbm_bw=3.35e12,
-        pcie_bw=128e9 / 2,
-        dcn_bw=5e10,
-        nvlink_bw=4.5e11,
-        node_size=8,
-        clock_hz=1.98e9,
         dollars_per_hour=10.8,
-        base_clock_hz=1.59e9,
-        tensor_clock_hz=1.83e9,
-        sms=132,
-        **_sm_parts(1024),
-        **_fp32(132, 1.98e9),
-        smem_bytes_per_sm=256e3,
-        l2_bytes=50e6,
-        l2_bw=5.5e12,
-        nvlink_links=18,
-        nvlink_link_bw=2.5e10,
-        nvswitches_per_node=4,
-        nvswitch_ports=64,
-        node_egress_bw=4e11,
         sources={
             "*": _GPU_TABLE,
             **_GPU_DERIVED,
@@ -853,29 +859,9 @@ _CHIP_LIST = [
     _gpu(
         name="h100-500w",
         long_name="NVIDIA H100 SXM 96GB HBM2e at 500 W (Grand Teton)",
-        bf16_flops=9.89e14,
-        int8_flops=1.979e15,
-        fp8_flops=1.979e15,
+        **_H100_SXM,
         hbm_bytes=96e9,
         hbm_bw=2.4e12,
-        pcie_bw=128e9 / 2,
-        dcn_bw=5e10,
-        nvlink_bw=4.5e11,
-        node_size=8,
-        clock_hz=1.98e9,
-        base_clock_hz=1.59e9,
-        tensor_clock_hz=1.83e9,
-        sms=132,
-        **_sm_parts(1024),
-        **_fp32(132, 1.98e9),
-        smem_bytes_per_sm=256e3,
-        l2_bytes=50e6,
-        l2_bw=5.5e12,
-        nvlink_links=18,
-        nvlink_link_bw=2.5e10,
-        nvswitches_per_node=4,
-        nvswitch_ports=64,
-        node_egress_bw=4e11,
         sources={
             **_GPU_DERIVED,
             "*": "as the H100 SXM (same GH100 die, 132 SMs, clocks, L2 and NVLink): " + _GPU_TABLE,
@@ -1135,11 +1121,14 @@ ALIASES: Mapping[str, str] = MappingProxyType(
 def get_chip(name, argument: str = "chip") -> Chip:
     """Look a chip up by name, case-insensitively (``"v5e"``, ``"v4"``, ``"trillium"``, ``"H100"``...).
 
-    A ``Chip`` passes through unchanged, so every function that takes a chip accepts either. ``argument`` is the
-    name error messages give it (e.g. ``"chip_or_slice"``).
+    A ``Chip`` passes through unchanged and a system (a ``Slice`` or a ``GpuCluster``) stands for its chip, so
+    every function that takes a chip accepts any of them. ``argument`` is the name error messages give it (e.g.
+    ``"chip_or_slice"``).
     """
     if isinstance(name, Chip):
         return name
+    if isinstance(getattr(name, "chip", None), Chip):  # a System
+        return name.chip
     if not isinstance(name, str):
         raise TypeError(f"{argument} must be a chip name or a Chip; got {type(name).__name__}")
     key = name.strip().lower()
