@@ -115,7 +115,7 @@ def sweep_chart(results, ncols: int = 3):
         raise ValueError(f"ncols must be a whole number of columns in [1, 6]; got {ncols!r}")
     ncols = min(ncols, len(results))
     nrows = -(-len(results) // ncols)
-    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=3.0 * ncols, height=2.7 * nrows)
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=3.4 * ncols, height=2.6 * nrows)
     axes = np.atleast_1d(axes).ravel()
     for ax, r in zip(axes, results):
         x = np.arange(len(r.measured))
@@ -130,10 +130,10 @@ def sweep_chart(results, ncols: int = 3):
             detail = f"Δ {r.measured_change:+.0%} measured, {r.predicted_change:+.0%} expected"
         name = textwrap.wrap(r.sweep.name, 34)
         name = name[0] + ("\n" + name[1] if len(name) > 1 else "") + ("…" if len(name) > 2 else "")
-        ax.set_title(f"{name}\n{detail}", fontsize=7.5)
+        ax.set_title(f"{name}\n{detail}", fontsize=8.5)
         ax.set_xticks(x)
-        ax.set_xticklabels([str(i + 1) for i in x], fontsize=7)
-        ax.tick_params(axis="y", labelsize=7)
+        ax.set_xticklabels([str(i + 1) for i in x], fontsize=8)
+        ax.tick_params(axis="y", labelsize=8)
         lo = min(meas.min(), pred.min())
         ax.set_ylim(max(0.0, lo - 0.1), 1.05)
     for ax in axes[len(results) :]:
