@@ -206,6 +206,7 @@ class Deployment:
     weight_bytes: float  # every parameter in the weight dtype, all devices together, bytes
     kv_bytes_per_token: float  # KV cache of one token of context, all devices together, bytes
     kv_capacity_tokens: int  # tokens of KV cache the HBM left after the weights and the reserve holds
+    replicas: int = 1  # identical copies of this replica behind one router (the simulator serves them all)
     _c: dict = field(repr=False, compare=False, default_factory=dict)  # precomputed rates (see deploy())
 
     @property
@@ -215,8 +216,13 @@ class Deployment:
 
     @property
     def n_chips(self) -> int:
-        """Devices in the replica."""
+        """Devices in one replica (every step is priced on one replica)."""
         return self.system.n_devices
+
+    @property
+    def total_chips(self) -> int:
+        """Devices of all the replicas together: what the deployment is billed for."""
+        return self.replicas * self.system.n_devices
 
     def kv_blocks(self, block_size: int) -> int:
         """Blocks of ``block_size`` tokens the KV pool holds (paged attention)."""
@@ -555,6 +561,7 @@ def deploy(
     reserve_fraction: _Reserve = DEFAULT_RESERVE,
     efficiency: EfficiencyModel | None = None,
     check_memory: Bool = True,
+    replicas: Annotated[int, Positive(integer=True, maximum=4096)] = 1,
 ) -> Deployment:
     """A :class:`Deployment` of ``model`` on ``system``: a :class:`~tpu_notes.topology.Slice`, a
     :class:`~tpu_notes.gpu.GpuCluster`, or a chip name with ``n_chips`` (the standard slice of that many TPU
@@ -562,7 +569,8 @@ def deploy(
     heads (:func:`tpu_notes.rules.whole_heads`: the device count must divide the query heads, and divide the KV
     heads or be a multiple of them); and, naming ``n_chips``, a system whose memory does not hold the weights and
     one token of cache; ``check_memory=False`` prices that anyway (a pool of 0 tokens: every step is marked
-    unfit)."""
+    unfit). ``replicas`` identical copies serve behind one router (:func:`~tpu_notes.inference.simulate`); each
+    step is still priced on one replica."""
     m = model
     sysm = _resolve_system(system, n_chips)
     _whole_heads(m, sysm.n_devices, argument="n_chips" if n_chips is not None else "system")
@@ -583,6 +591,7 @@ def deploy(
         weight_bytes=weights,
         kv_bytes_per_token=kv_tok,
         kv_capacity_tokens=int(min(max(capacity, 0), MAX_STEP_TOKENS)),
+        replicas=replicas,
         _c=rates,
     )
 
