@@ -109,6 +109,32 @@ def _deployment():
     return deploy("llama3-8b", "v5e", 4)
 
 
+def _sim_run():
+    from tpu_notes.inference.simulator import simulate
+    from tpu_notes.inference.workload import LengthDistribution, Workload
+
+    fixed = LengthDistribution.fixed
+    return simulate(_deployment(), Workload(n_requests=20, rate=2.0, prompt=fixed(256), output=fixed(32)))
+
+
+def _floor_cost():
+    from tpu_notes.inference.cost import serving_cost
+
+    return serving_cost(_deployment(), 1024, 128, 8)
+
+
+def _price_range():
+    from tpu_notes.inference.cost import price_sensitivity
+
+    return price_sensitivity(_floor_cost(), 0.54, 1.2)
+
+
+def _overhead_range():
+    from tpu_notes.inference.cost import overhead_sensitivity
+
+    return overhead_sensitivity(_deployment(), 1024, 128, 8)
+
+
 def _draft():
     from tpu_notes.inference.engine import deploy
 
@@ -126,6 +152,41 @@ CASES.update(
             dollars_per_chip_hour=Opt(Num(1.2)),
             prefill_batch=Opt(Int(2, big=True)),
         ),
+        I + "cost.cost_at_rate": Case(
+            result=Raw(_sim_run, [None, 3, "run", ODD, _deployment], names=("SimResult",), lazy=True),
+            chip=ChipArg("v5e"),
+            dollars_per_chip_hour=Opt(Num(1.2)),
+            ttft_slo_s=Opt(Num(1.0)),
+            tpot_slo_s=Opt(Num(0.05)),
+        ),
+        I + "cost.chip_prices": Case(chip=ChipArg("v5e")),
+        I + "cost.ChipPrice": Case(
+            chip=Raw("v5e", ["no-such-chip", 3, None, ODD, ["v5e"]]),
+            kind=Choice("3-yr committed"),
+            dollars_per_chip_hour=Num(0.54, top=1e6),
+            source=Raw("given", [3, None, ODD, "", ["given"]]),
+        ),
+        I + "cost.price_sensitivity": Case(
+            cost=Raw(_floor_cost, [None, 3, "cost", ODD, 1.2], lazy=True),
+            low=Num(0.54, top=1e6),
+            high=Num(1.2, top=1e6),
+        ),
+        I + "cost.PriceRange.sentence": Case(self_=_price_range, what=Choice("output")),
+        I + "cost.with_decode_overhead": Case(
+            deployment=Raw(_deployment, _NOT_A_DEPLOYMENT, lazy=True),
+            factor=Num(0.5, zero=True, top=100.0),
+        ),
+        I + "cost.overhead_sensitivity": Case(
+            deployment=Raw(_deployment, _NOT_A_DEPLOYMENT, lazy=True),
+            prompt_len=Int(1024, big=True),
+            output_len=Int(128, big=True),
+            batch=Int(8, big=True),
+            low=Num(0.5, zero=True, top=100.0),
+            high=Num(1.5, zero=True, top=100.0),
+            dollars_per_chip_hour=Opt(Num(1.2)),
+            prefill_batch=Opt(Int(2, big=True)),
+        ),
+        I + "cost.OverheadSensitivity.sentence": Case(self_=_overhead_range, what=Choice("output")),
         I + "speculative.speculative_decoding": Case(
             deployment=Raw(_deployment, _NOT_A_DEPLOYMENT, lazy=True),
             batch=Int(8, big=True),
@@ -196,6 +257,9 @@ RESULT_RECORDS = {
     "inference.published.ServingReconciliation",
     "inference.deployment.ShardedStepTime",
     "inference.cost.ServingCost",
+    "inference.cost.CostAtRate",
+    "inference.cost.PriceRange",
+    "inference.cost.OverheadSensitivity",
     "inference.speculative.SpeculativeResult",
     "runs.Reconciliation",
 }

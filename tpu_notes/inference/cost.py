@@ -254,6 +254,17 @@ class ChipPrice:
     dollars_per_chip_hour: float  # $ per chip-hour (one GPU, one TPU chip)
     source: str  # where and when the figure was read
 
+    def __post_init__(self):
+        if not isinstance(self.chip, str):
+            raise TypeError(f"chip must be a chip name, e.g. 'v5e'; got {type(self.chip).__name__}")
+        object.__setattr__(self, "chip", get_chip(self.chip, argument="chip").name)
+        if not isinstance(self.kind, str) or self.kind not in PRICE_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(PRICE_KINDS)}; got {self.kind!r}")
+        price = Positive(maximum=MAX_PRICE).check("dollars_per_chip_hour", self.dollars_per_chip_hour)
+        object.__setattr__(self, "dollars_per_chip_hour", float(price))
+        if not isinstance(self.source, str) or not self.source.strip():
+            raise TypeError(f"source must be a non-empty string saying where the price was read; got {self.source!r}")
+
     def __repr__(self) -> str:
         return f"ChipPrice({self.chip} {self.kind}: ${self.dollars_per_chip_hour:.3g}/chip-hour; {self.source})"
 
@@ -397,7 +408,7 @@ class CostAtRate:
         return (
             f"CostAtRate(${self.dollars_per_million_input:.3g}/M input, ${self.dollars_per_million_output:.3g}/M "
             f"output, ${self.dollars_per_request:.3g} per request{slo}; at {self.request_rate:.3g} requests/s, "
-            f"utilisation {self.utilisation:.0%} of {self.n_chips} chips (floor (100% busy): "
+            f"utilisation {self.utilisation:.0%} of {self.n_chips} chips (were they busy 100% of the time: "
             f"${self.floor_dollars_per_million_input:.3g}/M input, ${self.floor_dollars_per_million_output:.3g}/M "
             f"output); {self.prefill_share:.0%} prefill; ${self.dollars_per_chip_hour:.3g}/chip-hour "
             f"({self.price_source}); {self.requests:,} requests in {fmt(self.duration_s, 's')}; {self.engine})"
