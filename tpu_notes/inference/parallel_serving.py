@@ -270,6 +270,9 @@ def ep_throughput_curve(
     per-node throughput and step time as the batch grows. ``kwargs`` go to :func:`ep_decode_step`."""
     if not isinstance(batches, tuple) or not 1 <= len(batches) <= 64:
         raise ValueError(f"batches must be a tuple of 1 to 64 per-rank batch sizes; got {batches!r}")
+    for b in batches:
+        if type(b) is not int or not 1 <= b <= 2**20:
+            raise ValueError(f"batches must hold whole per-rank batch sizes in [1, 2**20]; got {b!r} in {batches!r}")
     return [ep_decode_step(model, system, b, seq_len, **kwargs) for b in batches]
 
 

@@ -37,7 +37,7 @@ from typing import Annotated
 from ..gpu import GpuCluster
 from ..hardware import get_chip
 from ..transformer import get_model
-from ..units import OneOf, Positive, PositiveFloat, checked, fmt
+from ..units import OneOf, Positive, PositiveFloat, check_fields, checked, fmt
 from .parallel_serving import H800_IB, ep_decode_step, pipeline_decode
 
 #: How a record is priced: "ep" (:func:`~tpu_notes.inference.parallel_serving.ep_decode_step` at the stated
@@ -67,6 +67,7 @@ class ParallelServingRecord:
     notes: str = ""  # what the source leaves out and what was chosen
 
     def __post_init__(self):
+        check_fields(self)
         for f in ("name", "source", "model", "chip", "notes"):
             if not isinstance(getattr(self, f), str):
                 raise TypeError(f"{f} must be a string; got {type(getattr(self, f)).__name__}")
