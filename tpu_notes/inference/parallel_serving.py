@@ -377,7 +377,9 @@ def pipeline_decode(
             efficiency=e,
         )
     except ValueError as err:
-        raise ValueError(f"stages ({stages}): one stage of {stage_model.n_layers} layers on {tensor} GPUs: {err}")
+        raise ValueError(
+            f"stages ({stages}): one stage of {stage_model.n_layers} layers on {tensor} GPUs: {err}"
+        ) from None
     micro = batch // stages
     step = dep.decode_step(micro, seq_len, allow_unfit=True)
     fits = batch * seq_len <= dep.kv_capacity_tokens  # every stage holds the caches of all micro-batches
