@@ -386,17 +386,24 @@ def _check_group_rows(rows) -> list:
     if not rows:
         raise ValueError("rows must hold at least one reconciliation row")
     for r in rows:
-        row_metric(r)
+        if not isinstance(r, (TTFTReconciliation, ServingReconciliation)):
+            raise TypeError(
+                f"rows must hold TTFTReconciliation / ServingReconciliation rows (reconcile_ttft(), "
+                f"published.reconcile()); got {type(r).__name__}"
+            )
     return rows
 
 
 def serving_groups(rows=None, model: EfficiencyModel | None = None) -> list[ServingGroup]:
     """One :class:`ServingGroup` per source × metric of ``rows`` (default: :func:`reconcile_ttft` and
     :func:`~tpu_notes.inference.published.reconcile` of every published serving row at ``model``'s rates),
-    TTFT groups first, then TPOT/ITL, then throughput; sources in the order they first appear."""
+    TTFT groups first, then TPOT/ITL, then throughput; sources in the order they first appear. ``model`` prices
+    the default rows; rows already priced take no ``model``."""
+    e = check_efficiency(model, "model")
     if rows is None:
-        e = check_efficiency(model, "model")
         rows = reconcile_ttft(model=e) + reconcile(RUNS, 1.0, e)
+    elif model is not None:
+        raise ValueError("model prices the default rows: pass rows or model, not both")
     rows = _check_group_rows(rows)
     targets = {"TTFT": TTFT_TARGET, "TPOT/ITL": TPOT_TARGET, "throughput": None}
     out = []
