@@ -10,6 +10,10 @@ requests/s with the default scheduler) and 8 H100 in fp8 (about 52 requests/s); 
 prefill-first scheduler and with two disaggregated prefill instances. Issue 24's target: at most 2 s of wall time
 per run on a 2-core machine. Per case: the first run's wall seconds and the best of ``--repeats``, the engine steps
 and steps per wall second, and the run's headline numbers.
+
+Then the reconciliation report (:func:`reconciliation_report`): every published serving row (first-token time,
+time per output token, throughput) against the engine and the simulator, per source and metric, with issue 38's
+targets (TTFT within 20% median, TPOT/ITL within 10%), and the first-token rows one by one.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import time
 
 from repeats import parse_repeats
 
+from tpu_notes.inference import published_ttft
 from tpu_notes.inference.engine import deploy
 from tpu_notes.inference.simulator import Disaggregation, Scheduler, simulate
 from tpu_notes.inference.workload import Workload
@@ -61,5 +66,20 @@ def main() -> None:
         print(f"   {result}\n")
 
 
+def reconciliation_report() -> None:
+    """Print the published serving rows against the model, per source x metric (median of predicted / measured,
+    its range, the target), then each first-token row; re-run it after any change to the engine or simulator."""
+    ttft = published_ttft.reconcile_ttft()
+    groups = published_ttft.serving_groups()
+    print("== Published serving rows: predicted / measured per source and metric (times: > 1 predicts slower; "
+          "throughput: > 1 predicts faster)")  # fmt: skip
+    print(published_ttft.format_serving_groups(groups))
+    medians = published_ttft.serving_medians(groups)
+    print("   medians: " + ", ".join(f"{k} {v:.2f}" for k, v in medians.items()) + "\n")
+    print("== First-token rows (expected: engine prefill for a static batch, simulator for a closed loop)")
+    print(published_ttft.format_ttft_table(ttft))
+
+
 if __name__ == "__main__":
     main()
+    reconciliation_report()

@@ -250,11 +250,85 @@ CASES.update(
     }
 )
 
-COVERED = ("inference.published", "inference.deployment", "inference.cost", "runs")
+# -- tpu_notes.inference.published_ttft: first-token rows and the per-group table ------------------------------------
+T = "tpu_notes.inference.published_ttft."
+
+
+def _ttft_static():
+    from tpu_notes.inference.published_ttft import TTFT_RUNS
+
+    return next(r for r in TTFT_RUNS if r.workload == "static")
+
+
+def _ttft_closed():
+    from tpu_notes.inference.published_ttft import TTFT_RUNS
+
+    return next(r for r in TTFT_RUNS if r.workload == "closed" and r.batch == 1)
+
+
+def _ttft_rows():
+    from tpu_notes.inference.published_ttft import predict_ttft
+
+    return [predict_ttft(_ttft_static())]
+
+
+def _groups():
+    from tpu_notes.inference.published_ttft import serving_groups
+
+    return serving_groups(_ttft_rows() + _rows())
+
+
+CASES.update(
+    {
+        T + "PublishedTTFT": Case(
+            name=Raw("run", _TEXT_BAD),
+            source=Raw("a benchmark", _TEXT_BAD),
+            model=Model("llama3-8b"),
+            chip=ChipArg("h100"),
+            n_chips=Int(1, big=True),
+            batch=Int(1, big=True),
+            workload=Choice("static"),
+            input_len=Int(2048, big=True),
+            output_len=Int(1, big=True),
+            reported_ttft_s=Num(0.05, top=3600.0),
+            statistic=Choice("mean"),
+            weight_dtype=Choice("fp8"),
+            kv_dtype=Choice("fp8"),
+            compute_dtype=Choice("fp8"),
+            group=Raw("gpu-serving", ["", "serving", 3, None, ODD]),
+            notes=Raw("", _TEXT_BAD),
+        ),
+        T + "predict_ttft": Case(
+            run=Raw(_ttft_static, ["abc", None, 3, ODD, _run], lazy=True),
+            model=Raw(None, ["default", 3, {}, True, ODD]),
+        ),
+        T + "simulated_ttft": Case(
+            run=Raw(_ttft_closed, ["abc", None, 3, ODD, _run, _ttft_static], lazy=True),
+            model=Raw(None, ["default", 3, {}, True, ODD]),
+        ),
+        T + "reconcile_ttft": Case(
+            runs=Raw(lambda: [_ttft_static()], ["abc", None, 3, [], [ODD], ODD, [_run]], lazy=True),
+            model=Raw(None, ["default", 3, {}, True, ODD]),
+        ),
+        T + "row_metric": Case(row=Raw(lambda: _ttft_rows()[0], ["abc", None, 3, ODD], lazy=True)),
+        T + "row_ratio": Case(row=Raw(lambda: _ttft_rows()[0], ["abc", None, 3, ODD], lazy=True)),
+        T + "serving_groups": Case(
+            rows=Raw(_ttft_rows, ["abc", 3, [], [ODD], ODD], lazy=True),
+            model=Raw(None, ["default", 3, {}, True, ODD]),
+        ),
+        T + "format_serving_groups": Case(groups=Raw(_groups, ["abc", None, 3, [ODD], ODD], lazy=True)),
+        T + "serving_medians": Case(groups=Raw(_groups, ["abc", 3, [ODD], ODD], lazy=True)),
+        T + "format_ttft_table": Case(rows=Raw(_ttft_rows, ["abc", None, 3, [ODD], ODD], lazy=True)),
+    }
+)
+
+COVERED = ("inference.published", "inference.published_ttft", "inference.deployment", "inference.cost", "runs")
 
 #: Records the library builds itself (their fields are computed): constructors not fuzzed; methods have entries.
 RESULT_RECORDS = {
     "inference.published.ServingReconciliation",
+    "inference.published_ttft.TTFTReconciliation",
+    "inference.published_ttft.ServingGroup",
     "inference.deployment.ShardedStepTime",
     "inference.cost.ServingCost",
     "inference.cost.CostAtRate",
