@@ -356,9 +356,9 @@ class Deployment:
             c = self._c
             n = c["n"]
             if rows > 0:
-                f = matmul_fraction(self.model, self.chip, self.compute_dtype, rows, n, self.efficiency)
+                f = _gemm_fraction(self.model, self.chip, self.compute_dtype, rows, n, self.efficiency)
             else:
-                f = matmul_fraction(self.model, self.chip, self.compute_dtype, -(-(-rows) // n), 1, self.efficiency)
+                f = _gemm_fraction(self.model, self.chip, self.compute_dtype, math.ceil(-rows / n), 1, self.efficiency)
             if len(cache) < 65536:
                 cache[rows] = f
         return f
@@ -588,19 +588,20 @@ DEQUANT_OPS = {"bf16": 0, "fp32": 0, "fp8": 3, "int8": 3, "int4": 4}
 DEFAULT_VPU_ALUS = 4
 
 
-def chip_compute_dtypes(chip) -> tuple:
+def _chip_compute_dtypes(chip) -> tuple:
     """The compute dtypes of :data:`~tpu_notes.inference.step.COMPUTE_DTYPES` ``chip`` has a matmul peak for."""
-    c = get_chip(chip)
+    c = get_chip(chip, "chip")
     return tuple(d for d in COMPUTE_DTYPES if {"bf16": c.bf16_flops, "int8": c.int8_flops, "fp8": c.fp8_flops}[d])
 
 
-def resolve_compute_dtype(chip, weight_dtype: str, compute_dtype: str | None = None) -> str:
+@checked
+def resolve_compute_dtype(chip, weight_dtype: StorageDType, compute_dtype: ComputeDType | None = None) -> str:
     """The dtype a deployment's matmuls run in, as engines run them: ``compute_dtype`` when given (refused, naming
     it, where ``chip`` has no peak for it), else the weight dtype where the chip has a peak for it (FP8 weights on
     H100/H200/B200, int8 on any chip with an int8 peak), else bf16 (a storage dtype with no peak is weight-only
     quantisation: stored narrow, widened to bf16 each step)."""
     c = get_chip(chip)
-    have = chip_compute_dtypes(c)
+    have = _chip_compute_dtypes(c)
     if compute_dtype is not None:
         if compute_dtype not in have:
             raise ValueError(
@@ -617,7 +618,7 @@ def vector_rate(chip) -> float:
     lane × clock`` (:func:`tpu_notes.systolic.vpu_flops`; :data:`DEFAULT_VPU_ALUS` where the record has no ALU
     count). 0 where the records give no rate (the dequantisation is then priced as one more pass over the narrow
     weights at the HBM rate)."""
-    c = get_chip(chip)
+    c = get_chip(chip, "chip")
     if c.kind == "gpu":
         return float(c.fp32_flops or 0.0)
     if not c.clock_hz:
@@ -644,7 +645,7 @@ def _dequant_per_param(c: Chip, n: int, weight_dtype: str, compute_dtype: str, e
 PREFILL_KERNELS = 10
 
 
-def prefill_launch(model, chip, n: int) -> float:
+def _prefill_launch(model, chip, n: int) -> float:
     """Seconds a step that carries prompt tokens pays beyond a decode step on a GPU: its kernels launched one by
     one. Engines replay a captured CUDA graph for decode batches (vLLM's ``cudagraph_capture_sizes``, TensorRT-LLM's
     CUDA-graph mode), so the fitted per-layer ``decode_overhead`` is a graph's; a prefill's token count varies and
@@ -674,11 +675,12 @@ def _layer_matmuls(m, rows: float, tp: int) -> list:
     return mats
 
 
-def matmul_fraction(model, chip, compute_dtype: str, rows: int, tp: int, efficiency: EfficiencyModel) -> float:
+def _gemm_fraction(model, chip, compute_dtype: str, rows: int, tp: int, efficiency: EfficiencyModel) -> float:
     """The fraction of ``chip``'s ``compute_dtype`` peak a step's weight matmuls reach at ``rows`` rows per device,
     tensor-parallel over ``tp`` devices: the efficiency model's large-matmul figure times its sustained fraction
     (the training step's path, :mod:`tpu_notes.training.expected`) times the GEMM tile model's shape factor
-    (:mod:`tpu_notes.gemm`: tile padding, waves, split-K and the exposed share of the operands' bytes), the
+    (:mod:`tpu_notes.gemm`: tile padding, waves, split-K and the exposed share of the operands' bytes, at most
+    the array's own time), the
     FLOP-weighted harmonic mean over the layer's matmuls. An FP8 step runs at the GEMM model's FP8 plateau
     (``plateau_of(chip, "fp8") / plateau_of(chip)`` of the bf16 figure). The per-call fixed cost and the HBM-bound
     floor are not here: the engine prices the weight stream (``weights``) and the per-layer kernel boundaries
@@ -694,7 +696,11 @@ def matmul_fraction(model, chip, compute_dtype: str, rows: int, tp: int, efficie
         f = 2.0 * a * b * d
         work, t_bytes, _fixed = g._parts(c, a, b, d, compute_dtype, 1.0)  # noqa: SLF001 (the array's share only)
         flops += f
-        time += max(work / rate + exposed * t_bytes, f / (plateau * peak))
+        array = work / rate
+        # the exposed share of the operands' bytes, at most of the array's own time: a bytes-bound call's stream
+        # is the engine's weights part, priced apart
+        array += exposed * min(t_bytes, array)
+        time += max(array, f / (plateau * peak))
     shape = min(1.0, flops / (time * peak) / plateau)
     scale = plateau / g.plateau_of(c) if compute_dtype == "fp8" else 1.0
     return efficiency.large_matmul(c) * efficiency.sustained_fraction(c) * shape * scale
@@ -719,7 +725,7 @@ def _rates(m, sysm: System, e: EfficiencyModel, weight_dtype: str, compute_dtype
         "e_hbm": e.hbm,
         "attention_fraction": e.attention_fraction(c) * e.sustained_fraction(c),
         "overhead": e.decode_overhead * m.n_layers,
-        "launch": prefill_launch(m, c, n),
+        "launch": _prefill_launch(m, c, n),
         "exposed": 0.0 if c.kind in e.collective_matmul else e.exposed_fraction("tensor", c),
         "sequence": prefill_sharding == "sequence" and n > 1,
         "exposed_gather": e.exposed_fraction("fsdp", c),
@@ -842,12 +848,12 @@ def best_prefill_sharding(deployment, prompt_len: Context, batch: Batch = 1) -> 
         )
     times = {}
     for layout in PREFILL_SHARDINGS:
-        d = deployment if deployment.prefill_sharding == layout else with_prefill_sharding(deployment, layout)
+        d = deployment if deployment.prefill_sharding == layout else _with_prefill_sharding(deployment, layout)
         times[layout] = d.prefill_step(prompt_len, batch).total
     return min(PREFILL_SHARDINGS, key=lambda k: (times[k], PREFILL_SHARDINGS.index(k)))
 
 
-def with_prefill_sharding(deployment, prefill_sharding: str):
+def _with_prefill_sharding(deployment, prefill_sharding: str):
     """``deployment`` with its prompt tokens laid out as ``prefill_sharding`` (:data:`PREFILL_SHARDINGS`)."""
     if not isinstance(deployment, Deployment):
         raise TypeError(
@@ -878,11 +884,8 @@ __all__ = [
     "Deployment",
     "EngineStep",
     "best_prefill_sharding",
-    "chip_compute_dtypes",
     "deploy",
-    "matmul_fraction",
     "resolve_compute_dtype",
     "system_for",
     "vector_rate",
-    "with_prefill_sharding",
 ]
