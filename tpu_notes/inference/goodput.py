@@ -34,7 +34,7 @@ import numpy as np
 from .. import rules
 from ..hardware import get_chip
 from ..transformer import Model
-from ..units import OneOf, Positive, PositiveFloat, Range, check_fields, checked, fmt
+from ..units import Bool, OneOf, Positive, Range, check_fields, checked, fmt
 from .engine import Deployment, deploy
 from .simulator import (
     DEFAULT_DRAIN,
@@ -43,7 +43,7 @@ from .simulator import (
     Disaggregation,
     Scheduler,
     SimResult,
-    TooManySteps,
+    _TooManySteps,
     _check_deployment,
     simulate,
 )
@@ -230,7 +230,7 @@ def max_rate_at_attainment(
     lo_res = None
     try:
         ok, res = probe(rate)
-    except TooManySteps:
+    except _TooManySteps:
         ok, res = True, None  # so light a load that a request decodes alone: it meets what an idle server meets
         probes.append((rate, alone))
         probes_at[rate] = alone
@@ -255,7 +255,7 @@ def max_rate_at_attainment(
                 return done(0.0, None, f"no rate down to {hi:.3g} requests/s meets it (MAX_SPAN below)")
             try:
                 ok, res = probe(rate)
-            except TooManySteps:
+            except _TooManySteps:
                 return done(0.0, None, f"no rate down to {hi:.3g} requests/s meets it; lower ones take more than "
                                        "MAX_STEPS engine steps")  # fmt: skip
             if ok:
@@ -307,7 +307,7 @@ def best_serving(
     kv_dtype: StorageDType = "bf16",
     compute_dtype: ComputeDType | None = None,
     scheduler: Scheduler | None = None,
-    disaggregate: bool = False,
+    disaggregate: Bool = False,
     link: Annotated[str, OneOf(("ici", "dcn", "nvlink", "ib"))] | None = None,
     router: Annotated[str, OneOf(ROUTERS)] = "least-loaded",
     rtol: _Rtol = 0.1,
@@ -329,8 +329,6 @@ def best_serving(
         raise ValueError("workload must have an arrival rate ('poisson' or 'bursty'): the search varies it")
     if not isinstance(slo, SLO):
         raise TypeError(f"slo must be an SLO (tpu_notes.inference.goodput.SLO); got {type(slo).__name__}")
-    if not isinstance(disaggregate, bool):
-        raise TypeError(f"disaggregate must be True or False; got {disaggregate!r}")
     c = get_chip(chip)
     kw = dict(weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     if compute_dtype is not None:

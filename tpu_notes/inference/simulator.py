@@ -632,12 +632,12 @@ def _split(dep: Deployment, n_dec, kv, ptok, pairs, pkv, dt) -> tuple[float, flo
     return dt * b / (a + b), dt * a / (a + b)
 
 
-class TooManySteps(ValueError):
+class _TooManySteps(ValueError):
     """A simulation passed :data:`MAX_STEPS` engine steps (a ValueError: lower the requests or raise the load)."""
 
 
 def _too_many_steps():
-    raise TooManySteps(
+    raise _TooManySteps(
         f"the simulation passed MAX_STEPS ({MAX_STEPS:,}) engine steps: reduce workload.n_requests or its output "
         "lengths (or raise the load: a lightly loaded server runs one step per token per request)"
     )
@@ -1401,7 +1401,6 @@ __all__ = [
     "Disaggregation",
     "Scheduler",
     "SimResult",
-    "TooManySteps",
     "default_engines",
     "simulate",
     "sweep",
