@@ -317,8 +317,11 @@ CASES = {
     I + "simulator.SimResult.attainment": Case(self_=_sim_result, slo=_SLO_ARG),
     I + "simulator.SimResult.slo_requests_per_s": Case(self_=_sim_result, slo=_SLO_ARG),
     # goodput
-    I + "goodput.SLO": Case(ttft_s=Num(1.0, top=86400.0), tpot_s=Num(0.05, top=86400.0),
-                            tbt_s=Opt(Num(0.2, top=86400.0), none_baseline=True)),  # fmt: skip
+    I + "goodput.SLO": Case(
+        ttft_s=Num(1.0, top=86400.0),
+        tpot_s=Num(0.05, top=86400.0),
+        tbt_s=Opt(Num(0.2, top=86400.0), none_baseline=True),
+    ),  # fmt: skip
     I + "goodput.GoodputResult.label": Case(self_=_goodput_result),
     I + "goodput.max_rate_at_attainment": Case(
         deployment=Raw(_sim_deployment, hostile=[None, "llama3-8b", 3, ODD], lazy=True),

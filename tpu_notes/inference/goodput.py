@@ -43,8 +43,8 @@ from .simulator import (
     Disaggregation,
     Scheduler,
     SimResult,
-    _TooManySteps,
     _check_deployment,
+    _TooManySteps,
     simulate,
 )
 from .step import ComputeDType, StorageDType
@@ -374,8 +374,17 @@ def best_serving(
     for chips, dep, dis in cands[:max_candidates]:
         first = max(workload.rate * chips / chips_budget, workload.n_requests / MAX_SPAN * 2)
         out.append(
-            max_rate_at_attainment(dep, replace(workload, rate=first), slo, attainment, scheduler=scheduler,
-                                   disaggregation=dis, router=router, rtol=rtol, max_probes=max_probes)  # fmt: skip
+            max_rate_at_attainment(
+                dep,
+                replace(workload, rate=first),
+                slo,
+                attainment,
+                scheduler=scheduler,
+                disaggregation=dis,
+                router=router,
+                rtol=rtol,
+                max_probes=max_probes,
+            )  # fmt: skip
         )
     out.sort(key=lambda g: -g.per_chip)
     return out

@@ -350,7 +350,8 @@ class _Run:
             self.P = [int(v) for v in req.prompts]
             self.G = [int(v) for v in req.outputs]
             rules.bounded_work(
-                sum(self.G) + sum(self.P) / sch.token_budget, argument="workload.n_requests",
+                sum(self.G) + sum(self.P) / sch.token_budget,
+                argument="workload.n_requests",
                 unit="output tokens + prompt chunks",
             )  # every output token is a row of some step and every prompt is cut into chunks of at most the token
             # budget: the least work the run can take, refused before it starts  # fmt: skip

@@ -327,8 +327,10 @@ class Workload:
     @property
     def longest(self) -> int:
         """The longest request a draw can hold, prompt + answer, tokens."""
-        return _jittered_max(self.prompt.longest, self.jitter) + self.prefix_len + _jittered_max(
-            self.output.longest, self.jitter
+        return (
+            _jittered_max(self.prompt.longest, self.jitter)
+            + self.prefix_len
+            + _jittered_max(self.output.longest, self.jitter)
         )
 
     @property
