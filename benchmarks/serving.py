@@ -80,15 +80,18 @@ def big() -> None:
     res = simulate(dep, wl)
     wall = time.perf_counter() - start
     verdict = "ok" if wall <= TARGET_100K_S else "OVER TARGET"
-    print(f"== 100,000 requests, 70B int8, v5e 4x4, chunked, 40 req/s: {wall:.2f} s ({verdict}, target "
-          f"{TARGET_100K_S:g} s)\n   {res}\n")
+    print(
+        f"== 100,000 requests, 70B int8, v5e 4x4, chunked, 40 req/s: {wall:.2f} s ({verdict}, target "
+        f"{TARGET_100K_S:g} s)\n   {res}\n"
+    )
 
 
 def goodput() -> None:
     """Chapter 8's scenario: per-chip goodput at 90% attainment, three layouts of 32 chips."""
     kw = dict(weight_dtype="int8", kv_dtype="int8")
-    wl = Workload.poisson(1.0, n_requests=N_REQUESTS, seed=0, prompt=LengthDistribution.fixed(8192),
-                          output=LengthDistribution.fixed(512))
+    wl = Workload.poisson(
+        1.0, n_requests=N_REQUESTS, seed=0, prompt=LengthDistribution.fixed(8192), output=LengthDistribution.fixed(512)
+    )
     slo = SLO(2.0, 0.05)
     d16 = deploy("llama3-70b", "v5e", 16, **kw)
     layouts = [
@@ -101,8 +104,10 @@ def goodput() -> None:
         g = max_rate_at_attainment(dep, wl, slo, 0.9, disaggregation=dis)
         wall = time.perf_counter() - start
         verdict = "ok" if wall <= TARGET_SEARCH_S else "OVER TARGET"
-        print(f"== goodput search, {name}: {wall:.2f} s ({verdict}, target {TARGET_SEARCH_S:g} s), "
-              f"{len(g.probes)} probes of {N_REQUESTS:,} requests\n   {g}\n")
+        print(
+            f"== goodput search, {name}: {wall:.2f} s ({verdict}, target {TARGET_SEARCH_S:g} s), "
+            f"{len(g.probes)} probes of {N_REQUESTS:,} requests\n   {g}\n"
+        )
 
 
 if __name__ == "__main__":
