@@ -55,7 +55,7 @@ def _sim_result():
 
 
 def _slo():
-    from tpu_notes.inference.goodput import SLO
+    from tpu_notes.inference.slo import SLO
 
     return SLO(1.0, 0.05)
 
@@ -317,7 +317,7 @@ CASES = {
     I + "simulator.SimResult.attainment": Case(self_=_sim_result, slo=_SLO_ARG),
     I + "simulator.SimResult.slo_requests_per_s": Case(self_=_sim_result, slo=_SLO_ARG),
     # goodput
-    I + "goodput.SLO": Case(
+    I + "slo.SLO": Case(
         ttft_s=Num(1.0, top=86400.0),
         tpot_s=Num(0.05, top=86400.0),
         tbt_s=Opt(Num(0.2, top=86400.0), none_baseline=True),
@@ -613,6 +613,7 @@ COVERED = (
     "inference.speculative",
     "inference.simulator",
     "inference.goodput",
+    "inference.slo",
     "inference.workload",
     "generate",
 )

@@ -117,6 +117,12 @@ def _sim_run():
     return simulate(_deployment(), Workload(n_requests=20, rate=2.0, prompt=fixed(256), output=fixed(32)))
 
 
+def _slo():
+    from tpu_notes.inference.slo import SLO
+
+    return SLO(2.0, 0.05)
+
+
 def _floor_cost():
     from tpu_notes.inference.cost import serving_cost
 
@@ -158,6 +164,7 @@ CASES.update(
             dollars_per_chip_hour=Opt(Num(1.2)),
             ttft_slo_s=Opt(Num(1.0)),
             tpot_slo_s=Opt(Num(0.05)),
+            slo=Opt(Raw(_slo, [3, "slo", (2.0, 0.05), ODD], lazy=True), none_baseline=True),
         ),
         I + "cost.chip_prices": Case(chip=ChipArg("v5e")),
         I + "cost.ChipPrice": Case(

@@ -35,11 +35,21 @@ The JAX side (a KV-cached decoder for :mod:`tpu_notes.model`, speculative sampli
 from __future__ import annotations
 
 from . import published  # noqa: F401  (Chapter 8: published serving benchmarks)
-from .cost import DEFAULT_UTILISATION, ServingCost, serving_cost
+from .cost import (  # Chapter 8: the bill, at 100% busy (a floor) and at the rate a simulated run served
+    DEFAULT_UTILISATION,
+    CostAtRate,
+    ServingCost,
+    chip_prices,
+    cost_at_rate,
+    overhead_sensitivity,
+    price_sensitivity,
+    serving_cost,
+    with_decode_overhead,
+)
 from .deployment import RANK_BY, ShardedStepTime, axis_sizes, best_deployment, sharded_step_time  # Chapter 8
 from .engine import Deployment, EngineStep, deploy  # the one serving step model
 from .expected import ExpectedDecodeStep, expected_decode_step, expected_prefill
-from .goodput import SLO, GoodputResult, best_serving, max_rate_at_attainment
+from .goodput import GoodputResult, best_serving, max_rate_at_attainment
 from .long_context import (  # Chapter 7: MLA decode attention, cross-layer KV, sequence-sharded KV, chunked prefill
     MAX_CHUNK_STEPS,
     MAX_SHARE,
@@ -90,6 +100,7 @@ from .simulator import (
     simulate,
     sweep,
 )
+from .slo import SLO
 from .speculative import (
     SpeculativeResult,
     best_k,
@@ -154,6 +165,12 @@ __all__ = [
     "axis_sizes",
     "best_k_at_batch",
     "serving_cost",
+    "CostAtRate",
+    "chip_prices",
+    "cost_at_rate",
+    "overhead_sensitivity",
+    "price_sensitivity",
+    "with_decode_overhead",
     "speculative_decoding",
     "speculative_vs_batch",
     "ICI_HOP_LATENCY",

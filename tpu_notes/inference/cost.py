@@ -53,6 +53,7 @@ from ..hardware import CHIPS, get_chip, source
 from ..units import Positive, checked, fmt
 from .engine import MAX_ROWS, Deployment, EngineStep, _decode_point, deploy
 from .simulator import SimResult
+from .slo import SLO
 from .step import Batch, Context
 
 #: The utilisation :func:`serving_cost` assumes unless told: every paid chip-second runs a step (a price floor).
@@ -439,9 +440,9 @@ class _Window:
 
 
 def _window(result: SimResult) -> _Window:
-    """The measured window of ``result``: today the whole run (first arrival to last token), its token totals
-    recovered from its rates × its duration. When the simulator trims warm-up and drain, this is the one place
-    that reads the trimmed window instead (its duration, the requests in it and their chip-seconds)."""
+    """The billed span of ``result``: the whole run, first arrival to last token (every provisioned chip is paid
+    for all of it, warm-up and drain included), its token totals recovered from its rates × its duration. The SLO
+    share is counted over the simulator's trimmed window instead (:func:`cost_at_rate`)."""
     d = float(result.duration)
     out = float(sum(result.tokens_all)) if result.tokens_all else result.output_tokens_per_s * d
     return _Window(
@@ -464,6 +465,7 @@ def cost_at_rate(
     dollars_per_chip_hour: _Price | None = None,
     ttft_slo_s: _Seconds | None = None,
     tpot_slo_s: _Seconds | None = None,
+    slo: SLO | None = None,
 ) -> CostAtRate:
     """The bill of the simulated run ``result`` (:func:`tpu_notes.inference.simulate`) at the rate it served: all
     ``result.n_chips`` provisioned chips × its wall-clock × the price, split between prefill and decode by their busy
@@ -473,8 +475,11 @@ def cost_at_rate(
     :class:`~tpu_notes.inference.engine.Deployment` that ran): its on-demand price unless ``dollars_per_chip_hour``
     is given (a run that mixes chips is priced at one blended figure). With ``ttft_slo_s`` and/or ``tpot_slo_s``, a
     request meets the SLO when every bound given holds; the bill per such request is reported (``inf`` when none
-    did). Refuses a result that is not a :class:`~tpu_notes.inference.simulator.SimResult`, one that served no
-    request or did no work, and one whose busy chip-seconds exceed its provisioned ones."""
+    did); or pass ``slo``, a :class:`~tpu_notes.inference.slo.SLO` (its time-between-tokens bound included),
+    instead of the two floats. The share that meets it is counted as the simulator's attainment is, over the
+    requests inside the run's trimmed window (:meth:`~tpu_notes.inference.simulator.SimResult.window`), and applied
+    to every request billed. Refuses a result that is not a :class:`~tpu_notes.inference.simulator.SimResult`, one
+    that served no request or did no work, and one whose busy chip-seconds exceed its provisioned ones."""
     if not isinstance(result, SimResult):
         raise TypeError(
             f"result must be a SimResult (tpu_notes.inference.simulate(deployment, workload)); "
@@ -512,15 +517,21 @@ def cost_at_rate(
     if math.isnan(per_in) or math.isnan(per_out):
         raise ValueError("result must have served both prompt tokens and output tokens")
     attainment = per_slo = None
-    if ttft_slo_s is not None or tpot_slo_s is not None:
+    if slo is not None and (ttft_slo_s is not None or tpot_slo_s is not None):
+        raise ValueError("slo and ttft_slo_s/tpot_slo_s are alternatives: pass one or the other")
+    if slo is not None:
+        ttft_slo_s, tpot_slo_s = slo.ttft_s, slo.tpot_s
+        attainment = result.attainment(slo)
+    elif ttft_slo_s is not None or tpot_slo_s is not None:
         ok = np.ones(w.ttft.shape, dtype=bool)
         if ttft_slo_s is not None:
             ok &= w.ttft <= ttft_slo_s
         if tpot_slo_s is not None:
             ok &= w.tpot <= tpot_slo_s
-        met = int(ok.sum())
-        attainment = met / w.completed
-        per_slo = bill / met if met else math.inf
+        win = result.window() if len(result.arrivals_all) == len(ok) else np.ones_like(ok)
+        attainment = float(ok[win].mean()) if win.any() else 0.0
+    if attainment is not None:
+        per_slo = bill / (w.completed * attainment) if attainment > 0 else math.inf
     for figure in (per_in, per_out, bill / w.completed):
         rules.finite_result(figure, argument="dollars_per_chip_hour", what="dollars per token")
     return CostAtRate(

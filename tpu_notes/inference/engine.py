@@ -28,11 +28,15 @@ of the prefill chunks mixed into the step (chunked prefill). Its parts, in secon
   tensor exposure says (on the families of ``collective_matmul``, TPU: XLA's collective matmuls, hidden as far as
   compute lasts; ``exposed["tensor"] = 1`` on GPU); the training step leaves the first of ``tensor`` chunks
   exposed, which a decode step's few rows make negligible;
+- **dequant**: with weight-only quantisation (weights stored narrower than the matmuls compute), the vector work
+  of widening each weight read; a pipelined kernel (Marlin, gpt-fast's int4/int8 kernels, JetStream's int8
+  matmuls) widens one tile while the next loads and the previous multiplies, so it overlaps both and only bites
+  when it is the slowest of the three;
 - **overhead**: the efficiency model's per-layer decode overhead (kernel boundaries, sampling, scheduling).
 
-``total = kv + max(weights, matmul + attention + elementwise) + collectives + overhead``. The **roofline** is the
-same sum at datasheet rates, a lower bound: the collectives' bytes at the system's own bandwidth formulas
-(``System.collective_time``'s bandwidth term; their hop latency is reported apart, as
+``total = kv + max(weights, dequant, matmul + attention + elementwise) + collectives + overhead``.
+The **roofline** is the same sum at datasheet rates, a lower bound: the collectives' bytes at the system's own
+bandwidth formulas (``System.collective_time``'s bandwidth term; their hop latency is reported apart, as
 ``roofline_parts["collective_latency"]``, and left out of the bound), a prefill chunk's AllReduce bytes hidden
 behind its FLOPs as far as they last, and no overhead; the **expected** time (what ``EngineStep.total`` is)
 at the rates of an :class:`~tpu_notes.efficiency.EfficiencyModel` (default :data:`tpu_notes.efficiency.DEFAULT`):
@@ -49,7 +53,7 @@ exceed it is marked ``fits=False`` and :meth:`Deployment.decode_step` refuses it
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated
 
 from .. import efficiency as eff_mod
@@ -148,7 +152,7 @@ class EngineStep:
     elementwise: float  # prefill memory-bound non-matmul traffic, seconds
     collectives: float  # tensor-parallel AllReduces and KV AllToAlls, seconds
     overhead: float  # per-layer overhead, all layers, seconds
-    total: float  # kv + max(weights, matmul + attention + elementwise) + dequant + collectives + overhead, seconds
+    total: float  # kv + max(weights, dequant, matmul + attention + elementwise) + collectives + overhead, seconds
     roofline: float  # the same step at datasheet rates (no overhead), seconds
     decode: int  # sequences decoded (one token each)
     prefill_tokens: int  # prompt tokens prefilled
@@ -170,19 +174,23 @@ class EngineStep:
 
     @property
     def matmul_bound(self) -> str:
-        """``"compute"`` when the matmuls (and prefill attention) outlast the weight reads, else ``"weights"``."""
-        return "compute" if self.matmul + self.attention + self.elementwise > self.weights else "weights"
+        """What sets the ``max`` term: ``"compute"`` when the matmuls (and prefill attention) outlast the weight
+        reads and their widening, ``"dequant"`` when widening weight-only-quantised weights does, else
+        ``"weights"``."""
+        compute = self.matmul + self.attention + self.elementwise
+        if compute > max(self.weights, self.dequant):
+            return "compute"
+        return "dequant" if self.dequant > self.weights else "weights"
 
     @property
     def bound(self) -> str:
-        """The largest part of the sum: ``"kv"``, ``"weights"`` or ``"compute"`` (the ``max`` term, named by
-        :attr:`matmul_bound`), ``"collectives"`` or ``"overhead"``."""
+        """The largest part of the sum: ``"kv"``, ``"weights"``, ``"dequant"`` or ``"compute"`` (the ``max`` term,
+        named by :attr:`matmul_bound`), ``"collectives"`` or ``"overhead"``."""
         parts = {
             "kv": self.kv,
-            self.matmul_bound: max(self.weights, self.matmul + self.attention + self.elementwise),
+            self.matmul_bound: max(self.weights, self.dequant, self.matmul + self.attention + self.elementwise),
             "collectives": self.collectives,
             "overhead": self.overhead,
-            "dequant": self.dequant,
         }
         return max(parts, key=parts.get)
 
@@ -197,8 +205,8 @@ class EngineStep:
             f"EngineStep(total={fmt(self.total, 's')} (roofline {fmt(self.roofline, 's')}): kv={fmt(self.kv, 's')}"
             f" + max(weights={fmt(self.weights, 's')}, matmul={fmt(self.matmul, 's')}"
             + (f" + attention={fmt(self.attention, 's')}" if self.attention else "")
+            + (f", dequant={fmt(self.dequant, 's')}" if self.dequant else "")
             + ")"
-            + (f" + dequant={fmt(self.dequant, 's')}" if self.dequant else "")
             + f" + collectives={fmt(self.collectives, 's')} + overhead={fmt(self.overhead, 's')}; "
             f"bound={self.bound}, matmuls {self.matmul_bound}-bound; decode {self.decode}{pre}; "
             f"n_chips={self.n_chips}" + ("" if self.fits else "; does NOT fit") + ")"
@@ -400,7 +408,7 @@ class Deployment:
         kv = (kv_tokens + prefill_kv) * k_kv + (max(0.0, kv_tokens * (k_dec - k_kv)) if k_dec else 0.0)
         if prefill_tokens:
             overhead += launch
-        return kv + max(weights, mm + at + prefill_tokens * k_el) + params * k_dq + coll + overhead
+        return kv + max(weights, params * k_dq, mm + at + prefill_tokens * k_el) + coll + overhead
 
     @checked
     def step(
@@ -423,8 +431,7 @@ class Deployment:
         def total(p):
             return (
                 p["kv"]
-                + max(p["weights"], p["matmul"] + p["attention"] + p["elementwise"])
-                + p["dequant"]
+                + max(p["weights"], p["dequant"], p["matmul"] + p["attention"] + p["elementwise"])
                 + p["collectives"]
                 + p.get("overhead", 0.0)
             )
@@ -628,9 +635,9 @@ def vector_rate(chip) -> float:
 
 def _dequant_per_param(c: Chip, n: int, weight_dtype: str, compute_dtype: str, e: EfficiencyModel) -> float:
     """Seconds per weight read (all ``n`` devices together) of widening weight-only-quantised weights: the vector
-    units' :data:`DEQUANT_OPS` per element at :func:`vector_rate`, not hidden under the weight stream (the kernel
-    loads, then widens, then multiplies), or one more pass over the narrow bytes at the achieved HBM rate where the
-    chip's records give no vector rate; 0 when the weights are stored in the compute dtype or wider."""
+    units' :data:`DEQUANT_OPS` per element at :func:`vector_rate`, or one more pass over the narrow bytes at the
+    achieved HBM rate where the chip's records give no vector rate; 0 when the weights are stored in the compute
+    dtype or wider. The step overlaps it with the weight stream and the matmuls (it enters their ``max``)."""
     if dtype_bytes(weight_dtype) >= dtype_bytes(compute_dtype):
         return 0.0
     rate = vector_rate(c)
@@ -675,6 +682,29 @@ def _layer_matmuls(m, rows: float, tp: int) -> list:
     return mats
 
 
+#: The fewest rows a GPU GEMM kernel's tile covers: the tensor cores' smallest matrix-multiply shape is 16 rows
+#: (``mma.sync.m16n8k16``, PTX ISA), and the libraries pick smaller CTA tiles for thin matmuls (cuBLAS's and
+#: CUTLASS's heuristics, TensorRT-LLM's GEMV-like decode kernels) rather than pad a decode batch to 128 rows.
+MIN_GPU_TILE_ROWS = 16
+
+
+def _small_tile_model(c: Chip, rows: int) -> gemm_mod.GemmModel:
+    """The GEMM tile model a thin matmul of ``rows`` rows meets: on a GPU, when ``rows`` is under the model's CTA
+    tile, the tile shrinks to the next power of two at least :data:`MIN_GPU_TILE_ROWS`; otherwise the default."""
+    g = gemm_mod.DEFAULT
+    tm, tn = g.gpu_tile
+    if c.kind != "gpu" or rows >= tm:
+        return g
+    small = max(MIN_GPU_TILE_ROWS, 1 << max(0, math.ceil(math.log2(max(rows, 1)))))
+    key = (small, tn)
+    if key not in _TILE_MODELS:
+        _TILE_MODELS[key] = replace(g, gpu_tile=key)
+    return _TILE_MODELS[key]
+
+
+_TILE_MODELS: dict = {}
+
+
 def _gemm_fraction(model, chip, compute_dtype: str, rows: int, tp: int, efficiency: EfficiencyModel) -> float:
     """The fraction of ``chip``'s ``compute_dtype`` peak a step's weight matmuls reach at ``rows`` rows per device,
     tensor-parallel over ``tp`` devices: the efficiency model's large-matmul figure times its sustained fraction
@@ -686,7 +716,7 @@ def _gemm_fraction(model, chip, compute_dtype: str, rows: int, tp: int, efficien
     floor are not here: the engine prices the weight stream (``weights``) and the per-layer kernel boundaries
     (``overhead``) as parts of their own."""
     c = get_chip(chip)
-    g = gemm_mod.DEFAULT
+    g = _small_tile_model(c, rows)
     peak = c.peak_flops(compute_dtype)
     plateau = g.plateau_of(c, compute_dtype)
     rate = g.rate(c, compute_dtype)

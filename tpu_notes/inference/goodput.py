@@ -34,7 +34,7 @@ import numpy as np
 from .. import rules
 from ..hardware import get_chip
 from ..transformer import Model
-from ..units import Bool, OneOf, Positive, Range, check_fields, checked, fmt
+from ..units import Bool, OneOf, Positive, Range, checked
 from .engine import Deployment, deploy
 from .simulator import (
     DEFAULT_DRAIN,
@@ -47,11 +47,10 @@ from .simulator import (
     _TooManySteps,
     simulate,
 )
+from .slo import MAX_SLO_S, SLO
 from .step import ComputeDType, StorageDType
 from .workload import MAX_RATE, MAX_SPAN, Workload
 
-#: Longest objective one bound may state, seconds (a day).
-MAX_SLO_S = 86_400.0
 #: Most simulations one :func:`max_rate_at_attainment` runs.
 MAX_PROBES = 40
 #: Most candidate deployments one :func:`best_serving` searches.
@@ -60,28 +59,11 @@ MAX_CANDIDATES = 32
 #: at most this much).
 DEFAULT_RTOL = 0.05
 
-_SloS = Annotated[float, Positive(maximum=MAX_SLO_S)]
 _Target = Annotated[float, Range(0.0, 1.0, low_open=True)]
 _Probes = Annotated[int, Positive(integer=True, maximum=MAX_PROBES)]
 _Rtol = Annotated[float, Range(1e-4, 1.0)]
 _Share = Annotated[float, Range(0.0, 0.9)]
 _Chips = Annotated[int, Positive(integer=True, maximum=100_000)]
-
-
-@dataclass(frozen=True)
-class SLO:
-    """A latency objective: every bound in seconds, all must hold for a request to meet it."""
-
-    ttft_s: _SloS  # time to first token, at most, s
-    tpot_s: _SloS  # mean time per output token after the first, at most, s (a one-token answer meets it)
-    tbt_s: _SloS | None = None  # largest gap between two tokens of the request, at most, s (None: no bound)
-
-    def __post_init__(self):
-        check_fields(self)
-
-    def __repr__(self) -> str:
-        tbt = f", largest gap <= {fmt(self.tbt_s, 's')}" if self.tbt_s is not None else ""
-        return f"SLO(TTFT <= {fmt(self.ttft_s, 's')}, TPOT <= {fmt(self.tpot_s, 's')}{tbt})"
 
 
 @dataclass(frozen=True)

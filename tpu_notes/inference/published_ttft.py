@@ -172,13 +172,18 @@ class TTFTReconciliation(Reconciliation):
 
 
 def simulated_ttft(run: PublishedTTFT, model: EfficiencyModel | None = None) -> float:
-    """The simulator's first-token time of a closed-loop row: the row's statistic (mean or median) of every
-    simulated request's TTFT, seconds (:func:`~tpu_notes.inference.published.simulate_run`)."""
+    """The simulator's first-token time of a closed-loop row: the row's statistic (mean or median) of the TTFT of
+    the simulated requests in the run's steady-state window (:meth:`~tpu_notes.inference.simulator.SimResult.window`:
+    the first and last 10% of arrivals trimmed), seconds (:func:`~tpu_notes.inference.published.simulate_run`).
+    Every client of a closed loop sends its first request at once, so the first wave queues behind one another's
+    prefills; NVIDIA's and vLLM's benchmark clients measure after a warm-up phase (AIPerf/GenAI-Perf
+    ``--warmup-request-count``), and the window is that phase's counterpart."""
     if not isinstance(run, PublishedTTFT):
         raise TypeError(f"run must be a PublishedTTFT; got {type(run).__name__}")
     if run.workload != "closed":
         raise ValueError(f"run {run.name!r} is a static batch (workload='static'): the engine's prefill prices it")
-    ttft = np.asarray(simulate_run(run, model).ttft_all)
+    res = simulate_run(run, model)
+    ttft = np.asarray(res.ttft_all)[res.window()]
     return float(np.mean(ttft) if run.statistic == "mean" else np.median(ttft))
 
 

@@ -65,6 +65,7 @@ from .. import rules
 from ..hardware import get_chip
 from ..units import Bool, OneOf, Positive, Range, check_fields, checked, fmt
 from .engine import Deployment
+from .slo import SLO
 from .workload import MAX_REQUESTS, Workload, _check_rate
 
 #: Most engine steps one simulation runs (decode replica and prefill instances together).
@@ -256,8 +257,6 @@ class SimResult:
         """A boolean array: True for each request that meets every bound of ``slo`` (a
         :class:`~tpu_notes.inference.goodput.SLO`): TTFT, TPOT (a one-token answer has none and meets it, as
         vLLM's benchmark counts it) and, when ``slo.tbt_s`` is set, its largest gap between tokens."""
-        from .goodput import SLO
-
         if not isinstance(slo, SLO):
             raise TypeError(f"slo must be a tpu_notes.inference.goodput.SLO; got {type(slo).__name__}")
         ok = (np.asarray(self.ttft_all) <= slo.ttft_s) & (np.asarray(self.tpot_all) <= slo.tpot_s)
