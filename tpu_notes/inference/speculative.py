@@ -84,7 +84,11 @@ _DraftsMax = Annotated[int, Positive(integer=True, maximum=64)]
 @checked
 def expected_tokens_per_round(acceptance: Probability, k: Drafts) -> float:
     """Expected tokens a round of ``k`` drafts yields: ``(1 − a^{k+1}) / (1 − a)`` (``k + 1`` when ``a = 1``)."""
-    a = acceptance
+    return _tokens(acceptance, k)
+
+
+def _tokens(a: float, k: int) -> float:
+    """:func:`expected_tokens_per_round`, unchecked."""
     return float(k + 1) if a == 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
 
 
@@ -128,7 +132,7 @@ def acceptance_from_mean_length(tau: PositiveFloat, k: Drafts) -> float:
         mid = 0.5 * (lo + hi)
         if mid in (lo, hi):
             break
-        if expected_tokens_per_round(mid, k) < tau:
+        if _tokens(mid, k) < tau:
             lo = mid
         else:
             hi = mid
