@@ -191,7 +191,7 @@ def test_round_seconds_refusals(v5e):
         spec.round_seconds(v5e, None, MAX_ROWS // 2, MAX_ROWS, K)
     with pytest.raises(ValueError, match="not both"):
         spec.round_seconds(v5e, "eagle", 8, 8 * S, K, draft_cost=0.1)
-    with pytest.raises(TypeError, match="deployment"):
+    with pytest.raises(TypeError, match="target must be a tpu_notes.inference.engine.Deployment"):
         spec.round_seconds("llama3-70b", None, 8, 8 * S, K)
 
 

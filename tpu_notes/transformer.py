@@ -634,12 +634,26 @@ _PRESETS: dict[str, TransformerConfig] = {
     # Llama 3.2 1B and 3B (Meta's model card and the released config.json): the small Llama 3 shapes used as draft
     # models; 8 KV heads, vocabulary 128,256, input and output embeddings tied; head width 64 (1B) and 128 (3B).
     "llama3.2-1b": TransformerConfig(
-        d_model=2048, d_ff=8192, n_layers=16, n_heads=32, n_kv_heads=8, d_head=64, vocab=128_256,
-        tied_embeddings=True, name="llama3.2-1b",
+        d_model=2048,
+        d_ff=8192,
+        n_layers=16,
+        n_heads=32,
+        n_kv_heads=8,
+        d_head=64,
+        vocab=128_256,
+        tied_embeddings=True,
+        name="llama3.2-1b",
     ),  # fmt: skip
     "llama3.2-3b": TransformerConfig(
-        d_model=3072, d_ff=8192, n_layers=28, n_heads=24, n_kv_heads=8, d_head=128, vocab=128_256,
-        tied_embeddings=True, name="llama3.2-3b",
+        d_model=3072,
+        d_ff=8192,
+        n_layers=28,
+        n_heads=24,
+        n_kv_heads=8,
+        d_head=128,
+        vocab=128_256,
+        tied_embeddings=True,
+        name="llama3.2-3b",
     ),  # fmt: skip
     # DeepSeek-V3 technical report (arXiv 2412.19437) and its config.json; the multi-token-prediction module
     # (about 14B more) is not part of this count, as in the published 671B.

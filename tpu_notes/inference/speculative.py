@@ -32,14 +32,14 @@ run at large batch has none to spare.
   and Llama 3 8B's 32 about 30%.
 - *A draft head* (``draft="eagle"`` or ``"mtp"``, :func:`draft_head`): one extra transformer layer of the target's
   own shape that reads the target's last hidden state with the next token's embedding and predicts through the
-  target's LM head. EAGLE (Y. Li et al., "EAGLE: Speculative Sampling Requires Rethinking Feature Uncertainty",
-  ICML 2024, arXiv 2401.15077) trains it beside a frozen target; DeepSeek-V3's multi-token-prediction module (DeepSeek-AI,
-  "DeepSeek-V3 Technical Report", arXiv 2412.19437, §2.2 "Multi-Token Prediction", and §5.4.3 on using it for
-  speculative decoding) is the same block trained with the model. Both join the two inputs, normalised, through a
-  ``[2D, D]`` projection before the layer. One draft token costs one engine step of a one-layer model of the target's
-  shape with the target's (untied) LM head (the projection's ``2D²`` parameters carried as extra MLP width, same
-  bytes and FLOPs; a MoE target's head keeps one MoE layer, its projection left out): about one layer's share of a
-  target step plus the LM head's read. Its cache is one layer's.
+  target's LM head. EAGLE (Y. Li et al., "EAGLE: Speculative Sampling Requires Rethinking Feature Uncertainty", ICML
+  2024, arXiv 2401.15077) trains it beside a frozen target; DeepSeek-V3's multi-token-prediction module
+  (DeepSeek-AI, "DeepSeek-V3 Technical Report", arXiv 2412.19437, §2.2 "Multi-Token Prediction", and its discussion
+  of reusing the module for speculative decoding) is the same block trained with the model. Both join the two inputs
+  through a ``[2D, D]`` projection before the layer (DeepSeek-V3 normalises each first). One draft token costs one
+  engine step of a one-layer model of the target's shape with the target's (untied) LM head (the projection's
+  ``2D²`` parameters carried as extra MLP width, same bytes and FLOPs; a MoE target's head keeps one MoE layer, its
+  projection left out): about one layer's share of a target step plus the LM head's read. Its cache is one layer's.
 - *A fixed fraction* (``draft_cost=0.05``: the draft step in target steps): the assumption Chapter 7 used to start
   from, kept as an explicit option; it is not what the engine prices any named draft at.
 - *Nothing* (neither given): a draft that costs nothing (prompt lookup, n-grams).
@@ -62,8 +62,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated
-
-import math
 
 from .. import rules
 from ..transformer import TransformerConfig, as_config
@@ -179,7 +177,7 @@ def draft_head(target: Deployment) -> Deployment:
     (its attention, its MLP or MoE layer, its LM head, untied), the ``[2D, D]`` projection that joins the hidden
     state and the token embedding carried as ``2D² / (matrices · D)`` extra MLP width in a dense layer. Its
     :meth:`~tpu_notes.inference.engine.Deployment.step` at a batch is one draft token's cost."""
-    t = _target(target)
+    t = _target(target, "target")
     m = t.model
     if m.is_moe:
         head = m.with_(n_layers=1, n_dense_layers=0, tied_embeddings=False, name=f"{m.name}-head")
@@ -196,7 +194,7 @@ def draft_deployment(target: Deployment, draft) -> Deployment:
     draft served on its own devices). Refuses, naming ``draft``, a draft whose vocabulary is not the target's
     (speculative sampling compares the two models' probabilities token by token), one with at least the target's
     parameters (it cannot save time), and one whose heads do not split over the target's devices."""
-    t = _target(target)
+    t = _target(target, "target")
     if isinstance(draft, Deployment):
         d = draft
     elif isinstance(draft, str) and draft.strip().lower() in HEAD_DRAFTS:
@@ -365,10 +363,10 @@ def _result(target: Deployment, batch, context, k, acceptance, draft, draft_cost
     )
 
 
-def _target(deployment) -> Deployment:
+def _target(deployment, name: str = "deployment") -> Deployment:
     from .cost import _check_deployment
 
-    return _check_deployment(deployment)
+    return _check_deployment(deployment, name)
 
 
 @checked
@@ -408,8 +406,8 @@ def speculative_vs_batch(
     draft_cost: NonNegativeFloat | None = None,
 ) -> tuple[SpeculativeResult, ...]:
     """:func:`speculative_decoding` at each of ``batches`` (at most :data:`MAX_BATCHES`) whose caches fit (the
-    draft's beside them, as :func:`speculative_decoding` counts them), in the order given: the speedup falls as the batch grows and the verify step turns compute-bound. Refuses, naming
-    ``batches``, a list of which not one fits."""
+    draft's beside them, as :func:`speculative_decoding` counts them), in the order given: the speedup falls as the
+    batch grows and the verify step turns compute-bound. Refuses, naming ``batches``, a list of which not one fits."""
     d = _target(deployment)
     rules.bounded_work(len(batches), argument="batches", limit=MAX_BATCHES, unit="batches")
     for i, b in enumerate(batches):
@@ -480,7 +478,7 @@ def round_seconds(
     distribution is a truncated geometric) per round. The caches' fit is the caller's: a simulator's pool tracks
     it. Refuses, naming ``kv_tokens``, fewer tokens than sequences, and, naming ``decode`` and ``k``, a verify step
     of more rows than one engine step holds."""
-    t = _target(target)
+    t = _target(target, "target")
     if kv_tokens < decode:
         raise ValueError(f"kv_tokens ({kv_tokens}) must be at least decode ({decode}): each sequence has a token")
     _rows(decode, k, batch_arg="decode")
