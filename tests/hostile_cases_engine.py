@@ -25,10 +25,11 @@ CASES = {
         n_chips=Opt(Int(16, big=True)),
         weight_dtype=Choice("int8"),
         kv_dtype=Choice("int8"),
-        compute_dtype=Choice("bf16"),
+        compute_dtype=Opt(Choice("bf16")),
         reserve_fraction=Num(0.1, zero=True, top=0.99),
         efficiency=Raw(None, ["default", 3, ODD]),
         check_memory=Flag(True),
+        prefill_sharding=Choice("tensor"),
     ),
     E + "Deployment.kv_blocks": Case(self_=_dep, block_size=Int(16, top=65536)),
     E + "Deployment.max_batch": Case(self_=_dep, seq_len=Int(8192, big=True)),
@@ -57,3 +58,17 @@ COVERED = ("inference.engine",)
 RESULT_RECORDS = {"inference.engine.Deployment", "inference.engine.EngineStep"}
 
 _ = Fixed  # the kinds this file may need as it grows
+
+CASES.update(
+    {
+        E + "resolve_compute_dtype": Case(
+            chip=ChipArg("v5e"), weight_dtype=Choice("int8"), compute_dtype=Opt(Choice("int8"))
+        ),
+        E + "vector_rate": Case(chip=ChipArg("v5e")),
+        E + "best_prefill_sharding": Case(
+            deployment=Raw(_dep, [None, 3, "v5e", ODD], lazy=True),
+            prompt_len=Int(8192, big=True),
+            batch=Int(1, big=True),
+        ),
+    }
+)

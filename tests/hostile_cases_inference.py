@@ -54,6 +54,22 @@ def _sim_result():
     return simulate(_sim_deployment(), _sim_workload())
 
 
+def _slo():
+    from tpu_notes.inference.goodput import SLO
+
+    return SLO(1.0, 0.05)
+
+
+def _goodput_result():
+    from tpu_notes.inference.goodput import max_rate_at_attainment
+
+    return max_rate_at_attainment(_sim_deployment(), _sim_workload(), _slo(), max_probes=3)
+
+
+_SLO_ARG = Raw(_slo, hostile=[None, 3, (1.0, 0.05), "slo", ODD], lazy=True)
+_SHARE = Num(0.1, zero=True, top=0.9)
+
+
 def _length():
     from tpu_notes.inference.workload import LengthDistribution
 
@@ -295,6 +311,53 @@ CASES = {
         workload=Raw(_sim_workload, hostile=[None, 3, "poisson", ODD], lazy=True),
         scheduler=Opt(Raw(_scheduler, hostile=[3, "chunked", ODD], lazy=True), none_baseline=True),
         disaggregation=Opt(Raw(_disaggregation, hostile=[3, "ici", ODD], lazy=True), none_baseline=True),
+        router=Choice("least-loaded"),
+        ttft_at=Choice("decode"),
+        warmup=_SHARE,
+        drain=_SHARE,
+    ),
+    I + "simulator.SimResult.window": Case(self_=_sim_result),
+    I + "simulator.SimResult.meets": Case(self_=_sim_result, slo=_SLO_ARG),
+    I + "simulator.SimResult.attainment": Case(self_=_sim_result, slo=_SLO_ARG),
+    I + "simulator.SimResult.slo_requests_per_s": Case(self_=_sim_result, slo=_SLO_ARG),
+    # goodput
+    I + "goodput.SLO": Case(
+        ttft_s=Num(1.0, top=86400.0),
+        tpot_s=Num(0.05, top=86400.0),
+        tbt_s=Opt(Num(0.2, top=86400.0), none_baseline=True),
+    ),  # fmt: skip
+    I + "goodput.GoodputResult.label": Case(self_=_goodput_result),
+    I + "goodput.max_rate_at_attainment": Case(
+        deployment=Raw(_sim_deployment, hostile=[None, "llama3-8b", 3, ODD], lazy=True),
+        workload=Raw(_sim_workload, hostile=[None, 3, "poisson", ODD], lazy=True),
+        slo=_SLO_ARG,
+        attainment=Num(0.9, top=1.0),
+        scheduler=Opt(Raw(_scheduler, hostile=[3, "chunked", ODD], lazy=True), none_baseline=True),
+        disaggregation=Opt(Raw(_disaggregation, hostile=[3, "ici", ODD], lazy=True), none_baseline=True),
+        router=Choice("least-loaded"),
+        ttft_at=Choice("decode"),
+        warmup=_SHARE,
+        drain=_SHARE,
+        rtol=Num(0.2, top=1.0),
+        max_probes=Int(3, big=True),
+    ),
+    I + "goodput.best_serving": Case(
+        model=Model("llama3-8b"),
+        chip=ChipArg("v5e"),
+        chips_budget=Int(4, big=True),
+        workload=Raw(_sim_workload, hostile=[None, 3, "poisson", ODD], lazy=True),
+        slo=_SLO_ARG,
+        attainment=Num(0.9, top=1.0),
+        weight_dtype=Choice("bf16"),
+        kv_dtype=Choice("bf16"),
+        compute_dtype=Opt(Choice("bf16"), none_baseline=True),
+        scheduler=Opt(Raw(_scheduler, hostile=[3, "chunked", ODD], lazy=True), none_baseline=True),
+        disaggregate=Flag(False),
+        link=Opt(Choice("ici"), none_baseline=True),
+        router=Choice("least-loaded"),
+        rtol=Num(0.5, top=1.0),
+        max_probes=Int(2, big=True),
+        max_candidates=Int(1, big=True),
     ),
     I + "simulator.sweep": Case(
         deployment=Raw(_sim_deployment, hostile=[None, "llama3-8b", 3], lazy=True),
@@ -367,6 +430,7 @@ CASES = {
         prefix_share=Num(0.5, zero=True, top=1.0),
         prefix_len=Int(16, zero=True, big=True),
         seed=Int(3, zero=True, big=True),
+        jitter=Opt(Num(0.1, zero=True, top=0.5), none_baseline=True),
     ),
     W + "Workload.poisson": Case(
         rate=Num(2.0), n_requests=Int(20, big=True), prompt=_LEN_ARG, output=_LEN_ARG, seed=Int(0, zero=True, big=True)
@@ -385,6 +449,7 @@ CASES = {
         prompt=_LEN_ARG,
         output=_LEN_ARG,
         seed=Int(0, zero=True, big=True),
+        jitter=Num(0.1, zero=True, top=0.5),
     ),
     W + "Workload.draw": Case(self_=_sim_workload),
 }
@@ -551,6 +616,7 @@ COVERED = (
     "inference.sharding",
     "inference.speculative",
     "inference.simulator",
+    "inference.goodput",
     "inference.workload",
     "generate",
 )
@@ -565,6 +631,7 @@ RESULT_RECORDS = {
     "inference.sharding.KVSharding",
     "inference.sharding.WeightStationary",
     "inference.simulator.SimResult",
+    "inference.goodput.GoodputResult",
     "inference.workload.Requests",
     "inference.step.DecodeStepModel",
     "inference.long_context.DecodeAttention",

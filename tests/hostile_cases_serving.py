@@ -109,6 +109,32 @@ def _deployment():
     return deploy("llama3-8b", "v5e", 4)
 
 
+def _sim_run():
+    from tpu_notes.inference.simulator import simulate
+    from tpu_notes.inference.workload import LengthDistribution, Workload
+
+    fixed = LengthDistribution.fixed
+    return simulate(_deployment(), Workload(n_requests=20, rate=2.0, prompt=fixed(256), output=fixed(32)))
+
+
+def _floor_cost():
+    from tpu_notes.inference.cost import serving_cost
+
+    return serving_cost(_deployment(), 1024, 128, 8)
+
+
+def _price_range():
+    from tpu_notes.inference.cost import price_sensitivity
+
+    return price_sensitivity(_floor_cost(), 0.54, 1.2)
+
+
+def _overhead_range():
+    from tpu_notes.inference.cost import overhead_sensitivity
+
+    return overhead_sensitivity(_deployment(), 1024, 128, 8)
+
+
 def _draft():
     from tpu_notes.inference.engine import deploy
 
@@ -126,6 +152,41 @@ CASES.update(
             dollars_per_chip_hour=Opt(Num(1.2)),
             prefill_batch=Opt(Int(2, big=True)),
         ),
+        I + "cost.cost_at_rate": Case(
+            result=Raw(_sim_run, [None, 3, "run", ODD, _deployment], names=("SimResult",), lazy=True),
+            chip=ChipArg("v5e"),
+            dollars_per_chip_hour=Opt(Num(1.2)),
+            ttft_slo_s=Opt(Num(1.0)),
+            tpot_slo_s=Opt(Num(0.05)),
+        ),
+        I + "cost.chip_prices": Case(chip=ChipArg("v5e")),
+        I + "cost.ChipPrice": Case(
+            chip=Raw("v5e", ["no-such-chip", 3, None, ODD, ["v5e"]]),
+            kind=Choice("3-yr committed"),
+            dollars_per_chip_hour=Num(0.54, top=1e6),
+            source=Raw("given", [3, None, ODD, "", ["given"]]),
+        ),
+        I + "cost.price_sensitivity": Case(
+            cost=Raw(_floor_cost, [None, 3, "cost", ODD, 1.2], lazy=True),
+            low=Num(0.54, top=1e6),
+            high=Num(1.2, top=1e6),
+        ),
+        I + "cost.PriceRange.sentence": Case(self_=_price_range, what=Choice("output")),
+        I + "cost.with_decode_overhead": Case(
+            deployment=Raw(_deployment, _NOT_A_DEPLOYMENT, lazy=True),
+            factor=Num(0.5, zero=True, top=100.0),
+        ),
+        I + "cost.overhead_sensitivity": Case(
+            deployment=Raw(_deployment, _NOT_A_DEPLOYMENT, lazy=True),
+            prompt_len=Int(1024, big=True),
+            output_len=Int(128, big=True),
+            batch=Int(8, big=True),
+            low=Num(0.5, zero=True, top=100.0),
+            high=Num(1.5, zero=True, top=100.0),
+            dollars_per_chip_hour=Opt(Num(1.2)),
+            prefill_batch=Opt(Int(2, big=True)),
+        ),
+        I + "cost.OverheadSensitivity.sentence": Case(self_=_overhead_range, what=Choice("output")),
         I + "speculative.speculative_decoding": Case(
             deployment=Raw(_deployment, _NOT_A_DEPLOYMENT, lazy=True),
             batch=Int(8, big=True),
@@ -201,13 +262,90 @@ CASES.update(
     }
 )
 
-COVERED = ("inference.published", "inference.deployment", "inference.cost", "runs")
+# -- tpu_notes.inference.published_ttft: first-token rows and the per-group table ------------------------------------
+T = "tpu_notes.inference.published_ttft."
+
+
+def _ttft_static():
+    from tpu_notes.inference.published_ttft import TTFT_RUNS
+
+    return next(r for r in TTFT_RUNS if r.workload == "static")
+
+
+def _ttft_closed():
+    from tpu_notes.inference.published_ttft import TTFT_RUNS
+
+    return next(r for r in TTFT_RUNS if r.workload == "closed" and r.batch == 1)
+
+
+def _ttft_rows():
+    from tpu_notes.inference.published_ttft import predict_ttft
+
+    return [predict_ttft(_ttft_static())]
+
+
+def _groups():
+    from tpu_notes.inference.published_ttft import serving_groups
+
+    return serving_groups(_ttft_rows() + _rows())
+
+
+CASES.update(
+    {
+        T + "PublishedTTFT": Case(
+            name=Raw("run", _TEXT_BAD),
+            source=Raw("a benchmark", _TEXT_BAD),
+            model=Model("llama3-8b"),
+            chip=ChipArg("h100"),
+            n_chips=Int(1, big=True),
+            batch=Int(1, big=True),
+            workload=Choice("static"),
+            input_len=Int(2048, big=True),
+            output_len=Int(1, big=True),
+            reported_ttft_s=Num(0.05, top=3600.0),
+            statistic=Choice("mean"),
+            weight_dtype=Choice("fp8"),
+            kv_dtype=Choice("fp8"),
+            compute_dtype=Choice("fp8"),
+            group=Raw("gpu-serving", ["", "serving", 3, None, ODD]),
+            notes=Raw("", _TEXT_BAD),
+        ),
+        T + "predict_ttft": Case(
+            run=Raw(_ttft_static, ["abc", None, 3, ODD, _run], lazy=True),
+            model=Raw(None, ["default", 3, {}, True, ODD]),
+        ),
+        T + "simulated_ttft": Case(
+            run=Raw(_ttft_closed, ["abc", None, 3, ODD, _run, _ttft_static], lazy=True),
+            model=Raw(None, ["default", 3, {}, True, ODD]),
+        ),
+        T + "reconcile_ttft": Case(
+            runs=Raw(lambda: [_ttft_static()], ["abc", None, 3, [], [ODD], ODD, [_run]], lazy=True),
+            model=Raw(None, ["default", 3, {}, True, ODD]),
+        ),
+        T + "row_metric": Case(row=Raw(lambda: _ttft_rows()[0], ["abc", None, 3, ODD], lazy=True)),
+        T + "row_ratio": Case(row=Raw(lambda: _ttft_rows()[0], ["abc", None, 3, ODD], lazy=True)),
+        T + "serving_groups": Case(
+            rows=Raw(_ttft_rows, ["abc", 3, [], [ODD], ODD], lazy=True),
+            model=Raw(None, ["default", 3, {}, True, ODD]),
+        ),
+        T + "format_serving_groups": Case(groups=Raw(_groups, ["abc", None, 3, [ODD], ODD], lazy=True)),
+        T + "serving_medians": Case(groups=Raw(_groups, ["abc", 3, [ODD], ODD], lazy=True)),
+        T + "format_ttft_table": Case(rows=Raw(_ttft_rows, ["abc", None, 3, [ODD], ODD], lazy=True)),
+    }
+)
+
+COVERED = ("inference.published", "inference.published_ttft", "inference.deployment", "inference.cost", "runs")
 
 #: Records the library builds itself (their fields are computed): constructors not fuzzed; methods have entries.
 RESULT_RECORDS = {
     "inference.published.ServingReconciliation",
+    "inference.published_ttft.TTFTReconciliation",
+    "inference.published_ttft.ServingGroup",
     "inference.deployment.ShardedStepTime",
     "inference.cost.ServingCost",
+    "inference.cost.CostAtRate",
+    "inference.cost.PriceRange",
+    "inference.cost.OverheadSensitivity",
     "inference.speculative.SpeculativeResult",
     "runs.Reconciliation",
 }

@@ -147,7 +147,7 @@ def test_at_light_load_disaggregation_buys_no_tpot_and_costs_chips(big):
     assert split.output_tokens_per_s == pytest.approx(mixed.output_tokens_per_s, rel=0.02)
 
 
-def test_a_slower_link_lengthens_the_first_tpot_interval_not_the_ttft(big):
+def test_a_slower_link_lengthens_the_ttft_the_user_sees_by_the_transfer(big):
     w = Workload.poisson(0.5, n_requests=50, seed=5, **HEAVY)
     fast = simulate(big, w, disaggregation=Disaggregation(big, 1, "ici"))
     slow = simulate(big, w, disaggregation=Disaggregation(big, 1, "dcn"))
@@ -157,9 +157,18 @@ def test_a_slower_link_lengthens_the_first_tpot_interval_not_the_ttft(big):
     # 8192 tokens x 160 KiB: 1.34 GB at 16 x 45 GB/s x 0.82 (ICI) and at 16 x 3.125 GB/s x 0.5 (DCN)
     assert fast.transfer_s == pytest.approx(8192 * 163840 / (16 * 45e9 * 0.82) + 5e-6, rel=1e-6)
     assert slow.transfer_s > 20 * fast.transfer_s
-    assert slow.ttft == fast.ttft  # TTFT ends at the prefill: the transfer is in the first TPOT interval
-    gap = (slow.transfer_s - fast.transfer_s) / 255
-    assert slow.tpot[0] - fast.tpot[0] == pytest.approx(gap, rel=0.3)
+    # the user's first token streams from the decode replica: after the transfer and its first decode step
+    extra = slow.transfer_s - fast.transfer_s
+    assert slow.ttft[0] - fast.ttft[0] == pytest.approx(extra, rel=0.2)
+    pre = big.prefill_step(8192).total
+    assert fast.ttft[0] > pre + fast.transfer_s  # prefill, transfer, then at least one decode step
+    # counted at the prefill instead, TTFT ignores the link and the first TPOT interval takes the transfer
+    fast_p = simulate(big, w, disaggregation=Disaggregation(big, 1, "ici"), ttft_at="prefill")
+    slow_p = simulate(big, w, disaggregation=Disaggregation(big, 1, "dcn"), ttft_at="prefill")
+    assert slow_p.ttft == fast_p.ttft and fast_p.ttft[0] < fast.ttft[0]
+    assert slow_p.tpot[0] - fast_p.tpot[0] == pytest.approx(extra / 255, rel=0.3)
+    # the largest stall of each stream holds the transfer when TTFT is counted at the prefill
+    assert slow_p.tbt_max[0] > extra
 
 
 def test_backpressure_a_full_decode_pool_stalls_the_prefill_instances(big):
@@ -171,10 +180,14 @@ def test_backpressure_a_full_decode_pool_stalls_the_prefill_instances(big):
     jammed = simulate(small_pool, w, disaggregation=Disaggregation(small_pool, 2))
     assert jammed.prefill_stalls > 10 and jammed.prefill_stall_s > 10.0
     assert jammed.transfer_wait_s > 1.0 and jammed.peak_seqs <= 4
-    # with a roomy prefill pool nothing stalls, and the wait shows in the TPOT instead
+    # with a roomy prefill pool nothing stalls, and the wait for decode memory shows in the TTFT the user sees
     waiting = simulate(small_pool, w, disaggregation=Disaggregation(big, 2))
     assert waiting.prefill_stalls == 0 and waiting.transfer_wait_s > jammed.transfer_wait_s
-    assert waiting.tpot[0] > 5 * free.tpot[0]
+    assert waiting.ttft[0] > free.ttft[0] + 0.5 * waiting.transfer_wait_s
+    # counted at the prefill instance, the wait lands in the first TPOT interval instead
+    waiting_p = simulate(small_pool, w, disaggregation=Disaggregation(big, 2), ttft_at="prefill")
+    free_p = simulate(big, w, disaggregation=Disaggregation(big, 2), ttft_at="prefill")
+    assert waiting_p.tpot[0] > 5 * free_p.tpot[0] and waiting_p.ttft[0] < waiting.ttft[0]
 
 
 def test_disaggregation_refuses_a_mismatched_prefill(big, small):

@@ -713,6 +713,11 @@ def _check_serve_args(args) -> None:
     canonical_dtype(args.weights, "--weights")
     if args.kv is not None:
         canonical_dtype(args.kv, "--kv")
+    if args.compute is not None:
+        from .inference.step import COMPUTE_DTYPES
+
+        if canonical_dtype(args.compute, "--compute") not in COMPUTE_DTYPES:
+            raise ValueError(f"--compute must be one of {', '.join(COMPUTE_DTYPES)}; got {args.compute!r}")
     if args.price is not None:
         check_positive("--price", args.price, maximum=MAX_PRICE)
     check_positive("--utilisation", args.utilisation, maximum=1.0)
@@ -802,6 +807,7 @@ def _price_serve(args) -> _Served:
     from .inference.cost import serving_cost
     from .inference.engine import deploy
     from .inference.speculative import acceptance_from_mean_length, speculative_decoding
+    from .units import canonical_dtype
 
     _check_serve_args(args)
     prompt = args.prompt if args.prompt is not None else args.context
@@ -817,7 +823,13 @@ def _price_serve(args) -> _Served:
     system = _serve_system(args, given, fewest)
     if system is None:
         raise _nothing_fits(args, chip, peak, dtypes)
-    d = deploy(args.model, system, check_memory=False, **dtypes)
+    compute = None if args.compute is None else canonical_dtype(args.compute, "--compute")
+    try:
+        d = deploy(args.model, system, check_memory=False, compute_dtype=compute, **dtypes)
+    except ValueError as err:
+        if "compute_dtype" in str(err):
+            raise ValueError(str(err).replace("compute_dtype", "--compute")) from None
+        raise
     step = d.step(args.batch, args.batch * args.context)
     fits = step.fits and args.batch * peak <= d.kv_capacity_tokens
     priced = fits and (args.price is not None or d.chip.dollars_per_hour is not None)
@@ -865,20 +877,22 @@ def _serve_json(args, s: _Served) -> dict:
         "output_len": s.output,
         "weight_dtype": args.weights,
         "kv_dtype": s.kv,
+        "compute_dtype": d.compute_dtype,
+        "weight_only": d.weight_only,
         "fits": s.fits,
         "reserve_fraction": d.reserve_fraction,
         "weight_bytes_per_chip": s.per_chip(d.weight_bytes),
         "kv_bytes_per_chip": s.per_chip(step.kv_tokens * d.kv_bytes_per_token),
         "hbm_bytes_per_chip": d.chip.hbm_bytes,
         "max_batch": d.max_batch(s.peak),
-        "step_s": step.roofline,  # kept for older readers: the roofline step (collectives included)
+        "step_s": step.total,  # the expected step (the roofline is step_s_roofline)
         "step_s_roofline": step.roofline,
         "step_s_roofline_no_collectives": s.chapter7,
         "step_s_expected": step.total,
         "bound_expected": step.bound,
         "parts_s_expected": {
             k: getattr(step, k)
-            for k in ("kv", "weights", "matmul", "attention", "elementwise", "collectives", "overhead")
+            for k in ("kv", "weights", "matmul", "attention", "elementwise", "dequant", "collectives", "overhead")
         },
         "parts_s_roofline": dict(step.roofline_parts),
         "tokens_per_s_per_chip_expected": step.tokens_per_s_per_chip,
@@ -909,11 +923,14 @@ def _print_serve(args, s: _Served) -> None:
     d, step, r = s.deployment, s.step, s.step.roofline_parts
     print(
         f"{args.model} on {_describe_system(s.system)}, batch {args.batch}, context {args.context:,}, "
-        f"{args.weights} weights, {s.kv} KV cache"
+        f"{args.weights} weights, {s.kv} KV cache, {d.compute_dtype} matmuls"
+        + (" (weight-only: the weights are widened every step)" if d.weight_only else "")
     )
     print(
         f"  expected step {fmt(step.total, 's')} = KV {fmt(step.kv, 's')} + max(weights {fmt(step.weights, 's')}, "
-        f"matmul {fmt(step.matmul, 's')}) + collectives {fmt(step.collectives, 's')} + overhead "
+        f"matmul {fmt(step.matmul, 's')})"
+        + (f" + dequant {fmt(step.dequant, 's')}" if step.dequant else "")
+        + f" + collectives {fmt(step.collectives, 's')} + overhead "
         f"{fmt(step.overhead, 's')}  [{step.bound}-bound; a forecast, efficiency model {d.efficiency.name!r}]"
     )
     print(
@@ -1282,6 +1299,12 @@ def _serve_flags(v) -> None:
     _add_count(v, "serve", "--context", "tokens of context per sequence; " + COUNT_HELP, required=True)
     v.add_argument("--weights", default="bf16", help="weight dtype: bf16, int8, int4, fp8 (default bf16)")
     v.add_argument("--kv", default=None, help="KV-cache dtype (default: the weight dtype)")
+    v.add_argument(
+        "--compute",
+        default=None,
+        help="dtype the matmuls run in: bf16, fp8, int8 (default: the weight dtype where the chip has a peak for "
+        "it, else bf16; a dtype the chip lacks is refused)",
+    )
     _add_count(v, "serve", "--chips", "chips to serve on, with a bare chip name (default: the smallest legal system)")
     _add_count(v, "serve", "--prompt", "prompt tokens per request, for the cost (default: --context)")
     _add_count(v, "serve", "--output", "output tokens per request, for the cost (default 512)", default=512)

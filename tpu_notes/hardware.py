@@ -24,6 +24,11 @@ from .units import canonical_dtype, check_choice, check_positive, fmt
 VREG_SHAPE = (8, 128)
 VREG_BYTES = 8 * 128 * 4
 
+#: Where the TPU prices per chip-hour come from: Google's on-demand list price, dated.
+_TPU_PRICE = (
+    "on-demand, cloud.google.com/tpu/pricing (cheapest US region), Feb 2025 as the scaling book's "
+    "applied-inference.md quotes it; read 2026-12-06"
+)
 _TABLE = "scaling book, tpus.md (TPU specs tables)"
 _GPU_TABLE = "scaling book, gpus.md (Summary of GPU specs tables)"
 
@@ -648,7 +653,7 @@ _CHIP_LIST = [
             "dcn_bw": "scaling book, training.md (25 GB/s per host shared by 4 chips)",
             "pcie_bw": "scaling book, tpus.md (typical PCIe per TPU)",
             "clock_hz": "scaling book, tpus.md Appendix A",
-            "dollars_per_hour": "scaling book, applied-inference.md (Google Cloud, Feb 2025)",
+            "dollars_per_hour": _TPU_PRICE,
         },
     ),
     _tpu(
@@ -687,7 +692,7 @@ _CHIP_LIST = [
             "clock_hz": "scaling book, tpus.md (MXU clock 1.5 GHz)",
             "dcn_bw": "scaling book, tpus.md",
             "pcie_bw": "scaling book, tpus.md",
-            "dollars_per_hour": "scaling book, applied-inference.md",
+            "dollars_per_hour": _TPU_PRICE,
         },
     ),
     _tpu(
@@ -853,7 +858,8 @@ _CHIP_LIST = [
             "dcn_bw": "scaling book, gpus.md (one 400 Gb/s InfiniBand NIC per GPU)",
             "nvlink_bw": "scaling book, gpus.md (18 links x 25 GB/s)",
             "pcie_bw": _HOPPER_HOST,
-            "dollars_per_hour": "scaling book, applied-inference.md",
+            "dollars_per_hour": "on-demand cloud price per GPU-hour, scaling book, applied-inference.md (early "
+            "2025; read 2026-12-06); no committed-use list price found",
         },
     ),
     _gpu(
@@ -1021,7 +1027,8 @@ _CHIP_LIST = [
             "bf16_flops": "NVIDIA H200 datasheet (same Hopper compute as H100)",
             "pcie_bw": _HOPPER_HOST,
             "dcn_bw": "scaling book, gpus.md (one 400 Gb/s NIC per GPU)",
-            "dollars_per_hour": "scaling book, gpus.md (approximate)",
+            "dollars_per_hour": "on-demand cloud price per GPU-hour, approximate: scaling book, gpus.md (early "
+            "2025; read 2026-12-06); no committed-use list price found",
         },
     ),
     _gpu(

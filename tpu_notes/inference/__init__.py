@@ -24,7 +24,10 @@ Pure Python, no JAX (the analysis layer). One module per idea:
   lengths;
 - :mod:`.simulator`: a discrete-event serving engine on a :class:`.Deployment`: continuous batching over a paged KV
   pool with preemption, chunked or prefill-first scheduling, prefix caching, disaggregated prefill with KV transfer
-  and backpressure; TTFT/TPOT percentiles, goodput, KV utilisation.
+  and backpressure; replicas behind a router; TTFT, TPOT and time-between-tokens percentiles (warm-up and drain
+  trimmed), SLO attainment, KV utilisation;
+- :mod:`.goodput`: DistServe's goodput: the highest request rate at which a share of requests meets an
+  :class:`~.goodput.SLO`, per chip, by a bounded search; the best serving layout within a chip budget.
 
 The JAX side (a KV-cached decoder for :mod:`tpu_notes.model`, speculative sampling) is :mod:`tpu_notes.generate`.
 """
@@ -36,6 +39,7 @@ from .cost import DEFAULT_UTILISATION, ServingCost, serving_cost
 from .deployment import RANK_BY, ShardedStepTime, axis_sizes, best_deployment, sharded_step_time  # Chapter 8
 from .engine import Deployment, EngineStep, deploy  # the one serving step model
 from .expected import ExpectedDecodeStep, expected_decode_step, expected_prefill
+from .goodput import SLO, GoodputResult, best_serving, max_rate_at_attainment
 from .long_context import (  # Chapter 7: MLA decode attention, cross-layer KV, sequence-sharded KV, chunked prefill
     MAX_CHUNK_STEPS,
     MAX_SHARE,
@@ -78,6 +82,7 @@ from .simulator import (
     MAX_BLOCKS,
     MAX_STEPS,
     MAX_SWEEP_RUNS,
+    ROUTERS,
     Disaggregation,
     Scheduler,
     SimResult,
@@ -120,6 +125,11 @@ from .step import (
 from .workload import LengthDistribution, Requests, Workload
 
 __all__ = [
+    "ROUTERS",
+    "SLO",
+    "GoodputResult",
+    "best_serving",
+    "max_rate_at_attainment",
     "MAX_CHUNK_STEPS",
     "MAX_SHARE",
     "ChunkedPrefill",

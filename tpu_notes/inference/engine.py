@@ -53,15 +53,25 @@ from dataclasses import dataclass, field
 from typing import Annotated
 
 from .. import efficiency as eff_mod
+from .. import gemm as gemm_mod
 from .. import rules
 from ..efficiency import EfficiencyModel, check_efficiency
 from ..hardware import Chip, get_chip
 from ..system import System
 from ..transformer import Model, TransformerConfig
-from ..units import Bool, Positive, Range, checked, dtype_bytes, fmt
+from ..units import Bool, OneOf, Positive, Range, checked, dtype_bytes, fmt
 from .long_context import decode_attention
 from .sharding import kv_sharding
-from .step import MAX_CONTEXT, Batch, Chips, ComputeDType, Context, StorageDType, weight_params_read
+from .step import (
+    COMPUTE_DTYPES,
+    MAX_CONTEXT,
+    Batch,
+    Chips,
+    ComputeDType,
+    Context,
+    StorageDType,
+    weight_params_read,
+)
 
 #: Most rows (decoded sequences + prefill tokens) one engine step may hold.
 MAX_ROWS = 2**22
@@ -138,7 +148,7 @@ class EngineStep:
     elementwise: float  # prefill memory-bound non-matmul traffic, seconds
     collectives: float  # tensor-parallel AllReduces and KV AllToAlls, seconds
     overhead: float  # per-layer overhead, all layers, seconds
-    total: float  # kv + max(weights, matmul + attention + elementwise) + collectives + overhead, seconds
+    total: float  # kv + max(weights, matmul + attention + elementwise) + dequant + collectives + overhead, seconds
     roofline: float  # the same step at datasheet rates (no overhead), seconds
     decode: int  # sequences decoded (one token each)
     prefill_tokens: int  # prompt tokens prefilled
@@ -146,6 +156,7 @@ class EngineStep:
     n_chips: int  # devices sharing the step
     fits: bool  # weights + these caches fit the HBM the deployment gives them
     roofline_parts: dict = field(repr=False, default_factory=dict)  # the roofline's parts, by the names above
+    dequant: float = 0.0  # weight-only quantisation: the narrow weights widened to the compute dtype, seconds
 
     @property
     def batch(self) -> int:
@@ -171,6 +182,7 @@ class EngineStep:
             self.matmul_bound: max(self.weights, self.matmul + self.attention + self.elementwise),
             "collectives": self.collectives,
             "overhead": self.overhead,
+            "dequant": self.dequant,
         }
         return max(parts, key=parts.get)
 
@@ -185,7 +197,9 @@ class EngineStep:
             f"EngineStep(total={fmt(self.total, 's')} (roofline {fmt(self.roofline, 's')}): kv={fmt(self.kv, 's')}"
             f" + max(weights={fmt(self.weights, 's')}, matmul={fmt(self.matmul, 's')}"
             + (f" + attention={fmt(self.attention, 's')}" if self.attention else "")
-            + f") + collectives={fmt(self.collectives, 's')} + overhead={fmt(self.overhead, 's')}; "
+            + ")"
+            + (f" + dequant={fmt(self.dequant, 's')}" if self.dequant else "")
+            + f" + collectives={fmt(self.collectives, 's')} + overhead={fmt(self.overhead, 's')}; "
             f"bound={self.bound}, matmuls {self.matmul_bound}-bound; decode {self.decode}{pre}; "
             f"n_chips={self.n_chips}" + ("" if self.fits else "; does NOT fit") + ")"
         )
@@ -207,6 +221,7 @@ class Deployment:
     kv_bytes_per_token: float  # KV cache of one token of context, all devices together, bytes
     kv_capacity_tokens: int  # tokens of KV cache the HBM left after the weights and the reserve holds
     replicas: int = 1  # identical copies of this replica behind one router (the simulator serves them all)
+    prefill_sharding: str = "tensor"  # how a step's prompt tokens are laid over the replica: PREFILL_SHARDINGS
     _c: dict = field(repr=False, compare=False, default_factory=dict)  # precomputed rates (see deploy())
 
     @property
@@ -218,6 +233,12 @@ class Deployment:
     def n_chips(self) -> int:
         """Devices in one replica (every step is priced on one replica)."""
         return self.system.n_devices
+
+    @property
+    def weight_only(self) -> bool:
+        """Whether the weights are stored narrower than the matmuls run (weight-only quantisation: each step
+        widens the weights it reads to ``compute_dtype``, the ``dequant`` part)."""
+        return bool(self._c.get("dequant_per_param"))
 
     @property
     def total_chips(self) -> int:
@@ -238,15 +259,20 @@ class Deployment:
 
     # ------------------------------------------------------------------------------------------ the step
     def _parts(self, decode, kv_tokens, prefill_tokens, prefill_pairs, prefill_kv):
-        """Both sets of parts, unchecked: ``(expected, roofline)`` dicts of seconds."""
+        """Both sets of parts, unchecked: ``(expected, roofline)`` dicts of seconds (the same formula as
+        :meth:`_seconds`, spelled out part by part)."""
         c = self._c
         rows = decode + prefill_tokens
+        names = ("kv", "weights", "matmul", "attention", "elementwise", "dequant", "collectives")
         if rows == 0:
-            zero = dict.fromkeys(("kv", "weights", "matmul", "attention", "elementwise", "collectives"), 0.0)
-            return {**zero, "overhead": 0.0}, zero
+            zero = dict.fromkeys(names, 0.0)
+            return {**zero, "overhead": 0.0}, {**zero, "collective_latency": 0.0}
+        seq = c["sequence"] and prefill_tokens > 0  # this step's prompt tokens are split over the devices
         E, k = c["experts"]
         visited = c["dense_params"] + (c["expert_layer_params"] * E * (1.0 - (1.0 - k / E) ** rows) if E else 0.0)
-        w_roof = (visited + min(rows, c["vocab_rows"]) * c["embed_row"]) * c["wbytes"] / c["hbm_all"]
+        params = visited + min(rows, c["vocab_rows"]) * c["embed_row"]
+        # sequence-parallel prefill: every device reads the whole (gathered) weights, not its 1/n share
+        w_roof = params * c["wbytes"] / c["hbm_all"] * (c["n"] if seq else 1)
         kv_roof = (kv_tokens + prefill_kv) * self.kv_bytes_per_token / c["hbm_all"]
         dec_at = kv_tokens * c["decode_attn_flops_per_token"] / c["peak_bf16_all"]  # 0 unless MLA
         kv_read = kv_tokens * self.kv_bytes_per_token / c["hbm_all"]
@@ -254,34 +280,58 @@ class Deployment:
         mm_roof = 2.0 * rows * c["matmul_params"] / c["peak_all"]
         at_roof = prefill_pairs * c["attn_flops_per_pair"] / c["peak_bf16_all"]
         el_roof = prefill_tokens * c["elem_bytes_per_token"] / c["hbm_all"]
+        dq = params * c["dequant_per_param"]
         ar_a, ar_b = c["all_reduce"]
         aa_a, aa_b = c["all_to_all"]
-        # the ideal: a prefill chunk's AllReduce bytes hidden behind its own FLOPs as far as they last
-        pre_roof = c["n_reduces"] * ar_b * prefill_tokens
-        pre_roof = max(0.0, pre_roof - mm_roof - at_roof) if prefill_tokens else 0.0
+        ga_a, ga_b = c["all_gather"]
+        gathered = c["gather_bytes"] + (prefill_tokens + prefill_kv) * self.kv_bytes_per_token
+        tp_rows = decode if seq else rows  # rows whose activations are AllReduced over the replica
+        # the ideal: a prefill's collective bytes hidden behind its own FLOPs as far as they last
+        if not prefill_tokens:
+            pre_roof = 0.0
+        elif seq:
+            pre_roof = max(0.0, ga_b * gathered - mm_roof - at_roof)
+        else:
+            pre_roof = max(0.0, c["n_reduces"] * ar_b * prefill_tokens - mm_roof - at_roof)
         coll_roof = c["n_reduces"] * ar_b * decode + pre_roof + (c["n_a2a"] * aa_b * decode if decode else 0.0)
-        hops = c["n_reduces"] * ar_a + (c["n_a2a"] * aa_a if decode else 0.0)
+        hops = (c["n_reduces"] * ar_a if tp_rows else 0.0) + (c["n_a2a"] * aa_a if decode else 0.0)
+        hops += c["n_gathers"] * ga_a if seq else 0.0
         roof = {
             "kv": kv_roof,
             "weights": w_roof,
             "matmul": mm_roof,
             "attention": at_roof,
             "elementwise": el_roof,
+            "dequant": dq,
             "collectives": coll_roof,
             "collective_latency": hops,
         }
-        e_hbm, frac, att = c["e_hbm"], self._matmul_fraction(rows), c["attention_fraction"]
+        e_hbm, att = c["e_hbm"], c["attention_fraction"]
         elat_ar, ebw_ar = c["e_all_reduce"]
         elat_aa, ebw_aa = c["e_all_to_all"]
-        mm, at = mm_roof / frac, at_roof / att
+        elat_ga, ebw_ga = c["e_all_gather"]
+        if seq:
+            mm = (decode * c["k_mm"] / self._matmul_fraction(decode) if decode else 0.0) + prefill_tokens * c[
+                "k_mm"
+            ] / self._matmul_fraction(-prefill_tokens)
+        else:
+            mm = rows * c["k_mm"] / self._matmul_fraction(rows)
+        at = at_roof / att
         # decoded rows' AllReduces and AllToAlls wait in full; a prefill chunk's AllReduce bytes hide behind its
         # matmuls as far as the efficiency model's tensor exposure says (collective matmuls on TPU: as far as
-        # compute lasts; on GPU: not at all), as in the training step model
-        lat = c["n_reduces"] * elat_ar + (c["n_a2a"] * (elat_aa + ebw_aa * decode) if decode else 0.0)
-        pre = c["n_reduces"] * ebw_ar * prefill_tokens
-        x = c["exposed"]
-        pre = x * pre + (1.0 - x) * max(0.0, pre - mm - at) if prefill_tokens else 0.0
-        coll = lat + c["n_reduces"] * ebw_ar * decode + pre
+        # compute lasts; on GPU: not at all), as in the training step model; a sequence-parallel prefill's weight
+        # gathers are prefetched a layer ahead (the model's "fsdp" exposure: hidden as far as compute lasts)
+        coll = (c["n_reduces"] * elat_ar if tp_rows else 0.0) + c["n_reduces"] * ebw_ar * decode
+        if decode and c["n_a2a"]:
+            coll += c["n_a2a"] * (elat_aa + ebw_aa * decode)
+        if prefill_tokens and seq:
+            g = c["n_gathers"] * elat_ga + ebw_ga * gathered
+            xs = c["exposed_gather"]
+            coll += xs * g + (1.0 - xs) * max(0.0, g - mm - at)
+        elif prefill_tokens:
+            pre = c["n_reduces"] * ebw_ar * prefill_tokens
+            x = c["exposed"]
+            coll += x * pre + (1.0 - x) * max(0.0, pre - mm - at)
         kv_exp = (kv_tokens + prefill_kv) * self.kv_bytes_per_token / c["hbm_all"] / e_hbm
         kv_exp += max(0.0, dec_at / att - kv_read / e_hbm)
         exp = {
@@ -290,17 +340,25 @@ class Deployment:
             "matmul": mm,
             "attention": at,
             "elementwise": el_roof / e_hbm,
+            "dequant": dq,
             "collectives": coll,
-            "overhead": c["overhead"],
+            "overhead": c["overhead"] + (c["launch"] if prefill_tokens else 0.0),
         }
         return exp, roof
 
     def _matmul_fraction(self, rows: int) -> float:
+        """The fraction of the compute dtype's peak the step's weight matmuls reach with ``rows`` rows laid out
+        tensor-parallel (``rows > 0``: each device multiplies all rows by its ``1/n`` of every weight) or, for a
+        sequence-parallel prefill (``rows < 0``), ``|rows| / n`` rows by whole weights per device; cached."""
         cache = self._c["fraction_cache"]
         f = cache.get(rows)
         if f is None:
             c = self._c
-            f = self.efficiency.fraction(self.chip, rows, self.model.d_model, c["ffn_per_chip"]) * c["sustained"]
+            n = c["n"]
+            if rows > 0:
+                f = _gemm_fraction(self.model, self.chip, self.compute_dtype, rows, n, self.efficiency)
+            else:
+                f = _gemm_fraction(self.model, self.chip, self.compute_dtype, math.ceil(-rows / n), 1, self.efficiency)
             if len(cache) < 65536:
                 cache[rows] = f
         return f
@@ -312,23 +370,37 @@ class Deployment:
         ``decode`` sequences with ``kv_tokens`` tokens of context between them, and ``prefill_tokens`` prompt
         tokens whose attention covers ``prefill_pairs`` (query, key) pairs and reads ``prefill_kv`` cached tokens."""
         (k_kv, k_w, dense, per_layer, E, k, vocab_rows, embed_row, k_mm, k_at, k_el, n_red, elat_ar, ebw_ar, n_a2a,
-         elat_aa, ebw_aa, x, overhead, k_dec) = self._c["fast"]  # fmt: skip
+         elat_aa, ebw_aa, x, overhead, k_dec, k_dq, seq, n, n_ga, elat_ga, ebw_ga, xs, gather_bytes,
+         kv_tok, launch) = self._c["fast"]  # fmt: skip
         rows = decode + prefill_tokens
         if rows == 0:
             return 0.0
+        cache = self._c["fraction_cache"]
         visited = dense + (per_layer * E * (1.0 - (1.0 - k / E) ** rows) if E else 0.0)
-        weights = (visited + min(rows, vocab_rows) * embed_row) * k_w
-        frac = self._c["fraction_cache"].get(rows) or self._matmul_fraction(rows)
-        mm = rows * k_mm / frac
+        params = visited + min(rows, vocab_rows) * embed_row
         at = prefill_pairs * k_at
-        coll = n_red * (elat_ar + ebw_ar * decode)
+        coll = 0.0
+        if seq and prefill_tokens:
+            weights = params * k_w * n
+            mm = prefill_tokens * k_mm / (cache.get(-prefill_tokens) or self._matmul_fraction(-prefill_tokens))
+            if decode:
+                mm += decode * k_mm / (cache.get(decode) or self._matmul_fraction(decode))
+                coll = n_red * (elat_ar + ebw_ar * decode)
+            g = n_ga * elat_ga + ebw_ga * (gather_bytes + (prefill_tokens + prefill_kv) * kv_tok)
+            coll += xs * g + (1.0 - xs) * max(0.0, g - mm - at)
+        else:
+            weights = params * k_w
+            mm = rows * k_mm / (cache.get(rows) or self._matmul_fraction(rows))
+            coll = n_red * (elat_ar + ebw_ar * decode)
+            if prefill_tokens:
+                pre = n_red * ebw_ar * prefill_tokens
+                coll += x * pre + (1.0 - x) * max(0.0, pre - mm - at)
         if decode and n_a2a:
             coll += n_a2a * (elat_aa + ebw_aa * decode)
-        if prefill_tokens:
-            pre = n_red * ebw_ar * prefill_tokens
-            coll += x * pre + (1.0 - x) * max(0.0, pre - mm - at)
         kv = (kv_tokens + prefill_kv) * k_kv + (max(0.0, kv_tokens * (k_dec - k_kv)) if k_dec else 0.0)
-        return kv + max(weights, mm + at + prefill_tokens * k_el) + coll + overhead
+        if prefill_tokens:
+            overhead += launch
+        return kv + max(weights, mm + at + prefill_tokens * k_el) + params * k_dq + coll + overhead
 
     @checked
     def step(
@@ -352,6 +424,7 @@ class Deployment:
             return (
                 p["kv"]
                 + max(p["weights"], p["matmul"] + p["attention"] + p["elementwise"])
+                + p["dequant"]
                 + p["collectives"]
                 + p.get("overhead", 0.0)
             )
@@ -373,6 +446,7 @@ class Deployment:
             n_chips=self.n_chips,
             fits=resident <= self.kv_capacity_tokens,
             roofline_parts=roof,
+            dequant=exp["dequant"],
         )
 
     @checked
@@ -484,6 +558,7 @@ def _collective_rates(m, sysm: System, e: EfficiencyModel) -> dict:
         return roof, exp
 
     ar_roof, ar_exp = affine("all_reduce")
+    ga_roof, ga_exp = affine("all_gather")
     a2a = kv_sharding(m, n).all_to_alls if n > 1 else 0
     aa_roof, aa_exp = affine("all_to_all") if a2a else ((0.0, 0.0), (0.0, 0.0))
     return {
@@ -493,15 +568,150 @@ def _collective_rates(m, sysm: System, e: EfficiencyModel) -> dict:
         "n_a2a": a2a * m.n_layers,
         "all_to_all": aa_roof,
         "e_all_to_all": (aa_exp[0], aa_exp[1]),
+        # a sequence-parallel prefill all-gathers each layer's weights (and the prompt's KV) over the replica:
+        # one call per layer, seconds per byte of the gathered array ((n - 1) / n of it crosses to each device)
+        "n_gathers": m.n_layers if n > 1 else 0,
+        "all_gather": (ga_roof[0], ga_roof[1] / act),
+        "e_all_gather": (ga_exp[0], ga_exp[1] / act),
     }
 
 
-def _rates(m, sysm: System, e: EfficiencyModel, weight_dtype: str, compute_dtype: str) -> dict:
+#: How a step's prompt tokens are laid over a replica's devices (:func:`deploy`'s ``prefill_sharding``).
+PREFILL_SHARDINGS = ("tensor", "sequence")
+
+#: Vector operations that widen one stored weight element to the compute dtype in a weight-only-quantised matmul:
+#: convert to fp32, multiply by its scale, round to the compute dtype (three; int4 adds one to unpack two elements
+#: from a byte). Our count of the kernels' inner loop (e.g. JetStream's int8 ``w.astype(bf16) * scale``), stated.
+DEQUANT_OPS = {"bf16": 0, "fp32": 0, "fp8": 3, "int8": 3, "int4": 4}
+#: VPU ALUs per lane assumed for a TPU whose record has none (v5e, v6e): v5p's 4 (scaling book, tpus.md
+#: Appendix A); an assumption, stated where it is used.
+DEFAULT_VPU_ALUS = 4
+
+
+def _chip_compute_dtypes(chip) -> tuple:
+    """The compute dtypes of :data:`~tpu_notes.inference.step.COMPUTE_DTYPES` ``chip`` has a matmul peak for."""
+    c = get_chip(chip, "chip")
+    return tuple(d for d in COMPUTE_DTYPES if {"bf16": c.bf16_flops, "int8": c.int8_flops, "fp8": c.fp8_flops}[d])
+
+
+@checked
+def resolve_compute_dtype(chip, weight_dtype: StorageDType, compute_dtype: ComputeDType | None = None) -> str:
+    """The dtype a deployment's matmuls run in, as engines run them: ``compute_dtype`` when given (refused, naming
+    it, where ``chip`` has no peak for it), else the weight dtype where the chip has a peak for it (FP8 weights on
+    H100/H200/B200, int8 on any chip with an int8 peak), else bf16 (a storage dtype with no peak is weight-only
+    quantisation: stored narrow, widened to bf16 each step)."""
+    c = get_chip(chip)
+    have = _chip_compute_dtypes(c)
+    if compute_dtype is not None:
+        if compute_dtype not in have:
+            raise ValueError(
+                f"compute_dtype={compute_dtype!r}: {c.long_name} has no {compute_dtype} matmul peak; "
+                f"compute_dtype must be one of {list(have)} on it (or None: the weight dtype where it can)"
+            )
+        return compute_dtype
+    return weight_dtype if weight_dtype in have else "bf16"
+
+
+def vector_rate(chip) -> float:
+    """Elementwise operations per second one device's vector units do (what widens weight-only-quantised weights):
+    a GPU's CUDA cores at one op per cycle (``Chip.fp32_flops``); a TPU's VPUs, ``cores × 8 × 128 lanes × ALUs per
+    lane × clock`` (:func:`tpu_notes.systolic.vpu_flops`; :data:`DEFAULT_VPU_ALUS` where the record has no ALU
+    count). 0 where the records give no rate (the dequantisation is then priced as one more pass over the narrow
+    weights at the HBM rate)."""
+    c = get_chip(chip, "chip")
+    if c.kind == "gpu":
+        return float(c.fp32_flops or 0.0)
+    if not c.clock_hz:
+        return 0.0
+    return float((c.cores_per_chip or 1) * 8 * 128 * (c.vpu_alus_per_lane or DEFAULT_VPU_ALUS) * c.clock_hz)
+
+
+def _dequant_per_param(c: Chip, n: int, weight_dtype: str, compute_dtype: str, e: EfficiencyModel) -> float:
+    """Seconds per weight read (all ``n`` devices together) of widening weight-only-quantised weights: the vector
+    units' :data:`DEQUANT_OPS` per element at :func:`vector_rate`, not hidden under the weight stream (the kernel
+    loads, then widens, then multiplies), or one more pass over the narrow bytes at the achieved HBM rate where the
+    chip's records give no vector rate; 0 when the weights are stored in the compute dtype or wider."""
+    if dtype_bytes(weight_dtype) >= dtype_bytes(compute_dtype):
+        return 0.0
+    rate = vector_rate(c)
+    if rate:
+        return DEQUANT_OPS[weight_dtype] / (n * rate)
+    return dtype_bytes(weight_dtype) / (n * c.hbm_bw * e.hbm)
+
+
+#: Kernels one layer of an eager prefill launches: input norm, QKV GEMM, rotary, KV-cache write, attention, output
+#: GEMM, residual + norm, gate/up GEMM, activation, down GEMM (10), and with tensor parallelism two AllReduces
+#: (vLLM's and TensorRT-LLM's Llama layer, counted from their model code).
+PREFILL_KERNELS = 10
+
+
+def _prefill_launch(model, chip, n: int) -> float:
+    """Seconds a step that carries prompt tokens pays beyond a decode step on a GPU: its kernels launched one by
+    one. Engines replay a captured CUDA graph for decode batches (vLLM's ``cudagraph_capture_sizes``, TensorRT-LLM's
+    CUDA-graph mode), so the fitted per-layer ``decode_overhead`` is a graph's; a prefill's token count varies and
+    it runs eagerly: each of the layer's :data:`PREFILL_KERNELS` (+2 AllReduces with tensor parallelism) pays the
+    GEMM model's fixed cost per call (:meth:`tpu_notes.gemm.GemmModel.fixed_of`, fitted on device-timed sweeps:
+    launch and pipeline fill), taken for every kernel as the one per-call cost the records give. 0 on a TPU, where
+    a prefill bucket is one compiled program like a decode step."""
+    c = get_chip(chip)
+    if c.kind != "gpu":
+        return 0.0
+    kernels = PREFILL_KERNELS + (2 if n > 1 else 0)
+    return kernels * model.n_layers * gemm_mod.DEFAULT.fixed_of(c)
+
+
+def _layer_matmuls(m, rows: float, tp: int) -> list:
+    """``(m, k, n)`` of one device's weight matmuls in one layer (tensor-parallel over ``tp`` devices), each
+    expert's at ``rows · k / E`` rows, and the unembedding: what :func:`matmul_fraction` weighs."""
+    D, N, K, H, t = m.d_model, m.n_heads, m.n_kv_heads, m.d_head, max(float(rows), 1.0)
+    mats = [(t, D, (N + 2 * K) * H / tp), (t, N * H / tp, D)]
+    if m.is_moe:
+        F = m.d_ff_expert or m.d_ff
+        t = max(t * m.experts_per_token / m.n_experts, 1.0)
+    else:
+        F = m.d_ff
+    mats += [(t, D, F / tp)] * (2 if m.gated_mlp else 1) + [(t, F / tp, D)]
+    mats.append((max(float(rows), 1.0), D, m.vocab / tp))
+    return mats
+
+
+def _gemm_fraction(model, chip, compute_dtype: str, rows: int, tp: int, efficiency: EfficiencyModel) -> float:
+    """The fraction of ``chip``'s ``compute_dtype`` peak a step's weight matmuls reach at ``rows`` rows per device,
+    tensor-parallel over ``tp`` devices: the efficiency model's large-matmul figure times its sustained fraction
+    (the training step's path, :mod:`tpu_notes.training.expected`) times the GEMM tile model's shape factor
+    (:mod:`tpu_notes.gemm`: tile padding, waves, split-K and the exposed share of the operands' bytes, at most
+    the array's own time), the
+    FLOP-weighted harmonic mean over the layer's matmuls. An FP8 step runs at the GEMM model's FP8 plateau
+    (``plateau_of(chip, "fp8") / plateau_of(chip)`` of the bf16 figure). The per-call fixed cost and the HBM-bound
+    floor are not here: the engine prices the weight stream (``weights``) and the per-layer kernel boundaries
+    (``overhead``) as parts of their own."""
+    c = get_chip(chip)
+    g = gemm_mod.DEFAULT
+    peak = c.peak_flops(compute_dtype)
+    plateau = g.plateau_of(c, compute_dtype)
+    rate = g.rate(c, compute_dtype)
+    exposed = float(g.exposed_bytes.get(c.kind, 0.0))
+    flops = time = 0.0
+    for a, b, d in _layer_matmuls(model, rows, tp):
+        f = 2.0 * a * b * d
+        work, t_bytes, _fixed = g._parts(c, a, b, d, compute_dtype, 1.0)  # noqa: SLF001 (the array's share only)
+        flops += f
+        array = work / rate
+        # the exposed share of the operands' bytes, at most of the array's own time: a bytes-bound call's stream
+        # is the engine's weights part, priced apart
+        array += exposed * min(t_bytes, array)
+        time += max(array, f / (plateau * peak))
+    shape = min(1.0, flops / (time * peak) / plateau)
+    scale = plateau / g.plateau_of(c) if compute_dtype == "fp8" else 1.0
+    return efficiency.large_matmul(c) * efficiency.sustained_fraction(c) * shape * scale
+
+
+def _rates(m, sysm: System, e: EfficiencyModel, weight_dtype: str, compute_dtype: str, prefill_sharding: str) -> dict:
     """Every rate a step is priced from (see :meth:`Deployment._parts`), for ``m`` on all devices of ``sysm``."""
     c, n = sysm.chip, sysm.n_devices
-    F = (m.d_ff_expert or m.d_ff) if m.is_moe else m.d_ff
-    return {
+    rates = {
         **_weight_rates(m),
+        "n": n,
         "wbytes": dtype_bytes(weight_dtype),
         "hbm_all": n * c.hbm_bw,
         "peak_all": n * c.peak_flops(compute_dtype),
@@ -514,12 +724,17 @@ def _rates(m, sysm: System, e: EfficiencyModel, weight_dtype: str, compute_dtype
         **_collective_rates(m, sysm, e),
         "e_hbm": e.hbm,
         "attention_fraction": e.attention_fraction(c) * e.sustained_fraction(c),
-        "sustained": e.sustained_fraction(c),
-        "ffn_per_chip": max(F / n, 1.0),
         "overhead": e.decode_overhead * m.n_layers,
+        "launch": _prefill_launch(m, c, n),
         "exposed": 0.0 if c.kind in e.collective_matmul else e.exposed_fraction("tensor", c),
+        "sequence": prefill_sharding == "sequence" and n > 1,
+        "exposed_gather": e.exposed_fraction("fsdp", c),
+        "gather_bytes": float(m.param_count()) * dtype_bytes(weight_dtype),
+        "dequant_per_param": _dequant_per_param(c, n, weight_dtype, compute_dtype, e),
         "fraction_cache": {},
     }
+    rates["k_mm"] = 2.0 * rates["matmul_params"] / rates["peak_all"]
+    return rates
 
 
 def _fast(rates: dict, kv_tok: float, e: EfficiencyModel) -> tuple:
@@ -534,7 +749,7 @@ def _fast(rates: dict, kv_tok: float, e: EfficiencyModel) -> tuple:
         rates["experts"][1],
         rates["vocab_rows"],
         rates["embed_row"],
-        2.0 * rates["matmul_params"] / rates["peak_all"],
+        rates["k_mm"],
         rates["attn_flops_per_pair"] / (rates["peak_bf16_all"] * rates["attention_fraction"]),
         rates["elem_bytes_per_token"] / e_hbm_all,
         rates["n_reduces"],
@@ -546,6 +761,16 @@ def _fast(rates: dict, kv_tok: float, e: EfficiencyModel) -> tuple:
         rates["exposed"],
         rates["overhead"],
         rates["decode_attn_flops_per_token"] / (rates["peak_bf16_all"] * rates["attention_fraction"]),
+        rates["dequant_per_param"],
+        rates["sequence"],
+        rates["n"],
+        rates["n_gathers"],
+        rates["e_all_gather"][0],
+        rates["e_all_gather"][1],
+        rates["exposed_gather"],
+        rates["gather_bytes"],
+        kv_tok,
+        rates["launch"],
     )
 
 
@@ -557,11 +782,12 @@ def deploy(
     *,
     weight_dtype: StorageDType = "bf16",
     kv_dtype: StorageDType = "bf16",
-    compute_dtype: ComputeDType = "bf16",
+    compute_dtype: ComputeDType | None = None,
     reserve_fraction: _Reserve = DEFAULT_RESERVE,
     efficiency: EfficiencyModel | None = None,
     check_memory: Bool = True,
     replicas: Annotated[int, Positive(integer=True, maximum=4096)] = 1,
+    prefill_sharding: Annotated[str, OneOf(PREFILL_SHARDINGS)] = "tensor",
 ) -> Deployment:
     """A :class:`Deployment` of ``model`` on ``system``: a :class:`~tpu_notes.topology.Slice`, a
     :class:`~tpu_notes.gpu.GpuCluster`, or a chip name with ``n_chips`` (the standard slice of that many TPU
@@ -570,29 +796,83 @@ def deploy(
     heads or be a multiple of them); and, naming ``n_chips``, a system whose memory does not hold the weights and
     one token of cache; ``check_memory=False`` prices that anyway (a pool of 0 tokens: every step is marked
     unfit). ``replicas`` identical copies serve behind one router (:func:`~tpu_notes.inference.simulate`); each
-    step is still priced on one replica."""
+    step is still priced on one replica.
+
+    ``compute_dtype`` is the dtype the matmuls run in (:func:`resolve_compute_dtype`): None (the default) is the
+    weight dtype where the chip has a peak for it, else bf16; a dtype the chip has no peak for is refused, naming
+    ``compute_dtype``. Weights stored narrower than they are computed (int4 anywhere, FP8 on a TPU) are weight-only
+    quantised: each step pays the ``dequant`` part (:func:`_dequant_per_param`).
+
+    ``prefill_sharding`` lays a step's prompt tokens over the replica: ``"tensor"`` (every device holds ``1/n`` of
+    each weight and all the tokens; two activation AllReduces per layer, hidden behind the matmuls as far as the
+    efficiency model's tensor exposure says) or ``"sequence"`` (every device holds ``1/n`` of the tokens and
+    all-gathers each layer's weights, ``weights · (n − 1)/n`` bytes per device per step, and the prompt's KV,
+    prefetched behind the compute as far as it lasts; no activation AllReduces; each device reads the whole
+    weights). Decoded rows stay tensor-parallel either way. :func:`best_prefill_sharding` compares them."""
     m = model
     sysm = _resolve_system(system, n_chips)
     _whole_heads(m, sysm.n_devices, argument="n_chips" if n_chips is not None else "system")
     e = check_efficiency(efficiency)
+    compute = resolve_compute_dtype(sysm.chip, weight_dtype, compute_dtype)
     weights, kv_tok, capacity = _pool(
         m, sysm.chip, sysm.n_devices, weight_dtype, kv_dtype, reserve_fraction, check_memory
     )
-    rates = _rates(m, sysm, e, weight_dtype, compute_dtype)
+    rates = _rates(m, sysm, e, weight_dtype, compute, prefill_sharding)
     rates["fast"] = _fast(rates, kv_tok, e)
     return Deployment(
         model=m,
         system=sysm,
         weight_dtype=weight_dtype,
         kv_dtype=kv_dtype,
-        compute_dtype=compute_dtype,
+        compute_dtype=compute,
         reserve_fraction=reserve_fraction,
         efficiency=e,
         weight_bytes=weights,
         kv_bytes_per_token=kv_tok,
         kv_capacity_tokens=int(min(max(capacity, 0), MAX_STEP_TOKENS)),
         replicas=replicas,
+        prefill_sharding=prefill_sharding,
         _c=rates,
+    )
+
+
+@checked
+def best_prefill_sharding(deployment, prompt_len: Context, batch: Batch = 1) -> str:
+    """The :data:`PREFILL_SHARDINGS` layout whose :meth:`Deployment.prefill_step` of ``batch`` prompts of
+    ``prompt_len`` tokens is faster on ``deployment``'s replica (ties go to ``"tensor"``): tensor parallelism pays
+    per-token activation AllReduces, sequence parallelism a per-step weight gather, so long prompts on a large
+    replica favour ``"sequence"`` and short ones ``"tensor"``."""
+    if not isinstance(deployment, Deployment):
+        raise TypeError(
+            f"deployment must be a Deployment (tpu_notes.inference.deploy(...)); got {type(deployment).__name__}"
+        )
+    times = {}
+    for layout in PREFILL_SHARDINGS:
+        d = deployment if deployment.prefill_sharding == layout else _with_prefill_sharding(deployment, layout)
+        times[layout] = d.prefill_step(prompt_len, batch).total
+    return min(PREFILL_SHARDINGS, key=lambda k: (times[k], PREFILL_SHARDINGS.index(k)))
+
+
+def _with_prefill_sharding(deployment, prefill_sharding: str):
+    """``deployment`` with its prompt tokens laid out as ``prefill_sharding`` (:data:`PREFILL_SHARDINGS`)."""
+    if not isinstance(deployment, Deployment):
+        raise TypeError(
+            f"deployment must be a Deployment (tpu_notes.inference.deploy(...)); got {type(deployment).__name__}"
+        )
+    if prefill_sharding not in PREFILL_SHARDINGS:
+        raise ValueError(f"prefill_sharding must be one of {list(PREFILL_SHARDINGS)}; got {prefill_sharding!r}")
+    d = deployment
+    return deploy(
+        d.model,
+        d.system,
+        weight_dtype=d.weight_dtype,
+        kv_dtype=d.kv_dtype,
+        compute_dtype=d.compute_dtype,
+        reserve_fraction=d.reserve_fraction,
+        efficiency=d.efficiency,
+        check_memory=False,
+        replicas=d.replicas,
+        prefill_sharding=prefill_sharding,
     )
 
 
@@ -600,8 +880,12 @@ __all__ = [
     "DEFAULT_RESERVE",
     "MAX_ROWS",
     "MAX_STEP_TOKENS",
+    "PREFILL_SHARDINGS",
     "Deployment",
     "EngineStep",
+    "best_prefill_sharding",
     "deploy",
+    "resolve_compute_dtype",
     "system_for",
+    "vector_rate",
 ]

@@ -257,13 +257,16 @@ def simulate_run(run: PublishedServing, model: EfficiencyModel | None = None):
     - ``workload="sharegpt"`` (JetStream): ``n_requests`` ShareGPT-like requests, capped at half the cache length
       each, sent at once to ``batch`` fixed slots of ``cache_len`` tokens (static KV, read whole every step, no
       memory reserve), whole prompts prefilled ahead of decoding.
-    """
+
+    A closed-loop :class:`~tpu_notes.inference.published_ttft.PublishedTTFT` row is served the same way (its
+    first-token times are read from the same simulation)."""
+    from .published_ttft import PublishedTTFT
     from .simulator import simulate
 
-    if not isinstance(run, PublishedServing):
-        raise TypeError(f"run must be a PublishedServing; got {type(run).__name__}")
-    if not run.workload:
-        raise ValueError(f"run {run.name!r} states no workload (workload=''): the step model prices it")
+    if not isinstance(run, (PublishedServing, PublishedTTFT)):
+        raise TypeError(f"run must be a PublishedServing or PublishedTTFT; got {type(run).__name__}")
+    if run.workload not in ("closed", "sharegpt"):
+        raise ValueError(f"run {run.name!r} states no served workload (workload={run.workload!r}): a step prices it")
     key = (run, _efficiency_key(check_efficiency(model, "model")))
     hit = _SIMULATED.get(key)
     if hit is None:

@@ -63,7 +63,7 @@ import numpy as np
 
 from .. import rules
 from ..hardware import get_chip
-from ..units import Bool, OneOf, Positive, check_fields, checked, fmt
+from ..units import Bool, OneOf, Positive, Range, check_fields, checked, fmt
 from .engine import Deployment
 from .workload import MAX_REQUESTS, Workload, _check_rate
 
@@ -81,6 +81,31 @@ _LINK_BANDWIDTH = {"ici": "ici_oneway", "dcn": "dcn", "nvlink": "nvlink", "ib": 
 #: (vllm-project/vllm vllm/core/block_manager.py), which keeps admissions from preempting at once.
 WATERMARK = 0.01
 
+#: How a request is sent to one of a deployment's replicas. ``"round-robin"``: in turn. ``"least-loaded"``: to the
+#: replica with the fewest *outstanding tokens*, the prompt + answer tokens of the requests routed to it and not yet
+#: completed (tokens, not requests, so that one long prompt counts for what it costs; ties go to the lowest index).
+#: ``"prefix-aware"``: a request carrying the workload's shared prefix goes to the least loaded of the replicas
+#: already sent that prefix (whose prefix cache holds it), unless that one carries more than
+#: :data:`PREFIX_BALANCE` times the least loaded replica's tokens plus the request's own, when the least loaded
+#: replica takes it and joins the holders (SGLang's cache-aware router balances the same way, by a load ratio);
+#: every other request goes least-loaded. A workload with no shared prefix is routed least-loaded.
+ROUTERS = ("round-robin", "least-loaded", "prefix-aware")
+#: How much more a prefix holder may carry than the least loaded replica before the prefix spreads to another.
+PREFIX_BALANCE = 2.0
+#: Fewest plain decode steps (nothing arriving, prefilling or completing) run at once by vectorised arithmetic
+#: rather than one by one: below it the per-step loop is as fast.
+FAST_FORWARD_MIN = 8
+#: Most replicas one simulation serves.
+MAX_REPLICAS = 256
+#: Share of the requests (the first to arrive) left out of the percentiles, and of the last to arrive. A choice:
+#: the first requests meet an empty server and the last a draining one, both kinder than the steady state a
+#: provisioned service runs in; a tenth at each end leaves 80% of a run, and a test holds that it removes the
+#: empty-server start (a queue that needs more than a tenth of the run to fill means the run is too short).
+DEFAULT_WARMUP = 0.1
+DEFAULT_DRAIN = 0.1
+
+_Route = Annotated[str, OneOf(ROUTERS)]
+_Share = Annotated[float, Range(0.0, 0.9)]
 _Budget = Annotated[int, Positive(integer=True, maximum=2**20)]
 _Seqs = Annotated[int, Positive(integer=True, maximum=2**16)]
 _Instances = Annotated[int, Positive(integer=True, maximum=1024)]
@@ -208,13 +233,57 @@ class SimResult:
     prefill_stall_s: float  # seconds prefill instances spent stalled, all instances together
     transfer_s: float  # mean KV transfer time per request, s (0 without disaggregation)
     transfer_wait_s: float  # mean wait of a finished prefill for decode blocks, s (backpressure)
+    tbt: tuple = (0.0, 0.0, 0.0)  # time between tokens, s: (p50, p90, p99) over every gap of every request
+    tbt_max: tuple = (0.0, 0.0, 0.0)  # each request's largest gap between tokens, s: (p50, p90, p99), 2+ tokens
+    replicas: int = 1  # decode (or colocated) replicas served
+    router: str = "least-loaded"  # how requests were sent to them (ROUTERS)
+    ttft_at: str = "decode"  # where TTFT was counted under disaggregation ("decode" or "prefill")
+    warmup: float = DEFAULT_WARMUP  # share of the first arrivals left out of the percentiles
+    drain: float = DEFAULT_DRAIN  # share of the last arrivals left out of the percentiles
     ttft_all: tuple = field(repr=False, default=())  # every request's TTFT, s, in request order
     tpot_all: tuple = field(repr=False, default=())  # every request's TPOT, s (0 for a one-token answer)
     tokens_all: tuple = field(repr=False, default=())  # tokens each request generated (its answer length)
+    tbt_max_all: tuple = field(repr=False, default=())  # every request's largest gap between tokens, s (0: none)
+    arrivals_all: tuple = field(repr=False, default=())  # every request's arrival time, s
+    replica_all: tuple = field(repr=False, default=())  # the replica each request was routed to
+
+    def window(self) -> np.ndarray:
+        """The requests the percentiles count: a boolean array, True for those that arrived after the first
+        ``warmup`` share and before the last ``drain`` share (all of them when that leaves none)."""
+        return _window(np.asarray(self.arrivals_all, dtype=float), self.warmup, self.drain)
+
+    def meets(self, slo) -> np.ndarray:
+        """A boolean array: True for each request that meets every bound of ``slo`` (a
+        :class:`~tpu_notes.inference.goodput.SLO`): TTFT, TPOT (a one-token answer has none and meets it, as
+        vLLM's benchmark counts it) and, when ``slo.tbt_s`` is set, its largest gap between tokens."""
+        from .goodput import SLO
+
+        if not isinstance(slo, SLO):
+            raise TypeError(f"slo must be a tpu_notes.inference.goodput.SLO; got {type(slo).__name__}")
+        ok = (np.asarray(self.ttft_all) <= slo.ttft_s) & (np.asarray(self.tpot_all) <= slo.tpot_s)
+        if slo.tbt_s is not None:
+            ok &= np.asarray(self.tbt_max_all) <= slo.tbt_s
+        return ok
+
+    def attainment(self, slo) -> float:
+        """Share of the window's requests (:meth:`window`) that meet every bound of ``slo``: DistServe's SLO
+        attainment (Zhong et al., OSDI 2024, arXiv:2401.09670, section 2)."""
+        ok = self.meets(slo)
+        win = self.window()
+        return float(ok[win].mean()) if win.any() else 0.0
+
+    def slo_requests_per_s(self, slo) -> float:
+        """Requests per second, over the whole run, that meet every bound of ``slo``: vLLM's benchmark's
+        "goodput" (``--goodput``; vllm-project/vllm benchmarks/benchmark_serving.py, ``calculate_metrics``), a
+        figure *at this load*, not the highest load that meets the SLO (that is
+        :func:`~tpu_notes.inference.goodput.max_rate_at_attainment`)."""
+        ok = self.meets(slo)
+        return float(ok.sum()) / self.duration if self.duration else 0.0
 
     def goodput(self, ttft_slo_s: float, tpot_slo_s: float) -> float:
-        """Requests per second (over the run) whose TTFT is at most ``ttft_slo_s`` and TPOT at most
-        ``tpot_slo_s``."""
+        """Deprecated name of :meth:`slo_requests_per_s`: ``slo_requests_per_s(SLO(ttft_slo_s, tpot_slo_s))``,
+        requests/s meeting both bounds at this load (not DistServe's goodput; see
+        :func:`~tpu_notes.inference.goodput.max_rate_at_attainment`)."""
         ttft_slo_s = Positive().check("ttft_slo_s", ttft_slo_s)
         tpot_slo_s = Positive().check("tpot_slo_s", tpot_slo_s)
         if not self.duration:
@@ -237,6 +306,9 @@ class SimResult:
             "tpot_p50_s": self.tpot[0],
             "tpot_p90_s": self.tpot[1],
             "tpot_p99_s": self.tpot[2],
+            "tbt_p50_s": self.tbt[0],
+            "tbt_p99_s": self.tbt[2],
+            "tbt_max_p99_s": self.tbt_max[2],
             "output_tokens_per_s": self.output_tokens_per_s,
             "input_tokens_per_s": self.input_tokens_per_s,
             "tokens_per_s_per_chip": self.tokens_per_s_per_chip,
@@ -250,11 +322,13 @@ class SimResult:
     def __repr__(self) -> str:
         t = " / ".join(fmt(v, "s") for v in self.ttft)
         p = " / ".join(fmt(v, "s") for v in self.tpot)
+        b = " / ".join(fmt(v, "s") for v in self.tbt)
         extra = f"; {self.preemptions} preemptions" if self.preemptions else ""
         if self.prefill_steps:
             extra += f"; KV transfer {fmt(self.transfer_s, 's')}, {self.prefill_stalls} prefill stalls"
         return (
-            f"SimResult({self.engine}: TTFT p50/p90/p99 {t}; TPOT {p}; {fmt(self.output_tokens_per_s, 'tokens/s')}"
+            f"SimResult({self.engine}: TTFT p50/p90/p99 {t}; TPOT {p}; TBT {b}, largest stall p99 "
+            f"{fmt(self.tbt_max[2], 's')}; {fmt(self.output_tokens_per_s, 'tokens/s')}"
             f" ({fmt(self.tokens_per_s_per_chip, 'tokens/s')} per chip on {self.n_chips}); mean batch "
             f"{self.mean_batch:.1f}, peak {self.peak_seqs} sequences, KV {self.kv_utilisation:.0%} used{extra}; "
             f"{self.completed:,} requests in {fmt(self.duration, 's')})"
@@ -263,41 +337,60 @@ class SimResult:
 
 # ---------------------------------------------------------------------------------------------- the engine
 class _Run:
-    """The state of one simulation: per-request lists, the decode batch, the KV pool and the counters."""
+    """The state of one replica's engine: its KV pool, its decode batch and its counters. The per-request lists
+    (and the router's books) are shared by every replica of one simulation: the first ``_Run`` draws them, the
+    others (``base``) hold the same lists."""
 
-    def __init__(self, dep: Deployment, sch: Scheduler, wl: Workload):
-        req = wl.draw()
-        n = wl.n_requests
-        self.dep, self.sch, self.wl, self.N = dep, sch, wl, n
-        self.P = [int(v) for v in req.prompts]
-        self.G = [int(v) for v in req.outputs]
-        rules.bounded_work(
-            sum(self.P) + sum(self.G), argument="workload.n_requests", unit="prompt + output tokens"
-        )  # every token is served at least once: the least work the run can take, refused before it starts
-        self.shared = [bool(v) for v in req.shared_prefix]
-        self.closed = wl.arrival == "closed"
-        self.arr = [math.inf if math.isnan(v) else float(v) for v in req.arrivals]
-        self.released = min(wl.concurrency, n) if self.closed else n
-        self.first = [math.nan] * n
-        self.last = [math.nan] * n
-        self.gen = [0] * n  # tokens generated when the sequence (re)joined the decode batch
-        self.L = list(self.P)  # tokens its next (or last) prefill computes KV for: prompt + regenerated tokens
-        self.done = [0] * n  # tokens of the current prefill computed
-        self.d0 = [0] * n  # decode-step counter when it joined the batch
-        self.shb = [0] * n  # shared prefix blocks it uses (prefix cache)
-        self.epoch = [0] * n  # bumped at each preemption (stale completion entries are skipped)
-        self.state = [0] * n  # 0 not arrived/waiting, 1 prefilling, 2 decoding, 3 reserved/transferring, 4 done
-        self.completed = 0
+    def __init__(self, dep: Deployment, sch: Scheduler, wl: Workload, base: _Run | None = None, rep: int = 0):
+        self.dep, self.sch, self.wl, self.rep = dep, sch, wl, rep
+        if base is None:
+            req = wl.draw()
+            n = wl.n_requests
+            self.N = n
+            self.P = [int(v) for v in req.prompts]
+            self.G = [int(v) for v in req.outputs]
+            rules.bounded_work(
+                sum(self.G) + sum(self.P) / sch.token_budget,
+                argument="workload.n_requests",
+                unit="output tokens + prompt chunks",
+            )  # every output token is a row of some step and every prompt is cut into chunks of at most the token
+            # budget: the least work the run can take, refused before it starts  # fmt: skip
+            self.shared = [bool(v) for v in req.shared_prefix]
+            self.closed = wl.arrival == "closed"
+            self.arr = [math.inf if math.isnan(v) else float(v) for v in req.arrivals]
+            self.first = [math.nan] * n
+            self.last = [math.nan] * n
+            self.gen = [0] * n  # tokens generated when the sequence (re)joined the decode batch
+            self.L = list(self.P)  # tokens its next (or last) prefill computes KV for: prompt + regenerated tokens
+            self.done = [0] * n  # tokens of the current prefill computed
+            self.d0 = [0] * n  # decode-step counter of its replica when it joined the batch
+            self.shb = [0] * n  # shared prefix blocks it uses (prefix cache)
+            self.epoch = [0] * n  # bumped at each preemption (stale completion entries are skipped)
+            self.state = [0] * n  # 0 not arrived/waiting, 1 prefilling, 2 decoding, 3 reserved/transferring, 4 done
+            self.seg_t0 = [math.nan] * n  # when the current decode segment's first token was delivered
+            # [requests completed (all replicas), requests released (closed loop)]
+            self.g = [0, min(wl.concurrency, n) if self.closed else n]
+            self.segs: list = []  # (replica, first decode step, last decode step, t0, request): every decode stretch
+            self.route = [0] * n  # the replica each request was routed to
+            self.load = []  # outstanding prompt + answer tokens routed to each replica (the router's books)
+        else:
+            for name in ("N", "P", "G", "shared", "closed", "arr", "first", "last", "gen", "L", "done", "d0",
+                         "shb", "epoch", "state", "seg_t0", "g", "segs", "route", "load"):  # fmt: skip
+                setattr(self, name, getattr(base, name))
+        self.load.append(0)
+        self.completed = 0  # requests this replica completed
         self.bs = sch.block_size
         self.paged = sch.kv == "paged"
         self.pool, self.watermark = self._pool(dep, sch)  # units: blocks (paged) or whole-request slots
         self.free = self.pool
         # the decode batch (O(1) per step)
         self.d = 0  # decode steps run
+        self.T = [math.nan]  # T[d]: when decode step d ended, s
         self.n_dec = 0  # sequences decoding
         self.ctx = 0  # sum of their contexts before the next step (tokens in their caches)
         self.cnt = [0] * self.bs  # decoding sequences by (context - d) mod block_size
         self.finish: dict = {}  # decode-step counter -> [(request, epoch)] completing at that step
+        self.fkeys: list = []  # the keys of `finish`, a min-heap (stale keys dropped lazily)
         self.order: list = []  # (request, epoch) in admission order: the last valid one is the preemption victim
         # the shared prefix (paged prefix cache)
         self.prefix_blocks = wl.prefix_len // self.bs if (sch.prefix_caching and self.paged) else 0
@@ -311,6 +404,7 @@ class _Run:
         self.cs_prefill = 0.0
         self.cs_decode = 0.0
         self.used_time = 0.0  # integral of allocated units over time
+        self.t_mark = math.nan  # time up to which used_time is counted
 
     def _pool(self, dep: Deployment, sch: Scheduler) -> tuple[int, int]:
         """``(units, watermark)`` of the KV pool: blocks of ``block_size`` tokens (paged) or whole-request slots
@@ -347,6 +441,14 @@ class _Run:
             )
         return cap // self.slot, 0
 
+    def account(self, t: float) -> None:
+        """Count the pool's allocated units up to ``t``."""
+        if t > self.t_mark:
+            self.used_time += (self.pool - self.free) * (t - self.t_mark)
+            self.t_mark = t
+        elif self.t_mark != self.t_mark:  # NaN: the first call
+            self.t_mark = t
+
     # -- pool -----------------------------------------------------------------------------------------------
     def shared_blocks(self, i: int) -> int:
         """Resident prefix blocks request ``i`` would share if admitted now."""
@@ -365,9 +467,11 @@ class _Run:
         return self.shb[i] * self.bs
 
     # -- the decode batch -----------------------------------------------------------------------------------
-    def join(self, i: int) -> None:
-        """Request ``i`` has just finished a prefill of ``L[i]`` tokens (and emitted a token): decode it."""
+    def join(self, i: int, t0: float) -> None:
+        """Request ``i`` has just finished a prefill of ``L[i]`` tokens (and emitted a token, delivered at ``t0``):
+        decode it."""
         self.d0[i] = self.d
+        self.seg_t0[i] = t0
         self.state[i] = 2
         self.n_dec += 1
         self.ctx += self.L[i]
@@ -377,17 +481,19 @@ class _Run:
         b = self.finish.get(key)
         if b is None:
             self.finish[key] = [(i, self.epoch[i])]
+            heapq.heappush(self.fkeys, key)
         else:
             b.append((i, self.epoch[i]))
 
     def leave(self, i: int) -> int:
         """Take decoding request ``i`` out of the batch (``gen[i]`` brought up to date first); returns the units it
-        held."""
+        held. Records its decode stretch (tokens at this replica's decode steps ``d0 + 1 ... d``)."""
         c = self.L[i] + self.d - self.d0[i]
         self.n_dec -= 1
         self.ctx -= c
         if self.paged:
             self.cnt[(self.L[i] - self.d0[i]) % self.bs] -= 1
+        self.segs.append((self.rep, self.d0[i] + 1, self.d, self.seg_t0[i], i))
         return self.held_units(i, c)
 
     def grow(self, victims) -> None:
@@ -402,9 +508,63 @@ class _Run:
             need = cnt[(-self.d) % bs]
         self.free -= need
 
-    def after_decode(self, t: float, on_done) -> None:
+    def fast_forward(self, t: float, bound: float, padded: bool) -> tuple[float, int]:
+        """Run, at once, the plain decode steps from ``t``: the batch as it is, no prompt, no completion, every step
+        ending by ``bound`` (the next event that could change the batch) and the pool holding their new blocks.
+        Same accounting as one step at a time; the caller has checked that nothing waits. Returns ``(time, steps
+        run)``; runs none unless at least :data:`FAST_FORWARD_MIN` qualify."""
+        n = self.n_dec
+        fk = self.fkeys
+        while fk and fk[0] <= self.d:
+            heapq.heappop(fk)
+        if not n or not fk:
+            return t, 0
+        k = fk[0] - self.d - 1  # steps before the next completion
+        if self.paged:
+            k = min(k, (self.free // n) * self.bs)
+        if k < FAST_FORWARD_MIN:
+            return t, 0
+        dep = self.dep
+        kv0 = n * self.slot if padded else self.ctx + n
+        dt0 = dep._seconds(n, kv0)
+        if bound < math.inf:
+            k = min(k, int((bound - t) / dt0) + 1)
+            if k < FAST_FORWARD_MIN:
+                return t, 0
+        s = np.arange(k)
+        if padded or k == 1:
+            dts = np.full(k, dt0)
+        else:  # a step's time is linear in the context it reads, which grows by n tokens a step
+            dt1 = dep._seconds(n, kv0 + n * (k - 1))
+            dts = dt0 + (dt1 - dt0) * (s / (k - 1))
+        times = np.cumsum(np.concatenate(([t], dts)))
+        if bound < math.inf:
+            k = min(k, int(np.searchsorted(times, bound, side="right")) - 1)
+            if k < FAST_FORWARD_MIN:
+                return t, 0
+            dts, times = dts[:k], times[: k + 1]
+        if self.paged:
+            need = np.asarray(self.cnt)[(-(self.d + s[:k])) % self.bs]
+            free_s = self.free - np.cumsum(need)
+            self.used_time += float(np.dot(self.pool - free_s, dts))
+            self.free = int(free_s[-1])
+        else:
+            self.used_time += (self.pool - self.free) * float(times[k] - t)
+        t_end = float(times[k])
+        self.t_mark = t_end
+        self.d += k
+        self.ctx += k * n
+        self.T.extend(times[1:].tolist())
+        self.steps += k
+        self.decode_steps += k
+        self.batch_sum += k * n
+        self.cs_decode += (t_end - t) * dep.n_chips
+        return t_end, k
+
+    def after_decode(self, t: float) -> None:
         """The batch has decoded one token each at time ``t``: advance and complete the sequences due."""
         self.d += 1
+        self.T.append(t)
         self.ctx += self.n_dec
         due = self.finish.pop(self.d, None)
         if due:
@@ -413,15 +573,53 @@ class _Run:
                     continue
                 self.gen[i] += self.d - self.d0[i]
                 self.free += self.leave(i)
-                on_done(i, t)
+                self.complete(i, t)
 
     def complete(self, i: int, t: float) -> None:
         self.state[i] = 4
         self.last[i] = t
         self.completed += 1
-        if self.closed and self.released < self.N:
-            self.arr[self.released] = t
-            self.released += 1
+        g = self.g
+        g[0] += 1
+        self.load[self.route[i]] -= self.P[i] + self.G[i]
+        if self.closed and g[1] < self.N:
+            self.arr[g[1]] = t
+            g[1] += 1
+
+
+class _Router:
+    """Sends each arriving request to a replica (see :data:`ROUTERS`); keeps the books in ``run.load``."""
+
+    def __init__(self, policy: str, run: _Run, n: int):
+        self.policy, self.r, self.n = policy, run, n
+        self.count = 0
+        self.holders: list = []  # replicas that have been sent the shared prefix (prefix-aware)
+        self.prefix = run.wl.prefix_share > 0
+
+    def least(self, among) -> int:
+        load = self.r.load
+        return min(among, key=load.__getitem__)
+
+    def __call__(self, i: int) -> int:
+        r, n = self.r, self.n
+        if n == 1:
+            k = 0
+        elif self.policy == "round-robin":
+            k = self.count % n
+        elif self.policy == "prefix-aware" and self.prefix and r.shared[i]:
+            load = r.load
+            low = min(load)
+            k = self.least(self.holders) if self.holders else -1
+            if k < 0 or load[k] > PREFIX_BALANCE * low + r.P[i] + r.G[i]:
+                k = self.least(range(n))  # the holders are too busy: one more replica takes the prefix
+                if k not in self.holders:
+                    self.holders.append(k)
+        else:
+            k = self.least(range(n))
+        self.count += 1
+        r.route[i] = k
+        r.load[k] += r.P[i] + r.G[i]
+        return k
 
 
 def _split(dep: Deployment, n_dec, kv, ptok, pairs, pkv, dt) -> tuple[float, float]:
@@ -435,8 +633,12 @@ def _split(dep: Deployment, n_dec, kv, ptok, pairs, pkv, dt) -> tuple[float, flo
     return dt * b / (a + b), dt * a / (a + b)
 
 
+class _TooManySteps(ValueError):
+    """A simulation passed :data:`MAX_STEPS` engine steps (a ValueError: lower the requests or raise the load)."""
+
+
 def _too_many_steps():
-    raise ValueError(
+    raise _TooManySteps(
         f"the simulation passed MAX_STEPS ({MAX_STEPS:,}) engine steps: reduce workload.n_requests or its output "
         "lengths (or raise the load: a lightly loaded server runs one step per token per request)"
     )
@@ -445,12 +647,14 @@ def _too_many_steps():
 class _Colocated:
     """One replica that prefills and decodes in the same steps (:attr:`Scheduler.policy` says how)."""
 
-    def __init__(self, dep: Deployment, sch: Scheduler, wl: Workload):
-        self.r = _Run(dep, sch, wl)
+    def __init__(self, dep: Deployment, sch: Scheduler, wl: Workload, base: _Run | None = None, rep: int = 0):
+        self.r = _Run(dep, sch, wl, base, rep)
         self.dep, self.sch = dep, sch
         self.padded = sch.kv == "static"  # a static slot's buffer is read whole every step (no paged attention)
         self.waiting: deque = deque()
         self.prefilling: list = []  # admitted, prompt not finished (admission order)
+        self.fill = self.fill_chunked if sch.policy == "chunked" else self.fill_prefill_first
+        self.pending = None  # (chunks, decoded) of the step running
 
     def victim(self) -> None:
         """Preempt the most recently admitted running sequence (recompute): it goes back to the head of the queue."""
@@ -529,8 +733,11 @@ class _Colocated:
         r.grow(self.victim)
         return chunks, r.n_dec
 
-    def run_step(self, t: float, chunks: list, n_dec: int) -> float:
-        """Price and account one step of ``n_dec`` decoded sequences and ``chunks``; returns its end time."""
+    def start(self, t: float, steps: list) -> float:
+        """Fill and price the next step from ``t``; returns its end time, or ``inf`` when there is nothing to run."""
+        chunks, n_dec = self.fill()
+        if not n_dec and not chunks:
+            return math.inf
         r, done, n_chips = self.r, self.r.done, self.dep.n_chips
         ptok, pairs, pkv = 0, 0.0, 0
         for i, c in chunks:
@@ -543,23 +750,27 @@ class _Colocated:
         cp, cd = _split(self.dep, n_dec, kv, ptok, pairs, pkv, dt)
         r.cs_prefill += cp * n_chips
         r.cs_decode += cd * n_chips
-        r.used_time += (r.pool - r.free) * dt
+        r.account(t)
         running = r.n_dec + len(self.prefilling)
         if running > r.peak:
             r.peak = running
-        t += dt
         r.steps += 1
-        if r.steps > MAX_STEPS:
+        steps[0] += 1
+        if steps[0] > MAX_STEPS:
             _too_many_steps()
+        self.pending = (chunks, n_dec)
+        return t + dt
+
+    def end(self, t: float) -> None:
+        """The step started by :meth:`start` ends at ``t``: decoded tokens land, finished prompts emit their first
+        token and decode."""
+        r, L, done = self.r, self.r.L, self.r.done
+        chunks, n_dec = self.pending
+        r.account(t)
         if n_dec:
             r.decode_steps += 1
             r.batch_sum += n_dec
-            r.after_decode(t, r.complete)
-        return t
-
-    def end_chunks(self, t: float, chunks: list) -> None:
-        """The step's prompt chunks are computed at ``t``: a finished prompt emits its first token and decodes."""
-        r, L, done = self.r, self.r.L, self.r.done
+            r.after_decode(t)
         for i, c in chunks:
             done[i] += c
             if done[i] < L[i]:
@@ -573,43 +784,113 @@ class _Colocated:
                 r.shb[i] = r.prefix_blocks
             if r.gen[i] >= r.G[i]:
                 r.free += r.held_units(i, L[i])
+                r.segs.append((r.rep, 1, 0, t, i))  # a stretch of one token, delivered at t
                 r.complete(i, t)
             else:
-                r.join(i)
+                r.join(i, t)
 
-    def run(self) -> dict:
-        r, arr, N = self.r, self.r.arr, self.r.N
-        fill = self.fill_chunked if self.sch.policy == "chunked" else self.fill_prefill_first
-        nxt = 0
-        t = arr[0]
-        t_start = t
-        while r.completed < N:
+
+def _colocated(dep: Deployment, sch: Scheduler, wl: Workload, router: str) -> tuple:
+    """Serve ``wl`` on ``dep.replicas`` colocated replicas behind ``router``: every replica's step is an event;
+    arrivals are routed at their time."""
+    n_rep = dep.replicas
+    first = _Colocated(dep, sch, wl)
+    engines = [first] + [_Colocated(dep, sch, wl, first.r, k) for k in range(1, n_rep)]
+    r0 = first.r
+    route = _Router(router, r0, n_rep)
+    arr, N, g = r0.arr, r0.N, r0.g
+    steps = [0]
+    t = arr[0]
+    t_start = t
+    nxt = 0
+    ends = [math.inf] * n_rep
+    heap: list = []
+    poke = set(range(n_rep))
+    if n_rep == 1:  # one replica: no router, no heap (the common case, kept fast)
+        waiting, start, end, prefilling, padded = first.waiting, first.start, first.end, first.prefilling, first.padded
+        while g[0] < N:
             while nxt < N and arr[nxt] <= t:
-                self.waiting.append(nxt)
+                waiting.append(nxt)
                 nxt += 1
-            chunks, n_dec = fill()
-            if not n_dec and not chunks:
+            if not waiting and not prefilling and r0.n_dec >= 1:
+                t, k = r0.fast_forward(t, arr[nxt] if nxt < N else math.inf, padded)
+                steps[0] += k
+                if steps[0] > MAX_STEPS:
+                    _too_many_steps()
+            e = start(t, steps)
+            if e == math.inf:
                 if nxt >= N:
                     raise RuntimeError("the simulator has requests left but nothing to run (a bug)")
-                r.used_time += (r.pool - r.free) * (arr[nxt] - t)
                 t = arr[nxt]
                 continue
-            t = self.run_step(t, chunks, n_dec)
-            self.end_chunks(t, chunks)
-        return _finish(r, t_start, t, self.dep.n_chips, self.sch.label())
+            end(e)
+            t = e
+        poke.clear()
+    while g[0] < N:
+        while nxt < N and arr[nxt] <= t:
+            k = route(nxt)
+            engines[k].waiting.append(nxt)
+            poke.add(k)
+            nxt += 1
+        for k in poke:
+            if ends[k] == math.inf:
+                eng = engines[k]
+                if not eng.waiting and not eng.prefilling and eng.r.n_dec:
+                    bound = arr[nxt] if nxt < N else math.inf
+                    if r0.closed and heap:
+                        bound = min(bound, heap[0][0])  # another replica's completion may release a client
+                    t_k, n_ff = eng.r.fast_forward(t, bound, eng.padded)
+                    steps[0] += n_ff
+                    if steps[0] > MAX_STEPS:
+                        _too_many_steps()
+                    e = eng.start(t_k, steps)
+                else:
+                    e = eng.start(t, steps)
+                if e != math.inf:
+                    ends[k] = e
+                    heapq.heappush(heap, (e, k))
+        poke.clear()
+        if g[0] >= N:
+            break
+        t_new = min(heap[0][0] if heap else math.inf, arr[nxt] if nxt < N else math.inf)
+        if t_new == math.inf:
+            raise RuntimeError("the simulator has requests left but nothing to run (a bug)")
+        t = t_new
+        while heap and heap[0][0] <= t:
+            e, k = heapq.heappop(heap)
+            ends[k] = math.inf
+            engines[k].end(e)
+            poke.add(k)
+    runs = [e.r for e in engines]
+    for r in runs:
+        r.account(t)
+    return runs, t_start, t, dep.total_chips, sch.label(), {}
 
 
-def _colocated(dep: Deployment, sch: Scheduler, wl: Workload) -> dict:
-    return _Colocated(dep, sch, wl).run()
+class _Decoder:
+    """One decode replica under disaggregation: its engine state and its side of the KV hand-off."""
+
+    def __init__(self, run: _Run):
+        self.r = run
+        self.ready: deque = deque()  # (request, instance, time its prefill ended) waiting for this pool's blocks
+        self.arrived: list = []  # KV on this replica, joining at its next step
+        self.busy = False
+        self.n_reserved = 0  # transfers under way to it
 
 
 class _Disaggregated:
-    """A decode replica fed by prefill instances over a link (see the module docstring). Events are ``(time, order,
+    """Decode replicas fed by prefill instances over a link (see the module docstring). Events are ``(time, order,
     kind, payload)`` on a heap; kinds: 0 a decode step ends, 1 a KV transfer ends, 2 a prefill step ends."""
 
-    def __init__(self, dep: Deployment, sch: Scheduler, dis: Disaggregation, wl: Workload):
+    def __init__(self, dep: Deployment, sch: Scheduler, dis: Disaggregation, wl: Workload, router: str):
         _check_prefill(dep, dis)
-        self.r = r = _Run(dep, sch, wl)
+        r = _Run(dep, sch, wl)
+        self.r = r  # the shared per-request lists (and replica 0)
+        self.dec = [_Decoder(r)] + [_Decoder(_Run(dep, sch, wl, r, k)) for k in range(1, dep.replicas)]
+        for d in self.dec:
+            d.r.prefix_blocks = 0  # the decode side receives whole prompts (no shared prefix there)
+        self.victims = [self._victim_of(k) for k in range(len(self.dec))]
+        self.route = _Router(router, r, len(self.dec))
         self.dep, self.sch, self.dis, self.pre = dep, sch, dis, dis.prefill
         _check_prefill_pool(r, dis.prefill.kv_capacity_tokens)
         K, N = dis.instances, r.N
@@ -617,10 +898,7 @@ class _Disaggregated:
         self.bw = dis.bandwidth(dep)
         self.lat = self.pre.efficiency.latency(dis.link)
         self.pb_tokens = (wl.prefix_len // sch.block_size) * sch.block_size if sch.prefix_caching else 0
-        r.prefix_blocks = 0  # the decode side receives whole prompts (no shared prefix there)
         self.queue: deque = deque()  # requests waiting for a prefill instance
-        self.ready: deque = deque()  # (request, instance, time its prefill ended) waiting for decode blocks
-        self.arrived: list = []  # KV on the decode replica, joining at the next step
         self.ppool = [0] * K  # tokens held in each instance's pool
         self.pbusy = [False] * K
         self.plink = [0.0] * K  # when each instance's link is next free
@@ -629,21 +907,26 @@ class _Disaggregated:
         self.owner = [0] * N  # the instance that prefilled each request
         self.pcached = [0] * N  # prefix tokens its prefill read from that instance's cache
         self.keep = [0] * N  # prefix tokens of its KV that stay resident in that instance's pool
+        self.tpre = [math.nan] * N  # when its last prefill ended
         self.events: list = []
         self.seq = 0
-        self.n_reserved = 0
         self.stalls, self.stall_s, self.xfer_sum, self.wait_sum, self.n_xfer = 0, 0.0, 0.0, 0.0, 0
         self.prefill_steps = 0
-        self.dec_busy = False
+        self.steps = 0
+        self.nxt = 0  # the next request to arrive
         self.now = r.arr[0]
 
     def push(self, t: float, kind: int, payload) -> None:
         self.seq += 1
         heapq.heappush(self.events, (t, self.seq, kind, payload))
 
-    def victim(self) -> None:
-        """Preempt the most recently admitted decoding sequence: back to the head of the prefill queue."""
-        r, state = self.r, self.r.state
+    def _victim_of(self, k: int):
+        return lambda: self.victim(k)
+
+    def victim(self, k: int) -> None:
+        """Preempt decode replica ``k``'s most recently admitted sequence: back to the head of the prefill queue."""
+        r = self.dec[k].r
+        state = r.state
         while True:
             i, ep = r.order.pop()
             if ep == r.epoch[i] and state[i] == 2:
@@ -657,24 +940,26 @@ class _Disaggregated:
         r.preemptions += 1
 
     def start_transfers(self) -> None:
-        """Send finished prefills' KV, in order, while the decode pool has blocks and sequence slots for them."""
-        r, ready = self.r, self.ready
-        while ready:
-            i, j, t_done = ready[0]
-            u = r.prompt_units(i)
-            if u + r.watermark > r.free or r.n_dec + self.n_reserved + len(self.arrived) >= self.sch.max_seqs:
-                return
-            ready.popleft()
-            r.free -= u
-            self.n_reserved += 1
-            r.state[i] = 3
-            begin = max(self.now, self.plink[j])
-            dur = r.L[i] * self.pre.kv_bytes_per_token / self.bw + self.lat
-            self.plink[j] = begin + dur
-            self.xfer_sum += dur
-            self.wait_sum += self.now - t_done
-            self.n_xfer += 1
-            self.push(begin + dur, 1, i)
+        """Send finished prefills' KV, in order, while each decode pool has blocks and sequence slots for them."""
+        for dec in self.dec:
+            r, ready = dec.r, dec.ready
+            while ready:
+                i, j, t_done = ready[0]
+                u = r.prompt_units(i)
+                if u + r.watermark > r.free or r.n_dec + dec.n_reserved + len(dec.arrived) >= self.sch.max_seqs:
+                    break
+                ready.popleft()
+                r.account(self.now)
+                r.free -= u
+                dec.n_reserved += 1
+                r.state[i] = 3
+                begin = max(self.now, self.plink[j])
+                dur = r.L[i] * self.pre.kv_bytes_per_token / self.bw + self.lat
+                self.plink[j] = begin + dur
+                self.xfer_sum += dur
+                self.wait_sum += self.now - t_done
+                self.n_xfer += 1
+                self.push(begin + dur, 1, i)
 
     def end_stall(self, j: int) -> None:
         if not math.isnan(self.stalled_since[j]):
@@ -723,18 +1008,30 @@ class _Disaggregated:
             dt = self.pre._seconds(0, 0, ptok, pairs, pkv)
             self.r.cs_prefill += dt * self.pre.n_chips
             self.prefill_steps += 1
-            if self.prefill_steps + self.r.steps > MAX_STEPS:
+            if self.prefill_steps + self.steps > MAX_STEPS:
                 _too_many_steps()
             self.push(self.now + dt, 2, (j, batch))
 
-    def start_decode(self) -> None:
-        """Let the KV that has arrived join the batch, grow it a block where needed, and start a decode step."""
-        r = self.r
-        for i in self.arrived:
-            r.join(i)
+    def start_decode(self, k: int) -> None:
+        """Let the KV that has arrived at replica ``k`` join its batch, grow it a block where needed, and start a
+        decode step."""
+        dec = self.dec[k]
+        r = dec.r
+        r.account(self.now)
+        for i in dec.arrived:
+            r.join(i, self.tpre[i])  # its prefill's token (delivered here or with this replica's next step)
             r.order.append((i, r.epoch[i]))
-        self.arrived.clear()
-        r.grow(self.victim)
+        dec.arrived.clear()
+        t0 = self.now
+        if r.n_dec:
+            nxt = self.nxt
+            bound = r.arr[nxt] if nxt < r.N else math.inf
+            for e in self.events:  # prefills ending and transfers landing may change the batch
+                if e[2] and e[0] < bound:
+                    bound = e[0]
+            t0, n_ff = r.fast_forward(t0, bound, self.sch.kv == "static")
+            self.steps += n_ff
+        r.grow(self.victims[k])
         if not r.n_dec:
             return
         n = r.n_dec
@@ -743,91 +1040,99 @@ class _Disaggregated:
         if n > r.peak:
             r.peak = n
         r.steps += 1
-        if self.prefill_steps + r.steps > MAX_STEPS:
+        self.steps += 1
+        if self.prefill_steps + self.steps > MAX_STEPS:
             _too_many_steps()
         r.decode_steps += 1
         r.batch_sum += n
-        self.dec_busy = True
-        self.push(self.now + dt, 0, None)
+        dec.busy = True
+        self.push(t0 + dt, 0, k)
 
-    def decode_ended(self) -> None:
-        self.dec_busy = False
-        self.r.after_decode(self.now, self.r.complete)
-        if self.r.n_dec or self.arrived:
+    def decode_ended(self, k: int) -> None:
+        dec = self.dec[k]
+        dec.busy = False
+        dec.r.account(self.now)
+        dec.r.after_decode(self.now)
+        if dec.r.n_dec or dec.arrived:
             self.start_transfers()
-            self.start_decode()
+            self.start_decode(k)
 
     def transfer_ended(self, i: int) -> None:
         L = self.r.L
         self.ppool[self.owner[i]] -= L[i] - self.pcached[i] - self.keep[i]
-        self.n_reserved -= 1
-        self.arrived.append(i)
-        if not self.dec_busy:
-            self.start_decode()
+        k = self.r.route[i]
+        dec = self.dec[k]
+        dec.n_reserved -= 1
+        dec.arrived.append(i)
+        if not dec.busy:
+            self.start_decode(k)
 
     def prefill_ended(self, j: int, batch: list) -> None:
-        """Instance ``j``'s prompts are prefilled: each emits its first token, then waits for decode blocks (or is
-        done)."""
+        """Instance ``j``'s prompts are prefilled: each emits its first token, then waits for decode blocks on its
+        replica (or is done)."""
         r, L, pb, now = self.r, self.r.L, self.pb_tokens, self.now
         self.pbusy[j] = False
         for i in batch:
             if math.isnan(r.first[i]):
                 r.first[i] = now
             r.gen[i] += 1
+            self.tpre[i] = now
             if pb and r.shared[i] and not self.pprefix[j] and not self.pcached[i]:
                 self.pprefix[j] = True  # its prefix tokens stay in this instance's pool from now on
                 self.keep[i] = pb
             if r.gen[i] >= r.G[i]:
                 self.ppool[j] -= L[i] - self.pcached[i] - self.keep[i]
-                r.complete(i, now)
+                r.segs.append((r.route[i], 1, 0, now, i))  # a stretch of one token, delivered at the prefill
+                self.dec[r.route[i]].r.complete(i, now)
             else:
-                self.ready.append((i, j, now))
+                self.dec[r.route[i]].ready.append((i, j, now))
 
-    def run(self) -> dict:
-        r, arr, N, events = self.r, self.r.arr, self.r.N, self.events
+    def run(self) -> tuple:
+        r, arr, N, events, g = self.r, self.r.arr, self.r.N, self.events, self.r.g
         nxt = 0
         t_start = self.now
-        while r.completed < N:
+        while g[0] < N:
             while nxt < N and arr[nxt] <= self.now:
+                self.route(nxt)
                 self.queue.append(nxt)
                 nxt += 1
+            self.nxt = nxt
             self.start_transfers()
             self.start_prefills()
-            if not self.dec_busy and self.arrived:
-                self.start_decode()
-            if r.completed >= N:
+            for k, dec in enumerate(self.dec):
+                if not dec.busy and dec.arrived:
+                    self.start_decode(k)
+            if g[0] >= N:
                 break
             t_new = min(events[0][0] if events else math.inf, arr[nxt] if nxt < N else math.inf)
             if t_new == math.inf:
                 raise RuntimeError("the simulator has requests left but nothing to run (a bug)")
-            r.used_time += (r.pool - r.free) * (t_new - self.now)
             self.now = t_new
             # every event due now, in (time, order): decode ends free blocks first only when they are earlier
             while events and events[0][0] <= self.now:
                 _, _, kind, payload = heapq.heappop(events)
                 if kind == 0:
-                    self.decode_ended()
+                    self.decode_ended(payload)
                 elif kind == 1:
                     self.transfer_ended(payload)
                 else:
                     self.prefill_ended(*payload)
-        return self.result(t_start)
-
-    def result(self, t_start: float) -> dict:
         for j in range(self.K):
             self.end_stall(j)
-        r, pre = self.r, self.pre
-        n_chips = self.dep.n_chips + self.K * pre.n_chips
-        out = _finish(r, t_start, max(x for x in r.last), n_chips, f"{self.sch.label()}; {self.dis.label()}")
+        runs = [d.r for d in self.dec]
+        for x in runs:
+            x.account(self.now)
         n = self.n_xfer
-        out.update(
+        extra = dict(
             prefill_steps=self.prefill_steps,
             prefill_stalls=self.stalls,
             prefill_stall_s=self.stall_s,
             transfer_s=self.xfer_sum / n if n else 0.0,
             transfer_wait_s=self.wait_sum / n if n else 0.0,
         )
-        return out
+        n_chips = self.dep.total_chips + self.K * self.pre.n_chips
+        t_end = max(x for x in r.last)
+        return runs, t_start, t_end, n_chips, f"{self.sch.label()}; {self.dis.label()}", extra
 
 
 def _check_prefill(dep: Deployment, dis: Disaggregation) -> None:
@@ -848,15 +1153,96 @@ def _check_prefill_pool(r: _Run, pcap: int) -> None:
         )
 
 
-def _disaggregated(dep: Deployment, sch: Scheduler, dis: Disaggregation, wl: Workload) -> dict:
-    return _Disaggregated(dep, sch, dis, wl).run()
+def _window(arr: np.ndarray, warmup: float, drain: float) -> np.ndarray:
+    """Requests that arrived after the first ``warmup`` share and before the last ``drain`` share (by arrival
+    order); every request when that leaves none."""
+    n = len(arr)
+    lo, hi = int(math.floor(warmup * n)), n - int(math.floor(drain * n))
+    if lo >= hi:
+        return np.ones(n, dtype=bool)
+    rank = np.empty(n, dtype=np.int64)
+    rank[np.argsort(arr, kind="stable")] = np.arange(n)
+    return (rank >= lo) & (rank < hi)
 
 
-def _finish(r: _Run, t_start: float, t_end: float, n_chips: int, engine: str) -> dict:
+def _weighted_pct(values: np.ndarray, weights: np.ndarray) -> tuple[float, float, float]:
+    """(p50, p90, p99) of ``values`` counted ``weights`` times each (the inverted CDF: the smallest value whose
+    cumulative count reaches the share)."""
+    keep = weights > 0
+    values, weights = values[keep], weights[keep]
+    if not len(values):
+        return (0.0, 0.0, 0.0)
+    o = np.argsort(values, kind="stable")
+    v, cw = values[o], np.cumsum(weights[o])
+    idx = np.searchsorted(cw, np.array([0.5, 0.9, 0.99]) * cw[-1], side="left")
+    return tuple(float(v[min(k, len(v) - 1)]) for k in idx)
+
+
+def _deliveries(runs: list, N: int, disaggregated: bool, ttft_at: str, window: np.ndarray):
+    """From the decode stretches: each request's first delivered token (s; NaN where it had no stretch), its
+    largest gap between delivered tokens (s), and the (p50, p90, p99) of every gap of the window's requests."""
+    segs = runs[0].segs
+    first_del = np.full(N, np.nan)
+    stall = np.zeros(N)
+    if not segs:
+        return first_del, stall, (0.0, 0.0, 0.0)
+    Ts = [np.asarray(r.T, dtype=float) for r in runs]
+    offs = np.cumsum([0] + [len(x) for x in Ts])
+    Tg = np.concatenate(Ts)
+    dT = np.append(np.diff(Tg), 0.0)  # dT[j] = Tg[j+1] - Tg[j] (a sentinel 0 at the end)
+    S = np.array(segs, dtype=float)
+    rep, a, b, t0, req = S[:, 0].astype(np.int64), S[:, 1].astype(np.int64), S[:, 2].astype(np.int64), S[:, 3], \
+        S[:, 4].astype(np.int64)  # fmt: skip
+    has = a <= b
+    ga = offs[rep] + np.minimum(a, np.maximum(b, 0))
+    gb = offs[rep] + np.maximum(b, 0)
+    if disaggregated and ttft_at == "decode":
+        t0 = np.where(has, np.nan, t0)  # the user's stream starts at the decode replica's first step
+    fd = np.where(np.isnan(t0), Tg[ga], t0)  # first delivery of each stretch
+    ld = np.where(has, Tg[gb], t0)  # last delivery of each stretch
+    # the stretches in time order per request: the first is where the user's first token came from
+    order = np.argsort(req, kind="stable")
+    rq = req[order]
+    head = np.ones(len(rq), dtype=bool)
+    head[1:] = rq[1:] != rq[:-1]
+    first_del[rq[head]] = fd[order][head]
+    # gaps: a stretch's first decode token after its prefill token, inside a stretch, and between stretches
+    g1 = has & ~np.isnan(t0)
+    first_gap = Tg[ga[g1]] - t0[g1]
+    np.maximum.at(stall, req[g1], first_gap)
+    cross = fd[order][~head] - ld[order][np.flatnonzero(~head) - 1]
+    cross_req = rq[~head]
+    np.maximum.at(stall, cross_req, cross)
+    inner = b > a
+    if inner.any():
+        s_, e_, rr = ga[inner], gb[inner], req[inner]
+        o = np.argsort(s_, kind="stable")
+        s_, e_, rr = s_[o], e_[o], rr[o]
+        idx = np.empty(2 * len(s_), dtype=np.int64)
+        idx[0::2], idx[1::2] = s_, e_
+        np.maximum.at(stall, rr, np.maximum.reduceat(dT, idx)[0::2])
+        w_in = window[rr]
+        cov = np.bincount(s_[w_in], minlength=len(dT) + 1) - np.bincount(e_[w_in], minlength=len(dT) + 1)
+        weights = np.cumsum(cov)[: len(dT)].astype(float)
+    else:
+        weights = np.zeros(len(dT))
+    vals = np.concatenate([np.nan_to_num(dT), first_gap[window[req[g1]]], cross[window[cross_req]]])
+    wts = np.concatenate([weights, np.ones(int(window[req[g1]].sum()) + int(window[cross_req].sum()))])
+    return first_del, stall, _weighted_pct(vals, wts)
+
+
+def _finish(runs: list, t_start: float, t_end: float, n_chips: int, engine: str, extra: dict, *,
+            disaggregated: bool, ttft_at: str, warmup: float, drain: float, router: str) -> dict:  # fmt: skip
+    r = runs[0]
     arr = np.array(r.arr)
-    first, last = np.array(r.first), np.array(r.last)
+    last = np.array(r.last)
     G = np.array(r.G)
     out = np.array(r.gen)  # tokens generated, counted step by step (the tests hold it equal to G)
+    win = _window(arr, warmup, drain)
+    first_del, stall, tbt = _deliveries(runs, r.N, disaggregated, ttft_at, win)
+    first = np.array(r.first)
+    if disaggregated and ttft_at == "decode":
+        first = np.where(np.isnan(first_del), first, first_del)
     ttft = first - arr
     tpot = np.where(G > 1, (last - first) / np.maximum(G - 1, 1), 0.0)
     duration = float(np.max(last) - t_start)
@@ -865,33 +1251,46 @@ def _finish(r: _Run, t_start: float, t_end: float, n_chips: int, engine: str) ->
     order = np.lexsort((kinds, events))  # at equal times a completion (-1) comes before an arrival (+1)
     peak_in = int(np.max(np.cumsum(kinds[order])))
     span = max(t_end - t_start, 1e-300)
-    return dict(
-        engine=engine,
-        ttft=_pct(ttft),
-        tpot=_pct(tpot[G > 1]),
+    decode_steps = sum(x.decode_steps for x in runs)
+    res = dict(
+        engine=engine + (f"; {len(runs)} replicas, {router}" if len(runs) > 1 else ""),
+        ttft=_pct(ttft[win]),
+        tpot=_pct(tpot[(G > 1) & win]),
         output_tokens_per_s=float(out.sum()) / duration if duration else 0.0,
         input_tokens_per_s=float(np.sum(r.P)) / duration if duration else 0.0,
         tokens_per_s_per_chip=float(out.sum()) / duration / n_chips if duration else 0.0,
-        kv_utilisation=r.used_time / (r.pool * span),
-        peak_seqs=r.peak,
+        kv_utilisation=sum(x.used_time for x in runs) / (sum(x.pool for x in runs) * span),
+        peak_seqs=max(x.peak for x in runs),
         peak_in_system=peak_in,
-        mean_batch=r.batch_sum / r.decode_steps if r.decode_steps else 0.0,
-        preemptions=r.preemptions,
-        steps=r.steps,
+        mean_batch=sum(x.batch_sum for x in runs) / decode_steps if decode_steps else 0.0,
+        preemptions=sum(x.preemptions for x in runs),
+        steps=sum(x.steps for x in runs),
         prefill_steps=0,
         duration=duration,
-        completed=r.completed,
+        completed=r.g[0],
         n_chips=n_chips,
-        chip_seconds_prefill=r.cs_prefill,
-        chip_seconds_decode=r.cs_decode,
+        chip_seconds_prefill=sum(x.cs_prefill for x in runs),
+        chip_seconds_decode=sum(x.cs_decode for x in runs),
         prefill_stalls=0,
         prefill_stall_s=0.0,
         transfer_s=0.0,
         transfer_wait_s=0.0,
-        ttft_all=tuple(float(v) for v in ttft),
-        tpot_all=tuple(float(v) for v in tpot),
+        tbt=tbt,
+        tbt_max=_pct(stall[(G > 1) & win]),
+        replicas=len(runs),
+        router=router,
+        ttft_at=ttft_at,
+        warmup=warmup,
+        drain=drain,
+        ttft_all=tuple(ttft.tolist()),
+        tpot_all=tuple(tpot.tolist()),
         tokens_all=tuple(r.gen),
+        tbt_max_all=tuple(stall.tolist()),
+        arrivals_all=tuple(arr.tolist()),
+        replica_all=tuple(r.route),
     )
+    res.update(extra)
+    return res
 
 
 @checked
@@ -901,11 +1300,20 @@ def simulate(
     *,
     scheduler: Scheduler | None = None,
     disaggregation: Disaggregation | None = None,
+    router: _Route = "least-loaded",
+    ttft_at: Annotated[str, OneOf(("decode", "prefill"))] = "decode",
+    warmup: _Share = DEFAULT_WARMUP,
+    drain: _Share = DEFAULT_DRAIN,
 ) -> SimResult:
-    """Serve ``workload`` on ``deployment`` (one replica) with ``scheduler`` (default ``Scheduler()``) and,
-    if given, prefill on the instances of ``disaggregation``; see the module docstring for what each does and
-    how the result is measured. Refuses a workload whose longest request does not fit the KV pool, and stops past
-    :data:`MAX_STEPS` engine steps."""
+    """Serve ``workload`` on the ``deployment.replicas`` replicas of ``deployment`` behind ``router`` (one of
+    :data:`ROUTERS`), each filling its steps with ``scheduler`` (default ``Scheduler()``) and, if given, prefill on
+    the instances of ``disaggregation`` (the decode side is then the deployment's replicas). ``ttft_at``: where the
+    first token is counted under disaggregation: ``"decode"`` (default) when the decode replica's first step
+    streams it to the user, as vLLM's disaggregated prefill proxy does (so TTFT holds the KV transfer and the wait
+    for decode memory), or ``"prefill"`` when the prefill instance computes it. Percentiles count the requests that
+    arrive after the first ``warmup`` share and before the last ``drain`` share (by arrival order); the ``*_all``
+    arrays keep every request. See the module docstring for the rest. Refuses a workload whose longest request does
+    not fit the KV pool, and stops past :data:`MAX_STEPS` engine steps."""
     _check_deployment("deployment", deployment)
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a Workload (tpu_notes.inference.Workload); got {type(workload).__name__}")
@@ -917,12 +1325,18 @@ def simulate(
         raise TypeError(f"disaggregation must be a Disaggregation or None; got {type(disaggregation).__name__}")
     if workload.n_requests > MAX_REQUESTS:  # the Workload refuses it already; kept for a replaced field
         raise ValueError(f"workload.n_requests must be at most MAX_REQUESTS ({MAX_REQUESTS:,})")
+    if warmup + drain >= 1.0:
+        raise ValueError(f"warmup + drain ({warmup!r} + {drain!r}) must be below 1 (they trim the run's two ends)")
+    if deployment.replicas > MAX_REPLICAS:
+        raise ValueError(f"deployment.replicas ({deployment.replicas}) must be at most MAX_REPLICAS ({MAX_REPLICAS})")
     if disaggregation is None:
-        out = _colocated(deployment, scheduler, workload)
+        parts = _colocated(deployment, scheduler, workload, router)
     else:
         if disaggregation.prefill.chip.kind != deployment.chip.kind:
             raise ValueError("disaggregation.prefill and deployment must be the same kind of chip (TPU or GPU)")
-        out = _disaggregated(deployment, scheduler, disaggregation, workload)
+        parts = _Disaggregated(deployment, scheduler, disaggregation, workload, router).run()
+    out = _finish(*parts, disaggregated=disaggregation is not None, ttft_at=ttft_at, warmup=warmup, drain=drain,
+                  router=router)  # fmt: skip
     return SimResult(**out)
 
 
@@ -976,8 +1390,13 @@ def sweep(deployment: Deployment, workload: Workload, rates, engines: dict) -> l
 
 
 __all__ = [
+    "DEFAULT_DRAIN",
+    "DEFAULT_WARMUP",
     "LINKS",
     "MAX_BLOCKS",
+    "MAX_REPLICAS",
+    "PREFIX_BALANCE",
+    "ROUTERS",
     "MAX_STEPS",
     "MAX_SWEEP_RUNS",
     "Disaggregation",

@@ -74,6 +74,16 @@ SHAREGPT_BOUNDS = (4, 1024)
 #: 0049e29c41fd383bda519a3f250e3227713081ef); BurstGPT (Wang et al., arXiv:2401.17644) models production arrivals
 #: of Azure OpenAI services with gamma-distributed gaps too.
 DEFAULT_CV = 2.0
+#: Length jitter of a closed loop's requests unless stated: each prompt and answer length times a uniform factor in
+#: [0.9, 1.1]. Why: clients in a closed loop send their next request the moment the last one completes. With fixed
+#: lengths and simultaneous starts, every client's request is prefilled in the same step, decodes in the same
+#: batch, completes at the same step and is replaced at the same instant: the clients move in synchronised waves,
+#: each wave's prompts queue behind each other, and the first-token time reads as a wave's prefill rather than
+#: the steady state a benchmark client sees (issue 38 measured +58% to +109% against NIM's published TTFT). Real
+#: clients are never that regular (tokenisation, network and client-side delays, stop tokens); a tenth either way
+#: spreads completions over tens of decode steps and breaks the waves (a test holds it), while keeping each mean
+#: length (a symmetric factor, rounded).
+CLOSED_JITTER = 0.1
 
 
 def _check_rate(rate: float, n_requests: int, *, argument: str = "rate") -> float:
@@ -242,9 +252,16 @@ class Workload:
     prefix_share: Probability = 0.0  # share of requests whose prompt starts with the shared prefix
     prefix_len: Annotated[int, Positive(integer=True, allow_zero=True, maximum=MAX_LENGTH)] = 0  # its tokens (added)
     seed: _Seed = 0  # seed of every draw
+    jitter: Annotated[float, Range(0.0, 0.5)] | None = None  # "closed": each prompt and answer length times a
+    # uniform factor in [1 - jitter, 1 + jitter] (None: CLOSED_JITTER for a closed loop, 0 otherwise)
 
     def __post_init__(self):
         check_fields(self)
+        if self.jitter is None:
+            object.__setattr__(self, "jitter", CLOSED_JITTER if self.arrival == "closed" else 0.0)
+        elif self.jitter and self.arrival != "closed":
+            raise ValueError(f"jitter applies only to arrival='closed'; got jitter={self.jitter!r} with "
+                             f"{self.arrival!r}")  # fmt: skip
         object.__setattr__(self, "arrival", check_choice("arrival", self.arrival, ARRIVALS))
         for f in ("prompt", "output"):
             if not isinstance(getattr(self, f), LengthDistribution):
@@ -294,9 +311,12 @@ class Workload:
     def closed(
         cls, concurrency: Annotated[int, Positive(integer=True, maximum=MAX_REQUESTS)], n_requests: _Requests = 1000,
         prompt: LengthDistribution | None = None, output: LengthDistribution | None = None, seed: _Seed = 0,
+        jitter: Annotated[float, Range(0.0, 0.5)] = CLOSED_JITTER,
     ) -> Workload:  # fmt: skip
-        """``concurrency`` clients in a closed loop, ``n_requests`` requests in all."""
-        return cls(n_requests, "closed", None, *_lengths(prompt, output), concurrency=concurrency, seed=seed)
+        """``concurrency`` clients in a closed loop, ``n_requests`` requests in all, lengths jittered by up to
+        ``jitter`` either way (see :data:`CLOSED_JITTER` for why)."""
+        return cls(n_requests, "closed", None, *_lengths(prompt, output), concurrency=concurrency, seed=seed,
+                   jitter=jitter)  # fmt: skip
 
     # ------------------------------------------------------------------------------------------ use
     @property
@@ -307,7 +327,11 @@ class Workload:
     @property
     def longest(self) -> int:
         """The longest request a draw can hold, prompt + answer, tokens."""
-        return self.prompt.longest + self.prefix_len + self.output.longest
+        return (
+            _jittered_max(self.prompt.longest, self.jitter)
+            + self.prefix_len
+            + _jittered_max(self.output.longest, self.jitter)
+        )
 
     @property
     def mean_output(self) -> float:
@@ -330,6 +354,10 @@ class Workload:
         prompts = self.prompt.sample(rng, n)
         outputs = self.output.sample(rng, n)
         shared = rng.random(n) < self.prefix_share if self.prefix_share > 0 else np.zeros(n, dtype=bool)
+        if self.jitter:  # drawn last, so that every other draw is the same with or without it
+            j = self.jitter
+            prompts = np.clip(np.rint(prompts * rng.uniform(1 - j, 1 + j, n)), 1, MAX_LENGTH).astype(np.int64)
+            outputs = np.clip(np.rint(outputs * rng.uniform(1 - j, 1 + j, n)), 1, MAX_LENGTH).astype(np.int64)
         if self.prefix_len:
             prompts = prompts + np.where(shared, self.prefix_len, 0)
         return Requests(arrivals=arrivals, prompts=prompts, outputs=outputs, shared_prefix=shared)
@@ -347,6 +375,10 @@ class Workload:
         )
 
 
+def _jittered_max(n: int, jitter: float) -> int:
+    return min(int(math.floor(n * (1 + jitter) + 0.5)), MAX_LENGTH) if jitter else n
+
+
 def _lengths(prompt, output):
     p = LengthDistribution.sharegpt_like("prompt") if prompt is None else prompt
     o = LengthDistribution.sharegpt_like("output") if output is None else output
@@ -355,6 +387,7 @@ def _lengths(prompt, output):
 
 __all__ = [
     "ARRIVALS",
+    "CLOSED_JITTER",
     "DEFAULT_CV",
     "MAX_RATE",
     "MAX_REQUESTS",
