@@ -289,6 +289,10 @@ CASES = {
     ),
     # speculative
     I + "speculative.expected_tokens_per_round": Case(acceptance=Num(0.8, zero=True, top=1.0), k=Int(4, big=True)),
+    I + "speculative.acceptance_from_mean_length": Case(
+        tau=Raw(2.5, hostile=[0.999, 0.0, -1.0, 5.5, 1e300, NAN, INF, "2.5", None, True]), k=Int(4, big=True)
+    ),
+    I + "speculative.acceptance_from_draft_rate": Case(rate=Num(0.5, zero=True, top=1.0), k=Int(4, big=True)),
     I + "speculative.speculative_speedup": Case(
         acceptance=Num(0.8, zero=True, top=1.0),
         k=Int(4, big=True),

@@ -144,7 +144,7 @@ def _overhead_range():
 def _draft():
     from tpu_notes.inference.engine import deploy
 
-    return deploy("small", "v5e", 4)  # a small draft model beside the 8B target
+    return deploy("llama3.2-1b", "v5e", 4)  # a small draft model of the same vocabulary beside the 8B target
 
 
 CASES.update(
@@ -200,7 +200,7 @@ CASES.update(
             context=Int(1024, big=True),
             k=Int(4, big=True),
             acceptance=Num(0.8, zero=True, top=1.0),
-            draft=Raw(_draft, ["llama3-8b", 3, ODD], lazy=True),
+            draft=Raw(_draft, ["llama3-8b", "llama2-7b", "nosuch", "", 3, ODD], lazy=True),
         ),
         I + "speculative.speculative_vs_batch": Case(
             deployment=Raw(_deployment, _NOT_A_DEPLOYMENT, lazy=True),
@@ -209,6 +209,18 @@ CASES.update(
             acceptance=Num(0.8, zero=True, top=1.0),
             batches=Sizes((1, 8, 64), big=True),
             draft_cost=Opt(Num(0.05, zero=True)),
+        ),
+        I + "speculative.draft_head": Case(target=Raw(_deployment, _NOT_A_DEPLOYMENT, lazy=True)),
+        I + "speculative.draft_deployment": Case(
+            target=Raw(_deployment, _NOT_A_DEPLOYMENT, lazy=True),
+            draft=Raw("llama3.2-1b", ["llama3-8b", "llama3-405b", "llama2-7b", "nosuch", "", None, 3, ODD]),
+        ),
+        I + "speculative.round_seconds": Case(
+            target=Raw(_deployment, _NOT_A_DEPLOYMENT, lazy=True),
+            draft=Raw("eagle", ["llama2-7b", "nosuch", "", 3, ODD]),
+            decode=Int(8, big=True),
+            kv_tokens=Int(8192, big=True),
+            k=Int(4, big=True),
         ),
         I + "speculative.best_k_at_batch": Case(
             deployment=Raw(_deployment, _NOT_A_DEPLOYMENT, lazy=True),

@@ -42,6 +42,7 @@ COMPANIONS = {
     ("serve", "--speculate"): ["--acceptance", "0.8"],
     ("serve", "--draft-model"): ["--speculate", "4", "--acceptance", "0.8"],
     ("serve", "--draft-cost"): ["--speculate", "4", "--acceptance", "0.8"],
+    ("serve", "--accept-len"): ["--speculate", "4"],
 }
 #: Values no flag takes: bad types, non-finite numbers, out-of-range counts, over-long digit strings, unknown names.
 HOSTILE = [
@@ -71,6 +72,7 @@ HOSTILE = [
 VALID_FOR = {
     ("serve", "--price"): {"1.5", "1e-3"},
     ("serve", "--acceptance"): {"0", "1e-3"},
+    ("serve", "--accept-len"): {"1.5"},  # 1.5 tokens per round of 4 drafts
     ("serve", "--draft-cost"): {"0", "1.5", "1e-3", "1e30"},
     ("spec", None): {"--"},  # the end of the flags: spec with no chip prints the table
     ("serve", "--utilisation"): {"1e-3"},
@@ -166,6 +168,10 @@ COMBINATIONS: list[tuple[list[str], tuple[str, ...]]] = [
     ([*_SERVE8, "--draft-model", "llama3-8b"], ("--draft-model", "--speculate")),
     ([*_SERVE8, *_SPEC4, "--draft-model", "llama3-8b", "--draft-cost", "0.1"], ("--draft-model", "--draft-cost")),
     ([*_SERVE8, *_SPEC4, "--draft-model", "nosuch"], ("--draft-model",)),
+    ([*_SERVE8, "--accept-len", "2"], ("--accept-len", "--speculate")),
+    ([*_SERVE8, *_SPEC4, "--accept-len", "2"], ("--acceptance", "--accept-len")),
+    ([*_SERVE8, "--speculate", "4", "--accept-len", "6"], ("--accept-len",)),
+    ([*_SERVE8, *_SPEC4, "--draft-model", "llama2-7b"], ("--draft-model",)),
     # batches and lengths nothing can hold or price
     ([*_PLAN, "--batch-tokens", "1000", "--seq-len", "4096"], ("--batch-tokens", "--seq-len")),
     ([*_PLAN, "--batch-tokens", "1e30", "--seq-len", "4096"], ("--batch-tokens",)),

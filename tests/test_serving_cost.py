@@ -167,7 +167,7 @@ def test_the_draft_is_priced_on_its_own_deployment(d16):
     with pytest.raises(ValueError, match="batch="):
         spec.speculative_decoding(d16, d16.max_batch(PROMPT) + 1, PROMPT, 4, 0.8)
     with pytest.raises(TypeError, match="draft"):
-        spec.speculative_decoding(d16, 32, PROMPT, 4, 0.8, draft="llama3-8b")
+        spec.speculative_decoding(d16, 32, PROMPT, 4, 0.8, draft=8)
 
 
 def test_best_k_wants_fewer_drafts_at_large_batch(d32):

@@ -705,6 +705,7 @@ def _serve_system(args, given, fewest_system):
 def _check_serve_args(args) -> None:
     """``serve``'s flags judged before anything is priced: the model, the dtypes, the price and utilisation, and
     speculative decoding's flags (each only with ``--speculate``, ``--speculate`` only with ``--acceptance``)."""
+    from .inference.speculative import HEAD_DRAFTS
     from .transformer import get_model
     from .units import canonical_dtype, check_positive
 
@@ -720,22 +721,40 @@ def _check_serve_args(args) -> None:
     if args.price is not None:
         check_positive("--price", args.price, maximum=MAX_PRICE)
     check_positive("--utilisation", args.utilisation, maximum=1.0)
-    partners = {"--acceptance": args.acceptance, "--draft-model": args.draft_model, "--draft-cost": args.draft_cost}
+    partners = {
+        "--acceptance": args.acceptance,
+        "--accept-len": args.accept_len,
+        "--draft-model": args.draft_model,
+        "--draft-cost": args.draft_cost,
+    }
     if args.speculate is None:
         given = [flag for flag, value in partners.items() if value is not None]
         if given:
             raise ValueError(f"{given[0]} only prices speculative decoding: give --speculate K with it")
         return
-    if args.acceptance is None:
-        raise ValueError("--speculate needs --acceptance (the probability each draft token is kept)")
-    if not 0.0 <= args.acceptance <= 1.0:
+    if args.acceptance is not None and args.accept_len is not None:
+        raise ValueError("give --acceptance (per draft token) or --accept-len (tokens per round), not both")
+    if args.acceptance is None and args.accept_len is None:
+        raise ValueError(
+            "--speculate needs --acceptance (the probability each draft token is kept) or --accept-len (the mean "
+            "acceptance length an engine reports)"
+        )
+    if args.acceptance is not None and not 0.0 <= args.acceptance <= 1.0:
         raise ValueError(f"--acceptance must be in [0, 1]; got {args.acceptance}")
+    if args.accept_len is not None and not 1.0 <= args.accept_len <= args.speculate + 1:
+        raise ValueError(
+            f"--accept-len must be in [1, K + 1] = [1, {args.speculate + 1}] with --speculate {args.speculate} "
+            f"(tokens per round, the bonus token included); got {args.accept_len}"
+        )
     if args.draft_cost is not None:
         check_positive("--draft-cost", args.draft_cost, allow_zero=True)
     if args.draft_cost is not None and args.draft_model is not None:
         raise ValueError("give --draft-model or --draft-cost, not both")
-    if args.draft_model is not None:
-        get_model(args.draft_model, "--draft-model")
+    if args.draft_model is not None and args.draft_model.strip().lower() not in HEAD_DRAFTS:
+        try:
+            get_model(args.draft_model, "--draft-model")
+        except ValueError as err:
+            raise ValueError(f"{err}; or a draft head, one of {', '.join(HEAD_DRAFTS)}") from None
 
 
 def _nothing_fits(args, chip, peak: int, dtypes: dict) -> ValueError:
@@ -787,7 +806,7 @@ def _price_serve(args) -> _Served:
     from .hardware import Chip
     from .inference.cost import serving_cost
     from .inference.engine import deploy
-    from .inference.speculative import speculative_decoding
+    from .inference.speculative import acceptance_from_mean_length, speculative_decoding
     from .units import canonical_dtype
 
     _check_serve_args(args)
@@ -822,10 +841,15 @@ def _price_serve(args) -> _Served:
     no_price = "" if cost is not None or not fits else f"{d.chip.long_name} has no price in tpu_notes.hardware"
     spec = None
     if args.speculate is not None and fits:
-        draft = None if args.draft_model is None else deploy(args.draft_model, system, check_memory=False, **dtypes)
-        spec = speculative_decoding(
-            d, args.batch, args.context, args.speculate, args.acceptance, draft=draft, draft_cost=args.draft_cost
-        )
+        k = args.speculate
+        a = args.acceptance if args.accept_len is None else acceptance_from_mean_length(args.accept_len, k)
+        try:  # the draft model on the target's chips, its weights and caches in the target's pool
+            spec = speculative_decoding(
+                d, args.batch, args.context, k, a, draft=args.draft_model, draft_cost=args.draft_cost
+            )
+        except ValueError as err:
+            flag = "--draft-model" if args.draft_model is not None and "draft" in str(err) else "--batch"
+            raise ValueError(f"{flag}: {err}") from None
     return _Served(chip, system, fewest, d, step, fits, cost, no_price, spec, prompt, args.output, peak, kv)
 
 
@@ -886,7 +910,7 @@ def _serve_json(args, s: _Served) -> dict:
     data["smallest_topology"] = _spell_system(s.fewest) if s.fewest is not None else None
     data["smallest_topology_chips"] = s.fewest.n_devices if s.fewest is not None else None
     if args.speculate is not None:
-        fields = ("k", "acceptance", "verify_cost", "draft_cost", "tokens_per_round", "speedup")
+        fields = ("k", "acceptance", "verify_cost", "draft_cost", "tokens_per_round", "speedup", "draft")
         data["speculative"] = None if s.spec is None else {k: getattr(s.spec, k) for k in fields}
     return data
 
@@ -935,8 +959,10 @@ def _print_serve(args, s: _Served) -> None:
     if s.spec is not None:
         spec = s.spec
         print(
-            f"  speculative decoding, {spec.k} drafts at acceptance {spec.acceptance:g}: verify step "
-            f"{spec.verify_cost:.2f} decode steps at this batch, draft {spec.draft_cost:.3g} of a step, "
+            f"  speculative decoding, {spec.k} drafts at acceptance {spec.acceptance:.3g}: verify step "
+            f"{spec.verify_cost:.2f} decode steps at this batch, draft "
+            f"{(spec.draft + ' on the same chips, ') if spec.draft else ''}{spec.draft_cost:.3g} of a step"
+            f"{'' if spec.draft or args.draft_cost is None else ' (assumed)'}, "
             f"{spec.tokens_per_round:.2f} tokens per round: speedup {spec.speedup:.2f}x"
             + ("" if spec.pays else " (slower than plain decoding)")
         )
@@ -1291,8 +1317,24 @@ def _serve_flags(v) -> None:
     )
     _add_count(v, "serve", "--speculate", "also price speculative decoding, K drafts", metavar="K")
     _add_number(v, "--acceptance", "probability each draft token is kept, in [0, 1] (with --speculate)")
-    v.add_argument("--draft-model", default=None, help="draft model served on the same chips (with --speculate)")
-    _add_number(v, "--draft-cost", "draft step in target steps, >= 0 (with --speculate; default 0, or --draft-model's)")
+    _add_number(
+        v,
+        "--accept-len",
+        "mean acceptance length as vLLM/SGLang report it: tokens per round, the bonus token included, in [1, K + 1] "
+        "(with --speculate, instead of --acceptance)",
+    )
+    v.add_argument(
+        "--draft-model",
+        default=None,
+        help="draft model served on the same chips (e.g. llama3.2-1b), or eagle / mtp for a one-layer draft head on "
+        "the target's hidden state (with --speculate)",
+    )
+    _add_number(
+        v,
+        "--draft-cost",
+        "draft step in target steps, >= 0: an assumption, not a price (with --speculate; default 0, a free draft "
+        "such as prompt lookup, or --draft-model's priced step)",
+    )
     _json_and_run(v, "print JSON instead of text", _serve)
 
 

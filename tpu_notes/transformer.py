@@ -631,6 +631,30 @@ _PRESETS: dict[str, TransformerConfig] = {
     "llama3-8b": _llama3("llama3-8b", 32, 4096, 14336, 32),
     "llama3-70b": _llama3("llama3-70b", 80, 8192, 28672, 64),
     "llama3-405b": _llama3("llama3-405b", 126, 16384, 53248, 128),
+    # Llama 3.2 1B and 3B (Meta's model card and the released config.json): the small Llama 3 shapes used as draft
+    # models; 8 KV heads, vocabulary 128,256, input and output embeddings tied; head width 64 (1B) and 128 (3B).
+    "llama3.2-1b": TransformerConfig(
+        d_model=2048,
+        d_ff=8192,
+        n_layers=16,
+        n_heads=32,
+        n_kv_heads=8,
+        d_head=64,
+        vocab=128_256,
+        tied_embeddings=True,
+        name="llama3.2-1b",
+    ),  # fmt: skip
+    "llama3.2-3b": TransformerConfig(
+        d_model=3072,
+        d_ff=8192,
+        n_layers=28,
+        n_heads=24,
+        n_kv_heads=8,
+        d_head=128,
+        vocab=128_256,
+        tied_embeddings=True,
+        name="llama3.2-3b",
+    ),  # fmt: skip
     # DeepSeek-V3 technical report (arXiv 2412.19437) and its config.json; the multi-token-prediction module
     # (about 14B more) is not part of this count, as in the published 671B.
     "deepseek-v3": TransformerConfig(
@@ -725,6 +749,8 @@ PUBLISHED_PARAMS = {
     "llama3-8b": 8_030_261_248,
     "llama3-70b": 70_553_706_496,
     "llama3-405b": 405_853_388_800,
+    "llama3.2-1b": 1_235_814_400,  # the released checkpoint's tensors, tied embedding counted once ("1.23B")
+    "llama3.2-3b": 3_212_749_824,  # the same ("3.21B")
     "deepseek-v3": 671e9,
     "mixtral-8x7b": 46_702_792_704,  # the released checkpoint's total ("46.7B", arXiv 2401.04088)
 }
