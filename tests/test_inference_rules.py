@@ -104,8 +104,11 @@ def test_speculative_vs_batch_names_the_batch_in_its_list(d8b):
 
 # ------------------------------------------------------------------------------------------ bounded work
 def test_a_simulation_larger_than_the_work_cap_is_refused_before_it_starts(d8b):
-    big = Workload.poisson(1000.0, n_requests=20_000, prompt=LD.fixed(400), output=LD.fixed(200))
-    with pytest.raises(rules.Illegal, match=r"workload.n_requests asks for 1.2e\+07 prompt \+ output tokens") as err:
+    # every output token is a row of some step, every prompt at least one chunk: 20,000 x (600 + 1) > 1e7
+    big = Workload.poisson(1000.0, n_requests=20_000, prompt=LD.fixed(400), output=LD.fixed(600))
+    with pytest.raises(
+        rules.Illegal, match=r"workload.n_requests asks for 1.2e\+07 output tokens \+ prompt chunks"
+    ) as err:
         I.simulate(d8b, big)
     assert "lower workload.n_requests" in str(err.value)
 
