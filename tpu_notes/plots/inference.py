@@ -153,15 +153,18 @@ def speculative_batch_chart(
     context: int = 8192,
     k: int = 4,
     acceptances=(0.5, 0.7, 0.9),
-    draft_cost: float = 0.05,
+    draft_cost: float | None = None,
     weight_dtype: str = "int8",
     kv_dtype: str = "int8",
     batches=None,
+    draft="llama3.2-1b",
 ):
     """Speculative sampling against the batch, at the verify cost the engine prices
     (:func:`tpu_notes.inference.speculative.speculative_vs_batch`): left, the target's step scoring ``k + 1``
     positions over its plain decode step (1 at small batch, towards ``k + 1`` once the matmuls are compute-bound);
-    right, the speedup for a few acceptance rates, with the line at 1 below which speculation loses."""
+    right, the speedup for a few acceptance rates, with the line at 1 below which speculation loses. The draft is
+    ``draft`` (a model name, ``"eagle"``/``"mtp"``, or a deployment) priced by the same engine on the target's
+    chips, unless ``draft_cost`` (a fraction of a target step) is given instead."""
     from matplotlib.ticker import NullFormatter
 
     from ..inference.engine import deploy
@@ -173,7 +176,8 @@ def speculative_batch_chart(
     bs = tuple(2**i for i in range(11)) if batches is None else tuple(batches)
     fig, axes = new_figure(ncols=2, width=7.2, height=2.9)
     left, right = np.atleast_1d(axes).ravel()
-    first = speculative_vs_batch(d, context, k, acceptances[0], bs, draft_cost=draft_cost)
+    how = {"draft_cost": draft_cost} if draft_cost is not None else {"draft": draft}
+    first = speculative_vs_batch(d, context, k, acceptances[0], bs, **how)
     x = [r.batch for r in first]
     left.semilogx(x, [r.verify_cost for r in first], "k-o", ms=3, base=2)
     left.axhline(k + 1, color="0.5", lw=0.8, ls="--")
@@ -183,13 +187,17 @@ def speculative_batch_chart(
     left.set_ylabel("verify step / decode step")
     left.set_title(f"verifying {k} drafts", fontsize=9)
     for a in acceptances:
-        rows = first if a == acceptances[0] else speculative_vs_batch(d, context, k, a, bs, draft_cost=draft_cost)
+        rows = first if a == acceptances[0] else speculative_vs_batch(d, context, k, a, bs, **how)
         right.semilogx([r.batch for r in rows], [r.speedup for r in rows], "-o", ms=3, base=2, label=f"a = {a:g}")
     right.axhline(1.0, color="k", lw=0.9, ls=":")
     right.text(x[-1], 1.0, "no gain ", ha="right", va="top", fontsize=8, color="0.3")
     right.set_xlabel("batch (sequences decoding together)")
     right.set_ylabel("speedup over plain decoding")
-    right.set_title(f"draft costs {draft_cost:g} of a step", fontsize=9)
+    named = draft if isinstance(draft, str) else "the draft"
+    right.set_title(
+        f"draft costs {draft_cost:g} of a step (assumed)" if draft_cost is not None else f"{named} as the draft",
+        fontsize=9,
+    )
     right.legend(fontsize=8)
     for ax in (left, right):  # the batches themselves as tick labels (1, 4, 16, ...), every other one
         ax.set_xticks(x[::2])
