@@ -45,7 +45,7 @@ def test_plan_json_carries_roofline_and_expected(argv, capsys):
     rows = data["ranked"]
     assert data["rank_by"] == "roofline" and len(rows) == 6
     for r in rows:
-        assert r["step_s"] == r["step_s_expected"] > r["step_s_roofline"] > 0
+        assert r["step_s"] == r["step_s_roofline"] > 0  # ranked by the roofline, as asked
         assert "mfu" not in r and "mfu_roofline" not in r  # one meaning of MFU per key
         assert r["step_s_expected"] >= r["step_s_roofline"]
         assert 0 < r["mfu_expected"] <= r["mfu_roofline_bound"] <= 1.0
