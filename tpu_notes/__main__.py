@@ -1065,7 +1065,8 @@ def _check_simulate_args(args) -> None:
             check_positive(flag, value, maximum=MAX_SLO_S)
     if (args.ttft_slo is None) != (args.tpot_slo is None) or (args.tbt_slo is not None and args.ttft_slo is None):
         given = next(flag for flag, value in slo.items() if value is not None)
-        raise ValueError(f"{given} needs --ttft-slo and --tpot-slo together (an SLO bounds both; --tbt-slo is extra)")
+        missing = " and ".join(flag for flag in ("--ttft-slo", "--tpot-slo") if slo[flag] is None)
+        raise ValueError(f"{given} needs {missing} too (an SLO bounds both TTFT and TPOT; --tbt-slo is optional)")
     if args.goodput and args.ttft_slo is None:
         raise ValueError("--goodput needs an SLO: give --ttft-slo and --tpot-slo (seconds)")
     if args.attainment is not None:
@@ -1170,8 +1171,10 @@ def _run_simulate(args) -> _Simulated:
     from .inference.simulator import Scheduler, simulate
 
     _check_simulate_args(args)
-    given = _parse_system_arg(args.system)
+    given = _parse_system_arg(args.system, "--chip")
     chip = given if isinstance(given, Chip) else given.chip
+    if not isinstance(given, Chip) and args.chips is not None and args.chips != given.n_devices:
+        raise ValueError(f"--chips {args.chips} disagrees with --chip {args.system} ({given.n_devices} chips)")
     workload = _sim_workload(args, args.rate if args.rate is not None else SIM_START_RATE)
     fewest = None
     if isinstance(given, Chip) and args.chips is None:
@@ -1196,14 +1199,20 @@ def _run_simulate(args) -> _Simulated:
     slo = None if args.ttft_slo is None else SLO(args.ttft_slo, args.tpot_slo, args.tbt_slo)
     kw = dict(scheduler=scheduler, disaggregation=dis, router=args.router)
     gp = None
-    if args.goodput:
-        target = args.attainment if args.attainment is not None else 0.9
-        gp = max_rate_at_attainment(d, workload, slo, target, **kw)
-        result = gp.result
-        if result is not None:
-            workload = _sim_workload(args, gp.rate_per_s)
-    else:
-        result = simulate(d, workload, **kw)
+    try:
+        if args.goodput:
+            target = args.attainment if args.attainment is not None else 0.9
+            gp = max_rate_at_attainment(d, workload, slo, target, **kw)
+            result = gp.result
+            if result is not None:
+                workload = _sim_workload(args, gp.rate_per_s)
+        else:
+            result = simulate(d, workload, **kw)
+    except ValueError as err:
+        if "longest request" not in str(err):
+            raise
+        lengths = "--sharegpt's longest" if args.sharegpt else f"--prompt {args.prompt:,} + --output {args.output:,}"
+        raise ValueError(f"{lengths} on {flag}: {err}") from None
     cost, no_price = None, ""
     if result is None:
         no_price = "no rate meets the SLO"
