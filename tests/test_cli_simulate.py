@@ -109,8 +109,9 @@ def test_json_keys_and_units(capsys):
     for stem in ("ttft", "tpot", "tbt", "largest_stall"):
         for p in ("p50", "p90", "p99"):
             assert isinstance(data[f"{stem}_{p}_s"], float)
-    for key in ("model", "chip", "deployment", "weight_dtype", "kv_dtype", "compute_dtype", "rate_per_s",
-                "output_tokens_per_s", "duration_s", "attainment", "slo", "goodput", "cost", "no_price_reason"):  # fmt: skip
+    keys = ("model", "chip", "deployment", "weight_dtype", "kv_dtype", "compute_dtype", "rate_per_s",
+            "output_tokens_per_s", "duration_s", "attainment", "slo", "goodput", "cost", "no_price_reason")  # fmt: skip
+    for key in keys:
         assert key in data, key
     assert data["slo"] == {"ttft_s": 0.5, "tpot_s": 0.03, "tbt_s": 0.2}
     assert set(data["cost"]) >= {

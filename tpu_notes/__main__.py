@@ -1209,10 +1209,14 @@ def _run_simulate(args) -> _Simulated:
         else:
             result = simulate(d, workload, **kw)
     except ValueError as err:
-        if "longest request" not in str(err):
-            raise
         lengths = "--sharegpt's longest" if args.sharegpt else f"--prompt {args.prompt:,} + --output {args.output:,}"
-        raise ValueError(f"{lengths} on {flag}: {err}") from None
+        if "longest request" in str(err):
+            raise ValueError(f"{lengths} on {flag}: {err}") from None
+        if "workload." in str(err) or "MAX_STEPS" in str(err):  # too much work for one call: name the flags
+            msg = str(err).replace("workload.n_requests", "--requests").replace("its output lengths", "--output")
+            rate = "" if args.rate is None else f" at --rate {args.rate:g}"
+            raise ValueError(f"--requests {args.requests:,} of {lengths}{rate}: {msg}") from None
+        raise
     cost, no_price = None, ""
     if result is None:
         no_price = "no rate meets the SLO"
