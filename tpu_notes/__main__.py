@@ -121,7 +121,7 @@ def count_limits() -> dict[str, dict[str, tuple[int, str]]]:
     library itself prices up to (each flag's --help gives its maximum; larger values are refused before any
     search starts)."""
     from .inference.engine import MAX_ROWS, MAX_STEP_TOKENS
-    from .inference.simulator import MAX_REPLICAS, _Budget
+    from .inference.simulator import MAX_REPLICAS
     from .inference.speculative import MAX_DRAFTS
     from .inference.step import MAX_CHIPS, MAX_CONTEXT
     from .inference.workload import MAX_LENGTH, MAX_REQUESTS
@@ -131,7 +131,7 @@ def count_limits() -> dict[str, dict[str, tuple[int, str]]]:
     chips = (MAX_CHIPS, "the most chips one step is shared by, tpu_notes.inference.step.MAX_CHIPS")
     context = (MAX_CONTEXT, "the longest context priced, tpu_notes.inference.step.MAX_CONTEXT")
     length = (MAX_LENGTH, "the longest prompt or answer a workload draws, tpu_notes.inference.workload.MAX_LENGTH")
-    MAX_BUDGET = _Budget.__metadata__[0].maximum
+    MAX_BUDGET = _field_maximum("Scheduler", "token_budget")
     return {
         "plan": {
             "--batch-tokens": (
@@ -999,10 +999,20 @@ SIM_REQUESTS = 2000
 SIM_START_RATE = 1.0
 
 
+def _field_maximum(cls: str, name: str) -> int:
+    """The largest value field ``name`` of :mod:`tpu_notes.inference.simulator`'s class ``cls`` takes (its
+    annotation's bound), so that a flag's limit is the library's."""
+    import typing
+
+    from .inference import simulator
+
+    hint = typing.get_type_hints(getattr(simulator, cls), include_extras=True)[name]
+    (bound,) = getattr(hint, "__metadata__", ())
+    return int(bound.maximum)
+
+
 def _disaggregate(text: str) -> tuple[int, int]:
     """``--disaggregate M:CHIPS``: M prefill instances of CHIPS chips each."""
-    from .inference.simulator import _Instances
-
     m = re.fullmatch(r"\s*([^:]+):([^:]+)\s*", text)
     if not m:
         raise argparse.ArgumentTypeError(
@@ -1013,7 +1023,7 @@ def _disaggregate(text: str) -> tuple[int, int]:
         chips = parse_count(m.group(2), "CHIPS (chips per prefill instance)")
     except ValueError as err:
         raise argparse.ArgumentTypeError(f"{text!r}: {err}") from None
-    most = _Instances.__metadata__[0].maximum
+    most = _field_maximum("Disaggregation", "instances")
     if instances > most:
         raise argparse.ArgumentTypeError(f"{text!r}: M (prefill instances) must be at most {most:,}")
     return instances, chips
@@ -1035,7 +1045,7 @@ _seed.__name__ = "seed"
 def _check_simulate_args(args) -> None:
     """``simulate``'s flags judged before anything is simulated, each refusal naming its flag."""
     from .inference.goodput import MAX_SLO_S
-    from .inference.workload import MAX_RATE, _check_rate
+    from .inference.workload import MAX_RATE, MAX_SPAN
     from .transformer import get_model
     from .units import canonical_dtype, check_positive
 
@@ -1056,7 +1066,12 @@ def _check_simulate_args(args) -> None:
         raise ValueError(f"{missing} is missing: give --prompt and --output (fixed lengths, tokens) or --sharegpt")
     if args.rate is not None:
         check_positive("--rate", args.rate, maximum=MAX_RATE)
-        _check_rate(args.rate, args.requests, argument="--rate")
+        if args.requests / args.rate > MAX_SPAN:
+            raise ValueError(
+                f"--rate {args.rate:g} makes {args.requests:,} requests span {args.requests / args.rate:.3g} s, more "
+                f"than tpu_notes.inference.workload.MAX_SPAN ({MAX_SPAN:.0e} s): at least "
+                f"{args.requests / MAX_SPAN:.3g} requests/s"
+            )
     elif not args.goodput:
         raise ValueError("give --rate R (Poisson arrivals, requests/s) or --goodput (search the highest rate)")
     slo = {"--ttft-slo": args.ttft_slo, "--tpot-slo": args.tpot_slo, "--tbt-slo": args.tbt_slo}
@@ -1078,10 +1093,6 @@ def _check_simulate_args(args) -> None:
         check_positive("--price", args.price, maximum=MAX_PRICE)
     if args.link is not None and args.disaggregate is None:
         raise ValueError("--link is the link KV crosses to the decode replicas: give --disaggregate M:CHIPS with it")
-    if args.budget is not None:
-        from .inference.simulator import _Budget
-
-        check_positive("--budget", args.budget, integer=True, maximum=_Budget.__metadata__[0].maximum)
 
 
 @dataclass(frozen=True)
