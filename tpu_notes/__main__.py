@@ -158,10 +158,16 @@ def count_limits() -> dict[str, dict[str, tuple[int, str]]]:
         },
         "simulate": {
             "--chips": chips,
-            "--replicas": (MAX_REPLICAS, "the most replicas one simulation serves, tpu_notes.inference.MAX_REPLICAS"),
+            "--replicas": (
+                MAX_REPLICAS,
+                "the most replicas one simulation serves, tpu_notes.inference.simulator.MAX_REPLICAS",
+            ),
             "--prompt": length,
             "--output": length,
-            "--requests": (MAX_REQUESTS, "the most requests one workload holds, tpu_notes.inference.MAX_REQUESTS"),
+            "--requests": (
+                MAX_REQUESTS,
+                "the most requests one workload holds, tpu_notes.inference.workload.MAX_REQUESTS",
+            ),
             "--budget": (
                 MAX_BUDGET,
                 "the largest token budget a scheduler takes, tpu_notes.inference.Scheduler.token_budget",
