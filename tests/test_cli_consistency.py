@@ -77,6 +77,7 @@ def test_count_parser_refuses_naming_the_flag(text):
 
 PLAN_BASE = ["plan", "--model", "llama3-8b", "--system", "v5e:4x4", "--batch-tokens", "1Mi", "--seq-len", "4096"]
 SERVE_BASE = ["serve", "--model", "llama3-8b", "--system", "v5e", "--batch", "8", "--context", "4096"]
+SIMULATE_BASE = ["simulate", "--model", "llama3-8b", "--chip", "v5e", "--rate", "1"]
 COUNT_FLAGS = [
     (PLAN_BASE, "--batch-tokens", "batch_tokens"),
     (PLAN_BASE, "--seq-len", "seq_len"),
@@ -90,6 +91,12 @@ COUNT_FLAGS = [
     (SERVE_BASE, "--prompt", "prompt"),
     (SERVE_BASE, "--output", "output"),
     (SERVE_BASE, "--speculate", "speculate"),
+    (SIMULATE_BASE, "--chips", "chips"),
+    (SIMULATE_BASE, "--replicas", "replicas"),
+    (SIMULATE_BASE, "--prompt", "prompt"),
+    (SIMULATE_BASE, "--output", "output"),
+    (SIMULATE_BASE, "--requests", "requests"),
+    (SIMULATE_BASE, "--budget", "budget"),
 ]
 
 
@@ -110,7 +117,7 @@ def test_context_8k_is_accepted_like_batch_tokens_4mi(capsys):
     assert binary == plain
 
 
-@pytest.mark.parametrize("command", ["plan", "serve"])
+@pytest.mark.parametrize("command", ["plan", "serve", "simulate"])
 def test_help_says_which_suffixes_are_decimal_and_which_binary(command, capsys):
     assert main([command, "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
@@ -118,7 +125,7 @@ def test_help_says_which_suffixes_are_decimal_and_which_binary(command, capsys):
 
 
 # ---------------------------------------------------------------------------------------------------- systems
-@pytest.mark.parametrize("command", ["plan", "serve"])
+@pytest.mark.parametrize("command", ["plan", "serve", "simulate"])
 def test_one_spelling_of_systems_in_every_help(command, capsys):
     assert main([command, "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())

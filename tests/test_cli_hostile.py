@@ -33,6 +33,20 @@ CPU_SECONDS = 20.0
 BASE = {
     "plan": ["--model", "llama3-8b", "--system", "v5e:4x4", "--batch-tokens", "1Mi", "--seq-len", "4096"],
     "serve": ["--model", "llama3-8b", "--system", "v5e", "--batch", "8", "--context", "4096"],
+    "simulate": [
+        "--model",
+        "llama3-8b",
+        "--chip",
+        "v5e:2x2",
+        "--prompt",
+        "512",
+        "--output",
+        "64",
+        "--rate",
+        "1",
+        "--requests",
+        "200",
+    ],  # fmt: skip
     "spec": [],
     "bench": [],
 }
@@ -43,6 +57,11 @@ COMPANIONS = {
     ("serve", "--draft-model"): ["--speculate", "4", "--acceptance", "0.8"],
     ("serve", "--draft-cost"): ["--speculate", "4", "--acceptance", "0.8"],
     ("serve", "--accept-len"): ["--speculate", "4"],
+    ("simulate", "--attainment"): ["--goodput", "--ttft-slo", "1", "--tpot-slo", "0.1"],
+    ("simulate", "--ttft-slo"): ["--tpot-slo", "0.1"],
+    ("simulate", "--tpot-slo"): ["--ttft-slo", "1"],
+    ("simulate", "--tbt-slo"): ["--ttft-slo", "1", "--tpot-slo", "0.1"],
+    ("simulate", "--link"): ["--disaggregate", "1:4"],
 }
 #: Values no flag takes: bad types, non-finite numbers, out-of-range counts, over-long digit strings, unknown names.
 HOSTILE = [
@@ -78,6 +97,13 @@ VALID_FOR = {
     ("serve", "--utilisation"): {"1e-3"},
     ("plan", "--tie-within"): {"0", "1e-3"},  # no ties, or ties within 0.1%
     ("plan", "--hbm-fraction"): {"1e-3"},  # a share of HBM nothing fits in: an answer, "no layout can run"
+    ("simulate", "--rate"): {"1.5", "1e-3"},
+    ("simulate", "--price"): {"1.5", "1e-3"},
+    ("simulate", "--attainment"): {"1e-3"},
+    ("simulate", "--ttft-slo"): {"1.5", "1e-3"},  # a bound nothing meets is an answer (attainment 0)
+    ("simulate", "--tpot-slo"): {"1.5", "1e-3"},
+    ("simulate", "--tbt-slo"): {"1.5", "1e-3"},
+    ("simulate", "--seed"): {"0"},
 }
 
 
@@ -129,6 +155,19 @@ BASE_PLAN = ["plan", *BASE["plan"]]
 _SERVE70 = ["serve", "--model", "llama3-70b", "--batch", "8", "--context", "4096"]
 _SERVE8 = ["serve", *BASE["serve"]]
 _SPEC4 = ["--speculate", "4", "--acceptance", "0.8"]
+_SIM = [
+    "simulate",
+    "--model",
+    "llama3-8b",
+    "--chip",
+    "v5e:2x2",
+    "--prompt",
+    "512",
+    "--output",
+    "64",
+    "--requests",
+    "200",
+]
 #: Impossible combinations, each with the flags its refusal may name.
 COMBINATIONS: list[tuple[list[str], tuple[str, ...]]] = [
     # tensor degree against the heads (Llama 3 70B: 64 query heads, 8 KV heads, d_ff 28,672)
@@ -193,6 +232,40 @@ COMBINATIONS: list[tuple[list[str], tuple[str, ...]]] = [
         ("--model",),
     ),
     ([*_SERVE8, "--weights", "int4", "--kv", "int3"], ("--kv",)),
+    # simulate's flags without their partners, or that contradict each other
+    ([*_SIM, "--rate", "1", "--link", "ici"], ("--link",)),
+    ([*_SIM, "--rate", "1", "--disaggregate", "1:4", "--link", "ib"], ("--link",)),
+    ([*_SIM, "--rate", "1", "--disaggregate", "1:3"], ("--disaggregate",)),
+    ([*_SIM, "--rate", "1", "--disaggregate", "1:12"], ("--disaggregate",)),
+    ([*_SIM, "--rate", "1", "--tbt-slo", "1"], ("--tbt-slo",)),
+    ([*_SIM, "--rate", "1", "--ttft-slo", "1"], ("--ttft-slo", "--tpot-slo")),
+    ([*_SIM, "--goodput"], ("--goodput",)),
+    ([*_SIM], ("--rate", "--goodput")),
+    ([*_SIM, "--rate", "1", "--attainment", "0.9"], ("--attainment",)),
+    ([*_SIM, "--rate", "1", "--sharegpt"], ("--prompt", "--sharegpt")),
+    (["simulate", "--model", "llama3-8b", "--chip", "v5e:2x2", "--rate", "1"], ("--prompt", "--output")),
+    ([*_SIM, "--rate", "1", "--chips", "8"], ("--chips",)),
+    ([*_SIM, "--rate", "1", "--compute", "fp8"], ("--compute",)),
+    ([*_SIM, "--rate", "1", "--prompt", "1Mi"], ("--prompt",)),
+    ([*_SIM, "--rate", "1", "--kv", "int3"], ("--kv",)),
+    (
+        [
+            "simulate",
+            "--model",
+            "llama3-70b",
+            "--chip",
+            "v5e",
+            "--chips",
+            "12",
+            "--prompt",
+            "1",
+            "--output",
+            "1",
+            "--rate",
+            "1",
+        ],
+        ("--chips",),
+    ),  # fmt: skip
     (["spec", "v5e", "nosuch:4x4"], ("CHIP",)),
     (["bench", "--repeats", "1000000000"], ("--repeats",)),
 ]

@@ -4,6 +4,10 @@
   precision recipe and an HBM headroom (Chapters 5 and 6, :func:`tpu_notes.training.plan`);
 - ``serve``: one serving step, throughput, the cost of a request and the smallest legal topology (Chapters 7 and 8,
   :mod:`tpu_notes.inference.engine` and :mod:`tpu_notes.inference.cost`);
+- ``simulate``: serve a stream of requests on replicas of a deployment (optionally disaggregated) and report the
+  latency percentiles, the attainment of an SLO, DistServe's goodput and the cost at the rate served (Chapters 7
+  and 8, :func:`tpu_notes.inference.simulate`, :mod:`tpu_notes.inference.goodput`, :func:`tpu_notes.inference.cost.
+  cost_at_rate`);
 - ``spec``: the chip table, or every figure of a chip with its source (:mod:`tpu_notes.hardware`);
 - ``bench``: measure this machine's roofline and compare with the model (Chapter 1, :mod:`tpu_notes.bench`).
 
@@ -117,13 +121,17 @@ def count_limits() -> dict[str, dict[str, tuple[int, str]]]:
     library itself prices up to (each flag's --help gives its maximum; larger values are refused before any
     search starts)."""
     from .inference.engine import MAX_ROWS, MAX_STEP_TOKENS
+    from .inference.simulator import MAX_REPLICAS
     from .inference.speculative import MAX_DRAFTS
     from .inference.step import MAX_CHIPS, MAX_CONTEXT
+    from .inference.workload import MAX_LENGTH, MAX_REQUESTS
     from .rules import MAX_WORK
     from .training.planner import MAX_MICROBATCHES
 
     chips = (MAX_CHIPS, "the most chips one step is shared by, tpu_notes.inference.step.MAX_CHIPS")
     context = (MAX_CONTEXT, "the longest context priced, tpu_notes.inference.step.MAX_CONTEXT")
+    length = (MAX_LENGTH, "the longest prompt or answer a workload draws, tpu_notes.inference.workload.MAX_LENGTH")
+    MAX_BUDGET = _field_maximum("Scheduler", "token_budget")
     return {
         "plan": {
             "--batch-tokens": (
@@ -147,6 +155,23 @@ def count_limits() -> dict[str, dict[str, tuple[int, str]]]:
             "--prompt": context,
             "--output": context,
             "--speculate": (MAX_DRAFTS, "the most drafts per round, tpu_notes.inference.speculative.MAX_DRAFTS"),
+        },
+        "simulate": {
+            "--chips": chips,
+            "--replicas": (
+                MAX_REPLICAS,
+                "the most replicas one simulation serves, tpu_notes.inference.simulator.MAX_REPLICAS",
+            ),
+            "--prompt": length,
+            "--output": length,
+            "--requests": (
+                MAX_REQUESTS,
+                "the most requests one workload holds, tpu_notes.inference.workload.MAX_REQUESTS",
+            ),
+            "--budget": (
+                MAX_BUDGET,
+                "the largest token budget a scheduler takes, tpu_notes.inference.Scheduler.token_budget",
+            ),
         },
     }
 
@@ -996,6 +1021,431 @@ def _print_serve_cost(args, s: _Served) -> None:
         print(f"  no price: {s.no_price}; give --price (dollars per chip-hour)")
 
 
+# ---------------------------------------------------------------------------------------------- simulate
+#: The scheduler policies ``simulate --scheduler`` names, as the CLI spells them, and the library's names.
+SIM_SCHEDULERS = {"chunked": "chunked", "prefill-first": "prefill_first"}
+#: Requests ``simulate`` serves unless told: enough for stable p99s over the trimmed window (1,600 requests), few
+#: enough that a ``--goodput`` search of a 70B deployment (up to 16 simulations) takes seconds on two cores.
+SIM_REQUESTS = 2000
+#: The first rate ``simulate --goodput`` probes without ``--rate``, requests/s (the search doubles or halves from it).
+SIM_START_RATE = 1.0
+
+
+def _field_maximum(cls: str, name: str) -> int:
+    """The largest value field ``name`` of :mod:`tpu_notes.inference.simulator`'s class ``cls`` takes (its
+    annotation's bound), so that a flag's limit is the library's."""
+    import typing
+
+    from .inference import simulator
+
+    hint = typing.get_type_hints(getattr(simulator, cls), include_extras=True)[name]
+    (bound,) = getattr(hint, "__metadata__", ())
+    return int(bound.maximum)
+
+
+def _disaggregate(text: str) -> tuple[int, int]:
+    """``--disaggregate M:CHIPS``: M prefill instances of CHIPS chips each."""
+    m = re.fullmatch(r"\s*([^:]+):([^:]+)\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(
+            f"must be M:CHIPS, M prefill instances of CHIPS chips each (e.g. 1:8); got {text!r}"
+        )
+    try:
+        instances = parse_count(m.group(1), "M (prefill instances)")
+        chips = parse_count(m.group(2), "CHIPS (chips per prefill instance)")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{text!r}: {err}") from None
+    most = _field_maximum("Disaggregation", "instances")
+    if instances > most:
+        raise argparse.ArgumentTypeError(f"{text!r}: M (prefill instances) must be at most {most:,}")
+    return instances, chips
+
+
+_disaggregate.__name__ = "M:CHIPS"
+
+
+def _seed(text: str) -> int:
+    """``--seed``: a whole number in [0, 2**32 - 1] (the workload's seed)."""
+    if not re.fullmatch(r"\s*[0-9]{1,10}\s*", text) or int(text) > 2**32 - 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to {2**32 - 1:,}; got {text!r}")
+    return int(text)
+
+
+_seed.__name__ = "seed"
+
+
+def _check_simulate_args(args) -> None:
+    """``simulate``'s flags judged before anything is simulated, each refusal naming its flag."""
+    from .inference.goodput import MAX_SLO_S
+    from .inference.workload import MAX_RATE, MAX_SPAN
+    from .transformer import get_model
+    from .units import canonical_dtype, check_positive
+
+    get_model(args.model, "--model")
+    canonical_dtype(args.weights, "--weights")
+    if args.kv is not None:
+        canonical_dtype(args.kv, "--kv")
+    if args.compute is not None:
+        from .inference.step import COMPUTE_DTYPES
+
+        if canonical_dtype(args.compute, "--compute") not in COMPUTE_DTYPES:
+            raise ValueError(f"--compute must be one of {', '.join(COMPUTE_DTYPES)}; got {args.compute!r}")
+    if args.sharegpt and (args.prompt is not None or args.output is not None):
+        flag = "--prompt" if args.prompt is not None else "--output"
+        raise ValueError(f"{flag} sets a fixed length; --sharegpt draws ShareGPT-like lengths: give one or the other")
+    if not args.sharegpt and (args.prompt is None or args.output is None):
+        missing = "--prompt" if args.prompt is None else "--output"
+        raise ValueError(f"{missing} is missing: give --prompt and --output (fixed lengths, tokens) or --sharegpt")
+    if args.rate is not None:
+        check_positive("--rate", args.rate, maximum=MAX_RATE)
+        if args.requests / args.rate > MAX_SPAN:
+            raise ValueError(
+                f"--rate {args.rate:g} makes {args.requests:,} requests span {args.requests / args.rate:.3g} s, more "
+                f"than tpu_notes.inference.workload.MAX_SPAN ({MAX_SPAN:.0e} s): at least "
+                f"{args.requests / MAX_SPAN:.3g} requests/s"
+            )
+    elif not args.goodput:
+        raise ValueError("give --rate R (Poisson arrivals, requests/s) or --goodput (search the highest rate)")
+    slo = {"--ttft-slo": args.ttft_slo, "--tpot-slo": args.tpot_slo, "--tbt-slo": args.tbt_slo}
+    for flag, value in slo.items():
+        if value is not None:
+            check_positive(flag, value, maximum=MAX_SLO_S)
+    if (args.ttft_slo is None) != (args.tpot_slo is None) or (args.tbt_slo is not None and args.ttft_slo is None):
+        given = next(flag for flag, value in slo.items() if value is not None)
+        missing = " and ".join(flag for flag in ("--ttft-slo", "--tpot-slo") if slo[flag] is None)
+        raise ValueError(f"{given} needs {missing} too (an SLO bounds both TTFT and TPOT; --tbt-slo is optional)")
+    if args.goodput and args.ttft_slo is None:
+        raise ValueError("--goodput needs an SLO: give --ttft-slo and --tpot-slo (seconds)")
+    if args.attainment is not None:
+        if not args.goodput:
+            raise ValueError("--attainment is the share --goodput searches for: give --goodput with it")
+        if not 0.0 < args.attainment <= 1.0:
+            raise ValueError(f"--attainment must be in (0, 1]; got {args.attainment}")
+    if args.price is not None:
+        check_positive("--price", args.price, maximum=MAX_PRICE)
+    if args.link is not None and args.disaggregate is None:
+        raise ValueError("--link is the link KV crosses to the decode replicas: give --disaggregate M:CHIPS with it")
+
+
+@dataclass(frozen=True)
+class _Simulated:
+    """One ``simulate`` command run: what its text and its JSON report."""
+
+    deployment: object  # tpu_notes.inference.engine.Deployment (its replicas)
+    system: object  # one replica's system (a Slice or a GpuCluster)
+    workload: object  # tpu_notes.inference.Workload (at the rate reported)
+    scheduler: object  # tpu_notes.inference.Scheduler
+    disaggregation: object  # tpu_notes.inference.Disaggregation or None
+    slo: object  # tpu_notes.inference.goodput.SLO or None
+    result: object  # tpu_notes.inference.SimResult at the rate reported (None: --goodput found no rate)
+    goodput: object  # tpu_notes.inference.goodput.GoodputResult, or None without --goodput
+    cost: object  # tpu_notes.inference.cost.CostAtRate, or None (no result, or no price)
+    no_price: str  # why there is no cost ("" when there is one)
+
+    @property
+    def n_chips(self) -> int:
+        """Chips provisioned: every replica and every prefill instance."""
+        d, dis = self.deployment, self.disaggregation
+        return d.total_chips + (dis.instances * dis.prefill.n_chips if dis is not None else 0)
+
+
+def _sim_workload(args, rate: float):
+    """The workload ``simulate`` serves: Poisson arrivals at ``rate``, fixed or ShareGPT-like lengths."""
+    from .inference.workload import LengthDistribution, Workload
+
+    if args.sharegpt:
+        return Workload.poisson(rate, args.requests, seed=args.seed)
+    prompt, output = LengthDistribution.fixed(args.prompt), LengthDistribution.fixed(args.output)
+    return Workload.poisson(rate, args.requests, prompt, output, seed=args.seed)
+
+
+def _sim_deploy(args, system, flag: str, replicas: int = 1):
+    """Deploy ``--model`` on ``system`` with the dtype flags, a refusal naming ``flag`` (or ``--compute``)."""
+    from .inference.engine import deploy
+    from .units import canonical_dtype
+
+    compute = None if args.compute is None else canonical_dtype(args.compute, "--compute")
+    try:
+        return deploy(
+            args.model,
+            system,
+            weight_dtype=args.weights,
+            kv_dtype=args.kv or args.weights,
+            compute_dtype=compute,
+            replicas=replicas,
+            prefill_sharding=args.prefill_sharding,
+        )
+    except ValueError as err:
+        if "compute_dtype" in str(err):
+            raise ValueError(str(err).replace("compute_dtype", "--compute")) from None
+        raise ValueError(f"{flag}: {err}") from None
+
+
+def _sim_disaggregation(args, chip):
+    """The prefill instances of ``--disaggregate M:CHIPS`` over ``--link``, or None."""
+    from .inference.engine import system_for
+    from .inference.simulator import Disaggregation
+    from .rules import Illegal
+
+    if args.disaggregate is None:
+        return None
+    instances, n = args.disaggregate
+    flag = f"--disaggregate {instances}:{n}"
+    try:
+        _check_tensor_parallel(args.model, n, flag)
+    except Illegal as err:
+        raise Illegal(err.kind, f"{err}; legal counts near it: {_legal_near(args.model, chip, n)}") from None
+    try:
+        system = system_for(chip, n) if chip.kind == "tpu" else _gpu_system(chip, n)
+    except ValueError as err:
+        raise ValueError(f"{flag}: {err}") from None
+    prefill = _sim_deploy(args, system, flag)
+    try:
+        return Disaggregation(prefill, instances, args.link)
+    except ValueError as err:
+        raise ValueError(f"{'--link' if 'link' in str(err) else flag}: {err}") from None
+
+
+def _run_simulate(args) -> _Simulated:
+    """Run one ``simulate`` command: the deployment, the simulation (or the goodput search) and the cost."""
+    from .hardware import Chip
+    from .inference.cost import cost_at_rate
+    from .inference.goodput import SLO, max_rate_at_attainment
+    from .inference.simulator import Scheduler, simulate
+
+    _check_simulate_args(args)
+    given = _parse_system_arg(args.system, "--chip")
+    chip = given if isinstance(given, Chip) else given.chip
+    if not isinstance(given, Chip) and args.chips is not None and args.chips != given.n_devices:
+        raise ValueError(f"--chips {args.chips} disagrees with --chip {args.system} ({given.n_devices} chips)")
+    workload = _sim_workload(args, args.rate if args.rate is not None else SIM_START_RATE)
+    fewest = None
+    if isinstance(given, Chip) and args.chips is None:
+        try:
+            fewest, _ = _fewest_chips(
+                args.model, chip, workload.longest, weight_dtype=args.weights, kv_dtype=args.kv or args.weights
+            )
+        except NotImplementedError as err:
+            raise NotImplementedError(f"--model {args.model} is not supported by simulate: {err}") from None
+        if fewest is None:
+            raise ValueError(
+                f"no legal {chip.name} system holds {args.model} and one request of {workload.longest:,} tokens; "
+                "lower --prompt/--output or choose another --chip"
+            )
+    system = _serve_system(args, given, fewest)
+    flag = f"--chips {args.chips}" if args.chips is not None else f"--chip {args.system}"
+    d = _sim_deploy(args, system, flag, replicas=args.replicas)
+    policy = SIM_SCHEDULERS[args.scheduler]
+    budget = args.budget if args.budget is not None else Scheduler().token_budget
+    scheduler = Scheduler(policy=policy, token_budget=budget, max_seqs=min(Scheduler().max_seqs, budget))
+    dis = _sim_disaggregation(args, chip)
+    slo = None if args.ttft_slo is None else SLO(args.ttft_slo, args.tpot_slo, args.tbt_slo)
+    kw = dict(scheduler=scheduler, disaggregation=dis, router=args.router)
+    gp = None
+    try:
+        if args.goodput:
+            target = args.attainment if args.attainment is not None else 0.9
+            gp = max_rate_at_attainment(d, workload, slo, target, **kw)
+            result = gp.result
+            if result is not None:
+                workload = _sim_workload(args, gp.rate_per_s)
+        else:
+            result = simulate(d, workload, **kw)
+    except ValueError as err:
+        lengths = "--sharegpt's longest" if args.sharegpt else f"--prompt {args.prompt:,} + --output {args.output:,}"
+        if "longest request" in str(err):
+            raise ValueError(f"{lengths} on {flag}: {err}") from None
+        if "workload." in str(err) or "MAX_STEPS" in str(err):  # too much work for one call: name the flags
+            msg = str(err).replace("workload.n_requests", "--requests").replace("its output lengths", "--output")
+            rate = "" if args.rate is None else f" at --rate {args.rate:g}"
+            raise ValueError(f"--requests {args.requests:,} of {lengths}{rate}: {msg}") from None
+        raise
+    cost, no_price = None, ""
+    if result is None:
+        no_price = "no rate meets the SLO"
+    elif args.price is None and chip.dollars_per_hour is None:
+        no_price = f"{chip.long_name} has no price in tpu_notes.hardware; give --price (dollars per chip-hour)"
+    else:
+        cost = cost_at_rate(result, chip, dollars_per_chip_hour=args.price, slo=slo)
+    return _Simulated(d, system, workload, scheduler, dis, slo, result, gp, cost, no_price)
+
+
+def _simulate(args) -> int:
+    run = _run_simulate(args)
+    if args.json:
+        _print_json(_simulate_json(args, run))
+    else:
+        _print_simulate(args, run)
+    return 0
+
+
+def _replica_name(system) -> str:
+    """One replica as a practitioner writes it: ``"v5e 4x4"`` for a TPU slice, ``"8 h100"`` for GPUs."""
+    shape = getattr(system, "shape", None)
+    if shape:
+        return f"{system.chip.name} {'x'.join(map(str, shape))}"
+    return f"{system.n_devices} {system.chip.name}"
+
+
+def _simulate_header(args, s: _Simulated) -> str:
+    """``"llama3-70b on 2 x v5e 4x4 (32 chips), int8 weights, int8 KV, int8 matmuls"`` (and the prefill
+    instances under disaggregation)."""
+    d, dis = s.deployment, s.disaggregation
+    where = f"{d.replicas} x {_replica_name(s.system)}"
+    if dis is not None:
+        where += f" decode + {dis.instances} x {_replica_name(dis.prefill.system)} prefill over {dis.link}"
+    return (
+        f"{args.model} on {where} ({s.n_chips} chips), {d.weight_dtype} weights, {d.kv_dtype} KV, "
+        f"{d.compute_dtype} matmuls" + (" (weight-only)" if d.weight_only else "")
+    )
+
+
+#: simulate's percentile rows: (label, SimResult field, JSON key stem).
+_SIM_ROWS = (
+    ("TTFT", "ttft", "ttft"),
+    ("TPOT", "tpot", "tpot"),
+    ("TBT", "tbt", "tbt"),
+    ("largest stall", "tbt_max", "largest_stall"),
+)
+
+
+def _simulate_json(args, s: _Simulated) -> dict:
+    """``simulate --json``: every figure of the text, in SI units (seconds, requests/s, tokens/s, dollars)."""
+    d, dis, r, w = s.deployment, s.disaggregation, s.result, s.workload
+    data = {
+        "model": args.model,
+        "chip": d.chip.name,
+        "deployment": _simulate_header(args, s),
+        "replica_system": _spell_system(s.system),
+        "chips_per_replica": d.n_chips,
+        "replicas": d.replicas,
+        "n_chips": s.n_chips,
+        "weight_dtype": d.weight_dtype,
+        "kv_dtype": d.kv_dtype,
+        "compute_dtype": d.compute_dtype,
+        "prefill_sharding": d.prefill_sharding,
+        "scheduler": args.scheduler,
+        "token_budget": s.scheduler.token_budget,
+        "router": args.router,
+        "disaggregation": None
+        if dis is None
+        else {"instances": dis.instances, "chips_per_instance": dis.prefill.n_chips, "link": dis.link},
+        "requests": w.n_requests,
+        "lengths": "sharegpt-like" if args.sharegpt else "fixed",
+        "prompt_tokens": args.prompt,
+        "output_tokens": args.output,
+        "seed": args.seed,
+        "rate_per_s": w.rate if r is not None else None,
+        "slo": None if s.slo is None else {"ttft_s": s.slo.ttft_s, "tpot_s": s.slo.tpot_s, "tbt_s": s.slo.tbt_s},
+    }
+    for _, name, key in _SIM_ROWS:
+        values = getattr(r, name) if r is not None else (None, None, None)
+        for p, v in zip(("p50", "p90", "p99"), values):
+            data[f"{key}_{p}_s"] = v
+    for key in ("output_tokens_per_s", "input_tokens_per_s", "tokens_per_s_per_chip", "mean_batch", "duration"):
+        data[key + ("_s" if key == "duration" else "")] = getattr(r, key) if r is not None else None
+    for key in ("kv_utilisation", "peak_seqs", "preemptions", "completed"):
+        data[key] = getattr(r, key) if r is not None else None
+    has_slo = s.slo is not None and r is not None
+    data["attainment"] = r.attainment(s.slo) if has_slo else None
+    data["slo_requests_per_s"] = r.slo_requests_per_s(s.slo) if has_slo else None
+    g = s.goodput
+    data["goodput"] = (
+        None
+        if g is None
+        else {
+            "rate_per_s": g.rate_per_s,
+            "per_chip_per_s": g.per_chip,
+            "n_chips": g.n_chips,
+            "attainment": g.attainment,
+            "target": g.target,
+            "probes": [list(p) for p in g.probes],
+            "bracket": g.bracket,
+        }
+    )
+    c = s.cost
+    fields = (
+        "dollars_per_chip_hour",
+        "price_source",
+        "request_rate",
+        "dollars_per_million_input",
+        "dollars_per_million_output",
+        "dollars_per_request",
+        "dollars_per_slo_request",
+        "floor_dollars_per_million_input",
+        "floor_dollars_per_million_output",
+        "utilisation",
+        "prefill_share",
+    )
+    data["cost"] = None if c is None else {k + ("_per_s" if k == "request_rate" else ""): getattr(c, k) for k in fields}
+    if c is not None and c.dollars_per_slo_request == float("inf"):
+        data["cost"]["dollars_per_slo_request"] = None  # JSON has no infinity: no request met the SLO
+    data["no_price_reason"] = s.no_price or None
+    return data
+
+
+def _print_simulate(args, s: _Simulated) -> None:
+    """``simulate``'s text: the deployment, the workload, the percentiles, the SLO's attainment, the goodput and
+    the cost at the rate served beside its 100%-busy floor."""
+    from .units import fmt
+
+    r, w, g = s.result, s.workload, s.goodput
+    print(_simulate_header(args, s))
+    lengths = (
+        "ShareGPT-like lengths"
+        if args.sharegpt
+        else f"prompts of {args.prompt:,} tokens, answers of {args.output:,} tokens"
+    )
+    print(
+        f"  {s.scheduler.label()} scheduler, token budget {s.scheduler.token_budget:,}, {args.router} router; "
+        f"{w.n_requests:,} requests, {lengths}, seed {args.seed}"
+    )
+    if g is not None:
+        target = f"{g.target:.0%} of requests meeting {s.slo!r}"
+        if r is None:
+            print(f"  goodput at {target}: none ({g.bracket})")
+            return
+        print(
+            f"  goodput at {target}: {g.rate_per_s:.3g} requests/s, {g.per_chip:.3g} per chip on {g.n_chips} "
+            f"chips ({g.attainment:.1%} met; {len(g.probes)} probes, {g.bracket})"
+        )
+    print(
+        f"  at {w.rate:.3g} requests/s (Poisson), percentiles over the middle {1 - r.warmup - r.drain:.0%} of arrivals:"
+    )
+    print(f"    {'':<14}{'p50':>10}{'p90':>10}{'p99':>10}")
+    for label, name, _ in _SIM_ROWS:
+        print(f"    {label:<14}" + "".join(f"{fmt(v, 's'):>10}" for v in getattr(r, name)))
+    print(
+        f"  {fmt(r.output_tokens_per_s, 'tokens/s')} out ({fmt(r.tokens_per_s_per_chip, 'tokens/s')} per chip), "
+        f"mean batch {r.mean_batch:.1f}, peak {r.peak_seqs} sequences, KV {r.kv_utilisation:.0%} used, "
+        f"{r.preemptions} preemptions; {r.completed:,} requests in {fmt(r.duration, 's')}"
+    )
+    if s.slo is not None:
+        print(
+            f"  {s.slo!r}: {r.attainment(s.slo):.1%} of requests meet it; "
+            f"{r.slo_requests_per_s(s.slo):.3g} SLO-meeting requests/s at this load"
+        )
+    c = s.cost
+    if c is None:
+        print(f"  no price: {s.no_price}")
+        return
+    per_slo = ""
+    if c.dollars_per_slo_request is not None:
+        per_slo = f", ${c.dollars_per_slo_request:.3g} per SLO-meeting request"
+    print(
+        f"  cost at {c.request_rate:.3g} requests/s, ${c.dollars_per_chip_hour:.3g} per chip-hour ({c.price_source}):"
+    )
+    print(
+        f"    ${c.dollars_per_million_input:.3g} per million input tokens, ${c.dollars_per_million_output:.3g} per "
+        f"million output tokens, ${c.dollars_per_request:.3g} per request{per_slo}"
+    )
+    print(
+        f"    utilisation {c.utilisation:.0%} of {c.n_chips} chips; were they busy 100% of the time (a floor): "
+        f"${c.floor_dollars_per_million_input:.3g} per million input, ${c.floor_dollars_per_million_output:.3g} per "
+        "million output"
+    )
+
+
 def chip_spec(chip) -> dict:
     """Every published figure of one chip with its source: ``{field: {"value": ..., "source": ...}}`` (SI units)."""
     from dataclasses import fields
@@ -1135,6 +1585,17 @@ _SERVE = (
     "and the count divides or is a multiple of the KV heads (tpu_notes.rules.whole_heads). Counts take "
     + COUNT_HELP
     + "."
+)
+_SIMULATE = (
+    "Serve a stream of requests (Poisson arrivals at --rate, fixed --prompt/--output lengths or --sharegpt) on "
+    "--replicas replicas of a deployment behind --router, each filling its steps with --scheduler "
+    "(tpu_notes.inference.simulate), optionally with prefill on --disaggregate M:CHIPS instances; print the latency "
+    "percentiles over the run's middle 80% (TTFT, TPOT, time between tokens, each request's largest stall), the "
+    "share of requests meeting the SLO (--ttft-slo, --tpot-slo, --tbt-slo), with --goodput DistServe's goodput (the "
+    "highest rate at which --attainment of requests meet it, per chip; tpu_notes.inference.goodput), and the cost "
+    "at the rate served: every provisioned chip paid for the run's wall-clock, per million input and output "
+    "tokens and per SLO-meeting request, beside the floor of the same chips busy 100% of the time "
+    "(tpu_notes.inference.cost.cost_at_rate). Counts take " + COUNT_HELP + "."
 )
 _SPEC = "Print the chip table, or every figure of the chips named, each with its source."
 
@@ -1350,6 +1811,81 @@ def _spec_flags(s) -> None:
     _json_and_run(s, "print JSON (value and source per figure) instead of text", _spec)
 
 
+def _simulate_flags(v) -> None:
+    """``simulate``'s flags."""
+    from .inference.simulator import LINKS, ROUTERS
+
+    v.add_argument("--model", required=True, help="a preset model name (e.g. llama3-70b, llama3-8b, llama2-13b)")
+    v.add_argument(
+        "--chip",
+        "--system",
+        dest="system",
+        required=True,
+        metavar="SYSTEM",
+        help="one replica: " + SYSTEM_HELP + "; or a bare chip name with --chips (without --chips: its smallest "
+        "legal system that holds the longest request)",
+    )
+    _add_count(v, "simulate", "--chips", "chips per replica, with a bare chip name")
+    _add_count(v, "simulate", "--replicas", "identical replicas behind the router (default 1)", default=1)
+    v.add_argument("--weights", default="bf16", help="weight dtype: bf16, int8, int4, fp8 (default bf16)")
+    v.add_argument("--kv", default=None, help="KV-cache dtype (default: the weight dtype)")
+    v.add_argument(
+        "--compute",
+        default=None,
+        help="dtype the matmuls run in: bf16, fp8, int8 (default: the weight dtype where the chip has a peak for "
+        "it, else bf16; a dtype the chip lacks is refused)",
+    )
+    v.add_argument(
+        "--prefill-sharding",
+        choices=("tensor", "sequence"),
+        default="tensor",
+        help="how a step's prompt tokens are laid over a replica (tpu_notes.inference.engine.deploy; default tensor)",
+    )
+    _add_count(v, "simulate", "--prompt", "prompt tokens of every request (fixed; with --output)")
+    _add_count(v, "simulate", "--output", "output tokens of every request (fixed; with --prompt)")
+    v.add_argument(
+        "--sharegpt",
+        action="store_true",
+        help="ShareGPT-like prompt and answer lengths (tpu_notes.inference.LengthDistribution.sharegpt_like) instead "
+        "of --prompt/--output",
+    )
+    _add_count(v, "simulate", "--requests", f"requests in the stream (default {SIM_REQUESTS:,})", default=SIM_REQUESTS)
+    _add_number(v, "--rate", "Poisson arrival rate, requests/s (with --goodput: the first rate probed, default 1)")
+    v.add_argument(
+        "--goodput",
+        action="store_true",
+        help="search the highest rate at which --attainment of requests meet the SLO (needs --ttft-slo, --tpot-slo)",
+    )
+    _add_number(v, "--attainment", "share of requests that must meet the SLO, in (0, 1] (with --goodput; default 0.9)")
+    v.add_argument(
+        "--scheduler",
+        choices=tuple(SIM_SCHEDULERS),
+        default="chunked",
+        help="chunked prefill (vLLM V1, default) or prefill-first (vLLM V0: decoding pauses for prompts)",
+    )
+    _add_count(v, "simulate", "--budget", "most tokens (decoded + prompt) per engine step (default 2048, vLLM's)")
+    v.add_argument("--router", choices=ROUTERS, default="least-loaded", help="how requests reach the replicas")
+    v.add_argument(
+        "--disaggregate",
+        type=_disaggregate,
+        default=None,
+        metavar="M:CHIPS",
+        help="prefill on M separate instances of CHIPS chips each (same chip and dtypes); the replicas only decode",
+    )
+    v.add_argument(
+        "--link",
+        choices=tuple(LINKS),
+        default=None,
+        help="the link KV crosses from prefill to decode: ici, dcn (TPU), nvlink, ib (GPU) (default ici or nvlink)",
+    )
+    _add_number(v, "--ttft-slo", "SLO: time to first token at most this, seconds")
+    _add_number(v, "--tpot-slo", "SLO: time per output token at most this, seconds")
+    _add_number(v, "--tbt-slo", "SLO: each request's largest gap between tokens at most this, seconds (optional)")
+    v.add_argument("--seed", type=_seed, default=0, help="seed of the workload's draws (default 0)")
+    _add_number(v, "--price", f"dollars per chip-hour, at most {MAX_PRICE:,.0f} (default: the chip's listed price)")
+    _json_and_run(v, "print JSON instead of text (seconds, requests/s, tokens/s, dollars)", _simulate)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="python -m tpu_notes",
@@ -1359,7 +1895,7 @@ def build_parser() -> argparse.ArgumentParser:
         + SYSTEM_HELP
         + ".",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{plan,serve,spec,bench}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{plan,serve,simulate,spec,bench}")
     for name, help, description, add_flags in (
         ("plan", "rank training layouts of a model on a TPU slice or GPU cluster (Chapters 5, 11)", _PLAN, _plan_flags),
         (
@@ -1367,6 +1903,12 @@ def build_parser() -> argparse.ArgumentParser:
             "one serving step, its throughput and the cost of a request (Chapters 7, 8, 11)",
             _SERVE,
             _serve_flags,
+        ),
+        (
+            "simulate",
+            "serve a request stream: latency percentiles, SLO attainment, goodput and cost at the rate (Chapters 7, 8)",
+            _SIMULATE,
+            _simulate_flags,
         ),
         ("spec", "a chip's figures with their sources (Chapters 1, 2, 11)", _SPEC, _spec_flags),
     ):
@@ -1428,7 +1970,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None and hasattr(signal, "SIGPIPE"):  # `python -m tpu_notes spec | head` ends quietly
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     argv = list(sys.argv[1:] if argv is None else argv)
-    command = argv[0] if argv[:1] and argv[0] in ("plan", "serve", "spec", "bench") else None
+    command = argv[0] if argv[:1] and argv[0] in ("plan", "serve", "simulate", "spec", "bench") else None
     where = f"tpu_notes {command}" if command else "tpu_notes"
     try:
         return _run(argv)
