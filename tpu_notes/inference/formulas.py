@@ -129,8 +129,6 @@ def kv_bytes_per_token(
     return kv * (1.0 - f + f * min(window, S) / S)
 
 
-
-
 # ----------------------------------------------------------------------------------------------- the KV pool
 def _kv_pool_tokens(hbm_bytes: float, reserve_fraction: float, weight_bytes: float, kv_bytes_per_token: float) -> int:
     """Tokens of KV cache that ``hbm_bytes`` (all devices together) hold beside ``weight_bytes`` of weights, with

@@ -105,7 +105,8 @@ def cross_layer_kv(
     kv_tok = m.kv_bytes_per_token(kv_dtype) * groups / m.n_layers
     wb = dtype_bytes(weight_dtype)
     weights = (m.param_count() - dropped) * wb
-    most = int(min(_kv_pool_tokens(n * _with_memory(chip).hbm_bytes, reserve_fraction, weights, kv_tok) // S, MAX_BATCH))
+    pool = _kv_pool_tokens(n * _with_memory(chip).hbm_bytes, reserve_fraction, weights, kv_tok)
+    most = int(min(pool // S, MAX_BATCH))
     B = batch if batch is not None else max(most, 1)
     step = step_time_from_counts(
         (weight_params_read(m, B) - dropped) * wb,

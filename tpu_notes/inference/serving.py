@@ -16,8 +16,18 @@ from ..hardware import get_chip
 from ..topology import Slice
 from ..transformer import Model
 from ..units import Bool, PositiveFloat, Range, Shape, check_positive, checked, dtype_bytes
-from .engine import EngineStep, _decode_point, deploy, slice_shapes  # noqa: F401  (slice_shapes: re-exported)
-from .formulas import MAX_BATCH, Batch, Chips, ComputeDType, Context, StorageDType, _kv_pool_tokens, _with_memory, machine
+from .engine import EngineStep, _decode_point, deploy, slice_shapes
+from .formulas import (
+    MAX_BATCH,
+    Batch,
+    Chips,
+    ComputeDType,
+    Context,
+    StorageDType,
+    _kv_pool_tokens,
+    _with_memory,
+    machine,
+)
 from .step import DecodeStepTime, decode_step_time
 
 #: Most candidates (batches, or chip counts × batches) one search or curve evaluates.

@@ -29,7 +29,6 @@ the engine, and are re-exported here.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Annotated
 
@@ -56,6 +55,7 @@ from .formulas import (  # noqa: F401  (re-exported: tpu_notes.inference.step.X 
     machine,
     weight_params_read,
 )
+
 
 # ----------------------------------------------------------------------------------------------- decode step
 @dataclass(frozen=True)
