@@ -103,9 +103,9 @@ _LEN_ARG = Opt(Raw(_length, hostile=[3, "x", ODD], lazy=True), none_baseline=Tru
 
 CASES = {
     # step
-    I + "step.machine": Case(chip=ChipArg("v5e"), compute_dtype=Choice("bf16")),
-    I + "step.weight_params_read": Case(model=Model("tiny-moe"), batch=Int(4, big=True)),
-    I + "step.kv_bytes_per_token": Case(
+    I + "formulas.machine": Case(chip=ChipArg("v5e"), compute_dtype=Choice("bf16")),
+    I + "formulas.weight_params_read": Case(model=Model("tiny-moe"), batch=Int(4, big=True)),
+    I + "formulas.kv_bytes_per_token": Case(
         model=Model("llama3-8b"),
         kv_dtype=Choice("int8"),
         local_window=Opt(Int(4096, big=True)),
@@ -187,7 +187,7 @@ CASES = {
         kv_dtype=Choice("bf16"),
         reserve_fraction=Num(0.1, zero=True, top=0.99),
     ),
-    I + "serving.slice_shapes": Case(chip=ChipArg("v5p", tpu=True)),
+    I + "engine.slice_shapes": Case(chip=ChipArg("v5p", tpu=True)),
     I + "serving.smallest_topology": Case(
         model=Model("llama3-8b"),
         chip=ChipArg("v5e", tpu=True),
@@ -256,7 +256,7 @@ CASES = {
     ),
     I + "sharding.ws_2d_crossover": Case(d_model=Int(4096), d_ff=Int(16384)),
     # long context
-    I + "long_context.decode_attention": Case(
+    I + "formulas.decode_attention": Case(
         model=Model("deepseek-v3"), seq_len=Int(8192, big=True), batch=Int(4, big=True), kv_dtype=Choice("bf16")
     ),
     I + "long_context.cross_layer_kv": Case(
@@ -610,6 +610,7 @@ CASES.update(
 )
 
 COVERED = (
+    "inference.formulas",
     "inference.step",
     "inference.long_context",
     "inference.serving",
@@ -624,7 +625,7 @@ COVERED = (
 
 #: Records the library builds itself (their fields are computed): constructors not fuzzed; methods have entries.
 RESULT_RECORDS = {
-    "inference.step.Machine",
+    "inference.formulas.Machine",
     "inference.step.DecodeStepTime",
     "inference.step.ServingMemory",
     "inference.step.PrefillTime",
@@ -635,7 +636,7 @@ RESULT_RECORDS = {
     "inference.goodput.GoodputResult",
     "inference.workload.Requests",
     "inference.step.DecodeStepModel",
-    "inference.long_context.DecodeAttention",
+    "inference.formulas.DecodeAttention",
     "inference.long_context.SharedKV",
     "inference.long_context.SequenceShardedDecode",
     "inference.long_context.ChunkedPrefill",

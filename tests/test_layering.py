@@ -203,3 +203,115 @@ def test_allowed_imports_pass(tmp_path):
         "plots/__init__.py": "",
     }
     assert violations(_fake(tmp_path, files)) == []
+
+
+# ------------------------------------------------------------------------------------------ inference, acyclic
+#: The serving modules' layers, bottom first (``tpu_notes.inference``): the counts every step model shares, the one
+#: serving step model on them, the teaching views on the engine. A module may import only modules of its own rank or
+#: lower; the graph of all intra-package imports, function-level ones included, has no cycle.
+INFERENCE_ORDER = ("formulas", "sharding", "engine", "expected", "step", "serving", "long_context", "deployment")
+
+#: Intra-package imports left out of the cycle check, as ``(module, imported module)``, each a function-level import
+#: in a file this change did not own; the integrator removes them and this set becomes empty:
+#: ``published.simulate_run`` imports ``published_ttft`` (to accept a ``PublishedTTFT`` row), which imports
+#: ``published`` at its top: a loop.
+INFERENCE_EXEMPT: set[tuple[str, str]] = {
+    ("published", "published_ttft"),
+}
+
+
+def inference_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """``{module: modules of tpu_notes.inference it imports}``, at any level (top-level and inside functions), the
+    :data:`INFERENCE_EXEMPT` pairs left out; a package-level import (``from . import x``) counts as ``x``."""
+    pkg = "tpu_notes.inference"
+    names = {p.stem for p in (root / "inference").glob("*.py")}
+    graph: dict[str, set[str]] = {n: set() for n in names}
+    for imp in package_imports(root):
+        if not imp.module.startswith(pkg + ".") or not imp.target.startswith(pkg + "."):
+            continue
+        src, dst = imp.module.split(".")[2], imp.target.split(".")[2]
+        if src != dst and dst in names and (src, dst) not in INFERENCE_EXEMPT:
+            graph[src].add(dst)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` as ``[a, b, ..., a]``, or None (depth-first search, three colours)."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == 1:
+                return stack[stack.index(m) :] + [m]
+            if m not in state and (found := visit(m)):
+                return found
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if n not in state and (found := visit(n)):
+            return found
+    return None
+
+
+def test_inference_imports_have_no_cycle():
+    cycle = find_cycle(inference_graph())
+    assert cycle is None, "tpu_notes.inference imports itself in a loop: " + " -> ".join(cycle)
+
+
+def test_inference_layers_point_down():
+    """The step models' own order: the counts, the engine, then the views (``step`` is a view of the engine)."""
+    graph = inference_graph()
+    rank = {n: i for i, n in enumerate(INFERENCE_ORDER)}
+    bad = [
+        f"{src} imports {dst}"
+        for src in INFERENCE_ORDER
+        for dst in sorted(graph[src])
+        if rank.get(dst, len(rank)) >= rank[src]
+    ]
+    assert not bad, "imports against the inference order " + repr(INFERENCE_ORDER) + ":\n  " + "\n  ".join(bad)
+    assert graph["formulas"] == set(), "formulas imports nothing of tpu_notes.inference"
+
+
+def test_inference_exemptions_are_still_needed():
+    """An exemption whose import has gone must leave :data:`INFERENCE_EXEMPT` (so the list only shrinks)."""
+    pkg = "tpu_notes.inference"
+    present = {
+        (imp.module.split(".")[2], imp.target.split(".")[2])
+        for imp in package_imports()
+        if imp.module.startswith(pkg + ".") and imp.target.startswith(pkg + ".") and imp.local
+    }
+    assert INFERENCE_EXEMPT <= present, f"exemptions no longer needed: {sorted(INFERENCE_EXEMPT - present)}"
+
+
+def test_the_cycle_check_catches_a_function_level_loop(tmp_path):
+    files = {
+        "inference/__init__.py": "",
+        "inference/a.py": "from .b import x\n",
+        "inference/b.py": "def f():\n    from .a import y\n",
+    }
+    for rel, text in files.items():
+        p = tmp_path / "tpu_notes" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    assert find_cycle(inference_graph(tmp_path / "tpu_notes")) == ["a", "b", "a"]
+    (tmp_path / "tpu_notes" / "inference" / "b.py").write_text("def f():\n    return 1\n")
+    assert find_cycle(inference_graph(tmp_path / "tpu_notes")) is None
+
+
+def test_the_step_models_import_each_other_at_the_top_only():
+    """No function-level import among the step models and their views (the loop they used to dodge is gone)."""
+    pkg = "tpu_notes.inference"
+    local = [
+        f"{imp.module}:{imp.line} imports {imp.target}"
+        for imp in package_imports()
+        if imp.local
+        and imp.module.startswith(pkg + ".")
+        and imp.target.startswith(pkg + ".")
+        and imp.module.split(".")[2] in INFERENCE_ORDER
+    ]
+    assert not local, "function-level imports inside tpu_notes.inference's step models:\n  " + "\n  ".join(local)

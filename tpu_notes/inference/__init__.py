@@ -49,17 +49,25 @@ from .cost import (  # Chapter 8: the bill, at 100% busy (a floor) and at the ra
 from .deployment import RANK_BY, ShardedStepTime, axis_sizes, best_deployment, sharded_step_time  # Chapter 8
 from .engine import Deployment, EngineStep, deploy  # the one serving step model
 from .expected import ExpectedDecodeStep, expected_decode_step, expected_prefill
+from .formulas import (  # the counts every step model shares (below the engine)
+    COMPUTE_DTYPES,
+    STORAGE_DTYPES,
+    DecodeAttention,
+    Machine,
+    decode_attention,
+    kv_bytes_per_token,
+    machine,
+    weight_params_read,
+)
 from .goodput import GoodputResult, best_serving, max_rate_at_attainment
 from .long_context import (  # Chapter 7: MLA decode attention, cross-layer KV, sequence-sharded KV, chunked prefill
     MAX_CHUNK_STEPS,
     MAX_SHARE,
     ChunkedPrefill,
-    DecodeAttention,
     SequenceShardedDecode,
     SharedKV,
     chunked_prefill,
     cross_layer_kv,
-    decode_attention,
     sequence_sharded_decode,
 )
 from .serving import (
@@ -115,23 +123,17 @@ from .speculative import (
     speculative_vs_batch,
 )
 from .step import (
-    COMPUTE_DTYPES,
     MAX_MODEL_BATCH,
-    STORAGE_DTYPES,
     DecodeStepModel,
     DecodeStepTime,
-    Machine,
     PrefillTime,
     ServingMemory,
     critical_batch,
     decode_step_model,
     decode_step_time,
-    kv_bytes_per_token,
-    machine,
     prefill_time,
     serving_memory,
     step_time_from_counts,
-    weight_params_read,
 )
 from .workload import LengthDistribution, Requests, Workload
 

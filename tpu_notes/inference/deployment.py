@@ -36,10 +36,11 @@ from ..hardware import get_chip
 from ..topology import Slice
 from ..transformer import Model
 from ..units import Bool, OneOf, Positive, Shape, checked, dtype_bytes, fmt
-from .engine import EngineStep, _decode_point, _whole_heads
+from .engine import EngineStep, _decode_point, _whole_heads, deploy, system_for
+from .formulas import Batch, Chips, ComputeDType, Context, StorageDType
 from .serving import MAX_CANDIDATES
 from .sharding import ICI_HOP_LATENCY, kv_sharding
-from .step import Batch, Chips, ComputeDType, Context, DecodeStepTime, StorageDType, decode_step_time
+from .step import DecodeStepTime, decode_step_time
 
 _Axes = Annotated[int, Positive(integer=True, maximum=3)]
 
@@ -107,8 +108,6 @@ def _engine_step(model, chip, n, axes, batch, seq_len, weight_dtype, kv_dtype, c
     """The engine's step for ``batch`` sequences of ``seq_len`` on ``n`` chips laid over ``axes`` axes (the slice of
     that shape; the standard slice of ``n`` chips when the pod has no such shape), priced even when it does not fit
     (``fits=False``)."""
-    from .engine import deploy, system_for
-
     c = get_chip(chip)
     shape = axis_sizes(n, axes) + (1,) * ((c.ici_dims or axes) - axes)
     try:

@@ -43,7 +43,13 @@ at the rates of an :class:`~tpu_notes.efficiency.EfficiencyModel` (default :data
 HBM at its achieved fraction, matmuls at :func:`~tpu_notes.efficiency.matmul_fraction` of their real shape
 (``rows`` by ``D`` by ``F / n``) times the sustained fraction, attention at the flash fraction, each collective's
 bytes at the achieved link fraction plus one call's latency. With one device and no prefill the roofline is
-:func:`~tpu_notes.inference.decode_step_time` exactly (a test holds them together).
+:func:`~tpu_notes.inference.decode_step_time` exactly (a test holds them together): Chapter 7's teaching formula
+(``KV + max(weights, FLOPs)``) is this step's roofline view, and its ``expected`` this step
+(:func:`~tpu_notes.inference.expected_decode_step`).
+
+Layering: this module builds on :mod:`tpu_notes.inference.formulas` (the argument kinds, what a step reads) and
+:mod:`tpu_notes.inference.sharding`; the teaching views (:mod:`.expected`, :mod:`.step`, :mod:`.serving`,
+:mod:`.long_context`, :mod:`.deployment`) import it, never the other way (``tests/test_layering.py``).
 
 Memory: the weights (sharded over the devices) and the KV pool share HBM; ``reserve_fraction`` of it is kept for
 activations and the runtime. ``Deployment.kv_capacity_tokens`` is what the pool holds; a step whose caches
@@ -60,13 +66,13 @@ from .. import efficiency as eff_mod
 from .. import gemm as gemm_mod
 from .. import rules
 from ..efficiency import EfficiencyModel, check_efficiency
+from ..gpu import GpuCluster
 from ..hardware import Chip, get_chip
 from ..system import System
+from ..topology import Slice
 from ..transformer import Model, TransformerConfig
 from ..units import Bool, OneOf, Positive, Range, checked, dtype_bytes, fmt
-from .long_context import decode_attention
-from .sharding import kv_sharding
-from .step import (
+from .formulas import (
     COMPUTE_DTYPES,
     MAX_CONTEXT,
     Batch,
@@ -74,8 +80,11 @@ from .step import (
     ComputeDType,
     Context,
     StorageDType,
+    _kv_pool_tokens,
+    decode_attention,
     weight_params_read,
 )
+from .sharding import kv_sharding
 
 #: Most rows (decoded sequences + prefill tokens) one engine step may hold.
 MAX_ROWS = 2**22
@@ -89,14 +98,36 @@ _Tokens = Annotated[int, Positive(integer=True, allow_zero=True, maximum=MAX_STE
 _Pairs = Annotated[float, Positive(allow_zero=True, maximum=1e18)]
 
 
+def slice_shapes(chip) -> tuple[tuple[int, ...], ...]:
+    """The standard slice shapes of a TPU generation, smallest first: powers of two with axes at most 2:1 on a 2D
+    torus (1x1, 2x2, 2x4, 4x4, 4x8, ... v5e's menu); on a 3D torus the sub-cube shapes 2x2x1 ... 4x4x4, then whole
+    4x4x4 cubes (4x4x8, 4x8x8, 8x8x8, ...), up to the pod."""
+    c = get_chip(chip)
+    if c.kind != "tpu" or not c.pod_shape:
+        raise ValueError(f"chip must be a TPU with a torus (slices are TPU shapes); got {c.long_name}")
+    pod = sorted(c.pod_shape)
+    if c.ici_dims == 2:
+        shapes = [(1, 1)]
+        a = 2
+        while a <= pod[-1]:
+            shapes += [(a, a), (a, 2 * a)]
+            a *= 2
+    else:
+        shapes = [(1, 1, 1), (2, 2, 1), (2, 2, 2), (2, 2, 4), (2, 4, 4), (4, 4, 4)]
+        while True:
+            x, y, z = shapes[-1]
+            nxt = (x, y, 2 * z) if x == y == z else ((x, 2 * y, z) if x == y else (2 * x, y, z))
+            if nxt == shapes[-1] or any(a > b for a, b in zip(sorted(nxt), pod)) or len(shapes) > 64:
+                break
+            shapes.append(nxt)
+    out = [s for s in shapes if all(a <= b for a, b in zip(sorted(s), pod))]
+    return tuple(sorted(out, key=lambda s: (math.prod(s), s)))
+
+
 @checked
 def system_for(chip, n_chips: Chips) -> System:
     """The system ``n_chips`` devices of ``chip`` form: the standard TPU slice of that many chips
     (:func:`~tpu_notes.inference.slice_shapes`), or a GPU cluster (whole nodes past one node)."""
-    from ..gpu import GpuCluster
-    from ..topology import Slice
-    from .serving import slice_shapes
-
     c = get_chip(chip)
     if c.kind == "gpu":
         return GpuCluster(c, n_chips)
@@ -260,7 +291,10 @@ class Deployment:
         return self.kv_capacity_tokens // block_size
 
     def max_batch(self, seq_len: int) -> int:
-        """Most sequences of ``seq_len`` tokens whose caches the pool holds at once (0 when not one fits)."""
+        """Most sequences of ``seq_len`` tokens whose caches the pool holds at once (0 when not one fits): the
+        pool's tokens ``// seq_len``, the arithmetic (:func:`~tpu_notes.inference.formulas._kv_pool_tokens`) of
+        :func:`~tpu_notes.inference.max_batch` at this deployment's ``reserve_fraction``, which refuses a batch of
+        0 and caps it at ``MAX_BATCH``."""
         if type(seq_len) is not int or not 1 <= seq_len <= MAX_CONTEXT:
             raise ValueError(f"seq_len must be a whole number of tokens in [1, {MAX_CONTEXT}]; got {seq_len!r}")
         return self.kv_capacity_tokens // seq_len
@@ -511,10 +545,9 @@ def _whole_heads(model, n: int, *, argument: str) -> None:
 def _pool(m, c, n: int, weight_dtype: str, kv_dtype: str, reserve_fraction: float, check_memory: bool):
     """``(weight bytes, KV bytes per token, tokens of KV pool)`` of ``m`` on ``n`` devices of ``c``; refuses, naming
     ``n_chips``, devices that hold not even the weights and one token of cache (unless not ``check_memory``)."""
-    hbm_free = n * c.hbm_bytes * (1.0 - reserve_fraction)
     weights = m.param_count() * dtype_bytes(weight_dtype)
     kv_tok = m.kv_bytes_per_token(kv_dtype)
-    capacity = math.floor((hbm_free - weights) / kv_tok) if hbm_free > weights else 0
+    capacity = _kv_pool_tokens(n * c.hbm_bytes, reserve_fraction, weights, kv_tok)
     if capacity < 1 and check_memory:
         need = math.ceil((weights + kv_tok) / (c.hbm_bytes * (1.0 - reserve_fraction)))
         raise ValueError(
@@ -916,6 +949,7 @@ __all__ = [
     "best_prefill_sharding",
     "deploy",
     "resolve_compute_dtype",
+    "slice_shapes",
     "system_for",
     "vector_rate",
 ]

@@ -25,10 +25,12 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from ..efficiency import EfficiencyModel, check_efficiency
+from ..gpu import GpuCluster
 from ..hardware import Chip
 from ..transformer import Model
 from ..units import Positive, Range, checked, fmt
-from .step import MAX_CONTEXT, Batch, Chips, ComputeDType, Context, StorageDType, kv_bytes_per_token
+from .engine import _decode_point, deploy
+from .formulas import MAX_CONTEXT, Batch, Chips, ComputeDType, Context, StorageDType, kv_bytes_per_token
 
 
 @dataclass(frozen=True)
@@ -78,9 +80,6 @@ def _pricing_deployment(model, chip, n_chips, weight_dtype, kv_dtype, compute_dt
 
 
 def _build_pricing(model, chip, n_chips, weight_dtype, kv_dtype, compute_dtype, efficiency):
-    from ..gpu import GpuCluster
-    from .engine import deploy
-
     if isinstance(chip, GpuCluster):
         system, n = chip, (None if n_chips is None or n_chips == chip.n_gpus else n_chips)
     elif isinstance(chip, (str, Chip)):
@@ -141,8 +140,6 @@ def expected_decode_step(
     :meth:`~tpu_notes.inference.engine.Deployment.step` of ``batch`` sequences with ``batch × seq_len`` tokens of
     context (fewer with sliding-window layers). ``decode_step_time(...).expected`` is this step at the default
     model."""
-    from .engine import _decode_point
-
     e = check_efficiency(efficiency)
     _decode_point(batch, seq_len)
     dep = _pricing_deployment(model, chip, n_chips, weight_dtype, kv_dtype, compute_dtype, e)

@@ -1,7 +1,8 @@
 """Long-context decode arithmetic (Chapter 7): what a generation step reads and moves when the KV cache, not the
 weights, is the bulk of memory.
 
-- :func:`decode_attention`: the FLOPs and bytes of one decode step's attention over ``seq_len`` cached tokens, for
+- :func:`~tpu_notes.inference.formulas.decode_attention` (defined below the engine, which prices MLA with it, and
+  re-exported here): the FLOPs and bytes of one decode step's attention over ``seq_len`` cached tokens, for
   grouped-query attention and for multi-head latent attention (MLA, DeepSeek-V2/V3) in the absorbed form its decode
   kernels run: one latent of ``kv_lora_rank`` plus a shared rotary key of ``qk_rope_head_dim`` per token and layer
   (arXiv 2405.04434 §2.1; DeepSeek-V3: arXiv 2412.19437 and huggingface.co/deepseek-ai/DeepSeek-V3 config.json).
@@ -31,60 +32,28 @@ from typing import Annotated
 from .. import rules
 from ..transformer import Model
 from ..units import DType, OneOf, Positive, Range, checked, dtype_bytes
-from .step import (
+from .engine import MAX_ROWS, Deployment, _decode_point, system_for
+from .formulas import (  # noqa: F401  (DecodeAttention, decode_attention: re-exported, Chapter 7 imports them here)
     MAX_BATCH,
     Batch,
     Chips,
     Context,
-    DecodeStepTime,
+    DecodeAttention,
     StorageDType,
+    _kv_pool_tokens,
     _with_memory,
+    decode_attention,
     machine,
-    step_time_from_counts,
     weight_params_read,
 )
+from .sharding import kv_sharding
+from .step import DecodeStepTime, step_time_from_counts
 
 #: Most layers one cross-layer KV group may span.
 MAX_SHARE = 64
 _Share = Annotated[int, Positive(integer=True, maximum=MAX_SHARE)]
 _Reserve = Annotated[float, Range(0.0, 0.99)]
 _PartialDType = Annotated[str, DType(), OneOf(("fp32", "bf16"))]
-
-
-# ----------------------------------------------------------------------------------------- decode attention
-@dataclass(frozen=True)
-class DecodeAttention:
-    """One decode step's dot-product attention, all layers, ``batch`` sequences of ``seq_len`` cached tokens."""
-
-    form: str  # "gqa" (cached K and V heads) or "mla-absorbed" (cached latent + shared rotary key)
-    flops: float  # scores and weighted sums, FLOPs
-    kv_bytes: float  # cache read, bytes
-    cached_per_token: int  # elements cached per token and layer
-    intensity: float  # flops / kv_bytes, FLOPs per byte (the queries and outputs are left out: tiny at long S)
-
-
-@checked
-def decode_attention(model: Model, seq_len: Context, *, batch: Batch = 1, kv_dtype: StorageDType = "bf16"):
-    """The attention of one generation step (:class:`DecodeAttention`): every query head of each of ``batch``
-    sequences scores ``seq_len`` cached tokens and sums their values, in every layer.
-
-    GQA: ``2·S·N·(H_qk + H_v)`` FLOPs per layer and sequence over ``2·K·H`` cached elements per token.
-    MLA (absorbed): ``2·S·N·(2·r_kv + r_rope)`` FLOPs over ``r_kv + r_rope`` cached elements per token, read once
-    for all ``N`` heads, so its intensity is about ``N`` times the GQA figure's ``G``.
-    """
-    m, S, B = model, seq_len, batch
-    b = dtype_bytes(kv_dtype)
-    if m.is_mla:
-        score, value, cached = m._mla_absorbed_widths()
-        per_pair = 2.0 * m.n_heads * (score + value)
-        form = "mla-absorbed"
-    else:
-        cached = 2 * m.n_kv_heads * m.d_head
-        per_pair = 2.0 * m.n_heads * (m.qk_head_dim + m.v_dim)
-        form = "gqa"
-    flops = B * S * m.n_layers * per_pair
-    kv = B * S * m.n_layers * cached * b
-    return DecodeAttention(form=form, flops=flops, kv_bytes=kv, cached_per_token=cached, intensity=flops / kv)
 
 
 # ----------------------------------------------------------------------------------------- cross-layer KV
@@ -136,8 +105,8 @@ def cross_layer_kv(
     kv_tok = m.kv_bytes_per_token(kv_dtype) * groups / m.n_layers
     wb = dtype_bytes(weight_dtype)
     weights = (m.param_count() - dropped) * wb
-    free = n * _with_memory(chip).hbm_bytes * (1.0 - reserve_fraction) - weights
-    most = int(min(math.floor(free / (S * kv_tok)), MAX_BATCH)) if free > 0 else 0
+    pool = _kv_pool_tokens(n * _with_memory(chip).hbm_bytes, reserve_fraction, weights, kv_tok)
+    most = int(min(pool // S, MAX_BATCH))
     B = batch if batch is not None else max(most, 1)
     step = step_time_from_counts(
         (weight_params_read(m, B) - dropped) * wb,
@@ -201,9 +170,6 @@ def sequence_sharded_decode(
     ``kv_load + max(weight_load, flops) + combine``; the tensor-parallel collectives of the weight matmuls
     (Chapter 7's sharding section) come on top and are the same with or without sequence sharding.
     """
-    from .engine import system_for
-    from .sharding import kv_sharding
-
     m, S, n, B = model, seq_len, n_chips, batch
     c = machine(chip)
     kv = B * S * m.kv_bytes_per_token(kv_dtype)
@@ -265,8 +231,6 @@ def chunked_prefill(deployment, decode: Batch, context: Context, prompt_len: Con
     ``c·p + c(c+1)/2`` (query, key) pairs and reads ``p`` cached tokens. The decoding contexts are held at
     ``context`` (they grow by ``n_steps`` tokens meanwhile, a small change). Refuses, naming them, a ``decode`` and
     ``context`` or a ``chunk`` larger than one engine step holds, and more than :data:`MAX_CHUNK_STEPS` chunks."""
-    from .engine import MAX_ROWS, Deployment, _decode_point
-
     if not isinstance(deployment, Deployment):
         raise TypeError(
             f"deployment must be a Deployment (tpu_notes.inference.deploy(...)); got {type(deployment).__name__}"
@@ -302,10 +266,8 @@ __all__ = [
     "ChunkedPrefill",
     "chunked_prefill",
     "MAX_SHARE",
-    "DecodeAttention",
     "SequenceShardedDecode",
     "SharedKV",
     "cross_layer_kv",
-    "decode_attention",
     "sequence_sharded_decode",
 ]

@@ -16,18 +16,19 @@ from ..hardware import get_chip
 from ..topology import Slice
 from ..transformer import Model
 from ..units import Bool, PositiveFloat, Range, Shape, check_positive, checked, dtype_bytes
-from .step import (
+from .engine import EngineStep, _decode_point, deploy, slice_shapes
+from .formulas import (
     MAX_BATCH,
     Batch,
     Chips,
     ComputeDType,
     Context,
-    DecodeStepTime,
     StorageDType,
+    _kv_pool_tokens,
     _with_memory,
-    decode_step_time,
     machine,
 )
+from .step import DecodeStepTime, decode_step_time
 
 #: Most candidates (batches, or chip counts × batches) one search or curve evaluates.
 MAX_CANDIDATES = 4096
@@ -61,7 +62,9 @@ def max_batch(
     reserve_fraction: Reserve = 0.0,
 ) -> int:
     """Largest number of sequences of ``seq_len`` tokens whose KV caches fit beside the weights on ``n_chips``:
-    ``floor((n · HBM · (1 − reserve) − weights) / (seq_len · kv_bytes))``.
+    ``floor((n · HBM · (1 − reserve) − weights) / (seq_len · kv_bytes))``: the KV pool's tokens
+    (:func:`~tpu_notes.inference.formulas._kv_pool_tokens`, the pool a :class:`~tpu_notes.inference.Deployment`
+    keeps) ``// seq_len``, so ``deploy(...).max_batch(seq_len)`` is this at the deployment's ``reserve_fraction``.
 
     ``reserve_fraction`` keeps that share of memory for activations and the runtime. Raises ``ValueError`` (naming
     ``n_chips`` and the chips needed) when not even one sequence fits.
@@ -69,8 +72,7 @@ def max_batch(
     c, w, kv = _memory(model, weight_dtype, kv_dtype)
     m = _with_memory(chip)
     n, S, r = n_chips, seq_len, reserve_fraction
-    free = n * m.hbm_bytes * (1.0 - r) - w
-    b = math.floor(free / (S * kv)) if free > 0 else 0
+    b = _kv_pool_tokens(n * m.hbm_bytes, r, w, kv) // S
     if b < 1:
         need = min_chips(c, chip, batch=1, seq_len=S, weight_dtype=weight_dtype, kv_dtype=kv_dtype, reserve_fraction=r)
         raise ValueError(
@@ -101,32 +103,6 @@ def min_chips(
         raise ValueError("batch and seq_len go together: give both (to count KV caches) or neither")
     need = w + (0.0 if batch is None else batch * seq_len * kv)
     return max(1, math.ceil(need / (m.hbm_bytes * (1.0 - r)) - 1e-9))
-
-
-def slice_shapes(chip) -> tuple[tuple[int, ...], ...]:
-    """The standard slice shapes of a TPU generation, smallest first: powers of two with axes at most 2:1 on a 2D
-    torus (1x1, 2x2, 2x4, 4x4, 4x8, ... v5e's menu); on a 3D torus the sub-cube shapes 2x2x1 ... 4x4x4, then whole
-    4x4x4 cubes (4x4x8, 4x8x8, 8x8x8, ...), up to the pod."""
-    c = get_chip(chip)
-    if c.kind != "tpu" or not c.pod_shape:
-        raise ValueError(f"chip must be a TPU with a torus (slices are TPU shapes); got {c.long_name}")
-    pod = sorted(c.pod_shape)
-    if c.ici_dims == 2:
-        shapes = [(1, 1)]
-        a = 2
-        while a <= pod[-1]:
-            shapes += [(a, a), (a, 2 * a)]
-            a *= 2
-    else:
-        shapes = [(1, 1, 1), (2, 2, 1), (2, 2, 2), (2, 2, 4), (2, 4, 4), (4, 4, 4)]
-        while True:
-            x, y, z = shapes[-1]
-            nxt = (x, y, 2 * z) if x == y == z else ((x, 2 * y, z) if x == y else (2 * x, y, z))
-            if nxt == shapes[-1] or any(a > b for a, b in zip(sorted(nxt), pod)) or len(shapes) > 64:
-                break
-            shapes.append(nxt)
-    out = [s for s in shapes if all(a <= b for a, b in zip(sorted(s), pod))]
-    return tuple(sorted(out, key=lambda s: (math.prod(s), s)))
 
 
 @checked
@@ -221,8 +197,6 @@ def latency_throughput_curve(
     :func:`pareto_frontier` takes either."""
     batches = _candidates("batches", tuple(2**i for i in range(11)) if batches is None else batches)
     if expected:
-        from .engine import _decode_point, deploy
-
         for i, b in enumerate(batches):
             _decode_point(b, seq_len, batch_arg=f"batches[{i}]")
         d = deploy(
@@ -252,8 +226,6 @@ def pareto_frontier(steps: Sequence) -> tuple:
     (Chapter 7's step) or :class:`~tpu_notes.inference.engine.EngineStep` (the engine's, from
     ``latency_throughput_curve(..., expected=True)``), one kind or both; ones that do not fit in memory are left
     out."""
-    from .engine import EngineStep
-
     if isinstance(steps, (str, bytes)) or not isinstance(steps, (list, tuple)):
         raise TypeError(f"steps must be a list of DecodeStepTime or EngineStep; got {type(steps).__name__}")
     rules.bounded_work(len(steps), argument="steps", limit=2**20, unit="steps")
@@ -282,8 +254,6 @@ def cost_per_million_tokens(
     This counts generated tokens only, at a chip busy all the time: on a long-prompt workload the prefill is most of
     the bill. :func:`tpu_notes.inference.cost.serving_cost` prices input and output tokens and a whole request.
     """
-    from .engine import EngineStep
-
     if isinstance(tokens_per_s_per_chip, (DecodeStepTime, EngineStep)):
         if not tokens_per_s_per_chip.fits:
             raise ValueError(
@@ -336,7 +306,6 @@ __all__ = [
     "max_batch",
     "min_chips",
     "pareto_frontier",
-    "slice_shapes",
     "smallest_topology",
     "throughput_per_chip",
 ]

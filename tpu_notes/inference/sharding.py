@@ -25,7 +25,7 @@ from typing import Annotated
 from ..hardware import ICI_HOP_LATENCY, get_chip
 from ..transformer import Model
 from ..units import OneOf, Positive, PositiveInt, checked, dtype_bytes, fmt
-from .step import Batch, Chips, StorageDType
+from .formulas import Batch, Chips, StorageDType
 
 #: A model dimension (d_model, d_ff), a whole number up to 2**24.
 Dim = Annotated[int, Positive(integer=True, maximum=2**24)]

@@ -18,135 +18,43 @@ longer.
 ``chip`` is a chip name, a :class:`~tpu_notes.hardware.Chip`, or a measured roofline (anything with float
 attributes ``peak_flops`` and ``bandwidth``, such as :class:`tpu_notes.bench.FittedRoofline`): the last lets a
 chapter hold a CPU measurement against the same formula. Everything here is plain Python (no JAX).
+
+This is a *view* of the one serving step model, :mod:`tpu_notes.inference.engine`, not a second model: the formula
+above is the engine's roofline with one device and no prefill (``Deployment.step(...).roofline`` on one chip is
+:func:`decode_step_time`'s ``total`` exactly, a test holds them together), and each result's ``expected`` is the
+engine's step (:mod:`tpu_notes.inference.expected`). The counts it reads (:func:`weight_params_read`,
+:func:`kv_bytes_per_token`, :func:`machine`, the argument kinds) live in :mod:`tpu_notes.inference.formulas`, below
+the engine, and are re-exported here.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Annotated
 
 from .. import rules
-from ..hardware import Chip, get_chip
+from ..gpu import GpuCluster
+from ..hardware import Chip
 from ..transformer import Model
-from ..units import (
-    DType,
-    Fraction,
-    NonNegativeFloat,
-    OneOf,
-    Positive,
-    PositiveFloat,
-    Range,
-    check_positive,
-    checked,
-    dtype_bytes,
-    fmt,
+from ..units import Fraction, NonNegativeFloat, Positive, PositiveFloat, Range, checked, dtype_bytes, fmt
+from .expected import expected_decode_step, expected_prefill
+from .formulas import (  # noqa: F401  (re-exported: tpu_notes.inference.step.X is where chapters import them)
+    COMPUTE_DTYPES,
+    MAX_BATCH,
+    MAX_CHIPS,
+    MAX_CONTEXT,
+    STORAGE_DTYPES,
+    Batch,
+    Chips,
+    ComputeDType,
+    Context,
+    Machine,
+    StorageDType,
+    _with_memory,
+    kv_bytes_per_token,
+    machine,
+    weight_params_read,
 )
-
-#: Dtype names the step-time functions take for weights and KV caches.
-STORAGE_DTYPES = ("bf16", "fp32", "fp8", "int8", "int4")
-#: Dtype names the matmuls can run in (the chip's peak for that dtype is used).
-COMPUTE_DTYPES = ("bf16", "fp8", "int8")
-#: Largest batch (sequences) and context (tokens) the functions accept: a typo must not mean 10**15 sequences.
-MAX_BATCH = 2**24
-MAX_CONTEXT = 2**26
-#: Largest number of chips one step is shared by.
-MAX_CHIPS = 2**20
-
-#: The kinds of this package's serving arguments (for :func:`tpu_notes.units.checked`).
-StorageDType = Annotated[str, DType(), OneOf(STORAGE_DTYPES)]
-ComputeDType = Annotated[str, DType(), OneOf(COMPUTE_DTYPES)]
-Batch = Annotated[int, Positive(integer=True, maximum=MAX_BATCH)]
-Context = Annotated[int, Positive(integer=True, maximum=MAX_CONTEXT)]
-Chips = Annotated[int, Positive(integer=True, maximum=MAX_CHIPS)]
-
-
-@dataclass(frozen=True)
-class Machine:
-    """The three figures the step-time model needs, read off a chip or a measured roofline."""
-
-    name: str  # e.g. "TPU v5e", or "fitted roofline"
-    peak_flops: float  # FLOP/s of the matmuls in the compute dtype
-    hbm_bw: float  # bytes/s of the memory the weights and caches stream from
-    hbm_bytes: float  # bytes of that memory per chip (inf for a measured roofline)
-    chip: Chip | None  # the Chip, when there is one (prices, ICI, slices)
-
-
-@checked
-def machine(chip, compute_dtype: ComputeDType = "bf16") -> Machine:
-    """Resolve ``chip`` (a name, a :class:`~tpu_notes.hardware.Chip`, or a measured roofline) into a
-    :class:`Machine`."""
-    if isinstance(chip, (str, Chip)):
-        c = get_chip(chip)
-        return Machine(c.long_name, c.peak_flops(compute_dtype), c.hbm_bw, c.hbm_bytes, c)
-    peak, bw = getattr(chip, "peak_flops", None), getattr(chip, "bandwidth", None)
-    if isinstance(peak, (int, float)) and isinstance(bw, (int, float)) and not isinstance(peak, bool):
-        check_positive("chip.peak_flops", peak)
-        check_positive("chip.bandwidth", bw)
-        if peak < 1.0 or bw < 1.0:  # a rate this small (a subnormal float) turns every time into inf or 0/0
-            raise ValueError(
-                f"chip.peak_flops ({peak:.3g} FLOP/s) and chip.bandwidth ({bw:.3g} bytes/s) must each be at least 1 "
-                "(a measured roofline's rates are in FLOP/s and bytes/s)"
-            )
-        return Machine("fitted roofline", float(peak), float(bw), math.inf, None)
-    raise TypeError(
-        "chip must be a chip name (e.g. 'v5e'), a tpu_notes.hardware.Chip, or a measured roofline "
-        f"with float peak_flops and bandwidth (tpu_notes.bench.FittedRoofline); got {type(chip).__name__}"
-    )
-
-
-def _with_memory(chip) -> Machine:
-    """``chip``'s :class:`Machine`, refused (naming ``chip``) when it has no memory size: a measured roofline (what
-    fits needs the HBM per chip)."""
-    m = machine(chip)
-    if not math.isfinite(m.hbm_bytes):
-        raise TypeError("chip must be a chip name or a Chip (a measured roofline has no memory size to fill)")
-    return m
-
-
-# ----------------------------------------------------------------------------------------------- what is read
-@checked
-def weight_params_read(model: Model, batch: Batch = 1) -> float:
-    """Parameters one generation step of ``batch`` sequences reads from memory.
-
-    Every parameter but the input embedding (a lookup reads ``batch`` rows of it; a tied embedding is read whole by
-    the unembedding). A mixture of experts reads only the experts the batch visits: with ``E`` experts and ``k`` per
-    token, ``E·(1 − (1 − k/E)^B)`` of them per MoE layer on average (all of them once ``B`` is large).
-    """
-    c, B = model, batch
-    total = float(c.param_count())
-    if not c.tied_embeddings:
-        total -= c.vocab * c.d_model - min(B, c.vocab) * c.d_model
-    if c.is_moe:
-        E, k = c.n_experts, c.experts_per_token
-        visited = E * (1.0 - (1.0 - k / E) ** B)
-        total -= c.n_moe_layers * (E - visited) * c.expert_params()
-    return total
-
-
-@checked
-def kv_bytes_per_token(
-    model: Model,
-    kv_dtype: StorageDType = "bf16",
-    *,
-    local_window: Context | None = None,
-    local_fraction: Annotated[float, Range(0.0, 1.0)] = 0.0,
-    seq_len: Context | None = None,
-) -> float:
-    """Bytes of KV cache one token of context costs, averaged over layers.
-
-    With local (sliding-window) attention on ``local_fraction`` of the layers, those layers keep only the last
-    ``local_window`` tokens, so at context ``seq_len`` the average per token is
-    ``kv · (1 − f + f · min(window, S)/S)``.
-    """
-    kv = model.kv_bytes_per_token(kv_dtype)
-    if local_window is None:
-        if local_fraction:
-            raise ValueError("local_fraction needs local_window (the sliding window, in tokens)")
-        return kv
-    window, f = local_window, local_fraction
-    S = seq_len if seq_len is not None else window
-    return kv * (1.0 - f + f * min(window, S) / S)
 
 
 # ----------------------------------------------------------------------------------------------- decode step
@@ -252,8 +160,6 @@ def step_time_from_counts(
 
 def _cluster_chips(chip, n_chips):
     """A :class:`~tpu_notes.gpu.GpuCluster` stands for its GPU and its GPU count (``n_chips`` None or equal)."""
-    from ..gpu import GpuCluster
-
     if isinstance(chip, GpuCluster):
         if n_chips is not None and n_chips != chip.n_gpus:
             raise ValueError(f"n_chips ({n_chips!r}) must be None or the cluster's {chip.n_gpus} GPUs")
@@ -264,8 +170,6 @@ def _cluster_chips(chip, n_chips):
 
 
 def _is_cluster(x) -> bool:
-    from ..gpu import GpuCluster
-
     return isinstance(x, GpuCluster)
 
 
@@ -293,7 +197,10 @@ def decode_step_time(
     Paged attention is the default here: the caches read are the ``seq_len`` tokens that exist, not a padded
     maximum; pass the padded length to see what padding costs.
 
-    The result is the roofline; its ``expected`` is the same step at the rates of
+    The result is the roofline: the one serving step model's roofline (``Deployment.step(...).roofline``,
+    :mod:`tpu_notes.inference.engine`) with one device and no prefill, exactly, its three parts named as Chapter 7
+    names them; on ``n`` chips it is the engine's roofline less the collectives (perfect sharding). Its
+    ``expected`` is the same step at the rates of
     :data:`tpu_notes.efficiency.DEFAULT` (:func:`~tpu_notes.inference.expected_decode_step` takes another model),
     None for a measured roofline or when a figure it needs is missing (e.g. no NVLink figure for a PCIe GPU's
     tensor parallelism: :func:`~tpu_notes.inference.expected_decode_step` raises and names it).
@@ -311,8 +218,6 @@ def decode_step_time(
     )
     if not isinstance(system, (str, Chip)) and not _is_cluster(system):  # a measured roofline: no efficiency figures
         return roof
-    from .expected import expected_decode_step
-
     try:
         exp = expected_decode_step(
             c,
@@ -498,8 +403,6 @@ def prefill_time(
     w_t = w / (n * m.hbm_bw)
     expected = None
     if m.chip is not None:
-        from .expected import expected_prefill
-
         try:
             expected = expected_prefill(
                 c, chip, n, T, B, weight_dtype=weight_dtype, compute_dtype=compute_dtype, cached_len=cached
@@ -518,21 +421,15 @@ def prefill_time(
 
 
 __all__ = [
-    "COMPUTE_DTYPES",
     "MAX_MODEL_BATCH",
-    "STORAGE_DTYPES",
     "DecodeStepModel",
     "DecodeStepTime",
-    "Machine",
     "PrefillTime",
     "ServingMemory",
     "critical_batch",
     "decode_step_model",
     "decode_step_time",
-    "kv_bytes_per_token",
-    "machine",
     "prefill_time",
     "serving_memory",
     "step_time_from_counts",
-    "weight_params_read",
 ]
