@@ -35,7 +35,7 @@ from .. import rules
 from ..hardware import get_chip
 from ..transformer import Model
 from ..units import Bool, OneOf, Positive, Range, checked
-from .engine import Deployment, deploy
+from .engine import Deployment, deploy, slice_shapes
 from .simulator import (
     DEFAULT_DRAIN,
     DEFAULT_WARMUP,
@@ -266,7 +266,6 @@ def max_rate_at_attainment(
 def _sizes(chip, budget: int) -> list:
     """Chips per replica to try: the standard TPU slices (:func:`~tpu_notes.inference.slice_shapes`), or powers of
     two GPUs, up to ``budget``."""
-    from .serving import slice_shapes
 
     c = get_chip(chip)
     if c.kind == "tpu":

@@ -61,8 +61,11 @@ from ..hardware import get_chip
 from ..runs import PublishedRecord, Reconciliation, check_rows, check_runs, check_under_roofline, median_ratio
 from ..transformer import get_model
 from ..units import Fraction, OneOf, Positive, PositiveFloat, checked, fmt
+from .engine import deploy
 from .expected import expected_decode_step, expected_prefill
+from .simulator import Scheduler, simulate
 from .step import ComputeDType, StorageDType, decode_step_time, prefill_time
+from .workload import LengthDistribution, Workload
 
 #: How a row is priced (see the module docstring).
 MODES = ("static", "decode", "latency")
@@ -205,10 +208,6 @@ CLOSED_REQUESTS_PER_CLIENT = 10
 
 def _simulation(run: PublishedServing, model: EfficiencyModel | None):
     """The deployment, workload and scheduler one row's simulation uses (see :func:`.simulate_run`)."""
-    from .engine import deploy
-    from .simulator import Scheduler
-    from .workload import LengthDistribution, Workload
-
     e = check_efficiency(model, "model")
     if run.workload == "closed":
         dep = deploy(run.model, run.chip, run.n_chips, weight_dtype=run.weight_dtype, kv_dtype=run.kv_dtype,
@@ -260,10 +259,8 @@ def simulate_run(run: PublishedServing, model: EfficiencyModel | None = None):
 
     A closed-loop :class:`~tpu_notes.inference.published_ttft.PublishedTTFT` row is served the same way (its
     first-token times are read from the same simulation)."""
-    from .published_ttft import PublishedTTFT
-    from .simulator import simulate
-
-    if not isinstance(run, (PublishedServing, PublishedTTFT)):
+    # PublishedTTFT (published_ttft, a module built on this one) is told apart by its fields, not imported
+    if not isinstance(run, PublishedRecord) or not all(hasattr(run, f) for f in ("workload", "batch", "input_len")):
         raise TypeError(f"run must be a PublishedServing or PublishedTTFT; got {type(run).__name__}")
     if run.workload not in ("closed", "sharegpt"):
         raise ValueError(f"run {run.name!r} states no served workload (workload={run.workload!r}): a step prices it")
