@@ -3,11 +3,14 @@ speculative sampling in expectation, and a discrete-event serving simulator.
 
 Pure Python, no JAX (the analysis layer). One module per idea:
 
+- :mod:`.formulas`: the counts every step model shares (weights read, KV bytes per token, the KV pool, the
+  argument types and limits), importing nothing above them;
 - :mod:`.engine`: the one serving step model every path prices with: a :class:`.Deployment` (a model replica on a
-  TPU slice or a GPU cluster, its dtypes and KV pool) and its :class:`.EngineStep` (decoded sequences and prefill
+  TPU slice or a GPU cluster, or several behind a router, its dtypes, compute dtype, prefill layout and KV pool)
+  and its :class:`.EngineStep` (decoded sequences and prefill
   chunks together: weights, KV, FLOPs, the sharding's collectives, expected beside the roofline);
 - :mod:`.step`: Chapter 7's roofline of one generation step (``KV load + max(weight load, FLOPs)``, each part) and
-  one prefill;
+  one prefill: views of the engine's roofline;
 - :mod:`.expected`: the same step and prefill at the rates of :mod:`tpu_notes.efficiency` (the forecast beside
   the roofline);
 - :mod:`.serving`: what fits (largest batch, fewest chips, smallest slice), throughput per chip, the
@@ -16,16 +19,21 @@ Pure Python, no JAX (the analysis layer). One module per idea:
 - :mod:`.sharding`: how far generation can be model-sharded (HBM vs ICI, compute, latency), KV-cache sharding,
   1D vs 2D weight-stationary layouts;
 - :mod:`.cost`: what a buyer pays: dollars per million input and per million output tokens and per request of a
-  workload, at a stated utilisation;
+  workload, every chip busy (a floor), and at the rate a simulated run served, per request meeting an SLO;
+  dated prices and their range; the fitted decode overhead's weight in the bill;
 - :mod:`.long_context`: attention of a generation step (GQA and MLA), KV caches shared across layers, the KV
   cache split over the sequence for long-context decoding, and chunked prefill priced on a :class:`.Deployment`;
-- :mod:`.speculative`: expected tokens per round, and the speedup at a batch with the verify step's real cost;
+- :mod:`.speculative`: expected tokens per round, and the speedup at a batch with the verify step's and a named
+  draft's (or an EAGLE/MTP head's) real cost; acceptance converted from the mean acceptance length engines report;
+- :mod:`.parallel_serving`: expert-parallel decode (dispatch and combine all-to-alls, data-parallel attention) and
+  pipeline-parallel decode across nodes, reconciled in :mod:`.published_parallel`;
 - :mod:`.workload`: request streams: Poisson, bursty and closed-loop arrivals; fixed, log-normal and ShareGPT-like
   lengths;
 - :mod:`.simulator`: a discrete-event serving engine on a :class:`.Deployment`: continuous batching over a paged KV
   pool with preemption, chunked or prefill-first scheduling, prefix caching, disaggregated prefill with KV transfer
   and backpressure; replicas behind a router; TTFT, TPOT and time-between-tokens percentiles (warm-up and drain
   trimmed), SLO attainment, KV utilisation;
+- :mod:`.slo`: the latency objective a request meets or misses;
 - :mod:`.goodput`: DistServe's goodput: the highest request rate at which a share of requests meets an
   :class:`~.goodput.SLO`, per chip, by a bounded search; the best serving layout within a chip budget.
 
