@@ -46,6 +46,27 @@ vllm-project/vllm benchmarks/benchmark_serving.py, ``calculate_metrics``, commit
 **Chip-seconds**: each step's seconds times its replica's chips, split between prefill and decode work; a mixed
 step is split in proportion to what its decode part and its prefill part would each cost as a step alone.
 
+**Speculative decoding** (``simulate(..., speculative=Speculation(draft, k, acceptance))``): every decode step of
+a replica is a round. Its seconds are :func:`~tpu_notes.inference.speculative.round_seconds` for the step's
+decoding rows (``k`` draft steps and the target's verify step scoring ``k + 1`` positions per sequence; a test
+holds the two equal). A prompt chunk in the same step (chunked scheduling) joins the verify step as its rows join a
+plain step (``target._seconds(n, kv, chunk + n·k, pairs + n·k(k+1)/2, cached)``) and the draft reads it in its first
+step (``draft._seconds(n, kv, chunk, ...)``); a step with no sequence decoding is the target's prefill plus the
+draft's. Each sequence advances **deterministically** by the expected tokens per round ``τ =``
+:func:`~tpu_notes.inference.speculative.expected_tokens_per_round`, accumulated: after ``m`` rounds in the batch it
+has emitted ``floor(m·τ)`` tokens (at least one a round, since ``τ ≥ 1``), so completions stay bucketed by round and
+the run stays reproducible with no draw (a per-round geometric draw would spread the TBT tail more; the mean and
+TPOT are the same). Tokens of one round reach the user together, as vLLM streams them: the first at the round's end,
+the others with gaps of 0 s, counted in the TBT percentiles (a request's largest stall is a whole round). A draft on
+the target's devices (a model or a head) takes its weights (a head's one layer: it shares the target's embedding
+and LM head) out of the target's KV pool, and each token's cache costs the target's plus the draft's bytes: the
+pool holds ``(pool bytes − draft weights) / (target + draft bytes per token)`` tokens; a draft
+:class:`~tpu_notes.inference.engine.Deployment` of its own keeps the tighter of the two pools. Blocks are taken for
+the tokens a round keeps (the ``k + 1`` scored positions' transient slots are not reserved). The vectorised
+fast-forward is off under speculation (one round at a time, one pass over the batch per round). Chip-seconds split
+a mixed step by the target's step costs alone. Under disaggregation the prefill instances price the target's
+prefill only (the draft's prompt pass there is left out).
+
 Work is O(1) per step amortised: the KV context sum is kept incrementally, sequences needing a new block in a step
 are counted by the phase of their context modulo the block size (all decoding sequences advance together), and
 completions are bucketed by the decode step at which they happen. Same arguments, same result.
@@ -66,8 +87,8 @@ from ..hardware import get_chip
 from ..transformer import TransformerConfig
 from ..units import Bool, OneOf, Positive, Probability, Range, check_fields, checked, fmt
 from .engine import MAX_ROWS, Deployment
-from .speculative import HEAD_DRAFTS, Drafts, draft_deployment, expected_tokens_per_round
 from .slo import SLO
+from .speculative import HEAD_DRAFTS, Drafts, draft_deployment, expected_tokens_per_round
 from .workload import MAX_REQUESTS, Workload, _check_rate
 
 #: Most engine steps one simulation runs (decode replica and prefill instances together).
@@ -1461,8 +1482,8 @@ def simulate(
     for decode memory), or ``"prefill"`` when the prefill instance computes it. Percentiles count the requests that
     arrive after the first ``warmup`` share and before the last ``drain`` share (by arrival order); the ``*_all``
     arrays keep every request. ``speculative`` (a :class:`Speculation`): every decode step of every replica is a
-    speculative round (module docstring, "Speculative decoding"). See the module docstring for the rest. Refuses a workload whose longest request does
-    not fit the KV pool, and stops past :data:`MAX_STEPS` engine steps."""
+    speculative round (module docstring, "Speculative decoding"). See the module docstring for the rest. Refuses a
+    workload whose longest request does not fit the KV pool, and stops past :data:`MAX_STEPS` engine steps."""
     _check_deployment("deployment", deployment)
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a Workload (tpu_notes.inference.Workload); got {type(workload).__name__}")
