@@ -82,6 +82,12 @@ def _scheduler():
     return Scheduler(token_budget=512, max_seqs=64)
 
 
+def _speculation():
+    from tpu_notes.inference.simulator import Speculation
+
+    return Speculation("eagle", 4, 0.7)
+
+
 def _disaggregation():
     from tpu_notes.inference.simulator import Disaggregation
 
@@ -315,6 +321,7 @@ CASES = {
         ttft_at=Choice("decode"),
         warmup=_SHARE,
         drain=_SHARE,
+        speculative=Opt(Raw(_speculation, hostile=[3, "eagle", ODD], lazy=True), none_baseline=True),
     ),
     I + "simulator.SimResult.window": Case(self_=_sim_result),
     I + "simulator.SimResult.meets": Case(self_=_sim_result, slo=_SLO_ARG),
@@ -388,6 +395,12 @@ CASES = {
         slot_tokens=Opt(Int(4096, big=True), none_baseline=True),
     ),
     I + "simulator.Scheduler.label": Case(self_=_scheduler),
+    I + "simulator.Speculation": Case(
+        draft=Opt(Raw("eagle", hostile=[3, 4.5, ODD])),
+        k=Int(4, big=True),
+        acceptance=Num(0.7, zero=True, top=1.0),
+    ),
+    I + "simulator.Speculation.label": Case(self_=_speculation),
     I + "simulator.Disaggregation": Case(
         prefill=Raw(_sim_deployment, hostile=[None, "llama3-8b", 3, ODD], lazy=True),
         instances=Int(2, big=True),

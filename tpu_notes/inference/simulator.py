@@ -46,6 +46,27 @@ vllm-project/vllm benchmarks/benchmark_serving.py, ``calculate_metrics``, commit
 **Chip-seconds**: each step's seconds times its replica's chips, split between prefill and decode work; a mixed
 step is split in proportion to what its decode part and its prefill part would each cost as a step alone.
 
+**Speculative decoding** (``simulate(..., speculative=Speculation(draft, k, acceptance))``): every decode step of
+a replica is a round. Its seconds are :func:`~tpu_notes.inference.speculative.round_seconds` for the step's
+decoding rows (``k`` draft steps and the target's verify step scoring ``k + 1`` positions per sequence; a test
+holds the two equal). A prompt chunk in the same step (chunked scheduling) joins the verify step as its rows join a
+plain step (``target._seconds(n, kv, chunk + n·k, pairs + n·k(k+1)/2, cached)``) and the draft reads it in its first
+step (``draft._seconds(n, kv, chunk, ...)``); a step with no sequence decoding is the target's prefill plus the
+draft's. Each sequence advances **deterministically** by the expected tokens per round ``τ =``
+:func:`~tpu_notes.inference.speculative.expected_tokens_per_round`, accumulated: after ``m`` rounds in the batch it
+has emitted ``floor(m·τ)`` tokens (at least one a round, since ``τ ≥ 1``), so completions stay bucketed by round and
+the run stays reproducible with no draw (a per-round geometric draw would spread the TBT tail more; the mean and
+TPOT are the same). Tokens of one round reach the user together, as vLLM streams them: the first at the round's end,
+the others with gaps of 0 s, counted in the TBT percentiles (a request's largest stall is a whole round). A draft on
+the target's devices (a model or a head) takes its weights (a head's one layer: it shares the target's embedding
+and LM head) out of the target's KV pool, and each token's cache costs the target's plus the draft's bytes: the
+pool holds ``(pool bytes − draft weights) / (target + draft bytes per token)`` tokens; a draft
+:class:`~tpu_notes.inference.engine.Deployment` of its own keeps the tighter of the two pools. Blocks are taken for
+the tokens a round keeps (the ``k + 1`` scored positions' transient slots are not reserved). The vectorised
+fast-forward is off under speculation (one round at a time, one pass over the batch per round). Chip-seconds split
+a mixed step by the target's step costs alone. Under disaggregation the prefill instances price the target's
+prefill only (the draft's prompt pass there is left out).
+
 Work is O(1) per step amortised: the KV context sum is kept incrementally, sequences needing a new block in a step
 are counted by the phase of their context modulo the block size (all decoding sequences advance together), and
 completions are bucketed by the decode step at which they happen. Same arguments, same result.
@@ -63,9 +84,11 @@ import numpy as np
 
 from .. import rules
 from ..hardware import get_chip
-from ..units import Bool, OneOf, Positive, Range, check_fields, checked, fmt
-from .engine import Deployment
+from ..transformer import TransformerConfig
+from ..units import Bool, OneOf, Positive, Probability, Range, check_fields, checked, fmt
+from .engine import MAX_ROWS, Deployment
 from .slo import SLO
+from .speculative import HEAD_DRAFTS, Drafts, draft_deployment, expected_tokens_per_round
 from .workload import MAX_REQUESTS, Workload, _check_rate
 
 #: Most engine steps one simulation runs (decode replica and prefill instances together).
@@ -200,6 +223,93 @@ class Disaggregation:
 
     def label(self) -> str:
         return f"disaggregated: {self.instances} x {self.prefill.n_chips}-chip prefill over {self.link}"
+
+
+@dataclass(frozen=True)
+class Speculation:
+    """Speculative decoding on every replica (see the module docstring, "Speculative decoding"): each decode step
+    is a round of ``k`` drafts, each kept with probability ``acceptance``, proposed by ``draft``: a model name or
+    :class:`~tpu_notes.transformer.TransformerConfig` deployed on the target's devices (``"llama3.2-1b"``),
+    ``"eagle"``/``"mtp"`` for a draft head, a :class:`~tpu_notes.inference.engine.Deployment` of its own, or None for
+    a draft that costs nothing (prompt lookup, n-grams); as
+    :func:`~tpu_notes.inference.speculative.draft_deployment` reads it."""
+
+    draft: Deployment | str | TransformerConfig | None  # what proposes the drafts (None: free)
+    k: Drafts  # drafts per round
+    acceptance: Probability  # probability each draft token is kept (independently)
+
+    def __post_init__(self):
+        if self.draft is not None and not isinstance(self.draft, (Deployment, str, TransformerConfig)):
+            raise TypeError(
+                f"draft must be a model name (e.g. 'llama3.2-1b'), a TransformerConfig, one of {list(HEAD_DRAFTS)}, "
+                f"an engine.Deployment or None (a free draft); got {type(self.draft).__name__}"
+            )
+        check_fields(self)
+
+    @property
+    def tokens_per_round(self) -> float:
+        """Expected tokens one round yields per sequence (the bonus token included)."""
+        return expected_tokens_per_round(self.acceptance, self.k)
+
+    def label(self) -> str:
+        name = "free draft" if self.draft is None else (
+            self.draft if isinstance(self.draft, str) else (self.draft.name or "draft")
+            if isinstance(self.draft, TransformerConfig) else (self.draft.model.name or "draft")
+        )  # fmt: skip
+        return f"speculative: {name}, k={self.k}, acceptance {self.acceptance:g}"
+
+
+class _Spec:
+    """A :class:`Speculation` bound to a target replica: the round's clock, the tokens a sequence has after ``m``
+    rounds (``floor(m · τ)``, the expected ``τ`` accumulated) and the KV pool left beside the draft."""
+
+    def __init__(self, target: Deployment, s: Speculation):
+        self.t, self.k = target, s.k
+        self.tau = s.tokens_per_round
+        self.d = None if s.draft is None else draft_deployment(target, s.draft)
+        cap, kvb = target.kv_capacity_tokens, target.kv_bytes_per_token
+        if self.d is None:
+            self.cap = cap
+        elif isinstance(s.draft, Deployment):  # its own devices, its own pool: the tighter of the two bounds
+            self.cap = min(cap, s.draft.kv_capacity_tokens)
+        else:  # on the target's devices: its weights and its cache come out of the target's pool
+            added = self.d.weight_bytes
+            if isinstance(s.draft, str) and s.draft.strip().lower() in HEAD_DRAFTS:
+                b = self.d.model.param_breakdown()  # a head shares the target's embedding and LM head
+                added *= (b.total - b.embedding - b.unembedding) / b.total
+            self.cap = max(0, int((cap * kvb - added) // (kvb + self.d.kv_bytes_per_token)))
+        if self.cap < 1:
+            raise ValueError(
+                f"its weights leave no KV pool on the deployment's {target.n_chips} devices; "
+                "give it more chips or a smaller draft"
+            )
+
+    def tok(self, m: int) -> int:
+        """Tokens a sequence has emitted after ``m`` rounds: ``floor(m · τ)``."""
+        return int(m * self.tau + 1e-9)
+
+    def rounds(self, x: int) -> int:
+        """Fewest rounds that emit ``x`` tokens."""
+        m = max(1, math.ceil(x / self.tau))
+        while self.tok(m) < x:
+            m += 1
+        while m > 1 and self.tok(m - 1) >= x:
+            m -= 1
+        return m
+
+    def seconds(self, n: int, kv, ptok: int = 0, pairs: float = 0.0, pkv: int = 0) -> float:
+        """A step of ``n`` decoding sequences (``kv`` tokens of context) and ``ptok`` prompt tokens: ``k`` draft
+        steps (the first also runs the draft over the prompt chunk) and the target's step scoring ``k + 1``
+        positions per sequence with the chunk; with no sequence decoding, the two prefills."""
+        t, d, k = self.t, self.d, self.k
+        if not n:
+            return t._seconds(0, 0, ptok, pairs, pkv) + (d._seconds(0, 0, ptok, pairs, pkv) if d is not None else 0.0)
+        verify = t._seconds(n, kv, ptok + n * k, pairs + n * k * (k + 1) / 2.0, pkv)
+        if d is None:
+            return verify
+        if ptok:
+            return verify + d._seconds(n, kv, ptok, pairs, pkv) + (k - 1) * d._seconds(n, kv)
+        return verify + k * d._seconds(n, kv)
 
 
 def _pct(values) -> tuple[float, float, float]:
@@ -340,8 +450,9 @@ class _Run:
     (and the router's books) are shared by every replica of one simulation: the first ``_Run`` draws them, the
     others (``base``) hold the same lists."""
 
-    def __init__(self, dep: Deployment, sch: Scheduler, wl: Workload, base: _Run | None = None, rep: int = 0):
-        self.dep, self.sch, self.wl, self.rep = dep, sch, wl, rep
+    def __init__(self, dep: Deployment, sch: Scheduler, wl: Workload, base: _Run | None = None, rep: int = 0,
+                 spec: _Spec | None = None):  # fmt: skip
+        self.dep, self.sch, self.wl, self.rep, self.spec = dep, sch, wl, rep, spec
         if base is None:
             req = wl.draw()
             n = wl.n_requests
@@ -372,9 +483,10 @@ class _Run:
             self.segs: list = []  # (replica, first decode step, last decode step, t0, request): every decode stretch
             self.route = [0] * n  # the replica each request was routed to
             self.load = []  # outstanding prompt + answer tokens routed to each replica (the router's books)
+            self.zeros = [0] * n  # speculative: tokens that arrived with an earlier one of their round (0 s gaps)
         else:
             for name in ("N", "P", "G", "shared", "closed", "arr", "first", "last", "gen", "L", "done", "d0",
-                         "shb", "epoch", "state", "seg_t0", "g", "segs", "route", "load"):  # fmt: skip
+                         "shb", "epoch", "state", "seg_t0", "g", "segs", "route", "load", "zeros"):  # fmt: skip
                 setattr(self, name, getattr(base, name))
         self.load.append(0)
         self.completed = 0  # requests this replica completed
@@ -390,6 +502,8 @@ class _Run:
         self.cnt = [0] * self.bs  # decoding sequences by (context - d) mod block_size
         self.finish: dict = {}  # decode-step counter -> [(request, epoch)] completing at that step
         self.fkeys: list = []  # the keys of `finish`, a min-heap (stale keys dropped lazily)
+        self.dec_set: dict = {}  # speculative: the decoding requests (insertion-ordered)
+        self.spec_inc = 0  # speculative: tokens the running round adds to the batch's contexts
         self.order: list = []  # (request, epoch) in admission order: the last valid one is the preemption victim
         # the shared prefix (paged prefix cache)
         self.prefix_blocks = wl.prefix_len // self.bs if (sch.prefix_caching and self.paged) else 0
@@ -408,12 +522,12 @@ class _Run:
     def _pool(self, dep: Deployment, sch: Scheduler) -> tuple[int, int]:
         """``(units, watermark)`` of the KV pool: blocks of ``block_size`` tokens (paged) or whole-request slots
         (static, ``self.slot`` tokens each, set here); refuses a pool that cannot hold the longest request."""
-        cap = dep.kv_capacity_tokens
+        cap = dep.kv_capacity_tokens if self.spec is None else self.spec.cap
         if cap < 1:
             raise ValueError("deployment has no KV pool (its weights fill its HBM): give it more chips")
         longest = max(p + g for p, g in zip(self.P, self.G))
         if self.paged:
-            blocks = dep.kv_blocks(self.bs)
+            blocks = cap // self.bs
             if blocks > MAX_BLOCKS:
                 raise ValueError(
                     f"the KV pool has {blocks:,} blocks of {self.bs} tokens, more than MAX_BLOCKS "
@@ -465,6 +579,22 @@ class _Run:
     def cached_tokens(self, i: int) -> int:
         return self.shb[i] * self.bs
 
+    def seconds(self, n: int, kv, ptok: int = 0, pairs: float = 0.0, pkv: int = 0) -> float:
+        """One step's seconds: the engine's step, or a speculative round (:meth:`_Spec.seconds`)."""
+        if self.spec is None:
+            return self.dep._seconds(n, kv, ptok, pairs, pkv)
+        return self.spec.seconds(n, kv, ptok, pairs, pkv)
+
+    def seg_tokens(self, i: int) -> int:
+        """Tokens decoding request ``i`` has been delivered since it joined the batch (a speculative round's
+        overshoot past its answer cut off); records the ones that came with an earlier token of their round."""
+        m = self.d - self.d0[i]
+        if self.spec is None:
+            return m
+        got = min(self.spec.tok(m), self.G[i] - self.gen[i])
+        self.zeros[i] += got - m
+        return got
+
     # -- the decode batch -----------------------------------------------------------------------------------
     def join(self, i: int, t0: float) -> None:
         """Request ``i`` has just finished a prefill of ``L[i]`` tokens (and emitted a token, delivered at ``t0``):
@@ -476,7 +606,11 @@ class _Run:
         self.ctx += self.L[i]
         if self.paged:
             self.cnt[(self.L[i] - self.d) % self.bs] += 1
-        key = self.d + self.G[i] - self.gen[i]
+        if self.spec is None:
+            key = self.d + self.G[i] - self.gen[i]
+        else:
+            key = self.d + self.spec.rounds(self.G[i] - self.gen[i])
+            self.dec_set[i] = None
         b = self.finish.get(key)
         if b is None:
             self.finish[key] = [(i, self.epoch[i])]
@@ -487,7 +621,11 @@ class _Run:
     def leave(self, i: int) -> int:
         """Take decoding request ``i`` out of the batch (``gen[i]`` brought up to date first); returns the units it
         held. Records its decode stretch (tokens at this replica's decode steps ``d0 + 1 ... d``)."""
-        c = self.L[i] + self.d - self.d0[i]
+        if self.spec is None:
+            c = self.L[i] + self.d - self.d0[i]
+        else:
+            c = self.L[i] + self.spec.tok(self.d - self.d0[i])
+            del self.dec_set[i]
         self.n_dec -= 1
         self.ctx -= c
         if self.paged:
@@ -498,6 +636,8 @@ class _Run:
     def grow(self, victims) -> None:
         """Give every decoding sequence that needs one its next block, preempting from ``victims`` while the pool
         cannot."""
+        if self.spec is not None:
+            return self.spec_grow(victims)
         if not self.paged or not self.n_dec:
             return
         bs, cnt = self.bs, self.cnt
@@ -507,6 +647,26 @@ class _Run:
             need = cnt[(-self.d) % bs]
         self.free -= need
 
+    def spec_grow(self, victims) -> None:
+        """:meth:`grow` for speculative rounds: each sequence's round adds ``floor((m + 1) τ) − floor(m τ)``
+        tokens (``m`` rounds since it joined), one pass over the batch."""
+        tau, bs, L, d0, paged = self.spec.tau, self.bs, self.L, self.d0, self.paged
+        while True:
+            d = self.d
+            inc = need = 0
+            for i in self.dec_set:
+                m = d - d0[i]
+                a = L[i] + int(m * tau + 1e-9)
+                b = L[i] + int((m + 1) * tau + 1e-9)
+                inc += b - a
+                if paged:
+                    need += (b - 1) // bs - (a - 1) // bs
+            if need <= self.free:
+                break
+            victims()
+        self.free -= need
+        self.spec_inc = inc
+
     def fast_forward(self, t: float, bound: float, padded: bool) -> tuple[float, int]:
         """Run, at once, the plain decode steps from ``t``: the batch as it is, no prompt, no completion, every step
         ending by ``bound`` (the next event that could change the batch) and the pool holding their new blocks.
@@ -514,6 +674,8 @@ class _Run:
         run)``; runs none unless at least :data:`FAST_FORWARD_MIN` qualify."""
         n = self.n_dec
         fk = self.fkeys
+        if self.spec is not None:  # rounds advance sequences unevenly: one at a time
+            return t, 0
         while fk and fk[0] <= self.d:
             heapq.heappop(fk)
         if not n or not fk:
@@ -564,13 +726,17 @@ class _Run:
         """The batch has decoded one token each at time ``t``: advance and complete the sequences due."""
         self.d += 1
         self.T.append(t)
-        self.ctx += self.n_dec
+        if self.spec is None:
+            self.ctx += self.n_dec
+        else:
+            self.ctx += self.spec_inc
+            self.spec_inc = 0
         due = self.finish.pop(self.d, None)
         if due:
             for i, ep in due:
                 if ep != self.epoch[i] or self.state[i] != 2:
                     continue
-                self.gen[i] += self.d - self.d0[i]
+                self.gen[i] += self.seg_tokens(i)
                 self.free += self.leave(i)
                 self.complete(i, t)
 
@@ -646,8 +812,9 @@ def _too_many_steps():
 class _Colocated:
     """One replica that prefills and decodes in the same steps (:attr:`Scheduler.policy` says how)."""
 
-    def __init__(self, dep: Deployment, sch: Scheduler, wl: Workload, base: _Run | None = None, rep: int = 0):
-        self.r = _Run(dep, sch, wl, base, rep)
+    def __init__(self, dep: Deployment, sch: Scheduler, wl: Workload, base: _Run | None = None, rep: int = 0,
+                 spec: _Spec | None = None):  # fmt: skip
+        self.r = _Run(dep, sch, wl, base, rep, spec)
         self.dep, self.sch = dep, sch
         self.padded = sch.kv == "static"  # a static slot's buffer is read whole every step (no paged attention)
         self.waiting: deque = deque()
@@ -663,7 +830,7 @@ class _Colocated:
             if ep == r.epoch[i] and state[i] in (1, 2):
                 break
         if state[i] == 2:
-            r.gen[i] += r.d - r.d0[i]
+            r.gen[i] += r.seg_tokens(i)
             r.free += r.leave(i)
         else:
             self.prefilling.remove(i)
@@ -745,7 +912,7 @@ class _Colocated:
             pairs += c * d0 + c * (c + 1) / 2.0
             pkv += d0
         kv = n_dec * r.slot if self.padded else r.ctx + n_dec
-        dt = self.dep._seconds(n_dec, kv, ptok, pairs, pkv)
+        dt = r.seconds(n_dec, kv, ptok, pairs, pkv)
         cp, cd = _split(self.dep, n_dec, kv, ptok, pairs, pkv, dt)
         r.cs_prefill += cp * n_chips
         r.cs_decode += cd * n_chips
@@ -789,12 +956,12 @@ class _Colocated:
                 r.join(i, t)
 
 
-def _colocated(dep: Deployment, sch: Scheduler, wl: Workload, router: str) -> tuple:
+def _colocated(dep: Deployment, sch: Scheduler, wl: Workload, router: str, spec: _Spec | None = None) -> tuple:
     """Serve ``wl`` on ``dep.replicas`` colocated replicas behind ``router``: every replica's step is an event;
     arrivals are routed at their time."""
     n_rep = dep.replicas
-    first = _Colocated(dep, sch, wl)
-    engines = [first] + [_Colocated(dep, sch, wl, first.r, k) for k in range(1, n_rep)]
+    first = _Colocated(dep, sch, wl, spec=spec)
+    engines = [first] + [_Colocated(dep, sch, wl, first.r, k, spec) for k in range(1, n_rep)]
     r0 = first.r
     route = _Router(router, r0, n_rep)
     arr, N, g = r0.arr, r0.N, r0.g
@@ -881,11 +1048,12 @@ class _Disaggregated:
     """Decode replicas fed by prefill instances over a link (see the module docstring). Events are ``(time, order,
     kind, payload)`` on a heap; kinds: 0 a decode step ends, 1 a KV transfer ends, 2 a prefill step ends."""
 
-    def __init__(self, dep: Deployment, sch: Scheduler, dis: Disaggregation, wl: Workload, router: str):
+    def __init__(self, dep: Deployment, sch: Scheduler, dis: Disaggregation, wl: Workload, router: str,
+                 spec: _Spec | None = None):  # fmt: skip
         _check_prefill(dep, dis)
-        r = _Run(dep, sch, wl)
+        r = _Run(dep, sch, wl, spec=spec)
         self.r = r  # the shared per-request lists (and replica 0)
-        self.dec = [_Decoder(r)] + [_Decoder(_Run(dep, sch, wl, r, k)) for k in range(1, dep.replicas)]
+        self.dec = [_Decoder(r)] + [_Decoder(_Run(dep, sch, wl, r, k, spec)) for k in range(1, dep.replicas)]
         for d in self.dec:
             d.r.prefix_blocks = 0  # the decode side receives whole prompts (no shared prefix there)
         self.victims = [self._victim_of(k) for k in range(len(self.dec))]
@@ -930,7 +1098,7 @@ class _Disaggregated:
             i, ep = r.order.pop()
             if ep == r.epoch[i] and state[i] == 2:
                 break
-        r.gen[i] += r.d - r.d0[i]
+        r.gen[i] += r.seg_tokens(i)
         r.free += r.leave(i)
         r.L[i] = r.P[i] + r.gen[i]
         r.epoch[i] += 1
@@ -1034,7 +1202,7 @@ class _Disaggregated:
         if not r.n_dec:
             return
         n = r.n_dec
-        dt = self.dep._seconds(n, n * r.slot if self.sch.kv == "static" else r.ctx + n)
+        dt = r.seconds(n, n * r.slot if self.sch.kv == "static" else r.ctx + n)
         r.cs_decode += dt * self.dep.n_chips
         if n > r.peak:
             r.peak = n
@@ -1225,8 +1393,9 @@ def _deliveries(runs: list, N: int, disaggregated: bool, ttft_at: str, window: n
         weights = np.cumsum(cov)[: len(dT)].astype(float)
     else:
         weights = np.zeros(len(dT))
-    vals = np.concatenate([np.nan_to_num(dT), first_gap[window[req[g1]]], cross[window[cross_req]]])
-    wts = np.concatenate([weights, np.ones(int(window[req[g1]].sum()) + int(window[cross_req].sum()))])
+    zeros = float(np.asarray(runs[0].zeros)[window].sum())  # speculative: tokens that came with their round's first
+    vals = np.concatenate([np.nan_to_num(dT), first_gap[window[req[g1]]], cross[window[cross_req]], [0.0]])
+    wts = np.concatenate([weights, np.ones(int(window[req[g1]].sum()) + int(window[cross_req].sum())), [zeros]])
     return first_del, stall, _weighted_pct(vals, wts)
 
 
@@ -1303,6 +1472,7 @@ def simulate(
     ttft_at: Annotated[str, OneOf(("decode", "prefill"))] = "decode",
     warmup: _Share = DEFAULT_WARMUP,
     drain: _Share = DEFAULT_DRAIN,
+    speculative: Speculation | None = None,
 ) -> SimResult:
     """Serve ``workload`` on the ``deployment.replicas`` replicas of ``deployment`` behind ``router`` (one of
     :data:`ROUTERS`), each filling its steps with ``scheduler`` (default ``Scheduler()``) and, if given, prefill on
@@ -1311,8 +1481,9 @@ def simulate(
     streams it to the user, as vLLM's disaggregated prefill proxy does (so TTFT holds the KV transfer and the wait
     for decode memory), or ``"prefill"`` when the prefill instance computes it. Percentiles count the requests that
     arrive after the first ``warmup`` share and before the last ``drain`` share (by arrival order); the ``*_all``
-    arrays keep every request. See the module docstring for the rest. Refuses a workload whose longest request does
-    not fit the KV pool, and stops past :data:`MAX_STEPS` engine steps."""
+    arrays keep every request. ``speculative`` (a :class:`Speculation`): every decode step of every replica is a
+    speculative round (module docstring, "Speculative decoding"). See the module docstring for the rest. Refuses a
+    workload whose longest request does not fit the KV pool, and stops past :data:`MAX_STEPS` engine steps."""
     _check_deployment("deployment", deployment)
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a Workload (tpu_notes.inference.Workload); got {type(workload).__name__}")
@@ -1320,6 +1491,8 @@ def simulate(
         scheduler = Scheduler()
     if not isinstance(scheduler, Scheduler):
         raise TypeError(f"scheduler must be a Scheduler or None; got {type(scheduler).__name__}")
+    if speculative is not None and not isinstance(speculative, Speculation):
+        raise TypeError(f"speculative must be a Speculation or None; got {type(speculative).__name__}")
     if disaggregation is not None and not isinstance(disaggregation, Disaggregation):
         raise TypeError(f"disaggregation must be a Disaggregation or None; got {type(disaggregation).__name__}")
     if workload.n_requests > MAX_REQUESTS:  # the Workload refuses it already; kept for a replaced field
@@ -1328,12 +1501,25 @@ def simulate(
         raise ValueError(f"warmup + drain ({warmup!r} + {drain!r}) must be below 1 (they trim the run's two ends)")
     if deployment.replicas > MAX_REPLICAS:
         raise ValueError(f"deployment.replicas ({deployment.replicas}) must be at most MAX_REPLICAS ({MAX_REPLICAS})")
+    spec = None
+    if speculative is not None:
+        rules.product_within(
+            {"scheduler.max_seqs": scheduler.max_seqs, "(speculative.k + 1)": speculative.k + 1},
+            MAX_ROWS,
+            what="rows in one verify step",
+        )
+        try:
+            spec = _Spec(deployment, speculative)
+        except ValueError as err:
+            raise ValueError(f"speculative.draft: {err}") from None
     if disaggregation is None:
-        parts = _colocated(deployment, scheduler, workload, router)
+        parts = _colocated(deployment, scheduler, workload, router, spec)
     else:
         if disaggregation.prefill.chip.kind != deployment.chip.kind:
             raise ValueError("disaggregation.prefill and deployment must be the same kind of chip (TPU or GPU)")
-        parts = _Disaggregated(deployment, scheduler, disaggregation, workload, router).run()
+        parts = _Disaggregated(deployment, scheduler, disaggregation, workload, router, spec).run()
+    if speculative is not None:
+        parts = parts[:4] + (f"{parts[4]}; {speculative.label()}",) + parts[5:]
     out = _finish(*parts, disaggregated=disaggregation is not None, ttft_at=ttft_at, warmup=warmup, drain=drain,
                   router=router)  # fmt: skip
     return SimResult(**out)
@@ -1401,6 +1587,7 @@ __all__ = [
     "Disaggregation",
     "Scheduler",
     "SimResult",
+    "Speculation",
     "default_engines",
     "simulate",
     "sweep",
