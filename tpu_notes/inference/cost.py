@@ -51,7 +51,7 @@ import numpy as np
 from .. import rules
 from ..hardware import CHIPS, get_chip, source
 from ..units import Positive, checked, fmt
-from .engine import MAX_ROWS, Deployment, EngineStep, _decode_point, deploy
+from .engine import MAX_ROWS, Deployment, EngineStep, _check_deployment, _decode_point, deploy
 from .simulator import SimResult
 from .slo import SLO
 from .step import Batch, Context
@@ -115,17 +115,6 @@ def _utilisation_words(utilisation: float) -> str:
     if utilisation == 1.0:
         return "floor (100% busy)"
     return f"utilisation {utilisation:.0%}"
-
-
-def _check_deployment(value, name: str = "deployment") -> Deployment:
-    """``value`` if it is an engine :class:`~tpu_notes.inference.engine.Deployment`, else a ``TypeError`` naming
-    ``name``."""
-    if not isinstance(value, Deployment):
-        raise TypeError(
-            f"{name} must be a tpu_notes.inference.engine.Deployment (build one with "
-            f"tpu_notes.inference.engine.deploy(model, chip, n_chips, ...)); got {type(value).__name__}"
-        )
-    return value
 
 
 def _price(d: Deployment, dollars_per_chip_hour) -> tuple[float, str]:

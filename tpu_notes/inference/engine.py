@@ -524,6 +524,17 @@ class Deployment:
         return self.step(0, 0, batch * new, pairs, batch * cached_len)
 
 
+def _check_deployment(value, name: str = "deployment") -> Deployment:
+    """``value`` if it is an engine :class:`~tpu_notes.inference.engine.Deployment`, else a ``TypeError`` naming
+    ``name``."""
+    if not isinstance(value, Deployment):
+        raise TypeError(
+            f"{name} must be a tpu_notes.inference.engine.Deployment (build one with "
+            f"tpu_notes.inference.engine.deploy(model, chip, n_chips, ...)); got {type(value).__name__}"
+        )
+    return value
+
+
 def _decode_point(batch: int, seq_len: int, *, batch_arg: str = "batch", seq_arg: str = "seq_len") -> None:
     """A generation step of ``batch`` sequences of ``seq_len`` tokens must fit one engine step: at most
     :data:`MAX_ROWS` sequences and :data:`MAX_STEP_TOKENS` tokens of cache. Refusals name the caller's arguments

@@ -55,7 +55,9 @@ from .. import rules
 from ..efficiency import EfficiencyModel, check_efficiency
 from ..gpu import GpuCluster
 from ..hardware import get_chip
+from ..transformer import as_config
 from ..units import Bool, OneOf, Positive, checked, dtype_bytes, fmt
+from .engine import deploy
 from .long_context import decode_attention
 from .step import Batch, ComputeDType, Context, StorageDType
 
@@ -158,7 +160,6 @@ def ep_all_to_all_bytes(
 
 
 def _moe(model):
-    from ..transformer import as_config
 
     m = as_config(model)
     if not m.is_moe:
@@ -346,8 +347,6 @@ def pipeline_decode(
     into ``stages`` pipeline stages, each tensor-parallel inside a node (see the module docstring). Refuses
     (:mod:`tpu_notes.rules`, naming ``stages``) stages that do not divide the layers, the GPUs, or the batch, or that
     leave a stage's tensor group across nodes; and, naming ``stages``, a stage whose weights do not fit its GPUs."""
-    from ..transformer import as_config
-    from .engine import deploy
 
     m = as_config(model)
     sysm = _cluster(system)

@@ -38,6 +38,7 @@ from ..gpu import GpuCluster
 from ..hardware import get_chip
 from ..transformer import get_model
 from ..units import OneOf, Positive, PositiveFloat, check_fields, checked, fmt
+from .engine import deploy
 from .parallel_serving import H800_IB, ep_decode_step, pipeline_decode
 
 #: How a record is priced: "ep" (:func:`~tpu_notes.inference.parallel_serving.ep_decode_step` at the stated
@@ -183,8 +184,6 @@ def predict(record: ParallelServingRecord, efficiency=None) -> ParallelReconcili
         )
         pred, step, bound = s.tokens_per_s_per_node, s.total, s.bound
     else:
-        from .engine import deploy
-
         dep = deploy(m, cluster, weight_dtype=r.weight_dtype, kv_dtype=r.kv_dtype, compute_dtype="fp8",
                      efficiency=efficiency)  # fmt: skip
         pre = dep.prefill_step(r.seq_len, r.batch).total

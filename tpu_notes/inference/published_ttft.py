@@ -61,6 +61,7 @@ from ..efficiency import EfficiencyModel, check_efficiency
 from ..hardware import get_chip
 from ..runs import PublishedRecord, Reconciliation, check_rows, check_runs, check_under_roofline
 from ..units import OneOf, Positive, checked, fmt
+from .engine import deploy
 from .published import LLAMA2_7B, LLAMA2_70B, RUNS, ServingReconciliation, reconcile, simulate_run
 from .step import ComputeDType, StorageDType
 
@@ -141,8 +142,6 @@ class PublishedTTFT(PublishedRecord):
 
 
 def _deployment(run: PublishedTTFT, e: EfficiencyModel | None = None):
-    from .engine import deploy
-
     return deploy(run.model, run.chip, run.n_chips, weight_dtype=run.weight_dtype, kv_dtype=run.kv_dtype,
                   compute_dtype=run.compute_dtype, efficiency=e)  # fmt: skip
 

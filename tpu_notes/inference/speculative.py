@@ -66,7 +66,7 @@ from typing import Annotated
 from .. import rules
 from ..transformer import TransformerConfig, as_config
 from ..units import NonNegativeFloat, Positive, PositiveFloat, Probability, Shape, checked, fmt
-from .engine import MAX_ROWS, MAX_STEP_TOKENS, Deployment, EngineStep, deploy
+from .engine import MAX_ROWS, MAX_STEP_TOKENS, Deployment, EngineStep, _check_deployment, deploy
 from .step import MAX_BATCH, Batch, Context
 
 #: Most drafts per round the functions take.
@@ -364,8 +364,6 @@ def _result(target: Deployment, batch, context, k, acceptance, draft, draft_cost
 
 
 def _target(deployment, name: str = "deployment") -> Deployment:
-    from .cost import _check_deployment
-
     return _check_deployment(deployment, name)
 
 
