@@ -1006,7 +1006,8 @@ def _print_serve_cost(args, s: _Served) -> None:
     if cost is not None:
         print(
             f"  cost of requests of {s.prompt:,} tokens in + {s.output:,} out, at ${cost.dollars_per_chip_hour:.3g} "
-            f"per chip-hour ({cost.price_source}), {args.utilisation:.0%} utilisation:"
+            f"per chip-hour ({cost.price_source}), {args.utilisation:.0%} utilisation"
+            + (" (a floor: `simulate` bills a rate that meets an SLO):" if args.utilisation >= 1.0 else ":")
         )
         print(
             f"    ${cost.dollars_per_million_input:.3g} per million input tokens, "
