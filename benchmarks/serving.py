@@ -27,7 +27,7 @@ import time
 
 from repeats import parse_repeats
 
-from tpu_notes.inference import published_ttft
+from tpu_notes.inference import published_parallel, published_ttft
 from tpu_notes.inference.engine import deploy
 from tpu_notes.inference.goodput import SLO, max_rate_at_attainment
 from tpu_notes.inference.simulator import Disaggregation, Scheduler, simulate
@@ -39,6 +39,9 @@ N_REQUESTS = 10_000
 #: Issue 38's targets on a 2-core machine, seconds: 100,000 requests on one replica; one goodput search.
 TARGET_100K_S = 15.0
 TARGET_SEARCH_S = 10.0
+#: Issue 38's targets for the parallel serving records: published over predicted per-node throughput, within these.
+EP_TARGET = 0.25
+PP_TARGET = 0.20
 
 
 def cases():
@@ -127,6 +130,16 @@ def reconciliation_report() -> None:
     print("   medians: " + ", ".join(f"{k} {v:.2f}" for k, v in medians.items()) + "\n")
     print("== First-token rows (expected: engine prefill for a static batch, simulator for a closed loop)")
     print(published_ttft.format_ttft_table(ttft))
+    print()
+    rows = published_parallel.reconcile()
+    print("== Expert- and pipeline-parallel serving against published per-node throughput (issue 38's targets: ")
+    print(f"   DeepSeek-V3-class decode within {EP_TARGET:.0%}, Llama 3.1 405B within {PP_TARGET:.0%}; ratio is ")
+    print("   published / predicted)")
+    print(published_parallel.format_table(rows))
+    for r in rows:
+        target = EP_TARGET if "DeepSeek" in r.record.name else PP_TARGET
+        verdict = "ok" if abs(r.ratio - 1.0) <= target else "MISS"
+        print(f"   {r.record.name}: {r.ratio - 1.0:+.0%} ({verdict})")
 
 
 if __name__ == "__main__":
