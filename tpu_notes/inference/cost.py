@@ -446,6 +446,15 @@ def _window(result: SimResult) -> _Window:
     )
 
 
+def _check_sim_result(result) -> None:
+    """Refuse a ``result`` that is not a :class:`~tpu_notes.inference.simulator.SimResult`."""
+    if not isinstance(result, SimResult):
+        raise TypeError(
+            f"result must be a SimResult (tpu_notes.inference.simulate(deployment, workload)); "
+            f"got {type(result).__name__}"
+        )
+
+
 def _price_per_chip_hour(c, dollars_per_chip_hour: float | None) -> tuple[float, str]:
     """``(dollars per chip-hour, where it comes from)``: the figure given, else chip ``c``'s on-demand price in
     :mod:`tpu_notes.hardware` and its source; refuses a chip with no price when none is given."""
@@ -532,11 +541,7 @@ def cost_at_rate(
     requests inside the run's trimmed window (:meth:`~tpu_notes.inference.simulator.SimResult.window`), and applied
     to every request billed. Refuses a result that is not a :class:`~tpu_notes.inference.simulator.SimResult`, one
     that served no request or did no work, and one whose busy chip-seconds exceed its provisioned ones."""
-    if not isinstance(result, SimResult):
-        raise TypeError(
-            f"result must be a SimResult (tpu_notes.inference.simulate(deployment, workload)); "
-            f"got {type(result).__name__}"
-        )
+    _check_sim_result(result)
     c = get_chip(chip, argument="chip")
     price, where = _price_per_chip_hour(c, dollars_per_chip_hour)
     w = _window(result)
