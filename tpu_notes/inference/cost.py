@@ -446,6 +446,78 @@ def _window(result: SimResult) -> _Window:
     )
 
 
+def _check_sim_result(result) -> None:
+    """Refuse a ``result`` that is not a :class:`~tpu_notes.inference.simulator.SimResult`."""
+    if not isinstance(result, SimResult):
+        raise TypeError(
+            f"result must be a SimResult (tpu_notes.inference.simulate(deployment, workload)); "
+            f"got {type(result).__name__}"
+        )
+
+
+def _price_per_chip_hour(c, dollars_per_chip_hour: float | None) -> tuple[float, str]:
+    """``(dollars per chip-hour, where it comes from)``: the figure given, else chip ``c``'s on-demand price in
+    :mod:`tpu_notes.hardware` and its source; refuses a chip with no price when none is given."""
+    if dollars_per_chip_hour is not None:
+        return float(dollars_per_chip_hour), "given"
+    if c.dollars_per_hour is None:
+        raise ValueError(f"dollars_per_chip_hour must be given: chip {c.name!r} has no price in tpu_notes.hardware")
+    return c.dollars_per_hour, source(c, "dollars_per_hour")
+
+
+def _busy_and_provisioned(w: _Window, n) -> tuple[float, float]:
+    """``(busy, provisioned)`` chip-seconds of the billed span ``w`` on ``n`` chips: prefill + decode, and
+    ``n × duration``. Refuses a chip count that is not a positive whole number, a run that served no request over
+    a positive duration, one with no busy chip-seconds, and one busier than its provisioned chip-seconds."""
+    if type(n) is not int or n < 1:
+        raise ValueError(f"result.n_chips must be a positive whole number of chips; got {n!r}")
+    if not (math.isfinite(w.duration) and w.duration > 0 and w.completed > 0):
+        raise ValueError(
+            f"result must have served requests over a positive duration; got {w.completed} requests in {w.duration!r} s"
+        )
+    busy = w.chip_seconds_prefill + w.chip_seconds_decode
+    provisioned = n * w.duration
+    if not (math.isfinite(busy) and busy > 0):
+        raise ValueError(f"result must record busy chip-seconds (prefill + decode > 0); got {busy!r}")
+    if busy > provisioned * (1 + 1e-9):
+        raise ValueError(
+            f"result's busy chip-seconds ({busy:.6g}) exceed its provisioned chip-seconds ({n} chips × "
+            f"{w.duration:.6g} s = {provisioned:.6g}): the run's n_chips or duration is inconsistent"
+        )
+    return busy, provisioned
+
+
+def _split_bill(w: _Window, bill: float, busy: float) -> tuple[float, float, float]:
+    """``(prefill share, $ per 1e6 input tokens, $ per 1e6 output tokens)``: ``bill`` dollars split between the
+    span's prompt and output tokens by its prefill share of the ``busy`` chip-seconds. Refuses a span that served
+    no prompt token or no output token."""
+    share = w.chip_seconds_prefill / busy
+    per_in = 1e6 * bill * share / w.input_tokens if w.input_tokens > 0 else math.nan
+    per_out = 1e6 * bill * (1 - share) / w.output_tokens if w.output_tokens > 0 else math.nan
+    if math.isnan(per_in) or math.isnan(per_out):
+        raise ValueError("result must have served both prompt tokens and output tokens")
+    return share, per_in, per_out
+
+
+def _slo_share(result: SimResult, w: _Window, slo: SLO | None, ttft_slo_s, tpot_slo_s) -> tuple:
+    """``(share of requests meeting the SLO or None when none is given, TTFT bound s, TPOT bound s)``: ``slo``'s
+    bounds and the simulator's attainment, or the share of the trimmed window's requests within the bounds given
+    as floats (each None: not bounded). Refuses both ways at once."""
+    if slo is not None and (ttft_slo_s is not None or tpot_slo_s is not None):
+        raise ValueError("slo and ttft_slo_s/tpot_slo_s are alternatives: pass one or the other")
+    if slo is not None:
+        return result.attainment(slo), slo.ttft_s, slo.tpot_s
+    if ttft_slo_s is None and tpot_slo_s is None:
+        return None, None, None
+    ok = np.ones(w.ttft.shape, dtype=bool)
+    if ttft_slo_s is not None:
+        ok &= w.ttft <= ttft_slo_s
+    if tpot_slo_s is not None:
+        ok &= w.tpot <= tpot_slo_s
+    win = result.window() if len(result.arrivals_all) == len(ok) else np.ones_like(ok)
+    return (float(ok[win].mean()) if win.any() else 0.0), ttft_slo_s, tpot_slo_s
+
+
 @checked
 def cost_at_rate(
     result: SimResult,
@@ -469,56 +541,17 @@ def cost_at_rate(
     requests inside the run's trimmed window (:meth:`~tpu_notes.inference.simulator.SimResult.window`), and applied
     to every request billed. Refuses a result that is not a :class:`~tpu_notes.inference.simulator.SimResult`, one
     that served no request or did no work, and one whose busy chip-seconds exceed its provisioned ones."""
-    if not isinstance(result, SimResult):
-        raise TypeError(
-            f"result must be a SimResult (tpu_notes.inference.simulate(deployment, workload)); "
-            f"got {type(result).__name__}"
-        )
+    _check_sim_result(result)
     c = get_chip(chip, argument="chip")
-    if dollars_per_chip_hour is not None:
-        price, where = float(dollars_per_chip_hour), "given"
-    elif c.dollars_per_hour is None:
-        raise ValueError(f"dollars_per_chip_hour must be given: chip {c.name!r} has no price in tpu_notes.hardware")
-    else:
-        price, where = c.dollars_per_hour, source(c, "dollars_per_hour")
+    price, where = _price_per_chip_hour(c, dollars_per_chip_hour)
     w = _window(result)
     n = result.n_chips
-    if type(n) is not int or n < 1:
-        raise ValueError(f"result.n_chips must be a positive whole number of chips; got {n!r}")
-    if not (math.isfinite(w.duration) and w.duration > 0 and w.completed > 0):
-        raise ValueError(
-            f"result must have served requests over a positive duration; got {w.completed} requests in {w.duration!r} s"
-        )
-    busy = w.chip_seconds_prefill + w.chip_seconds_decode
-    provisioned = n * w.duration
-    if not (math.isfinite(busy) and busy > 0):
-        raise ValueError(f"result must record busy chip-seconds (prefill + decode > 0); got {busy!r}")
-    if busy > provisioned * (1 + 1e-9):
-        raise ValueError(
-            f"result's busy chip-seconds ({busy:.6g}) exceed its provisioned chip-seconds ({n} chips × "
-            f"{w.duration:.6g} s = {provisioned:.6g}): the run's n_chips or duration is inconsistent"
-        )
+    busy, provisioned = _busy_and_provisioned(w, n)
     bill = provisioned * price / 3600.0  # dollars
-    share = w.chip_seconds_prefill / busy
+    share, per_in, per_out = _split_bill(w, bill, busy)
     util = min(busy / provisioned, 1.0)
-    per_in = 1e6 * bill * share / w.input_tokens if w.input_tokens > 0 else math.nan
-    per_out = 1e6 * bill * (1 - share) / w.output_tokens if w.output_tokens > 0 else math.nan
-    if math.isnan(per_in) or math.isnan(per_out):
-        raise ValueError("result must have served both prompt tokens and output tokens")
-    attainment = per_slo = None
-    if slo is not None and (ttft_slo_s is not None or tpot_slo_s is not None):
-        raise ValueError("slo and ttft_slo_s/tpot_slo_s are alternatives: pass one or the other")
-    if slo is not None:
-        ttft_slo_s, tpot_slo_s = slo.ttft_s, slo.tpot_s
-        attainment = result.attainment(slo)
-    elif ttft_slo_s is not None or tpot_slo_s is not None:
-        ok = np.ones(w.ttft.shape, dtype=bool)
-        if ttft_slo_s is not None:
-            ok &= w.ttft <= ttft_slo_s
-        if tpot_slo_s is not None:
-            ok &= w.tpot <= tpot_slo_s
-        win = result.window() if len(result.arrivals_all) == len(ok) else np.ones_like(ok)
-        attainment = float(ok[win].mean()) if win.any() else 0.0
+    attainment, ttft_slo_s, tpot_slo_s = _slo_share(result, w, slo, ttft_slo_s, tpot_slo_s)
+    per_slo = None
     if attainment is not None:
         per_slo = bill / (w.completed * attainment) if attainment > 0 else math.inf
     for figure in (per_in, per_out, bill / w.completed):

@@ -310,34 +310,16 @@ class Deployment:
             zero = dict.fromkeys(names, 0.0)
             return {**zero, "overhead": 0.0}, {**zero, "collective_latency": 0.0}
         seq = c["sequence"] and prefill_tokens > 0  # this step's prompt tokens are split over the devices
-        E, k = c["experts"]
-        visited = c["dense_params"] + (c["expert_layer_params"] * E * (1.0 - (1.0 - k / E) ** rows) if E else 0.0)
-        params = visited + min(rows, c["vocab_rows"]) * c["embed_row"]
+        params = self._params_read(rows)
         # sequence-parallel prefill: every device reads the whole (gathered) weights, not its 1/n share
         w_roof = params * c["wbytes"] / c["hbm_all"] * (c["n"] if seq else 1)
-        kv_roof = (kv_tokens + prefill_kv) * self.kv_bytes_per_token / c["hbm_all"]
-        dec_at = kv_tokens * c["decode_attn_flops_per_token"] / c["peak_bf16_all"]  # 0 unless MLA
-        kv_read = kv_tokens * self.kv_bytes_per_token / c["hbm_all"]
-        kv_roof += max(0.0, dec_at - kv_read)
+        kv_roof, kv_exp = self._kv_seconds(kv_tokens, prefill_kv)
         mm_roof = 2.0 * rows * c["matmul_params"] / c["peak_all"]
         at_roof = prefill_pairs * c["attn_flops_per_pair"] / c["peak_bf16_all"]
         el_roof = prefill_tokens * c["elem_bytes_per_token"] / c["hbm_all"]
         dq = params * c["dequant_per_param"]
-        ar_a, ar_b = c["all_reduce"]
-        aa_a, aa_b = c["all_to_all"]
-        ga_a, ga_b = c["all_gather"]
         gathered = c["gather_bytes"] + (prefill_tokens + prefill_kv) * self.kv_bytes_per_token
-        tp_rows = decode if seq else rows  # rows whose activations are AllReduced over the replica
-        # the ideal: a prefill's collective bytes hidden behind its own FLOPs as far as they last
-        if not prefill_tokens:
-            pre_roof = 0.0
-        elif seq:
-            pre_roof = max(0.0, ga_b * gathered - mm_roof - at_roof)
-        else:
-            pre_roof = max(0.0, c["n_reduces"] * ar_b * prefill_tokens - mm_roof - at_roof)
-        coll_roof = c["n_reduces"] * ar_b * decode + pre_roof + (c["n_a2a"] * aa_b * decode if decode else 0.0)
-        hops = (c["n_reduces"] * ar_a if tp_rows else 0.0) + (c["n_a2a"] * aa_a if decode else 0.0)
-        hops += c["n_gathers"] * ga_a if seq else 0.0
+        coll_roof, hops = self._roofline_collectives(decode, prefill_tokens, seq, gathered, mm_roof, at_roof)
         roof = {
             "kv": kv_roof,
             "weights": w_roof,
@@ -348,17 +330,86 @@ class Deployment:
             "collectives": coll_roof,
             "collective_latency": hops,
         }
-        e_hbm, att = c["e_hbm"], c["attention_fraction"]
+        e_hbm = c["e_hbm"]
+        mm = self._expected_matmul(decode, prefill_tokens, seq)
+        at = at_roof / c["attention_fraction"]
+        exp = {
+            "kv": kv_exp,
+            "weights": w_roof / e_hbm,
+            "matmul": mm,
+            "attention": at,
+            "elementwise": el_roof / e_hbm,
+            "dequant": dq,
+            "collectives": self._expected_collectives(decode, prefill_tokens, seq, gathered, mm, at),
+            "overhead": c["overhead"] + (c["launch"] if prefill_tokens else 0.0),
+        }
+        return exp, roof
+
+    def _params_read(self, rows: int) -> float:
+        """Parameters a step of ``rows`` rows reads, all devices together (a count, not bytes): the dense ones, the
+        routed experts its rows are expected to visit (each row picks ``k`` of ``E``), and, with untied embeddings,
+        one looked-up embedding row per row (at most the vocabulary's)."""
+        c = self._c
+        E, k = c["experts"]
+        visited = c["dense_params"] + (c["expert_layer_params"] * E * (1.0 - (1.0 - k / E) ** rows) if E else 0.0)
+        return visited + min(rows, c["vocab_rows"]) * c["embed_row"]
+
+    def _kv_seconds(self, kv_tokens: int, prefill_kv: int) -> tuple[float, float]:
+        """``(roofline, expected)`` seconds of the step's KV part: the decoded sequences' ``kv_tokens`` and the
+        prefill's ``prefill_kv`` cached tokens read from HBM, or, where the decode attention's FLOPs take longer
+        than its read (MLA), that excess added."""
+        c = self._c
+        dec_at = kv_tokens * c["decode_attn_flops_per_token"] / c["peak_bf16_all"]  # 0 unless MLA
+        kv_read = kv_tokens * self.kv_bytes_per_token / c["hbm_all"]
+        kv_roof = (kv_tokens + prefill_kv) * self.kv_bytes_per_token / c["hbm_all"]
+        kv_roof += max(0.0, dec_at - kv_read)
+        kv_exp = (kv_tokens + prefill_kv) * self.kv_bytes_per_token / c["hbm_all"] / c["e_hbm"]
+        kv_exp += max(0.0, dec_at / c["attention_fraction"] - kv_read / c["e_hbm"])
+        return kv_roof, kv_exp
+
+    def _roofline_collectives(self, decode, prefill_tokens, seq, gathered, mm_roof, at_roof) -> tuple[float, float]:
+        """``(bytes, latency)`` seconds of the step's collectives at datasheet rates: the decoded rows' AllReduces
+        and AllToAlls in full, a prefill's AllReduce bytes (or, ``seq``, its ``gathered`` bytes of weight and KV
+        AllGathers) hidden behind its own matmul (``mm_roof``) and attention (``at_roof``) seconds as far as they
+        last; the latency is the hops, kept apart (module docstring)."""
+        c = self._c
+        ar_a, ar_b = c["all_reduce"]
+        aa_a, aa_b = c["all_to_all"]
+        ga_a, ga_b = c["all_gather"]
+        tp_rows = decode if seq else decode + prefill_tokens  # rows whose activations are AllReduced over the replica
+        # the ideal: a prefill's collective bytes hidden behind its own FLOPs as far as they last
+        if not prefill_tokens:
+            pre_roof = 0.0
+        elif seq:
+            pre_roof = max(0.0, ga_b * gathered - mm_roof - at_roof)
+        else:
+            pre_roof = max(0.0, c["n_reduces"] * ar_b * prefill_tokens - mm_roof - at_roof)
+        coll_roof = c["n_reduces"] * ar_b * decode + pre_roof + (c["n_a2a"] * aa_b * decode if decode else 0.0)
+        hops = (c["n_reduces"] * ar_a if tp_rows else 0.0) + (c["n_a2a"] * aa_a if decode else 0.0)
+        hops += c["n_gathers"] * ga_a if seq else 0.0
+        return coll_roof, hops
+
+    def _expected_matmul(self, decode: int, prefill_tokens: int, seq: bool) -> float:
+        """Expected seconds of the step's weight matmuls at the efficiency model's fraction of peak: all rows
+        tensor-parallel, or (``seq``) the decoded rows tensor-parallel plus the prompt's rows split over the
+        devices."""
+        c = self._c
+        if seq:
+            return (decode * c["k_mm"] / self._matmul_fraction(decode) if decode else 0.0) + prefill_tokens * c[
+                "k_mm"
+            ] / self._matmul_fraction(-prefill_tokens)
+        rows = decode + prefill_tokens
+        return rows * c["k_mm"] / self._matmul_fraction(rows)
+
+    def _expected_collectives(self, decode, prefill_tokens, seq, gathered, mm, at) -> float:
+        """Expected seconds of the step's collectives: the decoded rows' AllReduces and AllToAlls in full, and a
+        prefill's AllReduce bytes (or, ``seq``, its ``gathered`` bytes of AllGathers) hidden behind its matmul
+        (``mm``) and attention (``at``) seconds as far as the efficiency model's exposure says."""
+        c = self._c
         elat_ar, ebw_ar = c["e_all_reduce"]
         elat_aa, ebw_aa = c["e_all_to_all"]
         elat_ga, ebw_ga = c["e_all_gather"]
-        if seq:
-            mm = (decode * c["k_mm"] / self._matmul_fraction(decode) if decode else 0.0) + prefill_tokens * c[
-                "k_mm"
-            ] / self._matmul_fraction(-prefill_tokens)
-        else:
-            mm = rows * c["k_mm"] / self._matmul_fraction(rows)
-        at = at_roof / att
+        tp_rows = decode if seq else decode + prefill_tokens  # rows whose activations are AllReduced over the replica
         # decoded rows' AllReduces and AllToAlls wait in full; a prefill chunk's AllReduce bytes hide behind its
         # matmuls as far as the efficiency model's tensor exposure says (collective matmuls on TPU: as far as
         # compute lasts; on GPU: not at all), as in the training step model; a sequence-parallel prefill's weight
@@ -374,19 +425,7 @@ class Deployment:
             pre = c["n_reduces"] * ebw_ar * prefill_tokens
             x = c["exposed"]
             coll += x * pre + (1.0 - x) * max(0.0, pre - mm - at)
-        kv_exp = (kv_tokens + prefill_kv) * self.kv_bytes_per_token / c["hbm_all"] / e_hbm
-        kv_exp += max(0.0, dec_at / att - kv_read / e_hbm)
-        exp = {
-            "kv": kv_exp,
-            "weights": w_roof / e_hbm,
-            "matmul": mm,
-            "attention": at,
-            "elementwise": el_roof / e_hbm,
-            "dequant": dq,
-            "collectives": coll,
-            "overhead": c["overhead"] + (c["launch"] if prefill_tokens else 0.0),
-        }
-        return exp, roof
+        return coll
 
     def _matmul_fraction(self, rows: int) -> float:
         """The fraction of the compute dtype's peak the step's weight matmuls reach with ``rows`` rows laid out

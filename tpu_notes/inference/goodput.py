@@ -132,6 +132,147 @@ def _unloaded_share(dep: Deployment, wl: Workload, slo: SLO, dis: Disaggregation
     return float(ok.mean())
 
 
+def _check_workload_and_slo(workload, slo) -> None:
+    """Refuse a ``workload`` that is not a :class:`~tpu_notes.inference.Workload` with an arrival rate (the search
+    varies it), and an ``slo`` that is not an :class:`SLO`."""
+    if not isinstance(workload, Workload):
+        raise TypeError(f"workload must be a Workload (tpu_notes.inference.Workload); got {type(workload).__name__}")
+    if workload.arrival == "closed":
+        raise ValueError("workload must have an arrival rate ('poisson' or 'bursty'): the search varies it")
+    if not isinstance(slo, SLO):
+        raise TypeError(f"slo must be an SLO (tpu_notes.inference.goodput.SLO); got {type(slo).__name__}")
+
+
+def _check_search_options(scheduler, disaggregation, warmup: float, drain: float) -> None:
+    """Refuse a ``scheduler`` or ``disaggregation`` of the wrong type, and trimmed shares (``warmup + drain``, of
+    the run's requests) that leave nothing."""
+    if scheduler is not None and not isinstance(scheduler, Scheduler):
+        raise TypeError(f"scheduler must be a Scheduler or None; got {type(scheduler).__name__}")
+    if disaggregation is not None and not isinstance(disaggregation, Disaggregation):
+        raise TypeError(f"disaggregation must be a Disaggregation or None; got {type(disaggregation).__name__}")
+    if warmup + drain >= 1.0:
+        raise ValueError(f"warmup + drain ({warmup!r} + {drain!r}) must be below 1 (they trim the run's two ends)")
+
+
+def _provisioned_chips(deployment: Deployment, disaggregation: Disaggregation | None) -> int:
+    """Chips the search is billed for: every replica of ``deployment``, and every prefill instance of
+    ``disaggregation``."""
+    return deployment.total_chips + (
+        disaggregation.instances * disaggregation.prefill.n_chips if disaggregation is not None else 0
+    )
+
+
+@dataclass
+class _Search:
+    """One :func:`max_rate_at_attainment` search: what it serves, and every probe so far."""
+
+    deployment: Deployment
+    workload: Workload
+    slo: SLO
+    target: float  # the attainment asked for
+    disaggregation: Disaggregation | None
+    n_chips: int  # chips provisioned
+    sim_kw: dict  # the other arguments of every simulate() call
+    probes: list = field(default_factory=list)  # (rate requests/s, attainment), in the order simulated
+    at: dict = field(default_factory=dict)  # rate requests/s -> attainment there
+
+    def record(self, rate: float, attainment: float) -> None:
+        """Note the attainment (a share) found at ``rate`` (requests/s)."""
+        self.probes.append((rate, attainment))
+        self.at[rate] = attainment
+
+    def simulate(self, rate: float) -> SimResult:
+        """The workload served at ``rate`` (requests/s)."""
+        return simulate(self.deployment, replace(self.workload, rate=rate), **self.sim_kw)
+
+    def probe(self, rate: float) -> tuple:
+        """Simulate at ``rate`` (requests/s) and record it: ``(whether the attainment meets the target, result)``."""
+        res = self.simulate(rate)
+        a = res.attainment(self.slo)
+        self.record(rate, a)
+        return a >= self.target, res
+
+    def done(self, rate: float, res: SimResult | None, why: str) -> GoodputResult:
+        """The answer: ``rate`` (requests/s; 0 when none met the target), its simulation, and how the search ended."""
+        att = self.at.get(rate, 0.0) if res is not None else 0.0
+        return GoodputResult(
+            rate_per_s=rate,
+            per_chip=rate / self.n_chips,
+            n_chips=self.n_chips,
+            attainment=att,
+            target=self.target,
+            slo=self.slo,
+            probes=tuple(self.probes),
+            bracket=why,
+            result=res,
+            deployment=self.deployment,
+            disaggregation=self.disaggregation,
+        )
+
+
+def _double_until_miss(search: _Search, lo: float, lo_res, max_probes: int) -> tuple:
+    """From ``lo`` (requests/s, a rate that meets the target), double the rate until one misses:
+    ``(lo, lo_res, hi, ended)``, ``hi`` the first rate that misses; ``ended`` is None, or why the search stops
+    at ``lo`` (``hi`` None: every rate probed met it)."""
+    hi = None
+    while hi is None and len(search.probes) < max_probes:
+        rate = lo * 2.0
+        if rate > MAX_RATE:
+            return lo, lo_res, None, f"every rate probed meets it, up to {lo:.3g} requests/s (MAX_RATE next)"
+        ok, res = search.probe(rate)
+        if ok:
+            lo, lo_res = rate, res
+        else:
+            hi = rate
+    if hi is None:
+        return lo, lo_res, None, f"every rate probed meets it, up to {lo:.3g} requests/s (probes ran out)"
+    return lo, lo_res, hi, None
+
+
+def _halve_until_meet(search: _Search, hi: float, max_probes: int) -> tuple:
+    """From ``hi`` (requests/s, a rate that misses the target), halve the rate until one meets it:
+    ``(lo, lo_res, hi, ended)``, ``lo`` the first rate that meets it; ``ended`` is None, or why no rate meets it
+    (``lo`` then 0 and ``lo_res`` None)."""
+    lowest = search.workload.n_requests / MAX_SPAN
+    lo = lo_res = None
+    while lo is None and len(search.probes) < max_probes:
+        rate = hi / 2.0
+        if rate < lowest:
+            return 0.0, None, hi, f"no rate down to {hi:.3g} requests/s meets it (MAX_SPAN below)"
+        try:
+            ok, res = search.probe(rate)
+        except _TooManySteps:
+            return 0.0, None, hi, (f"no rate down to {hi:.3g} requests/s meets it; lower ones take more than "
+                                   "MAX_STEPS engine steps")  # fmt: skip
+        if ok:
+            lo, lo_res = rate, res
+        else:
+            hi = rate
+    if lo is None:
+        return 0.0, None, hi, f"no rate down to {hi:.3g} requests/s meets it (probes ran out)"
+    return lo, lo_res, hi, None
+
+
+def _bisect(search: _Search, lo: float, lo_res, hi: float, rtol: float, max_probes: int) -> GoodputResult:
+    """Narrow the bracket ``lo`` (meets) .. ``hi`` (misses), requests/s, at geometric midpoints until ``hi / lo - 1``
+    is within ``rtol`` or the probes run out; the answer is ``lo``."""
+    while hi / lo - 1.0 > rtol and len(search.probes) < max_probes:
+        mid = math.sqrt(lo * hi)
+        ok, res = search.probe(mid)
+        if ok:
+            lo, lo_res = mid, res
+        else:
+            hi = mid
+    if lo_res is None:  # the first probe was too light to simulate and every doubling met it: simulate lo once
+        lo_res = search.simulate(lo)
+        search.at[lo] = lo_res.attainment(search.slo)
+    width = hi / lo - 1.0
+    why = f"bracketed between {lo:.4g} (meets) and {hi:.4g} requests/s (misses), {width:.1%} apart"
+    if width > rtol:
+        why += f", wider than rtol {rtol:g} (probes ran out)"
+    return search.done(lo, lo_res, why)
+
+
 @checked
 def max_rate_at_attainment(
     deployment: Deployment,
@@ -158,109 +299,30 @@ def max_rate_at_attainment(
     ``bracket`` says why; when every probed rate meets it, ``rate_per_s`` is the highest probed and ``bracket``
     says so."""
     _check_deployment("deployment", deployment)
-    if not isinstance(workload, Workload):
-        raise TypeError(f"workload must be a Workload (tpu_notes.inference.Workload); got {type(workload).__name__}")
-    if workload.arrival == "closed":
-        raise ValueError("workload must have an arrival rate ('poisson' or 'bursty'): the search varies it")
-    if not isinstance(slo, SLO):
-        raise TypeError(f"slo must be an SLO (tpu_notes.inference.goodput.SLO); got {type(slo).__name__}")
-    if scheduler is not None and not isinstance(scheduler, Scheduler):
-        raise TypeError(f"scheduler must be a Scheduler or None; got {type(scheduler).__name__}")
-    if disaggregation is not None and not isinstance(disaggregation, Disaggregation):
-        raise TypeError(f"disaggregation must be a Disaggregation or None; got {type(disaggregation).__name__}")
-    if warmup + drain >= 1.0:
-        raise ValueError(f"warmup + drain ({warmup!r} + {drain!r}) must be below 1 (they trim the run's two ends)")
-    n_chips = deployment.total_chips + (
-        disaggregation.instances * disaggregation.prefill.n_chips if disaggregation is not None else 0
-    )
-    probes: list = []
+    _check_workload_and_slo(workload, slo)
+    _check_search_options(scheduler, disaggregation, warmup, drain)
     kw = dict(scheduler=scheduler, disaggregation=disaggregation, router=router, ttft_at=ttft_at, warmup=warmup,
               drain=drain)  # fmt: skip
-
-    def done(rate, res, why):
-        att = probes_at.get(rate, 0.0) if res is not None else 0.0
-        return GoodputResult(
-            rate_per_s=rate,
-            per_chip=rate / n_chips,
-            n_chips=n_chips,
-            attainment=att,
-            target=attainment,
-            slo=slo,
-            probes=tuple(probes),
-            bracket=why,
-            result=res,
-            deployment=deployment,
-            disaggregation=disaggregation,
-        )
-
-    probes_at: dict = {}
+    n_chips = _provisioned_chips(deployment, disaggregation)
+    search = _Search(deployment, workload, slo, attainment, disaggregation, n_chips, kw)
     alone = _unloaded_share(deployment, workload, slo, disaggregation)
     if alone < attainment:
-        return done(0.0, None, f"no load meets it: only {alone:.0%} of the requests meet the SLO on an idle server")
-
-    def probe(rate):
-        res = simulate(deployment, replace(workload, rate=rate), **kw)
-        a = res.attainment(slo)
-        probes.append((rate, a))
-        probes_at[rate] = a
-        return a >= attainment, res
-
-    n = workload.n_requests
-    lowest = n / MAX_SPAN
+        return search.done(
+            0.0, None, f"no load meets it: only {alone:.0%} of the requests meet the SLO on an idle server"
+        )
     rate = workload.rate
-    lo = hi = None
-    lo_res = None
     try:
-        ok, res = probe(rate)
+        ok, res = search.probe(rate)
     except _TooManySteps:
         ok, res = True, None  # so light a load that a request decodes alone: it meets what an idle server meets
-        probes.append((rate, alone))
-        probes_at[rate] = alone
+        search.record(rate, alone)
     if ok:
-        lo, lo_res = rate, res
-        while hi is None and len(probes) < max_probes:
-            rate = lo * 2.0
-            if rate > MAX_RATE:
-                return done(lo, lo_res, f"every rate probed meets it, up to {lo:.3g} requests/s (MAX_RATE next)")
-            ok, res = probe(rate)
-            if ok:
-                lo, lo_res = rate, res
-            else:
-                hi = rate
-        if hi is None:
-            return done(lo, lo_res, f"every rate probed meets it, up to {lo:.3g} requests/s (probes ran out)")
+        lo, lo_res, hi, ended = _double_until_miss(search, rate, res, max_probes)
     else:
-        hi = rate
-        while lo is None and len(probes) < max_probes:
-            rate = hi / 2.0
-            if rate < lowest:
-                return done(0.0, None, f"no rate down to {hi:.3g} requests/s meets it (MAX_SPAN below)")
-            try:
-                ok, res = probe(rate)
-            except _TooManySteps:
-                return done(0.0, None, f"no rate down to {hi:.3g} requests/s meets it; lower ones take more than "
-                                       "MAX_STEPS engine steps")  # fmt: skip
-            if ok:
-                lo, lo_res = rate, res
-            else:
-                hi = rate
-        if lo is None:
-            return done(0.0, None, f"no rate down to {hi:.3g} requests/s meets it (probes ran out)")
-    while hi / lo - 1.0 > rtol and len(probes) < max_probes:
-        mid = math.sqrt(lo * hi)
-        ok, res = probe(mid)
-        if ok:
-            lo, lo_res = mid, res
-        else:
-            hi = mid
-    if lo_res is None:  # the first probe was too light to simulate and every doubling met it: simulate lo once
-        lo_res = simulate(deployment, replace(workload, rate=lo), **kw)
-        probes_at[lo] = lo_res.attainment(slo)
-    width = hi / lo - 1.0
-    why = f"bracketed between {lo:.4g} (meets) and {hi:.4g} requests/s (misses), {width:.1%} apart"
-    if width > rtol:
-        why += f", wider than rtol {rtol:g} (probes ran out)"
-    return done(lo, lo_res, why)
+        lo, lo_res, hi, ended = _halve_until_meet(search, rate, max_probes)
+    if ended is not None:
+        return search.done(lo, lo_res, ended)
+    return _bisect(search, lo, lo_res, hi, rtol, max_probes)
 
 
 def _sizes(chip, budget: int) -> list:
@@ -273,6 +335,51 @@ def _sizes(chip, budget: int) -> list:
     else:
         sizes = [2**k for k in range(0, 18)]
     return [s for s in sizes if s <= budget]
+
+
+def _replicas_that_fit(model: Model, c, chips_budget: int, longest: int, deploy_kw: dict) -> dict:
+    """``{chips per replica: Deployment}`` for every replica size up to ``chips_budget`` (:func:`_sizes`) whose
+    memory holds the weights and ``longest`` tokens of KV cache; refuses a budget that holds none."""
+    fits = {}
+    for s in _sizes(c, chips_budget):
+        try:
+            d = deploy(model, c, s, **deploy_kw)
+        except ValueError:
+            continue
+        if d.kv_capacity_tokens >= longest:
+            fits[s] = d
+    if not fits:
+        raise ValueError(
+            f"chips_budget ({chips_budget}) holds no {c.long_name} replica whose memory fits the model and the "
+            f"workload's longest request ({longest:,} tokens): raise chips_budget"
+        )
+    return fits
+
+
+def _candidates(fits: dict, chips_budget: int, disaggregate: bool, link: str | None) -> list:
+    """Every layout within ``chips_budget`` chips, fewest chips first: ``(chips, decode Deployment, Disaggregation
+    or None)``. Replica counts are powers of two; with ``disaggregate``, also prefill instances (powers of two) of
+    a size no larger than the decode replica's, over ``link``."""
+    cands = []
+    for s, d in fits.items():
+        r = 1
+        while r * s <= chips_budget:
+            cands.append((r * s, replace(d, replicas=r), None))
+            r *= 2
+    if disaggregate:
+        for s, d in fits.items():
+            for sp, dp in fits.items():
+                if sp > s:
+                    continue
+                r = 1
+                while r * s + sp <= chips_budget:
+                    m = 1
+                    while r * s + m * sp <= chips_budget:
+                        cands.append((r * s + m * sp, replace(d, replicas=r), Disaggregation(dp, m, link)))
+                        m *= 2
+                    r *= 2
+    cands.sort(key=lambda x: x[0])
+    return cands
 
 
 @checked
@@ -304,49 +411,13 @@ def best_serving(
     candidate that the memory check refuses is left out. The first ``max_candidates`` candidates in order of chips
     (fewest first) are searched; the search's first probe scales ``workload.rate`` by the candidate's chips over the
     budget. ``compute_dtype=None`` takes :func:`~tpu_notes.inference.engine.deploy`'s default."""
-    if not isinstance(workload, Workload):
-        raise TypeError(f"workload must be a Workload (tpu_notes.inference.Workload); got {type(workload).__name__}")
-    if workload.arrival == "closed":
-        raise ValueError("workload must have an arrival rate ('poisson' or 'bursty'): the search varies it")
-    if not isinstance(slo, SLO):
-        raise TypeError(f"slo must be an SLO (tpu_notes.inference.goodput.SLO); got {type(slo).__name__}")
+    _check_workload_and_slo(workload, slo)
     c = get_chip(chip)
     kw = dict(weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     if compute_dtype is not None:
         kw["compute_dtype"] = compute_dtype
-    longest = workload.longest
-    fits = {}
-    for s in _sizes(c, chips_budget):
-        try:
-            d = deploy(model, c, s, **kw)
-        except ValueError:
-            continue
-        if d.kv_capacity_tokens >= longest:
-            fits[s] = d
-    if not fits:
-        raise ValueError(
-            f"chips_budget ({chips_budget}) holds no {c.long_name} replica whose memory fits the model and the "
-            f"workload's longest request ({longest:,} tokens): raise chips_budget"
-        )
-    cands = []
-    for s, d in fits.items():
-        r = 1
-        while r * s <= chips_budget:
-            cands.append((r * s, replace(d, replicas=r), None))
-            r *= 2
-    if disaggregate:
-        for s, d in fits.items():
-            for sp, dp in fits.items():
-                if sp > s:
-                    continue
-                r = 1
-                while r * s + sp <= chips_budget:
-                    m = 1
-                    while r * s + m * sp <= chips_budget:
-                        cands.append((r * s + m * sp, replace(d, replicas=r), Disaggregation(dp, m, link)))
-                        m *= 2
-                    r *= 2
-    cands.sort(key=lambda x: x[0])
+    fits = _replicas_that_fit(model, c, chips_budget, workload.longest, kw)
+    cands = _candidates(fits, chips_budget, disaggregate, link)
     rules.bounded_work(
         min(len(cands), max_candidates) * max_probes, argument="max_candidates x max_probes", limit=MAX_CANDIDATES * 16,
         unit="simulations",

@@ -175,6 +175,61 @@ def _param_split(m) -> tuple[float, float]:
     return float(replicated), float(m.n_moe_layers * m.expert_params())
 
 
+def _ep_compute_seconds(
+    m, c, e, b: float, seq_len: int, ep: int, hosted: int, weight_dtype, kv_dtype, compute_dtype
+) -> tuple[float, float, float]:
+    """``(kv, dense, experts)`` seconds of one micro-batch of ``b`` sequences of ``seq_len`` tokens on one of
+    ``ep`` ranks of chip ``c`` (efficiency model ``e``): its KV caches read (MLA: or its attention FLOPs, if
+    slower), the replicated weights (max of read and matmuls), and its ``hosted`` routed experts (max of read and
+    grouped matmuls over the rows routed to them)."""
+    E, k, D = m.n_experts, m.experts_per_token, m.d_model
+    wb = dtype_bytes(weight_dtype)
+    replicated, per_expert = _param_split(m)
+    hbm = c.hbm_bw * e.hbm
+    peak = c.peak_flops(compute_dtype) * e.sustained_fraction(c)
+    att = decode_attention(m, seq_len, batch=1, kv_dtype=kv_dtype)
+    kv_read = b * att.kv_bytes / hbm
+    kv = max(kv_read, b * att.flops / (c.peak_flops("bf16") * e.attention_fraction(c) * e.sustained_fraction(c)))
+    if not m.is_mla:
+        kv = kv_read
+    f_dense = e.fraction(c, b, D, m.d_ff)
+    dense_mm = 2.0 * b * (m.matmul_params_per_token() - m.n_moe_layers * k * m.expert_params())
+    dense = max(replicated * wb / hbm, dense_mm / (peak * f_dense))
+    rows_e = b * ep * k / E
+    f_exp = e.fraction(c, rows_e, D, m.expert_ff)
+    exp_mm = 2.0 * b * k * per_expert
+    experts = max(hosted * per_expert * wb / hbm, exp_mm / (peak * f_exp))
+    return kv, dense, experts
+
+
+def _ep_all_to_all_seconds(
+    m, c, e, batch_per_rank: int, ep: int, node: int, micro: int, dispatch_dtype, combine_dtype
+) -> float:
+    """Seconds of one step's dispatch and combine AllToAlls over all MoE layers on ``ep`` ranks in nodes of
+    ``node``: each rank's bytes to the other ranks of its node over NVLink and to the rest over InfiniBand (the
+    slower of the two), plus a latency per call (two per micro-batch per layer); 0 on one rank."""
+    disp, comb = ep_all_to_all_bytes(m, batch_per_rank, dispatch_dtype=dispatch_dtype, combine_dtype=combine_dtype)
+    inside, across = (min(node, ep) - 1) / ep, max(ep - node, 0) / ep
+    t_nv = (disp + comb) * inside / (c.nvlink_bw * e.link("nvlink"))
+    t_ib = (disp + comb) * across / (c.dcn_bw * e.link("ib"))
+    link = "ib" if across else "nvlink"
+    calls = 2 * micro * m.n_moe_layers
+    a2a = m.n_moe_layers * max(t_nv, t_ib) + (calls * e.latency(link) if ep > 1 else 0.0)
+    if ep == 1:
+        a2a = 0.0
+    return a2a
+
+
+def _ep_rank_bytes(m, hosted: int, batch_per_rank: int, seq_len: int, weight_dtype, kv_dtype) -> tuple[float, float]:
+    """``(weights, KV caches)`` bytes one rank holds: the replicated weights, the LM head (untied embeddings) and its
+    ``hosted`` experts; ``batch_per_rank`` caches of ``seq_len`` tokens."""
+    replicated, per_expert = _param_split(m)
+    lm_head = m.vocab * m.d_model * (0 if m.tied_embeddings else 1)
+    w_rank = (replicated + lm_head + hosted * per_expert) * dtype_bytes(weight_dtype)
+    kv_rank = batch_per_rank * seq_len * m.kv_bytes_per_token(kv_dtype)
+    return w_rank, kv_rank
+
+
 @checked
 def ep_decode_step(
     model,
@@ -203,43 +258,17 @@ def ep_decode_step(
     slots = m.n_experts + redundant_experts
     rules.expert_degree(m.with_(n_experts=slots), ep, argument="system")
     hosted = slots // ep
-    E, k, D = m.n_experts, m.experts_per_token, m.d_model
-    wb = dtype_bytes(weight_dtype)
-    replicated, per_expert = _param_split(m)
-    hbm = c.hbm_bw * e.hbm
+    E, k = m.n_experts, m.experts_per_token
     micro = 2 if overlap and batch_per_rank >= 2 else 1
-    peak = c.peak_flops(compute_dtype) * e.sustained_fraction(c)
-
-    def compute(b: float) -> tuple[float, float, float]:
-        att = decode_attention(m, seq_len, batch=1, kv_dtype=kv_dtype)
-        kv_read = b * att.kv_bytes / hbm
-        kv = max(kv_read, b * att.flops / (c.peak_flops("bf16") * e.attention_fraction(c) * e.sustained_fraction(c)))
-        if not m.is_mla:
-            kv = kv_read
-        f_dense = e.fraction(c, b, D, m.d_ff)
-        dense_mm = 2.0 * b * (m.matmul_params_per_token() - m.n_moe_layers * k * m.expert_params())
-        dense = max(replicated * wb / hbm, dense_mm / (peak * f_dense))
-        rows_e = b * ep * k / E
-        f_exp = e.fraction(c, rows_e, D, m.expert_ff)
-        exp_mm = 2.0 * b * k * per_expert
-        experts = max(hosted * per_expert * wb / hbm, exp_mm / (peak * f_exp))
-        return kv, dense, experts
-
-    kv, dense, experts = (micro * x for x in compute(batch_per_rank / micro))
-    disp, comb = ep_all_to_all_bytes(m, batch_per_rank, dispatch_dtype=dispatch_dtype, combine_dtype=combine_dtype)
-    inside, across = (min(node, ep) - 1) / ep, max(ep - node, 0) / ep
-    t_nv = (disp + comb) * inside / (c.nvlink_bw * e.link("nvlink"))
-    t_ib = (disp + comb) * across / (c.dcn_bw * e.link("ib"))
-    link = "ib" if across else "nvlink"
-    calls = 2 * micro * m.n_moe_layers
-    a2a = m.n_moe_layers * max(t_nv, t_ib) + (calls * e.latency(link) if ep > 1 else 0.0)
-    if ep == 1:
-        a2a = 0.0
+    per_micro = _ep_compute_seconds(
+        m, c, e, batch_per_rank / micro, seq_len, ep, hosted, weight_dtype, kv_dtype, compute_dtype
+    )
+    kv, dense, experts = (micro * x for x in per_micro)
+    a2a = _ep_all_to_all_seconds(m, c, e, batch_per_rank, ep, node, micro, dispatch_dtype, combine_dtype)
     overhead = e.decode_overhead * m.n_layers * micro
     comp = kv + dense + experts
     total = (max(comp, a2a) if micro == 2 else comp + a2a) + overhead
-    w_rank = (replicated + m.vocab * D * (0 if m.tied_embeddings else 1) + hosted * per_expert) * wb
-    kv_rank = batch_per_rank * seq_len * m.kv_bytes_per_token(kv_dtype)
+    w_rank, kv_rank = _ep_rank_bytes(m, hosted, batch_per_rank, seq_len, weight_dtype, kv_dtype)
     return EpDecodeStep(
         kv=kv,
         dense=dense,
