@@ -289,12 +289,13 @@ def test_the_caps_raise_naming_what_to_reduce(small, monkeypatch):
 
 def test_ten_thousand_sharegpt_requests_on_a_70b_replica_take_few_engine_steps(big):
     """The simulator's work is its engine steps (each one vectorised update of the running batch): 10,000 requests,
-    2.3 million generated tokens, in under 20,000 steps (14,852 today). Counted, not timed; the wall time (target
-    2 s on 2 cores) is benchmarks/serving.py's, in `make bench`."""
+    2.3 million generated tokens, in under 25,000 steps (a stream of about 500 s at steps of 20-30 ms: the count
+    follows the step's length, not the requests'). Counted, not timed; the wall time (target 2 s on 2 cores) is
+    benchmarks/serving.py's, in `make bench`."""
     w = Workload.poisson(20.0, n_requests=10_000, seed=0)
     r = simulate(big, w)
     assert r.completed == 10_000 and r.mean_batch > 50
-    assert r.prefill_steps == 0 and r.steps < 20_000
+    assert r.prefill_steps == 0 and r.steps < 25_000
     assert sum(r.tokens_all) > 100 * r.steps  # batching: over a hundred tokens per step on average
 
 

@@ -6,8 +6,8 @@
   :mod:`tpu_notes.inference.engine` and :mod:`tpu_notes.inference.cost`);
 - ``simulate``: serve a stream of requests on replicas of a deployment (optionally disaggregated) and report the
   latency percentiles, the attainment of an SLO, DistServe's goodput and the cost at the rate served (Chapters 7
-  and 8, :func:`tpu_notes.inference.simulate`, :mod:`tpu_notes.inference.goodput`, :func:`tpu_notes.inference.cost.
-  cost_at_rate`);
+  and 8, :func:`tpu_notes.inference.simulate`, :mod:`tpu_notes.inference.goodput`,
+  :func:`tpu_notes.inference.cost.cost_at_rate`);
 - ``spec``: the chip table, or every figure of a chip with its source (:mod:`tpu_notes.hardware`);
 - ``bench``: measure this machine's roofline and compare with the model (Chapter 1, :mod:`tpu_notes.bench`).
 

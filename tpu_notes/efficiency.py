@@ -353,7 +353,7 @@ DEFAULT = EfficiencyModel(
     collective_matmul=("tpu",),
     slice_jitter=0.0454,
     step_overhead=0.0,
-    decode_overhead=85e-6,
+    decode_overhead=73e-6,
     name="default",
 )
 

@@ -592,7 +592,7 @@ _Factor = Annotated[float, Positive(allow_zero=True, maximum=MAX_OVERHEAD_FACTOR
 @checked
 def with_decode_overhead(deployment: Deployment, factor: _Factor) -> Deployment:
     """``deployment`` re-deployed with its efficiency model's per-layer decode overhead
-    (:attr:`~tpu_notes.efficiency.EfficiencyModel.decode_overhead`, a fitted figure) multiplied by ``factor`` (0:
+    (``EfficiencyModel.decode_overhead``, a fitted figure) multiplied by ``factor`` (0:
     none; 1: the same deployment's rates), everything else unchanged: for the sensitivity of a recommendation to
     that fit (re-simulate with it, or price it with :func:`overhead_sensitivity`)."""
     d = _check_deployment(deployment)

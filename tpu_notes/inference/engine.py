@@ -48,8 +48,9 @@ bytes at the achieved link fraction plus one call's latency. With one device and
 (:func:`~tpu_notes.inference.expected_decode_step`).
 
 Layering: this module builds on :mod:`tpu_notes.inference.formulas` (the argument kinds, what a step reads) and
-:mod:`tpu_notes.inference.sharding`; the teaching views (:mod:`.expected`, :mod:`.step`, :mod:`.serving`,
-:mod:`.long_context`, :mod:`.deployment`) import it, never the other way (``tests/test_layering.py``).
+:mod:`tpu_notes.inference.sharding`; the teaching views (:mod:`tpu_notes.inference.expected`,
+:mod:`tpu_notes.inference.step`, :mod:`tpu_notes.inference.serving`, :mod:`.long_context`, :mod:`.deployment`) import
+it, never the other way (``tests/test_layering.py``).
 
 Memory: the weights (sharded over the devices) and the KV pool share HBM; ``reserve_fraction`` of it is kept for
 activations and the runtime. ``Deployment.kv_capacity_tokens`` is what the pool holds; a step whose caches
@@ -292,7 +293,7 @@ class Deployment:
 
     def max_batch(self, seq_len: int) -> int:
         """Most sequences of ``seq_len`` tokens whose caches the pool holds at once (0 when not one fits): the
-        pool's tokens ``// seq_len``, the arithmetic (:func:`~tpu_notes.inference.formulas._kv_pool_tokens`) of
+        pool's tokens ``// seq_len``, the arithmetic (``formulas._kv_pool_tokens``) of
         :func:`~tpu_notes.inference.max_batch` at this deployment's ``reserve_fraction``, which refuses a batch of
         0 and caps it at ``MAX_BATCH``."""
         if type(seq_len) is not int or not 1 <= seq_len <= MAX_CONTEXT:
@@ -705,7 +706,7 @@ def resolve_compute_dtype(chip, weight_dtype: StorageDType, compute_dtype: Compu
 def vector_rate(chip) -> float:
     """Elementwise operations per second one device's vector units do (what widens weight-only-quantised weights):
     a GPU's CUDA cores at one op per cycle (``Chip.fp32_flops``); a TPU's VPUs, ``cores × 8 × 128 lanes × ALUs per
-    lane × clock`` (:func:`tpu_notes.systolic.vpu_flops`; :data:`DEFAULT_VPU_ALUS` where the record has no ALU
+    lane × clock`` (:func:`tpu_notes.systolic.vpu_flops`; ``DEFAULT_VPU_ALUS`` where the record has no ALU
     count). 0 where the records give no rate (the dequantisation is then priced as one more pass over the narrow
     weights at the HBM rate)."""
     c = get_chip(chip, "chip")
@@ -914,7 +915,7 @@ def deploy(
     ``compute_dtype`` is the dtype the matmuls run in (:func:`resolve_compute_dtype`): None (the default) is the
     weight dtype where the chip has a peak for it, else bf16; a dtype the chip has no peak for is refused, naming
     ``compute_dtype``. Weights stored narrower than they are computed (int4 anywhere, FP8 on a TPU) are weight-only
-    quantised: each step pays the ``dequant`` part (:func:`_dequant_per_param`).
+    quantised: each step pays the ``dequant`` part (``_dequant_per_param``).
 
     ``prefill_sharding`` lays a step's prompt tokens over the replica: ``"tensor"`` (every device holds ``1/n`` of
     each weight and all the tokens; two activation AllReduces per layer, hidden behind the matmuls as far as the

@@ -1,15 +1,16 @@
 """The arithmetic every serving model of this package shares (Chapter 7), at the bottom of its imports.
 
-- the kinds and bounds of the serving arguments (dtypes, batch, context, chips: :data:`StorageDType`,
-  :data:`Batch`, ...);
+- the kinds and bounds of the serving arguments (dtypes, batch, context, chips: ``StorageDType``,
+  ``Batch``, ...);
 - a chip's rates as the step models read them (:class:`Machine`, :func:`machine`);
 - what one generation step reads and computes, counted: the weights it visits (:func:`weight_params_read`), the KV
   cache one token costs (:func:`kv_bytes_per_token`), one step's dot-product attention (:func:`decode_attention`);
-- how many tokens of KV cache the memory left beside the weights holds (:func:`_kv_pool_tokens`): the arithmetic of
+- how many tokens of KV cache the memory left beside the weights holds (``_kv_pool_tokens``): the arithmetic of
   both :func:`~tpu_notes.inference.max_batch` and :meth:`~tpu_notes.inference.engine.Deployment.max_batch`.
 
-The engine (:mod:`tpu_notes.inference.engine`) prices steps with these; the teaching views (:mod:`.step`,
-:mod:`.expected`, :mod:`.serving`, :mod:`.long_context`, :mod:`.deployment`) sit on top of the engine. Nothing here
+The engine (:mod:`tpu_notes.inference.engine`) prices steps with these; the teaching views
+(:mod:`tpu_notes.inference.step`, :mod:`tpu_notes.inference.expected`, :mod:`tpu_notes.inference.serving`,
+:mod:`tpu_notes.inference.long_context`, :mod:`tpu_notes.inference.deployment`) sit on top of the engine. Nothing here
 imports another module of :mod:`tpu_notes.inference`. Plain Python (no JAX).
 """
 

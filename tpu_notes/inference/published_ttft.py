@@ -70,7 +70,7 @@ from .step import ComputeDType, StorageDType
 TTFT_WORKLOADS = ("static", "closed")
 #: Which statistic over requests a row's figure is.
 STATISTICS = ("mean", "median")
-#: Issue 38's targets, as |median of predicted / measured − 1| per group: first-token time within 20%.
+#: Issue 38's tolerance for first-token rows: ``abs(median(predicted / measured) - 1)`` per source, at most 20%.
 TTFT_TARGET = 0.20
 #: Per-token latency (TPOT / ITL) within 10%.
 TPOT_TARGET = 0.10
@@ -360,7 +360,7 @@ class ServingGroup:
 
     @property
     def meets_target(self) -> bool | None:
-        """Whether ``|median − 1|`` is within :attr:`target` (None where the metric has none)."""
+        """Whether ``|median − 1|`` is within ``target`` (None where the metric has none)."""
         return None if self.target is None else abs(self.median - 1.0) <= self.target
 
 

@@ -63,7 +63,7 @@ def max_batch(
 ) -> int:
     """Largest number of sequences of ``seq_len`` tokens whose KV caches fit beside the weights on ``n_chips``:
     ``floor((n · HBM · (1 − reserve) − weights) / (seq_len · kv_bytes))``: the KV pool's tokens
-    (:func:`~tpu_notes.inference.formulas._kv_pool_tokens`, the pool a :class:`~tpu_notes.inference.Deployment`
+    (``formulas._kv_pool_tokens``, the pool a :class:`~tpu_notes.inference.Deployment`
     keeps) ``// seq_len``, so ``deploy(...).max_batch(seq_len)`` is this at the deployment's ``reserve_fraction``.
 
     ``reserve_fraction`` keeps that share of memory for activations and the runtime. Raises ``ValueError`` (naming
@@ -116,7 +116,8 @@ def smallest_topology(
     kv_dtype: StorageDType = "bf16",
     reserve_fraction: Reserve = 0.0,
 ) -> Slice:
-    """The smallest standard slice (:func:`slice_shapes`) with at least :func:`min_chips` chips."""
+    """The smallest standard slice (:func:`~tpu_notes.inference.engine.slice_shapes`) with at least
+    :func:`min_chips` chips."""
     need = min_chips(
         model,
         chip,

@@ -19,11 +19,12 @@ longer.
 attributes ``peak_flops`` and ``bandwidth``, such as :class:`tpu_notes.bench.FittedRoofline`): the last lets a
 chapter hold a CPU measurement against the same formula. Everything here is plain Python (no JAX).
 
-This is a *view* of the one serving step model, :mod:`tpu_notes.inference.engine`, not a second model: the formula
-above is the engine's roofline with one device and no prefill (``Deployment.step(...).roofline`` on one chip is
+This is a *view* of the one serving step model, :mod:`tpu_notes.inference.engine`, not a second model: the formula above
+is the engine's roofline with one device and no prefill (``Deployment.step(...).roofline`` on one chip is
 :func:`decode_step_time`'s ``total`` exactly, a test holds them together), and each result's ``expected`` is the
-engine's step (:mod:`tpu_notes.inference.expected`). The counts it reads (:func:`weight_params_read`,
-:func:`kv_bytes_per_token`, :func:`machine`, the argument kinds) live in :mod:`tpu_notes.inference.formulas`, below
+engine's step (:mod:`tpu_notes.inference.expected`). The counts it reads
+(:func:`~tpu_notes.inference.formulas.weight_params_read`, :func:`~tpu_notes.inference.formulas.kv_bytes_per_token`,
+:func:`~tpu_notes.inference.formulas.machine`, the argument kinds) live in :mod:`tpu_notes.inference.formulas`, below
 the engine, and are re-exported here.
 """
 
@@ -193,9 +194,9 @@ def decode_step_time(
 
     ``weight_dtype``/``kv_dtype`` set the bytes read (``"bf16"``, ``"int8"``, ``"int4"``...); ``compute_dtype``
     picks the chip's peak (int8 weights multiplied in bf16: ``compute_dtype="bf16"``). ``local_window`` and
-    ``local_fraction`` model sliding-window attention on that share of layers (see :func:`kv_bytes_per_token`).
-    Paged attention is the default here: the caches read are the ``seq_len`` tokens that exist, not a padded
-    maximum; pass the padded length to see what padding costs.
+    ``local_fraction`` model sliding-window attention on that share of layers (see
+    :func:`~tpu_notes.inference.formulas.kv_bytes_per_token`). Paged attention is the default here: the caches read
+    are the ``seq_len`` tokens that exist, not a padded maximum; pass the padded length to see what padding costs.
 
     The result is the roofline: the one serving step model's roofline (``Deployment.step(...).roofline``,
     :mod:`tpu_notes.inference.engine`) with one device and no prefill, exactly, its three parts named as Chapter 7
