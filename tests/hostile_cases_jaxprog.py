@@ -165,5 +165,41 @@ CASES = {
     J + "ProgramCheck.wrong_programs": Case(self_=_check),
 }
 
-COVERED = ("jaxprog",)
+K = "tpu_notes.kernels."
+
+
+CASES.update(
+    {
+        K + "matmul_call": Case(
+            M=Int(64, top=2**14),
+            N=Int(128, top=2**14),
+            K=Int(128, top=2**14),
+            bm=Int(64),
+            bn=Int(128),
+            bk=Int(128),
+            platform=Choice("tpu"),
+            interpret=Flag(False),
+        ),
+        K + "matmul": Case(
+            x=Raw(_arr(64, 128), _not_array(((64, 30), (64, 128))), lazy=True),
+            y=Raw(_arr(128, 128), _not_array(((30, 128), (128, 128))), lazy=True),
+            bm=Int(64),
+            bn=Int(128),
+            bk=Int(128),
+        ),
+        K + "matmul_error_bound": Case(
+            x=Raw(_arr(8, 16), [None, 3, ODD, "x"], lazy=True), y=Raw(_arr(16, 4), [None, 3, ODD, "x"], lazy=True)
+        ),
+        K + "lowered_text": Case(
+            fn=Raw(lambda a: a + 1, [None, 3, ODD, "f"]),
+            platform=Choice("tpu"),
+            positional=("fn",),
+        ),
+        K + "block_refusals": Case(block=Int(100, top=2**14), size=Int(256, top=2**14)),
+        K + "vmem_budget": Case(bm=Int(64), bn=Int(128), bk=Int(128), buffers=Int(2)),
+    }
+)
+
+
+COVERED = ("jaxprog", "kernels")
 RESULT_RECORDS = {"jaxprog.CollectiveRow", "jaxprog.CollectiveMatmulTime", "jaxprog.AsyncWindow"}

@@ -47,6 +47,7 @@ LAYERS = {
         "parallel",
         "memory_oracle",
         "jaxprog",
+        "kernels",
         "profile",
         "multihost",
     ],
