@@ -192,9 +192,10 @@ CASES.update(
         ),
         K + "lowered_text": Case(
             fn=Raw(lambda a: a + 1, [None, 3, ODD, "f"]),
+            args=Raw((1.0,), [None, 3, ODD, "x"]),
             platform=Choice("tpu"),
-            positional=("fn",),
         ),
+        K + "KernelRefused": Case(platform=Choice("tpu"), message=Raw("refused", [None, 3, ODD, b"m"])),
         K + "block_refusals": Case(block=Int(100, top=2**14), size=Int(256, top=2**14)),
         K + "vmem_budget": Case(bm=Int(64), bn=Int(128), bk=Int(128), buffers=Int(2)),
     }

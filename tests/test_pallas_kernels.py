@@ -21,14 +21,14 @@ def _specs(M, N, K):
 @pytest.mark.parametrize("shape", [(512, 384, 256), (64, 128, 128)], ids=["chapter", "one-block"])
 def test_matmul_lowers_for_tpu_as_a_mosaic_custom_call(shape):
     M, N, K = shape
-    text = kernels.lowered_text(kernels.matmul_call(M, N, K, platform="tpu"), *_specs(M, N, K), platform="tpu")
+    text = kernels.lowered_text(kernels.matmul_call(M, N, K, platform="tpu"), _specs(M, N, K), platform="tpu")
     assert "tpu_custom_call" in text
 
 
 @pytest.mark.parametrize("shape", [(512, 384, 256), (64, 128, 128)], ids=["chapter", "one-block"])
 def test_matmul_lowers_for_cuda_through_mosaic_gpu(shape):
     M, N, K = shape
-    text = kernels.lowered_text(kernels.matmul_call(M, N, K, platform="cuda"), *_specs(M, N, K), platform="cuda")
+    text = kernels.lowered_text(kernels.matmul_call(M, N, K, platform="cuda"), _specs(M, N, K), platform="cuda")
     assert "mosaic_gpu" in text
 
 
@@ -46,7 +46,7 @@ def test_default_blocks_fit_an_h100_shared_memory_and_the_tpu_rule():
 def test_too_big_a_block_is_refused_for_cuda_with_the_compilers_shared_memory_message():
     call = kernels.matmul_call(256, 256, 256, bm=128, bn=128, bk=128, platform="cuda")
     with pytest.raises(kernels.KernelRefused, match="shared memory") as err:
-        kernels.lowered_text(call, *_specs(256, 256, 256), platform="cuda")
+        kernels.lowered_text(call, _specs(256, 256, 256), platform="cuda")
     assert err.value.platform == "cuda"
 
 
@@ -89,4 +89,4 @@ def test_bad_inputs_are_refused():
     with pytest.raises(ValueError, match="share K"):
         kernels.matmul(np.ones((64, 128), np.float32), np.ones((64, 128), np.float32))
     with pytest.raises(TypeError, match="fn"):
-        kernels.lowered_text(3, platform="tpu")
+        kernels.lowered_text(3, (), platform="tpu")

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .units import capped, check_choice, checked
+from .units import Bool, capped, check_choice, checked
 
 #: Platforms a kernel of this module lowers for.
 PLATFORMS = ("tpu", "cuda")
@@ -48,6 +48,9 @@ class KernelRefused(ValueError):
     """A compiler refused a kernel; ``platform`` names it and the message is the compiler's own."""
 
     def __init__(self, platform: str, message: str):
+        check_choice("platform", platform, PLATFORMS)
+        if not isinstance(message, str):
+            raise TypeError(f"message must be a str; got {type(message).__name__}")
         super().__init__(f"{platform}: {message}")
         self.platform = platform
         self.compiler_message = message
@@ -69,7 +72,7 @@ def matmul_call(
     bn: Side = BLOCK[1],
     bk: Side = BLOCK[2],
     platform: str = "tpu",
-    interpret: bool = False,
+    interpret: Bool = False,
 ) -> Callable:
     """The ``pallas_call`` computing ``x[M, K] @ y[K, N]`` (bf16 in, float32 out) for ``platform``.
 
@@ -191,12 +194,14 @@ def matmul_error_bound(x, y) -> np.ndarray:
     return (2 * u + u * u + ax.shape[1] * 2.0**-24) * (ax @ ay)
 
 
-def lowered_text(fn: Callable, *args, platform: str) -> str:
+def lowered_text(fn: Callable, args: tuple, *, platform: str) -> str:
     """The module ``jax.jit(fn)`` lowers to for ``platform`` ("tpu" or "cuda"), traced with ``args`` (arrays or
     ``jax.ShapeDtypeStruct``), on whatever machine runs this; raises :class:`KernelRefused` with the
     compiler's message if Pallas refuses the kernel for that platform."""
     if not callable(fn):
         raise TypeError(f"fn must be callable; got {type(fn).__name__}")
+    if not isinstance(args, tuple | list):
+        raise TypeError(f"args must be a tuple of arrays or jax.ShapeDtypeStruct; got {type(args).__name__}")
     check_choice("platform", platform, PLATFORMS)
     try:
         return jax.jit(fn).trace(*args).lower(lowering_platforms=(platform,)).as_text()
@@ -226,7 +231,7 @@ def block_refusals(block: Side = 100, size: Side = 256) -> dict[str, str]:
     out = {}
     for platform in PLATFORMS:
         try:
-            lowered_text(call, *args, platform=platform)
+            lowered_text(call, args, platform=platform)
             out[platform] = ""
         except KernelRefused as err:
             out[platform] = err.compiler_message
