@@ -190,17 +190,19 @@ class MemoryUse:
     aliased: float  # outputs that reuse an input buffer (donation)
     temporaries: float  # scratch XLA allocates during the step (activations kept for the backward pass, ...)
     code: float  # generated code
+    xla_peak: float = float("nan")  # XLA's own peak of live buffers over the step (peak_memory_in_bytes)
 
     @property
-    def peak(self) -> float:
-        """arguments + outputs - aliased + temporaries: the bytes live at the worst point, per XLA."""
+    def total(self) -> float:
+        """arguments + outputs - aliased + temporaries: every buffer XLA assigns, added up. Not the peak: buffers
+        that are never live together are counted together here (:attr:`xla_peak` is XLA's own peak)."""
         return self.arguments + self.outputs - self.aliased + self.temporaries
 
     def __repr__(self) -> str:
         return (
             f"MemoryUse(arguments {fmt(self.arguments, 'B')}, outputs {fmt(self.outputs, 'B')}, "
             f"aliased {fmt(self.aliased, 'B')}, temporaries {fmt(self.temporaries, 'B')}, "
-            f"peak {fmt(self.peak, 'B')})"
+            f"total {fmt(self.total, 'B')}, XLA's peak {fmt(self.xla_peak, 'B')})"
         )
 
 
@@ -667,7 +669,8 @@ def format_op_table(rows: Sequence[OpRow], top: capped(10_000) = 10, timings: Bo
 
 
 def memory(compiled) -> MemoryUse:
-    """Bytes per device of a compiled program, from XLA's ``memory_analysis()``."""
+    """Bytes per device of a compiled program, from XLA's ``memory_analysis()``: its buffer sizes by kind and
+    its own peak of live buffers (``peak_memory_in_bytes``; nan where the backend does not report it)."""
     if not hasattr(compiled, "memory_analysis"):
         raise TypeError(
             f"compiled must be a compiled JAX function (jax.jit(f).lower(...).compile()); got {type(compiled).__name__}"
@@ -681,6 +684,7 @@ def memory(compiled) -> MemoryUse:
         aliased=float(m.alias_size_in_bytes),
         temporaries=float(m.temp_size_in_bytes),
         code=float(m.generated_code_size_in_bytes),
+        xla_peak=float(getattr(m, "peak_memory_in_bytes", float("nan"))),
     )
 
 
