@@ -83,6 +83,18 @@ def _small_layer():
     return _CACHE["layer"]
 
 
+def _synthetic():
+    from tpu_notes import profile
+
+    return profile.synthetic_device_trace("TPU")
+
+
+def _device_events():
+    from tpu_notes import profile
+
+    return profile.device_events(_synthetic())
+
+
 _bad_trace = [None, "x", 3, "/nonexistent/trace", ODD]
 _bad_text = [None, 3, "", "HloModule", "not HLO at all", "HloModule m\n\nENTRY e {\n  ROOT x =", ODD]
 
@@ -138,6 +150,19 @@ CASES = {
     ),
     T + "trace_planes": Case(trace=Raw(_trace, _bad_trace, lazy=True)),
     T + "xprof_steps": Case(trace=Raw(_trace, _bad_trace, lazy=True)),
+    T + "device_events": Case(
+        xspace=Raw(_synthetic, [None, 3, "/nonexistent/x.xplane.pb", b"\xff\x00junk", ODD], lazy=True),
+        module=Opt(Raw("jit_step", [3, ODD, [1]])),
+    ),
+    T + "device_op_table": Case(device_events_=Raw(_device_events, [None, "x", 3, [3], ODD], lazy=True)),
+    T + "synthetic_device_trace": Case(
+        platform=Raw("TPU", ["CPU", "NPU", 3, None, ODD]),
+        devices=Int(2, big=True),
+        streams=Int(2, big=True),
+        ops=Raw((("f.1", 1e-5),), [None, "x", 3, [], [("f.1", -1.0)], [("f.1", True)], [("a b", 1e-5)], ODD]),
+        module=Raw("jit_step", [None, 3, "", "a b", ODD]),
+        steps=Int(2, big=True),
+    ),
     "tpu_notes.hlo.parse_layout": Case(
         shape=Raw("bf16[3,1000]{1,0:T(8,128)(2,1)}", [None, 3, "", "x[3]", "bf16[3,1000]{1,1}", "bf16[3]{0:T(0)}", ODD])
     ),
@@ -153,5 +178,7 @@ RESULT_RECORDS = {
     "profile.StepSummary",
     "profile.MemoryUse",
     "profile.CollectiveCost",
+    "profile.DeviceEvent",
+    "profile.DeviceOpRow",
     "hlo.HloLayout",
 }

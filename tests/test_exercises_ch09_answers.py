@@ -75,3 +75,16 @@ def test_q2_q3_published_values():
     v = 2 * 8 * 1024 * 8192
     assert _correct("ch09.q3", v / W_ICI)
     assert not _correct("ch09.q3", v / HBM)
+
+
+def test_q4_xla_counts_the_fusion_as_the_checker_does_and_wrong_counts_fail():
+    from tpu_notes import profile
+    from tpu_notes.exercises import ch09
+
+    xla = profile.op_costs(ch09.Q4_HLO)["f"].flops  # what the reader computes
+    # f32[128,64] x f32[64,512]: dot 2 x 128 x 64 x 512 = 8,388,608; max over 512 per row: 128 x 511 = 65,408;
+    # subtraction 128 x 512 = 65,536
+    assert xla == 8_519_552
+    assert _correct("ch09.q4", xla)
+    assert not _correct("ch09.q4", 2 * 128 * 64 * 512)  # the dot alone
+    assert not _correct("ch09.q4", 2 * 64 * 64 * 256 + 64 * 255 + 64 * 256)  # the training step's fusion, printed above

@@ -128,7 +128,9 @@ def test_memory_arguments_are_the_shards(step):
     mem = profile.memory(step)
     params = sum(math.prod(x.shape) for x in jax.tree_util.tree_leaves(M.param_shapes(CFG))) * 4 / 8
     assert mem.arguments == pytest.approx(params + 4 * BATCH * SEQ / 8 + 4)
-    assert mem.peak >= mem.arguments
+    assert mem.total >= mem.arguments
+    # XLA's peak counts only buffers live together: at least the arguments, at most every buffer added up
+    assert mem.arguments <= mem.xla_peak <= mem.total
 
 
 def test_bad_input():

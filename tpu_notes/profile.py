@@ -190,17 +190,19 @@ class MemoryUse:
     aliased: float  # outputs that reuse an input buffer (donation)
     temporaries: float  # scratch XLA allocates during the step (activations kept for the backward pass, ...)
     code: float  # generated code
+    xla_peak: float = float("nan")  # XLA's own peak of live buffers over the step (peak_memory_in_bytes)
 
     @property
-    def peak(self) -> float:
-        """arguments + outputs - aliased + temporaries: the bytes live at the worst point, per XLA."""
+    def total(self) -> float:
+        """arguments + outputs - aliased + temporaries: every buffer XLA assigns, added up. Not the peak: buffers
+        that are never live together are counted together here (:attr:`xla_peak` is XLA's own peak)."""
         return self.arguments + self.outputs - self.aliased + self.temporaries
 
     def __repr__(self) -> str:
         return (
             f"MemoryUse(arguments {fmt(self.arguments, 'B')}, outputs {fmt(self.outputs, 'B')}, "
             f"aliased {fmt(self.aliased, 'B')}, temporaries {fmt(self.temporaries, 'B')}, "
-            f"peak {fmt(self.peak, 'B')})"
+            f"total {fmt(self.total, 'B')}, XLA's peak {fmt(self.xla_peak, 'B')})"
         )
 
 
@@ -667,7 +669,8 @@ def format_op_table(rows: Sequence[OpRow], top: capped(10_000) = 10, timings: Bo
 
 
 def memory(compiled) -> MemoryUse:
-    """Bytes per device of a compiled program, from XLA's ``memory_analysis()``."""
+    """Bytes per device of a compiled program, from XLA's ``memory_analysis()``: its buffer sizes by kind and
+    its own peak of live buffers (``peak_memory_in_bytes``; nan where the backend does not report it)."""
     if not hasattr(compiled, "memory_analysis"):
         raise TypeError(
             f"compiled must be a compiled JAX function (jax.jit(f).lower(...).compile()); got {type(compiled).__name__}"
@@ -681,6 +684,7 @@ def memory(compiled) -> MemoryUse:
         aliased=float(m.alias_size_in_bytes),
         temporaries=float(m.temp_size_in_bytes),
         code=float(m.generated_code_size_in_bytes),
+        xla_peak=float(getattr(m, "peak_memory_in_bytes", float("nan"))),
     )
 
 
@@ -1046,3 +1050,258 @@ def xprof_steps(trace: Trace) -> list[dict[str, Any]]:
         if "stepnum" in ids:
             return [{k: (cell or {}).get("v") for k, cell in zip(ids, r.get("c", []))} for r in table.get("rows", [])]
     return []
+
+
+# --------------------------------------------------------------------------------------------------- device planes
+# The layout XProf reads on accelerators (facts from the XPlane schema, tsl/profiler/utils/xplane_schema.cc in
+# openxla/xla, and XProf's op-stats converters in openxla/xprof): one plane per device, named "/device:TPU:N" or
+# "/device:GPU:N". A TPU plane holds a line "XLA Ops" whose events are named by the HLO instruction and a line
+# "XLA Modules" whose events (named by the module, often with the program id in parentheses) enclose them in time.
+# A raw GPU plane holds one line per CUDA stream with one event per kernel, named by the kernel; XLA attaches the
+# HLO instruction and module as "hlo_op" and "hlo_module" stats, and XProf may add derived "XLA Ops" / "XLA
+# Modules" lines to the same plane (then reading the streams as well would count every op twice).
+_DEVICE_PLANE_RE = re.compile(r"^/device:(TPU|GPU):(\d+)$")
+#: Lines of a device plane that hold no op executions of their own (XProf's derived and bookkeeping lines).
+DERIVED_LINES = (
+    "XLA Modules",
+    "Steps",
+    "TensorFlow Ops",
+    "Framework Ops",
+    "TensorFlow Name Scope",
+    "Framework Name Scope",
+    "Launch Stats",
+    "Source code",
+    "Async XLA Ops",
+    "Host Offload Ops",
+    "_counters_",
+)
+_PROGRAM_ID_RE = re.compile(r"\(\d+\)$")
+
+
+@dataclass(frozen=True)
+class DeviceEvent:
+    """One execution of one HLO op on one accelerator, read from a device plane (:func:`device_events`)."""
+
+    name: str  # HLO instruction name ("hlo_op" stat, else the event's name)
+    module: str  # HLO module name ("hlo_module" stat, else the enclosing "XLA Modules" event; "" when none)
+    platform: str  # "TPU" or "GPU"
+    device: int  # N of the plane "/device:TPU:N" or "/device:GPU:N"
+    line: str  # the line it was read from ("XLA Ops" or a GPU stream's line)
+    start_ns: float  # start, nanoseconds on the trace's clock
+    duration_s: float  # seconds it ran
+
+
+@dataclass(frozen=True)
+class DeviceOpRow:
+    """One op of :func:`device_op_table`: its executions and seconds on each device, and their mean."""
+
+    name: str  # HLO instruction name
+    module: str  # HLO module name
+    devices: tuple[int, ...]  # device ordinals (every device plane read, in order)
+    counts: tuple[int, ...]  # executions on each device
+    seconds: tuple[float, ...]  # total seconds on each device
+    mean_s: float  # mean over devices of the total seconds (a device where it never ran counts 0)
+    mean_count: float  # mean over devices of the executions
+
+
+def _profile_of(xspace):
+    """A :class:`jax.profiler.ProfileData` from a Trace, a .xplane.pb path, serialized XSpace bytes or a
+    ProfileData."""
+    P = jax.profiler.ProfileData
+    if isinstance(xspace, P):
+        return xspace
+    if isinstance(xspace, Trace):
+        return P.from_file(_check_trace(xspace).xplane)
+    if isinstance(xspace, (bytes, bytearray)):
+        try:
+            return P.from_serialized_xspace(bytes(xspace))
+        except Exception as e:  # noqa: BLE001 - the C++ parser's own error type
+            raise ValueError(f"xspace: these bytes are not a serialized XSpace: {e}") from e
+    if isinstance(xspace, (str, os.PathLike)):
+        path = os.fspath(xspace)
+        if not os.path.isfile(path):
+            raise ValueError(f"xspace: no such .xplane.pb file: {path!r}")
+        return P.from_file(path)
+    raise TypeError(
+        "xspace must be a profile.Trace, a .xplane.pb path, serialized XSpace bytes or a jax.profiler.ProfileData; "
+        f"got {type(xspace).__name__}"
+    )
+
+
+def device_events(xspace, module: str | None = None) -> list[DeviceEvent]:
+    """Every HLO op execution on the accelerator planes of an XSpace trace, read as XProf reads them.
+
+    Planes named ``/device:TPU:N`` or ``/device:GPU:N`` are read, one device each (CPU traces have none: their
+    ops are host-thread events, read by :func:`events`). On a plane with an ``XLA Ops`` line only that line is
+    read; otherwise (a raw GPU plane) every line not in :data:`DERIVED_LINES` is read as a stream, keeping the
+    events that carry an ``hlo_op`` stat (kernels XLA launched; a memcpy or a library's helper kernel has none).
+    The op is the ``hlo_op`` stat, else the event's name; the module is the ``hlo_module`` stat, else the name
+    of the ``XLA Modules`` event that contains the op in time (its trailing ``(program id)`` dropped).
+    ``module``: keep only that module's ops. Sorted by device, start time and name."""
+    profile = _profile_of(xspace)
+    if module is not None and not isinstance(module, str):
+        raise TypeError(f"module must be an HLO module name (str) or None; got {type(module).__name__}")
+    out = []
+    for plane in profile.planes:
+        m = _DEVICE_PLANE_RE.match(plane.name)
+        if not m:
+            continue
+        platform, device = m.group(1), int(m.group(2))
+        lines = list(plane.lines)
+        spans = sorted(
+            (float(e.start_ns), float(e.end_ns), _PROGRAM_ID_RE.sub("", e.name))
+            for ln in lines
+            if ln.name == "XLA Modules"
+            for e in ln.events
+        )
+        ops_lines = [ln for ln in lines if ln.name == "XLA Ops"]
+        streams = not ops_lines
+        for ln in ops_lines or [ln for ln in lines if ln.name not in DERIVED_LINES]:
+            for e in ln.events:
+                stats = dict(e.stats)
+                if streams and "hlo_op" not in stats:
+                    continue
+                start, end = float(e.start_ns), float(e.end_ns)
+                mod = stats.get("hlo_module")
+                if mod is None:
+                    mod = next((n for lo, hi, n in spans if lo <= start and end <= hi), "")
+                mod = str(mod)
+                if module is not None and mod != module:
+                    continue
+                out.append(
+                    DeviceEvent(
+                        name=str(stats.get("hlo_op", e.name)),
+                        module=mod,
+                        platform=platform,
+                        device=device,
+                        line=ln.name,
+                        start_ns=start,
+                        duration_s=float(e.duration_ns) * 1e-9,
+                    )
+                )
+    return sorted(out, key=lambda e: (e.platform, e.device, e.start_ns, e.name))
+
+
+def device_op_table(device_events_) -> list[DeviceOpRow]:
+    """Per (module, op), executions and seconds on each device and their mean over devices, most time first,
+    from :func:`device_events`. Each device plane is counted once: the mean divides by the number of devices,
+    so N GPUs running an op once each report one execution, not N."""
+    if isinstance(device_events_, (str, bytes)) or not hasattr(device_events_, "__iter__"):
+        raise TypeError("device_events_ must be a list of DeviceEvent (from device_events)")
+    evs = list(device_events_)
+    if not all(isinstance(e, DeviceEvent) for e in evs):
+        raise TypeError("device_events_ must be a list of DeviceEvent (from device_events)")
+    devices = tuple(sorted({e.device for e in evs}))
+    if len({e.platform for e in evs}) > 1:
+        raise ValueError("device_events_: mixes TPU and GPU planes; read one platform at a time")
+    acc: dict[tuple[str, str], dict[int, list[float]]] = {}
+    for e in evs:
+        per = acc.setdefault((e.module, e.name), {})
+        c = per.setdefault(e.device, [0, 0.0])
+        c[0] += 1
+        c[1] += e.duration_s
+    rows = []
+    for (mod, name), per in acc.items():
+        counts = tuple(int(per.get(d, [0, 0.0])[0]) for d in devices)
+        secs = tuple(float(per.get(d, [0, 0.0])[1]) for d in devices)
+        rows.append(
+            DeviceOpRow(
+                name=name,
+                module=mod,
+                devices=devices,
+                counts=counts,
+                seconds=secs,
+                mean_s=sum(secs) / len(devices),
+                mean_count=sum(counts) / len(devices),
+            )
+        )
+    return sorted(rows, key=lambda r: (-r.mean_s, r.module, r.name))
+
+
+def _stat_text(key: int, value) -> str:
+    if isinstance(value, str):
+        return f'stats {{ metadata_id: {key} str_value: "{value}" }}'
+    return f"stats {{ metadata_id: {key} int64_value: {int(value)} }}"
+
+
+@checked
+def synthetic_device_trace(
+    platform: Annotated[str, OneOf(("TPU", "GPU"))] = "TPU",
+    devices: Annotated[int, Positive(integer=True, maximum=64)] = 2,
+    streams: Annotated[int, Positive(integer=True, maximum=16)] = 2,
+    ops: Sequence[tuple[str, float]] = (("fusion.1", 40e-6), ("convolution.2", 120e-6), ("all-reduce.3", 30e-6)),
+    module: str = "jit_step",
+    steps: Annotated[int, Positive(integer=True, maximum=MAX_STEPS)] = 2,
+) -> bytes:
+    """A SYNTHETIC serialized XSpace shaped as XProf's schema describes an accelerator trace (nothing ran):
+    ``devices`` planes ``/device:<platform>:N``. TPU: an ``XLA Modules`` line with one event per step named
+    ``<module>(1234)`` enclosing an ``XLA Ops`` line with ``ops`` ((name, seconds) pairs) run one after another,
+    named by the op with no stats. GPU: ``streams`` stream lines per plane, each op's kernel on stream
+    ``i % streams``, named like a kernel (``<op>_kernel``) with ``hlo_op`` and ``hlo_module`` stats, plus one
+    memcpy event without them; device N's times are scaled by ``1 + N / 10``. For testing and demonstrating
+    :func:`device_events` where no accelerator is at hand."""
+    if isinstance(ops, (str, bytes)) or not hasattr(ops, "__iter__"):
+        raise TypeError("ops must be a sequence of (op name, seconds) pairs")
+    ops = list(ops)
+    if not ops or not all(
+        isinstance(o, tuple)
+        and len(o) == 2
+        and isinstance(o[0], str)
+        and re.fullmatch(r"[A-Za-z_][\w.\-]*", o[0])
+        and isinstance(o[1], (int, float))
+        and not isinstance(o[1], bool)
+        and 0 < o[1] < 10
+        for o in ops
+    ):
+        raise ValueError("ops must be a non-empty sequence of (HLO op name, seconds in (0, 10)) pairs")
+    if not isinstance(module, str) or not re.fullmatch(r"[A-Za-z_][\w.\-]{0,63}", module):
+        raise ValueError(f"module must be an HLO module name (letters, digits, _ . -); got {module!r}")
+    names = [n for n, _ in ops]
+    meta = {n: i + 1 for i, n in enumerate(dict.fromkeys(names))}
+    gap_ps = 1_000_000  # 1 µs between ops
+    planes = []
+    for d in range(devices):
+        scale = 1 + d / 10
+        emeta = dict(meta)
+        kernel = {n: len(emeta) + i + 1 for i, n in enumerate(meta)}
+        mod_id = len(emeta) + len(kernel) + 1
+        memcpy_id = mod_id + 1
+        lines: dict[str, list[str]] = {}
+        t = 0
+        for _ in range(steps):
+            step_start = t
+            for i, (n, s) in enumerate(ops):
+                dur = round(s * scale * 1e12)
+                if platform == "TPU":
+                    lines.setdefault("XLA Ops", []).append(
+                        f"events {{ metadata_id: {meta[n]} offset_ps: {t} duration_ps: {dur} }}"
+                    )
+                else:
+                    lines.setdefault(f"Stream #{i % streams + 7}", []).append(
+                        f"events {{ metadata_id: {kernel[n]} offset_ps: {t} duration_ps: {dur} "
+                        f"{_stat_text(1, n)} {_stat_text(2, module)} }}"
+                    )
+                t += dur + gap_ps
+            if platform == "TPU":
+                lines.setdefault("XLA Modules", []).append(
+                    f"events {{ metadata_id: {mod_id} offset_ps: {step_start} duration_ps: {t - step_start} }}"
+                )
+            else:
+                lines.setdefault(f"Stream #{7}", []).append(
+                    f"events {{ metadata_id: {memcpy_id} offset_ps: {t} duration_ps: {gap_ps // 2} }}"
+                )
+            t += 10 * gap_ps
+        line_text = " ".join(
+            f'lines {{ id: {k + 1} name: "{ln}" timestamp_ns: 1000 {" ".join(evs)} }}'
+            for k, (ln, evs) in enumerate(sorted(lines.items()))
+        )
+        md = [f'event_metadata {{ key: {i} value {{ id: {i} name: "{n}" }} }}' for n, i in meta.items()]
+        md += [f'event_metadata {{ key: {i} value {{ id: {i} name: "{n}_kernel" }} }}' for n, i in kernel.items()]
+        md.append(f'event_metadata {{ key: {mod_id} value {{ id: {mod_id} name: "{module}(1234)" }} }}')
+        md.append(f'event_metadata {{ key: {memcpy_id} value {{ id: {memcpy_id} name: "MemcpyD2H" }} }}')
+        sm = [
+            f'stat_metadata {{ key: {k} value {{ id: {k} name: "{n}" }} }}'
+            for k, n in ((1, "hlo_op"), (2, "hlo_module"))
+        ]
+        planes.append(f'planes {{ id: {d + 1} name: "/device:{platform}:{d}" {line_text} {" ".join(md + sm)} }}')
+    return jax.profiler.ProfileData.text_proto_to_serialized_xspace(" ".join(planes))
