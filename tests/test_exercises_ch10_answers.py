@@ -1,5 +1,5 @@
-"""Chapter 10's answers to Exercises 10.7 and 10.9, derived by hand here (not by the reference functions), and
-wrong answers rejected by the checkers."""
+"""Chapter 10's answers to Exercises 10.4, 10.6, 10.7, 10.9 and 10.10, derived by hand here (not by the reference
+functions), and wrong answers rejected by the checkers."""
 
 from __future__ import annotations
 
@@ -216,3 +216,32 @@ def test_q9_wrong_programs_are_rejected():
         assert not _correct("ch10.q9", wrong)
     g = exercises.grade("ch10.q9", lambda *a: None)
     assert not g.correct
+
+
+def test_q4_two_way_ring_of_six():
+    # N = 6: each device needs the 5 blocks it does not own. Both ways round, round r brings block me+r from the
+    # right and me-r from the left; at r = 3 both ways bring the same block (me+3 = me-3 mod 6), so it comes once.
+    N = 6
+    rounds = N // 2
+    ops = 2 * (rounds - 1) + 1  # two permutes per round, one in the round where the ways meet
+    assert (rounds, ops) == (3, N - 1)
+    assert _correct("ch10.q4", [rounds, ops])
+    # wrong: the chapter's printed counts for N = 8; one-way rounds; a permute per direction in every round
+    for wrong in ([4, 7], [N - 1, N - 1], [rounds, 2 * rounds]):
+        assert not _correct("ch10.q4", wrong)
+
+
+def test_q10_tile_intensity_and_the_square_tile_v6e_needs():
+    # v6e, typed from the published figures tpu_notes.hardware records (with their source there): 9.2e14 FLOP/s
+    # bf16, HBM 1.6e12 B/s. Critical intensity 9.2e14 / 1.6e12 = 575 FLOPs/byte.
+    critical = 9.2e14 / 1.6e12
+    # a 256 x 2048 tile: 2·256·2048 FLOPs per K step over (256 + 2048)·2 bytes = 227.6 FLOPs/byte
+    intensity = 2 * 256 * 2048 / ((256 + 2048) * 2)
+    assert intensity == pytest.approx(227.56, rel=1e-4)
+    # a square b x b tile reaches b/2: b >= 1150, so the smallest multiple of 128 is 9 x 128 = 1152
+    b = 128 * math.ceil(2 * critical / 128)
+    assert b == 1152
+    assert _correct("ch10.q10", [intensity, b])
+    # wrong: 1024 (a power of two, still memory-bound: 512 < 575); 2 x critical unrounded; the square-tile formula
+    for wrong in ([intensity, 1024], [intensity, 2 * critical], [256 * 2048 / 2304 * 2, b]):
+        assert not _correct("ch10.q10", wrong)

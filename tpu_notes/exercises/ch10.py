@@ -47,26 +47,32 @@ register(
 )
 
 
-# -- 10.2: hops and permutes of the collective matmul -------------------------------------------------------------
+# -- 10.4: hops and permutes of the two-way ring, on a ring the chapter does not print ---------------------------
+#: The ring of Exercise 10.4: six devices (the chapter prints the counts for eight). Even, so the two ways meet.
+Q4_RING = 6
+
+
 def _q2():
     from tpu_notes import jaxprog
     from tpu_notes.devices import require
 
-    mesh = jaxprog.ring_mesh(devices=require(8, what="this exercise"))
-    rounds = jaxprog.collective_matmul_time(64, 256, 256, 8, bidirectional=True).steps
-    ops = jaxprog.matmul_hlo_collectives("bidirectional", mesh)["collective-permute"]
+    n = Q4_RING
+    mesh = jaxprog.ring_mesh(devices=require(n, what="this exercise"))
+    rounds = jaxprog.collective_matmul_time(64, 64 * n, 64 * n, n, bidirectional=True).steps
+    ops = jaxprog.matmul_hlo_collectives("bidirectional", mesh, D=64 * n, F=64 * n)["collective-permute"]
     return [rounds, ops]
 
 
 register(
     Exercise(
         id="ch10.q4",
-        title="hops and permutes of a two-way ring",
+        title="hops and permutes of a two-way ring of 6",
         solve=_q2,
         unit="",
         rtol=0.0,
         hint="Every device needs the N-1 blocks it does not own; two ways round, each round brings one "
-        "block from each side, except where the two ways meet on an even ring.",
+        "block from each side, except where the two ways meet on an even ring. Each block still "
+        "crosses to each device once: count the permutes of both directions.",
     )
 )
 
@@ -431,24 +437,32 @@ register(
 
 
 # -- 10.10: tile sizes of the Pallas kernel --------------------------------------------------------------------
-Q8_TILES = ((128, 128), (512, 512))
+#: Exercise 10.10: the intensity of one rectangular tile, and the smallest square tile (a multiple of 128) that
+#: makes a bf16 matmul compute-bound on a chip whose critical intensity the chapter does not print.
+Q8_TILE, Q8_CHIP, Q8_STEP = (256, 2048), "v6e", 128
 
 
 def _q8():
-    from tpu_notes import roofline
+    from tpu_notes import hardware, roofline
 
-    return [roofline.tiled_matmul_intensity(bm, bn, "bf16") for bm, bn in Q8_TILES]
+    intensity = roofline.tiled_matmul_intensity(*Q8_TILE, "bf16")
+    critical = hardware.get_chip(Q8_CHIP).critical_intensity("bf16")
+    b = Q8_STEP
+    while roofline.tiled_matmul_intensity(b, b, "bf16") < critical:
+        b += Q8_STEP
+    return [intensity, b]
 
 
 register(
     Exercise(
         id="ch10.q10",
-        title="intensity of a tiled matmul",
+        title="intensity of a tile, and the tile v6e needs",
         solve=_q8,
-        unit="FLOPs/byte",
-        rtol=0.05,
+        unit="",
+        rtol=1e-3,  # the tile side is an integer: 1150 is not an answer
         hint="A bm x bn output tile streams bm + bn elements of K per 2·bm·bn FLOPs: in bf16 the "
-        "intensity is bm·bn/(bm + bn).",
+        "intensity is bm·bn/(bm + bn), b/2 for a square b x b tile. v6e's critical intensity is its "
+        "peak bf16 FLOP/s over its HBM bandwidth.",
     )
 )
 
