@@ -47,26 +47,32 @@ register(
 )
 
 
-# -- 10.2: hops and permutes of the collective matmul -------------------------------------------------------------
+# -- 10.4: hops and permutes of the two-way ring, on a ring the chapter does not print ---------------------------
+#: The ring of Exercise 10.4: six devices (the chapter prints the counts for eight). Even, so the two ways meet.
+Q4_RING = 6
+
+
 def _q2():
     from tpu_notes import jaxprog
     from tpu_notes.devices import require
 
-    mesh = jaxprog.ring_mesh(devices=require(8, what="this exercise"))
-    rounds = jaxprog.collective_matmul_time(64, 256, 256, 8, bidirectional=True).steps
-    ops = jaxprog.matmul_hlo_collectives("bidirectional", mesh)["collective-permute"]
+    n = Q4_RING
+    mesh = jaxprog.ring_mesh(devices=require(n, what="this exercise"))
+    rounds = jaxprog.collective_matmul_time(64, 64 * n, 64 * n, n, bidirectional=True).steps
+    ops = jaxprog.matmul_hlo_collectives("bidirectional", mesh, D=64 * n, F=64 * n)["collective-permute"]
     return [rounds, ops]
 
 
 register(
     Exercise(
         id="ch10.q4",
-        title="hops and permutes of a two-way ring",
+        title="hops and permutes of a two-way ring of 6",
         solve=_q2,
         unit="",
         rtol=0.0,
         hint="Every device needs the N-1 blocks it does not own; two ways round, each round brings one "
-        "block from each side, except where the two ways meet on an even ring.",
+        "block from each side, except where the two ways meet on an even ring. Each block still "
+        "crosses to each device once: count the permutes of both directions.",
     )
 )
 
@@ -196,6 +202,57 @@ register(
 )
 
 
+# -- reading a program's structure from its jaxpr (10.6 and 10.9) ------------------------------------------------
+#: A loop body (scan, while) is counted this many times at most when a program's primitives are listed in order:
+#: enough to see whether a body that permutes also multiplies before it permutes again.
+_LOOP_UNROLL = 8
+
+
+def _sub_jaxprs(value):
+    """The jaxprs held by one parameter of an equation (a Jaxpr, a ClosedJaxpr, or a tuple of them)."""
+    if hasattr(value, "eqns"):
+        return [value]
+    if hasattr(value, "jaxpr") and hasattr(value.jaxpr, "eqns"):
+        return [value.jaxpr]
+    if isinstance(value, (tuple, list)):
+        return [j for v in value for j in _sub_jaxprs(v)]
+    return []
+
+
+def _primitive_order(jaxpr) -> list:
+    """``(primitive name, output shapes)`` of every equation of ``jaxpr`` in program order, nested jaxprs (jit,
+    shard_map, remat, ...) expanded in place and loop bodies repeated (``scan`` its length, ``while`` three times,
+    both capped at :data:`_LOOP_UNROLL`), so the order of communication and compute reads as it runs."""
+    out = []
+    for eqn in jaxpr.eqns:
+        subs = [j for v in eqn.params.values() for j in _sub_jaxprs(v)]
+        name = eqn.primitive.name
+        if not subs:
+            out.append((name, tuple(tuple(getattr(v.aval, "shape", ())) for v in eqn.outvars)))
+            continue
+        if name == "while":
+            body = [j for j in _sub_jaxprs(eqn.params.get("body_jaxpr")) if j is not None]
+            repeat, subs = 3, body or subs
+        elif name == "scan":
+            repeat = int(eqn.params.get("length", 1))
+        else:
+            repeat = 1
+        for _ in range(max(1, min(repeat, _LOOP_UNROLL))):
+            for sub in subs:
+                out.extend(_primitive_order(sub))
+    return out
+
+
+def _traced(fn, args, static: int):
+    """``fn(*args)``'s jaxpr (argument ``static`` static), or the reason it cannot be traced."""
+    import jax
+
+    try:
+        return jax.make_jaxpr(fn, static_argnums=static)(*args).jaxpr, None
+    except Exception as err:  # noqa: BLE001 - the reader's code may fail to trace in many ways
+        return None, f"jax.make_jaxpr cannot trace it ({type(err).__name__}), so its structure cannot be read"
+
+
 # -- 10.6: a collective matmul written by the reader -------------------------------------------------------------
 def _matmul_ref(x, w, mesh):
     """The library's one-way ring (tests/test_jaxprog.py checks it against the plain product)."""
@@ -266,6 +323,33 @@ def _no_all_gather(fn, args):
         return "its compiled HLO still gathers x with an all-gather: pass blocks round the ring with ppermute"
     if "collective-permute" not in kinds:
         return f"its compiled HLO has no collective-permute (collectives: {kinds or 'none'})"
+    return _ring_interleaves(fn, args)
+
+
+def _ring_interleaves(fn, args):
+    """None if ``fn``'s jaxpr multiplies between its hops, else why not.
+
+    The point of the ring is that each hop travels while a partial matmul computes, so in program order the
+    ``ppermute``s must be interleaved with ``dot_general``s: between two matmuls at most two permutes (one each way
+    round, for a two-way ring). A program that does all its permutes first and one matmul after has the ring's
+    collectives but hides nothing."""
+    jaxpr, reason = _traced(fn, args, 2)
+    if reason:
+        return reason
+    run, longest, seen = 0, 0, 0
+    for name, _ in _primitive_order(jaxpr):
+        if name == "ppermute":
+            run, seen = run + 1, seen + 1
+            longest = max(longest, run)
+        elif name == "dot_general":
+            run = 0
+    if seen == 0:
+        return "its jaxpr has no ppermute"
+    if longest > 2:
+        return (
+            f"{longest} ppermutes follow each other with no matmul between them: each hop must travel while "
+            "a partial matmul computes (multiply the block you hold, then pass it on)"
+        )
     return None
 
 
@@ -276,6 +360,28 @@ def _gather_then_multiply(x, w, mesh):
     return jaxprog.allgather_matmul(x, w, mesh)
 
 
+def _permutes_then_one_matmul(x, w, mesh):
+    """Right values and N-1 permutes, but the ring only gathers: every hop first, one matmul after (no overlap)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import PartitionSpec as P
+
+    n = mesh.shape["x"]
+    perm = [(j, (j - 1) % n) for j in range(n)]
+
+    def body(xb, wb):
+        me, k = jax.lax.axis_index("x"), xb.shape[1]
+        blocks, cur = [xb], xb
+        for _ in range(1, n):
+            cur = jax.lax.ppermute(cur, "x", perm)  # block me + hop
+            blocks.append(cur)
+        gathered = jnp.concatenate(blocks, axis=1)  # blocks me, me+1, ...: rows of w rolled to match
+        return gathered @ jnp.roll(wb, -me * k, axis=0)
+
+    spec = P(None, "x")
+    return jax.shard_map(body, mesh=mesh, in_specs=(spec, spec), out_specs=spec)(x, w)
+
+
 def _q6():
     from tpu_notes.jaxprog import ProgramCheck
 
@@ -283,7 +389,7 @@ def _q6():
         _matmul_ref,
         _q6_inputs,
         inspect=_no_all_gather,
-        wrong=(_wrong_one_hop_short, _wrong_block_index, _gather_then_multiply),
+        wrong=(_wrong_one_hop_short, _wrong_block_index, _gather_then_multiply, _permutes_then_one_matmul),
     )
 
 
@@ -331,24 +437,32 @@ register(
 
 
 # -- 10.10: tile sizes of the Pallas kernel --------------------------------------------------------------------
-Q8_TILES = ((128, 128), (512, 512))
+#: Exercise 10.10: the intensity of one rectangular tile, and the smallest square tile (a multiple of 128) that
+#: makes a bf16 matmul compute-bound on a chip whose critical intensity the chapter does not print.
+Q8_TILE, Q8_CHIP, Q8_STEP = (256, 2048), "v6e", 128
 
 
 def _q8():
-    from tpu_notes import roofline
+    from tpu_notes import hardware, roofline
 
-    return [roofline.tiled_matmul_intensity(bm, bn, "bf16") for bm, bn in Q8_TILES]
+    intensity = roofline.tiled_matmul_intensity(*Q8_TILE, "bf16")
+    critical = hardware.get_chip(Q8_CHIP).critical_intensity("bf16")
+    b = Q8_STEP
+    while roofline.tiled_matmul_intensity(b, b, "bf16") < critical:
+        b += Q8_STEP
+    return [intensity, b]
 
 
 register(
     Exercise(
         id="ch10.q10",
-        title="intensity of a tiled matmul",
+        title="intensity of a tile, and the tile v6e needs",
         solve=_q8,
-        unit="FLOPs/byte",
-        rtol=0.05,
+        unit="",
+        rtol=1e-3,  # the tile side is an integer: 1150 is not an answer
         hint="A bm x bn output tile streams bm + bn elements of K per 2·bm·bn FLOPs: in bf16 the "
-        "intensity is bm·bn/(bm + bn).",
+        "intensity is bm·bn/(bm + bn), b/2 for a square b x b tile. v6e's critical intensity is its "
+        "peak bf16 FLOP/s over its HBM bandwidth.",
     )
 )
 
@@ -385,6 +499,24 @@ register(
 
 # -- 10.9: a dropless top-k MoE layer with ragged groups ----------------------------------------------------------
 def _topk_ref(x, router, w_in, w_out, k):
+    """The layer as the exercise asks for it, with ``ragged_dot`` (so the checker's reference passes its own
+    structural check); tests/test_jaxprog.py checks the library's ragged layer against the dense reference."""
+    import jax
+    import jax.numpy as jnp
+
+    logits, experts = jax.lax.top_k(x @ router, k)
+    gates = jax.nn.softmax(logits, axis=-1).reshape(-1)
+    flat = experts.reshape(-1)  # assignment i: token i // k to expert flat[i]
+    order = jnp.argsort(flat, stable=True)
+    tokens = order // k
+    sizes = jnp.bincount(flat, length=router.shape[1]).astype(jnp.int32)
+    h = jax.nn.gelu(jax.lax.ragged_dot(jnp.asarray(x)[tokens], jnp.asarray(w_in), sizes))
+    out = jax.lax.ragged_dot(h, jnp.asarray(w_out), sizes) * gates[order][:, None]
+    return jnp.zeros(x.shape, out.dtype).at[tokens].add(out)
+
+
+def _dense_reference(x, router, w_in, w_out, k):
+    """Right values, every expert on every token: E/k times the FLOPs, and no ragged_dot."""
     from tpu_notes import jaxprog
 
     return jaxprog.moe_topk_reference(x, router, w_in, w_out, k)
@@ -426,10 +558,39 @@ def _wrong_softmax_over_all(x, router, w_in, w_out, k):
     return y
 
 
+def _ragged_not_dense(fn, args):
+    """None if ``fn``'s jaxpr multiplies with ``ragged_dot`` and builds no dense ``[tokens, experts, ...]`` value,
+    else why not. The dense reference (every expert on every token) has the right values at ``E/k`` times the
+    FLOPs: the exercise is to avoid it."""
+    x, router, w_in = args[0], args[1], args[2]
+    T, E, features = x.shape[0], router.shape[1], set(w_in.shape[1:])  # features: D and F
+    jaxpr, reason = _traced(fn, args, 4)
+    if reason:
+        return reason
+    order = _primitive_order(jaxpr)
+    if not any(name.startswith("ragged_dot") for name, _ in order):
+        return "its jaxpr has no ragged_dot: multiply each expert's group of rows with jax.lax.ragged_dot"
+    for name, shapes in order:
+        for shape in shapes:
+            if len(shape) >= 3 and T in shape and E in shape and features & set(shape):
+                return (
+                    f"it builds a dense {list(shape)} value ({name}) over all {T} tokens and {E} experts: "
+                    "run each expert on its own tokens only"
+                )
+    return None
+
+
 def _q10():
     from tpu_notes.jaxprog import ProgramCheck
 
-    return ProgramCheck(_topk_ref, _q10_inputs, rtol=1e-4, atol=1e-5, wrong=(_wrong_top1, _wrong_softmax_over_all))
+    return ProgramCheck(
+        _topk_ref,
+        _q10_inputs,
+        rtol=1e-4,
+        atol=1e-5,
+        inspect=_ragged_not_dense,
+        wrong=(_wrong_top1, _wrong_softmax_over_all, _dense_reference),
+    )
 
 
 register(
