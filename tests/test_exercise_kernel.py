@@ -9,7 +9,6 @@ pytest.importorskip("jax.experimental.pallas.tpu")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-from tpu_notes import exercises  # noqa: E402
 from tpu_notes.exercises import ch10, grade  # noqa: E402
 
 
@@ -77,4 +76,3 @@ def test_not_a_function_is_a_type_message():
 def test_q11_call_refuses_a_non_callable():
     with pytest.raises(TypeError, match="body"):
         ch10.q11_call("silu", interpret=True)
-
