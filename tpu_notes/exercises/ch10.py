@@ -606,3 +606,126 @@ register(
         "add each row back to its token (.at[tokens].add).",
     )
 )
+
+
+# -- 10.11: write a Pallas kernel body (fused silu(x) * y) ----------------------------------------------------------
+#: The array the kernel of Exercise 10.11 runs over, its block (a multiple of a TPU's (8, 128) tile) and grid.
+Q11_SHAPE = (64, 256)
+Q11_BLOCK = (16, 128)
+Q11_GRID = (Q11_SHAPE[0] // Q11_BLOCK[0], Q11_SHAPE[1] // Q11_BLOCK[1])
+#: float32 in and out: the interpreter and a TPU's exp and divide agree with numpy to a few ulps.
+Q11_RTOL, Q11_ATOL = 1e-5, 1e-6
+
+
+def q11_call(body, *, interpret: bool):
+    """The ``pallas_call`` of Exercise 10.11 around the reader's ``body(x_ref, y_ref, o_ref)``: float32
+    ``Q11_SHAPE`` arrays, one ``Q11_BLOCK`` block of each per program of a ``Q11_GRID`` grid (both axes
+    "parallel"), run by Pallas's TPU interpreter when ``interpret`` (on a CPU) or compiled for a TPU."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    if not callable(body):
+        raise TypeError(f"body must be a function body(x_ref, y_ref, o_ref); got {type(body).__name__}")
+    spec = pl.BlockSpec(Q11_BLOCK, lambda i, j: (i, j))
+    return pl.pallas_call(
+        body,
+        out_shape=jax.ShapeDtypeStruct(Q11_SHAPE, jnp.float32),
+        grid=Q11_GRID,
+        in_specs=[spec, spec],
+        out_specs=spec,
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel")),
+        interpret=pltpu.InterpretParams() if interpret else False,
+    )
+
+
+def _q11_inputs():
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    x = (4 * rng.standard_normal(Q11_SHAPE)).astype(np.float32)  # both signs, silu far from x and from relu
+    y = rng.standard_normal(Q11_SHAPE).astype(np.float32)
+    return x, y
+
+
+def _q11_body(x_ref, y_ref, o_ref):
+    import jax.numpy as jnp
+
+    x = x_ref[...]
+    o_ref[...] = x / (1 + jnp.exp(-x)) * y_ref[...]
+
+
+def _q11_wrong_product(x_ref, y_ref, o_ref):
+    o_ref[...] = x_ref[...] * y_ref[...]
+
+
+def _q11_wrong_sigmoid(x_ref, y_ref, o_ref):
+    import jax.numpy as jnp
+
+    o_ref[...] = y_ref[...] / (1 + jnp.exp(-x_ref[...]))
+
+
+def _q11_wrong_cumsum(x_ref, y_ref, o_ref):
+    """Right values, but through a cumulative sum, which Mosaic TPU does not lower (the interpreter runs it)."""
+    import jax.numpy as jnp
+
+    x = x_ref[...]
+    z = x / (1 + jnp.exp(-x)) * y_ref[...]
+    o_ref[...] = z + 0.0 * jnp.cumsum(z, axis=0)
+
+
+class _KernelBodyCheck:
+    """Exercise 10.11's checker: the answer is a kernel body; it is run in the TPU interpreter on fixed inputs and
+    compared with ``silu(x) * y`` (numpy, float64) at ``Q11_RTOL``/``Q11_ATOL``, then lowered for a TPU (Mosaic)
+    with :func:`tpu_notes.kernels.lowered_text`. Calling it runs the reference body."""
+
+    def __call__(self, x_ref, y_ref, o_ref):
+        _q11_body(x_ref, y_ref, o_ref)
+
+    def __repr__(self) -> str:
+        return "KernelBodyCheck(silu(x) * y)"
+
+    def wrong_programs(self):
+        return [_q11_wrong_product, _q11_wrong_sigmoid, _q11_wrong_cumsum]
+
+    def check_program(self, body) -> tuple:
+        import jax
+        import numpy as np
+
+        from tpu_notes import kernels
+
+        if not callable(body):
+            raise TypeError(f"answer must be a kernel body(x_ref, y_ref, o_ref); got {type(body).__name__}")
+        x, y = _q11_inputs()
+        x64 = x.astype(np.float64)
+        want = x64 / (1 + np.exp(-x64)) * y
+        try:
+            got = np.asarray(jax.jit(q11_call(body, interpret=True))(x, y), np.float64)
+        except Exception as err:  # noqa: BLE001 - the reader's code may raise anything; report it
+            return False, f" (the interpreter raised {type(err).__name__}: {str(err)[:160]})"
+        if got.shape != want.shape or not np.allclose(got, want, rtol=Q11_RTOL, atol=Q11_ATOL):
+            bad = int(np.sum(~np.isclose(got, want, rtol=Q11_RTOL, atol=Q11_ATOL)))
+            return False, f" ({bad} of {want.size} outputs differ from silu(x) * y)"
+        spec = jax.ShapeDtypeStruct(Q11_SHAPE, np.float32)
+        try:
+            kernels.lowered_text(q11_call(body, interpret=False), (spec, spec), platform="tpu")
+        except kernels.KernelRefused as err:
+            return False, f" (the interpreter's values are right, but Mosaic TPU refuses it: {str(err)[:200]})"
+        except Exception as err:  # noqa: BLE001 - any other failure to lower is the reader's to see
+            return False, f" (lowering for TPU raised {type(err).__name__}: {str(err)[:160]})"
+        return True, ""
+
+
+register(
+    Exercise(
+        id="ch10.q11",
+        title="a fused silu(x) * y Pallas kernel",
+        solve=_KernelBodyCheck,
+        unit="a kernel body",
+        rtol=0.0,
+        hint="The body sees one (16, 128) block of each array as a Ref: read x_ref[...] and y_ref[...], compute "
+        "x / (1 + exp(-x)) * y (or jax.nn.silu(x) * y) and write the whole block with o_ref[...] = ...; use only "
+        "elementwise jnp operations, which Mosaic TPU lowers.",
+    )
+)
