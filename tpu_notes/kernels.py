@@ -84,49 +84,62 @@ def matmul_call(
     TensorCores (megacore) split them between its cores and a GPU map them to thread blocks.
     ``interpret=True`` (TPU only) runs the kernel in Pallas's TPU interpreter on the CPU.
     """
-    from jax.experimental import pallas as pl
-
     check_choice("platform", platform, PLATFORMS)
     _tile_check(M, N, K, bm, bn, bk)
-    n_k = K // bk
-    grid = (M // bm, N // bn, n_k)
-    out_shape = jax.ShapeDtypeStruct((M, N), jnp.float32)
-    out_spec = pl.BlockSpec((bm, bn), lambda i, j, k: (i, j))
     if platform == "tpu":
-        from jax.experimental.pallas import tpu as pltpu
-
-        def tpu_kernel(x_ref, y_ref, o_ref, acc_ref):
-            k = pl.program_id(2)
-
-            @pl.when(k == 0)
-            def _():
-                acc_ref[...] = jnp.zeros_like(acc_ref)
-
-            acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
-
-            @pl.when(k == n_k - 1)
-            def _():
-                o_ref[...] = acc_ref[...]
-
-        return pl.pallas_call(
-            tpu_kernel,
-            out_shape=out_shape,
-            grid=grid,
-            in_specs=[
-                pl.BlockSpec((bm, bk), lambda i, j, k: (i, k)),
-                pl.BlockSpec((bk, bn), lambda i, j, k: (k, j)),
-            ],
-            out_specs=out_spec,
-            scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
-            compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary")),
-            cost_estimate=pl.CostEstimate(
-                flops=2 * M * N * K, transcendentals=0, bytes_accessed=2 * (M * K + K * N) + 4 * M * N
-            ),
-            interpret=pltpu.InterpretParams() if interpret else False,
-        )
+        return _tpu_matmul_call(M, N, K, bm, bn, bk, interpret)
     if interpret:
         raise ValueError("interpret must be False for platform 'cuda' (Mosaic GPU kernels are not interpreted)")
+    return _cuda_matmul_call(M, N, K, bm, bn, bk)
+
+
+def _tpu_matmul_call(M: int, N: int, K: int, bm: int, bn: int, bk: int, interpret: bool) -> Callable:
+    """:func:`matmul_call`'s TPU kernel: ``jnp.dot`` of the blocks into an f32 VMEM scratch tile, zeroed at
+    ``k = 0`` and copied to the output at the last ``k``; "arbitrary" on ``k``; a ``pl.CostEstimate``."""
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    n_k = K // bk
+
+    def tpu_kernel(x_ref, y_ref, o_ref, acc_ref):
+        k = pl.program_id(2)
+
+        @pl.when(k == 0)
+        def _():
+            acc_ref[...] = jnp.zeros_like(acc_ref)
+
+        acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+        @pl.when(k == n_k - 1)
+        def _():
+            o_ref[...] = acc_ref[...]
+
+    return pl.pallas_call(
+        tpu_kernel,
+        out_shape=jax.ShapeDtypeStruct((M, N), jnp.float32),
+        grid=(M // bm, N // bn, n_k),
+        in_specs=[
+            pl.BlockSpec((bm, bk), lambda i, j, k: (i, k)),
+            pl.BlockSpec((bk, bn), lambda i, j, k: (k, j)),
+        ],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, k: (i, j)),
+        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary")),
+        cost_estimate=pl.CostEstimate(
+            flops=2 * M * N * K, transcendentals=0, bytes_accessed=2 * (M * K + K * N) + 4 * M * N
+        ),
+        interpret=pltpu.InterpretParams() if interpret else False,
+    )
+
+
+def _cuda_matmul_call(M: int, N: int, K: int, bm: int, bn: int, bk: int) -> Callable:
+    """:func:`matmul_call`'s GPU kernel (Mosaic GPU has no lowering of ``jnp.dot``): a warpgroup matmul
+    (``plgpu.wgmma``) from swizzled shared-memory blocks into a register accumulator, copied to the output at the
+    last ``k``; "sequential" on ``k``, two pipeline stages in flight."""
+    from jax.experimental import pallas as pl
     from jax.experimental.pallas import mosaic_gpu as plgpu
+
+    n_k = K // bk
 
     def gpu_kernel(x_ref, y_ref, o_ref, acc_ref):
         plgpu.wgmma(acc_ref, x_ref, y_ref)  # acc += x @ y on the tensor cores, from shared memory
@@ -139,13 +152,13 @@ def matmul_call(
     swizzled = (plgpu.TilingTransform((8, 64)), plgpu.SwizzleTransform(128))  # 64 bf16 = one 128-byte row
     return pl.pallas_call(
         gpu_kernel,
-        out_shape=out_shape,
-        grid=grid,
+        out_shape=jax.ShapeDtypeStruct((M, N), jnp.float32),
+        grid=(M // bm, N // bn, n_k),
         in_specs=[
             plgpu.BlockSpec((bm, bk), lambda i, j, k: (i, k), transforms=swizzled),
             plgpu.BlockSpec((bk, bn), lambda i, j, k: (k, j), transforms=swizzled),
         ],
-        out_specs=out_spec,
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, k: (i, j)),
         scratch_shapes=[plgpu.ACC((bm, bn), jnp.float32)],
         compiler_params=plgpu.CompilerParams(
             dimension_semantics=("parallel", "parallel", "sequential"), max_concurrent_steps=2
