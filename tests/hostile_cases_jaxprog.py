@@ -132,14 +132,6 @@ CASES = {
     J + "moe_hlo_collectives": Case(
         x=_MX, router=_MR, w_in=_MWI, w_out=_MWO, mesh=_MESH, axis=_AXIS, capacity=Opt(Int(2))
     ),
-    J + "pallas_matmul": Case(
-        x=Raw(_arr(64, 32), _not_array(((64, 30), (64, 32))), lazy=True),
-        y=Raw(_arr(32, 48), _not_array(((30, 48), (32, 48))), lazy=True),
-        bm=Int(32),
-        bn=Int(16),
-        bk=Opt(Int(16)),
-        interpret=Opt(Flag(True)),
-    ),
     J + "async_windows": Case(compiled_or_hlo_text=Raw(_HLO_TEXT, [None, 3, ODD, [1.0], b"HloModule"])),
     J + "ring_reduce_scatter": Case(x=_RX, mesh=_MESH, axis=_AXIS, bidirectional=Flag(True)),
     J + "ring_all_reduce": Case(x=_RX, mesh=_MESH, axis=_AXIS, bidirectional=Flag(True)),
