@@ -195,7 +195,7 @@ class MemoryUse:
     @property
     def total(self) -> float:
         """arguments + outputs - aliased + temporaries: every buffer XLA assigns, added up. Not the peak: buffers
-        that are never live together are counted together here (:attr:`xla_peak` is XLA's own peak)."""
+        that are never live together are counted together here (``xla_peak`` is XLA's own peak)."""
         return self.arguments + self.outputs - self.aliased + self.temporaries
 
     def __repr__(self) -> str:
