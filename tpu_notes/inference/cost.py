@@ -276,6 +276,21 @@ def chip_prices(chip) -> dict[str, ChipPrice]:
     return out
 
 
+#: The figures a sentence about a bill can quote: ``what`` → (the cost record's field, its unit in words).
+_FIGURES = {
+    "input": ("dollars_per_million_input", "per million input tokens"),
+    "output": ("dollars_per_million_output", "per million output tokens"),
+    "request": ("dollars_per_request", "per request"),
+}
+
+
+def _figure(what) -> tuple[str, str]:
+    """``(field, words)`` of the figure ``what`` names ("input", "output" or "request"), or a ValueError."""
+    if not isinstance(what, str) or what not in _FIGURES:
+        raise ValueError(f"what must be one of 'input', 'output', 'request'; got {what!r}")
+    return _FIGURES[what]
+
+
 @dataclass(frozen=True)
 class PriceRange:
     """One bill at two prices per chip-hour (:func:`price_sensitivity`): what a chapter prints as "$X–Y per million
@@ -289,14 +304,7 @@ class PriceRange:
     def sentence(self, what: str = "output") -> str:
         """One sentence giving the range of the ``what`` figure: "input", "output" (per million tokens) or
         "request"."""
-        key = {
-            "input": ("dollars_per_million_input", "per million input tokens"),
-            "output": ("dollars_per_million_output", "per million output tokens"),
-            "request": ("dollars_per_request", "per request"),
-        }
-        if not isinstance(what, str) or what not in key:
-            raise ValueError(f"what must be one of 'input', 'output', 'request'; got {what!r}")
-        name, words = key[what]
+        name, words = _figure(what)
         lo, hi = getattr(self.low, name), getattr(self.high, name)
         return (
             f"${lo:.3g}–{hi:.3g} {words} between {self.low_label} (${self.low.dollars_per_chip_hour:.3g}/chip-hour) "
@@ -624,14 +632,7 @@ class OverheadSensitivity:
 
     def sentence(self, what: str = "output") -> str:
         """One sentence: the ``what`` figure ("input", "output" per million tokens, or "request") over the range."""
-        key = {
-            "input": ("dollars_per_million_input", "per million input tokens"),
-            "output": ("dollars_per_million_output", "per million output tokens"),
-            "request": ("dollars_per_request", "per request"),
-        }
-        if not isinstance(what, str) or what not in key:
-            raise ValueError(f"what must be one of 'input', 'output', 'request'; got {what!r}")
-        name, words = key[what]
+        name, words = _figure(what)
         lo, base, hi = (getattr(c, name) for c in (self.low, self.base, self.high))
         return (
             f"${lo:.3g}–{hi:.3g} {words} with the fitted per-layer decode overhead "
