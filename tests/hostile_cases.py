@@ -560,10 +560,14 @@ CASES: dict[str, Case] = {
         scale=Raw("ms", ["GB", "", 3, ["ms"]]),
     ),
     T + "table.Table": Case(
-        columns=Raw(lambda: ["chip", __import__("tpu_notes.table").table.Column("step", "s")],
-                    [[], "chip", None, 3, [3], ["a", "a"]], lazy=True),
-        rows=Raw([("v5e", 0.01)], [None, "ab", [("v5e",)], [("v5e", 0.01, 3)], [("v5e", float("inf"))],
-                                    [("v5e", ODD)], [3]]),
+        columns=Raw(
+            lambda: ["chip", __import__("tpu_notes.table").table.Column("step", "s")],
+            [[], "chip", None, 3, [3], ["a", "a"]],
+            lazy=True,
+        ),
+        rows=Raw(
+            [("v5e", 0.01)], [None, "ab", [("v5e",)], [("v5e", 0.01, 3)], [("v5e", float("inf"))], [("v5e", ODD)], [3]]
+        ),
         caption=Raw("Two chips", [None, 3, ["x"]]),
         notes=Raw((), [[3], None, 3]),
         collapse=Raw(False, [None, 1, "yes"]),

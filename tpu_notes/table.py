@@ -228,9 +228,7 @@ class Table:
         widths = [max([len(c.header)] + [len(s) for s in c.cells]) for c in cols]
 
         def line(cells: Sequence[str]) -> str:
-            parts = [
-                s.rjust(w) if c.numeric else s.ljust(w) for s, w, c in zip(cells, widths, cols, strict=True)
-            ]
+            parts = [s.rjust(w) if c.numeric else s.ljust(w) for s, w, c in zip(cells, widths, cols, strict=True)]
             return "  ".join(parts).rstrip()
 
         out = [self.caption] if self.caption else []
