@@ -59,7 +59,7 @@ def test_units_go_in_the_header_with_one_prefix_per_column():
     assert header == ["layout", "step (ms)", "HBM (GB)", "MFU (%)", "chips"]
     # the column's prefix follows its largest value: 12.3 ms sets ms, so 4.5 ms is not shown as 4500 µs
     t = Table([Column("t", "s")], [(2.0,), (0.004,)])
-    assert [h.strip() for h in t.text().splitlines()[:2]] == ["t", "(s)"]  # the unit on its own header line keeps columns narrow
+    assert [h.strip() for h in t.text().splitlines()[:2]] == ["t", "(s)"]  # unit under the name
     assert t.column("t") == [2.0, 0.004]
 
 
