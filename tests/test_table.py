@@ -97,6 +97,11 @@ def test_a_prose_column_may_wrap_in_html_but_numbers_never_do():
     assert classes == ["txt wrap", "num"]
 
 
+def test_long_notes_wrap_at_the_book_width_in_text():
+    t = Table(["a"], [("x",)], notes="word " * 40)
+    assert max(len(line) for line in t.text().splitlines()) <= 88 and len(t.text().splitlines()) > 4
+
+
 def test_markup_is_escaped():
     t = Table(["name"], [("<b>&</b>",)])
     assert "<b>" not in t.html() and "&lt;b&gt;&amp;" in t.html()

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import html
 import math
+import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral, Real
@@ -45,6 +46,8 @@ _PREFIXES = {
     "Hz": [(1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")],
     "W": [(1e6, "M"), (1e3, "k"), (1.0, "")],
 }
+#: Notes under a text table wrap at this many columns (or at the table's width, if wider): the book's code width.
+NOTE_WIDTH = 88
 #: A missing value (``None`` or NaN) prints as this.
 MISSING = "—"
 
@@ -256,7 +259,8 @@ class Table:
             out.append(line(units))
         out.append("  ".join("-" * w for w in widths))
         out += [line([c.cells[i] for c in cols]) for i in range(len(self.rows))]
-        out += list(self.notes)
+        width = max(NOTE_WIDTH, max(len(line) for line in out))
+        out += [textwrap.fill(n, width=width, break_on_hyphens=False) for n in self.notes]
         return "\n".join(out)
 
     def html(self) -> str:
