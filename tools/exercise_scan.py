@@ -266,9 +266,10 @@ def printed_numbers(text: str) -> list[Printed]:
                     continue  # "seq_len=4096", "batch=64": a setting of a repr, see matches()
                 dim = _LABELS[label[1]]
         if dim == "bare" and integer_like:
-            if _in_shape(text, start, m.end()):
+            end = m.end("int")
+            if _in_shape(text, start, end):
                 continue  # "(32, 8)", "float32[8, 1024]", "[64, 32, 16]": a shape or a list of settings
-            if re.match(r"\s*[×x]\s", text[m.end() :]) or re.search(r"[×x]\s+$", text[:start]):
+            if re.match(r"\s*[×x]\s", text[end:]) or re.search(r"[×x]\s+$", text[:start]):
                 continue  # "32 × 8192 × ...", "8960 x v5p": a factor of a product, a setting
         found.append(
             Printed(
@@ -561,7 +562,9 @@ def report(offences: list[Offence]) -> str:
         by_chapter.setdefault(o.exercise_id.split(".")[0], []).append(o)
     for chapter in sorted(by_chapter):
         found = by_chapter[chapter]
-        ids = sorted({o.exercise_id for o in found}, key=lambda i: [int(n) if n.isdigit() else n for n in re.split(r"(\d+)", i)])
+        ids = sorted(
+            {o.exercise_id for o in found}, key=lambda i: [int(n) if n.isdigit() else n for n in re.split(r"(\d+)", i)]
+        )
         lines.append(f"{chapter}: {len(ids)} exercise(s) answered above: {', '.join(ids)}")
         for o in sorted(found, key=lambda o: (ids.index(o.exercise_id), o.element.path)):
             lines.append(f"  {o.message()}")
