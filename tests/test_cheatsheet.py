@@ -32,7 +32,7 @@ def test_tables_fit_88_columns_and_gpus_get_their_own_network():
     ag = by[("h100", "AllGather of 1 GB over one 8-GPU NVLink node")].value
     assert ag >= 1e9 * 7 / 8 / 450e9 and ag == pytest.approx(1e9 * 7 / 8 / 450e9, rel=0.05)
     h100_line = next(line for line in text.splitlines() if line.startswith("h100"))
-    assert "—" not in h100_line and "19,780" in h100_line and "2,198" in h100_line
+    assert "—" not in h100_line and "19,780" in h100_line and "2198" in h100_line
     assert "NVLink" in text  # the footnote says what the GPU columns mean
 
 

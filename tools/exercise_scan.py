@@ -505,6 +505,9 @@ def scan(nb: Mapping[str, Any], references: Mapping[str, tuple[Any, Any]]) -> li
         if cell["cell_type"] != "code":
             continue
         is_solution = _source(cell).lstrip().startswith("# Solution")
+        if "nbval-ignore-output" in cell.get("metadata", {}).get("tags", []):
+            # a measured timing: this machine's number, not the library's, so a match there is chance
+            continue
         for line in output_lines(cell):
             if _VERDICT.match(line):
                 continue
