@@ -107,6 +107,11 @@ def test_markup_is_escaped():
     assert "<b>" not in t.html() and "&lt;b&gt;&amp;" in t.html()
 
 
+def test_a_column_spanning_decades_keeps_significant_digits_in_every_cell():
+    t = Table([Column("t", "s")], [(2.71,), (0.00087,), (1.3,)])
+    assert [c for row in _cells_from_html(t.html())[1:] for _, c in row] == ["2.71", "0.000870", "1.30"]
+
+
 def test_a_small_value_is_not_printed_as_zero():
     t = Table([Column("t", "s")], [(0.5,), (2e-6,)])
     assert "0.000" not in t.text().split()[-1] and float(t.text().split()[-1]) == pytest.approx(0.002, rel=0.01)

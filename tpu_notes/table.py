@@ -97,6 +97,14 @@ class Column:
             raise TypeError(f"wrap must be True or False; got {type(self.wrap).__name__}")
 
 
+def _significant(x: float, digits: int) -> str:
+    """``x`` with ``digits`` significant digits in plain decimal notation (no exponent): 0.00087, 2710, 1.30."""
+    if x == 0:
+        return "0"
+    decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(x)))))
+    return f"{round(x, decimals):.{decimals}f}"
+
+
 def _is_number(value) -> bool:
     return isinstance(value, Real) and not isinstance(value, bool)
 
@@ -145,10 +153,12 @@ def _render_column(col: Column, values: Sequence) -> _Rendered:
     integral = all(isinstance(v, Integral) for v in values if _is_number(v)) and factor == 1.0
     grouped = integral and any(abs(int(v)) >= 10_000 for v in values if _is_number(v))  # 16,384 beside 2,189
     decimals = 0
-    if numbers and not integral:
-        largest = max(abs(v) * factor for v in numbers)
-        if largest > 0:
-            decimals = max(0, col.digits - 1 - int(math.floor(math.log10(largest))))
+    nonzero = [abs(v) * factor for v in numbers if v != 0]
+    # A column whose values span more than two decades (0.87 ms beside 2710 ms) prints each with its own significant
+    # digits; otherwise all share the decimals of the largest, so the column lines up on its decimal point.
+    per_cell = bool(nonzero) and not integral and max(nonzero) > 100 * min(nonzero)
+    if nonzero and not integral and not per_cell:
+        decimals = max(0, col.digits - 1 - int(math.floor(math.log10(max(nonzero)))))
     cells = []
     for v in values:
         if v is None or (_is_number(v) and math.isnan(float(v))):
@@ -161,9 +171,9 @@ def _render_column(col: Column, values: Sequence) -> _Rendered:
             cells.append(f"{int(v):,}" if grouped else str(int(v)))
         else:
             x = float(v) * factor
-            text = f"{x:.{decimals}f}"
+            text = _significant(x, col.digits) if per_cell and x != 0 else f"{x:.{decimals}f}"
             if x != 0 and float(text) == 0:  # a small value the column's decimals would print as zero
-                text = f"{x:.2g}"
+                text = _significant(x, 2)
             cells.append(text)
     return _Rendered(col.name, unit, tuple(cells), numeric, col.wrap)
 
