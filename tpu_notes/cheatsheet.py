@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from .hardware import get_chip
-from .transformer import as_config
 from .table import Column, Table
+from .transformer import as_config
 from .units import Positive, checked, fmt
 
 
@@ -265,7 +265,8 @@ def chips_table(rows: Sequence[Number]) -> Table:
     _check_rows(rows)
     by = _by_subject(rows)
     ag = next((r.name for r in rows if r.name.startswith("AllGather") and "ring" in r.name), None)
-    ag = ag or ("AllGather of 1 GB" if any("NVLink" in r.name and r.name.startswith("AllGather") for r in rows) else None)
+    if ag is None and any("NVLink" in r.name and r.name.startswith("AllGather") for r in rows):
+        ag = "AllGather of 1 GB"
     cols = [
         ("peak bf16", Column("bf16 peak", "FLOP/s", scale="TFLOP/s")),
         ("HBM bandwidth", Column("HBM", "B/s", scale="TB/s")),

@@ -664,9 +664,7 @@ def op_summary_table(rows: Sequence[OpRow], top: capped(10_000) = 10, timings: B
             Column("bytes", "B"),
             Column("intensity", "FLOP/B"),
         ]
-        body = [
-            (r.name, r.opcode, count(r.count), num(r.flops), num(r.bytes), num(r.intensity)) for r in rows[:top]
-        ]
+        body = [(r.name, r.opcode, count(r.count), num(r.flops), num(r.bytes), num(r.intensity)) for r in rows[:top]]
         return Table(cols, body, caption=f"The {min(top, len(rows))} ops with the most FLOPs, as XLA counts them")
     cols = [
         Column("op"),
