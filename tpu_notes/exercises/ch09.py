@@ -69,7 +69,7 @@ Q5_AR_SHAPE = (2, 1024, 4096)
 Q5_SLICE, Q5_AXIS = ("v5e", (2, 4)), "y"
 
 #: Question 6: a KV-cache buffer with head size 64 in a TPU layout (bf16 tiled by 8 x 128, packed in pairs).
-Q6_SHAPE = "bf16[24,2048,96]{2,1,0:T(8,128)(2,1)}"
+Q6_SHAPE = "bf16[40,2048,96]{2,1,0:T(8,128)(2,1)}"
 
 
 def _q1():
