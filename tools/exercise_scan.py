@@ -508,8 +508,13 @@ def scan(nb: Mapping[str, Any], references: Mapping[str, tuple[Any, Any]]) -> li
         if "nbval-ignore-output" in cell.get("metadata", {}).get("tags", []):
             # a measured timing: this machine's number, not the library's, so a match there is chance
             continue
+        in_verdict = False
         for line in output_lines(cell):
-            if _VERDICT.match(line):
+            # a verdict and its wrapped continuation (two spaces in, up to the "  Hint:" line) quote the title
+            in_verdict = bool(_VERDICT.match(line)) or (
+                in_verdict and line.startswith("  ") and not line.lstrip().startswith("Hint:")
+            )
+            if in_verdict:
                 continue
             for p in printed_numbers(line):
                 printed_by_cell.append((i, cell.get("id", f"#{i}"), line, p, is_solution))

@@ -171,30 +171,40 @@ def _hint_lines(hint: str) -> str:
     )
 
 
+def _verdict(text: str) -> str:
+    """A verdict line wrapped to ``HINT_WIDTH`` columns, continued two spaces in (hint lines follow unchanged)."""
+    import textwrap
+
+    first, _, rest = text.partition("\n")
+    first = textwrap.fill(first, width=HINT_WIDTH, subsequent_indent="  ", break_on_hyphens=False)
+    return f"{first}\n{rest}" if rest else first
+
+
 def grade(exercise_id: str, answer: Any) -> Grade:
     """Grade ``answer`` for ``exercise_id`` without printing. ``None`` is "not attempted yet"."""
     ex = get(exercise_id)
     unit = f" {ex.unit}" if ex.unit else ""
     if answer is None:
-        return Grade(exercise_id, False, False, f"· {ex.id} ({ex.title}): not attempted yet.\n{_hint_lines(ex.hint)}")
+        return Grade(
+            exercise_id, False, False, _verdict(f"· {ex.id} ({ex.title}): not attempted yet.\n{_hint_lines(ex.hint)}")
+        )
     try:
         ref = _reference(ex)
         correct, detail = _matches(answer, ref, ex)
     except TypeError as err:
-        return Grade(exercise_id, True, False, f"✗ {ex.id} ({ex.title}): {err}")
+        return Grade(exercise_id, True, False, _verdict(f"✗ {ex.id} ({ex.title}): {err}"))
     except RuntimeError as err:  # the reference needs devices this runtime lacks (devices.NotEnoughDevices)
         if type(err).__name__ != "NotEnoughDevices":
             raise
-        return Grade(exercise_id, True, False, f"· {ex.id} ({ex.title}): not graded here: {err}.")
+        return Grade(exercise_id, True, False, _verdict(f"· {ex.id} ({ex.title}): not graded here: {err}."))
     exact = isinstance(ref, (str, bool)) or not ex.rtol
     tol = "exactly" if exact else f"within {ex.rtol:.0%}"
     if callable(getattr(ref, "check_program", None)):
         tol, unit = "equal to the reference on random inputs", ""
     if correct:
-        return Grade(exercise_id, True, True, f"✓ {ex.id} ({ex.title}): correct ({tol}{unit}).")
-    return Grade(
-        exercise_id, True, False, f"✗ {ex.id} ({ex.title}): not {tol} of the reference{detail}.\n{_hint_lines(ex.hint)}"
-    )
+        return Grade(exercise_id, True, True, _verdict(f"✓ {ex.id} ({ex.title}): correct ({tol}{unit})."))
+    wrong = f"✗ {ex.id} ({ex.title}): not {tol} of the reference{detail}.\n{_hint_lines(ex.hint)}"
+    return Grade(exercise_id, True, False, _verdict(wrong))
 
 
 def check(exercise_id: str, answer: Any) -> None:
