@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .style import figure_and_axes, new_figure
+from .style import decade_ticks, figure_and_axes, new_figure
 
 _PART_COLORS = {"kv": "#d62728", "weights": "#1f77b4", "flops": "#2ca02c"}
 
@@ -57,7 +57,7 @@ def decode_step_parts_chart(
     ax.set_ylabel("seconds per step")
     ax.set_title(f"{name} on {n_chips} × {chip}, {seq_len:,}-token context, {weight_dtype} weights")
     ax.legend(fontsize=9, loc="upper left")
-    return fig
+    return decade_ticks(fig)
 
 
 def latency_throughput_chart(
@@ -95,7 +95,7 @@ def latency_throughput_chart(
         fontsize=10,
     )
     ax.legend(fontsize=9)
-    return fig
+    return decade_ticks(fig)
 
 
 def measured_decode_chart(rows, ax=None):
@@ -120,7 +120,7 @@ def measured_decode_chart(rows, ax=None):
     axes[0].set_ylabel("seconds per decode step")
     axes[0].legend(fontsize=8)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def speculative_speedup_chart(draft_costs=(0.02, 0.1, 0.25), k_values=(1, 2, 4, 8), ax=None, verify_cost=1.0):
@@ -143,7 +143,7 @@ def speculative_speedup_chart(draft_costs=(0.02, 0.1, 0.25), k_values=(1, 2, 4, 
     np.atleast_1d(axes)[0].set_ylabel("speedup")
     np.atleast_1d(axes)[0].legend(fontsize=8)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def speculative_batch_chart(
@@ -206,7 +206,7 @@ def speculative_batch_chart(
     name = getattr(model, "name", model)
     fig.suptitle(f"{name} on {n_chips} x {chip}, {weight_dtype}, {context:,}-token context", fontsize=9)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def weight_stationary_chart(
@@ -242,7 +242,7 @@ def weight_stationary_chart(
     ax.set_ylabel("seconds of ICI per MLP block")
     ax.set_title(f"{chip}, batch {batch}, D = {d_model:,}, F = {d_ff:,}", fontsize=10)
     ax.legend(fontsize=9)
-    return fig
+    return decade_ticks(fig)
 
 
 def serving_sweep_chart(sweep, ax=None):
@@ -261,9 +261,9 @@ def serving_sweep_chart(sweep, ax=None):
         ax.set_xlabel("arrival rate, requests/s")
         ax.set_title(title, fontsize=10)
     axes[0].set_ylabel("seconds")
-    axes[1].legend(fontsize=7)
+    axes[1].legend(fontsize=8)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def kv_share_chart(
@@ -288,7 +288,7 @@ def kv_share_chart(
     name = getattr(model, "name", model)
     ax.set_title(f"{name}, batch {batch}, {n_chips} × {chip}", fontsize=10)
     ax.legend(fontsize=9)
-    return fig
+    return decade_ticks(fig)
 
 
 __all__ = [
@@ -335,12 +335,12 @@ def chunked_prefill_chart(deployment, decode: int = 32, context: int = 4096, pro
     right.set_title(f"a {prompt_len:,}-token prompt", fontsize=9)
     for ax in (left, right):
         ax.set_xticks(x)
-        ax.set_xticklabels([str(c) for c in x], fontsize=7)
+        ax.set_xticklabels([str(c) for c in x], fontsize=8)
         _plain_log_ticks(ax)
     name = getattr(deployment.model, "name", "") or "model"
     fig.suptitle(f"chunked prefill: {name} on {deployment.n_chips} x {deployment.chip.name}", fontsize=9)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def batch_scaling_chart(chip="v5e", n_chips: int = 4, d_model: int = 8192, d_ff: int = 32768, batches=None):
@@ -383,12 +383,12 @@ def batch_scaling_chart(chip="v5e", n_chips: int = 4, d_model: int = 8192, d_ff:
     left.set_ylim(bottom=0)
     right.set_ylabel("throughput (tokens/µs)")
     right.set_ylim(bottom=0)
-    left.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, 0.88))
-    right.legend(fontsize=7, loc="lower right")
+    left.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, 0.88))
+    right.legend(fontsize=8, loc="lower right")
     c = get_chip(chip)
     fig.suptitle(f"one {d_model} x {d_ff} layer (2 matmuls, bf16) on {n_chips} x {c.name}", fontsize=9)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def _appendix_layer(d_model: int, d_ff: int, n_chips: int):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..hardware import get_chip
-from .style import figure_and_axes
+from .style import decade_ticks, figure_and_axes
 
 
 def collective_matmul_chart(
@@ -56,7 +56,7 @@ def collective_matmul_chart(
     ax.legend(loc="upper right")
     ax.grid(True, which="major", alpha=0.3)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def ring_collective_chart(nbytes: float = 64 * 2**20, chip="v5e", max_n: int = 16, mark: int = 8, ax=None):
@@ -100,4 +100,4 @@ def ring_collective_chart(nbytes: float = 64 * 2**20, chip="v5e", max_n: int = 1
     ax.legend(loc="upper left", fontsize=8)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)

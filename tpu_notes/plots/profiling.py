@@ -9,7 +9,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import NullFormatter
 
 from ..units import fmt
-from .style import figure_and_axes
+from .style import decade_ticks, figure_and_axes
 
 #: One colour per op category of :func:`tpu_notes.profile.op_table`.
 CATEGORY_COLORS = {"matmul": "#1f77b4", "fusion": "#ff7f0e", "collective": "#d62728", "other": "#7f7f7f"}
@@ -48,7 +48,7 @@ def timeline(trace, step: int = None, ax=None, width: float = 7.0, height: float
         frameon=False,
     )
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def category_chart(tables: dict, ax=None, width: float = 7.0, height: float = 2.8):
@@ -76,7 +76,7 @@ def category_chart(tables: dict, ax=None, width: float = 7.0, height: float = 2.
     ax.set_xlim(0, ax.get_xlim()[1] * 1.15)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=4, frameon=False, fontsize=8)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def ops_on_roofline(rows, fit, top: int = 8, ax=None, width: float = 7.0, height: float = 3.8):
@@ -118,4 +118,4 @@ def ops_on_roofline(rows, fit, top: int = 8, ax=None, width: float = 7.0, height
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)

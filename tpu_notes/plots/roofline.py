@@ -9,7 +9,7 @@ from ..hardware import get_chip
 from ..roofline import matmul_intensity, matmul_time
 from ..systolic import vpu_flops
 from ..units import check_positive, fmt
-from .style import CHIP_COLORS, PAGE_WIDTH_IN, _batch_range, figure_and_axes, new_figure, use_book_style
+from .style import decade_ticks, CHIP_COLORS, PAGE_WIDTH_IN, _batch_range, figure_and_axes, new_figure, use_book_style
 
 
 def _as_ops(ops) -> list[tuple[str, float]]:
@@ -136,7 +136,7 @@ def roofline_chart(
     ax.set_ylabel(f"attainable {dtype} FLOP/s")
     ax.set_title(title or f"Rooflines against {bandwidth.upper()} bandwidth")
     ax.legend(loc="lower right", fontsize=8)
-    return fig
+    return decade_ticks(fig)
 
 
 def matmul_intensity_chart(
@@ -179,7 +179,7 @@ def matmul_intensity_chart(
     ax.set_ylabel("FLOPs per byte")
     ax.set_title("Matmul intensity against the token batch")
     ax.legend(loc="lower right", fontsize=8)
-    return fig
+    return decade_ticks(fig)
 
 
 def matmul_on_roofline(
@@ -222,7 +222,7 @@ def matmul_on_roofline(
         fontsize=9,
     )
     ax.legend(loc="lower right", fontsize=8)
-    return fig
+    return decade_ticks(fig)
 
 
 def measured_roofline(result, chip=None, ax=None):
@@ -244,7 +244,7 @@ def measured_roofline(result, chip=None, ax=None):
     _measured_rooflines_panel(left, result, chip)
     _cache_panel(right, result)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 #: How :func:`measured_roofline` draws each kind of bandwidth probe: (marker, colour, legend name).
@@ -381,4 +381,4 @@ def matmul_flops_vs_batch(
     ax.set_ylabel(f"attainable {dtype} FLOP/s")
     ax.set_title(f"[B, D] x [D, D] on {c.name}: {dtype} activations, {w_dtype or dtype} weights", fontsize=10)
     ax.legend(loc="lower right", fontsize=8)
-    return fig
+    return decade_ticks(fig)

@@ -7,6 +7,8 @@ and a fixed size, so committed PNGs stay small and comparable.
 from __future__ import annotations
 
 import matplotlib
+import matplotlib.figure
+import matplotlib.ticker
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -90,3 +92,75 @@ def panel_grid(n_panels: int, ncols: int = 3, panel_width: float = 2.4, panel_he
     for ax in axes[n_panels:]:
         ax.axis("off")
     return fig, axes[:n_panels]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Log axes: decade ticks only, readable labels, a light minor grid
+# --------------------------------------------------------------------------------------------------------------
+def _decade_label(value: float, unit: str | None) -> str:
+    """A decade tick's label: ``100 µs`` or ``10 GB`` on an axis in seconds or bytes, a plain number from 0.001
+    to 10,000, else ``10^k`` in mathtext."""
+    from ..units import fmt
+
+    if value <= 0 or not np.isfinite(value):
+        return ""
+    if unit in ("s", "B", "B/s"):
+        return fmt(float(value), unit)
+    k = int(round(np.log10(value)))
+    if abs(value - 10.0**k) > 1e-9 * value:  # a 1-2-5 tick of a short axis
+        return f"{value:g}"
+    if -3 <= k <= 4:
+        return f"{value:,.{max(0, -k)}f}"
+    return f"$10^{{{k}}}$"
+
+
+class _DecadeLocator(matplotlib.ticker.LogLocator):
+    """Major ticks on the powers of ten in view (every few decades when there are many); on an axis shorter than
+    two decades, at 1, 2 and 5 times each power of ten instead, so that it always carries at least two labels."""
+
+    def __init__(self):
+        super().__init__(base=10.0, subs=(1.0,), numticks=9)
+
+    def tick_values(self, vmin, vmax):
+        vmin, vmax = sorted((vmin, vmax))
+        if vmin > 0 and np.isfinite(vmax) and vmax / vmin < 100.0:
+            lo, hi = int(np.floor(np.log10(vmin))), int(np.ceil(np.log10(vmax)))
+            ticks = [m * 10.0**k for k in range(lo, hi + 1) for m in (1.0, 2.0, 5.0)]
+            inside = [t for t in ticks if vmin <= t <= vmax]
+            if len(inside) >= 2:
+                return np.array(ticks)
+            return np.array([m * 10.0**k for k in range(lo, hi + 1) for m in range(1, 10)])
+        return super().tick_values(vmin, vmax)
+
+
+def _axis_unit(label: str) -> str | None:
+    """``"s"`` or ``"B"`` when an axis label says it is in seconds or bytes (then its ticks read ``1 ms``, ``10 GB``)."""
+    text = label.strip().lower()
+    if text.endswith("(s)") or text.endswith("(seconds)"):
+        return "s"
+    if text.endswith("(bytes)") or text.endswith("(b)"):
+        return "B"
+    return None
+
+
+def decade_ticks(fig):
+    """Give every base-10 log axis of ``fig`` the book's log ticks and return ``fig``: major ticks at the powers of
+    ten only, labelled readably (``100 µs``, ``1 ms`` on an axis in seconds; ``0.01``, ``100``, ``10^6`` otherwise),
+    unlabelled minor ticks at 2-9 times each power, and a light minor grid. Linear axes and base-2 log axes are
+    left as they are. Every figure function of the package ends with it."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    if not isinstance(fig, matplotlib.figure.Figure):
+        raise TypeError(f"fig must be a matplotlib Figure; got {type(fig).__name__}")
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() != "log" or getattr(axis.get_transform(), "base", 10) != 10:
+                continue
+            unit = _axis_unit(axis.get_label_text())
+            axis.set_major_locator(_DecadeLocator())
+            axis.set_major_formatter(FuncFormatter(lambda v, _pos, unit=unit: _decade_label(v, unit)))
+            axis.set_minor_locator(LogLocator(base=10.0, subs=tuple(range(2, 10)), numticks=12))
+            axis.set_minor_formatter(NullFormatter())
+            if matplotlib.rcParams["axes.grid"]:
+                axis.grid(True, which="minor", alpha=0.12, lw=0.5)
+    return fig

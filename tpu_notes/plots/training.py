@@ -6,7 +6,7 @@ import numpy as np
 
 from ..hardware import get_chip
 from ..units import fmt
-from .style import figure_and_axes, new_figure
+from .style import decade_ticks, figure_and_axes, new_figure
 
 _KIND_COLORS = {
     "compute": "#1f77b4",
@@ -58,14 +58,14 @@ def training_roofline_chart(
     ax.set_ylabel("seconds per layer")
     ax.set_title(f"{c.long_name}, {n_chips} chips, D={d_model:,}, F={d_ff:,}")
     ax.legend(fontsize=9)
-    return fig
+    return decade_ticks(fig)
 
 
 def pipeline_schedule_chart(stages: int = 4, microbatches: int = 8):
     """GPipe and 1F1B timelines side by side (forward 1 unit, backward 2): the same bubble, different memory."""
     from ..training.pipeline import bubble_fraction, peak_in_flight, simulate
 
-    fig, axes = new_figure(ncols=1, nrows=2, width=7.5, height=4.6)
+    fig, axes = new_figure(ncols=1, nrows=2, width=7.2, height=4.6)
     for ax, name in zip(axes.ravel(), ("gpipe", "1f1b")):
         tasks = simulate(stages, microbatches, name)
         for t in tasks:
@@ -91,7 +91,7 @@ def pipeline_schedule_chart(stages: int = 4, microbatches: int = 8):
         )
     axes.ravel()[-1].set_xlabel("time (forward = 1 unit, backward = 2; blue forward, orange backward)")
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def planner_chart(result, top: int = 10):
@@ -99,7 +99,7 @@ def planner_chart(result, top: int = 10):
     plans = list(result.ranked[:top])
     if not plans:
         raise ValueError("the plan result has no runnable layout to draw; print result.table() for the reasons")
-    fig, axes = new_figure(ncols=2, width=9.0, height=0.35 * len(plans) + 1.6)
+    fig, axes = new_figure(ncols=2, width=7.2, height=0.35 * len(plans) + 1.8)
     ax1, ax2 = axes.ravel()
     labels = [f"{p.parallelism.label()} | {p.remat}" for p in plans]
     y = np.arange(len(plans))
@@ -122,7 +122,7 @@ def planner_chart(result, top: int = 10):
     ax2.invert_yaxis()
     ax2.set_xlabel("GB per chip")
     fig.tight_layout(rect=(0, 0, 1, 0.92))
-    return fig
+    return decade_ticks(fig)
 
 
 def loss_curves_chart(curves: dict, reference: str | None = None, ax=None):
@@ -145,7 +145,7 @@ def loss_curves_chart(curves: dict, reference: str | None = None, ax=None):
     markers = ["o", "s", "^", "v", "D", "P", "X", "*"]
     steps = np.arange(1, ref.size + 1)
     if ax is None:
-        fig, axes = new_figure(ncols=2, width=10.0, height=4.0)
+        fig, axes = new_figure(ncols=2, width=7.2, height=3.6)
         left, right = axes.ravel()
     else:
         fig, left = figure_and_axes(ax)
@@ -160,7 +160,7 @@ def loss_curves_chart(curves: dict, reference: str | None = None, ax=None):
     left.set_title("every layout's loss, step by step", fontsize=10)
     left.legend(fontsize=8)
     if right is None:
-        return fig
+        return decade_ticks(fig)
     ulp = np.spacing(ref.astype(np.float32)).astype(float)
     others = [n for n in names if n != reference]
     diffs = {n: np.abs(arrays[n] - ref) for n in others}
@@ -183,9 +183,9 @@ def loss_curves_chart(curves: dict, reference: str | None = None, ax=None):
     right.set_title(f"|loss − {reference}|: at most {worst:.1e} nats; the loss falls {drop:.2f}", fontsize=10)
     right.set_xlabel("step (hollow markers on the floor: exactly equal)")
     right.set_ylabel("|difference| (nats, log scale)")
-    right.legend(fontsize=7, ncol=2, loc="upper center")
+    right.legend(fontsize=8, ncol=2, loc="upper center")
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def memory_breakdown_chart(rows: dict, chip=None, ax=None):
@@ -210,7 +210,7 @@ def memory_breakdown_chart(rows: dict, chip=None, ax=None):
     ax.invert_yaxis()
     ax.set_xlabel("GB per chip")
     ax.legend(fontsize=8, loc="lower right")
-    return fig
+    return decade_ticks(fig)
 
 
 def reconciliation_chart(roofline_rows, calibrated_rows=None, ax=None):
@@ -250,7 +250,7 @@ def reconciliation_chart(roofline_rows, calibrated_rows=None, ax=None):
     ax.set_xlabel("predicted tokens/s per chip")
     ax.set_ylabel("measured tokens/s per chip")
     ax.legend(fontsize=8, loc="upper left")
-    return fig
+    return decade_ticks(fig)
 
 
 # Chapter 6
@@ -315,7 +315,7 @@ def step_breakdown_chart(cases, ax=None):
     ax.set_xlabel("fraction of the roofline step (the longer row reaches 1: it sets the step)")
     ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, frameon=False)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def labelled_reconciliation_chart(roofline_rows, calibrated_rows, labels, ax=None):
@@ -378,12 +378,12 @@ def labelled_reconciliation_chart(roofline_rows, calibrated_rows, labels, ax=Non
             fontsize=8,
             bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "#cccccc"},
         )
-        return fig
+        return decade_ticks(fig)
     # a figure of its own: the key goes under the axes (which made room for it above), in two columns
     half = (len(entries) + 1) // 2
     for column, x in ((entries[:half], 0.08), (entries[half:], 0.54)):
         fig.text(x, 0.015, "\n".join(column), ha="left", va="bottom", fontsize=8)
-    return fig
+    return decade_ticks(fig)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -427,7 +427,7 @@ def pipeline_bubble_chart(
     ax.set_ylabel("bubble: idle share of the step")
     ax.set_title(f"t_F = {forward_time:g}, t_B = {backward_time:g} (of which t_W = {weight_time:g})", fontsize=10)
     ax.legend(fontsize=9)
-    return fig
+    return decade_ticks(fig)
 
 
 def context_split_chart(context: int = 4, seq_len: int = 64):
@@ -440,7 +440,7 @@ def context_split_chart(context: int = 4, seq_len: int = 64):
     from ..training.context import causal_balance
 
     bal = causal_balance(context, seq_len=seq_len)  # checks context and that seq_len splits into 2·CP chunks
-    fig, axes = new_figure(ncols=3, width=10.0, height=3.6)
+    fig, axes = new_figure(ncols=3, width=7.2, height=3.0)
     axes = axes[0]
     palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
     cmap = ListedColormap([palette[i % len(palette)] for i in range(context)])
@@ -468,7 +468,7 @@ def context_split_chart(context: int = 4, seq_len: int = 64):
     axes[2].legend(fontsize=8, loc="upper left")
     fig.suptitle(f"Causal attention over CP = {context} ranks: colour = rank that holds the query", fontsize=11)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def fp8_gain_chart(models=("llama3-8b", "llama3-70b", "llama3-405b"), chip="h100", seq_lens=None, ax=None):
@@ -494,4 +494,4 @@ def fp8_gain_chart(models=("llama3-8b", "llama3-70b", "llama3-405b"), chip="h100
     ax.set_ylim(1.0, ratio * 1.05)
     ax.set_title(f"FP8 linear layers, attention and unembedding in bf16 ({get_chip(chip).long_name})", fontsize=10)
     ax.legend(fontsize=9)
-    return fig
+    return decade_ticks(fig)
