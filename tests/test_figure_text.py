@@ -36,12 +36,11 @@ TOLERANCE_PX = 2.0
 
 def _cases():
     from tpu_notes import cheatsheet, inference, systolic, topology, training, validation
-    from tpu_notes.inference import published as serving_published
-    from tpu_notes.training import published
     from tpu_notes.exercises import ch08
     from tpu_notes.gpu import dgx_superpod
+    from tpu_notes.inference import published as serving_published
     from tpu_notes.parallel import Parallelism
-    from tpu_notes.training import sweeps
+    from tpu_notes.training import published, sweeps
 
     def timing():
         from tpu_notes import bench, collectives
@@ -142,9 +141,7 @@ def _cases():
         ),
         # Chapter 5
         "memory_breakdown_chart": memory_breakdown,
-        "training_roofline_chart": lambda: plots.training_roofline_chart(
-            "v5p", d_model=8192, d_ff=28672, n_chips=64
-        ),
+        "training_roofline_chart": lambda: plots.training_roofline_chart("v5p", d_model=8192, d_ff=28672, n_chips=64),
         "pipeline_schedule_chart": lambda: plots.pipeline_schedule_chart(stages=4, microbatches=8),
         "loss_curves_chart": loss_curves,
         "planner_chart": planner,
@@ -158,9 +155,7 @@ def _cases():
         # Chapter 7
         "decode_step_parts_chart": lambda: plots.decode_step_parts_chart("llama3-8b", "v5e", 4, 8192),
         "latency_throughput_chart": lambda: plots.latency_throughput_chart("llama2-13b", "v5e", 8, 8192),
-        "kv_share_chart": lambda: plots.kv_share_chart(
-            "llama3-70b", "v5e", 16, contexts=(1024, 8192, 32768), batch=32
-        ),
+        "kv_share_chart": lambda: plots.kv_share_chart("llama3-70b", "v5e", 16, contexts=(1024, 8192, 32768), batch=32),
         "speculative_speedup_chart": lambda: plots.speculative_speedup_chart(draft_costs=(0.02, 0.1, 0.25)),
         "speculative_batch_chart": lambda: plots.speculative_batch_chart(
             "llama3-70b", "v5e", 32, context=8192, k=4, acceptances=(0.5, 0.7, 0.9), draft="llama3.2-1b"
@@ -269,7 +264,11 @@ def test_figure_text_is_readable_and_apart(name):
         texts = _drawn_texts(fig, renderer)
         assert texts, "the figure draws no text"
         small = sorted(
-            {(t.get_text()[:40], round(t.get_fontsize() * scale, 1)) for t in texts if t.get_fontsize() * scale < MIN_TEXT_PX}
+            {
+                (t.get_text()[:40], round(t.get_fontsize() * scale, 1))
+                for t in texts
+                if t.get_fontsize() * scale < MIN_TEXT_PX
+            }
         )
         assert not small, f"text under {MIN_TEXT_PX} px at {CONTENT_PX} px width: {small[:8]}"
         boxes = [(t, t.get_window_extent(renderer)) for t in texts]

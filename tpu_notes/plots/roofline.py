@@ -9,7 +9,7 @@ from ..hardware import get_chip
 from ..roofline import matmul_intensity, matmul_time
 from ..systolic import vpu_flops
 from ..units import check_positive, fmt
-from .style import decade_ticks, CHIP_COLORS, PAGE_WIDTH_IN, _batch_range, figure_and_axes, new_figure, use_book_style
+from .style import CHIP_COLORS, PAGE_WIDTH_IN, _batch_range, decade_ticks, figure_and_axes, new_figure, use_book_style
 
 
 def _as_ops(ops) -> list[tuple[str, float]]:

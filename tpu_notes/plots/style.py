@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import matplotlib
 import matplotlib.figure
-import matplotlib.ticker
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 import numpy as np
 
 BOOK_RC = {
@@ -134,7 +134,7 @@ class _DecadeLocator(matplotlib.ticker.LogLocator):
 
 
 def _axis_unit(label: str) -> str | None:
-    """``"s"`` or ``"B"`` when an axis label says it is in seconds or bytes (then its ticks read ``1 ms``, ``10 GB``)."""
+    """``"s"`` or ``"B"`` when an axis label says it is in seconds or bytes (ticks then read ``1 ms``, ``10 GB``)."""
     text = label.strip().lower()
     if text.endswith("(s)") or text.endswith("(seconds)"):
         return "s"

@@ -10,7 +10,7 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from ..hardware import VREG_BYTES, get_chip
 from ..topology import Slice, bandwidth_ladder, hop_grid
 from ..units import check_positive, fmt
-from .style import decade_ticks, CHIP_COLORS, MIN_FONT_PT, new_figure, panel_grid
+from .style import CHIP_COLORS, MIN_FONT_PT, decade_ticks, new_figure, panel_grid
 
 
 def systolic_steps(result, cycles=None, ncols: int = 3):

@@ -95,7 +95,8 @@ def pipeline_schedule_chart(stages: int = 4, microbatches: int = 8):
 
 
 def planner_chart(result, top: int = 10):
-    """The planner's ``top`` layouts: compute, communication and bubble time per step, and HBM per chip."""
+    """The planner's ``top`` layouts: compute, communication and bubble time per step, and the modelled peak memory
+    per chip (``Plan.memory.peak``, the number ``result.table()`` prints) against the chip's HBM capacity."""
     plans = list(result.ranked[:top])
     if not plans:
         raise ValueError("the plan result has no runnable layout to draw; print result.table() for the reasons")
@@ -114,13 +115,13 @@ def planner_chart(result, top: int = 10):
     ax1.set_xlabel("seconds per step")
     fig.legend(*ax1.get_legend_handles_labels(), loc="upper center", ncol=3, fontsize=8)
     hbm = plans[0].layout.slice.chip.hbm_bytes if plans[0].layout else None
-    ax2.barh(y, [p.memory.total / 1e9 for p in plans], color="#2ca02c")
+    ax2.barh(y, [p.memory.peak / 1e9 for p in plans], color="#2ca02c")  # the peak the planner's table prints
     if hbm:
         ax2.axvline(hbm / 1e9, color="k", ls="--", lw=1)
         ax2.text(hbm / 1e9, -0.6, " HBM", fontsize=8, va="bottom")
     ax2.set_yticks(y, [""] * len(plans))
     ax2.invert_yaxis()
-    ax2.set_xlabel("GB per chip")
+    ax2.set_xlabel("peak GB per chip")
     fig.tight_layout(rect=(0, 0, 1, 0.92))
     return decade_ticks(fig)
 

@@ -11,7 +11,7 @@ from matplotlib.patches import Patch
 
 from ..hardware import get_chip
 from ..runs import Reconciliation, check_rows
-from .style import decade_ticks, CHIP_COLORS, figure_and_axes, new_figure
+from .style import CHIP_COLORS, decade_ticks, figure_and_axes, new_figure
 
 #: The half-width of the shaded band around y = x: a prediction within ±15% of the measured speed. A reading aid
 #: chosen for the figure, not a sourced figure.
