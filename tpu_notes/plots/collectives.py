@@ -16,7 +16,7 @@ from ..collectives import (
 )
 from ..topology import Slice
 from ..units import fmt
-from .style import decade_ticks, figure_and_axes, new_figure, panel_grid
+from .style import decade_ticks, figure_and_axes, legend_below, new_figure, panel_grid
 
 
 def ring_all_gather_figure(n: int = 8, wraparound: bool = True, max_panels: int = 6):
@@ -86,7 +86,7 @@ def collective_timing_chart(measurements, model_times: dict, title: str = ""):
     ax.set_xlabel("array size V (bytes)")
     ax.set_ylabel("time (s)")
     ax.set_title(title or "Collectives: measured vs model")
-    ax.legend(fontsize=8, ncol=2)
+    legend_below(ax, fontsize=8, ncol=2)
     fig.tight_layout()
     return decade_ticks(fig)
 
@@ -211,6 +211,6 @@ def collective_cost_chart(chip="v5e", shape=(4, 4), kind: str = "all_gather", ax
     ax.set_ylabel("time (s)")
     shape_txt = "x".join(str(s) for s in sl.shape)
     ax.set_title(f"{kind.replace('_', ' ')} over {names} of a {sl.chip.name} {shape_txt} slice ({wraps})", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left")
+    legend_below(ax, fontsize=8)
     fig.tight_layout()
     return decade_ticks(fig)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .style import decade_ticks, figure_and_axes
+from .style import decade_ticks, figure_and_axes, legend_below
 
 
 def critical_batches_chart(rows, ax=None):
@@ -35,5 +35,5 @@ def critical_batches_chart(rows, ax=None):
     ax.set_xticks(x, chips)
     ax.set_ylabel("tokens (log scale)")
     ax.set_title("Below these batches, each resource waits on its bandwidth")
-    ax.legend(fontsize=8, loc="upper center", ncol=3)
+    legend_below(ax, fontsize=8, ncol=3)
     return decade_ticks(fig)

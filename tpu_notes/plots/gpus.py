@@ -6,7 +6,7 @@ import numpy as np
 
 from ..hardware import get_chip
 from ..units import fmt
-from .style import decade_ticks, figure_and_axes, panel_grid
+from .style import decade_ticks, figure_and_axes, legend_below, panel_grid
 
 _TPU_COLOR, _GPU_COLOR = "#1f77b4", "#76b900"
 
@@ -52,7 +52,7 @@ def gpu_collective_chart(cluster, nbytes: float = 1e9, direct_up_to: int = 256):
     ax.set_xlabel("GPUs in the group")
     ax.set_ylabel("seconds")
     ax.set_title(f"{fmt(nbytes, 'B')} on {cluster!r}"[:90], fontsize=9)
-    ax.legend(title="lines: formula; dots: link by link", fontsize=8, title_fontsize=8)
+    legend_below(ax, title="lines: formula; dots: link by link", fontsize=8, title_fontsize=8)
     fig.tight_layout()
     return decade_ticks(fig)
 
@@ -73,7 +73,7 @@ def sharded_all_gather_chart(cluster, d: int = 8192, f: int = 32768, ys=(1, 2, 4
     ax.set_xlabel("Y: GPUs the array is sharded over inside (inner axis)")
     ax.set_ylabel("seconds")
     ax.set_title(f"AllGather over X = {n} / Y of bf16[{d}, {f}]", fontsize=9)
-    ax.legend(fontsize=8)
+    legend_below(ax, fontsize=8)
     fig.tight_layout()
     return decade_ticks(fig)
 
@@ -90,7 +90,7 @@ def gpu_strategy_chart(rows, title: str = ""):
     ax.set_xticks(x, [f"{r.strategy.upper()} ({r.degree}-way)\n{r.bound}-bound" for r in rows])
     ax.set_ylabel("seconds per MLP block")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
+    legend_below(ax, fontsize=8)
     fig.tight_layout()
     return decade_ticks(fig)
 
@@ -112,6 +112,6 @@ def gpu_critical_batch_chart(names=("a100", "h100", "h800", "b200", "gb200")):
             ax.text(xi + 0.2, v, f"{v:,.0f}", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(x, [c.name for c in chips])
     ax.set_ylabel("tokens per GPU")
-    ax.legend(fontsize=8)
+    legend_below(ax, fontsize=8)
     fig.tight_layout()
     return decade_ticks(fig)

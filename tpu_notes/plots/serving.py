@@ -7,7 +7,7 @@ import numpy as np
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from .style import decade_ticks, figure_and_axes, new_figure
+from .style import decade_ticks, figure_and_axes, legend_below, new_figure
 
 _COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 
@@ -55,7 +55,7 @@ def pareto_chart(steps, frontier=None, ax=None, title=None):
     ax.set_ylabel("latency, ms per token")
     if title:
         ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, ncol=2)
+    legend_below(ax, fontsize=8, ncol=2)
     return decade_ticks(fig)
 
 
@@ -83,7 +83,7 @@ def sharded_step_chart(rows, ax=None):
     ax.set_xticks(x)
     ax.set_xticklabels([f"{r.tp} chips\nbatch {r.step.batch}" for r in rows], fontsize=8)
     ax.set_ylabel("ms per generation step")
-    ax.legend(fontsize=8)
+    legend_below(ax, fontsize=8)
     return decade_ticks(fig)
 
 
@@ -105,7 +105,7 @@ def serving_reconciliation_chart(roofline_rows, calibrated_rows=None, ax=None):
     ax.set_yticks(y)
     ax.set_yticklabels([r.run.name for r in rows], fontsize=9)
     ax.set_xlabel("achieved / modelled speed (hollow: roofline; filled: at the stated efficiency)")
-    ax.legend(handles=[Patch(color=color[s], label=s) for s in sources], fontsize=9, loc="lower right")
+    legend_below(ax, handles=[Patch(color=color[s], label=s) for s in sources], fontsize=9)
     ax.set_xlim(0, 1.15)
     return decade_ticks(fig)
 
@@ -129,7 +129,7 @@ def simulation_chart(results):
     axes[0].set_xlabel("time to first token, ms")
     axes[1].set_xlabel("time per output token, ms")
     axes[0].set_ylabel("share of requests")
-    axes[1].legend(fontsize=8, loc="lower right")
+    legend_below(axes[1], fontsize=8)
     fig.tight_layout()
     return decade_ticks(fig)
 
@@ -163,7 +163,7 @@ def percentiles_vs_load_chart(rows, title=None):
         ax.set_title(name, fontsize=10)
         ax.grid(True, which="major", alpha=0.3)
     axes[0].set_ylabel("ms")
-    axes[1].legend(fontsize=8, loc="upper left")
+    legend_below(axes[1], fontsize=8)
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()

@@ -97,21 +97,35 @@ def panel_grid(n_panels: int, ncols: int = 3, panel_width: float = 2.4, panel_he
 # --------------------------------------------------------------------------------------------------------------
 # Log axes: decade ticks only, readable labels, a light minor grid
 # --------------------------------------------------------------------------------------------------------------
-def _decade_label(value: float, unit: str | None) -> str:
-    """A decade tick's label: ``100 µs`` or ``10 GB`` on an axis in seconds or bytes, a plain number from 0.001
-    to 10,000, else ``10^k`` in mathtext."""
+def _decade_label(value: float, unit: str | None, plain: bool = True) -> str:
+    """A decade tick's label: ``100 µs`` or ``10 GB`` on an axis in seconds or bytes, a plain number (``0.01``,
+    ``1,000``) when ``plain``, else ``10^k`` in mathtext."""
     from ..units import fmt
 
     if value <= 0 or not np.isfinite(value):
         return ""
     if unit in ("s", "B", "B/s"):
         return fmt(float(value), unit)
-    k = int(round(np.log10(value)))
+    k = int(np.floor(np.log10(value) + 1e-9))
     if abs(value - 10.0**k) > 1e-9 * value:  # a 1-2-5 tick of a short axis
         return f"{value:g}"
-    if -3 <= k <= 4:
+    if plain:
         return f"{value:,.{max(0, -k)}f}"
     return f"$10^{{{k}}}$"
+
+
+class _DecadeFormatter(matplotlib.ticker.Formatter):
+    """Labels of :class:`_DecadeLocator`'s ticks, one style per axis: plain numbers when every tick in view lies
+    from 0.001 to 10,000, powers of ten otherwise (never ``1,000`` beside ``10^5``)."""
+
+    def __init__(self, unit: str | None):
+        self.unit = unit
+
+    def __call__(self, x, pos=None):
+        lo, hi = sorted(self.axis.get_view_interval()) if self.axis is not None else (x, x)
+        shown = [v for v in self.locs if lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9) and v > 0] or [x]
+        plain = 1e-3 <= min(shown) and max(shown) <= 1e4
+        return _decade_label(x, self.unit, plain)
 
 
 class _DecadeLocator(matplotlib.ticker.LogLocator):
@@ -136,9 +150,9 @@ class _DecadeLocator(matplotlib.ticker.LogLocator):
 def _axis_unit(label: str) -> str | None:
     """``"s"`` or ``"B"`` when an axis label says it is in seconds or bytes (ticks then read ``1 ms``, ``10 GB``)."""
     text = label.strip().lower()
-    if text.endswith("(s)") or text.endswith("(seconds)"):
+    if text.endswith("(s)") or text.startswith("seconds") or "(seconds" in text:
         return "s"
-    if text.endswith("(bytes)") or text.endswith("(b)"):
+    if text.endswith("(b)") or text.startswith("bytes") or "(bytes" in text:
         return "B"
     return None
 
@@ -148,7 +162,7 @@ def decade_ticks(fig):
     ten only, labelled readably (``100 µs``, ``1 ms`` on an axis in seconds; ``0.01``, ``100``, ``10^6`` otherwise),
     unlabelled minor ticks at 2-9 times each power, and a light minor grid. Linear axes and base-2 log axes are
     left as they are. Every figure function of the package ends with it."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    from matplotlib.ticker import LogLocator, NullFormatter
 
     if not isinstance(fig, matplotlib.figure.Figure):
         raise TypeError(f"fig must be a matplotlib Figure; got {type(fig).__name__}")
@@ -158,9 +172,42 @@ def decade_ticks(fig):
                 continue
             unit = _axis_unit(axis.get_label_text())
             axis.set_major_locator(_DecadeLocator())
-            axis.set_major_formatter(FuncFormatter(lambda v, _pos, unit=unit: _decade_label(v, unit)))
+            axis.set_major_formatter(_DecadeFormatter(unit))
             axis.set_minor_locator(LogLocator(base=10.0, subs=tuple(range(2, 10)), numticks=12))
             axis.set_minor_formatter(NullFormatter())
             if matplotlib.rcParams["axes.grid"]:
                 axis.grid(True, which="minor", alpha=0.12, lw=0.5)
     return fig
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Legends outside the data
+# --------------------------------------------------------------------------------------------------------------
+def legend_below(ax, *args, ncol: int | None = None, **kwargs):
+    """``ax.legend(*args, **kwargs)`` placed below the axes, under its tick labels and x label, so that it never
+    covers the data; entries run in as many columns as fit the axes' width (or ``ncol``). Returns the Legend (or
+    None when the axes has nothing to label). ``loc`` and ``bbox_to_anchor`` are this function's to choose."""
+    from matplotlib.transforms import offset_copy
+
+    kwargs.pop("loc", None)
+    kwargs.pop("bbox_to_anchor", None)
+    if "handles" in kwargs:
+        n = len(kwargs["handles"])
+    elif args:
+        n = len(args[-1])
+    else:
+        n = len(ax.get_legend_handles_labels()[1])
+    if n == 0:
+        return None
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    below = (ax.bbox.y0 - ax.get_tightbbox(renderer).y0) * 72.0 / fig.dpi + 4.0  # points under the axes' bottom
+    anchor = offset_copy(ax.transAxes, fig=fig, y=-below, units="points")
+    columns = n if ncol is None else ncol
+    while True:
+        legend = ax.legend(
+            *args, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=anchor, ncol=columns, **kwargs
+        )
+        if ncol is not None or columns == 1 or legend.get_window_extent(renderer).width <= 1.15 * ax.bbox.width:
+            return legend
+        columns -= 1

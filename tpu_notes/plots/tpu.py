@@ -10,7 +10,7 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from ..hardware import VREG_BYTES, get_chip
 from ..topology import Slice, bandwidth_ladder, hop_grid
 from ..units import check_positive, fmt
-from .style import CHIP_COLORS, MIN_FONT_PT, decade_ticks, new_figure, panel_grid
+from .style import CHIP_COLORS, MIN_FONT_PT, decade_ticks, legend_below, new_figure, panel_grid
 
 
 def systolic_steps(result, cycles=None, ncols: int = 3):
@@ -97,7 +97,7 @@ def bandwidth_ladder_chart(chips=("v4p", "v5e", "v5p", "v6e")):
     ax.set_yscale("log")
     ax.set_ylabel("bytes/s")
     ax.set_title("Bandwidth per chip: HBM > ICI > PCIe > DCN", fontsize=10)
-    ax.legend(fontsize=8, ncol=len(chips))
+    legend_below(ax, fontsize=8, ncol=len(chips))
     fig.tight_layout()
     return decade_ticks(fig)
 
@@ -264,7 +264,7 @@ def slice_hops_chart(chip="v5e", shape=(8, 16), nbytes: float = 2.0**26):
     right.set_yticks(y)
     right.set_yticklabels(labels, fontsize=MIN_FONT_PT)
     right.set_xlabel(f"ms to move {fmt(nbytes, 'B')}")
-    right.legend(fontsize=MIN_FONT_PT, loc="lower right")
+    legend_below(right, fontsize=MIN_FONT_PT)
     right.set_title("time: bandwidth + latency", fontsize=9)
     right.tick_params(axis="x", labelsize=MIN_FONT_PT)
     fig.tight_layout()

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..hardware import get_chip
 from ..units import fmt
-from .style import decade_ticks, figure_and_axes, new_figure
+from .style import decade_ticks, figure_and_axes, legend_below, new_figure
 
 _KIND_COLORS = {
     "compute": "#1f77b4",
@@ -57,7 +57,7 @@ def training_roofline_chart(
     ax.set_xlabel("tokens per chip (B / N)")
     ax.set_ylabel("seconds per layer")
     ax.set_title(f"{c.long_name}, {n_chips} chips, D={d_model:,}, F={d_ff:,}")
-    ax.legend(fontsize=9)
+    legend_below(ax, fontsize=9)
     return decade_ticks(fig)
 
 
@@ -159,7 +159,7 @@ def loss_curves_chart(curves: dict, reference: str | None = None, ax=None):
     left.set_xlabel(f"step (markers nudged up to ±{width / 2:g} step apart)")
     left.set_ylabel("training loss (nats)")
     left.set_title("every layout's loss, step by step", fontsize=10)
-    left.legend(fontsize=8)
+    legend_below(left, fontsize=9)
     if right is None:
         return decade_ticks(fig)
     ulp = np.spacing(ref.astype(np.float32)).astype(float)
@@ -184,7 +184,7 @@ def loss_curves_chart(curves: dict, reference: str | None = None, ax=None):
     right.set_title(f"|loss − {reference}|: at most {worst:.1e} nats; the loss falls {drop:.2f}", fontsize=10)
     right.set_xlabel("step (hollow markers on the floor: exactly equal)")
     right.set_ylabel("|difference| (nats, log scale)")
-    right.legend(fontsize=8, ncol=2, loc="upper center")
+    legend_below(right, fontsize=9, ncol=2)
     fig.tight_layout()
     return decade_ticks(fig)
 
@@ -210,7 +210,7 @@ def memory_breakdown_chart(rows: dict, chip=None, ax=None):
     ax.set_yticks(y, list(rows), fontsize=9)
     ax.invert_yaxis()
     ax.set_xlabel("GB per chip")
-    ax.legend(fontsize=8, loc="lower right")
+    legend_below(ax, fontsize=8)
     return decade_ticks(fig)
 
 
@@ -250,7 +250,7 @@ def reconciliation_chart(roofline_rows, calibrated_rows=None, ax=None):
     ax.set_ylim(lo, hi)
     ax.set_xlabel("predicted tokens/s per chip")
     ax.set_ylabel("measured tokens/s per chip")
-    ax.legend(fontsize=8, loc="upper left")
+    legend_below(ax, fontsize=8)
     return decade_ticks(fig)
 
 
@@ -314,7 +314,7 @@ def step_breakdown_chart(cases, ax=None):
     ax.set_ylim(1.3 * len(steps) - 0.55, -0.6)
     ax.set_xlim(0, 1.25)
     ax.set_xlabel("fraction of the roofline step (the longer row reaches 1: it sets the step)")
-    ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, frameon=False)
+    legend_below(ax, fontsize=8, ncol=4, frameon=False)
     fig.tight_layout()
     return decade_ticks(fig)
 
@@ -427,7 +427,7 @@ def pipeline_bubble_chart(
     ax.set_xlabel(f"microbatches per step M ({stages} stages)")
     ax.set_ylabel("bubble: idle share of the step")
     ax.set_title(f"t_F = {forward_time:g}, t_B = {backward_time:g} (of which t_W = {weight_time:g})", fontsize=10)
-    ax.legend(fontsize=9)
+    legend_below(ax, fontsize=9)
     return decade_ticks(fig)
 
 
@@ -466,7 +466,7 @@ def context_split_chart(context: int = 4, seq_len: int = 64):
     axes[2].set_xticks(ranks)
     axes[2].set_xlabel("context rank")
     axes[2].set_ylabel("share of attention work")
-    axes[2].legend(fontsize=8, loc="upper left")
+    legend_below(axes[2], fontsize=8)
     fig.suptitle(f"Causal attention over CP = {context} ranks: colour = rank that holds the query", fontsize=11)
     fig.tight_layout()
     return decade_ticks(fig)
@@ -494,5 +494,5 @@ def fp8_gain_chart(models=("llama3-8b", "llama3-70b", "llama3-405b"), chip="h100
     ax.set_ylabel("ideal speedup over bf16")
     ax.set_ylim(1.0, ratio * 1.05)
     ax.set_title(f"FP8 linear layers, attention and unembedding in bf16 ({get_chip(chip).long_name})", fontsize=10)
-    ax.legend(fontsize=9)
+    legend_below(ax, fontsize=9)
     return decade_ticks(fig)

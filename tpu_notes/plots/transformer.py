@@ -10,7 +10,7 @@ from matplotlib.patches import FancyBboxPatch
 from ..hardware import get_chip
 from ..transformer import REMAT_POLICIES, as_config, einsum_flops
 from ..units import check_positive, fmt
-from .style import decade_ticks, figure_and_axes, new_figure
+from .style import decade_ticks, figure_and_axes, legend_below, new_figure
 
 
 def attention_share_chart(models=("llama3-8b", "llama3-70b", "llama3-405b"), seq_lens=None, causal: bool = False):
@@ -37,7 +37,7 @@ def attention_share_chart(models=("llama3-8b", "llama3-70b", "llama3-405b"), seq
     kind = "causal, T/2 keys on average" if causal else "full score matrix"
     ax.set_title(f"Attention share of the forward FLOPs ({kind})")
     ax.plot([], [], "o", color="grey", label="attention = QKVO projections")
-    ax.legend(loc="upper left")
+    legend_below(ax)
     return decade_ticks(fig)
 
 
@@ -58,7 +58,7 @@ def param_breakdown_chart(models=("tiny-mha", "llama2-13b", "llama3-8b", "llama3
     ax.set_xlim(0, 1)
     ax.invert_yaxis()
     ax.set_xlabel("fraction of parameters")
-    ax.legend(ncol=5, loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=8)
+    legend_below(ax, ncol=5, fontsize=8)
     ax.grid(axis="y", visible=False)
     return decade_ticks(fig)
 
@@ -89,7 +89,7 @@ def kv_cache_chart(
     ax.set_xlabel("context length (tokens)")
     ax.set_ylabel(f"KV cache bytes ({dtype}, batch {batch})")
     ax.set_title("KV cache per sequence: grouped and latent attention shrink it")
-    ax.legend()
+    legend_below(ax)
     return decade_ticks(fig)
 
 
@@ -115,7 +115,7 @@ def remat_tradeoff_chart(models=("llama3-8b", "llama3-70b"), seq_len: int = 8192
     left.set_yscale("log")
     left.set_ylabel(f"activation bytes kept per token ({dtype})")
     right.set_ylabel(f"extra FLOPs / training step (T = {seq_len})")
-    left.legend(fontsize=8)
+    legend_below(left, fontsize=8)
     fig.suptitle("Remat trades activation memory for recomputation", fontsize=11)
     fig.tight_layout()
     return decade_ticks(fig)
@@ -306,7 +306,7 @@ def moe_routing_figure(top_experts, n_experts: int, capacity: int, probs=None):
     for r in range(k):
         ax.plot([], [], color=colors[r % len(colors)], label=f"choice {r + 1}")
     ax.plot([], [], "--x", color="#d62728", label="dropped: expert full")
-    ax.legend(loc="lower center", bbox_to_anchor=(0.45, -0.08), ncol=k + 1, fontsize=8)
+    legend_below(ax, ncol=k + 1, fontsize=8)
     ax.set_xlim(-0.08, 1.02)
     ax.set_title(
         f"Top-{k} routing of {T} tokens to {n_experts} experts with {capacity} slots each "
@@ -354,6 +354,6 @@ def memory_vs_context_chart(
     ax.set_xlabel("context length (tokens per sequence)")
     ax.set_ylabel("bytes")
     ax.set_title(f"{m.name}: memory against context, batch of {batch} sequences", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left")
+    legend_below(ax, fontsize=8)
     fig.tight_layout()
     return decade_ticks(fig)
