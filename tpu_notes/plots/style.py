@@ -187,8 +187,13 @@ def legend_below(ax, *args, ncol: int | None = None, **kwargs):
     """``ax.legend(*args, **kwargs)`` placed below the axes, under its tick labels and x label, so that it never
     covers the data; entries run in as many columns as fit the axes' width (or ``ncol``). Returns the Legend (or
     None when the axes has nothing to label). ``loc`` and ``bbox_to_anchor`` are this function's to choose."""
+    import matplotlib.axes
     from matplotlib.transforms import offset_copy
 
+    if not isinstance(ax, matplotlib.axes.Axes):
+        raise TypeError(f"ax must be a matplotlib Axes; got {type(ax).__name__}")
+    if ncol is not None and (isinstance(ncol, bool) or not isinstance(ncol, int) or ncol < 1):
+        raise ValueError(f"ncol must be a positive integer or None; got {ncol!r}")
     kwargs.pop("loc", None)
     kwargs.pop("bbox_to_anchor", None)
     if "handles" in kwargs:
