@@ -536,6 +536,20 @@ def _explorer_spec():
     return explorer_spec("demo", _explorer_controls(), _explorer_cell)
 
 
+def _figure():
+    from tpu_notes.plots.style import new_figure
+
+    return new_figure()[0]
+
+
+def _axes():
+    from tpu_notes.plots.style import new_figure
+
+    fig, ax = new_figure()
+    ax.plot([1, 2], [1, 2], label="a line")
+    return ax
+
+
 T = "tpu_notes."
 CASES: dict[str, Case] = {
     # ---- units
@@ -1282,7 +1296,15 @@ CASES: dict[str, Case] = {
         cell=Raw(_explorer_cell, [3, None, lambda a: 3, lambda a: {"data": [3]}]),
         layout=Raw(None, [[], "x", 3]),
     ),
-    T + "plots.interactive.explorer_html": Case(spec=Raw(_explorer_spec, [None, {}, "x", 3, {"id": "a"}], lazy=True)),
+    T + "plots.interactive.explorer_html": Case(
+        spec=Raw(_explorer_spec, [None, {}, "x", 3, {"id": "a"}], lazy=True),
+        fallback=Raw(None, ["a.png", b"GIF89a", 3, bytearray(b"\x89PNG")]),
+    ),
+    T + "plots.interactive.figure_png": Case(fig=Raw(_figure, [None, "fig", 3, b"\x89PNG"], lazy=True)),
+    T + "plots.style.decade_ticks": Case(fig=Raw(_figure, [None, "fig", 3], lazy=True)),
+    T + "plots.style.legend_below": Case(
+        ax=Raw(_axes, [None, "ax", 3], lazy=True), ncol=Raw(None, [0, -1, 1.5, True, "2"])
+    ),
 }
 
 #: Modules whose public functions must all have an entry above.

@@ -6,6 +6,7 @@ The grid a figure holds must be the library's own numbers (to 4 significant digi
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import re
@@ -20,8 +21,10 @@ from tpu_notes.roofline import matmul_time
 from tpu_notes.topology import Slice
 from tpu_notes.transformer import as_config
 
-#: The most bytes one explorer's snippet may add to a page.
+#: The most bytes one explorer's snippet may add to a page, its <noscript> picture aside.
 MAX_HTML_BYTES = 150_000
+#: The most base64 characters of that picture (a PNG of one book-sized figure).
+MAX_FALLBACK_BYTES = 150_000
 
 
 def r4(x: float) -> float:
@@ -152,7 +155,12 @@ def test_explorer_html_is_deterministic_small_and_rounded(make):
     assert "explorer" in bundle["text/plain"] and len(bundle["text/plain"]) < 110
     html = bundle["text/html"]
     assert html == second.static_html()  # same bytes on every run: nbval compares them
-    assert len(html.encode()) < MAX_HTML_BYTES
+    # One drawing per page: the static figure rides along only inside <noscript> (a page with no script shows it)
+    pictures = re.findall(r'<noscript><img [^>]*src="data:image/png;base64,([A-Za-z0-9+/=]+)"></noscript>', html)
+    assert len(pictures) == 1 and html.count("<noscript>") == 1
+    png = base64.b64decode(pictures[0])
+    assert png.startswith(b"\x89PNG") and len(pictures[0]) < MAX_FALLBACK_BYTES
+    assert len(html.replace(pictures[0], "").encode()) < MAX_HTML_BYTES
     payload = _payload(html)
     assert f'id="{payload["id"]}"' in html and re.fullmatch(r"tpu-notes-[a-z]+-[0-9a-f]{12}", payload["id"])
 
@@ -289,3 +297,52 @@ def test_the_training_explorer_draws_a_pod_cloud_tpu_does_not_schedule_whole():
     assert len(payload["cells"]) == len(widgets.STATIC_TRAINING_MODELS)
     models = widgets.STATIC_TRAINING_MODELS
     assert all(cell["text"].startswith(m) for cell, m in zip(payload["cells"], models))
+
+
+# ---- figures for the page (issue 40) -------------------------------------------------------------------------------
+def test_the_noscript_picture_is_the_static_figure_of_the_starting_settings():
+    """The picture a page without JavaScript shows is the PNG of the explorer's own static figure (static=True)."""
+    pytest.importorskip("ipywidgets")
+    html = widgets.roofline_explorer("v5e", "bf16", B=512, D=4096, F=8192).static_html()
+    static = ix.figure_png(widgets.roofline_explorer("v5e", "bf16", B=512, D=4096, F=8192, static=True))
+    assert base64.b64encode(static).decode() in html
+    assert html.index("<noscript>") < html.index("<script>")  # the picture is not written by a script
+    spec = ix.explorer_spec("x", [ix.control("a", [1, 2])], lambda a: {"data": []})
+    assert "<noscript>" not in ix.explorer_html(spec)  # no fallback given: no picture
+    for bad in ("a.png", b"GIF89a", 3):
+        with pytest.raises(TypeError, match="fallback"):
+            ix.explorer_html(spec, fallback=bad)
+    with pytest.raises(TypeError, match="fig"):
+        ix.figure_png("figure")
+
+
+def test_plotly_log_axes_label_decades_only_and_legends_sit_below_the_data():
+    spec = widgets._roofline_spec(widgets.matmul_point("v5e", "bf16", 256, 8192, 8192))
+    layout = _payload(ix.explorer_html(spec))["figure"]
+    for name in ("xaxis", "yaxis"):
+        axis = layout[name]
+        assert axis["type"] == "log" and axis["dtick"] == 1  # one label per power of ten
+        assert axis["minor"]["showgrid"] and axis["minor"]["dtick"] == "D1"  # the minor grid, unlabelled
+    legend = layout["legend"]
+    assert legend["orientation"] == "h" and legend["y"] < 0 and legend["yanchor"] == "top"  # below the axes
+    slider_top = max(sl["y"] for sl in layout["sliders"])
+    assert slider_top < legend["y"]  # ... and above the sliders
+    assert layout["height"] == 330 + layout["margin"]["t"] + layout["margin"]["b"]
+
+
+def test_the_planner_explorer_draws_the_tables_peak_and_the_hbm_line():
+    """Chapters 5 and 6: the memory bars show the number the planner's table prints (Plan.memory.peak), against a
+    line at the chip's HBM capacity."""
+    from tpu_notes.training import plan
+
+    result = plan("llama3-8b", Slice("v5p", (4, 4, 4)), 2**20, 4096)
+    cell = widgets._plan_cell(result.ranked, 4)
+    memory = next(t for t in cell["data"] if t.get("xaxis") == "x2")
+    assert memory["x"] == [p.memory.peak / 1e9 for p in result.ranked[:4]]
+    assert any(p.memory.peak != p.memory.total for p in result.ranked[:4])  # the two differ: the test can tell
+    (line,) = cell["layout"]["shapes"]
+    assert line["xref"] == "x2" and line["x0"] == line["x1"] == get_chip("v5p").hbm_bytes / 1e9
+    fig = __import__("tpu_notes.plots", fromlist=["x"]).planner_chart(result, top=4)
+    bars = [p.get_width() for p in fig.axes[1].patches]
+    assert bars == pytest.approx([p.memory.peak / 1e9 for p in result.ranked[:4]])
+    assert any(line.get_xdata()[0] == get_chip("v5p").hbm_bytes / 1e9 for line in fig.axes[1].lines)

@@ -116,7 +116,7 @@ def _roofline_spec(point: MatmulOnRoofline) -> dict:
         "title": {"text": f"x[B, D] @ w[D, F] on the roofline (F = {point.F})", "font": {"size": 13}},
         "xaxis": _axis("arithmetic intensity (FLOPs per byte)", log=True, range=[-1, 5]),
         "yaxis": _axis("attainable FLOP/s", log=True),
-        "legend": {"x": 1, "xanchor": "right", "y": 0, "yanchor": "bottom", "font": {"size": 10}},
+        "legend": {"font": {"size": 11}},
     }
     return ix.explorer_spec("roofline", controls, cell, layout)
 
@@ -127,13 +127,16 @@ def _chip_color(name: str) -> str:
     return CHIP_COLORS.get(name, "#1f77b4")
 
 
-def _html(spec_factory, *args):
-    """A zero-argument function that builds the static book's HTML from ``spec_factory(*args)``."""
+def _html(spec_factory, *args, fallback=None):
+    """A zero-argument function that builds the static book's HTML from ``spec_factory(*args)``; ``fallback`` (a
+    zero-argument function returning the explorer's static matplotlib Figure) gives the ``<noscript>`` picture a
+    page without JavaScript shows instead (one drawing per explorer on every page)."""
 
     def build():
         from .plots import interactive
 
-        return interactive.explorer_html(spec_factory(*args))
+        png = interactive.figure_png(fallback()) if fallback is not None else None
+        return interactive.explorer_html(spec_factory(*args), fallback=png)
 
     return build
 
@@ -181,7 +184,7 @@ def roofline_explorer(
     draw()
     return _explorer(
         [widgets.HBox([chip_w, dtype_w]), widgets.HBox([b_w, d_w, f_w]), image, text],
-        _html(_roofline_spec, point),
+        _html(_roofline_spec, point, fallback=lambda: roofline_explorer(chip, dtype, B, D, F, static=True)),
         f"roofline explorer: {point.chip} {point.dtype}, B={point.B}, D={point.D}, F={point.F}",
     )
 
@@ -280,6 +283,9 @@ def _line(x, y, name, color, dash="solid", width=2.0, mode="lines", xaxis=None, 
 
 def _axis(title, log=False, **extra):
     axis = {"title": {"text": title}, "type": "log" if log else "linear", "exponentformat": "power"}
+    if log:  # labels at the powers of ten only; an unlabelled light grid at 2-9 times each
+        axis["dtick"] = 1
+        axis["minor"] = {"dtick": "D1", "showgrid": True, "gridcolor": "rgba(0,0,0,0.06)", "ticks": ""}
     axis.update(extra)
     return axis
 
@@ -469,7 +475,11 @@ def collective_explorer(
     draw()
     return _explorer(
         [widgets.HBox([chip_w, shape_w, kind_w, axes_w]), v_w, image, text],
-        _html(_collective_spec, point),
+        _html(
+            _collective_spec,
+            point,
+            fallback=lambda: plots.collective_cost_chart(point.chip, point.shape, point.kind, point.axes, point.nbytes),
+        ),
         f"collective explorer: {point.kind} over {''.join(point.axes)} of a {point.chip} "
         f"{'x'.join(map(str, point.shape))} slice",
     )
@@ -572,7 +582,11 @@ def memory_explorer(
     draw()
     return _explorer(
         [widgets.HBox([model_w, policy_w]), widgets.HBox([batch_w, seq_w]), image, text],
-        _html(_memory_spec, point),
+        _html(
+            _memory_spec,
+            point,
+            fallback=lambda: plots.memory_vs_context_chart(point.model, point.batch, point.seq_len, point.chip),
+        ),
         f"memory explorer: {point.model}, {point.batch} sequences of {point.seq_len} tokens",
     )
 
@@ -640,7 +654,15 @@ def planner_explorer(
     draw()
     return _explorer(
         [widgets.HBox([model_w, slice_w]), widgets.HBox([batch_w, seq_w]), seqshard_w, text],
-        _html(_planner_spec, model, slice, batch_tokens, seq_len, top),
+        _html(
+            _planner_spec,
+            model,
+            slice,
+            batch_tokens,
+            seq_len,
+            top,
+            fallback=lambda: plots.planner_chart(first, top=top),
+        ),
         f"planner explorer: {model} on {slice}",
     )
 
@@ -731,7 +753,7 @@ def slice_explorer(chip="v5e", shape=(8, 16), nbytes: float = 2.0**26, static: b
     draw()
     return _explorer(
         [widgets.HBox([chip_w, shape_w]), v_w, image, text],
-        _html(_slice_spec, point),
+        _html(_slice_spec, point, fallback=lambda: plots.slice_hops_chart(point.chip, point.shape, point.nbytes)),
         f"slice explorer: {point.chip} {'x'.join(map(str, point.shape))}",
     )
 
@@ -846,7 +868,7 @@ def _slice_spec(point: SliceHops) -> dict:
         "xaxis2": {"domain": [0.62, 1], "anchor": "y2", "rangemode": "tozero"},
         "yaxis2": {"anchor": "x2", "tickfont": {"size": 10}},
         "barmode": "stack",
-        "legend": {"x": 1, "xanchor": "right", "y": 0, "yanchor": "bottom"},
+        "legend": {"font": {"size": 11}},
         "margin_left": 20,
         "margin_top": 40,
     }
@@ -912,7 +934,7 @@ def _collective_spec(point: CollectiveOnSlice) -> dict:
         "title": {"text": "One collective on a slice: time against the array size V", "font": {"size": 13}},
         "xaxis": _axis("array size V (bytes, the whole gathered / unreduced array)", log=True),
         "yaxis": _axis("time (s)", log=True, range=[-7, 1]),
-        "legend": {"x": 0, "y": 1, "font": {"size": 10}},
+        "legend": {"font": {"size": 11}},
     }
     return ix.explorer_spec("collective", controls, cell, layout)
 
@@ -968,7 +990,7 @@ def _memory_spec(point: MemoryPoint) -> dict:
         "title": {"text": "Memory against context (bytes)", "font": {"size": 13}},
         "xaxis": _axis("context length (tokens per sequence)", log=True),
         "yaxis": _axis("bytes", log=True),
-        "legend": {"x": 0, "y": 1, "font": {"size": 10}, "bgcolor": "rgba(255,255,255,0.7)"},
+        "legend": {"font": {"size": 11}},
     }
     return ix.explorer_spec("memory", controls, cell, layout)
 
@@ -1171,7 +1193,15 @@ def serving_explorer(
     draw()
     return _explorer(
         [widgets.HBox([model_w, chip_w, chips_w]), widgets.HBox([seq_w, batch_w]), image, text],
-        _html(_serving_spec, model, chip, n_chips, seq_len, batch),
+        _html(
+            _serving_spec,
+            model,
+            chip,
+            n_chips,
+            seq_len,
+            batch,
+            fallback=lambda: plots.latency_throughput_chart(model, chip, n_chips, seq_len),
+        ),
         f"serving explorer: {model} on {n_chips} x {chip}",
     )
 
@@ -1263,7 +1293,15 @@ def gpu_explorer(
     draw()
     return _explorer(
         [widgets.HBox([chip_w, nodes_w, tree_w]), widgets.HBox([model_w, batch_w]), image, text],
-        _html(_gpu_spec, cluster.chip.name, nodes, fat_tree, model, tokens_per_gpu),
+        _html(
+            _gpu_spec,
+            cluster.chip.name,
+            nodes,
+            fat_tree,
+            model,
+            tokens_per_gpu,
+            fallback=lambda: plots.gpu_strategy_chart(rows, text0.splitlines()[0]),
+        ),
         f"GPU explorer: {model} on {nodes} nodes of {cluster.chip.name}",
     )
 
@@ -1365,7 +1403,15 @@ def pareto_explorer(
     draw()
     return _explorer(
         [widgets.HBox([seq_w, dtype_w]), image, text],
-        _html(_pareto_spec, model, chip, seq_len, weight_dtype, chip_counts),
+        _html(
+            _pareto_spec,
+            model,
+            chip,
+            seq_len,
+            weight_dtype,
+            chip_counts,
+            fallback=lambda: figure(seq_len, weight_dtype)[0],
+        ),
         f"Pareto explorer: {getattr(model, 'name', model)} on {chip}",
     )
 
@@ -1397,22 +1443,37 @@ def _plan_cell(plans, top: int, slices: bool = False) -> dict:
         _bars(labels, [p.step.compute for p in plans], "compute", "#1f77b4", offset="a"),
         _bars(labels, [p.step.bubble for p in plans], "bubble", "#bcbd22", offset="a"),
         _bars(labels, [p.step.comms for p in plans], "communication", "#ff7f0e", offset="b"),
-        _bars(labels, [p.memory.total / 1e9 for p in plans], "GB per chip", "#2ca02c", ("x2", "y2")),
+        _bars(labels, [p.memory.peak / 1e9 for p in plans], "peak memory per chip", "#2ca02c", ("x2", "y2")),
     ]
-    return {"data": data}
+    hbm = _plan_hbm(plans)
+    if hbm is None:
+        return {"data": data}
+    line = {"type": "line", "xref": "x2", "yref": "paper", "x0": hbm / 1e9, "x1": hbm / 1e9, "y0": 0, "y1": 1}
+    line["line"] = {"color": "black", "dash": "dash", "width": 1.5}
+    note = {"text": "HBM", "x": hbm / 1e9, "xref": "x2", "y": 1, "yref": "paper", "yanchor": "bottom"}
+    note.update(showarrow=False, font={"size": 11})
+    return {"data": data, "layout": {"shapes": [line], "annotations": [note]}}
+
+
+def _plan_hbm(plans) -> float | None:
+    """The HBM capacity (bytes) of one chip of the plans' system, or None when the plans do not say."""
+    for p in plans:
+        chip = getattr(getattr(p.layout, "slice", None), "chip", None)
+        if getattr(chip, "hbm_bytes", None):
+            return float(chip.hbm_bytes)
+    return None
 
 
 def _plan_layout(title: str) -> dict:
     return {
         "title": {"text": title, "font": {"size": 13}},
         "xaxis": {"domain": [0, 0.62], "title": {"text": "seconds per step"}},
-        "yaxis": {"autorange": "reversed", "tickfont": {"size": 9}, "automargin": True},
-        "xaxis2": {"domain": [0.7, 1], "anchor": "y2", "title": {"text": "GB per chip"}},
+        "yaxis": {"autorange": "reversed", "tickfont": {"size": 10}, "automargin": True},
+        "xaxis2": {"domain": [0.7, 1], "anchor": "y2", "title": {"text": "peak GB per chip"}, "rangemode": "tozero"},
         "yaxis2": {"anchor": "x2", "autorange": "reversed", "showticklabels": False, "matches": "y"},
         "barmode": "stack",
-        "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom", "font": {"size": 10}},
+        "legend": {"font": {"size": 11}},
         "margin_left": 200,
-        "margin_top": 30,
     }
 
 
@@ -1522,7 +1583,7 @@ def _serving_spec(model, chip, n_chips, seq_len, batch) -> dict:
         },
         "xaxis": _axis("throughput, tokens/s per chip", log=True),
         "yaxis": _axis("latency, ms per token", log=True),
-        "legend": {"x": 1, "xanchor": "right", "y": 1, "font": {"size": 10}},
+        "legend": {"font": {"size": 11}},
     }
     return ix.explorer_spec("serving", controls, cell, layout)
 
@@ -1577,7 +1638,7 @@ def _pareto_spec(model, chip, seq_len, weight_dtype, chip_counts) -> dict:
         "title": {"text": f"{name} on {chip}: latency against throughput, with communication", "font": {"size": 13}},
         "xaxis": _axis("throughput, tokens/s per chip (cost falls to the right)", log=True),
         "yaxis": _axis("latency, ms per token", log=True),
-        "legend": {"x": 1, "xanchor": "right", "y": 1, "font": {"size": 10}},
+        "legend": {"font": {"size": 11}},
     }
     return ix.explorer_spec("pareto", controls, cell, layout)
 
@@ -1627,6 +1688,6 @@ def _gpu_spec(chip, nodes, fat_tree, model, tokens_per_gpu) -> dict:
         "xaxis": {"type": "category"},
         "yaxis": _axis("seconds per MLP block", log=True),
         "barmode": "group",
-        "legend": {"x": 1, "xanchor": "right", "y": 1, "font": {"size": 10}},
+        "legend": {"font": {"size": 11}},
     }
     return ix.explorer_spec("gpu", controls, cell, layout)

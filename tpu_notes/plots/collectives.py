@@ -16,7 +16,7 @@ from ..collectives import (
 )
 from ..topology import Slice
 from ..units import fmt
-from .style import figure_and_axes, new_figure, panel_grid
+from .style import decade_ticks, figure_and_axes, legend_below, new_figure, panel_grid
 
 
 def ring_all_gather_figure(n: int = 8, wraparound: bool = True, max_panels: int = 6):
@@ -56,7 +56,9 @@ def ring_all_gather_figure(n: int = 8, wraparound: bool = True, max_panels: int 
                         lw=0.4,
                     )
                 )
-            ax.text(xs[d], ys[d] - 0.36, str(d), ha="center", va="center", fontsize=9)
+            # the device's number inside the ring (below the node on a line), clear of the panel titles
+            lx, ly = (0.58 * xs[d], 0.58 * ys[d]) if wraparound else (xs[d], ys[d] - 0.36)
+            ax.text(lx, ly, str(d), ha="center", va="center", fontsize=9)
         ax.set_xlim(-1.35, 1.35)
         ax.set_ylim(-1.35, 1.35)
         full = sum(len(s) for s in state) / (n * n)
@@ -64,7 +66,7 @@ def ring_all_gather_figure(n: int = 8, wraparound: bool = True, max_panels: int 
     kind = "bidirectional ring" if wraparound else "line (no wraparound)"
     fig.suptitle(f"AllGather over {n} devices on a {kind}:\neach wedge is one shard", fontsize=11)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def collective_timing_chart(measurements, model_times: dict, title: str = ""):
@@ -84,9 +86,9 @@ def collective_timing_chart(measurements, model_times: dict, title: str = ""):
     ax.set_xlabel("array size V (bytes)")
     ax.set_ylabel("time (s)")
     ax.set_title(title or "Collectives: measured vs model")
-    ax.legend(fontsize=7, ncol=2)
+    legend_below(ax, fontsize=8, ncol=2)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def _ring_positions(n: int):
@@ -150,9 +152,9 @@ def ring_collective_figure(kind: str = "reduce-scatter", n: int = 8, max_panels:
                         )
                     )
                     a0 += span
-            ax.text(xs[d], ys[d] - 0.42, str(d), ha="center", va="center", fontsize=9)
+            ax.text(0.55 * xs[d], 0.55 * ys[d], str(d), ha="center", va="center", fontsize=9)  # inside the ring
         ax.set_xlim(-1.45, 1.45)
-        ax.set_ylim(-1.7, 1.45)
+        ax.set_ylim(-1.45, 1.45)
         if kind == "reduce-scatter":
             done = sum(1 for d in range(n) if len(state[d].get(d, ())) == n)
             status = f"{done} of {n} shards summed"
@@ -167,7 +169,7 @@ def ring_collective_figure(kind: str = "reduce-scatter", n: int = 8, max_panels:
     name = {"reduce-scatter": "ReduceScatter", "all-to-all": "AllToAll"}[kind]
     fig.suptitle(f"{name} over {n} devices on a bidirectional ring:\n{what}", fontsize=11)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def collective_cost_chart(chip="v5e", shape=(4, 4), kind: str = "all_gather", axes="x", nbytes: float = 64e6, ax=None):
@@ -209,6 +211,6 @@ def collective_cost_chart(chip="v5e", shape=(4, 4), kind: str = "all_gather", ax
     ax.set_ylabel("time (s)")
     shape_txt = "x".join(str(s) for s in sl.shape)
     ax.set_title(f"{kind.replace('_', ' ')} over {names} of a {sl.chip.name} {shape_txt} slice ({wraps})", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left")
+    legend_below(ax, fontsize=8)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .style import figure_and_axes
+from .style import decade_ticks, figure_and_axes, legend_below
 
 
 def critical_batches_chart(rows, ax=None):
@@ -29,11 +29,11 @@ def critical_batches_chart(rows, ax=None):
         values = [by[c][key] for c in chips]
         bars = ax.bar(x + (i - 1) * width, values, width, label=label, color=color)
         for b, v in zip(bars, values):
-            ax.text(b.get_x() + b.get_width() / 2, v * 1.08, f"{v:,.0f}", ha="center", fontsize=7, rotation=90)
+            ax.text(b.get_x() + b.get_width() / 2, v * 1.08, f"{v:,.0f}", ha="center", fontsize=8, rotation=90)
     ax.set_yscale("log")
     ax.set_ylim(50, 1e7)
     ax.set_xticks(x, chips)
     ax.set_ylabel("tokens (log scale)")
     ax.set_title("Below these batches, each resource waits on its bandwidth")
-    ax.legend(fontsize=8, loc="upper center", ncol=3)
-    return fig
+    legend_below(ax, fontsize=8, ncol=3)
+    return decade_ticks(fig)

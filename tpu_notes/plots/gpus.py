@@ -6,7 +6,7 @@ import numpy as np
 
 from ..hardware import get_chip
 from ..units import fmt
-from .style import figure_and_axes, panel_grid
+from .style import decade_ticks, figure_and_axes, legend_below, panel_grid
 
 _TPU_COLOR, _GPU_COLOR = "#1f77b4", "#76b900"
 
@@ -24,11 +24,11 @@ def gpu_tpu_chips_chart(names=("v5e", "v5p", "v6e", "a100", "h100", "b200")):
     colors = [_GPU_COLOR if c.kind == "gpu" else _TPU_COLOR for c in chips]
     for ax, (title, values, unit) in zip(axes, panels):
         ax.bar(range(len(chips)), values, color=colors)
-        ax.set_xticks(range(len(chips)), [c.name for c in chips], rotation=60)
+        ax.set_xticks(range(len(chips)), [c.name for c in chips], rotation=90)
         ax.set_title(title)
         ax.set_ylabel(unit)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def gpu_collective_chart(cluster, nbytes: float = 1e9, direct_up_to: int = 256):
@@ -52,9 +52,9 @@ def gpu_collective_chart(cluster, nbytes: float = 1e9, direct_up_to: int = 256):
     ax.set_xlabel("GPUs in the group")
     ax.set_ylabel("seconds")
     ax.set_title(f"{fmt(nbytes, 'B')} on {cluster!r}"[:90], fontsize=9)
-    ax.legend(title="lines: formula; dots: link by link", fontsize=8, title_fontsize=8)
+    legend_below(ax, title="lines: formula; dots: link by link", fontsize=8, title_fontsize=8)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def sharded_all_gather_chart(cluster, d: int = 8192, f: int = 32768, ys=(1, 2, 4, 8, 16, 32, 64, 128)):
@@ -73,9 +73,9 @@ def sharded_all_gather_chart(cluster, d: int = 8192, f: int = 32768, ys=(1, 2, 4
     ax.set_xlabel("Y: GPUs the array is sharded over inside (inner axis)")
     ax.set_ylabel("seconds")
     ax.set_title(f"AllGather over X = {n} / Y of bf16[{d}, {f}]", fontsize=9)
-    ax.legend(fontsize=8)
+    legend_below(ax, fontsize=8)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def gpu_strategy_chart(rows, title: str = ""):
@@ -90,9 +90,9 @@ def gpu_strategy_chart(rows, title: str = ""):
     ax.set_xticks(x, [f"{r.strategy.upper()} ({r.degree}-way)\n{r.bound}-bound" for r in rows])
     ax.set_ylabel("seconds per MLP block")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
+    legend_below(ax, fontsize=8)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def gpu_critical_batch_chart(names=("a100", "h100", "h800", "b200", "gb200")):
@@ -112,6 +112,6 @@ def gpu_critical_batch_chart(names=("a100", "h100", "h800", "b200", "gb200")):
             ax.text(xi + 0.2, v, f"{v:,.0f}", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(x, [c.name for c in chips])
     ax.set_ylabel("tokens per GPU")
-    ax.legend(fontsize=8)
+    legend_below(ax, fontsize=8)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)

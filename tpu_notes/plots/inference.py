@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .style import figure_and_axes, new_figure
+from .style import decade_ticks, figure_and_axes, legend_below, new_figure
 
 _PART_COLORS = {"kv": "#d62728", "weights": "#1f77b4", "flops": "#2ca02c"}
 
@@ -56,8 +56,8 @@ def decode_step_parts_chart(
     ax.set_xlabel("batch (sequences generating together)")
     ax.set_ylabel("seconds per step")
     ax.set_title(f"{name} on {n_chips} × {chip}, {seq_len:,}-token context, {weight_dtype} weights")
-    ax.legend(fontsize=9, loc="upper left")
-    return fig
+    legend_below(ax, fontsize=9)
+    return decade_ticks(fig)
 
 
 def latency_throughput_chart(
@@ -94,8 +94,8 @@ def latency_throughput_chart(
         f"{name}, {n_chips} × {chip}, {seq_len:,} tokens: batch moves along the curve (hollow: does not fit)",
         fontsize=10,
     )
-    ax.legend(fontsize=9)
-    return fig
+    legend_below(ax, fontsize=9)
+    return decade_ticks(fig)
 
 
 def measured_decode_chart(rows, ax=None):
@@ -118,9 +118,9 @@ def measured_decode_chart(rows, ax=None):
         ax.set_title(f"{fixed[0].replace('_', ' ')} = {fixed[1]:,}", fontsize=10)
         _plain_log_ticks(ax)
     axes[0].set_ylabel("seconds per decode step")
-    axes[0].legend(fontsize=8)
+    legend_below(axes[0], fontsize=8)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def speculative_speedup_chart(draft_costs=(0.02, 0.1, 0.25), k_values=(1, 2, 4, 8), ax=None, verify_cost=1.0):
@@ -143,7 +143,7 @@ def speculative_speedup_chart(draft_costs=(0.02, 0.1, 0.25), k_values=(1, 2, 4, 
     np.atleast_1d(axes)[0].set_ylabel("speedup")
     np.atleast_1d(axes)[0].legend(fontsize=8)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def speculative_batch_chart(
@@ -198,7 +198,7 @@ def speculative_batch_chart(
         f"draft costs {draft_cost:g} of a step (assumed)" if draft_cost is not None else f"{named} as the draft",
         fontsize=9,
     )
-    right.legend(fontsize=8)
+    legend_below(right, fontsize=8)
     for ax in (left, right):  # the batches themselves as tick labels (1, 4, 16, ...), every other one
         ax.set_xticks(x[::2])
         ax.set_xticklabels([str(b) for b in x[::2]], fontsize=8)
@@ -206,7 +206,7 @@ def speculative_batch_chart(
     name = getattr(model, "name", model)
     fig.suptitle(f"{name} on {n_chips} x {chip}, {weight_dtype}, {context:,}-token context", fontsize=9)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def weight_stationary_chart(
@@ -241,8 +241,8 @@ def weight_stationary_chart(
     ax.set_xlabel("chips N")
     ax.set_ylabel("seconds of ICI per MLP block")
     ax.set_title(f"{chip}, batch {batch}, D = {d_model:,}, F = {d_ff:,}", fontsize=10)
-    ax.legend(fontsize=9)
-    return fig
+    legend_below(ax, fontsize=9)
+    return decade_ticks(fig)
 
 
 def serving_sweep_chart(sweep, ax=None):
@@ -261,9 +261,9 @@ def serving_sweep_chart(sweep, ax=None):
         ax.set_xlabel("arrival rate, requests/s")
         ax.set_title(title, fontsize=10)
     axes[0].set_ylabel("seconds")
-    axes[1].legend(fontsize=7)
+    legend_below(axes[1], fontsize=8)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def kv_share_chart(
@@ -287,8 +287,8 @@ def kv_share_chart(
     ax.set_ylabel("ms per step")
     name = getattr(model, "name", model)
     ax.set_title(f"{name}, batch {batch}, {n_chips} × {chip}", fontsize=10)
-    ax.legend(fontsize=9)
-    return fig
+    legend_below(ax, fontsize=9)
+    return decade_ticks(fig)
 
 
 __all__ = [
@@ -325,7 +325,7 @@ def chunked_prefill_chart(deployment, decode: int = 32, context: int = 4096, pro
     left.set_xlabel("chunk (prompt tokens per step)")
     left.set_ylabel("step time (ms)")
     left.set_title(f"{decode} sequences at {context:,} tokens keep decoding", fontsize=9)
-    left.legend(fontsize=8, loc="upper left")
+    legend_below(left, fontsize=8)
     right.semilogx(x, [r.prompt_time * 1e3 for r in rows], "-o", ms=3, base=2, color="#d62728")
     for r in (rows[0], rows[-1]):
         right.annotate(f"{r.n_steps} steps", (r.chunk, r.prompt_time * 1e3), fontsize=8, xytext=(4, 4),
@@ -335,12 +335,12 @@ def chunked_prefill_chart(deployment, decode: int = 32, context: int = 4096, pro
     right.set_title(f"a {prompt_len:,}-token prompt", fontsize=9)
     for ax in (left, right):
         ax.set_xticks(x)
-        ax.set_xticklabels([str(c) for c in x], fontsize=7)
+        ax.set_xticklabels([str(c) for c in x], fontsize=8)
         _plain_log_ticks(ax)
     name = getattr(deployment.model, "name", "") or "model"
     fig.suptitle(f"chunked prefill: {name} on {deployment.n_chips} x {deployment.chip.name}", fontsize=9)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def batch_scaling_chart(chip="v5e", n_chips: int = 4, d_model: int = 8192, d_ff: int = 32768, batches=None):
@@ -383,12 +383,12 @@ def batch_scaling_chart(chip="v5e", n_chips: int = 4, d_model: int = 8192, d_ff:
     left.set_ylim(bottom=0)
     right.set_ylabel("throughput (tokens/µs)")
     right.set_ylim(bottom=0)
-    left.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, 0.88))
-    right.legend(fontsize=7, loc="lower right")
+    legend_below(left, fontsize=8)
+    legend_below(right, fontsize=8)
     c = get_chip(chip)
     fig.suptitle(f"one {d_model} x {d_ff} layer (2 matmuls, bf16) on {n_chips} x {c.name}", fontsize=9)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def _appendix_layer(d_model: int, d_ff: int, n_chips: int):

@@ -13,7 +13,9 @@ below the figure.
   arithmetic; traces shared by several cells are stored once);
 * :func:`explorer_html` renders that spec as ``<div id=...></div><script>...</script>`` (the id is derived from
   the spec's content, never random). The page must load plotly.js (the book serves its own copy, see
-  ``tools/vendor_js.py``); without it the snippet says so instead of drawing.
+  ``tools/vendor_js.py``); without it the snippet says so instead of drawing. Given a ``fallback`` PNG
+  (:func:`figure_png` of the explorer's static figure), the snippet also carries that picture in ``<noscript>``:
+  a page rendered without JavaScript shows it in place of the interactive figure, any other page does not.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Control", "control", "explorer_spec", "explorer_html", "round_floats", "MAX_CELLS"]
+__all__ = ["Control", "control", "explorer_spec", "explorer_html", "figure_png", "round_floats", "MAX_CELLS"]
 
 #: The most grid cells one figure may hold (product of the controls' sizes): keeps a page's snippet small.
 MAX_CELLS = 400
@@ -111,7 +113,9 @@ def explorer_spec(name: str, controls: Sequence[Control], cell: Callable, layout
     ``ValueError`` from ``cell`` (a setting the library refuses) becomes an empty cell showing the message.
     ``name`` (lowercase letters, digits, ``-`` and ``_``) prefixes the figure's element id. Three layout keys are
     this module's own: ``plot_height`` (pixels of the axes, default 330; the controls add their own room),
-    ``margin_left`` (pixels, default 90) and ``margin_top`` (extra pixels above the axes, default 0).
+    ``margin_left`` (pixels, default 90), ``margin_top`` (extra pixels above the axes, default 0) and
+    ``legend_rows`` (rows of the legend, default 1: a ``legend`` is always laid out horizontally below the axes'
+    title, above the sliders, whatever position it asks for).
     """
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(f"name must be lowercase letters, digits, '-' or '_' (starting with a letter); got {name!r}")
@@ -170,7 +174,9 @@ def _control_layout(spec: dict) -> dict:
     base = spec["layout"]
     plot_h = int(base.get("plot_height", 330))  # pixels of the plotting area (the axes and their labels)
     top = 40 + 40 * len(rows) + int(base.get("margin_top", 0))
-    bottom = 56 + 70 * len(sliders)
+    # A legend goes below the axes' title, in a band of its own above the sliders (never over the data).
+    legend_h = 24 * int(base.get("legend_rows", 1)) if base.get("legend") and base.get("showlegend", True) else 0
+    bottom = 56 + legend_h + 70 * len(sliders)
     out = {"sliders": [], "updatemenus": [], "annotations": []}
     for k, c in enumerate(rows):
         y = 1 + (top - 34 - 40 * k) / plot_h  # paper coordinates: 1 is the top of the plotting area
@@ -211,7 +217,7 @@ def _control_layout(spec: dict) -> dict:
                 "x": 0.0,
                 "len": 1.0,
                 "xanchor": "left",
-                "y": -(58 + 70 * k) / plot_h,
+                "y": -(58 + legend_h + 70 * k) / plot_h,
                 "yanchor": "top",
                 "pad": {"t": 4, "b": 4},
                 "currentvalue": {"prefix": c["label"] + ": ", "font": {"size": 11}},
@@ -219,6 +225,10 @@ def _control_layout(spec: dict) -> dict:
                 "steps": [{"label": n, "method": "skip", "args": [None]} for n in c["names"]],
             }
         )
+    if legend_h:
+        legend = dict(base["legend"])
+        legend.update(orientation="h", x=0, xanchor="left", y=-54 / plot_h, yanchor="top", yref="paper")
+        out["legend"] = legend
     out["height"] = plot_h + top + bottom
     title = dict(base.get("title") or {})
     if title:
@@ -280,15 +290,36 @@ draw().then(function () {
 })();"""
 
 
-def explorer_html(spec: dict) -> str:
+def figure_png(fig) -> bytes:
+    """``fig`` as the PNG the book shows for a figure (its own dpi, tight bounding box, no software stamp), then
+    closed: the picture an explorer's ``<noscript>`` fallback carries."""
+    import io
+
+    import matplotlib.figure
+    import matplotlib.pyplot as plt
+
+    if not isinstance(fig, matplotlib.figure.Figure):
+        raise TypeError(f"fig must be a matplotlib Figure; got {type(fig).__name__}")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def explorer_html(spec: dict, fallback: bytes | None = None) -> str:
     """The HTML snippet of an :func:`explorer_spec`: a ``div`` for the figure, a ``pre`` for the summary and the
-    script that draws the cell the controls point at. Byte-for-byte the same for the same spec."""
+    script that draws the cell the controls point at. ``fallback`` (PNG bytes, e.g. from :func:`figure_png`) is the
+    static figure of the starting settings, shown inside ``<noscript>``: only where the page runs no script, so a
+    reader sees one drawing either way. Byte-for-byte the same for the same arguments."""
     if not isinstance(spec, dict) or not {"id", "controls", "traces", "cells", "layout"} <= set(spec):
         raise TypeError("spec must be the dict explorer_spec() returns")
+    if fallback is not None and (not isinstance(fallback, bytes) or not fallback.startswith(b"\x89PNG")):
+        raise TypeError("fallback must be the bytes of a PNG image (see figure_png) or None")
     figure = dict(spec["layout"])
     figure.pop("margin_left", None)
     figure.pop("plot_height", None)
     figure.pop("margin_top", None)
+    figure.pop("legend_rows", None)
     figure.update(_control_layout(spec))
     figure["annotations"] = list(spec["layout"].get("annotations", [])) + figure["annotations"]
     payload = {k: spec[k] for k in ("id", "controls", "traces", "cells")}
@@ -301,8 +332,17 @@ def explorer_html(spec: dict) -> str:
         flat = flat * len(c["names"]) + c["start"]
     # The starting cell's summary, for a viewer that runs no script (the script rewrites it when it draws).
     first = html.escape(spec["cells"][flat].get("text", ""))
+    still = ""
+    if fallback is not None:
+        import base64
+
+        data = base64.b64encode(fallback).decode("ascii")
+        still = (
+            f'<noscript><img class="tpu-notes-explorer-fallback" style="max-width: 100%" '
+            f'alt="the figure at its starting settings" src="data:image/png;base64,{data}"></noscript>'
+        )
     return (
-        f'<div class="tpu-notes-explorer">'
+        f'<div class="tpu-notes-explorer">{still}'
         f'<div id="{div_id}" class="tpu-notes-explorer-figure"></div>'
         f'<pre id="{div_id}-text" class="tpu-notes-explorer-text">{first}</pre>'
         f"<script>{_SCRIPT % text}</script></div>"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..hardware import get_chip
-from .style import figure_and_axes
+from .style import decade_ticks, figure_and_axes, legend_below
 
 
 def collective_matmul_chart(
@@ -53,10 +53,10 @@ def collective_matmul_chart(
     ax.set_yscale("log")
     ax.set_ylim(0.9, max(max(v) for v in curves.values()) * 1.1)
     ax.set_title(f"A[B, D_X] · W[D, F_X] on {n} × {c.name}: B={B}, D={D}, {dtype}")
-    ax.legend(loc="upper right")
+    legend_below(ax)
     ax.grid(True, which="major", alpha=0.3)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def ring_collective_chart(nbytes: float = 64 * 2**20, chip="v5e", max_n: int = 16, mark: int = 8, ax=None):
@@ -97,7 +97,7 @@ def ring_collective_chart(nbytes: float = 64 * 2**20, chip="v5e", max_n: int = 1
     ax.set_xlabel("chips in the ring, N")
     ax.set_ylabel("time (µs)")
     ax.set_title(f"{nbytes / 2**20:.0f} MiB per chip on a ring of {c.name}: one way vs both ways round")
-    ax.legend(loc="upper left", fontsize=8)
+    legend_below(ax, fontsize=8)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)

@@ -9,7 +9,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import NullFormatter
 
 from ..units import fmt
-from .style import figure_and_axes
+from .style import decade_ticks, figure_and_axes, legend_below
 
 #: One colour per op category of :func:`tpu_notes.profile.op_table`.
 CATEGORY_COLORS = {"matmul": "#1f77b4", "fusion": "#ff7f0e", "collective": "#d62728", "other": "#7f7f7f"}
@@ -40,15 +40,14 @@ def timeline(trace, step: int = None, ax=None, width: float = 7.0, height: float
     ax.invert_yaxis()
     ax.set_xlabel("ms from the start of the step")
     ax.set_title(f"{trace.module}, step {step}: {len(evs)} op executions")
-    ax.legend(
+    legend_below(
+        ax,
         handles=[Patch(color=v, label=k) for k, v in CATEGORY_COLORS.items()],
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.22),
         ncol=4,
         frameon=False,
     )
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def category_chart(tables: dict, ax=None, width: float = 7.0, height: float = 2.8):
@@ -74,9 +73,9 @@ def category_chart(tables: dict, ax=None, width: float = 7.0, height: float = 2.
     ax.invert_yaxis()
     ax.set_xlabel("ms per step per device")
     ax.set_xlim(0, ax.get_xlim()[1] * 1.15)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=4, frameon=False, fontsize=8)
+    legend_below(ax, ncol=4, frameon=False, fontsize=8)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def ops_on_roofline(rows, fit, top: int = 8, ax=None, width: float = 7.0, height: float = 3.8):
@@ -116,6 +115,6 @@ def ops_on_roofline(rows, fit, top: int = 8, ax=None, width: float = 7.0, height
     ax.set_ylim(top=fit.peak_flops * 2.5)
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.legend(loc="upper left", fontsize=8)
+    legend_below(ax, fontsize=8)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)

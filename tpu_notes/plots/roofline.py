@@ -9,7 +9,16 @@ from ..hardware import get_chip
 from ..roofline import matmul_intensity, matmul_time
 from ..systolic import vpu_flops
 from ..units import check_positive, fmt
-from .style import CHIP_COLORS, PAGE_WIDTH_IN, _batch_range, figure_and_axes, new_figure, use_book_style
+from .style import (
+    CHIP_COLORS,
+    PAGE_WIDTH_IN,
+    _batch_range,
+    decade_ticks,
+    figure_and_axes,
+    legend_below,
+    new_figure,
+    use_book_style,
+)
 
 
 def _as_ops(ops) -> list[tuple[str, float]]:
@@ -135,8 +144,8 @@ def roofline_chart(
     ax.set_xlabel("arithmetic intensity (FLOPs per byte)")
     ax.set_ylabel(f"attainable {dtype} FLOP/s")
     ax.set_title(title or f"Rooflines against {bandwidth.upper()} bandwidth")
-    ax.legend(loc="lower right", fontsize=8)
-    return fig
+    legend_below(ax, fontsize=8)
+    return decade_ticks(fig)
 
 
 def matmul_intensity_chart(
@@ -178,8 +187,8 @@ def matmul_intensity_chart(
     ax.set_xlabel("token batch B")
     ax.set_ylabel("FLOPs per byte")
     ax.set_title("Matmul intensity against the token batch")
-    ax.legend(loc="lower right", fontsize=8)
-    return fig
+    legend_below(ax, fontsize=8)
+    return decade_ticks(fig)
 
 
 def matmul_on_roofline(
@@ -221,8 +230,8 @@ def matmul_on_roofline(
         f"between {fmt(r.lower, 's')} and {fmt(r.upper, 's')}",
         fontsize=9,
     )
-    ax.legend(loc="lower right", fontsize=8)
-    return fig
+    legend_below(ax, fontsize=8)
+    return decade_ticks(fig)
 
 
 def measured_roofline(result, chip=None, ax=None):
@@ -244,7 +253,7 @@ def measured_roofline(result, chip=None, ax=None):
     _measured_rooflines_panel(left, result, chip)
     _cache_panel(right, result)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 #: How :func:`measured_roofline` draws each kind of bandwidth probe: (marker, colour, legend name).
@@ -314,7 +323,7 @@ def _measured_rooflines_panel(left, result, chip) -> None:
     left.set_xlabel("arithmetic intensity (FLOPs per byte)")
     left.set_ylabel(f"achieved {result.dtype} FLOP/s")
     left.set_title(f"Measured on {result.device_kind} ({result.platform})", fontsize=10)
-    left.legend(loc="lower right", fontsize=8)
+    legend_below(left, fontsize=8)
 
 
 def _cache_panel(right, result) -> None:
@@ -343,7 +352,7 @@ def _cache_panel(right, result) -> None:
     right.set_ylabel("bytes/s moved")
     right.set_yscale("log")
     right.set_title("Small arrays stay in cache", fontsize=10)
-    right.legend(loc="best", fontsize=8)
+    legend_below(right, fontsize=8)
 
 
 def matmul_flops_vs_batch(
@@ -380,5 +389,5 @@ def matmul_flops_vs_batch(
     ax.set_xlabel("token batch B")
     ax.set_ylabel(f"attainable {dtype} FLOP/s")
     ax.set_title(f"[B, D] x [D, D] on {c.name}: {dtype} activations, {w_dtype or dtype} weights", fontsize=10)
-    ax.legend(loc="lower right", fontsize=8)
-    return fig
+    legend_below(ax, fontsize=8)
+    return decade_ticks(fig)

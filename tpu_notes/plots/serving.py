@@ -7,7 +7,7 @@ import numpy as np
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from .style import figure_and_axes, new_figure
+from .style import decade_ticks, figure_and_axes, legend_below, new_figure
 
 _COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 
@@ -55,8 +55,8 @@ def pareto_chart(steps, frontier=None, ax=None, title=None):
     ax.set_ylabel("latency, ms per token")
     if title:
         ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, ncol=2)
-    return fig
+    legend_below(ax, fontsize=8, ncol=2)
+    return decade_ticks(fig)
 
 
 def sharded_step_chart(rows, ax=None):
@@ -83,8 +83,8 @@ def sharded_step_chart(rows, ax=None):
     ax.set_xticks(x)
     ax.set_xticklabels([f"{r.tp} chips\nbatch {r.step.batch}" for r in rows], fontsize=8)
     ax.set_ylabel("ms per generation step")
-    ax.legend(fontsize=8)
-    return fig
+    legend_below(ax, fontsize=8)
+    return decade_ticks(fig)
 
 
 def serving_reconciliation_chart(roofline_rows, calibrated_rows=None, ax=None):
@@ -93,7 +93,7 @@ def serving_reconciliation_chart(roofline_rows, calibrated_rows=None, ax=None):
     rows = list(roofline_rows)
     if not rows:
         raise ValueError("roofline_rows must hold at least one ServingReconciliation")
-    fig, ax = figure_and_axes(ax, width=7.2, height=0.28 * len(rows) + 1.2)
+    fig, ax = figure_and_axes(ax, width=6.0, height=0.3 * len(rows) + 1.2)
     y = np.arange(len(rows))[::-1]
     sources = sorted({r.run.source.split(",")[0] for r in rows})
     color = {s: c for s, c in zip(sources, _COLORS)}
@@ -103,11 +103,11 @@ def serving_reconciliation_chart(roofline_rows, calibrated_rows=None, ax=None):
         ax.barh(y, [r.ratio for r in calibrated_rows], height=0.3, color=cols)
     ax.axvline(1.0, color="k", ls="--", lw=1)
     ax.set_yticks(y)
-    ax.set_yticklabels([r.run.name for r in rows], fontsize=8)
+    ax.set_yticklabels([r.run.name for r in rows], fontsize=9)
     ax.set_xlabel("achieved / modelled speed (hollow: roofline; filled: at the stated efficiency)")
-    ax.legend(handles=[Patch(color=color[s], label=s) for s in sources], fontsize=8, loc="lower right")
+    legend_below(ax, handles=[Patch(color=color[s], label=s) for s in sources], fontsize=9)
     ax.set_xlim(0, 1.15)
-    return fig
+    return decade_ticks(fig)
 
 
 def simulation_chart(results):
@@ -129,9 +129,9 @@ def simulation_chart(results):
     axes[0].set_xlabel("time to first token, ms")
     axes[1].set_xlabel("time per output token, ms")
     axes[0].set_ylabel("share of requests")
-    axes[1].legend(fontsize=8, loc="lower right")
+    legend_below(axes[1], fontsize=8)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def percentiles_vs_load_chart(rows, title=None):
@@ -163,11 +163,11 @@ def percentiles_vs_load_chart(rows, title=None):
         ax.set_title(name, fontsize=10)
         ax.grid(True, which="major", alpha=0.3)
     axes[0].set_ylabel("ms")
-    axes[1].legend(fontsize=7, loc="upper left")
+    legend_below(axes[1], fontsize=8)
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 __all__ = [

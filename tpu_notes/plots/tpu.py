@@ -10,7 +10,7 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 from ..hardware import VREG_BYTES, get_chip
 from ..topology import Slice, bandwidth_ladder, hop_grid
 from ..units import check_positive, fmt
-from .style import CHIP_COLORS, MIN_FONT_PT, new_figure, panel_grid
+from .style import CHIP_COLORS, MIN_FONT_PT, decade_ticks, legend_below, new_figure, panel_grid
 
 
 def systolic_steps(result, cycles=None, ncols: int = 3):
@@ -41,7 +41,7 @@ def systolic_steps(result, cycles=None, ncols: int = 3):
         ax.grid(False)
     fig.suptitle("Weight-stationary array: colour = input row m,\nnumber = partial sum leaving the PE", fontsize=10)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def torus_hops(items, origin=None):
@@ -65,13 +65,13 @@ def torus_hops(items, origin=None):
                 panels.append((f"{name} z={z}", grid[:, :, z], int(grid.max())))
     ncols = min(4, len(panels))
     nrows = -(-len(panels) // ncols)
-    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=1.9 * ncols, height=2.0 * nrows)
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=min(7.2, 1.8 * ncols), height=2.0 * nrows)
     axes = np.array(axes, dtype=object).reshape(-1)
     vmax = max(d for _, _, d in panels)
     for ax, (name, grid, _) in zip(axes.flat, panels):
         ax.imshow(grid, cmap="viridis", vmin=0, vmax=vmax)
         for (i, j), v in np.ndenumerate(grid):
-            ax.text(j, i, str(v), ha="center", va="center", fontsize=7, color="white" if v < 0.6 * vmax else "black")
+            ax.text(j, i, str(v), ha="center", va="center", fontsize=8, color="white" if v < 0.6 * vmax else "black")
         ax.set_title(name, fontsize=8)
         ax.set_xticks([])
         ax.set_yticks([])
@@ -80,7 +80,7 @@ def torus_hops(items, origin=None):
         ax.axis("off")
     fig.suptitle("ICI hops from chip 0 ([w] = axis wraps, [-] = open)", fontsize=9)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def bandwidth_ladder_chart(chips=("v4p", "v5e", "v5p", "v6e")):
@@ -97,9 +97,9 @@ def bandwidth_ladder_chart(chips=("v4p", "v5e", "v5p", "v6e")):
     ax.set_yscale("log")
     ax.set_ylabel("bytes/s")
     ax.set_title("Bandwidth per chip: HBM > ICI > PCIe > DCN", fontsize=10)
-    ax.legend(fontsize=8, ncol=len(chips))
+    legend_below(ax, fontsize=8, ncol=len(chips))
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def padding_sweep(sizes, seconds, mxu_size: int = 128, title: str = ""):
@@ -116,7 +116,7 @@ def padding_sweep(sizes, seconds, mxu_size: int = 128, title: str = ""):
         raise ValueError("sizes and seconds must all be positive")
     if isinstance(mxu_size, bool) or not isinstance(mxu_size, int) or mxu_size < 1:
         raise ValueError(f"mxu_size must be a positive integer (128 or 256 on TPUs); got {mxu_size!r}")
-    fig, axes = new_figure(ncols=2, width=8.0, height=3.2)
+    fig, axes = new_figure(ncols=2, width=7.2, height=3.2)
     left, right = axes.flat
     left.plot(sizes, seconds * 1e6, "o-", ms=4)
     right.plot(sizes, 2 * sizes**3 / seconds, "o-", ms=4, color="tab:green")
@@ -129,7 +129,7 @@ def padding_sweep(sizes, seconds, mxu_size: int = 128, title: str = ""):
     left.set_title(title or f"[N, N] @ [N, N] (dotted: multiples of {mxu_size})", fontsize=9)
     right.set_title("throughput", fontsize=9)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def tpu_chip_diagram(chip="v5p"):
@@ -209,7 +209,7 @@ def tpu_chip_diagram(chip="v5p"):
         va="center",
     )
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def slice_hops_chart(chip="v5e", shape=(8, 16), nbytes: float = 2.0**26):
@@ -264,8 +264,8 @@ def slice_hops_chart(chip="v5e", shape=(8, 16), nbytes: float = 2.0**26):
     right.set_yticks(y)
     right.set_yticklabels(labels, fontsize=MIN_FONT_PT)
     right.set_xlabel(f"ms to move {fmt(nbytes, 'B')}")
-    right.legend(fontsize=MIN_FONT_PT, loc="lower right")
+    legend_below(right, fontsize=MIN_FONT_PT)
     right.set_title("time: bandwidth + latency", fontsize=9)
     right.tick_params(axis="x", labelsize=MIN_FONT_PT)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)

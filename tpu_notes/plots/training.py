@@ -6,7 +6,7 @@ import numpy as np
 
 from ..hardware import get_chip
 from ..units import fmt
-from .style import figure_and_axes, new_figure
+from .style import decade_ticks, figure_and_axes, legend_below, new_figure
 
 _KIND_COLORS = {
     "compute": "#1f77b4",
@@ -57,15 +57,15 @@ def training_roofline_chart(
     ax.set_xlabel("tokens per chip (B / N)")
     ax.set_ylabel("seconds per layer")
     ax.set_title(f"{c.long_name}, {n_chips} chips, D={d_model:,}, F={d_ff:,}")
-    ax.legend(fontsize=9)
-    return fig
+    legend_below(ax, fontsize=9)
+    return decade_ticks(fig)
 
 
 def pipeline_schedule_chart(stages: int = 4, microbatches: int = 8):
     """GPipe and 1F1B timelines side by side (forward 1 unit, backward 2): the same bubble, different memory."""
     from ..training.pipeline import bubble_fraction, peak_in_flight, simulate
 
-    fig, axes = new_figure(ncols=1, nrows=2, width=7.5, height=4.6)
+    fig, axes = new_figure(ncols=1, nrows=2, width=7.2, height=4.6)
     for ax, name in zip(axes.ravel(), ("gpipe", "1f1b")):
         tasks = simulate(stages, microbatches, name)
         for t in tasks:
@@ -91,15 +91,16 @@ def pipeline_schedule_chart(stages: int = 4, microbatches: int = 8):
         )
     axes.ravel()[-1].set_xlabel("time (forward = 1 unit, backward = 2; blue forward, orange backward)")
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def planner_chart(result, top: int = 10):
-    """The planner's ``top`` layouts: compute, communication and bubble time per step, and HBM per chip."""
+    """The planner's ``top`` layouts: compute, communication and bubble time per step, and the modelled peak memory
+    per chip (``Plan.memory.peak``, the number ``result.table()`` prints) against the chip's HBM capacity."""
     plans = list(result.ranked[:top])
     if not plans:
         raise ValueError("the plan result has no runnable layout to draw; print result.table() for the reasons")
-    fig, axes = new_figure(ncols=2, width=9.0, height=0.35 * len(plans) + 1.6)
+    fig, axes = new_figure(ncols=2, width=7.2, height=0.35 * len(plans) + 1.8)
     ax1, ax2 = axes.ravel()
     labels = [f"{p.parallelism.label()} | {p.remat}" for p in plans]
     y = np.arange(len(plans))
@@ -114,15 +115,15 @@ def planner_chart(result, top: int = 10):
     ax1.set_xlabel("seconds per step")
     fig.legend(*ax1.get_legend_handles_labels(), loc="upper center", ncol=3, fontsize=8)
     hbm = plans[0].layout.slice.chip.hbm_bytes if plans[0].layout else None
-    ax2.barh(y, [p.memory.total / 1e9 for p in plans], color="#2ca02c")
+    ax2.barh(y, [p.memory.peak / 1e9 for p in plans], color="#2ca02c")  # the peak the planner's table prints
     if hbm:
         ax2.axvline(hbm / 1e9, color="k", ls="--", lw=1)
         ax2.text(hbm / 1e9, -0.6, " HBM", fontsize=8, va="bottom")
     ax2.set_yticks(y, [""] * len(plans))
     ax2.invert_yaxis()
-    ax2.set_xlabel("GB per chip")
+    ax2.set_xlabel("peak GB per chip")
     fig.tight_layout(rect=(0, 0, 1, 0.92))
-    return fig
+    return decade_ticks(fig)
 
 
 def loss_curves_chart(curves: dict, reference: str | None = None, ax=None):
@@ -145,7 +146,7 @@ def loss_curves_chart(curves: dict, reference: str | None = None, ax=None):
     markers = ["o", "s", "^", "v", "D", "P", "X", "*"]
     steps = np.arange(1, ref.size + 1)
     if ax is None:
-        fig, axes = new_figure(ncols=2, width=10.0, height=4.0)
+        fig, axes = new_figure(ncols=2, width=7.2, height=3.6)
         left, right = axes.ravel()
     else:
         fig, left = figure_and_axes(ax)
@@ -158,9 +159,9 @@ def loss_curves_chart(curves: dict, reference: str | None = None, ax=None):
     left.set_xlabel(f"step (markers nudged up to ±{width / 2:g} step apart)")
     left.set_ylabel("training loss (nats)")
     left.set_title("every layout's loss, step by step", fontsize=10)
-    left.legend(fontsize=8)
+    legend_below(left, fontsize=9)
     if right is None:
-        return fig
+        return decade_ticks(fig)
     ulp = np.spacing(ref.astype(np.float32)).astype(float)
     others = [n for n in names if n != reference]
     diffs = {n: np.abs(arrays[n] - ref) for n in others}
@@ -183,9 +184,9 @@ def loss_curves_chart(curves: dict, reference: str | None = None, ax=None):
     right.set_title(f"|loss − {reference}|: at most {worst:.1e} nats; the loss falls {drop:.2f}", fontsize=10)
     right.set_xlabel("step (hollow markers on the floor: exactly equal)")
     right.set_ylabel("|difference| (nats, log scale)")
-    right.legend(fontsize=7, ncol=2, loc="upper center")
+    legend_below(right, fontsize=9, ncol=2)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def memory_breakdown_chart(rows: dict, chip=None, ax=None):
@@ -209,8 +210,8 @@ def memory_breakdown_chart(rows: dict, chip=None, ax=None):
     ax.set_yticks(y, list(rows), fontsize=9)
     ax.invert_yaxis()
     ax.set_xlabel("GB per chip")
-    ax.legend(fontsize=8, loc="lower right")
-    return fig
+    legend_below(ax, fontsize=8)
+    return decade_ticks(fig)
 
 
 def reconciliation_chart(roofline_rows, calibrated_rows=None, ax=None):
@@ -249,8 +250,8 @@ def reconciliation_chart(roofline_rows, calibrated_rows=None, ax=None):
     ax.set_ylim(lo, hi)
     ax.set_xlabel("predicted tokens/s per chip")
     ax.set_ylabel("measured tokens/s per chip")
-    ax.legend(fontsize=8, loc="upper left")
-    return fig
+    legend_below(ax, fontsize=8)
+    return decade_ticks(fig)
 
 
 # Chapter 6
@@ -313,9 +314,9 @@ def step_breakdown_chart(cases, ax=None):
     ax.set_ylim(1.3 * len(steps) - 0.55, -0.6)
     ax.set_xlim(0, 1.25)
     ax.set_xlabel("fraction of the roofline step (the longer row reaches 1: it sets the step)")
-    ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, frameon=False)
+    legend_below(ax, fontsize=8, ncol=4, frameon=False)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def labelled_reconciliation_chart(roofline_rows, calibrated_rows, labels, ax=None):
@@ -378,12 +379,12 @@ def labelled_reconciliation_chart(roofline_rows, calibrated_rows, labels, ax=Non
             fontsize=8,
             bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "#cccccc"},
         )
-        return fig
+        return decade_ticks(fig)
     # a figure of its own: the key goes under the axes (which made room for it above), in two columns
     half = (len(entries) + 1) // 2
     for column, x in ((entries[:half], 0.08), (entries[half:], 0.54)):
         fig.text(x, 0.015, "\n".join(column), ha="left", va="bottom", fontsize=8)
-    return fig
+    return decade_ticks(fig)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -426,8 +427,8 @@ def pipeline_bubble_chart(
     ax.set_xlabel(f"microbatches per step M ({stages} stages)")
     ax.set_ylabel("bubble: idle share of the step")
     ax.set_title(f"t_F = {forward_time:g}, t_B = {backward_time:g} (of which t_W = {weight_time:g})", fontsize=10)
-    ax.legend(fontsize=9)
-    return fig
+    legend_below(ax, fontsize=9)
+    return decade_ticks(fig)
 
 
 def context_split_chart(context: int = 4, seq_len: int = 64):
@@ -440,7 +441,7 @@ def context_split_chart(context: int = 4, seq_len: int = 64):
     from ..training.context import causal_balance
 
     bal = causal_balance(context, seq_len=seq_len)  # checks context and that seq_len splits into 2·CP chunks
-    fig, axes = new_figure(ncols=3, width=10.0, height=3.6)
+    fig, axes = new_figure(ncols=3, width=7.2, height=3.0)
     axes = axes[0]
     palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
     cmap = ListedColormap([palette[i % len(palette)] for i in range(context)])
@@ -465,10 +466,10 @@ def context_split_chart(context: int = 4, seq_len: int = 64):
     axes[2].set_xticks(ranks)
     axes[2].set_xlabel("context rank")
     axes[2].set_ylabel("share of attention work")
-    axes[2].legend(fontsize=8, loc="upper left")
+    legend_below(axes[2], fontsize=8)
     fig.suptitle(f"Causal attention over CP = {context} ranks: colour = rank that holds the query", fontsize=11)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def fp8_gain_chart(models=("llama3-8b", "llama3-70b", "llama3-405b"), chip="h100", seq_lens=None, ax=None):
@@ -493,5 +494,5 @@ def fp8_gain_chart(models=("llama3-8b", "llama3-70b", "llama3-405b"), chip="h100
     ax.set_ylabel("ideal speedup over bf16")
     ax.set_ylim(1.0, ratio * 1.05)
     ax.set_title(f"FP8 linear layers, attention and unembedding in bf16 ({get_chip(chip).long_name})", fontsize=10)
-    ax.legend(fontsize=9)
-    return fig
+    legend_below(ax, fontsize=9)
+    return decade_ticks(fig)

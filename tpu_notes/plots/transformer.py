@@ -10,7 +10,7 @@ from matplotlib.patches import FancyBboxPatch
 from ..hardware import get_chip
 from ..transformer import REMAT_POLICIES, as_config, einsum_flops
 from ..units import check_positive, fmt
-from .style import figure_and_axes, new_figure
+from .style import decade_ticks, figure_and_axes, legend_below, new_figure
 
 
 def attention_share_chart(models=("llama3-8b", "llama3-70b", "llama3-405b"), seq_lens=None, causal: bool = False):
@@ -37,8 +37,8 @@ def attention_share_chart(models=("llama3-8b", "llama3-70b", "llama3-405b"), seq
     kind = "causal, T/2 keys on average" if causal else "full score matrix"
     ax.set_title(f"Attention share of the forward FLOPs ({kind})")
     ax.plot([], [], "o", color="grey", label="attention = QKVO projections")
-    ax.legend(loc="upper left")
-    return fig
+    legend_below(ax)
+    return decade_ticks(fig)
 
 
 def param_breakdown_chart(models=("tiny-mha", "llama2-13b", "llama3-8b", "llama3-70b", "llama3-405b", "deepseek-v3")):
@@ -58,9 +58,9 @@ def param_breakdown_chart(models=("tiny-mha", "llama2-13b", "llama3-8b", "llama3
     ax.set_xlim(0, 1)
     ax.invert_yaxis()
     ax.set_xlabel("fraction of parameters")
-    ax.legend(ncol=5, loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=8)
+    legend_below(ax, ncol=5, fontsize=8)
     ax.grid(axis="y", visible=False)
-    return fig
+    return decade_ticks(fig)
 
 
 def kv_cache_chart(
@@ -89,8 +89,8 @@ def kv_cache_chart(
     ax.set_xlabel("context length (tokens)")
     ax.set_ylabel(f"KV cache bytes ({dtype}, batch {batch})")
     ax.set_title("KV cache per sequence: grouped and latent attention shrink it")
-    ax.legend()
-    return fig
+    legend_below(ax)
+    return decade_ticks(fig)
 
 
 def remat_tradeoff_chart(models=("llama3-8b", "llama3-70b"), seq_len: int = 8192, dtype: str = "bf16"):
@@ -100,7 +100,7 @@ def remat_tradeoff_chart(models=("llama3-8b", "llama3-70b"), seq_len: int = 8192
     configs = [as_config(m) for m in models]
     if not configs:
         raise ValueError("models must name at least one model")
-    fig, axes = new_figure(ncols=2, width=8.0, height=3.6)
+    fig, axes = new_figure(ncols=2, width=7.2, height=3.4)
     left, right = axes[0]
     width = 0.8 / len(configs)
     x = np.arange(len(REMAT_POLICIES))
@@ -115,10 +115,10 @@ def remat_tradeoff_chart(models=("llama3-8b", "llama3-70b"), seq_len: int = 8192
     left.set_yscale("log")
     left.set_ylabel(f"activation bytes kept per token ({dtype})")
     right.set_ylabel(f"extra FLOPs / training step (T = {seq_len})")
-    left.legend(fontsize=8)
+    legend_below(left, fontsize=8)
     fig.suptitle("Remat trades activation memory for recomputation", fontsize=11)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 def _layer_boxes(m) -> list:
@@ -224,7 +224,7 @@ def transformer_layer_diagram(model="llama3-8b"):
     D, N, K, H, F = m.d_model, m.n_heads, m.n_kv_heads, m.d_head, m.d_ff
     G = N // K
     boxes = _layer_boxes(m)
-    fig, ax = new_figure(width=7.6, height=9.0)
+    fig, ax = new_figure(width=7.2, height=8.6)
     fig.subplots_adjust(left=0.01, right=0.97, top=0.93, bottom=0.0)
     ax.axis("off")
     ax.grid(False)
@@ -247,7 +247,7 @@ def transformer_layer_diagram(model="llama3-8b"):
         f"(orange); green: residual adds",
         fontsize=10,
     )
-    return fig
+    return decade_ticks(fig)
 
 
 def moe_routing_figure(top_experts, n_experts: int, capacity: int, probs=None):
@@ -306,14 +306,14 @@ def moe_routing_figure(top_experts, n_experts: int, capacity: int, probs=None):
     for r in range(k):
         ax.plot([], [], color=colors[r % len(colors)], label=f"choice {r + 1}")
     ax.plot([], [], "--x", color="#d62728", label="dropped: expert full")
-    ax.legend(loc="lower center", bbox_to_anchor=(0.45, -0.08), ncol=k + 1, fontsize=8)
+    legend_below(ax, ncol=k + 1, fontsize=8)
     ax.set_xlim(-0.08, 1.02)
     ax.set_title(
         f"Top-{k} routing of {T} tokens to {n_experts} experts with {capacity} slots each "
         f"({dropped} of {T * k} assignments dropped)",
         fontsize=10,
     )
-    return fig
+    return decade_ticks(fig)
 
 
 def memory_vs_context_chart(
@@ -354,6 +354,6 @@ def memory_vs_context_chart(
     ax.set_xlabel("context length (tokens per sequence)")
     ax.set_ylabel("bytes")
     ax.set_title(f"{m.name}: memory against context, batch of {batch} sequences", fontsize=10)
-    ax.legend(fontsize=7.5, loc="upper left")
+    legend_below(ax, fontsize=8)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)

@@ -11,7 +11,7 @@ from matplotlib.patches import Patch
 
 from ..hardware import get_chip
 from ..runs import Reconciliation, check_rows
-from .style import CHIP_COLORS, figure_and_axes, new_figure
+from .style import CHIP_COLORS, decade_ticks, figure_and_axes, legend_below, new_figure
 
 #: The half-width of the shaded band around y = x: a prediction within ±15% of the measured speed. A reading aid
 #: chosen for the figure, not a sourced figure.
@@ -95,8 +95,8 @@ def predicted_vs_measured_chart(rows, ax=None, which: str = "both"):
         handles.append(Line2D([], [], ls="none", marker="o", mfc="k", mec="none", label="expected"))
     handles.append(Line2D([], [], color="k", ls="--", lw=1, label="predicted = measured"))
     handles.append(Patch(color="#999999", alpha=0.25, label=f"within ±{BAND:.0%}"))
-    ax.legend(handles=handles, fontsize=8, loc="upper left", ncol=2)
-    return fig
+    legend_below(ax, handles=handles, fontsize=8, ncol=2)
+    return decade_ticks(fig)
 
 
 def sweep_chart(results, ncols: int = 3):
@@ -115,7 +115,7 @@ def sweep_chart(results, ncols: int = 3):
         raise ValueError(f"ncols must be a whole number of columns in [1, 6]; got {ncols!r}")
     ncols = min(ncols, len(results))
     nrows = -(-len(results) // ncols)
-    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=3.4 * ncols, height=2.6 * nrows)
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, width=min(7.2, 3.4 * ncols), height=2.6 * nrows)
     axes = np.atleast_1d(axes).ravel()
     for ax, r in zip(axes, results):
         x = np.arange(len(r.measured))
@@ -138,11 +138,11 @@ def sweep_chart(results, ncols: int = 3):
         ax.set_ylim(max(0.0, lo - 0.1), 1.05)
     for ax in axes[len(results) :]:
         ax.set_visible(False)
-    axes[0].legend(fontsize=7, loc="lower left")
+    legend_below(axes[0], fontsize=8)
     fig.supxlabel("point of the sweep (the source's order)", fontsize=8)
     fig.supylabel("tokens/s per chip / best point", fontsize=8)
     fig.tight_layout()
-    return fig
+    return decade_ticks(fig)
 
 
 __all__ = ["predicted_vs_measured_chart", "sweep_chart"]
