@@ -112,7 +112,7 @@ def _key() -> str:
 
 
 def colab_image() -> Path:
-    """The cached Colab-like environment, built on first use (about 45 s of CPU and 250 MB of wheels)."""
+    """The cached Colab-like environment, built on first use (most of a cold run: JAX 0.7.0, scipy, numpy, ...)."""
     CACHE.parent.mkdir(parents=True, exist_ok=True)
     with open(CACHE.parent / "colab-sim.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time (pytest-xdist workers, parallel runs)
