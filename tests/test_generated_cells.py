@@ -77,7 +77,7 @@ def test_check_catches_stale_cells(damage):
     elif damage == "move footer":
         cells.insert(3, cells.pop())
     elif damage == "old repository":
-        gen["setup"]["source"] = _src(gen["setup"]).replace("https://github.com/", "https://example.org/")
+        gen["setup"]["source"] = _src(gen["setup"]).replace('REPO, BRANCH = "', 'REPO, BRANCH = "old/')
     assert nbcells.stale(nb, stem), f"{damage}: not detected"
     assert nbcells.stale(nbcells.refresh(nb, stem), stem) == [], f"{damage}: refresh does not repair it"
 
@@ -88,6 +88,7 @@ def test_check_command_fails_on_a_stale_copy(tmp_path, monkeypatch):
     nb = _sample_notebook(stem)
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "_config.yml").write_text((ROOT / "_config.yml").read_text())  # repository settings
+    (tmp_path / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())  # the notebooks extra
     monkeypatch.setattr(nbcells, "ROOT", tmp_path)
     monkeypatch.setattr(nbcells, "NOTEBOOKS", tmp_path / "notebooks")
     path = tmp_path / "notebooks" / f"{stem}.ipynb"
@@ -106,11 +107,68 @@ def test_setup_cell_installs_from_the_pinned_ref_without_touching_jax():
     """The install ref comes from one place (_config.yml repository.branch), shared with the Colab badge."""
     repo, branch, ref = nbcells.repo_settings()
     assert ref == branch
-    setup = nbcells.setup_source()
-    assert f'"https://github.com/{repo}"' in setup and f"@{ref}" in setup and "TPU_NOTES_REPO" in setup
-    colab_branch = re.sub(r"#.*", "", setup.split("from tpu_notes")[0])  # code only, not the comments
-    assert "--no-deps" in colab_branch and "jax" not in colab_branch.lower()
+    for stem, _ in nbcells.CHAPTERS:
+        setup = nbcells.setup_source(stem)
+        assert f'REPO, BRANCH = "{repo}", "{ref}"' in setup and "TPU_NOTES_REPO" in setup
+        assert 'f"git+https://github.com/{REPO}@{BRANCH}"' in setup
+        colab_branch = re.sub(r"#.*", "", setup.split("from tpu_notes")[0])  # code only, not the comments
+        assert "--no-deps" in colab_branch and "jax" not in colab_branch.lower()
+        assert all(len(line) <= 88 for line in setup.splitlines()), "notebook code lines are at most 88 columns"
     assert f"/blob/{branch}/notebooks/01_rooflines.ipynb" in nbcells.badge_source("01_rooflines")
+
+
+# A URL that names a GitHub repository: github.com/OWNER/NAME[/blob|tree|raw/REF], raw.githubusercontent.com/OWNER/
+# NAME/REF, Colab's github/OWNER/NAME/blob/REF.
+REPO_URL = re.compile(
+    r"(?:github\.com|raw\.githubusercontent\.com|colab\.research\.google\.com/github)/([\w.-]+)/([\w.-]+)"
+    r"(?:/(?:blob/|tree/|raw/)?([\w.-]+))?"
+)
+
+
+def url_problems(text: str, code: bool, repo: str, branch: str) -> list[str]:
+    """Repository URLs in ``text`` that disagree with _config.yml's ``repo`` and ``branch``: a URL naming this
+    repository's owner or name must name both and the branch; code may not spell this repository at all (it uses
+    the setup cell's REPO and BRANCH)."""
+    owner, name = repo.split("/")
+    problems = []
+    for m in REPO_URL.finditer(text):
+        url_owner, url_name, url_ref = m.group(1), m.group(2).removesuffix(".git"), m.group(3)
+        ours = url_owner.lower() == owner.lower() or url_name.lower() == name.lower()
+        if not ours:
+            continue  # another project, cited
+        if code:
+            problems.append(f"hard-coded {m.group(0)} (use REPO and BRANCH from the setup cell)")
+        elif f"{url_owner}/{url_name}" != repo:
+            problems.append(f"{m.group(0)} names {url_owner}/{url_name}, _config.yml says {repo}")
+        elif url_ref and "raw.githubusercontent" in m.group(0) and url_ref != branch:
+            problems.append(f"{m.group(0)} reads branch {url_ref}, _config.yml says {branch}")
+        elif url_ref and re.search(r"/(blob|tree|raw)/", m.group(0)) and url_ref != branch:
+            problems.append(f"{m.group(0)} opens branch {url_ref}, _config.yml says {branch}")
+    return problems
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_repository_url_agrees_with_config(path):
+    """No notebook hard-codes this repository's URL; the generated cells (badge, setup) derive it from _config.yml."""
+    repo, branch, _ = nbcells.repo_settings()
+    found = []
+    for cell in json.loads(path.read_text())["cells"]:
+        generated = cell["metadata"].get("tpu_notes", {}).get("generated")
+        code = cell["cell_type"] == "code" and not generated
+        found += [f"{cell.get('id')}: {p}" for p in url_problems(_src(cell), code, repo, branch)]
+    assert not found, found
+
+
+def test_url_check_catches_each_disagreement():
+    repo, branch = "owner/book", "main"
+    assert url_problems("see https://github.com/NVIDIA/nccl-tests/issues/212", False, repo, branch) == []
+    assert url_problems("[x](https://github.com/owner/book/blob/main/a.md)", False, repo, branch) == []
+    assert url_problems("https://github.com/other/book", False, repo, branch)
+    assert url_problems("https://github.com/owner/book/blob/dev/a.md", False, repo, branch)
+    assert url_problems('u = "https://raw.githubusercontent.com/owner/book/dev/"', False, repo, branch)
+    assert url_problems('u = "https://raw.githubusercontent.com/owner/book/main/"', True, repo, branch)
+    assert url_problems('u = f"https://raw.githubusercontent.com/{REPO}/{BRANCH}/"', True, repo, branch) == []
+    assert url_problems("https://colab.research.google.com/github/owner/book/blob/v1/n.ipynb", False, repo, branch)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
