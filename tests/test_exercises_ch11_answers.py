@@ -88,7 +88,7 @@ def test_q32_llama3_70b_on_a_b200_node():
 
 def test_q34_megatron_batches_against_thresholds():
     crit70, crit314 = H100_C / (8 * NIC) / 2, H100_C / (8 * NIC) / 8
-    answer = {"b16": 4096, "ratio70": 2048 / crit70, "ratio314": 2048 / crit314}
+    answer = {"ratio70": 2048 / crit70, "ratio314": 2048 / crit314}
     assert _correct("ch11.q34", answer)
     assert not _correct("ch11.q34", {**answer, "ratio314": crit314})
     assert not _correct("ch11.q34", {**answer, "ratio70": 2048 / (H100_C / (8 * NIC))})

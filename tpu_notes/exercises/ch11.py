@@ -180,7 +180,6 @@ def _q34():
     from ..training import critical_batch_per_gpu
 
     return {
-        "b16": 192 * 4096 / 192,
         "ratio70": (384 * 4096 / 768) / critical_batch_per_gpu("h100", model_parallel_nodes=2),
         "ratio314": (1536 * 4096 / 3072) / critical_batch_per_gpu("h100", model_parallel_nodes=8),
     }
@@ -436,9 +435,9 @@ _E = [
         "q34",
         "Megatron-LM's batches per GPU against their thresholds",
         _q34,
-        "tokens, x",
+        "x",
         "Sequences x 4096 / GPUs; model parallelism over 2 and 8 nodes divides C / W_node by 2 and 8; the "
-        "ratio is the batch per GPU over that threshold. Answer {'b16', 'ratio70', 'ratio314'}.",
+        "ratio is the batch per GPU over that threshold. Answer {'ratio70', 'ratio314'}.",
     ),
     (
         "q24",
@@ -469,8 +468,7 @@ _E = [
         "tensor parallelism of Llama 3 405B's MLP in one node and over two",
         _q27,
         "GPUs",
-        "F / 2200 in a node; over two nodes F > 2475 (Y - 8), with F = 53,248. Answer {'one_node', "
-        "'two_nodes'}.",
+        "F / 2200 in a node; over two nodes F > 2475 (Y - 8), with F = 53,248. Answer {'one_node', 'two_nodes'}.",
     ),
     (
         "q16",
@@ -499,8 +497,7 @@ _E = [
         "a 4 GB AllGather over the 2048-GPU SuperPod, counted exactly",
         _q19,
         "s",
-        "A node receives from all 255 others through its 400 GB/s, not only from its own SU: "
-        "V x 255 / (256 x 400e9).",
+        "A node receives from all 255 others through its 400 GB/s, not only from its own SU: V x 255 / (256 x 400e9).",
     ),
     (
         "q15",
