@@ -23,7 +23,7 @@ def _chip(name):
 def _q1():
     v5p = _chip("v5p")
     return {
-        "h100": _chip("h100").cuda_cores,
+        "a100": _chip("a100").cuda_cores,
         "b200": _chip("b200").cuda_cores,
         "v5p": v5p.cores_per_chip * v5p.vpu_alus_per_lane * 8 * 128,
     }
@@ -46,8 +46,8 @@ def _q5():
 
 
 def _q6():
-    h = _chip("h100")
-    return {"smem": h.sms * h.smem_bytes_per_sm, "registers": h.sms * h.register_bytes_per_sm}
+    a = _chip("a100")
+    return {"smem": a.sms * a.smem_bytes_per_sm, "registers": a.sms * a.register_bytes_per_sm}
 
 
 def _q3():
@@ -79,12 +79,8 @@ def _q10():
 
 
 def _q11():
-    rows = _superpod().level_table()
-    return {
-        "node_to_leaf": rows[1].child_uplink_bw,
-        "su_to_spine": rows[2].child_uplink_bw,
-        "bisection": _superpod().bisection_bandwidth(),
-    }
+    pod = _superpod(2048)
+    return {"su_to_spine": pod.level_table()[2].child_uplink_bw, "bisection": pod.bisection_bandwidth()}
 
 
 def _q12():
@@ -119,7 +115,7 @@ def _q20():
 
 def _q17():
     c = _node()
-    t = c.collective_time("all-reduce", 1e9, 8, hop_latency=0, sharp=True).total
+    t = c.collective_time("all-reduce", 4e9, 8, hop_latency=0, sharp=True).total
     return {"seconds": t, "switch_egress_bytes": t * c.node_size * c.chip.nvlink_bw}
 
 
@@ -140,12 +136,11 @@ def _q18():
 
 
 def _q29():
-    from ..training import critical_batch_per_gpu, max_tensor_parallelism
+    from ..training import critical_batch_per_gpu
 
     return {
         "tp_intensity": _chip("b200").critical_intensity("bf16", "nvlink"),
         "dp_across_nodes": critical_batch_per_gpu("b200"),
-        "tp_in_node_h100": 28_672 / max_tensor_parallelism("h100", 28_672),
     }
 
 
@@ -169,7 +164,7 @@ def _q32():
     from ..training import max_tensor_parallelism
     from ..transformer import get_model
 
-    return max_tensor_parallelism("h100", get_model("llama3-70b").d_ff)
+    return max_tensor_parallelism("b200", get_model("llama3-70b").d_ff)
 
 
 def _q33():
@@ -185,11 +180,8 @@ def _q34():
     from ..training import critical_batch_per_gpu
 
     return {
-        "b16": 192 * 4096 / 192,
-        "b70": 384 * 4096 / 768,
-        "b314": 1536 * 4096 / 3072,
-        "crit70": critical_batch_per_gpu("h100", model_parallel_nodes=2),
-        "crit314": critical_batch_per_gpu("h100", model_parallel_nodes=8),
+        "ratio70": (384 * 4096 / 768) / critical_batch_per_gpu("h100", model_parallel_nodes=2),
+        "ratio314": (1536 * 4096 / 3072) / critical_batch_per_gpu("h100", model_parallel_nodes=8),
     }
 
 
@@ -197,8 +189,8 @@ def _q24():
     from ..training import critical_batch_per_gpu
 
     return {
-        "in_node": critical_batch_per_gpu("h100", across_nodes=False),
-        "across_nodes": critical_batch_per_gpu("h100"),
+        "in_node": critical_batch_per_gpu("a100", across_nodes=False),
+        "across_nodes": critical_batch_per_gpu("a100"),
     }
 
 
@@ -222,15 +214,15 @@ def _q25():
 def _q27():
     from ..training import max_tensor_parallelism
 
-    F = 28_672
+    F = 53_248  # Llama 3 405B
     one = max_tensor_parallelism("h100", F, across_nodes=False)
     two = _chip("h100").node_size + max_tensor_parallelism("h100", F, across_nodes=True)
     return {"one_node": one, "two_nodes": two}
 
 
 def _q16():
-    inside = _node().collective_time("all-to-all", 1e9, 8, hop_latency=0).total
-    across = _node(16).collective_time("all-to-all", 1e9, 16, hop_latency=0).total
+    inside = _node(8, "b200").collective_time("all-to-all", 1e9, 8, hop_latency=0).total
+    across = _node(16, "b200").collective_time("all-to-all", 1e9, 16, hop_latency=0).total
     return across / inside
 
 
@@ -249,9 +241,7 @@ def _q35():
 
 
 def _q19():
-    c = _superpod()
-    closed = c.collective_time("all-gather", 1e9, 1024, 8, hop_latency=0).total
-    return 1e9 / closed
+    return _superpod(2048).collective_time("all-gather", 4e9, 2048, 8, hop_latency=0).total
 
 
 def _q15():
@@ -263,11 +253,11 @@ def _q15():
 _E = [
     (
         "q1",
-        "CUDA cores of an H100 and a B200, ALUs of a v5p",
+        "CUDA cores of an A100 and a B200, ALUs of a v5p",
         _q1,
         "cores",
-        "SMs x 4 subpartitions x 32 fp32 cores; a v5p has 2 TensorCores x 4 ALUs x (8 x 128) lanes. Answer "
-        "{'h100': ..., 'b200': ..., 'v5p': ...}.",
+        "SMs x 4 subpartitions x fp32 cores per subpartition (16 on an A100, 32 on a B200); a v5p has 2 "
+        "TensorCores x 4 ALUs x (8 x 128) lanes. Answer {'a100': ..., 'b200': ..., 'v5p': ...}.",
     ),
     (
         "q2",
@@ -294,10 +284,10 @@ _E = [
     ),
     (
         "q6",
-        "an H100's SMEM and registers, all SMs together",
+        "an A100's SMEM and registers, all SMs together",
         _q6,
         "bytes",
-        "132 SMs x 256 kB of SMEM; 132 x 256 KiB of registers. Answer {'smem': ..., 'registers': ...}.",
+        "108 SMs x 192 kB of SMEM; 108 x 256 KiB of registers. Answer {'smem': ..., 'registers': ...}.",
     ),
     (
         "q3",
@@ -323,10 +313,10 @@ _E = [
     ),
     (
         "q9",
-        "the bisection bandwidth of an 8xH100 node",
-        lambda: _node().bisection_bandwidth(),
+        "the bisection bandwidth of an 8xB200 node",
+        lambda: _node(8, "b200").bisection_bandwidth(),
         "B/s",
-        "4 GPUs on each side each send 450 GB/s across, both directions counted.",
+        "4 GPUs on each side each send 900 GB/s across, both directions counted.",
     ),
     (
         "q10",
@@ -337,11 +327,11 @@ _E = [
     ),
     (
         "q11",
-        "the 1024-GPU SuperPod's bandwidth at each level",
+        "the 2048-GPU SuperPod's bandwidth into the spine and across its bisection",
         _q11,
         "B/s",
-        "A node's 8 NICs into the leaf; an SU's 32 nodes into the spine; the pod's GPUs x 50 GB/s across the "
-        "bisection. Answer {'node_to_leaf', 'su_to_spine', 'bisection'}.",
+        "An SU's 32 nodes of 8 NICs into the spine; the pod's GPUs x 50 GB/s across the bisection, both "
+        "directions counted. Answer {'su_to_spine', 'bisection'}.",
     ),
     (
         "q12",
@@ -380,7 +370,7 @@ _E = [
         _q17,
         "s, bytes",
         "B (N-1)/N in, B out, B in, B (N-1)/N out: B / W in time, N B through the switch. Answer {'seconds', "
-        "'switch_egress_bytes'} for B = 1 GB.",
+        "'switch_egress_bytes'} for B = 4 GB.",
     ),
     (
         "q22",
@@ -410,7 +400,7 @@ _E = [
         _q29,
         "tokens",
         "TP in a node: C / W_nvlink; DP across nodes: C / W_node with W_node still 400 GB/s. Answer "
-        "{'tp_intensity', 'dp_across_nodes', 'tp_in_node_h100'} (the last is the H100's C / W_nvlink).",
+        "{'tp_intensity', 'dp_across_nodes'}.",
     ),
     (
         "q30",
@@ -428,10 +418,10 @@ _E = [
     ),
     (
         "q32",
-        "the most tensor parallelism Llama 3 70B affords in a node",
+        "the most tensor parallelism Llama 3 70B affords in a B200 node",
         _q32,
         "GPUs",
-        "Y < F W_nvlink / C with F = 28,672.",
+        "Y < F W_nvlink / C with F = 28,672, W_nvlink = 900 GB/s and C = 2.25 PFLOP/s.",
     ),
     (
         "q33",
@@ -443,18 +433,19 @@ _E = [
     ),
     (
         "q34",
-        "Megatron-LM's batches per GPU and their thresholds",
+        "Megatron-LM's batches per GPU against their thresholds",
         _q34,
-        "tokens",
-        "Sequences x 4096 / GPUs; model parallelism over 2 and 8 nodes divides C / W_node by 2 and 8. Answer "
-        "{'b16', 'b70', 'b314', 'crit70', 'crit314'}.",
+        "x",
+        "Sequences x 4096 / GPUs; model parallelism over 2 and 8 nodes divides C / W_node by 2 and 8; the "
+        "ratio is the batch per GPU over that threshold. Answer {'ratio70', 'ratio314'}.",
     ),
     (
         "q24",
-        "the H100's data-parallel critical batches",
+        "the A100's data-parallel critical batches",
         _q24,
         "tokens/GPU",
-        "C / 450e9 inside a node, C / 400e9 across nodes. Answer {'in_node': ..., 'across_nodes': ...}.",
+        "C / 300e9 inside a node (12 NVLinks of 25 GB/s), C / 200e9 across nodes (8 NICs of 25 GB/s). Answer "
+        "{'in_node': ..., 'across_nodes': ...}.",
     ),
     (
         "q26",
@@ -474,18 +465,18 @@ _E = [
     ),
     (
         "q27",
-        "tensor parallelism of Llama 3's MLP in one node and over two",
+        "tensor parallelism of Llama 3 405B's MLP in one node and over two",
         _q27,
         "GPUs",
-        "F / 2200 in a node; over two nodes F > 2475 (Y - 8). Answer {'one_node', 'two_nodes'}.",
+        "F / 2200 in a node; over two nodes F > 2475 (Y - 8), with F = 53,248. Answer {'one_node', 'two_nodes'}.",
     ),
     (
         "q16",
-        "how much slower an AllToAll gets across 2 nodes",
+        "how much slower a B200 AllToAll gets across 2 nodes",
         _q16,
         "x",
-        "B (N-1)/(N^2 W_nvlink) in a node vs B (M-1)/(M^2 W_node) over M = 2 nodes (exactly: 1 - 8/16 of each "
-        "member's data leaves through its 50 GB/s NIC).",
+        "B (N-1)/(N^2 W_nvlink) in a node (900 GB/s) vs B (M-1)/(M^2 W_node) over M = 2 nodes (exactly: "
+        "1 - 8/16 of each member's data leaves through its 50 GB/s NIC).",
     ),
     (
         "q28",
@@ -503,10 +494,10 @@ _E = [
     ),
     (
         "q19",
-        "the AllGather bandwidth of the 1024-GPU SuperPod, counted exactly",
+        "a 4 GB AllGather over the 2048-GPU SuperPod, counted exactly",
         _q19,
-        "B/s",
-        "A node receives from all 127 others through its 400 GB/s, not only from its own SU: 400e9 x 128 / 127.",
+        "s",
+        "A node receives from all 255 others through its 400 GB/s, not only from its own SU: V x 255 / (256 x 400e9).",
     ),
     (
         "q15",
