@@ -176,6 +176,10 @@ def _chapter(stem: str, path: Path, tmp_path: Path, base: Path, wheel: Path) -> 
             TPU_NOTES_FORCE_COLAB="1",
             TPU_NOTES_REPO=str(wheel),
             PIP_CACHE_DIR=str(PIP_CACHE),
+            # No package index for the setup cells: tpu_notes comes from the local wheel, and a chapter's extra tool
+            # (xprof: a large tree of dependencies, a minute of every run) cannot install, so the cell must print
+            # its one line and go on, the path a reader without the tool takes. The image itself is built online.
+            PIP_NO_INDEX="1",
             MPLBACKEND="agg",
         ),
         capture_output=True,
@@ -225,6 +229,9 @@ def test_setup_and_import_cells_run_on_the_colab_path(colab_runs, path):
     code = "import tpu_notes; print(tpu_notes.__file__)"
     where = subprocess.run([str(python), "-c", code], cwd=python.parent.parent, env=_env(), capture_output=True)
     assert Path(where.stdout.decode().strip()).is_relative_to(python.parent.parent), where
+    for requirement in nbcells.colab_needs(path.stem):
+        name = re.split(r"[\[<>=!~; ]", requirement, maxsplit=1)[0]
+        assert f"could not install {name}" in out, f"{path.stem}: no line saying {name} could not be installed"
     for tool, cid in GUARDED.get(path.stem, []):
         said = out.split(f"--- hidden {tool}: cell {cid}\n", 1)[1].split("\n---", 1)[0].strip().splitlines()
         missing = [line for line in said if "not installed" in line]
