@@ -1480,38 +1480,105 @@ def _spec(args) -> int:
         _print_json({n: chip_spec(n) for n in names})
         return 0
     for n in names:
-        spec = chip_spec(n)
-        width = max(len(k) for k in spec)
-        print(f"{spec['long_name']['value']} ({n})")
-        for key, item in spec.items():
-            if key == "long_name":
-                continue
-            print(f"  {key:<{width}}  {_spec_value(key, item['value']):>14}  {item['source']}")
+        print(format_chip_spec(n))
         print()
     return 0
 
 
-def _spec_value(field: str, value) -> str:
+def format_chip_spec(chip) -> str:
+    """``spec CHIP``'s text: every published figure of one chip in words, with its unit and its source."""
+    from .hardware import get_chip
+
+    c = get_chip(chip, "chip")
+    spec = chip_spec(c)
+    rows = [(SPEC_FIELDS[k][0], _spec_value(k, item["value"]), item["source"]) for k, item in spec.items()]
+    rows = [r for r in rows if r[0] != "name"]
+    w0, w1 = (max(len(r[i]) for r in rows) for i in (0, 1))
+    lines = [f"{c.long_name} ({c.name})"]
+    lines += [f"  {a:<{w0}}  {b:>{w1}}  {src}" for a, b, src in rows]
+    return "\n".join(lines)
+
+
+def _hz(value: float) -> str:
+    """A clock in GHz or MHz: ``1.5 GHz``, ``940 MHz``."""
     from .units import fmt
 
-    if isinstance(value, (list, str, bool)) or value is None:
-        return str(value)
-    unit = (
-        "FLOP/s"
-        if field.endswith("_flops") and not field.startswith("int8")
-        else "OP/s"
-        if field.startswith("int8")
-        else "B/s"
-        if "_bw" in field
-        else "B"
-        if field.endswith("_bytes")
-        else "Hz"
-        if field.endswith("_hz")
-        else "$/h"
-        if field.startswith("dollars")
-        else ""
-    )
-    return fmt(value, unit) if unit else (f"{value:g}" if isinstance(value, float) else str(value))
+    return fmt(value / 1e9, "GHz") if value >= 1e9 else fmt(value / 1e6, "MHz")
+
+
+def _shape(value) -> str:
+    """A shape as a practitioner writes it: ``16x16``."""
+    return "x".join(str(n) for n in value)
+
+
+def _count(noun: str):
+    """A formatter of a count with its noun: ``_count("GPUs")(8) == "8 GPUs"`` (singular for 1)."""
+    one = noun.removesuffix("es") if noun.endswith("ches") else noun.removesuffix("s")
+    return lambda n: f"{n:,} {one if n == 1 else noun}"
+
+
+def _unit(unit: str):
+    from .units import fmt
+
+    return lambda v: fmt(v, unit)
+
+
+#: How ``spec CHIP`` prints each figure of a :class:`~tpu_notes.hardware.Chip`: the field, the words a reader
+#: reads, and a formatter that puts the unit on the value (``--json`` keeps the field names and SI values).
+SPEC_FIELDS = {
+    "long_name": ("name", str),
+    "kind": ("kind", str.upper),
+    "bf16_flops": ("bf16 matmul peak", _unit("FLOP/s")),
+    "int8_flops": ("int8 matmul peak", _unit("OP/s")),
+    "fp8_flops": ("fp8 matmul peak", _unit("FLOP/s")),
+    "hbm_bytes": ("HBM capacity", _unit("B")),
+    "hbm_bw": ("HBM bandwidth", _unit("B/s")),
+    "vmem_bytes": ("VMEM capacity", _unit("B")),
+    "vmem_bw": ("VMEM bandwidth", _unit("B/s")),
+    "ici_bw_oneway": ("ICI per link, one way", _unit("B/s")),
+    "ici_bw_bidi": ("ICI per link, both ways", _unit("B/s")),
+    "ici_dims": ("ICI torus", lambda n: f"{n}D"),
+    "pod_shape": ("pod", lambda v: f"{_shape(v)} chips"),
+    "host_shape": ("chips per host", lambda v: f"{_shape(v)} chips"),
+    "max_slice_chips": ("largest slice", _count("chips")),
+    "slice_topologies": ("slice shapes", lambda v: ", ".join(_shape(t) for t in v)),
+    "pcie_bw": ("host link (PCIe), one way", _unit("B/s")),
+    "dcn_bw": ("DCN per chip", _unit("B/s")),
+    "mxu_size": ("MXU", lambda n: f"{n}x{n}"),
+    "cores_per_chip": ("TensorCores per chip", _count("cores")),
+    "mxus_per_core": ("MXUs per TensorCore", _count("MXUs")),
+    "clock_hz": ("clock", _hz),
+    "vpu_alus_per_lane": ("VPU ALUs per lane", _count("ALUs")),
+    "vregs_per_core": ("vector registers per core", lambda n: f"{n:,} x 4 KiB"),
+    "nvlink_bw": ("NVLink per GPU, one way", _unit("B/s")),
+    "node_size": ("NVLink node", _count("GPUs")),
+    "dollars_per_hour": ("price per chip-hour", lambda v: f"${v:,.2f}"),
+    "base_clock_hz": ("base clock", _hz),
+    "tensor_clock_hz": ("tensor-core clock", _hz),
+    "sms": ("streaming multiprocessors", _count("SMs")),
+    "subpartitions_per_sm": ("subpartitions per SM", _count("subpartitions")),
+    "fp32_cores_per_subpartition": ("fp32 cores per subpartition", _count("cores")),
+    "tensor_cores_per_sm": ("tensor cores per SM", _count("tensor cores")),
+    "tc_flops_per_cycle": ("one tensor core", lambda n: f"{n:,} FLOPs/cycle"),
+    "fp32_flops": ("fp32 vector peak (no FMA)", _unit("FLOP/s")),
+    "fp32_fma_flops": ("fp32 vector peak (FMA as 2)", _unit("FLOP/s")),
+    "register_bytes_per_sm": ("registers per SM", _unit("B")),
+    "smem_bytes_per_sm": ("shared memory / L1 per SM", _unit("B")),
+    "l2_bytes": ("L2 cache", _unit("B")),
+    "l2_bw": ("L2 bandwidth", _unit("B/s")),
+    "nvlink_links": ("NVLink links per GPU", _count("links")),
+    "nvlink_link_bw": ("NVLink per link, one way", _unit("B/s")),
+    "nvswitches_per_node": ("NVSwitches per node", _count("switches")),
+    "nvswitch_ports": ("ports per NVSwitch", _count("ports")),
+    "node_egress_bw": ("scale-out per node", _unit("B/s")),
+    "hop_latency": ("hop latency", _unit("s")),
+}
+
+
+def _spec_value(field: str, value) -> str:
+    """One figure of ``spec CHIP`` with its unit (:data:`SPEC_FIELDS`)."""
+    label, show = SPEC_FIELDS[field]
+    return show(tuple(value) if isinstance(value, list) else value)
 
 
 def _bench(args) -> int:
