@@ -16,7 +16,6 @@ from tpu_notes.inference.cost import cost_at_rate
 from tpu_notes.inference.engine import deploy, system_for
 from tpu_notes.inference.goodput import SLO, max_rate_at_attainment
 from tpu_notes.inference.simulator import Disaggregation
-from tpu_notes.units import fmt
 
 #: A quick deployment: Llama 3 8B in int8 on two v5e 2x2 replicas, 400 requests of 512 in / 64 out.
 BASE = ["simulate", "--model", "llama3-8b", "--chip", "v5e:2x2", "--replicas", "2", "--weights", "int8"]

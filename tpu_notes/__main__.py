@@ -1570,12 +1570,12 @@ def _spec(args) -> int:
         _print_json({n: chip_spec(n) for n in names})
         return 0
     for n in names:
-        print(format_chip_spec(n))
+        print(_format_chip_spec(n))
         print()
     return 0
 
 
-def format_chip_spec(chip) -> str:
+def _format_chip_spec(chip) -> str:
     """``spec CHIP``'s text: every published figure of one chip in words, with its unit and its source (a
     :class:`~tpu_notes.table.Table`)."""
     from .hardware import get_chip
@@ -1585,7 +1585,8 @@ def format_chip_spec(chip) -> str:
     spec = chip_spec(c)
     rows = [(SPEC_FIELDS[k][0], _spec_value(k, item["value"]), item["source"]) for k, item in spec.items()]
     rows = [r for r in rows if r[0] != "name"]
-    return Table([Column("figure"), Column("value"), Column("source")], rows, caption=f"{c.long_name} ({c.name})").text()
+    columns = [Column("figure"), Column("value"), Column("source")]
+    return Table(columns, rows, caption=f"{c.long_name} ({c.name})").text()
 
 
 def _hz(value: float) -> str:
