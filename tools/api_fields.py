@@ -132,6 +132,8 @@ def _name(tp) -> str:
     if tp is Ellipsis:
         return "..."
     origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_name(a) for a in typing.get_args(tp))
     if origin is not None:
         args = ", ".join(_name(a) for a in typing.get_args(tp))
         return f"{getattr(origin, '__name__', str(origin))}[{args}]" if args else getattr(origin, "__name__", str(tp))
@@ -168,7 +170,7 @@ def _kind_text(base, kind) -> str:
         size = "" if kind.min_len == 1 else " (may be empty)" if kind.min_len == 0 else f" (at least {kind.min_len})"
         return f"tuple of int >= {low}{size}"
     if isinstance(kind, units.DType):
-        return "dtype name: " + ", ".join(repr(d) for d in units.DTYPE_BYTES)
+        return "dtype name (" + ", ".join(repr(d) for d in units.DTYPE_BYTES) + ")"
     if type(kind).describe is not units.Kind.describe:  # a module's own kind says what it allows
         return kind.describe()
     return _name(base)
