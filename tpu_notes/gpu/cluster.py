@@ -226,7 +226,7 @@ class GpuCluster:
         return f"{name} ({self.n_nodes:,} nodes)" if self.n_nodes > 1 else name
 
     def describe(self) -> str:
-        """:meth:`__str__` with the fat tree above the nodes, bottom level first, e.g. ``"256 x H100 (32 nodes of
+        """``str(cluster)`` with the fat tree above the nodes, bottom level first, e.g. ``"256 x H100 (32 nodes of
         8; leaf 8 > spine 4 at 2:1)"`` (``a:1``: a level oversubscribed ``a`` times)."""
         if self.n_nodes == 1:
             return str(self)
