@@ -72,6 +72,7 @@ CASES = {
     G + "GpuCluster.per_gpu_bw": Case(self_=_cluster),
     G + "GpuCluster.level_table": Case(self_=_cluster),
     G + "GpuCluster.bisection_bandwidth": Case(self_=_cluster),
+    G + "GpuCluster.describe": Case(self_=_cluster),
     G + "GpuCluster.axis_size": Case(self_=_cluster, axis=_AXIS),
     G + "GpuCluster.bandwidth": Case(self_=_cluster, axis=_AXIS),
     G + "GpuCluster.latency": Case(self_=_cluster, axis=_AXIS),

@@ -161,12 +161,13 @@ def test_plan_table_prints_layout_and_remat_whole(capsys):
     assert any("pipeline=" in r["layout"] and "mb=" in r["layout"] and "dcn=2" in r["layout"] for r in rows)
     lines = _text(capsys, *argv).splitlines()
     head = next(i for i, line in enumerate(lines) if line.lstrip().startswith("#"))
+    assert set(lines[head + 1]) == {"-", " "}  # the table's rule under its header
     for i, r in enumerate(rows, 1):
-        line = lines[head + i]
+        line = lines[head + 1 + i]
         assert line.split()[0] == str(i)
         assert f" {_short(r['layout'], r['circular_repeats'])} " in line, (line, r["layout"])
         assert f" {r['remat']} " in line, (line, r["remat"])
-    legend = "\n".join(lines[head + len(rows) + 1 :])
+    legend = "\n".join(lines[head + len(rows) + 2 :])
     assert "dcnN: N slices joined over DCN" in legend and "mbN: N microbatches" in legend
 
 
@@ -259,7 +260,7 @@ def test_plan_json_adds_up(argv, capsys):
     assert data["ranked_count"] == len(data["ranked"]) > 0 and data["feasible"] is True
     kind = "tpu" if argv is PLAN_TPU else "gpu"
     assert data["expected_error"] == OUT_OF_SAMPLE_ERROR[kind]
-    assert data["system_name"] == ("v5e 4x4" if kind == "tpu" else "64 h100")
+    assert data["system_name"] == ("v5e 4x4" if kind == "tpu" else "64 x H100 (8 nodes)")
     sequences = 2**20 // 4096
     for r in data["ranked"]:
         m = r["memory_bytes"]
@@ -287,7 +288,7 @@ def test_plan_header_names_the_system_framework_recipe_headroom_and_band(capsys)
     assert "v5e 4x4" in first and "maxtext rules" in first and "bf16 recipe" in first
     assert "20% HBM headroom" in first and f"±{OUT_OF_SAMPLE_ERROR['tpu'] * 100:.3g}%" in first
     first = _text(capsys, "plan", *PLAN_GPU).splitlines()[0]
-    assert "64 h100" in first and "megatron rules" in first and "megatron recipe" in first
+    assert "64 x H100 (8 nodes)" in first and "megatron rules" in first and "megatron recipe" in first
     assert "10% HBM headroom" in first and f"±{OUT_OF_SAMPLE_ERROR['gpu'] * 100:.3g}%" in first
 
 

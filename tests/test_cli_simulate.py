@@ -16,7 +16,6 @@ from tpu_notes.inference.cost import cost_at_rate
 from tpu_notes.inference.engine import deploy, system_for
 from tpu_notes.inference.goodput import SLO, max_rate_at_attainment
 from tpu_notes.inference.simulator import Disaggregation
-from tpu_notes.units import fmt
 
 #: A quick deployment: Llama 3 8B in int8 on two v5e 2x2 replicas, 400 requests of 512 in / 64 out.
 BASE = ["simulate", "--model", "llama3-8b", "--chip", "v5e:2x2", "--replicas", "2", "--weights", "int8"]
@@ -136,9 +135,19 @@ def test_text_prints_the_librarys_figures(capsys):
     lines = out.splitlines()
     assert lines[0] == "llama3-8b on 2 x v5e 2x2 (8 chips), int8 weights, int8 KV, int8 matmuls"
     _, _, r = _library(20.0)
-    rows = {line.split()[0]: line.split()[1:] for line in lines if line.startswith("    ")}
-    assert " ".join(rows["TTFT"]) == " ".join(fmt(v, "s") for v in r.ttft)
-    assert " ".join(rows["TBT"]) == " ".join(fmt(v, "s") for v in r.tbt)
+    table = [line.split("  ") for line in lines if line.startswith("    ")]
+    header = [c.strip() for c in table[0] if c.strip()]
+    assert header[0] == "latency" and [h.split()[0] for h in header[1:]] == ["p50", "p90", "p99"]
+    seconds = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}
+    scale = [seconds[h.split("(")[1].rstrip(")")] for h in header[1:]]  # each column's unit, from its header
+    rows = {}
+    for cells in table[2:]:
+        cells = [c.strip() for c in cells if c.strip()]
+        rows[cells[0]] = list(zip(cells[1:], scale))
+    for label, values in (("TTFT", r.ttft), ("TBT", r.tbt)):
+        for (cell, unit), v in zip(rows[label], values, strict=True):
+            decimals = len(cell.partition(".")[2])  # the column's decimals: the printed value is v rounded to them
+            assert float(cell) * unit == pytest.approx(v, abs=0.5 * 10**-decimals * unit * (1 + 1e-9)), (label, cell)
     c = cost_at_rate(r, "v5e", ttft_slo_s=0.5, tpot_slo_s=0.03)
     assert f"${c.dollars_per_million_input:.3g} per million input tokens" in out
     assert f"${c.dollars_per_slo_request:.3g} per SLO-meeting request" in out

@@ -163,7 +163,7 @@ def test_table_width_and_rows(rows):
 def test_describe_system():
     assert describe_system(Slice("v5e", (16, 16)), 4) == "4 x v5e 16x16"
     assert describe_system(Slice("v5p", (4, 4, 4))) == "v5p 4x4x4"
-    assert describe_system(GpuCluster("h100", 64)) == "64 h100"
+    assert describe_system(GpuCluster("h100", 64)) == "64 x H100 (8 nodes)"
 
 
 def test_plan_is_what_the_rows_rank():

@@ -188,8 +188,40 @@ def test_readable_names():
     from tpu_notes.training.practitioners import describe_system
 
     assert str(Slice("v5p", (16, 16, 16))) == "v5p 16x16x16"
-    assert str(GpuCluster("h100", 8192)) == "8192 h100" == describe_system(GpuCluster("h100", 8192))
+    assert repr(Slice("v5p", (16, 16, 16))) == "Slice('v5p', (16, 16, 16))"  # the constructor, for debugging
+    assert str(GpuCluster("h100", 8)) == "8 x H100" and str(GpuCluster("h100", 4)) == "4 x H100"
+    assert str(GpuCluster("h100", 1024)) == "1024 x H100 (128 nodes)" == describe_system(GpuCluster("h100", 1024))
+    assert repr(GpuCluster("h100", 1024)).startswith("GpuCluster('h100', 1024 GPUs")
     assert describe_system(Slice("v5e", (16, 16)), 4) == "4 x " + str(Slice("v5e", (16, 16)))
+
+
+def test_readable_names_say_what_the_chip_is_and_how_the_tree_is_built():
+    from tpu_notes.gpu import GpuCluster, dgx_superpod
+    from tpu_notes.hardware import CHIPS, get_chip
+    from tpu_notes.topology import Slice
+
+    named = {n: str(c) for n, c in CHIPS.items()}
+    assert named["v5e"] == "v5e" and named["h100"] == "H100" and named["gb200"] == "GB200"
+    assert named["h100-pcie"] == "H100 PCIe" and named["a100-40g"] == "A100 40GB" and named["tpu7x"] == "TPU7x"
+    assert len(set(named.values())) == len(named)  # no two chips print alike
+    assert all("(" not in s and "=" not in s for s in named.values())  # a name, never the dataclass's repr
+    assert repr(get_chip("h100")).startswith("Chip(name='h100'")
+    assert str(Slice("tpu7x", (4, 4, 4))) == "TPU7x 4x4x4"
+    node = GpuCluster("h100", 8)
+    assert node.describe() == str(node)  # one node: no tree to describe
+    tree = GpuCluster("h100", 256, levels=(("leaf", 8), ("spine", 4, 2.0)))
+    pod = dgx_superpod("h100", 256)
+    assert tree.describe() == "256 x H100 (32 nodes of 8; leaf 8 > spine 4 at 2:1)"
+    assert str(tree) == str(pod) and tree.describe() != pod.describe()  # the tree tells them apart
+
+
+def test_a_layout_prints_as_practitioners_write_it():
+    from tpu_notes.training import Parallelism
+
+    assert str(Parallelism(fsdp=1024, tensor=2)) == "fsdp=1024 tp=2"
+    assert str(Parallelism(data=2, pipeline=8, tensor=16, microbatches=64, dcn=2)) == "dp=2 pp=8 tp=16 dcn=2 mb=64"
+    assert str(Parallelism()) == "1 chip"
+    assert Parallelism(fsdp=1024, tensor=2).label() == "fsdp=1024 x tensor=2"  # the spelled-out form stays
 
 
 def test_scale_up_size_is_the_nvlink_node_or_the_whole_slice():

@@ -27,6 +27,7 @@ import json
 import re
 import signal
 import sys
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -282,31 +283,44 @@ def _layout_name(p) -> str:
 
 
 def _plan_table(result, top: int) -> str:
-    """The CLI's table of ``result`` (a :class:`~tpu_notes.training.PlanResult` with a ranking): the columns of
-    :meth:`~tpu_notes.training.PlanResult.table`, its tier ``t`` included, but each layout (with its DCN and
-    microbatch counts) and remat policy printed whole, the columns as wide as their longest entry; the legend of
-    the ranking, the tiers and the two step figures is the planner's own."""
+    """The CLI's table of ``result`` (a :class:`~tpu_notes.training.PlanResult` with a ranking), a
+    :class:`~tpu_notes.table.Table`: the columns of :meth:`~tpu_notes.training.PlanResult.table`, its tier ``t``
+    included, but each layout (with its DCN and microbatch counts) and remat policy printed whole, the units in
+    the headers; the legend of the ranking, the tiers and the two step figures (the planner's own) under it."""
+    from .table import Column, Table
     from .training.parallelism import SHORT_NAMES
-    from .units import fmt
 
     shown = result.ranked[:top]
-    w = max(6, *(len(_layout_name(p)) for p in shown))
-    r = max(5, *(len(str(p.remat)) for p in shown))
-    lines = [
-        f"{'#':>2} {'t':>2} {'layout':<{w}} {'remat':<{r}} {'HBM/chip':>8} {'roof step':>9} {'bound':<8} "
-        f"{'exp step':>8} {'MFU':>6}"
+    columns = [
+        Column("#"),
+        Column("t"),
+        Column("layout"),
+        Column("remat"),
+        Column("HBM/chip", "B"),
+        Column("roof step", "s"),
+        Column("bound"),
+        Column("exp step", "s"),
+        Column("MFU", "%", digits=3),
     ]
+    rows = []
     for i, p in enumerate(shown, 1):
         st, ex = p.step, p.expected
-        exp = f"{fmt(ex.total, 's'):>8} {ex.mfu:>6.1%}" if ex else f"{'-':>8} {'-':>6}"
-        row = (
-            f"{i:>2} {p.tier:>2} {_layout_name(p):<{w}} {str(p.remat):<{r}} {fmt(p.memory.peak, 'B'):>8} "
-            f"{fmt(st.total, 's'):>9}"
+        rows.append(
+            (
+                i,
+                p.tier,
+                _layout_name(p),
+                str(p.remat),
+                p.memory.peak,
+                st.total,
+                st.bound,
+                ex.total if ex else None,
+                ex.mfu if ex else None,
+            )
         )
-        lines.append(f"{row} {st.bound:<8} {exp}")
-    lines += result.legend(top)
+    notes = list(result.legend(top))
     used = {SHORT_NAMES[a] for p in shown for a in p.parallelism.mesh_shape()}
-    lines.append("layout: " + ", ".join(f"{v} {k}" for k, v in SHORT_NAMES.items() if v in used))
+    notes.append("layout: " + ", ".join(f"{v} {k}" for k, v in SHORT_NAMES.items() if v in used))
     extra = [
         ("dcnN: N slices joined over DCN", any(p.parallelism.dcn > 1 for p in shown)),
         ("mbN: N microbatches", any("mb" in p.parallelism.short() for p in shown)),
@@ -314,8 +328,8 @@ def _plan_table(result, top: int) -> str:
         ("ag1: FSDP weights gathered once per step", any(p.gather_once for p in shown)),
     ]
     if any(on for _, on in extra):
-        lines.append("        " + ", ".join(text for text, on in extra if on))
-    return "\n".join(lines)
+        notes.append("        " + ", ".join(text for text, on in extra if on))
+    return Table(columns, rows, notes=notes).text()
 
 
 #: The kinds of parallelism ``--disable`` may name (those :func:`tpu_notes.training.plan` can leave out).
@@ -529,12 +543,12 @@ def _plan(args) -> int:
 
 def _print_schedulable_slices(args, slc, kwargs) -> None:
     """Why the slice asked for cannot be scheduled, and the slices of its pod that can, fastest first."""
-    from .training.subslices import format_slices, plan_slices
+    from .training.subslices import plan_slices
 
     print(f"{args.model}: {slc.why_not_schedulable}")
     print("The slices of this pod Cloud TPU schedules, fastest first:")
     options = plan_slices(args.model, slc.chip, args.batch_tokens, args.seq_len, **kwargs)
-    print(format_slices([o for o in options if o.ok] or options, top=min(args.top, 8)))
+    print(_slices_table([o for o in options if o.ok] or options, top=min(args.top, 8)))
 
 
 def _plan_json(args, slc, result, error: float, options: list) -> dict:
@@ -581,6 +595,53 @@ def _rejected_counts(result) -> str:
     return ", ".join(f"{n:,} {r}" for r, n in result.reasons().items())
 
 
+def _rejections_table(reasons: dict) -> str:
+    """The rejected candidates counted by reason, as a :class:`~tpu_notes.table.Table`."""
+    from .table import Column, Table
+
+    rows = [(n, r) for r, n in reasons.items()]
+    return Table([Column("candidates"), Column("rejected because")], rows).text()
+
+
+def _slices_table(options, top: int) -> str:
+    """The first ``top`` of :func:`~tpu_notes.training.plan_slices`' options as a :class:`~tpu_notes.table.Table`:
+    each slice shape (``2x 16x16``: two slices over DCN), the chips it uses and leaves idle, its legal layouts, the
+    best one, its expected step, the run's tokens per second and the price of a million tokens, paying for the
+    chips used and for the whole pods."""
+    from .table import Column, Table
+
+    rows = []
+    for o in list(options)[:top]:
+        shape = ("" if o.per_pod == 1 else f"{o.per_pod}x ") + "x".join(map(str, o.slice.shape))
+        best = _layout_name(o.best) if o.ok else "(none legal)"
+        rows.append(
+            (
+                shape,
+                o.chips,
+                o.idle_chips,
+                o.legal,
+                best,
+                o.step_s if o.ok else None,
+                o.tokens_per_s / 1e6 if o.ok else None,
+                o.dollars_per_mtoken_used if o.ok else None,
+                o.dollars_per_mtoken_pod if o.ok else None,
+            )
+        )
+    columns = [
+        Column("slice"),
+        Column("chips"),
+        Column("idle"),
+        Column("legal"),
+        Column("best layout"),
+        Column("exp step", "s"),
+        Column("throughput", "Mtokens/s"),
+        Column("used", "$/Mtoken"),
+        Column("pod", "$/Mtoken"),
+    ]
+    note = "used: paying for the chips used; pod: paying for the whole pods, idle chips included"
+    return Table(columns, rows, notes=[note]).text()
+
+
 def _print_no_layout(args, slc, result, error: float, options: list) -> None:
     """Text output when no layout can run: the rejections by reason, then the smaller slices that can
     (``options``)."""
@@ -593,14 +654,10 @@ def _print_no_layout(args, slc, result, error: float, options: list) -> None:
         f"{describe_system(slc, args.slices)} were rejected ({counts or 'none searched'})."
     )
     print(_plan_header(args, slc, result, error))
-    print("Rejected because:")
-    for r, n in reasons.items():
-        print(f"  {n:6,} x {r}")
+    print(_rejections_table(reasons))
     if options:
-        from .training.subslices import format_slices
-
         print("\nThe slices of this pod that can run, fastest first:")
-        print(format_slices(options, top=min(args.top, 8)))
+        print(_slices_table(options, top=min(args.top, 8)))
     elif isinstance(slc, Slice):
         print("\nNo smaller slice of this pod can run it either.")
 
@@ -620,7 +677,7 @@ def _print_best(best, rank_by: str, error: float) -> None:
     out-of-sample ``error`` band) and its placement."""
     from .units import fmt
 
-    print(f"best by the {rank_by} step: {best.parallelism.label()}, {best.remat}")
+    print(f"best by the {rank_by} step: {best.parallelism}, remat {best.remat}")
     row = best.row()
     print(
         f"  roofline: step {fmt(row['step_s_roofline'], 's')}, MFU {row['mfu_roofline']:.1%}, "
@@ -690,12 +747,10 @@ def _legal_near(model, chip, n: int) -> str:
 
 def _describe_system(system) -> str:
     """A system by its readable name, as ``plan`` names it too (:func:`tpu_notes.training.practitioners.
-    describe_system`): ``"v5e 4x4 (16 chips)"`` for a TPU slice, ``"8 h100"`` for GPUs."""
-    shape = getattr(system, "shape", None)
-    name = system.chip.name
-    if shape:
-        return f"{name} {'x'.join(map(str, shape))} ({system.n_devices} chips)"
-    return f"{system.n_devices} {name}"
+    describe_system`): ``"v5e 4x4 (16 chips)"`` for a TPU slice, ``"8 x H100"`` for GPUs."""
+    if getattr(system, "shape", None):
+        return f"{system} ({system.n_devices} chips)"
+    return str(system)
 
 
 def _serve_system(args, given, fewest_system):
@@ -1281,11 +1336,9 @@ def _simulate(args) -> int:
 
 
 def _replica_name(system) -> str:
-    """One replica as a practitioner writes it: ``"v5e 4x4"`` for a TPU slice, ``"8 h100"`` for GPUs."""
-    shape = getattr(system, "shape", None)
-    if shape:
-        return f"{system.chip.name} {'x'.join(map(str, shape))}"
-    return f"{system.n_devices} {system.chip.name}"
+    """One replica as a practitioner writes it: ``"v5e 4x4"`` for a TPU slice, ``"8 x H100"`` for GPUs (in
+    parentheses after a replica count: ``"2 x (8 x H100)"``)."""
+    return str(system) if getattr(system, "shape", None) else f"({system})"
 
 
 def _simulate_header(args, s: _Simulated) -> str:
@@ -1385,6 +1438,15 @@ def _simulate_json(args, s: _Simulated) -> dict:
     return data
 
 
+def _percentile_table(result) -> str:
+    """simulate's latency percentiles (:data:`_SIM_ROWS`) as a :class:`~tpu_notes.table.Table`, one unit per
+    column."""
+    from .table import Column, Table
+
+    rows = [(label, *getattr(result, name)) for label, name, _ in _SIM_ROWS]
+    return Table([Column("latency"), Column("p50", "s"), Column("p90", "s"), Column("p99", "s")], rows).text()
+
+
 def _print_simulate(args, s: _Simulated) -> None:
     """``simulate``'s text: the deployment, the workload, the percentiles, the SLO's attainment, the goodput and
     the cost at the rate served beside its 100%-busy floor."""
@@ -1413,9 +1475,7 @@ def _print_simulate(args, s: _Simulated) -> None:
     print(
         f"  at {w.rate:.3g} requests/s (Poisson), percentiles over the middle {1 - r.warmup - r.drain:.0%} of arrivals:"
     )
-    print(f"    {'':<14}{'p50':>10}{'p90':>10}{'p99':>10}")
-    for label, name, _ in _SIM_ROWS:
-        print(f"    {label:<14}" + "".join(f"{fmt(v, 's'):>10}" for v in getattr(r, name)))
+    print(textwrap.indent(_percentile_table(r), "    "))
     print(
         f"  {fmt(r.output_tokens_per_s, 'tokens/s')} out ({fmt(r.tokens_per_s_per_chip, 'tokens/s')} per chip), "
         f"mean batch {r.mean_batch:.1f}, peak {r.peak_seqs} sequences, KV {r.kv_utilisation:.0%} used, "
@@ -1463,14 +1523,44 @@ def chip_spec(chip) -> dict:
     return out
 
 
+def _spec_overview() -> str:
+    """``spec``'s table of every chip's headline figures (:func:`tpu_notes.hardware.spec_table`), a
+    :class:`~tpu_notes.table.Table` with the units in the headers."""
+    from .hardware import get_chip, spec_table
+    from .table import Column, Table
+
+    columns = [
+        Column("chip"),
+        Column("bf16", "FLOP/s", scale="TFLOP/s"),
+        Column("int8", "TOP/s"),
+        Column("HBM", "B", scale="GB"),
+        Column("HBM bandwidth", "B/s", scale="TB/s"),
+        Column("ICI per link, one way", "B/s", scale="GB/s"),
+        Column("critical intensity, bf16", "FLOPs/B"),
+    ]
+    rows = [
+        (
+            str(get_chip(r["chip"])),
+            r["bf16 FLOP/s"],
+            None if r["int8 OP/s"] is None else r["int8 OP/s"] / 1e12,
+            r["HBM bytes"],
+            r["HBM B/s"],
+            r["ICI B/s/link (one way)"],
+            r["critical intensity (bf16, HBM)"],
+        )
+        for r in spec_table()
+    ]
+    return Table(columns, rows, caption="Headline figures per chip (GPU: per GPU); — where none is published").text()
+
+
 def _spec(args) -> int:
-    from .hardware import CHIPS, Chip, format_spec_table
+    from .hardware import CHIPS, Chip
 
     if not args.chips:
         if args.json:
             _print_json({name: chip_spec(name) for name in CHIPS})
         else:
-            print(format_spec_table())
+            print(_spec_overview())
             print("\n`python -m tpu_notes spec CHIP` lists every figure of one chip with its source.")
         return 0
     # a chip name, or a system as the other subcommands spell it (its chip): fail on a bad one before printing
@@ -1480,38 +1570,105 @@ def _spec(args) -> int:
         _print_json({n: chip_spec(n) for n in names})
         return 0
     for n in names:
-        spec = chip_spec(n)
-        width = max(len(k) for k in spec)
-        print(f"{spec['long_name']['value']} ({n})")
-        for key, item in spec.items():
-            if key == "long_name":
-                continue
-            print(f"  {key:<{width}}  {_spec_value(key, item['value']):>14}  {item['source']}")
+        print(_format_chip_spec(n))
         print()
     return 0
 
 
-def _spec_value(field: str, value) -> str:
+def _format_chip_spec(chip) -> str:
+    """``spec CHIP``'s text: every published figure of one chip in words, with its unit and its source (a
+    :class:`~tpu_notes.table.Table`)."""
+    from .hardware import get_chip
+    from .table import Column, Table
+
+    c = get_chip(chip, "chip")
+    spec = chip_spec(c)
+    rows = [(SPEC_FIELDS[k][0], _spec_value(k, item["value"]), item["source"]) for k, item in spec.items()]
+    rows = [r for r in rows if r[0] != "name"]
+    columns = [Column("figure"), Column("value"), Column("source")]
+    return Table(columns, rows, caption=f"{c.long_name} ({c.name})").text()
+
+
+def _hz(value: float) -> str:
+    """A clock in GHz or MHz: ``1.5 GHz``, ``940 MHz``."""
     from .units import fmt
 
-    if isinstance(value, (list, str, bool)) or value is None:
-        return str(value)
-    unit = (
-        "FLOP/s"
-        if field.endswith("_flops") and not field.startswith("int8")
-        else "OP/s"
-        if field.startswith("int8")
-        else "B/s"
-        if "_bw" in field
-        else "B"
-        if field.endswith("_bytes")
-        else "Hz"
-        if field.endswith("_hz")
-        else "$/h"
-        if field.startswith("dollars")
-        else ""
-    )
-    return fmt(value, unit) if unit else (f"{value:g}" if isinstance(value, float) else str(value))
+    return fmt(value / 1e9, "GHz") if value >= 1e9 else fmt(value / 1e6, "MHz")
+
+
+def _shape(value) -> str:
+    """A shape as a practitioner writes it: ``16x16``."""
+    return "x".join(str(n) for n in value)
+
+
+def _counted(noun: str):
+    """A formatter of a count with its noun: ``_counted("GPUs")(8) == "8 GPUs"`` (singular for 1)."""
+    one = noun.removesuffix("es") if noun.endswith("ches") else noun.removesuffix("s")
+    return lambda n: f"{n:,} {one if n == 1 else noun}"
+
+
+def _unit(unit: str):
+    from .units import fmt
+
+    return lambda v: fmt(v, unit)
+
+
+#: How ``spec CHIP`` prints each figure of a :class:`~tpu_notes.hardware.Chip`: the field, the words a reader
+#: reads, and a formatter that puts the unit on the value (``--json`` keeps the field names and SI values).
+SPEC_FIELDS = {
+    "long_name": ("name", str),
+    "kind": ("kind", str.upper),
+    "bf16_flops": ("bf16 matmul peak", _unit("FLOP/s")),
+    "int8_flops": ("int8 matmul peak", _unit("OP/s")),
+    "fp8_flops": ("fp8 matmul peak", _unit("FLOP/s")),
+    "hbm_bytes": ("HBM capacity", _unit("B")),
+    "hbm_bw": ("HBM bandwidth", _unit("B/s")),
+    "vmem_bytes": ("VMEM capacity", _unit("B")),
+    "vmem_bw": ("VMEM bandwidth", _unit("B/s")),
+    "ici_bw_oneway": ("ICI per link, one way", _unit("B/s")),
+    "ici_bw_bidi": ("ICI per link, both ways", _unit("B/s")),
+    "ici_dims": ("ICI torus", lambda n: f"{n}D"),
+    "pod_shape": ("pod", lambda v: f"{_shape(v)} chips"),
+    "host_shape": ("chips per host", lambda v: f"{_shape(v)} chips"),
+    "max_slice_chips": ("largest slice", _counted("chips")),
+    "slice_topologies": ("slice shapes", lambda v: ", ".join(_shape(t) for t in v)),
+    "pcie_bw": ("host link (PCIe), one way", _unit("B/s")),
+    "dcn_bw": ("DCN per chip", _unit("B/s")),
+    "mxu_size": ("MXU", lambda n: f"{n}x{n}"),
+    "cores_per_chip": ("TensorCores per chip", _counted("cores")),
+    "mxus_per_core": ("MXUs per TensorCore", _counted("MXUs")),
+    "clock_hz": ("clock", _hz),
+    "vpu_alus_per_lane": ("VPU ALUs per lane", _counted("ALUs")),
+    "vregs_per_core": ("vector registers per core", lambda n: f"{n:,} x 4 KiB"),
+    "nvlink_bw": ("NVLink per GPU, one way", _unit("B/s")),
+    "node_size": ("NVLink node", _counted("GPUs")),
+    "dollars_per_hour": ("price per chip-hour", lambda v: f"${v:,.2f}"),
+    "base_clock_hz": ("base clock", _hz),
+    "tensor_clock_hz": ("tensor-core clock", _hz),
+    "sms": ("streaming multiprocessors", _counted("SMs")),
+    "subpartitions_per_sm": ("subpartitions per SM", _counted("subpartitions")),
+    "fp32_cores_per_subpartition": ("fp32 cores per subpartition", _counted("cores")),
+    "tensor_cores_per_sm": ("tensor cores per SM", _counted("tensor cores")),
+    "tc_flops_per_cycle": ("one tensor core", lambda n: f"{n:,} FLOPs/cycle"),
+    "fp32_flops": ("fp32 vector peak (no FMA)", _unit("FLOP/s")),
+    "fp32_fma_flops": ("fp32 vector peak (FMA as 2)", _unit("FLOP/s")),
+    "register_bytes_per_sm": ("registers per SM", _unit("B")),
+    "smem_bytes_per_sm": ("shared memory / L1 per SM", _unit("B")),
+    "l2_bytes": ("L2 cache", _unit("B")),
+    "l2_bw": ("L2 bandwidth", _unit("B/s")),
+    "nvlink_links": ("NVLink links per GPU", _counted("links")),
+    "nvlink_link_bw": ("NVLink per link, one way", _unit("B/s")),
+    "nvswitches_per_node": ("NVSwitches per node", _counted("switches")),
+    "nvswitch_ports": ("ports per NVSwitch", _counted("ports")),
+    "node_egress_bw": ("scale-out per node", _unit("B/s")),
+    "hop_latency": ("hop latency", _unit("s")),
+}
+
+
+def _spec_value(field: str, value) -> str:
+    """One figure of ``spec CHIP`` with its unit (:data:`SPEC_FIELDS`)."""
+    label, show = SPEC_FIELDS[field]
+    return show(tuple(value) if isinstance(value, list) else value)
 
 
 def _bench(args) -> int:

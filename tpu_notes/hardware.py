@@ -203,6 +203,10 @@ _OPTIONAL_COUNTS = (
 )
 
 
+#: How :meth:`Chip.__str__` spells the variant suffixes of GPU names (``"h100-pcie"`` -> ``"H100 PCIe"``).
+_GPU_VARIANTS = {"pcie": "PCIe", "nvl": "NVL", "40g": "40GB", "500w": "500W"}
+
+
 @dataclass(frozen=True)
 class Chip:
     """One accelerator chip (TPU) or GPU. ``None`` marks a figure that does not apply or is not published."""
@@ -330,6 +334,14 @@ class Chip:
             and not math.isclose(self.ici_bw_bidi, 2 * self.ici_bw_oneway)
         ):
             raise ValueError(f"ici_bw_bidi ({self.ici_bw_bidi}) must be twice ici_bw_oneway ({self.ici_bw_oneway})")
+
+    def __str__(self) -> str:
+        """The name a practitioner writes: ``"v5p"`` for a TPU (``"TPU7x"``), ``"H100"`` for a GPU (its variants
+        spelled out: ``"H100 PCIe"``, ``"A100 40GB"``); :attr:`long_name` is the full one, ``repr`` every field."""
+        if self.kind == "tpu":
+            return "TPU" + self.name[3:] if self.name.lower().startswith("tpu") else self.name
+        head, *variants = self.name.split("-")
+        return " ".join([head.upper(), *(_GPU_VARIANTS.get(v.lower(), v.upper()) for v in variants)])
 
     def peak_flops(self, dtype: str = "bf16") -> float:
         """Peak throughput in FLOP/s (OP/s for int8) for ``dtype``: the matmul units for "bf16", "int8" and "fp8";

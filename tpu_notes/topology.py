@@ -145,8 +145,9 @@ class Slice:
         return f"Slice({self.chip.name!r}, {self.shape})"
 
     def __str__(self) -> str:
-        """The readable name: ``"v5p 16x16x16"`` (chip, then the shape joined by ``x``)."""
-        return f"{self.chip.name} {'x'.join(str(n) for n in self.shape)}"
+        """The readable name: ``"v5p 16x16x16"`` (chip, then the shape joined by ``x``); ``repr`` is the
+        constructor call, ``Slice('v5p', (16, 16, 16))``."""
+        return f"{self.chip} {'x'.join(str(n) for n in self.shape)}"
 
     # ---- sizes -------------------------------------------------------------------------------------------------
     @property

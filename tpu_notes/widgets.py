@@ -1072,7 +1072,7 @@ def training_run(
         best = result[0]
     days = best.step.total * tokens / batch_tokens / 86_400
     return (
-        f"{model} on {pods} x {best.layout.slice}: {best.parallelism.label()}, remat {best.remat}\n"
+        f"{model} on {pods} x {best.layout.slice}: {best.parallelism}, remat {best.remat}\n"
         f"{note}  placement: {best.layout.describe()}\n"
         f"  {fmt(best.memory.peak, 'B')} HBM per chip; step {fmt(best.step.total, 's')} "
         f"({best.step.bound}-bound); MFU {best.step.mfu:.0%} at {efficiency:.0%} matmul efficiency\n"
@@ -1242,7 +1242,7 @@ def gpu_strategies(
     b = check_positive("tokens_per_gpu", tokens_per_gpu, integer=True)
     rows = strategy_times(cluster, model, b * cluster.n_gpus)
     lines = [
-        f"{model} on {cluster!r}",
+        f"{model} on {cluster}",
         f"batch {b:,} tokens per GPU ({b * cluster.n_gpus:,} in all); "
         f"DP needs {critical_batch_per_gpu(cluster.chip, across_nodes=cluster.n_nodes > 1):,.0f} per GPU",
     ]
@@ -1436,9 +1436,7 @@ def _plan_cell(plans, top: int, slices: bool = False) -> dict:
     """Traces of :func:`tpu_notes.plots.planner_chart` (compute, bubble, communication per step; HBM per chip) for
     the first ``top`` of ``plans`` (``Plan`` records, fastest first); ``slices`` names each one's slice too."""
     plans = list(plans)[:top]
-    labels = [
-        (f"{p.layout.slice!r} " if slices and p.layout else "") + f"{p.parallelism.label()} | {p.remat}" for p in plans
-    ]
+    labels = [(f"{p.layout.slice} " if slices and p.layout else "") + f"{p.parallelism} | {p.remat}" for p in plans]
     data = [
         _bars(labels, [p.step.compute for p in plans], "compute", "#1f77b4", offset="a"),
         _bars(labels, [p.step.bubble for p in plans], "bubble", "#bcbd22", offset="a"),

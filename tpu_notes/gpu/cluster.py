@@ -220,8 +220,21 @@ class GpuCluster:
         )
 
     def __str__(self) -> str:
-        """The readable name: ``"8192 h100"`` (GPU count, then the chip), as Chapter 6's tables write it."""
-        return f"{self.n_gpus} {self.chip.name}"
+        """The readable name: ``"8 x H100"`` for one NVLink node (or part of one), ``"1024 x H100 (128 nodes)"``
+        for several; :meth:`describe` adds the fat tree, ``repr`` is for debugging."""
+        name = f"{self.n_gpus} x {self.chip}"
+        return f"{name} ({self.n_nodes:,} nodes)" if self.n_nodes > 1 else name
+
+    def describe(self) -> str:
+        """``str(cluster)`` with the fat tree above the nodes, bottom level first, e.g. ``"256 x H100 (32 nodes of
+        8; leaf 8 > spine 4 at 2:1)"`` (``a:1``: a level oversubscribed ``a`` times)."""
+        if self.n_nodes == 1:
+            return str(self)
+        tree = " > ".join(
+            f"{lv.name} {lv.degree}" + (f" at {lv.oversubscription:g}:1" if lv.oversubscription > 1 else "")
+            for lv in self.levels
+        )
+        return f"{self.n_gpus} x {self.chip} ({self.n_nodes:,} nodes of {self.node_size}; {tree})"
 
     @property
     def n_chips(self) -> int:

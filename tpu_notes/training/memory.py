@@ -94,6 +94,9 @@ class _RematPolicy(Kind):
             )
         return check_positive(name, value)
 
+    def describe(self) -> str:
+        return f"one of {', '.join(repr(r) for r in REMAT)}, or D-sized checkpoints per layer > 0"
+
     def hostile(self) -> list:
         return ["sometimes", "", None, -1, 0, float("nan"), float("inf"), True, [3]]
 

@@ -98,4 +98,12 @@ class Parallelism:
         return " ".join(parts) or "1 chip"
 
     def __str__(self) -> str:
-        return self.label()
+        """The layout as a practitioner writes it: ``"fsdp=1024 tp=2"``, the degrees above 1 in
+        :data:`MESH_AXES` order under the abbreviations of :data:`SHORT_NAMES`, then ``dcn=N`` and ``mb=N``
+        (``"1 chip"`` when nothing is split). :meth:`label` spells the axes out (``"fsdp=1024 x tensor=2"``)."""
+        parts = [f"{SHORT_NAMES[a]}={n}" for a, n in self.mesh_shape().items()]
+        if self.dcn > 1:
+            parts.append(f"dcn={self.dcn}")
+        if self.pipeline > 1 or self.microbatches > 1:
+            parts.append(f"mb={self.microbatches}")
+        return " ".join(parts) or "1 chip"

@@ -57,7 +57,7 @@ class PractitionerComparison:
 
     run: str  # the published run's name (PublishedRun.name)
     group: str  # who ran it, on what (a key of tpu_notes.runs.GROUPS)
-    system: str  # the hardware, e.g. "2 x v5e 16x16" (DCN slices x chip and torus) or "8192 h100"
+    system: str  # the hardware, e.g. "2 x v5e 16x16" (DCN slices x chip and torus) or "8192 x H100 (1024 nodes)"
     used: str  # the stated layout, Parallelism.label() (its microbatches included)
     used_remat: str  # the stated remat policy
     used_expected_s: float  # seconds: expected step of the stated configuration (StepTime.expected.total)
@@ -94,7 +94,7 @@ class PractitionerComparison:
 @checked
 def describe_system(system, n_slices: PositiveInt = 1) -> str:
     """A short name of a system: ``"v5e 16x16"`` for a TPU slice (``"4 x v5e 16x16"`` for 4 slices over DCN),
-    ``"8192 h100"`` for a GPU cluster."""
+    ``"8192 x H100 (1024 nodes)"`` for a GPU cluster (``str`` of the system)."""
     check_system(system, "system")
     if not system.joins_over_dcn and n_slices != 1:
         raise ValueError(
