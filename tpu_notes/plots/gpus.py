@@ -51,7 +51,7 @@ def gpu_collective_chart(cluster, nbytes: float = 1e9, direct_up_to: int = 256):
     ax.text(cluster.node_size * 1.05, ax.get_ylim()[1] * 0.5, "one node", fontsize=8, color="0.4")
     ax.set_xlabel("GPUs in the group")
     ax.set_ylabel("seconds")
-    ax.set_title(f"{fmt(nbytes, 'B')} on {cluster!r}"[:90], fontsize=9)
+    ax.set_title(f"{fmt(nbytes, 'B')} on {cluster.describe()}"[:90], fontsize=9)
     legend_below(ax, title="lines: formula; dots: link by link", fontsize=8, title_fontsize=8)
     fig.tight_layout()
     return decade_ticks(fig)

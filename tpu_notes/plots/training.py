@@ -102,7 +102,7 @@ def planner_chart(result, top: int = 10):
         raise ValueError("the plan result has no runnable layout to draw; print result.table() for the reasons")
     fig, axes = new_figure(ncols=2, width=7.2, height=0.35 * len(plans) + 1.8)
     ax1, ax2 = axes.ravel()
-    labels = [f"{p.parallelism.label()} | {p.remat}" for p in plans]
+    labels = [f"{p.parallelism} | {p.remat}" for p in plans]
     y = np.arange(len(plans))
     comp = np.array([p.step.compute for p in plans])
     comms = np.array([p.step.comms for p in plans])
