@@ -14,7 +14,7 @@ from ..topology import Slice
 from . import Exercise, register
 
 # ---- 3.1 (book pop quiz 1): memory of an int8 array sharded over two of three mesh axes ------------------------
-_POP1 = dict(text="A[I_XY, J]", sizes={"I": 128, "J": 2048}, mesh={"X": 2, "Y": 8, "Z": 2})
+_POP1 = dict(text="A[I_XY, J]", sizes={"I": 128, "J": 2048}, mesh={"X": 4, "Y": 8, "Z": 4})
 
 
 def _q1():
@@ -28,10 +28,10 @@ def _q1():
 register(
     Exercise(
         id="ch03.q1",
-        title="int8 A[I_XY, J] on 32 devices (book pop quiz 1)",
+        title="int8 A[I_XY, J] on 128 devices (book pop quiz 1, on a larger mesh)",
         solve=_q1,
         unit="B",
-        hint="X and Y split I 16 ways; Z replicates, so the mesh holds Z = 2 copies of the 128·2048 "
+        hint="X and Y split I 32 ways; Z replicates, so the mesh holds Z = 4 copies of the 128·2048 "
         "one-byte array. Answer [bytes per device, bytes over all devices].",
     )
 )
@@ -48,8 +48,12 @@ def _v5e_gather(E, F, wraparound):
     return Slice("v5e", (8, 4)).collective_time("all_gather", v, "y").total  # the real slice: no wraparound
 
 
+#: Exercise 2: the book's bf16[2048, 8192] array made 1.5 times wider.
+Q2_F = 12288
+
+
 def _q2():
-    return [_v5e_gather(2048, 8192, True), _v5e_gather(2048, 8192, False)]
+    return [_v5e_gather(2048, Q2_F, True), _v5e_gather(2048, Q2_F, False)]
 
 
 register(
@@ -292,7 +296,7 @@ register(
 
 
 # ---- 3.11 (book Q9): gather the operand, or reduce-scatter the output? -------------------------------------------
-_Q11 = dict(sizes={"N": 1024, "M": 8192, "K": 2048}, mesh={"X": 8})
+_Q11 = dict(sizes={"N": 1024, "M": 12288, "K": 3072}, mesh={"X": 8})
 
 
 def _q11():
@@ -317,7 +321,7 @@ register(
 
 
 # ---- 3.12 (book Q10): where the AllToAll's factor of 4 comes from ------------------------------------------------
-_Q12 = dict(n=8, nbytes=4096 * 4096 * 2)
+_Q12 = dict(n=8, nbytes=5632 * 4096 * 2)
 
 
 def _q12():
@@ -347,7 +351,7 @@ register(
 # ---- our own -----------------------------------------------------------------------------------------------------
 def _q13():
     w = get_chip("v5p").ici_bw_bidi
-    v = 64e6
+    v = 96e6
     ring = c.all_to_all_time(v, 4, w).total
     return [
         ring,
@@ -371,7 +375,7 @@ register(
 
 def _q14():
     plan = sharding.matmul_plan(
-        "A[I, J_X]", "B[J_X, K]", "C[I_X, K]", mesh={"X": 8}, sizes={"I": 1024, "J": 4096, "K": 2048}
+        "A[I, J_X]", "B[J_X, K]", "C[I_X, K]", mesh={"X": 8}, sizes={"I": 1024, "J": 4096, "K": 2560}
     )
     (rs,) = plan.collectives
     return [rs.bytes_in, rs.bytes_out]
@@ -389,7 +393,7 @@ register(
 
 
 def _q15():
-    return c.latency_bound_bytes(8, get_chip("v5e").ici_bw_bidi)
+    return c.latency_bound_bytes(32, get_chip("v5e").ici_bw_bidi)
 
 
 register(
@@ -404,9 +408,9 @@ register(
 
 
 def _q16():
-    sizes, mesh = {"D": 8192, "F": 32768}, {"X": 16}
+    sizes, mesh = {"D": 8192, "F": 32768}, {"X": 8}
     v = sharding.parse("W[D, F]").bytes_per_device(sizes, mesh)
-    t = c.all_gather_time(v, 16, get_chip("v5p").ici_bw_bidi).total
+    t = c.all_gather_time(v, 8, get_chip("v5p").ici_bw_bidi).total
     return [t, sharding.parse("W[D_X, F]").bytes_per_device(sizes, mesh)]
 
 
@@ -416,7 +420,7 @@ register(
         title="an FSDP weight gather (our own)",
         solve=_q16,
         unit="s, B",
-        hint="the gathered weight is D·F·2 bytes whatever the axis size; each device stores 1/16 of it",
+        hint="the gathered weight is D·F·2 bytes whatever the axis size; each device stores 1/8 of it",
     )
 )
 

@@ -103,8 +103,14 @@ register(
 
 
 # ---- 4.4 (book Q5) ----------------------------------------------------------------------------------------------
+#: Exercise 4: the book's D = 8192 model, narrowed to D = 5120 (the chapter prints the answer for 8192).
+Q4_D = 5120
+
+
 def _q4():
-    m = TransformerConfig(d_model=8192, d_ff=4 * 8192, n_layers=1, n_heads=64, n_kv_heads=64, d_head=128, vocab=32_000)
+    m = TransformerConfig(
+        d_model=Q4_D, d_ff=4 * Q4_D, n_layers=1, n_heads=Q4_D // 128, n_kv_heads=Q4_D // 128, d_head=128, vocab=32_000
+    )
     # attention FLOPs grow linearly in T: solve attention_flops(T) = 2 · (projection weights) per token
     per_unit_T = m.attention_flops(1, causal=False) / m.n_layers
     return 2.0 * m.attention_params_per_layer() / per_unit_T
@@ -122,8 +128,12 @@ register(
 
 
 # ---- 4.5 (book Q8) ----------------------------------------------------------------------------------------------
+#: Exercise 5: the book asks about DeepSeek-V3, whose numbers the chapter prints; we ask about Mixtral 8x7B.
+Q5_MODEL = "mixtral-8x7b"
+
+
 def _q5():
-    m = get_model("deepseek-v3")
+    m = get_model(Q5_MODEL)
     return {
         "active_fraction": m.active_param_count() / m.param_count(),
         "critical_batch_bf16": m.critical_batch("v5e"),
@@ -134,7 +144,7 @@ def _q5():
 register(
     Exercise(
         id="ch04.q5",
-        title="DeepSeek-V3: active share and critical batch, bf16 and int8 weights (book Q8)",
+        title="Mixtral 8x7B: active share and critical batch, bf16 and int8 weights (book Q8, another model)",
         solve=_q5,
         unit="fraction, tokens, tokens",
         hint="Active parameters over total; the critical batch of a dense matmul on v5e with bf16 compute (about "
@@ -171,8 +181,12 @@ register(
 
 
 # ---- 4.7 (book Q6) and 4.8 (our own): remat --------------------------------------------------------------------
+#: Exercises 7 and 8: the chapter prints Llama 3 8B's remat figures; these ask about Llama 3 70B.
+Q7_MODEL = "llama3-70b"
+
+
 def _q7():
-    m = get_model("llama3-8b")
+    m = get_model(Q7_MODEL)
     T = 8192
     return m.recompute_flops(T, "save_matmul_outputs") / m.flops_per_token(T, training=True)
 
@@ -190,7 +204,7 @@ register(
 
 
 def _q8():
-    m = get_model("llama3-8b")
+    m = get_model(Q7_MODEL)
     tokens = 16 * 8192
     return {"none": m.checkpoint_bytes(tokens, "none"), "full_block": m.checkpoint_bytes(tokens, "full_block")}
 
@@ -228,8 +242,12 @@ register(
 
 
 # ---- 4.10 (book Q4) and 4.11 (our own): flash attention --------------------------------------------------------
+#: Exercise 10: Mixtral 8x7B (4 query heads per KV head); the chapter prints Llama 3's (8 per KV head).
+Q10_MODEL = "mixtral-8x7b"
+
+
 def _q10():
-    m = get_model("llama3-70b")
+    m = get_model(Q10_MODEL)
     # prefill intensity is T·G/(G+1): linear in T, so the compute-bound length is critical intensity / (G/(G+1))
     min_prefill = get_chip("v5e").critical_intensity("bf16") / m.attention_intensity(1, 1)
     return [m.attention_intensity(8192, 8192), m.attention_intensity(1, 8192), min_prefill]
