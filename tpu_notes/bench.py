@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from numbers import Integral
 from typing import Annotated, Any
 
-from .units import OneOf, Positive, canonical_dtype, capped, check_choice, check_positive, checked, dtype_bytes, fmt
 from .table import Column, Table
+from .units import OneOf, Positive, canonical_dtype, capped, check_choice, check_positive, checked, dtype_bytes, fmt
 
 #: Dtypes the measurements can run in (JAX dtypes for the tpu_notes names).
 BENCH_DTYPES = ("bf16", "fp32")

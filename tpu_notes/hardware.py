@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from .units import canonical_dtype, check_choice, check_positive, fmt
+from .units import canonical_dtype, check_choice, check_positive
 
 #: One vector register (VREG) of a TPU TensorCore: 8 sublanes × 128 lanes of 32-bit words (scaling book, tpus.md
 #: Appendix A), so 4 KiB; the VPU works on whole registers.

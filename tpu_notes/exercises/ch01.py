@@ -99,7 +99,7 @@ register(
 register(
     Exercise(
         id="ch01.q3",
-        title="int8 weights, bf16 activations: where the roofline plot reaches the roof",
+        title="int8 weights: where the roofline reaches the roof",
         solve=lambda: [smallest_compute_bound_batch(d, d, Q3_CHIP, Q3_DTYPE, w_dtype=Q3_W_DTYPE) for d in Q3_DIMS],
         hint="Exact bytes: 2*B*D (bf16 x) + D*F (int8 w) + 2*B*F (bf16 out); FLOPs 2*B*D*F at the bf16 rate. "
         "Solve 2*B*D*F / bytes >= C_bf16 / W_hbm for B.",
@@ -138,7 +138,7 @@ register(
         title="int8 elementwise add: intensity",
         solve=lambda: elementwise_add_time(Q6_N, Q6_CHIP, Q6_DTYPE).intensity,
         hint="One add per element; two int8 reads and one int8 write per element.",
-        unit="FLOPs/byte",
+        unit="OPs/byte",
     )
 )
 register(
@@ -163,7 +163,7 @@ register(
 register(
     Exercise(
         id="ch01.q8",
-        title="smallest compute-bound batch for square bf16 weights",
+        title="exact critical batch, square bf16 weights",
         solve=lambda: [smallest_compute_bound_batch(d, d, Q8_CHIP) for d in Q8_DIMS],
         hint="Keep the activation and output bytes: solve B*D*F / (B*D + D*F + B*F) >= C / W_hbm for B.",
         unit="tokens",

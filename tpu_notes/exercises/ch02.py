@@ -32,9 +32,9 @@ def _q1():
 register(
     Exercise(
         id="ch02.q1",
-        title="a v5e with 256 × 256 MXUs: peak FLOP/s from its parts",
+        title="peak of a v5e with 256 × 256 MXUs",
         solve=_q1,
-        unit="[FLOPs/cycle, FLOP/s]",
+        unit="FLOPs/cycle, FLOP/s",
         hint="A 256 × 256 MXU does one multiply-add per cell per cycle: 2·256² FLOPs per cycle; a v5e TensorCore "
         "has 4 MXUs at 1.5 GHz and the chip has one core.",
     )

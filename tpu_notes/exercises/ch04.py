@@ -58,7 +58,7 @@ def _q2():
 register(
     Exercise(
         id="ch04.q2",
-        title="FLOPs of In[B_X, D_Y] · W[D_Y, F] on a 4×8×4 mesh (book Q2)",
+        title="FLOPs of a matmul on a 4×8×4 mesh (book Q2)",
         solve=_q2,
         unit="FLOPs",
         hint="2·B·D·F in total, divided by the product of the mesh axes that split the computation (a sharded "
@@ -91,9 +91,9 @@ def _q3():
 register(
     Exercise(
         id="ch04.q3",
-        title="parameters of a 64-layer MHA model (book Q1)",
+        title="a 64-layer MHA model (book Q1)",
         solve=_q3,
-        unit="params, params, fraction, bytes",
+        unit="params, fraction, B",
         hint="Per layer: 4·D² attention (MHA, N·H = D) + 3·D·F gated MLP + 2·D norm gains; add 2·D·V for the "
         "untied embeddings and D for the final norm; 'params_rounded_sizes' redoes it with D = 4000, F = 16000 as "
         "the book's arithmetic does. KV cache: 2·L·K·H values per token, 1 byte each in int8. Answer "
@@ -119,7 +119,7 @@ def _q4():
 register(
     Exercise(
         id="ch04.q4",
-        title="context length where attention equals the projections (book Q5)",
+        title="attention equals projections (book Q5)",
         solve=_q4,
         unit="tokens",
         hint="Per token and layer the projections cost 2·4·D·N·H FLOPs and attention (full matrix) 4·T·N·H.",
@@ -144,9 +144,9 @@ def _q5():
 register(
     Exercise(
         id="ch04.q5",
-        title="Mixtral 8x7B: active share and critical batch, bf16 and int8 weights (book Q8, another model)",
+        title="Mixtral 8x7B: active share, batch (book Q8)",
         solve=_q5,
-        unit="fraction, tokens, tokens",
+        unit="fraction, tokens",
         hint="Active parameters over total; the critical batch of a dense matmul on v5e with bf16 compute (about "
         "240 tokens with bf16 weights, 120 with int8 weights, which halve the bytes) times E/k. "
         "Answer {'active_fraction', 'critical_batch_bf16', 'critical_batch_int8'}.",
@@ -171,7 +171,7 @@ def _q6():
 register(
     Exercise(
         id="ch04.q6",
-        title="the AllToAll of an expert-parallel MoE layer (our own)",
+        title="an expert-parallel AllToAll (our own)",
         solve=_q6,
         unit="s",
         hint="the AllToAll moves V = N·B·k·D·2 bytes (N chips, B tokens each, k experts per token) in V/(4·W_ici) on "
@@ -194,9 +194,9 @@ def _q7():
 register(
     Exercise(
         id="ch04.q7",
-        title="recompute cost of saving only matmul outputs (book Q6)",
+        title="recompute cost of matmul outputs (book Q6)",
         solve=_q7,
-        unit="fraction of the training FLOPs",
+        unit="fraction",
         hint="The two attention products are recomputed once: one forward attention pass (causal, T/2 keys on "
         "average) over the forward+backward FLOPs per token.",
     )
@@ -212,7 +212,7 @@ def _q8():
 register(
     Exercise(
         id="ch04.q8",
-        title="activation memory with and without remat (our own)",
+        title="activation memory and remat (our own)",
         solve=_q8,
         unit="bytes",
         hint="bytes × checkpoints per layer × d_model × tokens × layers; count the saved tensors with "
@@ -232,7 +232,7 @@ def _q9():
 register(
     Exercise(
         id="ch04.q9",
-        title="KV cache of Llama 3 70B: GQA, MHA and MQA (our own)",
+        title="Llama 3 70B KV cache, GQA/MHA/MQA (our own)",
         solve=_q9,
         unit="bytes",
         hint="2·L·K·H·2 bytes per token in bf16; multi-head attention would have K = N = 64 instead of 8, multi-query "
@@ -256,7 +256,7 @@ def _q10():
 register(
     Exercise(
         id="ch04.q10",
-        title="arithmetic intensity of attention, prefill and decode (book Q4)",
+        title="attention intensity (book Q4)",
         solve=_q10,
         unit="FLOPs/byte",
         hint="FLOPs 4·T·S·N·H; bytes 2·(2·T·N·H + 2·S·K·H) in bf16. Prefill gives T·G/(G+1), decode S·G/(S+G) with "
@@ -275,7 +275,7 @@ def _q11():
 register(
     Exercise(
         id="ch04.q11",
-        title="the score matrix flash attention never stores (our own)",
+        title="what flash attention never stores (our own)",
         solve=_q11,
         unit="bytes",
         hint="One layer, one sequence: N heads × T × T scores, 4 bytes each in fp32.",
@@ -296,9 +296,9 @@ def _q12():
 register(
     Exercise(
         id="ch04.q12",
-        title="forward FLOPs per token of tiny-moe's expert layers (our own)",
+        title="tiny-moe expert FLOPs (our own)",
         solve=_q12,
-        unit="FLOPs per token",
+        unit="FLOPs",
         hint="Per MoE layer: router 2·D·E, plus 2·3·D·F_e for each of the k routed and each shared expert.",
     )
 )
