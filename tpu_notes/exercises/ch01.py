@@ -99,7 +99,7 @@ register(
 register(
     Exercise(
         id="ch01.q3",
-        title="int8 weights: where the roofline reaches the roof",
+        title="int8 weights: reaching the roof",
         solve=lambda: [smallest_compute_bound_batch(d, d, Q3_CHIP, Q3_DTYPE, w_dtype=Q3_W_DTYPE) for d in Q3_DIMS],
         hint="Exact bytes: 2*B*D (bf16 x) + D*F (int8 w) + 2*B*F (bf16 out); FLOPs 2*B*D*F at the bf16 rate. "
         "Solve 2*B*D*F / bytes >= C_bf16 / W_hbm for B.",

@@ -144,7 +144,7 @@ def _q5():
 register(
     Exercise(
         id="ch04.q5",
-        title="Mixtral 8x7B: active share, batch (book Q8)",
+        title="Mixtral 8x7B (book Q8)",
         solve=_q5,
         unit="fraction, tokens",
         hint="Active parameters over total; the critical batch of a dense matmul on v5e with bf16 compute (about "
