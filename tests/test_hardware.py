@@ -86,9 +86,11 @@ def test_spec_table_rows_and_text():
     rows = hardware.spec_table(["v5e", "h100"])
     assert [r["chip"] for r in rows] == ["v5e", "h100"]
     assert rows[0]["HBM B/s"] == 8.2e11
-    text = hardware.format_spec_table()
-    assert len(text.splitlines()) == len(CHIPS) + 2
-    assert "820 GB/s" in text and "—" in text
+    table = hardware.format_spec_table()
+    text = table.text()
+    assert len(text.splitlines()) == 1 + 2 + len(CHIPS) + 1  # caption, header and rule, a row per chip, a note
+    assert table.column("BW")[table.column("chip").index("v5e")] == 8.2e11
+    assert "GB/s" in text and "—" in text and all(len(line) <= 88 for line in text.splitlines())
 
 
 def test_h800_cards():

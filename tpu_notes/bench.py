@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from numbers import Integral
 from typing import Annotated, Any
 
+from .table import Column, Table
 from .units import OneOf, Positive, canonical_dtype, capped, check_choice, check_positive, checked, dtype_bytes, fmt
 
 #: Dtypes the measurements can run in (JAX dtypes for the tpu_notes names).
@@ -767,9 +768,7 @@ def report(result: RooflineMeasurement, chip=None) -> str:
         f"device: {result.device_kind} ({result.platform}), dtype {result.dtype}, measured in {fmt(result.wall_s, 's')}"
     ]
     if name is None:
-        lines.append(
-            "no tpu_notes chip model for this device (a CPU has no entry in tpu_notes.hardware): measured numbers only"
-        )
+        lines.append("no tpu_notes chip model for this device (a CPU has none): measured numbers only")
     else:
         lines.append(f"chip model: {name}")
     fit = result.fit
@@ -1129,32 +1128,43 @@ def format_predictions(rows: Sequence[Prediction]) -> str:
     return "\n".join(lines)
 
 
-def format_measurements(result: RooflineMeasurement, chip=None) -> str:
+def format_measurements(result: RooflineMeasurement, chip=None) -> Table:
     """One table of every measurement of ``result`` (Chapter 1): median time, achieved rate (FLOP/s for a
     matmul, bytes/s for a bandwidth probe), intensity, the fitted roofline's time and measured / fitted, and
-    measured / ``chip``'s datasheet roofline (a dash without a chip model). Rows stay within 88 columns."""
+    measured / ``chip``'s datasheet roofline (a dash without a chip model), as a collapsed :class:`Table`."""
     if not isinstance(result, RooflineMeasurement):
         raise TypeError(f"result must be a RooflineMeasurement; got {type(result).__name__}")
     rows = predict(result, chip)
     shapes = sorted({m.shape[1:] for m in result.matmuls})
     where = ", ".join(f"[B, {d}] x [{d}, {f}]" for d, f in shapes)
-    lines = [
-        f"matmuls {where}, {result.dtype}; probes over arrays of the size shown",
-        f"{'measurement':<18}{'time':>9}{'achieved':>16}{'FLOPs/B':>9}{'fit':>10}{'ratio':>7}{'model ratio':>13}",
-    ]
+    out = []
     for m, r in zip(result.measurements, rows):
         if m.kind == "matmul" and len(m.shape) == 3:
-            name, rate = f"matmul B={m.shape[0]}", fmt(m.flops_per_s, "FLOP/s")
+            name, flops, bw = f"matmul B={m.shape[0]}", m.flops_per_s, None
         else:
             probe = "x + 1" if m.op == "add" else "sum(x)"
             array = m.shape[0] * dtype_bytes(m.dtype) if m.shape else m.nbytes
-            name, rate = f"{probe} {fmt(array, 'B')}", fmt(m.bytes_per_s, "B/s")
-        model = "—" if r.ratio_model is None else f"{r.ratio_model:.2f}"
-        lines.append(
-            f"{name:<18}{fmt(m.seconds, 's'):>9}{rate:>16}{m.intensity:>9.3g}{fmt(r.fitted_s, 's'):>10}"
-            f"{r.ratio_fit:>7.2f}{model:>13}"
-        )
-    return "\n".join(lines)
+            name, flops, bw = f"{probe} {fmt(array, 'B')}", None, m.bytes_per_s
+        out.append((name, m.seconds, flops, bw, m.intensity, r.fitted_s, r.ratio_fit, r.ratio_model))
+    columns = [
+        Column("measurement"),
+        Column("time", "s"),
+        Column("rate", "FLOP/s"),
+        Column("memory", "B/s"),
+        Column("I", "FLOPs/B"),
+        Column("fit", "s"),
+        Column("ratio", digits=3),
+        Column("model ratio", digits=3),
+    ]
+    if all(r.ratio_model is None for r in rows):  # no chip model (a CPU): leave the column of dashes out
+        columns, out = columns[:-1], [row[:-1] for row in out]
+    return Table(
+        columns,
+        out,
+        caption=f"Every measurement: matmuls {where} in {result.dtype}, and the probes",
+        notes=["I: intensity; ratio: measured / fitted time; model ratio: measured / datasheet time"],
+        collapse=True,
+    )
 
 
 # Keep this guard at the end of the file (append new functions above it), so that

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from .units import canonical_dtype, check_choice, check_positive, fmt
+from .units import canonical_dtype, check_choice, check_positive
 
 #: One vector register (VREG) of a TPU TensorCore: 8 sublanes × 128 lanes of 32-bit words (scaling book, tpus.md
 #: Appendix A), so 4 KiB; the VPU works on whole registers.
@@ -1212,24 +1212,27 @@ def spec_table(names=None) -> list[dict]:
     return rows
 
 
-def format_spec_table(names=None) -> str:
-    """``spec_table`` as an aligned plain-text table with SI formatting."""
-    units = {
-        "bf16 FLOP/s": "FLOP/s",
-        "int8 OP/s": "OP/s",
-        "HBM bytes": "B",
-        "HBM B/s": "B/s",
-        "ICI B/s/link (one way)": "B/s",
-        "critical intensity (bf16, HBM)": "FLOPs/B",
-    }
-    rows = spec_table(names)
-    cells = [list(SPEC_COLUMNS)]
-    for r in rows:
-        cells.append([r["chip"]] + ["—" if r[k] is None else fmt(r[k], units[k]) for k in SPEC_COLUMNS[1:]])
-    widths = [max(len(row[i]) for row in cells) for i in range(len(SPEC_COLUMNS))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+def format_spec_table(names=None):
+    """``spec_table`` as a :class:`tpu_notes.table.Table`: values in SI base units, the unit in each header."""
+    from .table import Column, Table  # a leaf module; imported here to keep this module's import light
+
+    keys = SPEC_COLUMNS[1:]
+    columns = [
+        Column("chip"),
+        Column("bf16", "FLOP/s", scale="TFLOP/s"),
+        Column("int8", "OP/s", scale="TOP/s"),
+        Column("HBM", "B"),
+        Column("BW", "B/s", scale="GB/s"),
+        Column("ICI", "B/s"),
+        Column("I*", "FLOPs/B"),
+    ]
+    rows = [(r["chip"], *(r[k] for k in keys)) for r in spec_table(names)]
+    return Table(
+        columns,
+        rows,
+        caption="Headline figures of each chip",
+        notes=["BW: HBM bandwidth; ICI: one link, one way; I*: critical intensity (bf16 FLOP/s over BW)"],
+    )
 
 
 def _check_table() -> None:

@@ -1003,8 +1003,11 @@ def matmul_cases(ids: Sequence[str] | None = None) -> tuple[MatmulCase, ...]:
     return tuple(by_id[i] for i in ids)
 
 
-def format_matmul_table(rows: Sequence[MatmulRow]) -> str:
-    """The oracle's rows as a plain-text table: case, predicted collectives, XLA's, agreement."""
+def format_matmul_table(rows: Sequence[MatmulRow]):
+    """The oracle's rows as a collapsed :class:`tpu_notes.table.Table`: case, agreement, the matmul, the
+    plan's collectives and XLA's (with their bytes per device), and the HLO ops behind XLA's where they differ."""
+    from .table import Column, Table
+
     if (
         isinstance(rows, (str, bytes))
         or not isinstance(rows, (list, tuple))
@@ -1015,14 +1018,16 @@ def format_matmul_table(rows: Sequence[MatmulRow]) -> str:
     def show(sigs):
         return " + ".join(map(str, sigs)) or "none"
 
-    lines = []
+    out = []
     for r in rows:
-        flag = "agree" if r.agree else "DIFFER"
-        lines.append(f"{r.case.id:20s} {flag:6s}  {r.case.label}")
-        lines.append(f"{'':27s} plan: {show(r.predicted)}")
-        raw = "" if list(r.xla_raw_kinds) == [s.kind for s in r.xla] else f"   (HLO ops: {', '.join(r.xla_raw_kinds)})"
-        lines.append(f"{'':27s} XLA:  {show(r.xla)}{raw}")
-    return "\n".join(lines)
+        raw = "" if list(r.xla_raw_kinds) == [s.kind for s in r.xla] else ", ".join(r.xla_raw_kinds)
+        out.append((r.case.id, "agree" if r.agree else "DIFFER", r.case.label, show(r.predicted), show(r.xla), raw))
+    return Table(
+        [Column("case"), Column("verdict"), Column("matmul"), Column("plan"), Column("XLA"), Column("HLO ops")],
+        out,
+        caption="Every oracle case in detail (bytes per device before -> after each collective)",
+        collapse=True,
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -19,40 +19,51 @@ from . import Exercise, register
 # ---- the chip -----------------------------------------------------------------------------------------------
 
 
+#: Exercise 1: a v5e whose four MXUs per core were 256 x 256 (v6e's edge) instead of 128 x 128, same clock.
+Q1_CHIP, Q1_MXU = "v5e", 256
+
+
 def _q1():
-    c = get_chip("v5e")
-    return [systolic.mxu_flops_per_cycle(c.mxu_size), systolic.derived_peak_flops(c)]
+    c = get_chip(Q1_CHIP)
+    per_cycle = systolic.mxu_flops_per_cycle(Q1_MXU)
+    return [per_cycle, c.cores_per_chip * c.mxus_per_core * per_cycle * c.clock_hz]
 
 
 register(
     Exercise(
         id="ch02.q1",
-        title="v5e peak FLOP/s from its parts",
+        title="peak of a v5e with 256 × 256 MXUs",
         solve=_q1,
-        unit="[FLOPs/cycle, FLOP/s]",
-        hint="One MXU does a bf16[8,128] @ [128,128] step (2·8·128·128 FLOPs) every 8 cycles; a v5e TensorCore has "
-        "4 MXUs at 1.5 GHz and the chip has one core.",
+        unit="FLOPs/cycle, FLOP/s",
+        hint="A 256 × 256 MXU does one multiply-add per cell per cycle: 2·256² FLOPs per cycle; a v5e TensorCore "
+        "has 4 MXUs at 1.5 GHz and the chip has one core.",
     )
 )
 
 
 def _q2():
-    return systolic.vpu_flops("v5p", sublanes=8, lanes=128, alus_per_lane=4)
+    per_core = systolic.vpu_flops("v5p", sublanes=8, lanes=128, alus_per_lane=4)
+    return per_core * get_chip("v5p").cores_per_chip
 
 
 register(
     Exercise(
         id="ch02.q2",
-        title="VPU FLOP/s of one v5p TensorCore",
+        title="VPU FLOP/s of a whole v5p chip",
         solve=_q2,
         unit="FLOP/s",
-        hint="The VPU is an 8 × 128 grid of lanes with 4 ALUs each; every ALU does one op per cycle at 1.75 GHz.",
+        hint="Each core's VPU is an 8 × 128 grid of lanes with 4 ALUs each; every ALU does one op per cycle at "
+        "1.75 GHz, and a v5p chip has two TensorCores.",
     )
 )
 
 
+#: Exercise 3: a 256 x 256 array (v6e's MXU edge); the chapter simulates the 128 x 128 one.
+Q3_ARRAY = 256
+
+
 def _q3():
-    s = 128
+    s = Q3_ARRAY
     steady = systolic.predicted_cycles(s + 8, s, s, s) - systolic.predicted_cycles(s, s, s, s)
     isolated = systolic.predicted_cycles(8, s, s, s)
     return [steady, isolated]
@@ -61,11 +72,11 @@ def _q3():
 register(
     Exercise(
         id="ch02.q3",
-        title="cycles of one MXU step",
+        title="cycles of one 256 × 256 MXU step",
         solve=_q3,
         unit="cycles",
         rtol=0.0,  # cycle counts are exact
-        hint="In steady state one row of 128 inputs enters per cycle. Alone, the step also pays S cycles of weight "
+        hint="In steady state one row of 256 inputs enters per cycle. Alone, the step also pays S cycles of weight "
         "loading and 2S − 2 cycles for the skewed wavefront to cross and leave the array: S + M + 2S − 2.",
     )
 )
@@ -117,8 +128,12 @@ register(
 )
 
 
+#: Exercise 7: a square weight matrix of this size (the chapter's padding table stops at 384).
+Q7_DIM = 520
+
+
 def _q7():
-    return [systolic.padding_efficiency(300, 300, get_chip(n).mxu_size) for n in ("v5e", "v6e")]
+    return [systolic.padding_efficiency(Q7_DIM, Q7_DIM, get_chip(n).mxu_size) for n in ("v5e", "v6e")]
 
 
 register(
@@ -127,7 +142,7 @@ register(
         title="useful MXU work after padding (ours)",
         solve=_q7,
         unit="fraction",
-        hint="The MXU multiplies 128-wide (v5e) or 256-wide (v6e) tiles: 300 pads to 384 or 512 in both dimensions.",
+        hint="The MXU multiplies 128-wide (v5e) or 256-wide (v6e) tiles: 520 pads to 640 or 768 in both dimensions.",
     )
 )
 
@@ -213,10 +228,10 @@ def _pod_totals(chip: str) -> dict:
 register(
     Exercise(
         id="ch02.q12",
-        title="a full v5e pod",
-        solve=lambda: _pod_totals("v5e"),
+        title="a full TPU7x pod",
+        solve=lambda: _pod_totals("tpu7x"),
         unit="{hosts, cores, FLOP/s, bytes}",
-        hint="16 × 16 chips, 8 chips (a 4 × 2 host shape) per host, one TensorCore per chip.",
+        hint="4 × 4 × 576 chips as published, 4 chips (a 2 × 2 × 1 host shape) per host, two TensorCores per chip.",
     )
 )
 
@@ -231,9 +246,13 @@ register(
 )
 
 
+#: Exercise 14: the chip whose bandwidth ladder the chapter draws but does not print.
+Q14_CHIP = "v4p"
+
+
 def _q14():
-    c = get_chip("v5e")
-    return [c.hbm_bw / c.pcie_bw, c.ici_bw_oneway / c.dcn_bw]
+    c = get_chip(Q14_CHIP)
+    return [c.hbm_bw / c.dcn_bw, c.ici_bw_oneway / c.dcn_bw]
 
 
 register(
@@ -242,7 +261,7 @@ register(
         title="how much slower each link is (ours)",
         solve=_q14,
         unit="ratios",
-        hint="Divide the v5e figures: HBM by PCIe, and one ICI link (one way) by the chip's DCN share.",
+        hint="Divide the v4p figures: HBM by the chip's DCN share, and one ICI link (one way) by the same share.",
     )
 )
 
@@ -286,8 +305,9 @@ def _q16() -> dict:
     flops = roofline.matmul_flops(Q15_BATCH, Q15_N // n, Q15_N) / c.peak_flops("bf16")
     out_bytes = Q15_BATCH * Q15_N * dtype_bytes("bf16")  # each chip's partial sum of the output
     allreduce = sl.collective_time("all_reduce", out_bytes).total
-    parts = {"pcie": pcie, "hbm": hbm, "flops": flops, "allreduce": allreduce}
-    return {**parts, "total": max(parts.values())}
+    stages = {"pcie": pcie, "hbm": hbm, "flops": flops, "allreduce": allreduce}
+    # the PCIe load is the stage both plans share (Exercise 2.15 prints it); ask for the other three and the speedup
+    return {k: stages[k] for k in ("hbm", "flops", "allreduce")} | {"speedup": _q15()["total"] / max(stages.values())}
 
 
 register(
@@ -295,9 +315,10 @@ register(
         id="ch02.q16",
         title="multiply where the shards live (ours)",
         solve=_q16,
-        unit="s",
+        unit="s, s, s, ratio",
         hint="Shard A's contraction dimension: each chip loads its own 1/16 over PCIe, reads it from HBM and "
         "multiplies it, then the 16 partial bf16[8, N] outputs are AllReduced over both axes of the 4×4 "
-        "(no wraparound: Slice.collective_time). The slowest stage sets the total.",
+        "(no wraparound: Slice.collective_time). The slowest stage sets plan 2's total; the speedup is "
+        "plan 1's total over plan 2's.",
     )
 )

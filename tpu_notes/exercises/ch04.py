@@ -58,7 +58,7 @@ def _q2():
 register(
     Exercise(
         id="ch04.q2",
-        title="FLOPs of In[B_X, D_Y] · W[D_Y, F] on a 4×8×4 mesh (book Q2)",
+        title="FLOPs of a matmul on a 4×8×4 mesh (book Q2)",
         solve=_q2,
         unit="FLOPs",
         hint="2·B·D·F in total, divided by the product of the mesh axes that split the computation (a sharded "
@@ -91,9 +91,9 @@ def _q3():
 register(
     Exercise(
         id="ch04.q3",
-        title="parameters of a 64-layer MHA model (book Q1)",
+        title="a 64-layer MHA model (book Q1)",
         solve=_q3,
-        unit="params, params, fraction, bytes",
+        unit="params, fraction, B",
         hint="Per layer: 4·D² attention (MHA, N·H = D) + 3·D·F gated MLP + 2·D norm gains; add 2·D·V for the "
         "untied embeddings and D for the final norm; 'params_rounded_sizes' redoes it with D = 4000, F = 16000 as "
         "the book's arithmetic does. KV cache: 2·L·K·H values per token, 1 byte each in int8. Answer "
@@ -103,8 +103,14 @@ register(
 
 
 # ---- 4.4 (book Q5) ----------------------------------------------------------------------------------------------
+#: Exercise 4: the book's D = 8192 model, narrowed to D = 5120 (the chapter prints the answer for 8192).
+Q4_D = 5120
+
+
 def _q4():
-    m = TransformerConfig(d_model=8192, d_ff=4 * 8192, n_layers=1, n_heads=64, n_kv_heads=64, d_head=128, vocab=32_000)
+    m = TransformerConfig(
+        d_model=Q4_D, d_ff=4 * Q4_D, n_layers=1, n_heads=Q4_D // 128, n_kv_heads=Q4_D // 128, d_head=128, vocab=32_000
+    )
     # attention FLOPs grow linearly in T: solve attention_flops(T) = 2 · (projection weights) per token
     per_unit_T = m.attention_flops(1, causal=False) / m.n_layers
     return 2.0 * m.attention_params_per_layer() / per_unit_T
@@ -113,7 +119,7 @@ def _q4():
 register(
     Exercise(
         id="ch04.q4",
-        title="context length where attention equals the projections (book Q5)",
+        title="attention equals projections (book Q5)",
         solve=_q4,
         unit="tokens",
         hint="Per token and layer the projections cost 2·4·D·N·H FLOPs and attention (full matrix) 4·T·N·H.",
@@ -122,8 +128,12 @@ register(
 
 
 # ---- 4.5 (book Q8) ----------------------------------------------------------------------------------------------
+#: Exercise 5: the book asks about DeepSeek-V3, whose numbers the chapter prints; we ask about Mixtral 8x7B.
+Q5_MODEL = "mixtral-8x7b"
+
+
 def _q5():
-    m = get_model("deepseek-v3")
+    m = get_model(Q5_MODEL)
     return {
         "active_fraction": m.active_param_count() / m.param_count(),
         "critical_batch_bf16": m.critical_batch("v5e"),
@@ -134,9 +144,9 @@ def _q5():
 register(
     Exercise(
         id="ch04.q5",
-        title="DeepSeek-V3: active share and critical batch, bf16 and int8 weights (book Q8)",
+        title="Mixtral 8x7B (book Q8)",
         solve=_q5,
-        unit="fraction, tokens, tokens",
+        unit="fraction, tokens",
         hint="Active parameters over total; the critical batch of a dense matmul on v5e with bf16 compute (about "
         "240 tokens with bf16 weights, 120 with int8 weights, which halve the bytes) times E/k. "
         "Answer {'active_fraction', 'critical_batch_bf16', 'critical_batch_int8'}.",
@@ -161,7 +171,7 @@ def _q6():
 register(
     Exercise(
         id="ch04.q6",
-        title="the AllToAll of an expert-parallel MoE layer (our own)",
+        title="an expert-parallel AllToAll (our own)",
         solve=_q6,
         unit="s",
         hint="the AllToAll moves V = N·B·k·D·2 bytes (N chips, B tokens each, k experts per token) in V/(4·W_ici) on "
@@ -171,8 +181,12 @@ register(
 
 
 # ---- 4.7 (book Q6) and 4.8 (our own): remat --------------------------------------------------------------------
+#: Exercises 7 and 8: the chapter prints Llama 3 8B's remat figures; these ask about Llama 3 70B.
+Q7_MODEL = "llama3-70b"
+
+
 def _q7():
-    m = get_model("llama3-8b")
+    m = get_model(Q7_MODEL)
     T = 8192
     return m.recompute_flops(T, "save_matmul_outputs") / m.flops_per_token(T, training=True)
 
@@ -180,9 +194,9 @@ def _q7():
 register(
     Exercise(
         id="ch04.q7",
-        title="recompute cost of saving only matmul outputs (book Q6)",
+        title="recompute cost of matmul outputs (book Q6)",
         solve=_q7,
-        unit="fraction of the training FLOPs",
+        unit="fraction",
         hint="The two attention products are recomputed once: one forward attention pass (causal, T/2 keys on "
         "average) over the forward+backward FLOPs per token.",
     )
@@ -190,7 +204,7 @@ register(
 
 
 def _q8():
-    m = get_model("llama3-8b")
+    m = get_model(Q7_MODEL)
     tokens = 16 * 8192
     return {"none": m.checkpoint_bytes(tokens, "none"), "full_block": m.checkpoint_bytes(tokens, "full_block")}
 
@@ -198,7 +212,7 @@ def _q8():
 register(
     Exercise(
         id="ch04.q8",
-        title="activation memory with and without remat (our own)",
+        title="activation memory and remat (our own)",
         solve=_q8,
         unit="bytes",
         hint="bytes × checkpoints per layer × d_model × tokens × layers; count the saved tensors with "
@@ -218,7 +232,7 @@ def _q9():
 register(
     Exercise(
         id="ch04.q9",
-        title="KV cache of Llama 3 70B: GQA, MHA and MQA (our own)",
+        title="Llama 3 70B KV cache, GQA/MHA/MQA (our own)",
         solve=_q9,
         unit="bytes",
         hint="2·L·K·H·2 bytes per token in bf16; multi-head attention would have K = N = 64 instead of 8, multi-query "
@@ -228,8 +242,12 @@ register(
 
 
 # ---- 4.10 (book Q4) and 4.11 (our own): flash attention --------------------------------------------------------
+#: Exercise 10: Mixtral 8x7B (4 query heads per KV head); the chapter prints Llama 3's (8 per KV head).
+Q10_MODEL = "mixtral-8x7b"
+
+
 def _q10():
-    m = get_model("llama3-70b")
+    m = get_model(Q10_MODEL)
     # prefill intensity is T·G/(G+1): linear in T, so the compute-bound length is critical intensity / (G/(G+1))
     min_prefill = get_chip("v5e").critical_intensity("bf16") / m.attention_intensity(1, 1)
     return [m.attention_intensity(8192, 8192), m.attention_intensity(1, 8192), min_prefill]
@@ -238,7 +256,7 @@ def _q10():
 register(
     Exercise(
         id="ch04.q10",
-        title="arithmetic intensity of attention, prefill and decode (book Q4)",
+        title="attention intensity (book Q4)",
         solve=_q10,
         unit="FLOPs/byte",
         hint="FLOPs 4·T·S·N·H; bytes 2·(2·T·N·H + 2·S·K·H) in bf16. Prefill gives T·G/(G+1), decode S·G/(S+G) with "
@@ -257,7 +275,7 @@ def _q11():
 register(
     Exercise(
         id="ch04.q11",
-        title="the score matrix flash attention never stores (our own)",
+        title="what flash attention never stores (our own)",
         solve=_q11,
         unit="bytes",
         hint="One layer, one sequence: N heads × T × T scores, 4 bytes each in fp32.",
@@ -278,9 +296,9 @@ def _q12():
 register(
     Exercise(
         id="ch04.q12",
-        title="forward FLOPs per token of tiny-moe's expert layers (our own)",
+        title="tiny-moe expert FLOPs (our own)",
         solve=_q12,
-        unit="FLOPs per token",
+        unit="FLOPs",
         hint="Per MoE layer: router 2·D·E, plus 2·3·D·F_e for each of the k routed and each shared expert.",
     )
 )
