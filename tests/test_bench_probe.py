@@ -101,7 +101,7 @@ def test_one_table_of_measurements_within_the_page():
     assert table.column("memory")[1] == pytest.approx(probes[0].bytes_per_s) and table.column("rate")[1] is None
     assert "model ratio" not in [c.name for c in table.columns]  # no chip model on a CPU
     lines = table.text().splitlines()
-    assert len(lines) == 1 + 2 + 3 + 1  # a caption, the header and its rule, one row per measurement, a note
+    assert len(lines) == 1 + 3 + 3 + 1  # a caption, the header, units and rule, one row per measurement, a note
     assert all(len(line) <= 88 for line in lines)
     with pytest.raises(TypeError, match="RooflineMeasurement"):
         bench.format_measurements(fit)

@@ -161,13 +161,14 @@ def test_plan_table_prints_layout_and_remat_whole(capsys):
     assert any("pipeline=" in r["layout"] and "mb=" in r["layout"] and "dcn=2" in r["layout"] for r in rows)
     lines = _text(capsys, *argv).splitlines()
     head = next(i for i, line in enumerate(lines) if line.lstrip().startswith("#"))
-    assert set(lines[head + 1]) == {"-", " "}  # the table's rule under its header
+    rule = next(i for i in range(head + 1, len(lines)) if set(lines[i]) == {"-", " "})  # under header and units
+    assert rule <= head + 2
     for i, r in enumerate(rows, 1):
-        line = lines[head + 1 + i]
+        line = lines[rule + i]
         assert line.split()[0] == str(i)
         assert f" {_short(r['layout'], r['circular_repeats'])} " in line, (line, r["layout"])
         assert f" {r['remat']} " in line, (line, r["remat"])
-    legend = "\n".join(lines[head + len(rows) + 2 :])
+    legend = "\n".join(lines[rule + len(rows) + 1 :])
     assert "dcnN: N slices joined over DCN" in legend and "mbN: N microbatches" in legend
 
 

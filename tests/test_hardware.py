@@ -88,7 +88,7 @@ def test_spec_table_rows_and_text():
     assert rows[0]["HBM B/s"] == 8.2e11
     table = hardware.format_spec_table()
     text = table.text()
-    assert len(text.splitlines()) == 1 + 2 + len(CHIPS) + 1  # caption, header and rule, a row per chip, a note
+    assert len(text.splitlines()) == 1 + 3 + len(CHIPS) + 1  # caption, header, units and rule, a row per chip, a note
     assert table.column("BW")[table.column("chip").index("v5e")] == 8.2e11
     assert "GB/s" in text and "—" in text and all(len(line) <= 88 for line in text.splitlines())
 
