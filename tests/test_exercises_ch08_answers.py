@@ -181,3 +181,72 @@ def test_unattempted_and_perturbed(exercise_id):
     assert not grade(exercise_id, None).attempted
     for bad in exercises.wrong_answers(exercise_id):
         assert not grade(exercise_id, bad).correct
+
+
+# ------------------------------------------------------------- Exercises 8.1-8.4 and 8.12 (moved off the page)
+V5P_BF16, V5P_INT8, V5P_HBM_BW, V5P_ICI_BIDI = 4.59e14, 9.18e14, 2.8e12, 1.8e11  # v5p datasheet: FLOP/s, B/s
+
+
+def test_q1_405b_int8_kv_per_token():
+    """2 · 126 layers · 8 KV heads · 128 · 1 byte = 258,048 bytes; the page prints Llama 3 70B's 163,840."""
+    by_hand = 2 * L405 * K405 * HD * 1
+    assert by_hand == 258_048
+    assert exercises.solution("ch08.q1") == pytest.approx(by_hand)
+    assert grade("ch08.q1", 258e3).correct
+    assert not grade("ch08.q1", KV70_INT8).correct  # the page's model
+    assert not grade("ch08.q1", KV405_BF16).correct  # bf16
+
+
+def _weights70_int8():
+    attn = 2 * D70 * H70 * HD + 2 * D70 * K70 * HD
+    return L70 * (attn + 3 * D70 * F70 + 2 * D70) + 2 * VOCAB * D70 + D70
+
+
+def test_q2_32k_memory_and_slice():
+    """70.55 GB of int8 weights + 32 × 32,768 × 163,840 B = 171.8 GB of caches = 242.4 GB, 15.1 chips' worth: a
+    4x4 (16 chips). The page prints the 8k case (114 GB on 8 chips)."""
+    total = _weights70_int8() + 32 * 32768 * KV70_INT8
+    assert total == pytest.approx(242.35e9, rel=1e-3)
+    assert _smallest_slice(total) == 16
+    ref = exercises.solution("ch08.q2")
+    assert ref["bytes"] == pytest.approx(total, rel=1e-6) and ref["chips"] == 16
+    assert grade("ch08.q2", {"bytes": 242e9, "chips": 16}).correct
+    assert not grade("ch08.q2", {"bytes": 114e9, "chips": 8}).correct  # the page's 8k case
+    assert not grade("ch08.q2", {"bytes": 242e9, "chips": 15}).correct  # not rounded to a slice
+
+
+def test_q3_32k_steps():
+    """Batch 32 is weight- and KV-bound: (70.55 GB − the input embedding's 1.05 GB + 32 rows + 171.8 GB) / (16 ×
+    820 GB/s) = 18.4 ms on the 4x4, half that on the 4x8; 32 / 18.4 ms / 16 = 109 tokens/s per chip."""
+    read = _weights70_int8() - VOCAB * D70 + 32 * D70 + 32 * 32768 * KV70_INT8
+    s16, s32 = read / (16 * W_HBM), read / (32 * W_HBM)
+    assert s16 == pytest.approx(18.39e-3, rel=1e-3)
+    ref = exercises.solution("ch08.q3")
+    assert ref == pytest.approx({"step_4x4_s": s16, "tokens_per_s_per_chip": 32 / s16 / 16, "step_4x8_s": s32})
+    assert grade("ch08.q3", {"step_4x4_s": 18.4e-3, "tokens_per_s_per_chip": 109, "step_4x8_s": 9.2e-3}).correct
+    page = {"step_4x4_s": 8.57e-3, "tokens_per_s_per_chip": 233, "step_4x8_s": 4.29e-3}  # the 8k case
+    assert not grade("ch08.q3", page).correct
+
+
+def test_q4_v5p_critical_batches():
+    """C / W_hbm = 4.59e14 / 2.8e12 = 163.9 in bf16; int8 weights in bf16 math halve it (82); int8 math doubles the
+    peak back (164). The page prints v5e's 240/120/240."""
+    by_hand = [V5P_BF16 / V5P_HBM_BW, V5P_BF16 / V5P_HBM_BW / 2, V5P_INT8 / V5P_HBM_BW / 2]
+    assert by_hand == pytest.approx([163.9, 81.96, 163.9], rel=1e-3)
+    assert exercises.solution("ch08.q4") == pytest.approx(by_hand, rel=1e-6)
+    assert grade("ch08.q4", [164, 82, 164]).correct
+    assert not grade("ch08.q4", [240, 120, 240]).correct  # v5e, printed on the page
+    assert not grade("ch08.q4", [164, 164, 164]).correct
+
+
+def test_q12_v5p_sharding_limits():
+    """Compute-bound: 2 axes · F / (C / W_ici) = 2 · 28,672 / (4.59e14 / 1.8e11) = 22.5; memory-bound at batch 16:
+    F / (B · W_hbm / W_ici) = 28,672 / (16 · 2.8e12 / 1.8e11) = 115.2. The page prints v5e's 26 and 49 (batch 64)."""
+    compute = 2 * F70 / (V5P_BF16 / V5P_ICI_BIDI)
+    memory = F70 / (16 * V5P_HBM_BW / V5P_ICI_BIDI)
+    assert (compute, memory) == pytest.approx((22.49, 115.2), rel=1e-3)
+    ref = exercises.solution("ch08.q12")
+    assert ref == pytest.approx({"max_tp_compute": compute, "max_tp_batch16": memory})
+    assert grade("ch08.q12", {"max_tp_compute": 22.5, "max_tp_batch16": 115}).correct
+    assert not grade("ch08.q12", {"max_tp_compute": 26.2, "max_tp_batch16": 49.2}).correct  # the page's v5e
+    assert not grade("ch08.q12", {"max_tp_compute": 22.5, "max_tp_batch16": 57.6}).correct  # one-way links
