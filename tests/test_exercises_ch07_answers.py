@@ -125,7 +125,7 @@ def test_serving_hints_use_the_chapter_notation():
     assert " P " not in hint and " G " not in hint
 
 
-# ------------------------------------------------------------------------ Exercises 7.4, 7.11, 7.13 (moved off the page)
+# ------------------------------------------------------------- Exercises 7.4, 7.11, 7.13 (moved off the page)
 def test_q4_one_32k_int8_cache_by_hand():
     """Llama 2 13B caches 2 · 40 layers · 40 KV heads · 128 = 409,600 numbers per token; in int8 (one byte) one
     32,768-token sequence takes 13.4 GB. The page prints the 8k bf16 cache (6.71 GB), which must be rejected."""

@@ -79,20 +79,21 @@ def test_q5_smallest_405b_slices():
     assert not grade("ch08.q5", [16, 8, 4]).correct  # Llama 3 70B's slices, copied from the table
 
 
-def test_q6_largest_batch_and_step():
+def test_q6_largest_batch_and_its_kv_read():
     """Free memory (64 × 16 GB − 811.7 GB = 212.3 GB) over one 8k cache (8192 × 516,096 B = 4.23 GB): 50 in bf16,
-    and the same 50 in int8 and int4 because chips and bytes halve together. The step then reads about one chip's
-    memory: (807.5 GB + 50 × 4.23 GB) / (64 × 820 GB/s) = 19.4 ms, weight-bound at batch 50 (FLOPs 3.2 ms)."""
+    and the same 50 in int8 and int4 because chips and bytes halve together. Reading those caches takes
+    50 × 4.23 GB / (64 × 820 GB/s) = 4.03 ms in every dtype (the whole step, weights included, is 19.4 ms)."""
     batches = [_largest(n, d) for n, d in ((64, "bf16"), (32, "int8"), (16, "int4"))]
     assert batches == [50, 50, 50]
-    steps = [_step(n, 50, d) for n, d in ((64, "bf16"), (32, "int8"), (16, "int4"))]
-    assert steps[0] == pytest.approx(19.41e-3, rel=1e-3)
-    assert steps == pytest.approx([steps[0]] * 3, rel=1e-9)
+    kv = [50 * CONTEXT * KV405_BF16 * BYTES[d] / 2 / (n * W_HBM) for n, d in ((64, "bf16"), (32, "int8"), (16, "int4"))]
+    assert kv == pytest.approx([4.03e-3] * 3, rel=1e-3)
+    assert _step(64, 50, "bf16") == pytest.approx(19.41e-3, rel=1e-3)
     ref = exercises.solution("ch08.q6")
-    assert ref["batch"] == batches and ref["step_s"] == pytest.approx(steps, rel=1e-3)
-    assert grade("ch08.q6", {"batch": [50, 50, 50], "step_s": [19.4e-3] * 3}).correct
-    assert not grade("ch08.q6", {"batch": [42, 42, 42], "step_s": [19.2e-3] * 3}).correct  # 70B's row, batch off
-    assert not grade("ch08.q6", {"batch": [50, 100, 200], "step_s": [19.4e-3] * 3}).correct
+    assert ref["batch"] == batches and ref["kv_load_s"] == pytest.approx(kv, rel=1e-3)
+    assert grade("ch08.q6", {"batch": [50, 50, 50], "kv_load_s": [4.03e-3] * 3}).correct
+    assert not grade("ch08.q6", {"batch": [50, 50, 50], "kv_load_s": [19.4e-3] * 3}).correct  # the whole step
+    assert not grade("ch08.q6", {"batch": [42, 42, 42], "kv_load_s": [4.03e-3] * 3}).correct  # 70B's batch
+    assert not grade("ch08.q6", {"batch": [50, 100, 200], "kv_load_s": [4.03e-3] * 3}).correct
 
 
 def test_q7_requests_per_second_per_chip():

@@ -86,7 +86,7 @@ def _q5():
     return {
         "params": m.param_count(),
         "critical_batch": m.critical_batch("v5e"),
-        "kv_bytes_per_token": m.kv_bytes_per_token("bf16"),
+        "kv_bytes_per_token": m.kv_bytes_per_token("int8"),
         "flops_per_token": 2.0 * m.matmul_params_per_token(),
     }
 
@@ -155,8 +155,8 @@ def _sim(rate: float = 6.0, **kw):
 
 
 def _sim_tpot(rate: float = Q13_RATE):
-    """p90 TPOT at ``rate`` requests/s (4 by default): interleaved (prefill-first, one 2x2) against a 2x2 decoding beside a 2x2 prefill
-    instance that sends it the KV over ICI."""
+    """p90 TPOT at ``rate`` requests/s (4 by default): interleaved (prefill-first, one 2x2) against a 2x2 decoding
+    beside a 2x2 prefill instance that sends it the KV over ICI."""
     from ..inference.engine import deploy
     from ..inference.simulator import Disaggregation, Scheduler
 
@@ -271,8 +271,8 @@ _EXERCISES = [
         solve=_q5,
         unit="mixed",
         rtol=0.03,
-        hint="Experts multiply the MLP weights by E; the critical batch by E/k; KV is unchanged; FLOPs use "
-        "the k active experts.",
+        hint="Experts multiply the MLP weights by E; the critical batch by E/k; KV per token is the dense model's "
+        "(here in int8, one byte per number); FLOPs use the k active experts.",
     ),
     Exercise(
         id="ch07.q20",

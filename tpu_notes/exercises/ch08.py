@@ -4,8 +4,8 @@ ch08.q1–q4 and q12 follow the questions the scaling book's applied-inference s
 70B on TPU v5e), each moved to a case the page does not print (Llama 3 405B's cache, 32k-token conversations, the
 v5p's critical batches and sharding limits); q5–q11 ask the same questions of another case the page does not print
 (Llama 3 405B on v5e for the slice, batch, throughput, prefill and disaggregation questions; other request lengths
-for the eviction one), so a reader computes rather than copies; q13 is ours on the latency–throughput frontier, and q14–q16 are the book's
-three worked problems, which it leaves unanswered.
+for the eviction one), so a reader computes rather than copies; q13 is ours on the latency–throughput frontier,
+and q14–q16 are the book's three worked problems, which it leaves unanswered.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def largest_batch_steps(doubled: bool = False, model=M70):
 
 def _q6():
     steps = largest_batch_steps(model=M405)
-    return {"batch": [s.batch for s in steps], "step_s": [s.total for s in steps]}
+    return {"batch": [s.batch for s in steps], "kv_load_s": [s.kv_load for s in steps]}
 
 
 def _qps(steps):
@@ -268,12 +268,12 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q6",
-        title="Llama 3 405B: the largest 8k batch on each of those slices and its step",
+        title="Llama 3 405B: the largest 8k batch on each of those slices and the time to read its caches",
         solve=_q6,
         unit="sequences, s",
         rtol=0.05,
-        hint="batch = floor((chips × 16 GB − weight bytes) / (8192 × KV bytes per token)); the step reads the "
-        "weights and those caches once: bytes / (chips × 820 GB/s), unless the FLOPs take longer.",
+        hint="batch = floor((chips × 16 GB − weight bytes) / (8192 × KV bytes per token)); a step reads those "
+        "caches once: batch × 8192 × KV bytes per token / (chips × 820 GB/s).",
     ),
     Exercise(
         id="ch08.q7",
