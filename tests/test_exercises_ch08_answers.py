@@ -185,7 +185,8 @@ def test_unattempted_and_perturbed(exercise_id):
 
 
 # ------------------------------------------------------------- Exercises 8.1-8.4 and 8.12 (moved off the page)
-V5P_BF16, V5P_INT8, V5P_HBM_BW, V5P_ICI_BIDI = 4.59e14, 9.18e14, 2.8e12, 1.8e11  # v5p datasheet: FLOP/s, B/s
+V5P_BF16, V5P_HBM_BW, V5P_ICI_BIDI = 4.59e14, 2.8e12, 1.8e11  # v5p datasheet: FLOP/s, B/s
+V6E_BF16, V6E_INT8, V6E_HBM_BW = 9.2e14, 1.84e15, 1.6e12  # v6e datasheet: FLOP/s (bf16, int8), B/s
 
 
 def test_q1_405b_int8_kv_per_token():
@@ -229,25 +230,25 @@ def test_q3_32k_steps():
     assert not grade("ch08.q3", page).correct
 
 
-def test_q4_v5p_critical_batches():
-    """C / W_hbm = 4.59e14 / 2.8e12 = 163.9 in bf16; int8 weights in bf16 math halve it (82); int8 math doubles the
-    peak back (164). The page prints v5e's 240/120/240."""
-    by_hand = [V5P_BF16 / V5P_HBM_BW, V5P_BF16 / V5P_HBM_BW / 2, V5P_INT8 / V5P_HBM_BW / 2]
-    assert by_hand == pytest.approx([163.9, 81.96, 163.9], rel=1e-3)
+def test_q4_v6e_critical_batches():
+    """C / W_hbm = 9.2e14 / 1.6e12 = 575 in bf16; int8 weights in bf16 math halve it (287.5); int8 math doubles the
+    peak back (575). The page prints v5e's 240/120/240."""
+    by_hand = [V6E_BF16 / V6E_HBM_BW, V6E_BF16 / V6E_HBM_BW / 2, V6E_INT8 / V6E_HBM_BW / 2]
+    assert by_hand == pytest.approx([575, 287.5, 575], rel=1e-6)
     assert exercises.solution("ch08.q4") == pytest.approx(by_hand, rel=1e-6)
-    assert grade("ch08.q4", [164, 82, 164]).correct
+    assert grade("ch08.q4", [575, 288, 575]).correct
     assert not grade("ch08.q4", [240, 120, 240]).correct  # v5e, printed on the page
-    assert not grade("ch08.q4", [164, 164, 164]).correct
+    assert not grade("ch08.q4", [575, 575, 575]).correct
 
 
 def test_q12_v5p_sharding_limits():
-    """Compute-bound: 2 axes · F / (C / W_ici) = 2 · 28,672 / (4.59e14 / 1.8e11) = 22.5; memory-bound at batch 16:
-    F / (B · W_hbm / W_ici) = 28,672 / (16 · 2.8e12 / 1.8e11) = 115.2. The page prints v5e's 26 and 49 (batch 64)."""
+    """Compute-bound: 2 axes · F / (C / W_ici) = 2 · 28,672 / (4.59e14 / 1.8e11) = 22.5; memory-bound at batch 32:
+    F / (B · W_hbm / W_ici) = 28,672 / (32 · 2.8e12 / 1.8e11) = 57.6. The page prints v5e's 26 and 49 (batch 64)."""
     compute = 2 * F70 / (V5P_BF16 / V5P_ICI_BIDI)
-    memory = F70 / (16 * V5P_HBM_BW / V5P_ICI_BIDI)
-    assert (compute, memory) == pytest.approx((22.49, 115.2), rel=1e-3)
+    memory = F70 / (32 * V5P_HBM_BW / V5P_ICI_BIDI)
+    assert (compute, memory) == pytest.approx((22.49, 57.6), rel=1e-3)
     ref = exercises.solution("ch08.q12")
-    assert ref == pytest.approx({"max_tp_compute": compute, "max_tp_batch16": memory})
-    assert grade("ch08.q12", {"max_tp_compute": 22.5, "max_tp_batch16": 115}).correct
-    assert not grade("ch08.q12", {"max_tp_compute": 26.2, "max_tp_batch16": 49.2}).correct  # the page's v5e
-    assert not grade("ch08.q12", {"max_tp_compute": 22.5, "max_tp_batch16": 57.6}).correct  # one-way links
+    assert ref == pytest.approx({"max_tp_compute": compute, "max_tp_batch32": memory})
+    assert grade("ch08.q12", {"max_tp_compute": 22.5, "max_tp_batch32": 57.6}).correct
+    assert not grade("ch08.q12", {"max_tp_compute": 26.2, "max_tp_batch32": 49.2}).correct  # the page's v5e
+    assert not grade("ch08.q12", {"max_tp_compute": 22.5, "max_tp_batch32": 28.8}).correct  # one-way links

@@ -216,7 +216,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch07.q5",
-        title="Llama 2 13B on 8 v5e: int8 weights, 4k contexts, batch 24",
+        title="Llama 2 13B, 8 v5e, int8, 4k, batch 24",
         solve=_q5_llama2,
         unit="s, tokens/s",
         rtol=0.05,
@@ -234,7 +234,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch07.q15",
-        title="the invented model: parameters and KV per token",
+        title="the invented model: params, KV/token",
         solve=_q1,
         unit="params, bytes",
         rtol=0.02,
@@ -242,7 +242,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch07.q16",
-        title="largest batch on a v5e 4x4 in int8 (8k context)",
+        title="largest int8 batch on a v5e 4x4 (8k)",
         solve=_q2_solution,
         unit="sequences",
         rtol=0.03,
@@ -345,7 +345,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch07.q14",
-        title="simulator: highest load with a median TTFT under 0.5 s",
+        title="simulator: top load, TTFT p50 < 0.5 s",
         solve=_sim_rate,
         unit="requests/s",
         rtol=0.05,

@@ -2,8 +2,8 @@
 
 ch08.q1–q4 and q12 follow the questions the scaling book's applied-inference section works in its text (Llama 3
 70B on TPU v5e), each moved to a case the page does not print (Llama 3 405B's cache, 32k-token conversations, the
-v5p's critical batches and sharding limits); q5–q11 ask the same questions of another case the page does not print
-(Llama 3 405B on v5e for the slice, batch, throughput, prefill and disaggregation questions; other request lengths
+v6e's critical batches, the v5p's sharding limits); q5–q11 ask the same questions of another case the page does
+not print (Llama 3 405B on v5e for the slice, batch, throughput, prefill and disaggregation questions; other request lengths
 for the eviction one), so a reader computes rather than copies; q13 is ours on the latency–throughput frontier,
 and q14–q16 are the book's three worked problems, which it leaves unanswered.
 """
@@ -21,8 +21,8 @@ DECODE_LEN = 512  # the median generation length they assume
 DTYPES = ("bf16", "int8", "int4")
 #: Exercises 8.2 and 8.3: the page's batch of 32 conversations at this context (the page prints 8192 tokens).
 Q2_CONTEXT = 32768
-#: Exercises 8.4 and 8.12: the chip they ask about (the page prints v5e), and 8.12's batch (the page prints 64).
-Q4_CHIP, Q12_BATCH = "v5p", 16
+#: Exercise 8.4's chip, 8.12's chip and batch (the page prints v5e's, and 8.12's limit at batch 64).
+Q4_CHIP, Q12_CHIP, Q12_BATCH = "v6e", "v5p", 32
 
 
 def _inf():
@@ -78,8 +78,8 @@ def _q9():
 
     F = get_model(M70).d_ff
     return {
-        "max_tp_compute": inf.max_tp_ici(Q4_CHIP, F, n_axes=2),
-        "max_tp_batch16": inf.max_tp_memory(Q4_CHIP, F, Q12_BATCH),
+        "max_tp_compute": inf.max_tp_ici(Q12_CHIP, F, n_axes=2),
+        "max_tp_batch32": inf.max_tp_memory(Q12_CHIP, F, Q12_BATCH),
     }
 
 
@@ -229,7 +229,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q2",
-        title="batch 32 at 32k in int8: memory and the smallest slice",
+        title="32 x 32k in int8: bytes, slice",
         solve=_q2,
         unit="bytes, chips",
         rtol=0.05,
@@ -238,7 +238,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q3",
-        title="that batch on a 4x4 and a 4x8: step and throughput",
+        title="32 x 32k on a 4x4 and a 4x8",
         solve=_q3,
         unit="s, tokens/s/chip",
         rtol=0.05,
@@ -247,19 +247,19 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q4",
-        title="critical batch on v5p: bf16, int8 weights with bf16 math, int8 math",
+        title="critical batches on v6e",
         solve=lambda: [
             _inf().critical_batch(M70, Q4_CHIP, weight_dtype=w, compute_dtype=c)
             for w, c in (("bf16", "bf16"), ("int8", "bf16"), ("int8", "int8"))
         ],
         unit="sequences",
         rtol=0.05,
-        hint="C / W_hbm × bytes per weight / 2, with the peak of the dtype the MXU multiplies in (v5p: 459 "
-        "TFLOP/s bf16, 918 TOP/s int8, 2.8 TB/s HBM).",
+        hint="C / W_hbm × bytes per weight / 2, with the peak of the dtype the MXU multiplies in (v6e: 920 "
+        "TFLOP/s bf16, 1,840 TOP/s int8, 1.6 TB/s HBM).",
     ),
     Exercise(
         id="ch08.q5",
-        title="Llama 3 405B: smallest v5e slice for bf16, int8, int4",
+        title="405B: smallest v5e slices",
         solve=lambda: [s.n_chips for s in smallest_slices(M405)],
         unit="chips",
         rtol=0.05,
@@ -268,7 +268,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q6",
-        title="Llama 3 405B: the largest 8k batch on each of those slices and the time to read its caches",
+        title="405B: largest 8k batch, KV read",
         solve=_q6,
         unit="sequences, s",
         rtol=0.05,
@@ -277,7 +277,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q7",
-        title="Llama 3 405B: queries per second per chip (512-token generations)",
+        title="405B: queries per second per chip",
         solve=lambda: _qps(largest_batch_steps(model=M405)),
         unit="QPS/chip",
         rtol=0.05,
@@ -294,7 +294,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q12",
-        title="model parallelism on v5p: compute-bound limit and the limit at batch 16",
+        title="model parallelism limits on v5p",
         solve=_q9,
         unit="chips",
         rtol=0.05,
@@ -312,7 +312,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q10",
-        title="2k prompts, 256 generated tokens, B = 64: sequences, tokens and int8 KV bytes freed per step",
+        title="what a step frees (2k/256, B = 64)",
         solve=_q10,
         unit="per step",
         rtol=0.05,
@@ -321,7 +321,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q11",
-        title="Llama 3 405B: prefill servers per generation server",
+        title="405B: prefill servers per decode server",
         solve=_q11,
         unit="ratio",
         rtol=0.05,
@@ -330,7 +330,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q14",
-        title="Llama 3 405B: FLOPs per token and the two floors on 64 chips",
+        title="405B: FLOPs per token, two floors",
         solve=_q13,
         unit="FLOPs, s",
         rtol=0.05,
@@ -338,7 +338,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q15",
-        title="Llama 3 8B at batch 240 in int8: bytes and the smallest slice",
+        title="Llama 3 8B, batch 240, int8: memory",
         solve=_q14,
         unit="bytes, chips",
         rtol=0.05,
@@ -346,7 +346,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q16",
-        title="Llama 3 405B under 15 ms per token: best slice, batch and the floor",
+        title="405B under 15 ms",
         solve=_q15,
         unit="chips, sequences, tokens/s/chip, s",
         rtol=0.05,
@@ -355,7 +355,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q13",
-        title="the cheapest point under 20 ms per token on the frontier with communication",
+        title="cheapest point under 20 ms",
         solve=_q16,
         unit="chips, sequences, $",
         rtol=0.05,
