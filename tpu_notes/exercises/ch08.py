@@ -3,9 +3,9 @@
 ch08.q1–q4 and q12 follow the questions the scaling book's applied-inference section works in its text (Llama 3
 70B on TPU v5e), each moved to a case the page does not print (Llama 3 405B's cache, 32k-token conversations, the
 v6e's critical batches, the v5p's sharding limits); q5–q11 ask the same questions of another case the page does
-not print (Llama 3 405B on v5e for the slice, batch, throughput, prefill and disaggregation questions; other request lengths
-for the eviction one), so a reader computes rather than copies; q13 is ours on the latency–throughput frontier,
-and q14–q16 are the book's three worked problems, which it leaves unanswered.
+not print (Llama 3 405B on v5e for the slice, batch, throughput, prefill and disaggregation questions; other
+request lengths for the eviction one), so a reader computes rather than copies; q13 is ours on the
+latency–throughput frontier, and q14–q16 are the book's three worked problems, which it leaves unanswered.
 """
 
 from __future__ import annotations
