@@ -68,6 +68,15 @@ CASES = {
     ),
     I + "published.fitted_efficiency": Case(runs=Raw(lambda: [_run()], ["abc", None, 3, [], [ODD], ODD], lazy=True)),
     I + "published.format_table": Case(rows=Raw(_rows, ["abc", None, 3, [ODD], ODD], lazy=True)),
+    I + "published.source_table": Case(
+        rows=Raw(_rows, ["abc", None, 3, [ODD], ODD], lazy=True),
+        calibrated=Raw(None, ["abc", 3, [ODD], ODD]),
+    ),
+    I + "published.runs_table": Case(
+        rows=Raw(_rows, ["abc", None, 3, [ODD], ODD], lazy=True),
+        calibrated=Raw(None, ["abc", 3, [ODD], ODD]),
+        metric=Raw("tokens/s/chip", ["abc", None, 3, ODD]),
+    ),
     I + "deployment.sharded_step_time": Case(
         model=Model("llama3-70b"),
         chip=ChipArg("v5e", tpu=True),

@@ -123,3 +123,41 @@ def test_serving_hints_use_the_chapter_notation():
     hint = exercises.get("ch07.q12").hint
     assert "n_prefill / t_prefill = n_decode" in hint
     assert " P " not in hint and " G " not in hint
+
+
+# ------------------------------------------------------------- Exercises 7.4, 7.11, 7.13 (moved off the page)
+def test_q4_one_32k_int8_cache_by_hand():
+    """Llama 2 13B caches 2 · 40 layers · 40 KV heads · 128 = 409,600 numbers per token; in int8 (one byte) one
+    32,768-token sequence takes 13.4 GB. The page prints the 8k bf16 cache (6.71 GB), which must be rejected."""
+    by_hand = 2 * L * N * H * 1 * 32768
+    assert by_hand == 13_421_772_800
+    assert exercises.solution("ch07.q4") == pytest.approx(by_hand)
+    assert _correct("ch07.q4", 13.4e9)
+    assert not _correct("ch07.q4", 2 * L * N * H * 2 * 8192)  # the page's 8k bf16 cache, 6.71 GB
+    assert not _correct("ch07.q4", 2 * by_hand)  # bf16 instead of int8
+    assert not _correct("ch07.q4", by_hand / 2)  # K or V only
+
+
+def test_q11_tokens_freed_by_hand():
+    """64 / 512 = 0.125 sequences finish per step, each 2048 + 512 tokens long: 320 tokens. The page prints the
+    32 / 8192 / 4096 case (96 tokens)."""
+    by_hand = 64 / 512 * (2048 + 512)
+    assert by_hand == 320
+    assert exercises.solution("ch07.q11") == pytest.approx(by_hand)
+    assert _correct("ch07.q11", 320)
+    assert not _correct("ch07.q11", 96)  # the page's case
+    assert not _correct("ch07.q11", 64 / 512 * 2048)  # the prompt only
+
+
+def test_q13_asks_another_rate_than_the_page():
+    """The page's sweep prints the p90 TPOTs at 6 requests/s; the exercise asks 4 requests/s, where the prefill-first
+    engine pauses decoding less often (a smaller p90) and disaggregation still keeps it near one bare step."""
+    from tpu_notes.exercises import ch07
+
+    at4 = exercises.solution("ch07.q13")
+    at6 = ch07._sim_tpot(6.0)
+    assert at4["interleaved_p90_s"] < at6["interleaved_p90_s"]
+    assert at4["disaggregated_p90_s"] < at4["interleaved_p90_s"] / 2
+    assert _correct("ch07.q13", at4)
+    wrong = {k: v for k, v in at6.items()}
+    assert not _correct("ch07.q13", wrong)  # the page's rate

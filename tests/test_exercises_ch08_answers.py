@@ -79,20 +79,21 @@ def test_q5_smallest_405b_slices():
     assert not grade("ch08.q5", [16, 8, 4]).correct  # Llama 3 70B's slices, copied from the table
 
 
-def test_q6_largest_batch_and_step():
+def test_q6_largest_batch_and_its_kv_read():
     """Free memory (64 × 16 GB − 811.7 GB = 212.3 GB) over one 8k cache (8192 × 516,096 B = 4.23 GB): 50 in bf16,
-    and the same 50 in int8 and int4 because chips and bytes halve together. The step then reads about one chip's
-    memory: (807.5 GB + 50 × 4.23 GB) / (64 × 820 GB/s) = 19.4 ms, weight-bound at batch 50 (FLOPs 3.2 ms)."""
+    and the same 50 in int8 and int4 because chips and bytes halve together. Reading those caches takes
+    50 × 4.23 GB / (64 × 820 GB/s) = 4.03 ms in every dtype (the whole step, weights included, is 19.4 ms)."""
     batches = [_largest(n, d) for n, d in ((64, "bf16"), (32, "int8"), (16, "int4"))]
     assert batches == [50, 50, 50]
-    steps = [_step(n, 50, d) for n, d in ((64, "bf16"), (32, "int8"), (16, "int4"))]
-    assert steps[0] == pytest.approx(19.41e-3, rel=1e-3)
-    assert steps == pytest.approx([steps[0]] * 3, rel=1e-9)
+    kv = [50 * CONTEXT * KV405_BF16 * BYTES[d] / 2 / (n * W_HBM) for n, d in ((64, "bf16"), (32, "int8"), (16, "int4"))]
+    assert kv == pytest.approx([4.03e-3] * 3, rel=1e-3)
+    assert _step(64, 50, "bf16") == pytest.approx(19.41e-3, rel=1e-3)
     ref = exercises.solution("ch08.q6")
-    assert ref["batch"] == batches and ref["step_s"] == pytest.approx(steps, rel=1e-3)
-    assert grade("ch08.q6", {"batch": [50, 50, 50], "step_s": [19.4e-3] * 3}).correct
-    assert not grade("ch08.q6", {"batch": [42, 42, 42], "step_s": [19.2e-3] * 3}).correct  # 70B's row, batch off
-    assert not grade("ch08.q6", {"batch": [50, 100, 200], "step_s": [19.4e-3] * 3}).correct
+    assert ref["batch"] == batches and ref["kv_load_s"] == pytest.approx(kv, rel=1e-3)
+    assert grade("ch08.q6", {"batch": [50, 50, 50], "kv_load_s": [4.03e-3] * 3}).correct
+    assert not grade("ch08.q6", {"batch": [50, 50, 50], "kv_load_s": [19.4e-3] * 3}).correct  # the whole step
+    assert not grade("ch08.q6", {"batch": [42, 42, 42], "kv_load_s": [4.03e-3] * 3}).correct  # 70B's batch
+    assert not grade("ch08.q6", {"batch": [50, 100, 200], "kv_load_s": [4.03e-3] * 3}).correct
 
 
 def test_q7_requests_per_second_per_chip():
@@ -181,3 +182,73 @@ def test_unattempted_and_perturbed(exercise_id):
     assert not grade(exercise_id, None).attempted
     for bad in exercises.wrong_answers(exercise_id):
         assert not grade(exercise_id, bad).correct
+
+
+# ------------------------------------------------------------- Exercises 8.1-8.4 and 8.12 (moved off the page)
+V5P_BF16, V5P_HBM_BW, V5P_ICI_BIDI = 4.59e14, 2.8e12, 1.8e11  # v5p datasheet: FLOP/s, B/s
+V6E_BF16, V6E_INT8, V6E_HBM_BW = 9.2e14, 1.84e15, 1.6e12  # v6e datasheet: FLOP/s (bf16, int8), B/s
+
+
+def test_q1_405b_int8_kv_per_token():
+    """2 · 126 layers · 8 KV heads · 128 · 1 byte = 258,048 bytes; the page prints Llama 3 70B's 163,840."""
+    by_hand = 2 * L405 * K405 * HD * 1
+    assert by_hand == 258_048
+    assert exercises.solution("ch08.q1") == pytest.approx(by_hand)
+    assert grade("ch08.q1", 258e3).correct
+    assert not grade("ch08.q1", KV70_INT8).correct  # the page's model
+    assert not grade("ch08.q1", KV405_BF16).correct  # bf16
+
+
+def _weights70_int8():
+    attn = 2 * D70 * H70 * HD + 2 * D70 * K70 * HD
+    return L70 * (attn + 3 * D70 * F70 + 2 * D70) + 2 * VOCAB * D70 + D70
+
+
+def test_q2_32k_memory_and_slice():
+    """70.55 GB of int8 weights + 32 × 32,768 × 163,840 B = 171.8 GB of caches = 242.4 GB, 15.1 chips' worth: a
+    4x4 (16 chips). The page prints the 8k case (114 GB on 8 chips)."""
+    total = _weights70_int8() + 32 * 32768 * KV70_INT8
+    assert total == pytest.approx(242.35e9, rel=1e-3)
+    assert _smallest_slice(total) == 16
+    ref = exercises.solution("ch08.q2")
+    assert ref["bytes"] == pytest.approx(total, rel=1e-6) and ref["chips"] == 16
+    assert grade("ch08.q2", {"bytes": 242e9, "chips": 16}).correct
+    assert not grade("ch08.q2", {"bytes": 114e9, "chips": 8}).correct  # the page's 8k case
+    assert not grade("ch08.q2", {"bytes": 242e9, "chips": 15}).correct  # not rounded to a slice
+
+
+def test_q3_32k_steps():
+    """Batch 32 is weight- and KV-bound: (70.55 GB − the input embedding's 1.05 GB + 32 rows + 171.8 GB) / (16 ×
+    820 GB/s) = 18.4 ms on the 4x4, half that on the 4x8; 32 / 18.4 ms / 16 = 109 tokens/s per chip."""
+    read = _weights70_int8() - VOCAB * D70 + 32 * D70 + 32 * 32768 * KV70_INT8
+    s16, s32 = read / (16 * W_HBM), read / (32 * W_HBM)
+    assert s16 == pytest.approx(18.39e-3, rel=1e-3)
+    ref = exercises.solution("ch08.q3")
+    assert ref == pytest.approx({"step_4x4_s": s16, "tokens_per_s_per_chip": 32 / s16 / 16, "step_4x8_s": s32})
+    assert grade("ch08.q3", {"step_4x4_s": 18.4e-3, "tokens_per_s_per_chip": 109, "step_4x8_s": 9.2e-3}).correct
+    page = {"step_4x4_s": 8.57e-3, "tokens_per_s_per_chip": 233, "step_4x8_s": 4.29e-3}  # the 8k case
+    assert not grade("ch08.q3", page).correct
+
+
+def test_q4_v6e_critical_batches():
+    """C / W_hbm = 9.2e14 / 1.6e12 = 575 in bf16; int8 weights in bf16 math halve it (287.5); int8 math doubles the
+    peak back (575). The page prints v5e's 240/120/240."""
+    by_hand = [V6E_BF16 / V6E_HBM_BW, V6E_BF16 / V6E_HBM_BW / 2, V6E_INT8 / V6E_HBM_BW / 2]
+    assert by_hand == pytest.approx([575, 287.5, 575], rel=1e-6)
+    assert exercises.solution("ch08.q4") == pytest.approx(by_hand, rel=1e-6)
+    assert grade("ch08.q4", [575, 288, 575]).correct
+    assert not grade("ch08.q4", [240, 120, 240]).correct  # v5e, printed on the page
+    assert not grade("ch08.q4", [575, 575, 575]).correct
+
+
+def test_q12_v5p_sharding_limits():
+    """Compute-bound: 2 axes · F / (C / W_ici) = 2 · 28,672 / (4.59e14 / 1.8e11) = 22.5; memory-bound at batch 32:
+    F / (B · W_hbm / W_ici) = 28,672 / (32 · 2.8e12 / 1.8e11) = 57.6. The page prints v5e's 26 and 49 (batch 64)."""
+    compute = 2 * F70 / (V5P_BF16 / V5P_ICI_BIDI)
+    memory = F70 / (32 * V5P_HBM_BW / V5P_ICI_BIDI)
+    assert (compute, memory) == pytest.approx((22.49, 57.6), rel=1e-3)
+    ref = exercises.solution("ch08.q12")
+    assert ref == pytest.approx({"max_tp_compute": compute, "max_tp_batch32": memory})
+    assert grade("ch08.q12", {"max_tp_compute": 22.5, "max_tp_batch32": 57.6}).correct
+    assert not grade("ch08.q12", {"max_tp_compute": 26.2, "max_tp_batch32": 49.2}).correct  # the page's v5e
+    assert not grade("ch08.q12", {"max_tp_compute": 22.5, "max_tp_batch32": 28.8}).correct  # one-way links

@@ -75,6 +75,25 @@ def test_records_refuse_inconsistent_configurations():
         )
 
 
+def test_source_and_runs_tables_summarise_every_row():
+    raw = published.reconcile(efficiency=1.0)
+    cal = published.reconcile(efficiency=published.EFFICIENCY)
+    summary = published.source_table(raw, cal)
+    assert sum(summary.column("runs")) == len(raw)
+    jet = [r.ratio for r in raw if r.run.source.startswith("jetstream-pt")]
+    row = summary.column("source").index("jetstream-pt")
+    assert summary.column("median")[row] == pytest.approx(statistics.median(jet))
+    assert summary.column("median, calibrated")[row] > summary.column("median")[row]
+    fast = published.runs_table(raw, cal)
+    slow = published.runs_table(raw, cal, "s/token")
+    assert fast.collapse and len(fast.rows) + len(slow.rows) == len(raw)
+    assert slow.column("roofline") == [r.ratio for r in raw if r.run.metric == "s/token"]
+    with pytest.raises(ValueError, match="metric"):
+        published.runs_table(raw, cal, "tokens")
+    with pytest.raises(ValueError, match="same runs"):
+        published.source_table(raw, cal[:-1])
+
+
 def test_format_table_has_a_line_per_row_with_the_ratio():
     rows = published.reconcile()
     lines = published.format_table(rows).splitlines()

@@ -86,7 +86,7 @@ def _q5():
     return {
         "params": m.param_count(),
         "critical_batch": m.critical_batch("v5e"),
-        "kv_bytes_per_token": m.kv_bytes_per_token("bf16"),
+        "kv_bytes_per_token": m.kv_bytes_per_token("int8"),
         "flops_per_token": 2.0 * m.matmul_params_per_token(),
     }
 
@@ -111,6 +111,15 @@ def _q7():
     m = _book_model()
     return ws_2d_crossover(m.d_model, m.d_ff)
 
+
+#: Exercise 7.4: one Llama 2 13B sequence of this many tokens, its cache in this dtype (the page prints 8k in bf16).
+Q4_TOKENS, Q4_DTYPE = 32768, "int8"
+
+#: Exercise 7.11: continuous batching at this batch, prompt and answer length (the page prints 32, 8192, 4096).
+Q11_BATCH, Q11_PROMPT, Q11_ANSWER = 64, 2048, 512
+
+#: Exercise 7.13: the arrival rate (requests/s) of the disaggregation question (the page prints 6 requests/s).
+Q13_RATE = 4.0
 
 #: Exercise 7.5's setting: Llama 2 13B on 8 v5e chips, int8 weights, a bf16 cache, 4096-token contexts, batch 24.
 Q5_SETTING = dict(n_chips=8, batch=24, seq_len=4096, weight_dtype="int8", kv_dtype="bf16")
@@ -145,14 +154,14 @@ def _sim(rate: float = 6.0, **kw):
     return simulate(deploy("llama3-8b", "v5e", 4), wl, **kw)
 
 
-def _sim_tpot():
-    """p90 TPOT at 6 requests/s: interleaved (prefill-first, one 2x2) against a 2x2 decoding beside a 2x2 prefill
-    instance that sends it the KV over ICI."""
+def _sim_tpot(rate: float = Q13_RATE):
+    """p90 TPOT at ``rate`` requests/s (4 by default): interleaved (prefill-first, one 2x2) against a 2x2 decoding
+    beside a 2x2 prefill instance that sends it the KV over ICI."""
     from ..inference.engine import deploy
     from ..inference.simulator import Disaggregation, Scheduler
 
-    mixed = _sim(scheduler=Scheduler(policy="prefill_first"))
-    split = _sim(disaggregation=Disaggregation(deploy("llama3-8b", "v5e", 4), 1, "ici"))
+    mixed = _sim(rate, scheduler=Scheduler(policy="prefill_first"))
+    split = _sim(rate, disaggregation=Disaggregation(deploy("llama3-8b", "v5e", 4), 1, "ici"))
     return {"interleaved_p90_s": mixed.tpot[1], "disaggregated_p90_s": split.tpot[1]}
 
 
@@ -195,17 +204,19 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch07.q4",
-        title="Llama 2 13B: one 8k-token KV cache",
+        title="Llama 2 13B: one 32k-token KV cache in int8",
         solve=lambda: (
-            __import__("tpu_notes.transformer", fromlist=["x"]).get_model("llama2-13b").kv_cache_bytes(1, 8192)
+            __import__("tpu_notes.transformer", fromlist=["x"])
+            .get_model("llama2-13b")
+            .kv_cache_bytes(1, Q4_TOKENS, Q4_DTYPE)
         ),
         unit="bytes",
         rtol=0.05,
-        hint="2 (K and V) × L × K × H × 2 bytes × tokens.",
+        hint="2 (K and V) × L × K × H × 1 byte (int8) × 32,768 tokens.",
     ),
     Exercise(
         id="ch07.q5",
-        title="Llama 2 13B on 8 v5e: int8 weights, 4k contexts, batch 24",
+        title="Llama 2 13B, 8 v5e, int8, 4k, batch 24",
         solve=_q5_llama2,
         unit="s, tokens/s",
         rtol=0.05,
@@ -223,7 +234,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch07.q15",
-        title="the invented model: parameters and KV per token",
+        title="the invented model: params, KV/token",
         solve=_q1,
         unit="params, bytes",
         rtol=0.02,
@@ -231,7 +242,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch07.q16",
-        title="largest batch on a v5e 4x4 in int8 (8k context)",
+        title="largest int8 batch on a v5e 4x4 (8k)",
         solve=_q2_solution,
         unit="sequences",
         rtol=0.03,
@@ -260,8 +271,8 @@ _EXERCISES = [
         solve=_q5,
         unit="mixed",
         rtol=0.03,
-        hint="Experts multiply the MLP weights by E; the critical batch by E/k; KV is unchanged; FLOPs use "
-        "the k active experts.",
+        hint="Experts multiply the MLP weights by E; the critical batch by E/k; KV per token is the dense model's "
+        "(here in int8, one byte per number); FLOPs use the k active experts.",
     ),
     Exercise(
         id="ch07.q20",
@@ -299,7 +310,9 @@ _EXERCISES = [
     Exercise(
         id="ch07.q11",
         title="tokens freed per step by continuous batching",
-        solve=lambda: __import__("tpu_notes.inference", fromlist=["x"]).eviction_per_step(32, 8192, 4096)["tokens"],
+        solve=lambda: __import__("tpu_notes.inference", fromlist=["x"]).eviction_per_step(
+            Q11_BATCH, Q11_PROMPT, Q11_ANSWER
+        )["tokens"],
         unit="tokens",
         rtol=0.02,
         hint="B / S_g sequences finish per step (S_g: answer tokens), each S_p + S_g tokens long (S_p: prompt).",
@@ -332,7 +345,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch07.q14",
-        title="simulator: highest load with a median TTFT under 0.5 s",
+        title="simulator: top load, TTFT p50 < 0.5 s",
         solve=_sim_rate,
         unit="requests/s",
         rtol=0.05,

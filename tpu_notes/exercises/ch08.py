@@ -1,10 +1,11 @@
 """Exercises of Chapter 8 (ids ch08.*), registered with their reference solutions.
 
 ch08.q1–q4 and q12 follow the questions the scaling book's applied-inference section works in its text (Llama 3
-70B on TPU v5e); q5–q11 ask the same questions of a case the page does not print (Llama 3 405B on v5e for the
-slice, batch, throughput, prefill and disaggregation questions; other request lengths for the eviction one), so a
-reader computes rather than copies; q13 is ours on the latency–throughput frontier, and q14–q16 are the book's
-three worked problems, which it leaves unanswered.
+70B on TPU v5e), each moved to a case the page does not print (Llama 3 405B's cache, 32k-token conversations, the
+v6e's critical batches, the v5p's sharding limits); q5–q11 ask the same questions of another case the page does
+not print (Llama 3 405B on v5e for the slice, batch, throughput, prefill and disaggregation questions; other
+request lengths for the eviction one), so a reader computes rather than copies; q13 is ours on the
+latency–throughput frontier, and q14–q16 are the book's three worked problems, which it leaves unanswered.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ M405 = "llama3-405b"  # the model Exercises 8.5-8.9 and 8.11 ask about (the page
 CONTEXT = 8192  # the context the book's questions assume
 DECODE_LEN = 512  # the median generation length they assume
 DTYPES = ("bf16", "int8", "int4")
+#: Exercises 8.2 and 8.3: the page's batch of 32 conversations at this context (the page prints 8192 tokens).
+Q2_CONTEXT = 32768
+#: Exercise 8.4's chip, 8.12's chip and batch (the page prints v5e's, and 8.12's limit at batch 64).
+Q4_CHIP, Q12_CHIP, Q12_BATCH = "v6e", "v5p", 32
 
 
 def _inf():
@@ -28,17 +33,17 @@ def _inf():
 
 def _q2():
     inf = _inf()
-    mem = inf.serving_memory(M70, 32, CONTEXT, weight_dtype="int8", kv_dtype="int8")
-    s = inf.smallest_topology(M70, "v5e", batch=32, seq_len=CONTEXT, weight_dtype="int8", kv_dtype="int8")
+    mem = inf.serving_memory(M70, 32, Q2_CONTEXT, weight_dtype="int8", kv_dtype="int8")
+    s = inf.smallest_topology(M70, "v5e", batch=32, seq_len=Q2_CONTEXT, weight_dtype="int8", kv_dtype="int8")
     return {"bytes": mem.total, "chips": s.n_chips}
 
 
 def _q3():
     inf = _inf()
     kw = dict(weight_dtype="int8", kv_dtype="int8")
-    s8 = inf.decode_step_time(M70, "v5e", 8, 32, CONTEXT, **kw)
-    s16 = inf.decode_step_time(M70, "v5e", 16, 32, CONTEXT, **kw)
-    return {"step_4x2_s": s8.total, "tokens_per_s_per_chip": s8.tokens_per_s_per_chip, "step_4x4_s": s16.total}
+    s16 = inf.decode_step_time(M70, "v5e", 16, 32, Q2_CONTEXT, **kw)
+    s32 = inf.decode_step_time(M70, "v5e", 32, 32, Q2_CONTEXT, **kw)
+    return {"step_4x4_s": s16.total, "tokens_per_s_per_chip": s16.tokens_per_s_per_chip, "step_4x8_s": s32.total}
 
 
 def smallest_slices(model=M70):
@@ -60,7 +65,7 @@ def largest_batch_steps(doubled: bool = False, model=M70):
 
 def _q6():
     steps = largest_batch_steps(model=M405)
-    return {"batch": [s.batch for s in steps], "step_s": [s.total for s in steps]}
+    return {"batch": [s.batch for s in steps], "kv_load_s": [s.kv_load for s in steps]}
 
 
 def _qps(steps):
@@ -72,7 +77,10 @@ def _q9():
     from ..transformer import get_model
 
     F = get_model(M70).d_ff
-    return {"max_tp_compute": inf.max_tp_ici("v5e", F, n_axes=2), "max_tp_batch64": inf.max_tp_memory("v5e", F, 64)}
+    return {
+        "max_tp_compute": inf.max_tp_ici(Q12_CHIP, F, n_axes=2),
+        "max_tp_batch32": inf.max_tp_memory(Q12_CHIP, F, Q12_BATCH),
+    }
 
 
 def prefill_8k(model=M70, n_chips: int = 16):
@@ -213,43 +221,45 @@ def _q16():
 _EXERCISES = [
     Exercise(
         id="ch08.q1",
-        title="Llama 3 70B: KV cache per token in int8",
-        solve=lambda: _inf().kv_bytes_per_token(M70, "int8"),
+        title="Llama 3 405B: KV cache per token in int8",
+        solve=lambda: _inf().kv_bytes_per_token(M405, "int8"),
         unit="bytes",
         rtol=0.05,
-        hint="2 (K and V) × L × K × H × 1 byte.",
+        hint="2 (K and V) × L × K × H × 1 byte, with Llama 3 405B's 126 layers, 8 KV heads of 128.",
     ),
     Exercise(
         id="ch08.q2",
-        title="batch 32 at 8k in int8: memory and the smallest slice",
+        title="32 x 32k in int8: bytes, slice",
         solve=_q2,
         unit="bytes, chips",
         rtol=0.05,
-        hint="70 GB of int8 weights + 32 × 8192 × the KV bytes per token; divide by 16 GB and round up to a "
+        hint="70.6 GB of int8 weights + 32 × 32,768 × the KV bytes per token; divide by 16 GB and round up to a "
         "slice shape.",
     ),
     Exercise(
         id="ch08.q3",
-        title="that batch on a 4x2 and a 4x4: step and throughput",
+        title="32 x 32k on a 4x4 and a 4x8",
         solve=_q3,
         unit="s, tokens/s/chip",
         rtol=0.05,
-        hint="Batch 32 is far below the critical batch: (KV + weights) / (chips × W_hbm).",
+        hint="Batch 32 is far below the critical batch: (KV + weights) / (chips × W_hbm), with 32 caches of "
+        "32,768 tokens.",
     ),
     Exercise(
         id="ch08.q4",
-        title="critical batch: bf16, int8 weights with bf16 math, int8 math",
+        title="critical batches on v6e",
         solve=lambda: [
-            _inf().critical_batch(M70, "v5e", weight_dtype=w, compute_dtype=c)
+            _inf().critical_batch(M70, Q4_CHIP, weight_dtype=w, compute_dtype=c)
             for w, c in (("bf16", "bf16"), ("int8", "bf16"), ("int8", "int8"))
         ],
         unit="sequences",
         rtol=0.05,
-        hint="C / W_hbm × bytes per weight / 2, with the peak of the dtype the MXU multiplies in.",
+        hint="C / W_hbm × bytes per weight / 2, with the peak of the dtype the MXU multiplies in (v6e: 920 "
+        "TFLOP/s bf16, 1,840 TOP/s int8, 1.6 TB/s HBM).",
     ),
     Exercise(
         id="ch08.q5",
-        title="Llama 3 405B: smallest v5e slice for bf16, int8, int4",
+        title="405B: smallest v5e slices",
         solve=lambda: [s.n_chips for s in smallest_slices(M405)],
         unit="chips",
         rtol=0.05,
@@ -258,16 +268,16 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q6",
-        title="Llama 3 405B: the largest 8k batch on each of those slices and its step",
+        title="405B: largest 8k batch, KV read",
         solve=_q6,
         unit="sequences, s",
         rtol=0.05,
-        hint="batch = floor((chips × 16 GB − weight bytes) / (8192 × KV bytes per token)); the step reads the "
-        "weights and those caches once: bytes / (chips × 820 GB/s), unless the FLOPs take longer.",
+        hint="batch = floor((chips × 16 GB − weight bytes) / (8192 × KV bytes per token)); a step reads those "
+        "caches once: batch × 8192 × KV bytes per token / (chips × 820 GB/s).",
     ),
     Exercise(
         id="ch08.q7",
-        title="Llama 3 405B: queries per second per chip (512-token generations)",
+        title="405B: queries per second per chip",
         solve=lambda: _qps(largest_batch_steps(model=M405)),
         unit="QPS/chip",
         rtol=0.05,
@@ -284,11 +294,12 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q12",
-        title="model parallelism on a 4x8: compute-bound limit and the limit at batch 64",
+        title="model parallelism limits on v5p",
         solve=_q9,
         unit="chips",
         rtol=0.05,
-        hint="Y = n_axes · F / α (α = C / W_ici) for large batches; Y = F / (B · β) when memory-bound.",
+        hint="Y = n_axes · F / α (α = C / W_ici) for large batches; Y = F / (B · β) (β = W_hbm / W_ici) when "
+        "memory-bound; with the v5p's rates.",
     ),
     Exercise(
         id="ch08.q9",
@@ -301,7 +312,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q10",
-        title="2k prompts, 256 generated tokens, B = 64: sequences, tokens and int8 KV bytes freed per step",
+        title="what a step frees (2k/256, B = 64)",
         solve=_q10,
         unit="per step",
         rtol=0.05,
@@ -310,7 +321,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q11",
-        title="Llama 3 405B: prefill servers per generation server",
+        title="405B: prefill servers per decode server",
         solve=_q11,
         unit="ratio",
         rtol=0.05,
@@ -319,7 +330,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q14",
-        title="Llama 3 405B: FLOPs per token and the two floors on 64 chips",
+        title="405B: FLOPs per token, two floors",
         solve=_q13,
         unit="FLOPs, s",
         rtol=0.05,
@@ -327,7 +338,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q15",
-        title="Llama 3 8B at batch 240 in int8: bytes and the smallest slice",
+        title="Llama 3 8B, batch 240, int8: memory",
         solve=_q14,
         unit="bytes, chips",
         rtol=0.05,
@@ -335,7 +346,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q16",
-        title="Llama 3 405B under 15 ms per token: best slice, batch and the floor",
+        title="405B under 15 ms",
         solve=_q15,
         unit="chips, sequences, tokens/s/chip, s",
         rtol=0.05,
@@ -344,7 +355,7 @@ _EXERCISES = [
     ),
     Exercise(
         id="ch08.q13",
-        title="the cheapest point under 20 ms per token on the frontier with communication",
+        title="cheapest point under 20 ms",
         solve=_q16,
         unit="chips, sequences, $",
         rtol=0.05,

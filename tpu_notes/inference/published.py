@@ -59,6 +59,7 @@ from typing import Annotated
 from ..efficiency import EfficiencyModel, check_efficiency
 from ..hardware import get_chip
 from ..runs import PublishedRecord, Reconciliation, check_rows, check_runs, check_under_roofline, median_ratio
+from ..table import Column, Table
 from ..transformer import get_model
 from ..units import Fraction, OneOf, Positive, PositiveFloat, checked, fmt
 from .engine import deploy
@@ -1101,6 +1102,69 @@ def format_table(rows: Sequence[ServingReconciliation]) -> str:
     return "\n".join(lines)
 
 
+def _pair(rows, calibrated, name: str):
+    rows = check_rows(rows, ServingReconciliation)
+    if calibrated is None:
+        return rows, None
+    if isinstance(calibrated, (str, bytes)) or not hasattr(calibrated, "__iter__"):
+        raise TypeError(
+            f"{name} must be a list of ServingReconciliation from reconcile(); got {type(calibrated).__name__}"
+        )
+    cal = list(calibrated)
+    if not all(isinstance(r, ServingReconciliation) for r in cal):
+        raise TypeError(f"{name} must be a list of ServingReconciliation from reconcile()")
+    if [r.run.name for r in cal] != [r.run.name for r in rows]:
+        raise ValueError(f"{name} must reconcile the same runs as rows, in the same order")
+    return rows, cal
+
+
+def source_table(rows: Sequence[ServingReconciliation], calibrated: Sequence[ServingReconciliation] | None = None):
+    """The reconciliation per source and metric, as a :class:`~tpu_notes.table.Table`: how many runs, the median
+    of achieved / modelled speed at ``rows``' rates (the roofline, say) and, given ``calibrated`` (the same runs
+    at another efficiency), at those rates, with the lowest and highest ratio there."""
+    rows, cal = _pair(rows, calibrated, "calibrated")
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, r in enumerate(rows):
+        groups.setdefault((r.run.source.split(",")[0], r.run.metric), []).append(i)
+    cols = [Column("source"), Column("metric"), Column("runs"), Column("median", digits=2)]
+    if cal is not None:
+        cols += [Column("median, calibrated", digits=2)]
+    cols += [Column("lowest", digits=2), Column("highest", digits=2)]
+    out = []
+    for (src, metric), idx in groups.items():
+        ratios = [rows[i].ratio for i in idx]
+        row = [src, "ms/token" if metric == "s/token" else metric, len(idx), median_ratio([rows[i] for i in idx])]
+        if cal is not None:
+            row.append(median_ratio([cal[i] for i in idx]))
+            ratios = [cal[i].ratio for i in idx]
+        out.append((*row, min(ratios), max(ratios)))
+    return Table(cols, out, caption="Achieved / modelled speed per source and metric (1: the model is exact)")
+
+
+def runs_table(
+    rows: Sequence[ServingReconciliation],
+    calibrated: Sequence[ServingReconciliation] | None = None,
+    metric: str = "tokens/s/chip",
+):
+    """One line per run of ``metric`` (``"tokens/s/chip"`` or ``"s/token"``), as a collapsed
+    :class:`~tpu_notes.table.Table`: the measured figure and the ratio of achieved to modelled speed at ``rows``'
+    rates (column "roofline") and, given ``calibrated`` (the same runs at another efficiency), at its rates; the
+    modelled figure is the measured one over the ratio for throughput, times it for time per token."""
+    if not isinstance(metric, str) or metric not in ("tokens/s/chip", "s/token"):
+        raise ValueError(f"metric must be 'tokens/s/chip' or 's/token'; got {metric!r}")
+    rows, cal = _pair(rows, calibrated, "calibrated")
+    unit = "s" if metric == "s/token" else "tokens/s"
+    cols = [Column("run"), Column("measured", unit), Column("roofline", digits=2)]
+    if cal is not None:
+        cols.append(Column("calibrated", digits=2))
+    out = []
+    for i, r in enumerate(rows):
+        if r.run.metric == metric:
+            out.append((r.run.name, r.reported, r.ratio) + ((cal[i].ratio,) if cal is not None else ()))
+    what = "time per token" if metric == "s/token" else "throughput per chip"
+    return Table(cols, out, caption=f"Each run's {what}, and achieved / modelled speed", collapse=True)
+
+
 __all__ = [
     "CLOSED_REQUESTS_PER_CLIENT",
     "EFFICIENCY",
@@ -1117,6 +1181,8 @@ __all__ = [
     "format_table",
     "predict",
     "reconcile",
+    "runs_table",
     "simulate_run",
+    "source_table",
     "simulated_figure",
 ]

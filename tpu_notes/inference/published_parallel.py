@@ -36,8 +36,9 @@ from typing import Annotated
 
 from ..gpu import GpuCluster
 from ..hardware import get_chip
+from ..table import Column, Table
 from ..transformer import get_model
-from ..units import OneOf, Positive, PositiveFloat, check_fields, checked, fmt
+from ..units import OneOf, Positive, PositiveFloat, check_fields, checked
 from .engine import deploy
 from .parallel_serving import H800_IB, ep_decode_step, pipeline_decode
 
@@ -209,18 +210,19 @@ def reconcile(records=RECORDS, efficiency=None) -> list[ParallelReconciliation]:
     return [predict(r, efficiency) for r in records]
 
 
-def format_table(rows) -> str:
-    """The reconciliation as a text table: published and predicted tokens/s per node, their ratio, the step."""
+def format_table(rows):
+    """The reconciliation as a :class:`~tpu_notes.table.Table`: published tokens/s per node, published over
+    predicted, and what bounds the predicted step."""
     if not isinstance(rows, (tuple, list)) or not all(isinstance(x, ParallelReconciliation) for x in rows):
         raise TypeError("rows must be a list of ParallelReconciliation (from reconcile())")
-    head = f"{'record':<46} {'published':>10} {'predicted':>10} {'ratio':>6} {'step':>9}  bound"
-    lines = [head, "-" * len(head)]
-    for x in rows:
-        lines.append(
-            f"{x.record.name:<46} {x.reported:>10,.0f} {x.predicted:>10,.0f} {x.ratio:>6.2f} "
-            f"{fmt(x.step_s, 's'):>9}  {x.bound}"
-        )
-    return "\n".join(lines)
+    cols = [
+        Column("record"),
+        Column("published", "tokens/s"),
+        Column("ratio"),
+        Column("bound"),
+    ]
+    out = [(x.record.name, x.reported, x.ratio, x.bound) for x in rows]
+    return Table(cols, out, caption="Expert- and pipeline-parallel serving per node: published / predicted")
 
 
 __all__ = [

@@ -60,6 +60,7 @@ import numpy as np
 from ..efficiency import EfficiencyModel, check_efficiency
 from ..hardware import get_chip
 from ..runs import PublishedRecord, Reconciliation, check_rows, check_runs, check_under_roofline
+from ..table import Column, Table
 from ..units import OneOf, Positive, checked, fmt
 from .engine import deploy
 from .published import LLAMA2_7B, LLAMA2_70B, RUNS, ServingReconciliation, reconcile, simulate_run
@@ -441,18 +442,25 @@ def _check_groups(groups) -> list:
     return groups
 
 
-def format_serving_groups(groups) -> str:
-    """The per-group table: metric, source, rows, the median of predicted / measured, its range, whether the
-    median meets the issue's target, and the row farthest from 1."""
+def format_serving_groups(groups):
+    """The per-group table, as a :class:`~tpu_notes.table.Table`: metric, source, rows, the median of predicted /
+    measured, its range and whether the median meets the issue's target (each group's row farthest from 1 is
+    :attr:`ServingGroup.worst_run`)."""
     groups = _check_groups(groups)
-    lines = [f"{'metric':10s} {'source':12s} {'rows':>4} {'median':>7} {'range':>13}  {'target':9s} worst row"]
+    cols = [
+        Column("metric"),
+        Column("source"),
+        Column("rows"),
+        Column("median"),
+        Column("lowest"),
+        Column("highest"),
+        Column("target"),
+    ]
+    out = []
     for g in groups:
         verdict = "-" if g.target is None else (f"ok ±{g.target:.0%}" if g.meets_target else f"MISS ±{g.target:.0%}")
-        lines.append(
-            f"{g.metric:10s} {g.source:12.12s} {g.n:4d} {g.median:7.2f} {g.low:6.2f}–{g.high:<6.2f}  {verdict:9s} "
-            f"{g.worst_run}"
-        )
-    return "\n".join(lines)
+        out.append((g.metric, g.source, g.n, g.median, g.low, g.high, verdict))
+    return Table(cols, out, caption="Predicted / measured per source and metric (1: exact)")
 
 
 def serving_medians(groups=None) -> dict[str, float]:
