@@ -27,7 +27,7 @@ def _q6():
     from ..training import max_tensor_parallelism
     from ..transformer import get_model
 
-    return max_tensor_parallelism("v5p", get_model("llama3-70b").d_ff)
+    return max_tensor_parallelism("v4p", get_model("llama3-70b").d_ff)
 
 
 def _q7():
@@ -56,7 +56,7 @@ def _q14():
     # every data-parallel chip holds a whole replica of the weights and Adam state, whatever the batch (96 sequences
     # would leave most of the 4,096 chips without one: the layout is refused; one chip's replica is the answer)
     m = training_memory("llama2-13b", None, 32768, 32768, remat="mlp_outputs")
-    return m.params + m.optimizer
+    return m.params + m.grads + m.optimizer  # bf16 gradients too: 2 + 2 + 8 bytes per parameter
 
 
 def _q15():
@@ -85,14 +85,14 @@ def _q18():
     from ..topology import Slice
     from ..training import plan
 
-    p = plan("llama3-70b", Slice("v5p", (16, 16, 16)), 4 * 2**20, 4096)[0].parallelism
+    p = plan("llama3-70b", Slice("v5p", (16, 16, 16)), 4 * 2**20, 8192)[0].parallelism
     return p.tensor * p.context  # the chips that share each sequence: tensor or context ranks
 
 
 def _q9():
     from ..training import pipeline_bubble_fraction
 
-    return pipeline_bubble_fraction(8, 32)
+    return pipeline_bubble_fraction(12, 40)
 
 
 def _q11():
@@ -140,8 +140,8 @@ def _q10():
     from ..training import schedule_bubble_fraction
 
     return {
-        "one_f_one_b": schedule_bubble_fraction("1f1b", 16, 64, 1.0, 2.0, 0.8),
-        "zb_h1": schedule_bubble_fraction("zb-h1", 16, 64, 1.0, 2.0, 0.8),
+        "one_f_one_b": schedule_bubble_fraction("1f1b", 16, 48, 1.0, 2.0, 0.8),
+        "zb_h1": schedule_bubble_fraction("zb-h1", 16, 48, 1.0, 2.0, 0.8),
     }
 
 
@@ -202,10 +202,11 @@ register(
 register(
     Exercise(
         id="ch05.q6",
-        title="the most tensor parallelism Llama 3 70B's MLP affords on one v5p axis",
+        title="the most tensor parallelism Llama 3 70B affords on one TPU v4 axis",
         solve=_q6,
         unit="chips",
-        hint="Tensor parallelism stays compute-bound while Y < F / (C / W_ici); it does not depend on the batch.",
+        hint="Tensor parallelism stays compute-bound while Y < F / (C / W_ici), with v4's C / W_ici (§5.2's "
+        "alpha); it does not depend on the batch.",
     )
 )
 register(
@@ -231,7 +232,7 @@ register(
 register(
     Exercise(
         id="ch05.q9",
-        title="the bubble of 8 stages and 32 microbatches",
+        title="the bubble of 12 stages and 40 microbatches",
         solve=_q9,
         unit="fraction",
         hint="(P − 1) / (M + P − 1): the warm-up and drain of the pipeline over the whole step.",
@@ -240,7 +241,7 @@ register(
 register(
     Exercise(
         id="ch05.q10",
-        title="1F1B and ZB-H1 bubbles for 16 stages and 64 microbatches",
+        title="1F1B and ZB-H1 bubbles for 16 stages and 48 microbatches",
         solve=_q10,
         unit="fractions",
         hint="1F1B: (P − 1)/(M + P − 1). ZB-H1 idles (P − 1)(t_F + t_B − 2 t_W) per device against M (t_F + t_B) "
@@ -283,7 +284,8 @@ register(
         title="pure data parallelism for Llama 2 13B: bytes per chip (book question 3.1)",
         solve=_q14,
         unit="bytes",
-        hint="Data parallelism replicates the bf16 weights and the fp32 Adam moments on every chip.",
+        hint="Data parallelism replicates the bf16 weights, their bf16 gradients and the fp32 Adam moments on "
+        "every chip: (2 + 2 + 8) bytes per parameter.",
     )
 )
 register(
@@ -315,21 +317,22 @@ register(
         solve=lambda: {
             "max_chips_1M": 1e6 / _fsdp_critical(3),
             "max_chips_10M": 10e6 / _fsdp_critical(3),
-            "fsdp_chips_10M": min(10e6 / _fsdp_critical(3), POD_CHIPS),
+            "pods_10M": 10e6 / _fsdp_critical(3) / POD_CHIPS,
         },
-        unit="chips",
+        unit="chips, pods",
         hint="Chips = batch / 850 for each batch. FSDP's collectives ride ICI, which stops at a pod of 8960 chips: "
-        "when the bound is larger, the chips FSDP can actually use are one pod's (the rest would be DCN data "
-        "parallelism, Exercise 5.2).",
+        "the 10M bound, over 8960, says how many pods' worth of chips it would need (more than one: the rest would "
+        "be DCN data parallelism, Exercise 5.2). Answer {'max_chips_1M': ..., 'max_chips_10M': ..., "
+        "'pods_10M': ...}.",
     )
 )
 register(
     Exercise(
         id="ch05.q18",
-        title="how many chips share a sequence in the planner's layout for Llama 3 70B",
+        title="how many chips share an 8192-token sequence in the planner's layout for Llama 3 70B",
         solve=_q18,
         unit="chips",
-        hint="Run training.plan('llama3-70b', Slice('v5p', (16, 16, 16)), 4 * 2**20, 4096), read the layout it "
+        hint="Run training.plan('llama3-70b', Slice('v5p', (16, 16, 16)), 4 * 2**20, 8192), read the layout it "
         "ranks first (result[0]: the simplest of the first tier) and multiply its tensor and context degrees.",
     )
 )
@@ -353,7 +356,7 @@ def _q20():
 def _q21():
     from ..training import fp8_gain
 
-    g = fp8_gain("llama3-8b", "h100", 8192)
+    g = fp8_gain("llama3-8b", "h100", 16_384)
     return {"fp8_fraction": g.fp8_fraction, "speedup": g.speedup}
 
 
@@ -394,10 +397,10 @@ register(
 register(
     Exercise(
         id="ch05.q21",
-        title="the FP8 share of Llama 3 8B's training FLOPs at 8192 tokens, and the ideal gain on H100",
+        title="the FP8 share of Llama 3 8B's training FLOPs at 16,384 tokens, and the ideal gain on H100",
         solve=_q21,
         unit="fraction, ratio",
-        hint="FP8: the projections and the MLP (flops_breakdown(8192, training=True)); bf16: attention and the "
+        hint="FP8: the projections and the MLP (flops_breakdown(16384, training=True)); bf16: attention and the "
         "unembedding. Amdahl: speedup = 1 / ((1 - f) + f / r) with r = FP8 peak / bf16 peak (training.fp8_gain). "
         "Answer {'fp8_fraction': ..., 'speedup': ...}.",
     )
