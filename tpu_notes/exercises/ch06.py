@@ -159,7 +159,7 @@ register(
 register(
     Exercise(
         id="ch06.q2",
-        title="Llama 3.2 3B's FLOPs per token, and one chip's time for it",
+        title="Llama 3.2 3B's FLOPs per token, on one chip",
         solve=_q2,
         unit="FLOPs, s",
         hint="6 × the weights a token multiplies by (the tied table is the unembedding's: it counts; the norms do "
@@ -170,7 +170,7 @@ register(
 register(
     Exercise(
         id="ch06.q3",
-        title="Llama 3.2 3B's whole 9T-token run, on one chip",
+        title="Llama 3.2 3B's 9T-token run, on one chip",
         solve=_q3,
         unit="FLOPs, years",
         hint="FLOPs per token × 9e12 tokens; years = FLOPs / v5p peak / seconds per year (365.25 days). "
@@ -189,7 +189,7 @@ register(
 register(
     Exercise(
         id="ch06.q5",
-        title="the fewest chips by memory, with full recomputation",
+        title="the fewest chips by memory, full remat",
         solve=_q5,
         unit="chips",
         hint="bf16 weights (2 B/param) + fp32 Adam (8 B/param) = 706 GB, plus 1 checkpoint of D bf16 values per "
@@ -200,7 +200,7 @@ register(
 register(
     Exercise(
         id="ch06.q6",
-        title="Llama 3 8B's memory per chip on a v5e pod",
+        title="Llama 3 8B per chip on a v5e pod",
         solve=_q6,
         unit="bytes, fraction",
         hint="10 B per parameter for 8,030,261,248 parameters (80.3 GB) plus 4 checkpoints x 4096 x 2 B x 32 "
@@ -211,7 +211,7 @@ register(
 register(
     Exercise(
         id="ch06.q7",
-        title="how far FSDP alone goes on 405B's batch without sequence sharding",
+        title="FSDP alone on 405B's batch, whole sequences",
         solve=lambda: BATCH_405B // 8192,
         unit="chips",
         hint="Without splitting sequences, each batch shard needs at least one whole 8192-token sequence of the "
@@ -221,7 +221,7 @@ register(
 register(
     Exercise(
         id="ch06.q8",
-        title="FSDP alone on the largest v5p slice, sequences split",
+        title="FSDP alone, largest v5p slice",
         solve=_q8,
         unit="tokens per chip, ratio",
         hint="Tokens per chip = 4 x 2^20 / (16 x 16 x 24); pure FSDP over three axes needs alpha / 3 = 2550 / 3 = 850. "
@@ -231,7 +231,7 @@ register(
 register(
     Exercise(
         id="ch06.q9",
-        title="mixed FSDP + tensor parallelism for Llama 3 405B on a pod",
+        title="FSDP + TP for 405B on a pod",
         solve=_q9,
         unit="tokens per chip, chips",
         hint="B / N > α² / (M_X M_Y F) with α = 2550, M_X M_Y = 2 and F = 53,248 (405B's d_ff): the FSDP and "
@@ -242,7 +242,7 @@ register(
 register(
     Exercise(
         id="ch06.q10",
-        title="four pods at the same batch (book problem 1)",
+        title="four pods, one batch (book 1)",
         solve=_q10,
         unit="tokens per chip, days",
         hint="4M tokens over 4 × 8960 chips would be 117 per chip, but Cloud TPU does not schedule a whole v5p pod "
@@ -256,7 +256,7 @@ register(
 register(
     Exercise(
         id="ch06.q11",
-        title="Llama 3 405B's long-context stage: FLOPs with attention (book problem 2a, at 128k)",
+        title="405B at long context (book problem 2a)",
         solve=_q11,
         unit="FLOPs",
         hint="6 x the matmul weights per token plus attention: training_flops('llama3-405b', 16 * 2**20, "
@@ -267,7 +267,7 @@ register(
 register(
     Exercise(
         id="ch06.q12",
-        title="Llama 3 405B on 8 v5p pods against the ideal (book problem 2b)",
+        title="405B on 8 pods vs the ideal (book 2b)",
         solve=_q12,
         unit="days, fraction",
         hint="Ideal: 6 x the 403,747,897,344 weights a token multiplies by (all but the input embedding and the "
@@ -280,7 +280,7 @@ register(
 register(
     Exercise(
         id="ch06.q13",
-        title="Llama 3 405B on the fewest v5p chips that hold it with full recomputation",
+        title="405B on its memory floor, full remat",
         solve=_q13,
         unit="days",
         hint="The fewest chips: 10 B x 405,853,388,800 parameters (4.06 TB) + 1 x 16384 x 2 B x 126 layers x "
@@ -302,7 +302,7 @@ def _q14():
 register(
     Exercise(
         id="ch06.q14",
-        title="the stated efficiency on a measured 405B run: the slice's throughput and days for 15T tokens",
+        title="the 405B v5p run: slice rate and days",
         solve=_q14,
         unit="tokens/s, days",
         hint="published.predict(run, published.MATMUL_EFFICIENCY).predicted_tokens_per_s for the v5p-1024 run is "
