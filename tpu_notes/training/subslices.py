@@ -192,7 +192,7 @@ def slices_table(options, top: int = 8) -> Table:
         cols,
         rows,
         caption=f"Slices of {pods}, fastest first",
-        notes="$/Mtok: dollars per million tokens for the chips used; pod: for the whole pods, idle chips too",
+        notes="$/Mtok: $ per million tokens for the chips used; pod: for whole pods, idle chips too",
     )
 
 
