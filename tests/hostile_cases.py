@@ -558,6 +558,7 @@ CASES: dict[str, Case] = {
         unit=Raw("s", [None, 3, ["s"]]),
         digits=Raw(3, [0, -1, 2.5, "3", None, True, 10**12]),
         scale=Raw("ms", ["GB", "", 3, ["ms"]]),
+        wrap=Raw(False, [None, 1, "yes"]),
     ),
     T + "table.Table": Case(
         columns=Raw(

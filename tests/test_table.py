@@ -47,7 +47,7 @@ TABLE = Table(
 
 
 def test_text_and_html_show_the_same_cells():
-    text_rows = [re.split(r"\s{2,}", line.strip()) for line in TABLE.text().splitlines()[3:5]]
+    text_rows = [re.split(r"\s{2,}", line.strip()) for line in TABLE.text().splitlines()[4:6]]
     html_rows = [[c for _, c in row] for row in _cells_from_html(TABLE.html())[1:]]
     assert text_rows == html_rows
     assert html_rows[0] == ["fsdp=1024 tp=2", "12.3", "93.9", "53.2", "2048"]
@@ -59,7 +59,7 @@ def test_units_go_in_the_header_with_one_prefix_per_column():
     assert header == ["layout", "step (ms)", "HBM (GB)", "MFU (%)", "chips"]
     # the column's prefix follows its largest value: 12.3 ms sets ms, so 4.5 ms is not shown as 4500 µs
     t = Table([Column("t", "s")], [(2.0,), (0.004,)])
-    assert t.text().splitlines()[0].strip() == "t (s)"
+    assert [h.strip() for h in t.text().splitlines()[:2]] == ["t", "(s)"]  # unit under the name
     assert t.column("t") == [2.0, 0.004]
 
 
@@ -67,9 +67,9 @@ def test_numbers_are_right_aligned_and_text_left_aligned():
     classes = [[k for k, _ in row] for row in _cells_from_html(TABLE.html())]
     assert all(row == ["txt", "num", "num", "num", "num"] for row in classes)
     lines = TABLE.text().splitlines()
-    assert lines[3].startswith("fsdp=1024 tp=2") and lines[4].startswith("dp=8 ")
+    assert lines[4].startswith("fsdp=1024 tp=2") and lines[5].startswith("dp=8 ")
     # right-aligned: every value of the chips column ends in the same text column
-    ends = {line.rstrip().rfind(cell) + len(cell) for line, cell in zip(lines[3:5], ["2048", "16"])}
+    ends = {line.rstrip().rfind(cell) + len(cell) for line, cell in zip(lines[4:6], ["2048", "16"])}
     assert len(ends) == 1
 
 
@@ -80,14 +80,36 @@ def test_every_cell_carries_its_header_for_the_stacked_phone_layout():
 
 def test_a_fixed_scale_and_a_collapsed_table():
     t = Table([Column("m", "B", scale="MB")], [(2e9,)], caption="Big", collapse=True)
-    assert "m (MB)" in t.text() and "2000" in t.text()
+    assert "(MB)" in t.text() and "2000" in t.text()
     markup = t.html()
     assert markup.startswith("<details") and "<summary>Big (1 rows)</summary>" in markup
+
+
+def test_whole_numbers_group_thousands_alike_down_a_column():
+    t = Table([Column("tokens")], [(2189,), (63040,)])
+    assert t.column("tokens") == [2189, 63040]
+    assert [c for _, c in _cells_from_html(t.html())[1:][0]] == ["2,189"]
+
+
+def test_a_prose_column_may_wrap_in_html_but_numbers_never_do():
+    t = Table([Column("formula", wrap=True), Column("chapter")], [("T = max(FLOPs / C, bytes / W)", 1)])
+    classes = [k for k, _ in _cells_from_html(t.html())[1]]
+    assert classes == ["txt wrap", "num"]
+
+
+def test_long_notes_wrap_at_the_book_width_in_text():
+    t = Table(["a"], [("x",)], notes="word " * 40)
+    assert max(len(line) for line in t.text().splitlines()) <= 88 and len(t.text().splitlines()) > 4
 
 
 def test_markup_is_escaped():
     t = Table(["name"], [("<b>&</b>",)])
     assert "<b>" not in t.html() and "&lt;b&gt;&amp;" in t.html()
+
+
+def test_a_column_spanning_decades_keeps_significant_digits_in_every_cell():
+    t = Table([Column("t", "s")], [(2.71,), (0.00087,), (1.3,)])
+    assert [c for row in _cells_from_html(t.html())[1:] for _, c in row] == ["2.71", "0.000870", "1.30"]
 
 
 def test_a_small_value_is_not_printed_as_zero():
@@ -131,5 +153,7 @@ def test_column_refusals():
         Column("m", "B", scale="ms")
     with pytest.raises(ValueError, match="digits"):
         Column("m", digits=0)
+    with pytest.raises(TypeError, match="wrap"):
+        Column("m", wrap="yes")
     with pytest.raises(ValueError, match="name"):
         Table(["a"], []).column("b")

@@ -10,24 +10,26 @@ renderings of the same cells:
   aligned monospace columns.
 
 Values are given in SI base units (seconds, bytes, FLOPs, FLOP/s, B/s, Hz) and a column picks one display prefix
-for all its rows, from its largest value, so numbers in a column compare at a glance: ``Column("step", "s")`` over
-0.0123 and 0.0045 prints ``step (ms)`` over 12.3 and 4.5. ``unit="%"`` takes fractions (0.53 prints as 53). Any
-other unit (``"tokens/s"``, ``"$"``, ``"x"``) is printed as given, in the header.
+for all its rows, from its largest value, so numbers in a column compare at a glance: ``Column("step", "s")``
+over 0.0123 and 0.0045 prints ``step`` with ``(ms)`` under it, over 12.3 and 4.5. ``unit="%"`` takes fractions
+(0.53 prints as 53). Any other unit (``"tokens/s"``, ``"$"``, ``"x"``) is printed as given, in the header.
 
 >>> t = Table([Column("chip"), Column("HBM", "B", digits=2), Column("step", "s")],
 ...           [("v5e", 16e9, 0.0123), ("v5p", 95e9, 0.0045)], caption="Two chips")
 >>> print(t)
 Two chips
-chip  HBM (GB)  step (ms)
-----  --------  ---------
-v5e         16       12.3
-v5p         95        4.5
+chip   HBM  step
+      (GB)  (ms)
+----  ----  ----
+v5e     16  12.3
+v5p     95   4.5
 """
 
 from __future__ import annotations
 
 import html
 import math
+import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral, Real
@@ -44,6 +46,8 @@ _PREFIXES = {
     "Hz": [(1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")],
     "W": [(1e6, "M"), (1e3, "k"), (1.0, "")],
 }
+#: Notes under a text table wrap at this many columns (or at the table's width, if wider): the book's code width.
+NOTE_WIDTH = 88
 #: A missing value (``None`` or NaN) prints as this.
 MISSING = "—"
 
@@ -68,12 +72,14 @@ class Column:
     ``"%"`` takes fractions and prints percent; anything else is a label printed as is). ``digits`` is the
     number of significant digits of the column's largest value (smaller values keep the same decimals).
     ``scale`` fixes the display unit (``"ms"``, ``"GB"``, ``"TFLOP/s"``) instead of choosing it from the values.
+    ``wrap=True`` lets a column of prose (a formula, a caveat) wrap inside its cell in HTML; numbers never wrap.
     """
 
     name: str
     unit: str = ""
     digits: int = 3
     scale: str | None = None
+    wrap: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -87,6 +93,16 @@ class Column:
             if not isinstance(self.scale, str) or self.scale not in allowed:
                 choices = ", ".join(repr(s) for s in allowed) or "none: unit has no SI prefixes"
                 raise ValueError(f"scale must be a display unit of {self.unit!r} ({choices}); got {self.scale!r}")
+        if not isinstance(self.wrap, bool):
+            raise TypeError(f"wrap must be True or False; got {type(self.wrap).__name__}")
+
+
+def _significant(x: float, digits: int) -> str:
+    """``x`` with ``digits`` significant digits in plain decimal notation (no exponent): 0.00087, 2710, 1.30."""
+    if x == 0:
+        return "0"
+    decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(x)))))
+    return f"{round(x, decimals):.{decimals}f}"
 
 
 def _is_number(value) -> bool:
@@ -105,9 +121,19 @@ def _check_cell(row: int, column: str, value) -> None:
 
 @dataclass(frozen=True)
 class _Rendered:
-    header: str  # "step (ms)"
+    name: str  # "step"
+    unit: str  # "ms" ("" for none)
     cells: tuple[str, ...]
     numeric: bool  # right-aligned
+    wrap: bool  # HTML: prose that may wrap
+
+    @property
+    def header(self) -> str:
+        return f"{self.name} ({self.unit})" if self.unit else self.name
+
+    @property
+    def css(self) -> str:
+        return "num" if self.numeric else ("txt wrap" if self.wrap else "txt")
 
 
 def _render_column(col: Column, values: Sequence) -> _Rendered:
@@ -125,11 +151,14 @@ def _render_column(col: Column, values: Sequence) -> _Rendered:
         f, p = next(((f, p) for f, p in options if largest >= f), options[-1])
         unit, factor = _unit_with_prefix(col.unit, p), 1.0 / f
     integral = all(isinstance(v, Integral) for v in values if _is_number(v)) and factor == 1.0
+    grouped = integral and any(abs(int(v)) >= 10_000 for v in values if _is_number(v))  # 16,384 beside 2,189
     decimals = 0
-    if numbers and not integral:
-        largest = max(abs(v) * factor for v in numbers)
-        if largest > 0:
-            decimals = max(0, col.digits - 1 - int(math.floor(math.log10(largest))))
+    nonzero = [abs(v) * factor for v in numbers if v != 0]
+    # A column whose values span more than two decades (0.87 ms beside 2710 ms) prints each with its own significant
+    # digits; otherwise all share the decimals of the largest, so the column lines up on its decimal point.
+    per_cell = bool(nonzero) and not integral and max(nonzero) > 100 * min(nonzero)
+    if nonzero and not integral and not per_cell:
+        decimals = max(0, col.digits - 1 - int(math.floor(math.log10(max(nonzero)))))
     cells = []
     for v in values:
         if v is None or (_is_number(v) and math.isnan(float(v))):
@@ -139,15 +168,14 @@ def _render_column(col: Column, values: Sequence) -> _Rendered:
         elif isinstance(v, str):
             cells.append(v)
         elif integral:
-            cells.append(f"{int(v):,}" if abs(int(v)) >= 10_000 else str(int(v)))
+            cells.append(f"{int(v):,}" if grouped else str(int(v)))
         else:
             x = float(v) * factor
-            text = f"{x:.{decimals}f}"
+            text = _significant(x, col.digits) if per_cell and x != 0 else f"{x:.{decimals}f}"
             if x != 0 and float(text) == 0:  # a small value the column's decimals would print as zero
-                text = f"{x:.2g}"
+                text = _significant(x, 2)
             cells.append(text)
-    header = f"{col.name} ({unit})" if unit else col.name
-    return _Rendered(header, tuple(cells), numeric)
+    return _Rendered(col.name, unit, tuple(cells), numeric, col.wrap)
 
 
 @dataclass(frozen=True)
@@ -223,32 +251,41 @@ class Table:
         raise ValueError(f"name must be one of the table's columns {[c.name for c in self.columns]}; got {name!r}")
 
     def text(self) -> str:
-        """The table as aligned plain text: caption, header, a rule, one line per row, then the notes."""
+        """The table as aligned plain text: caption, header, a rule, one line per row, then the notes.
+
+        Units sit on a second header line, in parentheses, so a column is as wide as its name or its widest cell.
+        """
         cols = self._rendered()
-        widths = [max([len(c.header)] + [len(s) for s in c.cells]) for c in cols]
+        units = [f"({c.unit})" if c.unit else "" for c in cols]
+        widths = [max([len(c.name), len(u)] + [len(s) for s in c.cells]) for c, u in zip(cols, units)]
 
         def line(cells: Sequence[str]) -> str:
             parts = [s.rjust(w) if c.numeric else s.ljust(w) for s, w, c in zip(cells, widths, cols, strict=True)]
             return "  ".join(parts).rstrip()
 
         out = [self.caption] if self.caption else []
-        out.append(line([c.header for c in cols]))
+        out.append(line([c.name for c in cols]))
+        if any(units):
+            out.append(line(units))
         out.append("  ".join("-" * w for w in widths))
         out += [line([c.cells[i] for c in cols]) for i in range(len(self.rows))]
-        out += list(self.notes)
+        width = max(NOTE_WIDTH, max(len(line) for line in out))
+        out += [textwrap.fill(n, width=width, break_on_hyphens=False) for n in self.notes]
         return "\n".join(out)
 
     def html(self) -> str:
         """The table as an HTML ``<table class="tn-table">``: units in the headers, numbers right-aligned."""
         cols = self._rendered()
         esc = html.escape
-        head = "".join(f'<th class="{"num" if c.numeric else "txt"}">{esc(c.header)}</th>' for c in cols)
+        head = "".join(
+            f'<th class="{c.css}">{esc(c.name)}'
+            + (f' <span class="tn-unit">({esc(c.unit)})</span>' if c.unit else "")
+            + "</th>"
+            for c in cols
+        )
         body = []
         for i in range(len(self.rows)):
-            tds = "".join(
-                f'<td class="{"num" if c.numeric else "txt"}" data-label="{esc(c.header)}">{esc(c.cells[i])}</td>'
-                for c in cols
-            )
+            tds = "".join(f'<td class="{c.css}" data-label="{esc(c.header)}">{esc(c.cells[i])}</td>' for c in cols)
             body.append(f"<tr>{tds}</tr>")
         caption = f"<caption>{esc(self.caption)}</caption>" if self.caption and not self.collapse else ""
         table = f'<table class="tn-table">{caption}<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
