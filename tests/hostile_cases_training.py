@@ -356,6 +356,9 @@ CASES = {
     TR + "subslices.format_slices": Case(
         options=Raw(_slice_options, ["abc", None, 3, [ODD], ODD], lazy=True), top=Int(3)
     ),
+    TR + "subslices.slices_table": Case(
+        options=Raw(_slice_options, ["abc", None, 3, [ODD], ODD], lazy=True), top=Int(3)
+    ),
     TR + "parallelism.Parallelism.short": Case(self_=_par16),
     TR + "memory.stage_layers": Case(model=Model("llama3-405b"), pipeline=Int(16), circular_repeats=Int(1)),
     TR + "step.Layout.collective_over": Case(
@@ -367,6 +370,7 @@ CASES = {
     ),
     TR + "planner.PlanResult.table": Case(self_=_plan_result, top=Int(5)),
     TR + "planner.PlanResult.legend": Case(self_=_plan_result, top=Int(5)),
+    TR + "planner.PlanResult.ranking_table": Case(self_=_plan_result, top=Int(5)),
     TR + "planner.PlanResult.distinct": Case(self_=_plan_result, top=Int(5)),
     TR + "planner.PlanResult.reasons": Case(self_=_plan_result),
     TR + "planner.Plan.row": Case(self_=lambda: _plan_result()[0]),

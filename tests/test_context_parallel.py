@@ -242,9 +242,9 @@ def test_exercise_5_20():
 
 def test_exercise_5_21():
     ref = exercises.solution("ch05.q21")
-    g = training.fp8_gain("llama3-8b", "h100", 8192)
+    g = training.fp8_gain("llama3-8b", "h100", 16_384)
     assert ref["speedup"] == pytest.approx(1 / ((1 - ref["fp8_fraction"]) + ref["fp8_fraction"] / g.peak_ratio))
-    assert 0.75 < ref["fp8_fraction"] < 0.9
+    assert 0.65 < ref["fp8_fraction"] < 0.8
     # the peak ratio is not the answer
     assert not exercises.grade("ch05.q21", {"fp8_fraction": ref["fp8_fraction"], "speedup": 2.0}).correct
 

@@ -25,10 +25,7 @@ NOTEBOOKS = scan.notebooks()
 
 #: Reviewed matches that are not restatements, by (exercise id, element path) -> why. Each entry is a number the page
 #: prints for another quantity, which the scan cannot tell apart; an entry the scan no longer reports must go.
-COINCIDENCES: dict[tuple[str, str], str] = {
-    ("ch05.q20", "plain_imbalance"): "the 1.88x printed above is the K/V-to-query byte ratio of a KV exchange, not "
-    "the causal imbalance of plain context sharding, which happens to be 1.875",
-}
+COINCIDENCES: dict[tuple[str, str], str] = {}
 
 
 def _offences(nb_path: Path) -> list:

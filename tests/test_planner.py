@@ -8,6 +8,7 @@ from planner_checks import assert_tiered
 from tpu_notes import training as T
 from tpu_notes.system import parse_system
 from tpu_notes.topology import Slice
+from tpu_notes.training.parallelism import SHORT_NAMES
 from tpu_notes.transformer import get_model
 
 CUBE16 = Slice("v5p", (16, 16, 16))
@@ -189,3 +190,40 @@ def test_fsdp_reshards_after_forward_by_default_on_gpus_only():
     kept = T.training_memory("llama3-8b", p, 2**20, 4096, remat="none")
     dropped = T.training_memory("llama3-8b", p, 2**20, 4096, remat="none", reshard_after_forward=True)
     assert kept.gathered > 10 * dropped.gathered
+
+
+def test_ranking_table_shows_the_distinct_layouts_at_their_modelled_peak():
+    """The page's plan table (issue 40): one row per distinct layout in ranking order, named as a practitioner
+    writes it, with the modelled peak HBM (the figure the fit check uses, not the total) in bytes and both steps
+    in seconds; with nothing legal, the rejection reasons adding up to the candidates searched."""
+    r = T.plan("llama3-8b", Slice("v5p", (8, 8, 8)), 2**20, 8192)
+    t = r.ranking_table(6)
+    shown = r.distinct(6)
+    assert t.column("HBM") == [p.memory.peak for p in shown]
+    assert all(peak > p.memory.total for peak, p in zip(t.column("HBM"), shown) if p.memory.transient)
+    assert t.column("roof") == [p.step.total for p in shown]
+    assert t.column("exp") == [p.expected.total for p in shown]
+    for label, p in zip(t.column("layout"), shown):
+        degrees = dict(part.split("=") for part in label.split() if "=" in part)
+        assert "(" not in label and "Parallelism" not in label
+        assert {k: int(v) for k, v in degrees.items() if k != "mb"} == {
+            SHORT_NAMES[a]: n for a, n in p.parallelism.mesh_shape().items()
+        } | ({"dcn": p.parallelism.dcn} if p.parallelism.dcn > 1 else {})
+    assert any("(GB)" in line for line in str(t).splitlines()[1:3])  # the unit under or beside "HBM"
+    none = T.plan("llama2-13b", CUBE16, 3 * 2**20, 32768, max_context=1)
+    assert len(none) == 0
+    table = none.ranking_table(4)
+    assert sum(table.column("candidates")) == none.searched
+    assert str(none.searched) in table.caption
+
+
+def test_slices_table_lists_the_options_in_order():
+    options = T.plan_slices("llama3-70b", "v5p", FOUR_M, 4096)
+    t = T.slices_table(options, 4)
+    assert t.column("chips") == [o.chips for o in options[:4]]
+    assert t.column("step") == [o.step_s for o in options[:4]]
+    assert t.column("slice")[0] == "x".join(map(str, options[0].slice.shape))
+    assert [b == "(none legal)" for b in t.column("best layout")] == [not o.ok for o in options[:4]]
+    assert max(len(line) for line in str(t).splitlines()) <= 88
+    with pytest.raises(TypeError, match="options"):
+        T.slices_table("abc")

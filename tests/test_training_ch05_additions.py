@@ -159,10 +159,35 @@ def test_zero_bubble_formulas_against_the_papers():
 
 
 def test_exercise_5_10():
-    # 1F1B: 15 / (64 + 15) = 0.18987. ZB-H1: idle 15 x (1 + 2 - 1.6) = 21 against 64 x 3 = 192: 21/213 = 0.098592.
+    # 1F1B: 15 / (48 + 15) = 0.2381. ZB-H1: idle 15 x (1 + 2 - 1.6) = 21 against 48 x 3 = 144: 21/165 = 0.12727.
     ref = exercises.solution("ch05.q10")
-    assert ref["one_f_one_b"] == pytest.approx(15 / 79) and ref["zb_h1"] == pytest.approx(21 / 213)
-    assert not exercises.grade("ch05.q10", {"one_f_one_b": 15 / 79, "zb_h1": 15 / 79 / 3}).correct
+    assert ref["one_f_one_b"] == pytest.approx(15 / 63) and ref["zb_h1"] == pytest.approx(21 / 165)
+    assert not exercises.grade("ch05.q10", {"one_f_one_b": 15 / 63, "zb_h1": 15 / 63 / 3}).correct
+    assert not exercises.grade("ch05.q10", {"one_f_one_b": 15 / 79, "zb_h1": 21 / 213}).correct  # 64 microbatches'
+
+
+def test_exercises_5_6_5_9_5_14_5_18_5_21_changed_cases():
+    """The cases the chapter does not print: Llama 3 70B on v4 (F / alpha = 28,672 / 3056 = 9.38), 12 stages of 40
+    microbatches (11 / 51), Llama 2 13B's replica with gradients (12 B per parameter), 8192-token sequences for the
+    planner (512 sequences on 4096 chips: at least 8 chips per sequence), Llama 3 8B's FP8 gain at 16,384 tokens."""
+    from tpu_notes import exercises
+    from tpu_notes.transformer import get_model
+
+    alpha_v4 = training.ici_intensity("v4p")
+    assert exercises.solution("ch05.q6") == pytest.approx(28_672 / alpha_v4)
+    assert not exercises.grade("ch05.q6", 28_672 / training.ici_intensity("v5p")).correct  # v5p's 11.2
+    assert exercises.solution("ch05.q9") == pytest.approx(11 / 51)
+    assert not exercises.grade("ch05.q9", 7 / 39).correct  # 8 stages of 32
+    p13 = get_model("llama2-13b").param_count()
+    assert exercises.solution("ch05.q14") == pytest.approx(12 * p13)
+    assert not exercises.grade("ch05.q14", 10 * p13).correct  # gradients left out (the 130 GB of 5.13)
+    # 512 sequences on 4096 chips: each sequence shared by at least 8; the planner's first layout shares no wider
+    assert exercises.solution("ch05.q18") == 4096 // (4 * 2**20 // 8192)
+    assert not exercises.grade("ch05.q18", 4).correct  # 4096-token sequences' answer
+    ref = exercises.solution("ch05.q21")
+    g = training.fp8_gain("llama3-8b", "h100", 16_384)
+    assert ref["fp8_fraction"] == pytest.approx(g.fp8_fraction) and ref["fp8_fraction"] < 0.8
+    assert not exercises.grade("ch05.q21", {"fp8_fraction": 0.814, "speedup": 1.686}).correct  # 8192 tokens
 
 
 def test_pipeline_formulas_refuse_impossible_inputs():
@@ -277,7 +302,7 @@ def test_exercise_5_17_caps_the_10m_token_fsdp_group_at_a_pod():
 
     ref = exercises.solution("ch05.q17")
     assert ref["max_chips_10M"] == pytest.approx(10e6 / 850, rel=2e-3)  # alpha = 2550 to three figures
-    assert ref["fsdp_chips_10M"] == 16 * 20 * 28
-    uncapped = {**ref, "fsdp_chips_10M": ref["max_chips_10M"]}  # the bound taken past the pod
-    assert not exercises.grade("ch05.q17", uncapped).correct
+    assert ref["pods_10M"] == pytest.approx(ref["max_chips_10M"] / (16 * 20 * 28)) and ref["pods_10M"] > 1
+    for wrong in ({**ref, "pods_10M": 1}, {**ref, "pods_10M": ref["max_chips_10M"]}):  # whole pods; chips
+        assert not exercises.grade("ch05.q17", wrong).correct
     assert exercises.grade("ch05.q17", ref).correct

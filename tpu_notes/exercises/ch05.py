@@ -27,7 +27,7 @@ def _q6():
     from ..training import max_tensor_parallelism
     from ..transformer import get_model
 
-    return max_tensor_parallelism("v5p", get_model("llama3-70b").d_ff)
+    return max_tensor_parallelism("v4p", get_model("llama3-70b").d_ff)
 
 
 def _q7():
@@ -56,7 +56,7 @@ def _q14():
     # every data-parallel chip holds a whole replica of the weights and Adam state, whatever the batch (96 sequences
     # would leave most of the 4,096 chips without one: the layout is refused; one chip's replica is the answer)
     m = training_memory("llama2-13b", None, 32768, 32768, remat="mlp_outputs")
-    return m.params + m.optimizer
+    return m.params + m.grads + m.optimizer  # bf16 gradients too: 2 + 2 + 8 bytes per parameter
 
 
 def _q15():
@@ -85,14 +85,14 @@ def _q18():
     from ..topology import Slice
     from ..training import plan
 
-    p = plan("llama3-70b", Slice("v5p", (16, 16, 16)), 4 * 2**20, 4096)[0].parallelism
+    p = plan("llama3-70b", Slice("v5p", (16, 16, 16)), 4 * 2**20, 8192)[0].parallelism
     return p.tensor * p.context  # the chips that share each sequence: tensor or context ranks
 
 
 def _q9():
     from ..training import pipeline_bubble_fraction
 
-    return pipeline_bubble_fraction(8, 32)
+    return pipeline_bubble_fraction(12, 40)
 
 
 def _q11():
@@ -140,15 +140,15 @@ def _q10():
     from ..training import schedule_bubble_fraction
 
     return {
-        "one_f_one_b": schedule_bubble_fraction("1f1b", 16, 64, 1.0, 2.0, 0.8),
-        "zb_h1": schedule_bubble_fraction("zb-h1", 16, 64, 1.0, 2.0, 0.8),
+        "one_f_one_b": schedule_bubble_fraction("1f1b", 16, 48, 1.0, 2.0, 0.8),
+        "zb_h1": schedule_bubble_fraction("zb-h1", 16, 48, 1.0, 2.0, 0.8),
     }
 
 
 register(
     Exercise(
         id="ch05.q1",
-        title="the smallest batch a full pod can take with pure data parallelism",
+        title="the smallest batch a pod takes with pure DP",
         solve=lambda: _fsdp_critical(3) * POD_CHIPS,
         unit="tokens",
         hint="Over three torus axes the critical batch is C / W_ici / 3 tokens per chip; multiply by the chips of a "
@@ -158,7 +158,7 @@ register(
 register(
     Exercise(
         id="ch05.q2",
-        title="how far a 40M-token batch scales with data parallelism, inside a pod and across pods",
+        title="a 40M-token batch inside and across pods",
         solve=_q2,
         unit="chips, pods",
         rtol=0.04,
@@ -170,7 +170,7 @@ register(
 register(
     Exercise(
         id="ch05.q3",
-        title="the optimisation critical batch against a full pod's hardware minimum",
+        title="the optimisation batch vs a pod's floor",
         solve=_q3,
         unit="tokens, ratios",
         hint="B_crit = 2e8 / 2.2**(1 / 0.21) tokens (training.kaplan_critical_batch); the pod's minimum batch is "
@@ -181,7 +181,7 @@ register(
 register(
     Exercise(
         id="ch05.q4",
-        title="Llama 3 70B with a 16M-token batch: whole pods and days",
+        title="Llama 3 70B, 16M tokens: pods and days",
         solve=_q4,
         unit="pods, days",
         rtol=0.03,
@@ -202,16 +202,17 @@ register(
 register(
     Exercise(
         id="ch05.q6",
-        title="the most tensor parallelism Llama 3 70B's MLP affords on one v5p axis",
+        title="tensor parallelism for 70B on one TPU v4 axis",
         solve=_q6,
         unit="chips",
-        hint="Tensor parallelism stays compute-bound while Y < F / (C / W_ici); it does not depend on the batch.",
+        hint="Tensor parallelism stays compute-bound while Y < F / (C / W_ici), with v4's C / W_ici (§5.2's "
+        "alpha); it does not depend on the batch.",
     )
 )
 register(
     Exercise(
         id="ch05.q7",
-        title="the best FSDP degree for a 3.5M-token batch on a pod",
+        title="the best FSDP degree, 3.5M tokens on a pod",
         solve=_q7,
         unit="chips",
         hint="X_opt = sqrt((B / F)(M_X / M_Y) N) with F = 28,672, N = 8960 and two FSDP axes for one tensor axis.",
@@ -220,7 +221,7 @@ register(
 register(
     Exercise(
         id="ch05.q8",
-        title="4-way tensor parallelism on the cube arrangements of a 2048-chip v5p slice",
+        title="4-way TP on the shapes of 2048 v5p chips",
         solve=_q8,
         unit="shapes, ratio",
         hint="training.cube_shapes('v5p', 2048) lists the arrangements of 32 cubes; a 4-way group has its own ring "
@@ -231,7 +232,7 @@ register(
 register(
     Exercise(
         id="ch05.q9",
-        title="the bubble of 8 stages and 32 microbatches",
+        title="the bubble of 12 stages and 40 microbatches",
         solve=_q9,
         unit="fraction",
         hint="(P − 1) / (M + P − 1): the warm-up and drain of the pipeline over the whole step.",
@@ -240,7 +241,7 @@ register(
 register(
     Exercise(
         id="ch05.q10",
-        title="1F1B and ZB-H1 bubbles for 16 stages and 64 microbatches",
+        title="1F1B and ZB-H1 bubbles, 16 stages, 48 mb",
         solve=_q10,
         unit="fractions",
         hint="1F1B: (P − 1)/(M + P − 1). ZB-H1 idles (P − 1)(t_F + t_B − 2 t_W) per device against M (t_F + t_B) "
@@ -251,7 +252,7 @@ register(
 register(
     Exercise(
         id="ch05.q11",
-        title="the smallest global batch for four v5p slices over DCN",
+        title="the smallest batch of four slices over DCN",
         solve=_q11,
         unit="tokens",
         hint="Each slice needs C / W_dcn tokens (C and W_dcn per chip: the slice's compute and DCN bandwidth both "
@@ -270,7 +271,7 @@ register(
 register(
     Exercise(
         id="ch05.q13",
-        title="Llama 2 13B's training memory at a 16M-token batch (book question 2)",
+        title="Llama 2 13B's memory at 16M tokens (book Q2)",
         solve=_q13,
         unit="bytes",
         hint="Parameters and Adam: (2 + 4 + 4) bytes per parameter. Checkpoints after the three MLP matmuls: "
@@ -280,16 +281,17 @@ register(
 register(
     Exercise(
         id="ch05.q14",
-        title="pure data parallelism for Llama 2 13B: bytes per chip (book question 3.1)",
+        title="pure DP for Llama 2 13B, per chip (book Q3.1)",
         solve=_q14,
         unit="bytes",
-        hint="Data parallelism replicates the bf16 weights and the fp32 Adam moments on every chip.",
+        hint="Data parallelism replicates the bf16 weights, their bf16 gradients and the fp32 Adam moments on "
+        "every chip: (2 + 2 + 8) bytes per parameter.",
     )
 )
 register(
     Exercise(
         id="ch05.q15",
-        title="pure FSDP on a v5p 16x16x16 (book question 3.2)",
+        title="pure FSDP on a v5p 16x16x16 (book Q3.2)",
         solve=_q15,
         unit="tokens, bytes",
         hint="Smallest compute-bound batch: 850 tokens per chip x 4096 chips. Memory: parameters, Adam state and the "
@@ -300,7 +302,7 @@ register(
 register(
     Exercise(
         id="ch05.q16",
-        title="mixed FSDP + tensor parallelism for Llama 2 13B (book question 3.3)",
+        title="FSDP + TP for Llama 2 13B (book Q3.3)",
         solve=_q16,
         unit="tokens per chip",
         hint="The mixed layout needs B / N > α² / (M_X M_Y F) with M_X M_Y = 2 (its FSDP and tensor collectives "
@@ -311,25 +313,26 @@ register(
 register(
     Exercise(
         id="ch05.q17",
-        title="batch 1M and 10M with pure FSDP (book question 4)",
+        title="1M and 10M tokens, pure FSDP (book Q4)",
         solve=lambda: {
             "max_chips_1M": 1e6 / _fsdp_critical(3),
             "max_chips_10M": 10e6 / _fsdp_critical(3),
-            "fsdp_chips_10M": min(10e6 / _fsdp_critical(3), POD_CHIPS),
+            "pods_10M": 10e6 / _fsdp_critical(3) / POD_CHIPS,
         },
-        unit="chips",
+        unit="chips, pods",
         hint="Chips = batch / 850 for each batch. FSDP's collectives ride ICI, which stops at a pod of 8960 chips: "
-        "when the bound is larger, the chips FSDP can actually use are one pod's (the rest would be DCN data "
-        "parallelism, Exercise 5.2).",
+        "the 10M bound, over 8960, says how many pods' worth of chips it would need (more than one: the rest would "
+        "be DCN data parallelism, Exercise 5.2). Answer {'max_chips_1M': ..., 'max_chips_10M': ..., "
+        "'pods_10M': ...}.",
     )
 )
 register(
     Exercise(
         id="ch05.q18",
-        title="how many chips share a sequence in the planner's layout for Llama 3 70B",
+        title="chips per 8k-token sequence, planner's 70B",
         solve=_q18,
         unit="chips",
-        hint="Run training.plan('llama3-70b', Slice('v5p', (16, 16, 16)), 4 * 2**20, 4096), read the layout it "
+        hint="Run training.plan('llama3-70b', Slice('v5p', (16, 16, 16)), 4 * 2**20, 8192), read the layout it "
         "ranks first (result[0]: the simplest of the first tier) and multiply its tensor and context degrees.",
     )
 )
@@ -353,7 +356,7 @@ def _q20():
 def _q21():
     from ..training import fp8_gain
 
-    g = fp8_gain("llama3-8b", "h100", 8192)
+    g = fp8_gain("llama3-8b", "h100", 16_384)
     return {"fp8_fraction": g.fp8_fraction, "speedup": g.speedup}
 
 
@@ -370,7 +373,7 @@ def _q22():
 register(
     Exercise(
         id="ch05.q19",
-        title="the keys and values a context rank gathers for Llama 3 70B at 65,536 tokens",
+        title="K/V a context rank gathers, 70B at 64k",
         solve=_q19,
         unit="bytes, ratio",
         hint="With CP = 8 and TP = 8 each rank holds n_kv_heads / min(8, 8) KV heads; it receives the K and V of the "
@@ -381,7 +384,7 @@ register(
 register(
     Exercise(
         id="ch05.q20",
-        title="when a ring of K/V passes hides on a v5p slice, and the plain split's imbalance",
+        title="K/V ring passes on v5p; plain imbalance",
         solve=_q20,
         unit="tokens, ratio",
         hint="A pass moves S/CP x 2 x K_held x H x 2 bytes over one ICI link one way; the chunk's attention is the "
@@ -394,10 +397,10 @@ register(
 register(
     Exercise(
         id="ch05.q21",
-        title="the FP8 share of Llama 3 8B's training FLOPs at 8192 tokens, and the ideal gain on H100",
+        title="FP8 share and gain, Llama 3 8B at 16k",
         solve=_q21,
         unit="fraction, ratio",
-        hint="FP8: the projections and the MLP (flops_breakdown(8192, training=True)); bf16: attention and the "
+        hint="FP8: the projections and the MLP (flops_breakdown(16384, training=True)); bf16: attention and the "
         "unembedding. Amdahl: speedup = 1 / ((1 - f) + f / r) with r = FP8 peak / bf16 peak (training.fp8_gain). "
         "Answer {'fp8_fraction': ..., 'speedup': ...}.",
     )
@@ -405,7 +408,7 @@ register(
 register(
     Exercise(
         id="ch05.q22",
-        title="the sequence length at which FP8 stops paying 1.5x for Llama 3 70B on H100",
+        title="where FP8 stops paying 1.5x for 70B on H100",
         solve=_q22,
         unit="tokens",
         hint="With r = 2, a speedup of 1.5 needs f = 2/3 of the FLOPs in FP8. Attention FLOPs per token grow linearly "

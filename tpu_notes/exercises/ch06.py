@@ -1,11 +1,12 @@
 """Exercises of Chapter 6 (ids ch06.*), registered with their reference solutions.
 
 Questions 1–9 follow the scaling book's applied-training chapter (applied-training.md) in the order it asks them;
-where the chapter's cells already print the book's answer (5, 6, 8, 9) the exercise asks the same question for other
-numbers: full recomputation, Llama 3 8B on a v5e pod, the 16 x 16 x 16 cube, Llama 3 405B on a pod. 10–12 are its
-worked problems (12 asks what the eight-pod layout reaches of the ideal), 13–14 are ours on the 405B case and the
-measured runs, 15 on the expected step time, 16 on what a ranking by the roofline alone would cost on a published
-layout sweep.
+where the chapter's cells already print the book's answer, the exercise asks the same question for other numbers, so
+that no output above a question answers it: Llama 3.2 3B for 1–3, the largest schedulable slice for 4 and 8, full
+recomputation for 5, Llama 3 8B on a v5e pod for 6, 405B's batch for 7, Llama 3 405B on a pod for 9. 10–12 are its
+worked problems (11 at the long-context stage, 12 asks what the eight-pod layout reaches of the ideal), 13–14 are ours
+on the 405B case and the measured runs, 15 on the expected step time, 16 on what a ranking by the roofline alone
+would cost on a published layout sweep.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ CUBE_CHIPS = 16 * 16 * 16  # the 16 x 16 x 16 slice the planner ranks cheapest p
 V5E_POD_CHIPS = 16 * 16
 MFU = 0.4  # the chapter's assumed utilisation (the scaling book's round figure)
 SECONDS_PER_YEAR = 365.25 * 86_400
+SMALL_MODEL = "llama3.2-3b"  # Exercises 6.1-6.3: a model none of the chapter's cells prints
+SMALL_TOKENS = 9e12  # Llama 3.2 1B and 3B pre-training tokens ("up to 9 trillion", Meta's Llama 3.2 model card)
+LARGEST_SLICE_CHIPS = 16 * 16 * 24  # the largest v5p slice Cloud TPU schedules (topology.largest_shape)
+LONG_CONTEXT = 131_072  # Llama 3's long-context stage: sequences of 128k tokens
+LONG_CONTEXT_TOKENS = 800e9  # its tokens ("about 800B", Llama 3 paper, §3.4.2)
 
 
 def _pod():
@@ -33,14 +39,14 @@ def _pod():
 def _q1():
     from ..transformer import get_model
 
-    return get_model("llama3-70b").param_count()
+    return get_model(SMALL_MODEL).param_count()
 
 
 def _q2():
     from ..hardware import get_chip
     from ..training import flops_per_token
 
-    f = flops_per_token("llama3-70b")
+    f = flops_per_token(SMALL_MODEL)
     return {"flops_per_token": f, "seconds_on_one_chip": f / get_chip("v5p").peak_flops()}
 
 
@@ -48,14 +54,14 @@ def _q3():
     from ..hardware import get_chip
     from ..training import training_flops
 
-    total = training_flops("llama3-70b", LLAMA3_TOKENS)
+    total = training_flops(SMALL_MODEL, SMALL_TOKENS)
     return {"total_flops": total, "years_on_one_chip": total / get_chip("v5p").peak_flops() / SECONDS_PER_YEAR}
 
 
 def _q4():
     from ..training import training_time
 
-    return training_time("llama3-70b", LLAMA3_TOKENS, "v5p", POD_CHIPS, 0.4) / 86_400
+    return training_time("llama3-70b", LLAMA3_TOKENS, "v5p", LARGEST_SLICE_CHIPS, 0.4) / 86_400
 
 
 def _q5():
@@ -77,7 +83,7 @@ def _q6():
 def _q8():
     from ..training import critical_batch_per_chip
 
-    per_chip = BATCH_70B / CUBE_CHIPS
+    per_chip = BATCH_70B / LARGEST_SLICE_CHIPS
     return {
         "tokens_per_chip": per_chip,
         "tokens_over_critical": per_chip / critical_batch_per_chip("fsdp", "v5p", n_axes=3),
@@ -120,13 +126,9 @@ def _q10():
 
 def _q11():
     from ..training import training_flops
-    from ..transformer import get_model
 
-    return {
-        "params": get_model("llama3-405b").param_count(),
-        "flops_per_step": training_flops("llama3-405b", BATCH_405B),
-        "total_flops": training_flops("llama3-405b", LLAMA3_TOKENS),
-    }
+    step = training_flops("llama3-405b", BATCH_405B, include_attention=True, seq_len=LONG_CONTEXT)
+    return {"flops_per_step": step, "total_flops": step * LONG_CONTEXT_TOKENS / BATCH_405B}
 
 
 def _q12():
@@ -140,52 +142,54 @@ def _q12():
 def _q13():
     from ..training import min_chips_for_memory, training_time
 
-    chips = min_chips_for_memory("llama3-405b", "v5p", BATCH_405B, 8192, remat=4, include_grads=False)
+    chips = min_chips_for_memory("llama3-405b", "v5p", BATCH_405B, 8192, remat=1, include_grads=False)
     return training_time("llama3-405b", LLAMA3_TOKENS, "v5p", chips, MFU) / 86_400
 
 
 register(
     Exercise(
         id="ch06.q1",
-        title="Llama 3 70B's parameters",
+        title="Llama 3.2 3B's parameters",
         solve=_q1,
         unit="parameters",
-        hint="3·D·F per layer for the MLP, 2·D·H·(N + K) for attention, 2·V·D for the two embeddings.",
+        hint="3·D·F per layer for the MLP, 2·D·H·(N + K) for attention, 2·D for its two norms, V·D for the one "
+        "embedding table (3B ties input and output), D for the final norm.",
     )
 )
 register(
     Exercise(
         id="ch06.q2",
-        title="FLOPs per token, and one chip's time for it",
+        title="Llama 3.2 3B's FLOPs per token, on one chip",
         solve=_q2,
         unit="FLOPs, s",
-        hint="6 × the weights a token multiplies by; divide by one v5p's peak. "
+        hint="6 × the weights a token multiplies by (the tied table is the unembedding's: it counts; the norms do "
+        "not); divide by one v5p's peak. "
         "Answer {'flops_per_token': ..., 'seconds_on_one_chip': ...}.",
     )
 )
 register(
     Exercise(
         id="ch06.q3",
-        title="the whole run's FLOPs, on one chip",
+        title="Llama 3.2 3B's 9T-token run, on one chip",
         solve=_q3,
         unit="FLOPs, years",
-        hint="FLOPs per token × 15e12 tokens; years = FLOPs / peak / seconds per year. "
+        hint="FLOPs per token × 9e12 tokens; years = FLOPs / v5p peak / seconds per year (365.25 days). "
         "Answer {'total_flops': ..., 'years_on_one_chip': ...}.",
     )
 )
 register(
     Exercise(
         id="ch06.q4",
-        title="days on a full v5p pod at 40% MFU",
+        title="days on the largest v5p slice at 40% MFU",
         solve=_q4,
         unit="days",
-        hint="Total FLOPs / (8960 chips × 4.59e14 FLOP/s × 0.4), in days.",
+        hint="Total FLOPs / (16 x 16 x 24 = 6144 chips × 4.59e14 FLOP/s × 0.4), in days.",
     )
 )
 register(
     Exercise(
         id="ch06.q5",
-        title="the fewest chips by memory, with full recomputation",
+        title="the fewest chips by memory, full remat",
         solve=_q5,
         unit="chips",
         hint="bf16 weights (2 B/param) + fp32 Adam (8 B/param) = 706 GB, plus 1 checkpoint of D bf16 values per "
@@ -196,7 +200,7 @@ register(
 register(
     Exercise(
         id="ch06.q6",
-        title="Llama 3 8B's memory per chip on a v5e pod",
+        title="Llama 3 8B per chip on a v5e pod",
         solve=_q6,
         unit="bytes, fraction",
         hint="10 B per parameter for 8,030,261,248 parameters (80.3 GB) plus 4 checkpoints x 4096 x 2 B x 32 "
@@ -207,26 +211,27 @@ register(
 register(
     Exercise(
         id="ch06.q7",
-        title="how far FSDP alone goes without sequence sharding",
-        solve=lambda: BATCH_70B // 4096,
+        title="FSDP alone on 405B's batch, whole sequences",
+        solve=lambda: BATCH_405B // 8192,
         unit="chips",
-        hint="Without splitting sequences, each batch shard needs at least one whole 4096-token sequence.",
+        hint="Without splitting sequences, each batch shard needs at least one whole 8192-token sequence of the "
+        "16 x 2^20-token batch.",
     )
 )
 register(
     Exercise(
         id="ch06.q8",
-        title="FSDP alone on the 16 x 16 x 16 cube, sequences split",
+        title="FSDP alone, largest v5p slice",
         solve=_q8,
         unit="tokens per chip, ratio",
-        hint="Tokens per chip = 4 x 2^20 / 4096; pure FSDP over three axes needs alpha / 3 = 2550 / 3 = 850. "
+        hint="Tokens per chip = 4 x 2^20 / (16 x 16 x 24); pure FSDP over three axes needs alpha / 3 = 2550 / 3 = 850. "
         "Answer {'tokens_per_chip': ..., 'tokens_over_critical': ...}.",
     )
 )
 register(
     Exercise(
         id="ch06.q9",
-        title="mixed FSDP + tensor parallelism for Llama 3 405B on a pod",
+        title="FSDP + TP for 405B on a pod",
         solve=_q9,
         unit="tokens per chip, chips",
         hint="B / N > α² / (M_X M_Y F) with α = 2550, M_X M_Y = 2 and F = 53,248 (405B's d_ff): the FSDP and "
@@ -237,7 +242,7 @@ register(
 register(
     Exercise(
         id="ch06.q10",
-        title="four pods at the same batch (book problem 1)",
+        title="four pods, one batch (book 1)",
         solve=_q10,
         unit="tokens per chip, days",
         hint="4M tokens over 4 × 8960 chips would be 117 per chip, but Cloud TPU does not schedule a whole v5p pod "
@@ -251,17 +256,18 @@ register(
 register(
     Exercise(
         id="ch06.q11",
-        title="Llama 3 405B: parameters and FLOPs (book problem 2a)",
+        title="405B at long context (book problem 2a)",
         solve=_q11,
-        unit="parameters, FLOPs",
-        hint="Count as for 70B with L = 126, D = 16384, F = 53248, N = 128; a step is 16M tokens, the run 15T. "
-        "Answer {'params': ..., 'flops_per_step': ..., 'total_flops': ...}.",
+        unit="FLOPs",
+        hint="6 x the matmul weights per token plus attention: training_flops('llama3-405b', 16 * 2**20, "
+        "include_attention=True, seq_len=131072) for a 16M-token step of 131,072-token sequences; the stage is "
+        "800e9 tokens of such steps. Answer {'flops_per_step': ..., 'total_flops': ...}.",
     )
 )
 register(
     Exercise(
         id="ch06.q12",
-        title="Llama 3 405B on 8 v5p pods against the ideal (book problem 2b)",
+        title="405B on 8 pods vs the ideal (book 2b)",
         solve=_q12,
         unit="days, fraction",
         hint="Ideal: 6 x the 403,747,897,344 weights a token multiplies by (all but the input embedding and the "
@@ -274,11 +280,11 @@ register(
 register(
     Exercise(
         id="ch06.q13",
-        title="Llama 3 405B on the fewest v5p chips that hold it",
+        title="405B on its memory floor, full remat",
         solve=_q13,
         unit="days",
-        hint="The fewest chips: 10 B x 405,853,388,800 parameters (4.06 TB) + 4 x 16384 x 2 B x 126 layers x "
-        "2^24 tokens (277 TB), over 96 GB, rounded up. Days: 6 x the weights a token multiplies by (all but the "
+        hint="The fewest chips: 10 B x 405,853,388,800 parameters (4.06 TB) + 1 x 16384 x 2 B x 126 layers x "
+        "2^24 tokens (69.3 TB), over 96 GB, rounded up. Days: 6 x the weights a token multiplies by (all but the "
         "input embedding and the norms) x 15e12 tokens / (chips x 4.59e14 FLOP/s x 0.4) / 86,400.",
     )
 )
@@ -288,16 +294,20 @@ def _q14():
     from ..training import published
 
     run = next(r for r in published.RUNS if r.name == "Llama 3.1 405B, v5p-1024")
-    return published.predict(run, published.MATMUL_EFFICIENCY).predicted_tokens_per_s
+    per_chip = published.predict(run, published.MATMUL_EFFICIENCY).predicted_tokens_per_s
+    tokens_per_s = per_chip * run.parallelism.n_chips
+    return {"tokens_per_s": tokens_per_s, "days": LLAMA3_TOKENS / tokens_per_s / 86_400}
 
 
 register(
     Exercise(
         id="ch06.q14",
-        title="the stated efficiency on a measured 405B run",
+        title="the 405B v5p run: slice rate and days",
         solve=_q14,
-        unit="tokens/s per chip",
-        hint="published.predict(run, published.MATMUL_EFFICIENCY).predicted_tokens_per_s for the v5p-1024 run.",
+        unit="tokens/s, days",
+        hint="published.predict(run, published.MATMUL_EFFICIENCY).predicted_tokens_per_s for the v5p-1024 run is "
+        "per chip: times its run.parallelism.n_chips chips, then 15e12 tokens over that rate, in days. "
+        "Answer {'tokens_per_s': ..., 'days': ...}.",
     )
 )
 

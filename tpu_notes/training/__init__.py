@@ -92,7 +92,7 @@ from .rooflines import (
     two_node_tensor_parallelism_ok,
 )
 from .step import AxisPart, Layout, StepTime, map_to_slice, step_time
-from .subslices import SliceOption, format_slices, plan_slices, slice_shapes
+from .subslices import SliceOption, format_slices, plan_slices, slice_shapes, slices_table
 
 __all__ = [
     "EXCHANGE_FORMS",
@@ -148,6 +148,7 @@ __all__ = [
     "expert_parallel_times",
     "flops_per_token",
     "format_slices",
+    "slices_table",
     "hfu",
     "ici_intensity",
     "map_to_slice",

@@ -47,6 +47,7 @@ from typing import Annotated
 from .. import rules
 from ..efficiency import OUT_OF_SAMPLE_ERROR, check_efficiency
 from ..system import System, check_system
+from ..table import Column, Table
 from ..transformer import as_config
 from ..units import Bool, DTypeName, Fraction, OneOf, PositiveInt, Range, SeqLen, capped, checked, fmt
 from .expected import ExpectedStep
@@ -251,6 +252,68 @@ class PlanResult:
             full = {v: k for k, v in _REMAT_SHORT.items()}
             lines.append("remat " + ", ".join(f"{s}: {full[s]}" for s in short))
         return "\n".join(lines)
+
+    @checked
+    def ranking_table(self, top: PositiveInt = 10) -> Table:
+        """:meth:`table` as a :class:`~tpu_notes.table.Table` for the page: the ``top`` distinct layouts (named as a
+        practitioner writes them, ``fsdp=1024 tp=4``), their tier, remat policy, modelled peak HBM per chip (bytes),
+        roofline step (seconds) and bound, expected step (seconds) and its MFU; the legend lines as notes. With no
+        legal layout, one row per rejection reason and the number of candidates it rejected."""
+        if not self.ranked:
+            return Table(
+                ["rejected because", "candidates"],
+                list(self.reasons().items()),
+                caption=f"No legal layout fits ({self.searched} candidates)",
+            )
+        shown = self.distinct(top)
+        rows = []
+        for i, p in enumerate(shown, 1):
+            st, ex = p.step, p.expected
+            remat = _REMAT_SHORT.get(str(p.remat), str(p.remat))
+            rows.append(
+                (i, p.tier, _readable(p), remat, p.memory.peak, st.total, st.bound, ex.total if ex else None)
+                + (ex.mfu if ex else None,)
+            )
+        cols = [
+            Column("#"),
+            Column("t"),
+            Column("layout"),
+            Column("remat"),
+            Column("HBM", "B"),
+            Column("roof", "s"),
+            Column("bound"),
+            Column("exp", "s"),
+            Column("MFU", "%", digits=2),
+        ]
+        notes = self.legend(top)
+        used = {SHORT_NAMES[a] for p in shown for a in p.parallelism.mesh_shape()}
+        notes.append(
+            "layout: " + ", ".join(f"{v} {k}" for k, v in SHORT_NAMES.items() if v in used) + ", mb microbatches"
+        )
+        if any(p.circular_repeats > 1 for p in shown):
+            notes.append("v: layer groups per stage")
+        if any(p.gather_once for p in shown):
+            notes.append("ag1: FSDP weights gathered once per step")
+        short = sorted({_REMAT_SHORT[str(p.remat)] for p in shown if str(p.remat) in _REMAT_SHORT})
+        if short:
+            full = {v: k for k, v in _REMAT_SHORT.items()}
+            notes.append("remat " + ", ".join(f"{s}: {full[s]}" for s in short))
+        caption = f"The {len(shown)} fastest distinct layouts of {len(self.ranked)} legal ({self.rank_by} step)"
+        return Table(cols, rows, caption=caption, notes=notes)
+
+
+def _readable(p: Plan, dcn: bool = True) -> str:
+    """A plan's layout as a practitioner writes it: ``fsdp=64 pp=4 tp=8 mb=16 v2 ag1`` (the degrees above 1 under
+    their short names, then DCN slices unless ``dcn`` is False, microbatches, interleaving and a gather-once FSDP)."""
+    par = p.parallelism
+    parts = [f"{SHORT_NAMES[a]}={n}" for a, n in par.mesh_shape().items()]
+    if dcn and par.dcn > 1:
+        parts.append(f"dcn={par.dcn}")
+    if par.pipeline > 1 or par.microbatches > 1:
+        parts.append(f"mb={par.microbatches}")
+    parts += [f"v{p.circular_repeats}"] if p.circular_repeats > 1 else []
+    parts += ["ag1"] if p.gather_once else []
+    return " ".join(parts) or "1 chip"
 
 
 def _name(p: Plan) -> str:

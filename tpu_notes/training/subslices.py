@@ -15,9 +15,10 @@ import math
 from dataclasses import dataclass
 
 from ..hardware import get_chip
+from ..table import Column, Table
 from ..topology import Slice, largest_slice_chips, schedulable_shapes
 from ..units import Fraction, PositiveInt, SeqLen, checked, fmt
-from .planner import Plan, plan
+from .planner import Plan, _readable, plan
 
 
 @dataclass(frozen=True)
@@ -168,4 +169,31 @@ def format_slices(options, top: int = 8) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["MAX_SLICES_PER_POD", "SliceOption", "format_slices", "plan_slices", "slice_shapes"]
+def slices_table(options, top: int = 8) -> Table:
+    """The first ``top`` options of :func:`plan_slices` as a :class:`~tpu_notes.table.Table` for the page: each
+    slice's shape (``16x16x16``; ``2 x 8x16x16`` for two per pod), the chips the run uses, the planner's
+    best layout (``fsdp=1024 tp=4``; the caption gives the pods joined over DCN), its step (seconds), the run's million
+    tokens per second and the dollars per million tokens paying for the chips used and for the whole pods."""
+    if hasattr(options, "__iter__") and not isinstance(options, (str, bytes)):
+        options = list(options)
+    format_slices(options, top)  # the same checks of options and top
+    rows = []
+    for o in options[:top]:
+        shape = ("" if o.per_pod == 1 else f"{o.per_pod} x ") + "x".join(map(str, o.slice.shape))
+        best = _readable(o.best, dcn=False) if o.ok else "(none legal)"
+        mtok = o.tokens_per_s / 1e6 if o.tokens_per_s else None
+        rows.append((shape, o.chips, best, o.step_s, mtok, o.dollars_per_mtoken_used, o.dollars_per_mtoken_pod))
+    cols = [Column("slice"), Column("chips"), Column("best layout"), Column("step", "s")]
+    cols += [Column("Mtok/s"), Column("$/Mtok"), Column("pod")]
+    n = options[0].n_slices // max(1, options[0].per_pod) if options else 1
+    chip = options[0].slice.chip.name if options else ""
+    pods = f"{n} {chip} pods, joined over DCN" if n > 1 else f"one {chip} pod"
+    return Table(
+        cols,
+        rows,
+        caption=f"Slices of {pods}, fastest first",
+        notes="$/Mtok: $ per million tokens for the chips used; pod: for whole pods, idle chips too",
+    )
+
+
+__all__ = ["MAX_SLICES_PER_POD", "SliceOption", "format_slices", "plan_slices", "slice_shapes", "slices_table"]
