@@ -146,6 +146,7 @@ CASES = {
     V + "report": Case(model=Raw(None, _MODEL_BAD), run_baseline=False),
     V + "leave_one_group_out": Case(model=Raw(None, _MODEL_BAD), run_baseline=False),
     V + "format_held_out": Case(rows=Raw(_held, ["abc", None, 3, [ODD], ODD], lazy=True)),
+    V + "held_out_table": Case(rows=Raw(_held, ["abc", None, 3, [ODD], ODD], lazy=True)),
     # -- the expected steps
     "tpu_notes.training.expected.expected_step": Case(
         m=Fixed(lambda: _priced()[0], lazy=True),
@@ -191,6 +192,11 @@ CASES = {
     # -- the per-group report of tpu_notes.runs
     "tpu_notes.runs.group_errors": Case(rows=Raw(_rows, ["abc", None, 3, [ODD], ODD, []], lazy=True)),
     "tpu_notes.runs.format_errors": Case(
+        errors=Raw(
+            lambda: __import__("tpu_notes.runs").runs.group_errors(_rows()), ["abc", None, 3, [ODD], ODD], lazy=True
+        )
+    ),
+    "tpu_notes.runs.errors_table": Case(
         errors=Raw(
             lambda: __import__("tpu_notes.runs").runs.group_errors(_rows()), ["abc", None, 3, [ODD], ODD], lazy=True
         )

@@ -190,7 +190,9 @@ def test_group_errors_are_the_medians_of_the_rows():
     assert g.expected_worst == pytest.approx(0.25)
     assert g.optimistic == 1
     table = R.format_errors([g, total])
-    assert "+150%" in table and "1/3" in table
+    assert "150" in table and "1/3" in table
+    shown = R.errors_table([g, total])
+    assert shown.column("roofline worst")[0] == pytest.approx(1.5) and shown.column("too fast")[0] == "1/3"
 
 
 def test_the_expected_model_is_closer_than_the_roofline_in_every_group(rows):
@@ -215,6 +217,7 @@ def test_leave_one_group_out_refits_without_the_group(held_out):
     # a group no fit uses is graded by the same model either way (up to DEFAULT's rounding of the fitted values)
     assert held["tpu-serving"].expected_median == pytest.approx(held["tpu-serving"].in_sample_median, abs=0.005)
     assert "group held out" in V.format_held_out(list(held.values()))
+    assert V.held_out_table(list(held.values())).column("group held out") == list(held)
 
 
 def test_the_stated_out_of_sample_error_is_the_held_out_one(held_out):

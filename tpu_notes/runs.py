@@ -18,6 +18,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from .table import Column, Table
 from .transformer import as_config
 from .units import NonNegativeFloat, check_fields, checked
 
@@ -164,25 +165,41 @@ def group_errors(rows) -> list[GroupError]:
     return out
 
 
-def format_errors(errors) -> str:
-    """The per-group table: runs, the roofline's and the expected model's median and worst error, and how many
-    runs the expected model predicts too fast."""
+def errors_table(errors) -> Table:
+    """The per-group errors as a :class:`tpu_notes.table.Table`: runs, the roofline's and the expected model's
+    median and worst error, and how many runs the expected model predicts too fast."""
     if isinstance(errors, (str, bytes)) or not hasattr(errors, "__iter__"):
         raise TypeError(f"errors must be a list of GroupError from group_errors(); got {type(errors).__name__}")
     errors = list(errors)
     if not all(isinstance(e, GroupError) for e in errors):
         raise TypeError("errors must be a list of GroupError from group_errors()")
-    head = (
-        f"{'group':18s} {'runs':>4}  {'roofline median':>15} {'worst':>7}  {'expected median':>15} {'worst':>7}  "
-        f"{'too fast':>8}"
-    )
-    lines = [head]
-    for e in errors:
-        lines.append(
-            f"{e.group:18s} {e.n:4d}  {e.roofline_median:15.0%} {e.roofline_worst:+7.0%}  "
-            f"{e.expected_median:15.0%} {e.expected_worst:+7.0%}  {e.optimistic:4d}/{e.n:<3d}"
+    cols = [
+        Column("group"),
+        Column("runs"),
+        Column("roofline median", "%", digits=2),
+        Column("roofline worst", "%", digits=2),
+        Column("expected median", "%", digits=2),
+        Column("expected worst", "%", digits=2),
+        Column("too fast"),
+    ]
+    body = [
+        (
+            e.group,
+            e.n,
+            e.roofline_median,
+            e.roofline_worst,
+            e.expected_median,
+            e.expected_worst,
+            f"{e.optimistic}/{e.n}",
         )
-    return "\n".join(lines)
+        for e in errors
+    ]
+    return Table(cols, body, caption="Error of each model, per group of published runs (worst: signed)")
+
+
+def format_errors(errors) -> str:
+    """:func:`errors_table` as plain text (worst errors signed: +150% is 2.5x too slow)."""
+    return errors_table(errors).text()
 
 
 def median_ratio(rows) -> float:
@@ -197,6 +214,7 @@ def median_ratio(rows) -> float:
 __all__ = [
     "GROUPS",
     "GroupError",
+    "errors_table",
     "format_errors",
     "group_errors",
     "ROOFLINE_TOLERANCE",

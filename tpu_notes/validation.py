@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 from .efficiency import EfficiencyModel, check_efficiency
 from .inference import published as serving
-from .runs import GROUPS, GroupError, Reconciliation, format_errors, group_errors
+from .runs import GROUPS, GroupError, Reconciliation, errors_table, format_errors, group_errors
+from .table import Column, Table
 from .training import published as training
 
 
@@ -318,19 +319,27 @@ def _kind(run) -> str:
     return "training" if isinstance(run, training.PublishedRun) else "serving"
 
 
-def format_held_out(rows: Sequence[HeldOut]) -> str:
-    """The leave-one-group-out table."""
+def held_out_table(rows: Sequence[HeldOut]) -> Table:
+    """The leave-one-group-out errors as a :class:`tpu_notes.table.Table`."""
     if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
         raise TypeError(f"rows must be a list of HeldOut from leave_one_group_out(); got {type(rows).__name__}")
     rows = list(rows)
     if not all(isinstance(h, HeldOut) for h in rows):
         raise TypeError("rows must be a list of HeldOut from leave_one_group_out()")
-    lines = [f"{'group held out':18s} {'runs':>4}  {'median':>7} {'worst':>7}  {'in-sample median':>16}"]
-    for h in rows:
-        lines.append(
-            f"{h.group:18s} {h.n:4d}  {h.expected_median:7.0%} {h.expected_worst:+7.0%}  {h.in_sample_median:16.0%}"
-        )
-    return "\n".join(lines)
+    cols = [
+        Column("group held out"),
+        Column("runs"),
+        Column("median", "%", digits=2),
+        Column("worst", "%", digits=2),
+        Column("in-sample median", "%", digits=2),
+    ]
+    body = [(h.group, h.n, h.expected_median, h.expected_worst, h.in_sample_median) for h in rows]
+    return Table(cols, body, caption="The expected model's error on each group, fitted without it")
+
+
+def format_held_out(rows: Sequence[HeldOut]) -> str:
+    """:func:`held_out_table` as plain text."""
+    return held_out_table(rows).text()
 
 
 __all__ = [
@@ -340,8 +349,10 @@ __all__ = [
     "all_runs",
     "fit_model",
     "fit_parameter",
+    "errors_table",
     "format_errors",
     "format_held_out",
+    "held_out_table",
     "in_sample",
     "leave_one_group_out",
     "reconcile_all",
