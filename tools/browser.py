@@ -384,6 +384,9 @@ def measure_page(page) -> dict:
     return result
 
 
+_NOT_SUMMED = ("height", "page_scrolls_sideways", "document_scroll_width", "viewport_width", "past_the_window")
+
+
 def measure(pages: list[BookPage] | None = None, widths=WIDTHS, progress=print) -> dict:
     """measure_page for each of ``pages`` (default: the chapters) at each window width; ``{docname: {width:
     measurements}}`` with a ``summary`` per width (totals over the pages)."""
@@ -408,7 +411,7 @@ def measure(pages: list[BookPage] | None = None, widths=WIDTHS, progress=print) 
             **{
                 k: sum(r[k] if isinstance(r[k], int) else len(r[k]) for r in rows)
                 for k in rows[0]
-                if k not in ("height", "page_scrolls_sideways", "document_scroll_width", "viewport_width", "past_the_window")
+                if k not in _NOT_SUMMED
             },
         }
     return result
