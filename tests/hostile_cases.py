@@ -36,6 +36,12 @@ from typing import Any
 NAN, INF = float("nan"), float("inf")
 
 
+def _demo_table():
+    from tpu_notes.table import Column, Table
+
+    return Table(["chip", Column("step", "s")], [("v5e", 0.0123), ("v5p", 0.0045)], caption="Two chips")
+
+
 class _Sentinel:
     def __repr__(self) -> str:
         return "<an unrelated object>"
@@ -547,6 +553,29 @@ CASES: dict[str, Case] = {
         name=Fixed("policy"), value=Choice("a", names=("policy",)), allowed=Fixed(("a", "b"))
     ),
     # fmt prints any real number, inf and nan included (an intensity with no bytes is inf): only non-numbers fail
+    T + "table.Column": Case(
+        name=Raw("step", ["", "  ", None, 3, ODD]),
+        unit=Raw("s", [None, 3, ["s"]]),
+        digits=Raw(3, [0, -1, 2.5, "3", None, True, 10**12]),
+        scale=Raw("ms", ["GB", "", 3, ["ms"]]),
+        wrap=Raw(False, [None, 1, "yes"]),
+    ),
+    T + "table.Table": Case(
+        columns=Raw(
+            lambda: ["chip", __import__("tpu_notes.table").table.Column("step", "s")],
+            [[], "chip", None, 3, [3], ["a", "a"]],
+            lazy=True,
+        ),
+        rows=Raw(
+            [("v5e", 0.01)], [None, "ab", [("v5e",)], [("v5e", 0.01, 3)], [("v5e", float("inf"))], [("v5e", ODD)], [3]]
+        ),
+        caption=Raw("Two chips", [None, 3, ["x"]]),
+        notes=Raw((), [[3], None, 3]),
+        collapse=Raw(False, [None, 1, "yes"]),
+    ),
+    T + "table.Table.text": Case(self_=lambda: _demo_table()),
+    T + "table.Table.html": Case(self_=lambda: _demo_table()),
+    T + "table.Table.column": Case(self_=lambda: _demo_table(), name=Raw("step", ["nope", None, 3])),
     T + "units.fmt": Case(
         value=Raw(5.6e-4, ["8", None, [8], True, ODD, 3j]),
         unit=Raw("s", [3, None, ["s"]]),
@@ -1259,6 +1288,7 @@ CASES: dict[str, Case] = {
 #: Modules whose public functions must all have an entry above.
 COVERED_MODULES = (
     "units",
+    "table",
     "hardware",
     "roofline",
     "collectives",

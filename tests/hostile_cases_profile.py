@@ -118,6 +118,9 @@ CASES = {
     ),
     T + "step_summary": Case(trace=Raw(_trace, _bad_trace, lazy=True)),
     T + "category_totals": Case(rows=Raw(_rows, [None, "x", 3, [3], ODD], lazy=True)),
+    T + "op_summary_table": Case(
+        rows=Raw(_rows, [None, "x", 3, [3], ODD], lazy=True), top=Int(10, big=True), timings=Flag(True)
+    ),
     T + "format_op_table": Case(
         rows=Raw(_rows, [None, "x", 3, [3], ODD], lazy=True), top=Int(10, big=True), timings=Flag(True)
     ),

@@ -416,6 +416,9 @@ CASES = {
         ring=Int(16),
     ),
     T + "cheatsheet.format_numbers": Case(rows=Raw(lambda: _numbers(), ["abc", [3], [ODD], 3], lazy=True)),
+    T + "cheatsheet.chips_table": Case(rows=Raw(lambda: _numbers(), ["abc", [3], [ODD], 3], lazy=True)),
+    T + "cheatsheet.models_table": Case(rows=Raw(lambda: _numbers(), ["abc", [3], [ODD], 3], lazy=True)),
+    T + "cheatsheet.formulas_table": Case(),
     T + "cheatsheet.Number.shown": Case(self_=lambda: _numbers()[0]),
     # the JSON that `python -m tpu_notes bench --json` prints (added with the command-line entry)
     T + "bench.result_json": Case(

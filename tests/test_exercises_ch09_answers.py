@@ -58,13 +58,13 @@ def test_q5_each_op_bound_and_the_step_is_their_sum():
     assert not _correct("ch09.q5", {**right, "fusion.12": "compute"})
 
 
-def test_q6_a_tiled_kv_buffer_pads_head_size_64_to_128():
-    # bf16[32,2048,64] with T(8,128): 2048 is a multiple of 8, 64 rounds up to 128; (2,1) packs row pairs
-    padded = 32 * 2048 * 128 * 2
-    assert padded == 16_777_216
+def test_q6_a_tiled_kv_buffer_pads_head_size_96_to_128():
+    # bf16[40,2048,96] with T(8,128): 2048 is a multiple of 8, 96 rounds up to 128; (2,1) packs row pairs
+    padded = 40 * 2048 * 128 * 2
+    assert padded == 20_971_520
     assert _correct("ch09.q6", padded)
-    assert not _correct("ch09.q6", 32 * 2048 * 64 * 2)  # the logical size: the padding forgotten
-    assert not _correct("ch09.q6", 32 * 2048 * 128 * 4)  # 4 bytes per element
+    assert not _correct("ch09.q6", 40 * 2048 * 96 * 2)  # the logical size: the padding forgotten
+    assert not _correct("ch09.q6", 40 * 2048 * 128 * 4)  # 4 bytes per element
 
 
 def test_q2_q3_published_values():

@@ -92,6 +92,17 @@ def test_top_op_of_a_matmul_is_the_matmul(matmul_trace):
     assert top.share > 0.25 and all(top.total_s >= r.total_s for r in rows[1:])
 
 
+def test_op_summary_table_shows_the_rows_it_is_given(matmul_trace):
+    rows = profile.op_table(matmul_trace, roofline="v5e")
+    table = profile.op_summary_table(rows, top=3)
+    assert table.column("op") == [r.name for r in rows[:3]]
+    assert table.column("total") == [r.total_s for r in rows[:3]]
+    compiled_only = profile.op_summary_table(rows, top=len(rows), timings=False)
+    flops = [f for f in compiled_only.column("FLOPs") if f is not None]
+    assert flops == sorted(flops, reverse=True)  # by XLA's FLOPs, so identical on every run
+    assert profile.format_op_table(rows, top=3) == table.text()
+
+
 def test_op_table_counts_and_shares(matmul_trace):
     rows = profile.op_table(matmul_trace, roofline="v5e")
     for r in rows:

@@ -21,7 +21,7 @@ INDEX = ROOT / "book" / "api.md"
 
 #: The layers of ../shared/DESIGN.md, in reading order, and the modules of each (subpackages list their modules).
 LAYERS = {
-    "Ground": ["units", "rules", "hardware", "compat"],
+    "Ground": ["units", "table", "rules", "hardware", "compat"],
     "Systems": ["system", "topology", "gpu", "collectives"],
     "Analysis": [
         "roofline",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from .hardware import get_chip
+from .table import Column, Table
 from .transformer import as_config
 from .units import Positive, checked, fmt
 
@@ -236,72 +237,103 @@ def _gpu_rows(c) -> list[Number]:
     return rows
 
 
-def format_numbers(rows: Sequence[Number]) -> str:
-    """The rows as two plain-text tables, one line per chip and one per model, at most 88 characters wide."""
+def _check_rows(rows) -> None:
     if not isinstance(rows, (list, tuple)) or not all(isinstance(r, Number) for r in rows):
         raise TypeError("rows must be a list of Number from numbers_to_know()")
-    by = {}
+
+
+def _by_subject(rows: Sequence[Number]) -> dict[str, dict[str, Number]]:
+    """{subject: {name: Number}}, a GPU's NVLink/InfiniBand rows also filed under the TPU columns they stand in for."""
+    by: dict[str, dict[str, Number]] = {}
     for r in rows:
         by.setdefault(r.subject, {})[r.name] = r
-    chip_cols = [
-        ("peak bf16", "TFLOP/s"),
-        ("HBM bandwidth", "HBM B/s"),
-        ("HBM capacity", "HBM"),
-        ("critical batch (HBM, bf16)", "B_crit"),
-        ("data/FSDP critical batch per chip, one axis", "ICI α"),
-        ("DCN critical batch per slice", "DCN/slice"),
-    ]
     ag = next((r.name for r in rows if r.name.startswith("AllGather") and "ring" in r.name), None)
-    gpu_ag = next((r.name for r in rows if r.name.startswith("AllGather") and "NVLink" in r.name), None)
-    if ag or gpu_ag:
-        chip_cols.append((ag or gpu_ag, "AG 1 GB"))
-    # a GPU's row fills the TPU columns with its NVLink / InfiniBand counterparts
     stand_in = {v: k for k, v in GPU_ROW_NAMES.items()}
     for d in by.values():
         for name in list(d):
             target = stand_in.get(name)
             if name.startswith("AllGather") and "NVLink" in name:
-                target = ag or gpu_ag
+                target = ag or "AllGather of 1 GB"
             if target and target not in d:
                 d[target] = d[name]
-    chips = [s for s, d in by.items() if "peak bf16" in d]
-    models = [s for s, d in by.items() if "parameters" in d]
-    widths = [6] + [10] * len(chip_cols)
-    lines = [
-        " ".join(
-            h.rjust(w) if i else h.ljust(w)
-            for i, (h, w) in enumerate(zip(["chip"] + [h for _, h in chip_cols], widths))
-        )
+    return by
+
+
+def chips_table(rows: Sequence[Number]) -> Table:
+    """The chip rows of ``rows`` as a :class:`tpu_notes.table.Table`: peak, HBM, and the critical batches of each
+    resource, with a note under it saying what a GPU's columns measure."""
+    _check_rows(rows)
+    by = _by_subject(rows)
+    ag = next((r.name for r in rows if r.name.startswith("AllGather") and "ring" in r.name), None)
+    if ag is None and any("NVLink" in r.name and r.name.startswith("AllGather") for r in rows):
+        ag = "AllGather of 1 GB"
+    cols = [
+        ("peak bf16", Column("bf16 peak", "FLOP/s", scale="TFLOP/s")),
+        ("HBM bandwidth", Column("HBM", "B/s", scale="TB/s")),
+        ("HBM capacity", Column("HBM size", "B", scale="GB", digits=2)),
+        ("critical batch (HBM, bf16)", Column("B_crit HBM", "tokens")),
+        ("data/FSDP critical batch per chip, one axis", Column("ICI α", "tokens")),
+        ("DCN critical batch per slice", Column("DCN per slice", "tokens")),
     ]
-    for chip in chips:
-        cells = [chip.ljust(widths[0])]
-        for (name, _), w in zip(chip_cols, widths[1:]):
-            r = by[chip].get(name)
-            if r is None or r.value is None:
-                text = "–"
-            elif r.unit == "tokens":
-                text = f"{r.value:,.0f}"
-            elif r.unit == "FLOP/s":
-                text = f"{r.value / 1e12:,.0f}"
-            else:
-                text = r.shown()
-            cells.append(text.rjust(w))
-        lines.append(" ".join(cells))
+    if ag:
+        cols.append((ag, Column("AllGather 1 GB", "s")))
+    chips = [s for s, d in by.items() if "peak bf16" in d]
+
+    def cell(chip: str, name: str):
+        r = by[chip].get(name)
+        if r is None or r.value is None:
+            return None
+        return round(r.value) if r.unit == "tokens" else r.value
+
+    body = [(chip, *(cell(chip, name) for name, _ in cols)) for chip in chips]
+    notes = []
     gpus = [chip for chip in chips if any(name in by[chip] for name in GPU_ROW_NAMES.values())]
     if gpus:
-        lines += [
-            f"GPU rows ({', '.join(gpus)}): ICI α is C / W_nvlink inside one NVLink node; DCN/slice is",
-            "per node over its InfiniBand NICs; AG 1 GB is over one NVLink node (Chapter 11).",
-        ]
+        notes.append(
+            f"GPU rows ({', '.join(gpus)}): ICI α is C / W_nvlink inside one NVLink node; DCN per slice is per node "
+            "over its InfiniBand NICs; the AllGather is over one NVLink node (Chapter 11)."
+        )
     bare = [chip for chip in chips if by[chip]["peak bf16"].group == "chip" and chip not in gpus]
     bare = [chip for chip in bare if get_chip(chip).kind == "gpu"]
     if bare:
-        lines.append(f"{', '.join(bare)}: –, no NVSwitch node or no NIC figure for the GPU network model.")
-    lines += ["", f"{'model':<12} {'parameters':>12} {'training FLOPs/token':>22} {'KV cache/token (bf16)':>22}"]
-    for model in models:
-        d = by[model]
-        lines.append(
-            f"{model:<12} {d['parameters'].value / 1e9:>11.1f}B "
-            f"{d['training FLOPs per token'].shown():>22} {d['KV cache per token (bf16)'].shown():>22}"
+        notes.append(f"{', '.join(bare)}: –, no NVSwitch node or no NIC figure for the GPU network model.")
+    return Table([Column("chip"), *(c for _, c in cols)], body, caption="Chips", notes=notes)
+
+
+def models_table(rows: Sequence[Number]) -> Table:
+    """The model rows of ``rows`` as a :class:`tpu_notes.table.Table`: parameters, training FLOPs per token and
+    KV cache per token (bf16)."""
+    _check_rows(rows)
+    by = _by_subject(rows)
+    models = [s for s, d in by.items() if "parameters" in d]
+    body = [
+        (
+            m,
+            by[m]["parameters"].value / 1e9,
+            by[m]["training FLOPs per token"].value,
+            by[m]["KV cache per token (bf16)"].value,
         )
-    return "\n".join(lines)
+        for m in models
+    ]
+    cols = [
+        Column("model"),
+        Column("parameters", "billion", digits=4),
+        Column("training per token", "FLOPs", scale="GFLOP"),
+        Column("KV cache per token", "B", scale="kB"),
+    ]
+    return Table(cols, body, caption="Models")
+
+
+def formulas_table() -> Table:
+    """:data:`FORMULAS` as a :class:`tpu_notes.table.Table`: the formula, the chapter and the function."""
+    return Table(
+        [Column("quantity", wrap=True), Column("formula", wrap=True), Column("chapter"), Column("function")],
+        [(name, formula, chapter, function) for name, formula, chapter, function in FORMULAS],
+        caption="The formulas behind the numbers",
+    )
+
+
+def format_numbers(rows: Sequence[Number]) -> str:
+    """The rows as two plain-text tables (:func:`chips_table`, then :func:`models_table`) with the GPU note."""
+    _check_rows(rows)
+    return f"{chips_table(rows).text()}\n\n{models_table(rows).text()}"

@@ -49,6 +49,7 @@ import jax
 import numpy as np
 
 from . import hlo
+from .table import Column, Table
 from .units import Bool, OneOf, Positive, capped, checked, fmt
 
 #: Most steps :func:`capture` traces (a notebook-scale trace; each step's events are kept in memory).
@@ -638,34 +639,63 @@ def category_totals(rows: Sequence[OpRow]) -> dict[str, float]:
 
 
 @checked
-def format_op_table(rows: Sequence[OpRow], top: capped(10_000) = 10, timings: Bool = True) -> str:
-    """A text table of the first ``top`` rows. ``timings=False`` prints only what the compiler decides
-    (op, opcode, executions per step, XLA's FLOPs, bytes and intensity), sorted by FLOPs then name: identical
-    on every run, so a notebook can compare it."""
+def op_summary_table(rows: Sequence[OpRow], top: capped(10_000) = 10, timings: Bool = True) -> Table:
+    """The first ``top`` rows as a :class:`tpu_notes.table.Table`.
+
+    ``timings=True``: op, category, executions per step, measured time per step and its share of the step, XLA's
+    FLOPs and intensity of one execution, and the roofline's time of one execution. ``timings=False`` shows only
+    what the compiler decides (op, opcode, executions per step, FLOPs, bytes, intensity), sorted by FLOPs then
+    name: identical on every run, so a notebook can compare it."""
     rows = _op_rows(rows)
 
-    def num(x, unit=""):
-        return "?" if not math.isfinite(x) else fmt(x, unit) if unit else f"{x:.3g}"
+    def num(x):
+        return x if math.isfinite(x) else None
+
+    def count(x):
+        return int(x) if float(x).is_integer() else x
 
     if not timings:
         rows = sorted(rows, key=lambda r: (-(r.flops if math.isfinite(r.flops) else -1), r.name))
-        head = f"{'op':<26} {'opcode':<12} {'per step':>8} {'FLOPs':>10} {'bytes':>10} {'FLOP/B':>7}"
-        body = [
-            f"{r.name[:26]:<26} {r.opcode[:12]:<12} {r.count:>8.3g} {num(r.flops):>10} "
-            f"{num(r.bytes, 'B'):>10} {num(r.intensity):>7}"
-            for r in rows[:top]
+        cols = [
+            Column("op"),
+            Column("opcode"),
+            Column("per step"),
+            Column("FLOPs", "FLOPs"),
+            Column("bytes", "B"),
+            Column("intensity", "FLOP/B"),
         ]
-    else:
-        head = (
-            f"{'op':<24} {'category':<10} {'n':>3} {'total':>9} {'share':>6} {'FLOPs':>8} {'FLOP/B':>6} {'roofline':>9}"
+        body = [(r.name, r.opcode, count(r.count), num(r.flops), num(r.bytes), num(r.intensity)) for r in rows[:top]]
+        return Table(cols, body, caption=f"The {min(top, len(rows))} ops with the most FLOPs, as XLA counts them")
+    cols = [
+        Column("op"),
+        Column("category"),
+        Column("n"),
+        Column("total", "s"),
+        Column("share", "%"),
+        Column("FLOPs", "FLOPs"),
+        Column("intensity", "FLOP/B"),
+        Column("roofline", "s"),
+    ]
+    body = [
+        (
+            r.name,
+            r.category,
+            count(r.count),
+            r.total_s,
+            r.share,
+            num(r.flops),
+            num(r.intensity),
+            num(r.predicted_s),
         )
-        body = [
-            f"{r.name[:24]:<24} {r.category:<10} {r.count:>3.3g} {fmt(r.total_s, 's'):>9} "
-            f"{r.share:>6.1%} {num(r.flops):>8} {num(r.intensity):>6} "
-            f"{(fmt(r.predicted_s, 's') if math.isfinite(r.predicted_s) else '-'):>9}"
-            for r in rows[:top]
-        ]
-    return "\n".join([head, "-" * len(head)] + body)
+        for r in rows[:top]
+    ]
+    return Table(cols, body, caption=f"The {min(top, len(rows))} ops that take the most time per step")
+
+
+@checked
+def format_op_table(rows: Sequence[OpRow], top: capped(10_000) = 10, timings: Bool = True) -> str:
+    """:func:`op_summary_table` as plain text (for a terminal)."""
+    return op_summary_table(rows, top, timings).text()
 
 
 def memory(compiled) -> MemoryUse:

@@ -69,7 +69,7 @@ Q5_AR_SHAPE = (2, 1024, 4096)
 Q5_SLICE, Q5_AXIS = ("v5e", (2, 4)), "y"
 
 #: Question 6: a KV-cache buffer with head size 64 in a TPU layout (bf16 tiled by 8 x 128, packed in pairs).
-Q6_SHAPE = "bf16[32,2048,64]{2,1,0:T(8,128)(2,1)}"
+Q6_SHAPE = "bf16[40,2048,96]{2,1,0:T(8,128)(2,1)}"
 
 
 def _q1():
@@ -185,6 +185,6 @@ register(
         solve=_q6,
         unit="bytes",
         hint="T(8,128) rounds the last two dimensions up to multiples of 8 and 128 (the (2,1) sub-tile packs row "
-        "pairs inside a tile and adds nothing here); a minor dimension of 64 becomes 128 (hlo.parse_layout).",
+        "pairs inside a tile and adds nothing here); a minor dimension of 96 becomes 128 (hlo.parse_layout).",
     )
 )

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from ..hardware import get_chip
-from ..inference import cost_per_million_tokens, decode_step_time, smallest_topology
+from ..inference import (
+    SLO,
+    LengthDistribution,
+    Workload,
+    cost_at_rate,
+    deploy,
+    max_rate_at_attainment,
+    smallest_topology,
+)
 from ..training import training_cost, training_flops
 from . import Exercise, register
 
@@ -26,17 +34,34 @@ def _q2():
     return {"tensor": best.parallelism.tensor, "mfu": best.step.mfu}
 
 
+#: Exercise 12.3's traffic and objective, as Chapter 8 serves Llama 3 70B: 8k-token prompts, 512-token answers.
+SERVING_SLO = SLO(ttft_s=2.0, tpot_s=0.05)
+
+
+def serving_workload() -> Workload:
+    """Exercise 12.3's seeded Poisson stream (its rate is what the goodput search varies)."""
+    return Workload.poisson(
+        1.0, n_requests=1500, prompt=LengthDistribution.fixed(8192), output=LengthDistribution.fixed(512), seed=0
+    )
+
+
 def _q3():
-    need = dict(batch=32, seq_len=8192, weight_dtype="int8", kv_dtype="int8")
-    topo = smallest_topology("llama3-70b", "v5e", **need)
-    step = decode_step_time("llama3-70b", "v5e", topo.n_chips, 32, 8192, weight_dtype="int8", kv_dtype="int8")
-    return {"chips": topo.n_chips, "dollars_per_million_tokens": cost_per_million_tokens(step, chip="v5e")}
+    int8 = dict(weight_dtype="int8", kv_dtype="int8")
+    topo = smallest_topology("llama3-70b", "v5e", batch=32, seq_len=8192, **int8)
+    deployment = deploy("llama3-70b", "v5e", topo.n_chips, **int8)
+    good = max_rate_at_attainment(deployment, serving_workload(), SERVING_SLO, 0.9)
+    bill = cost_at_rate(good.result, "v5e", slo=SERVING_SLO)
+    return {
+        "chips": topo.n_chips,
+        "requests_per_s": good.rate_per_s,
+        "dollars_per_million_output": bill.dollars_per_million_output,
+    }
 
 
 def _q4():
     return {
-        "v5p": training_cost("llama3-70b", TOKENS, "v5p", 0.45),
-        "h100": training_cost("llama3-70b", TOKENS, "h100", 0.40),
+        "v5p": training_cost("llama3-405b", TOKENS, "v5p", 0.45),
+        "h100": training_cost("llama3-405b", TOKENS, "h100", 0.40),
     }
 
 
@@ -65,21 +90,24 @@ register(
 register(
     Exercise(
         id="ch12.q3",
-        title="serving the trained model",
+        title="serving the trained model under an objective",
         solve=_q3,
-        unit="chips, $ per million tokens",
-        hint="inference.smallest_topology for int8 weights and KV at batch 32 and 8192 tokens of context, then the "
-        "decode step on that many chips and its cost per million tokens. Answer {'chips': ..., "
-        "'dollars_per_million_tokens': ...}.",
+        unit="chips, requests/s, $ per million output tokens",
+        hint="inference.smallest_topology for int8 weights and KV at batch 32 and 8192 tokens gives the slice; "
+        "inference.deploy it, search the highest Poisson rate at which 90% of requests meet SLO(ttft_s=2.0, "
+        "tpot_s=0.05) with inference.max_rate_at_attainment over Workload.poisson(1.0, n_requests=1500, "
+        "prompt=LengthDistribution.fixed(8192), output=LengthDistribution.fixed(512), seed=0), and bill that run "
+        "with inference.cost_at_rate. Answer {'chips': ..., 'requests_per_s': ..., "
+        "'dollars_per_million_output': ...}.",
     )
 )
 register(
     Exercise(
         id="ch12.q4",
-        title="the same run on v5p and on H100",
+        title="the 405B run on v5p and on H100",
         solve=_q4,
         unit="$",
-        hint="training.training_cost at each chip's price: 45% MFU on v5p, 40% on H100. "
-        "Answer {'v5p': ..., 'h100': ...}.",
+        hint="training.training_cost for llama3-405b over 15T tokens at each chip's price: 45% MFU on v5p, 40% on "
+        "H100. Answer {'v5p': ..., 'h100': ...}.",
     )
 )
