@@ -495,7 +495,7 @@ def _tn_table(columns: int, rows: int = 2) -> str:
     head = "".join(f'<th class="num">column {j} (GB/s)</th>' for j in range(columns))
     body = "".join(
         "<tr>"
-        + "".join(f'<td class="num" data-label="column {j} (GB/s)">{1000 * (i + 1) + j}.5 x 2</td>' for j in range(columns))
+        + "".join(f'<td class="num" data-label="column {j} (GB/s)">{1000 * i + 1000 + j}.5 x 2</td>' for j in range(columns))
         + "</tr>"
         for i in range(rows)
     )

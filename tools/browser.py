@@ -335,7 +335,7 @@ MEASURE_JS = r"""() => {
         const rows = tn ? out.wrapped_tn_table_rows : out.wrapped_html_table_rows;
         for (const tr of table.querySelectorAll('tr')) {
             const cells = Array.from(tr.children).filter(c => c.clientWidth > 0);
-            const bad = cells.filter(c => lineCount(c) > 1);
+            const bad = cells.filter(c => !c.classList.contains('wrap') && lineCount(c) > 1);  // td.wrap: prose
             if (bad.length) rows.push(describe(bad[0]) + ` (row ${tr.rowIndex})`);
         }
         if (tn) {
@@ -391,10 +391,11 @@ def measure_page(page) -> dict:
     lines wrap (taller than the same text unwrapped); ``table_like_blocks``: outputs that look like a table (3+
     lines sharing where a run of 2+ spaces starts or ends), ``wrapped_table_like_blocks``: those that wrap (each
     described); ``tn_tables`` / ``wrapped_tn_table_rows`` / ``clipped_tn_tables``: HTML tables of
-    :class:`tpu_notes.table.Table` (``table.tn-table``), their rows with a cell on 2+ lines, and the tables wider
-    than their box; ``html_tables`` / ``wrapped_html_table_rows``: the same for other HTML tables in outputs;
+    :class:`tpu_notes.table.Table` (``table.tn-table``), their rows with a cell on 2+ lines (a ``td.wrap`` cell, a
+    column of prose, may wrap), and the tables wider than their box; ``html_tables`` / ``wrapped_html_table_rows``: the same for other HTML tables in outputs;
     ``page_scrolls_sideways``: the document is wider than the window; ``sideways_blocks``: elements under
-    ``<main>`` that scroll (or clip) sideways, wider inside than their box.
+    ``<main>`` that scroll sideways (overflow-x auto or scroll), wider inside than their box; ``past_the_window``:
+    when the page scrolls sideways, what reaches past the window's right edge.
     """
     page.evaluate("window.scrollTo(0, 0)")
     height = page.evaluate("() => Math.round(document.documentElement.scrollHeight)")
