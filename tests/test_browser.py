@@ -492,10 +492,11 @@ def test_no_sidebar_link_is_cut_off(site):
 
 def _tn_table(columns: int, rows: int = 2) -> str:
     """A table shaped like tpu_notes.table.Table's HTML: a caption, a header row, td.num cells with data-label."""
-    head = "".join(f'<th class="num">column {j} (GB/s)</th>' for j in range(columns))
+    cols = range(columns)
+    head = "".join(f'<th class="num">column {j} (GB/s)</th>' for j in cols)
     body = "".join(
         "<tr>"
-        + "".join(f'<td class="num" data-label="column {j} (GB/s)">{1000 * i + 1000 + j}.5 x 2</td>' for j in range(columns))
+        + "".join(f'<td class="num" data-label="column {j} (GB/s)">{1000 * i + 1000 + j}.5 x 2</td>' for j in cols)
         + "</tr>"
         for i in range(rows)
     )

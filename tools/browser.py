@@ -387,15 +387,18 @@ def measure_page(page) -> dict:
 
     ``height``: the page's full length as first shown (solutions collapsed). The rest are counted with every
     collapsed ``<details>`` opened (hidden solutions included), then closed again:
-    ``output_blocks`` / ``wrapped_output_blocks``: printed outputs (``<pre>`` in a cell output), and those whose
-    lines wrap (taller than the same text unwrapped); ``table_like_blocks``: outputs that look like a table (3+
-    lines sharing where a run of 2+ spaces starts or ends), ``wrapped_table_like_blocks``: those that wrap (each
-    described); ``tn_tables`` / ``wrapped_tn_table_rows`` / ``clipped_tn_tables``: HTML tables of
-    :class:`tpu_notes.table.Table` (``table.tn-table``), their rows with a cell on 2+ lines (a ``td.wrap`` cell, a
-    column of prose, may wrap), and the tables wider than their box; ``html_tables`` / ``wrapped_html_table_rows``: the same for other HTML tables in outputs;
-    ``page_scrolls_sideways``: the document is wider than the window; ``sideways_blocks``: elements under
-    ``<main>`` that scroll sideways (overflow-x auto or scroll), wider inside than their box; ``past_the_window``:
-    when the page scrolls sideways, what reaches past the window's right edge.
+
+    * ``output_blocks`` / ``wrapped_output_blocks``: printed outputs (``<pre>`` in a cell output), and those whose
+      lines wrap (taller than the same text unwrapped);
+    * ``table_like_blocks``: outputs that look like a table (3+ lines sharing where a run of 2+ spaces starts or
+      ends); ``wrapped_table_like_blocks``: those that wrap (each described);
+    * ``tn_tables`` / ``wrapped_tn_table_rows`` / ``clipped_tn_tables``: HTML tables of
+      :class:`tpu_notes.table.Table` (``table.tn-table``), their rows with a cell on 2+ lines (a ``td.wrap``
+      cell, a column of prose, may wrap), and the tables wider than their box;
+    * ``html_tables`` / ``wrapped_html_table_rows``: the same for other HTML tables in outputs;
+    * ``page_scrolls_sideways``: the document is wider than the window, and ``past_the_window``: what reaches
+      past its right edge; ``sideways_blocks``: elements under ``<main>`` that scroll sideways (overflow-x auto
+      or scroll), wider inside than their box.
     """
     page.evaluate("window.scrollTo(0, 0)")
     height = page.evaluate("() => Math.round(document.documentElement.scrollHeight)")
