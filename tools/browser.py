@@ -334,7 +334,8 @@ MEASURE_JS = r"""() => {
         if (tn) out.tn_tables += 1; else out.html_tables += 1;
         const rows = tn ? out.wrapped_tn_table_rows : out.wrapped_html_table_rows;
         for (const tr of table.querySelectorAll('tr')) {
-            const cells = Array.from(tr.children).filter(c => c.clientWidth > 0);
+            // data cells only: a header cell puts its unit on a line of its own (span.tn-unit)
+            const cells = Array.from(tr.children).filter(c => c.tagName === 'TD' && c.clientWidth > 0);
             const bad = cells.filter(c => !c.classList.contains('wrap') && lineCount(c) > 1);  // td.wrap: prose
             if (bad.length) rows.push(describe(bad[0]) + ` (row ${tr.rowIndex})`);
         }
