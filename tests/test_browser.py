@@ -11,13 +11,24 @@ For every page of _toc.yml (the preface, every chapter, the other pages) this ch
 * the previous/next links lead to the neighbouring pages of _toc.yml;
 * a chapter's Colab launch link targets this repository and branch and a notebook that exists in the repository;
 * the search page, asked for a word of the page's title, lists the page;
-* no code or output block is wider than its box (``scrollWidth > clientWidth``), hidden solutions included.
+* no code or output block is wider than its box (``scrollWidth > clientWidth``), hidden solutions included;
+* a chapter shows a labelled "Open in Colab" link, its hidden solutions are labelled "Show solution", and every page
+  has one search box.
 Screenshots of each page (its top, and its full length as *-full.png) are saved in _build/screenshots/.
 The table of contents (left sidebar) is visible and lists every page.
+
+Reading at 1280 px and at 390 px (test_reading_at_desktop_and_phone_width, tools/browser.py's measure_page): the
+page never scrolls sideways at 390 px, no row of a tpu_notes.table.Table (``table.tn-table``) wraps at 1280 px and
+none is wider than its box; the other counts (wrapped printed outputs, wrapped table-like printouts, blocks that
+scroll sideways, page heights) are printed per page and written to _build/reading/<page>.json.
+
+Without Chromium the module is skipped, unless ``make browser`` could have installed it here (apt-get as root, as
+on CI), where it fails.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -40,8 +51,10 @@ def chromium():
     """One headless Chromium context for the module (Playwright's sync API allows one at a time), and the list
     of requests it blocked (anything not on 127.0.0.1)."""
     why = browser.chromium_missing()
+    if why and browser.can_install_chromium():
+        pytest.fail(why + ": run `make browser` (or `make test`, which does)")
     if why:
-        pytest.fail(why)
+        pytest.skip("browser test skipped: " + why)
     blocked: list[str] = []
     with browser.launch(blocked) as context:
         yield context, blocked
@@ -73,6 +86,11 @@ RAW_TEX_JS = r"""() => {
     }
     return bad;
 }"""
+
+
+#: Visible search controls: the theme's search fields and search icon buttons.
+SEARCH_BOXES_JS = """() => Array.from(document.querySelectorAll('.search-button__button, form.bd-search'))
+    .filter(e => e.offsetParent !== null && e.getBoundingClientRect().width > 0).length"""
 
 
 def _title_word(title: str) -> str:
@@ -142,7 +160,14 @@ def test_page_in_browser(site, index):
                     f"{figures.count()} Plotly figure(s), {drawn} drawn with data and a summary"
                 )
 
-        # Hidden solutions: collapsed by default, open on a click (then closed again for the screenshot).
+        # Hidden solutions: labelled as solutions (tools/book_assets.py), collapsed by default, open on a click
+        # (then closed again for the screenshot).
+        labels = page.evaluate(
+            "() => Array.from(document.querySelectorAll('div.cell.tag_solution details > summary'))"
+            ".map(s => s.innerText.trim())"
+        )
+        if any(label != "Show solution" for label in labels):
+            problems.append(f"hidden solutions not labelled 'Show solution': {sorted(set(labels))}")
         for i in range(page.locator("div.cell.tag_hide-cell").count()):
             details = page.locator("div.cell.tag_hide-cell").nth(i).locator("details").first
             body = details.locator(".cell_input, .cell_output").first
@@ -166,6 +191,11 @@ def test_page_in_browser(site, index):
 
         # No code or output block is wider than its box (clipped or behind a scroll bar), solutions included.
         problems += [f"overflow: {o}" for o in browser.overflowing_blocks(page)]
+
+        # One search box (the theme also put one in a header band; tools/book_assets.py keeps the sidebar's).
+        boxes = page.evaluate(SEARCH_BOXES_JS)
+        if boxes != 1:
+            problems.append(f"{boxes} visible search boxes, expected 1")
 
         # The table of contents (left sidebar) is shown and lists every page of _toc.yml.
         nav = page.locator(".bd-sidebar-primary")
@@ -217,6 +247,13 @@ def test_page_in_browser(site, index):
             want = f"https://colab.research.google.com/github/{repo}/blob/{branch}/"
             if not links:
                 problems.append("no Colab launch link")
+            colab = page.locator('.article-header-buttons a[href*="colab.research.google.com"]')
+            if (
+                colab.count() != 1
+                or not colab.first.is_visible()
+                or colab.first.inner_text().strip() != "Open in Colab"
+            ):
+                problems.append("the header has no visible link labelled 'Open in Colab'")
             for link in links:
                 if not link.startswith(want):
                     problems.append(f"Colab link {link} does not start with {want}")
@@ -248,10 +285,58 @@ def test_page_in_browser(site, index):
     _finish(problems, errors, failed, site, blocked_before, p)
 
 
+#: The pages read at both widths: every page but the API reference's module pages (generated from docstrings).
+READ_PAGES = [p for p in PAGES if not p.docname.startswith("book/api/")]
+READING = browser.ROOT / "_build" / "reading"
+
+
+@pytest.mark.parametrize("index", range(len(READ_PAGES)), ids=[p.docname for p in READ_PAGES])
+def test_reading_at_desktop_and_phone_width(site, index):
+    """Each page at 1280 px and at 390 px (tools/browser.py measure_page, hidden solutions opened).
+
+    Strict: at 390 px the page never scrolls sideways; no row of a tpu_notes.table.Table (``table.tn-table``)
+    wraps at 1280 px; no tn-table is wider than its box at either width. Reported (printed, and written to
+    _build/reading/<page>.json) until every chapter prints its tables through tpu_notes.table: printed outputs and
+    table-like printouts whose lines wrap, other HTML tables' wrapped rows, blocks that scroll sideways, the height.
+    """
+    p = READ_PAGES[index]
+    page = site["context"].new_page()
+    counts = {}
+    try:
+        for width in browser.WIDTHS:
+            page.set_viewport_size({"width": width, "height": browser.VIEWPORT["height"]})
+            page.goto(site["base"] + p.html)
+            browser.wait_until_rendered(page)
+            counts[width] = browser.measure_page(page)
+    finally:
+        page.close()
+    READING.mkdir(parents=True, exist_ok=True)
+    (READING / f"{p.slug}.json").write_text(json.dumps({str(w): m for w, m in counts.items()}, indent=1) + "\n")
+    for width, m in counts.items():
+        print(
+            f"{p.docname} at {width} px: height {m['height']} px; wrapped outputs {m['wrapped_output_blocks']}"
+            f"/{m['output_blocks']}, wrapped table-like printouts {len(m['wrapped_table_like_blocks'])}"
+            f"/{m['table_like_blocks']}; tn-tables {m['tn_tables']}, wrapped rows "
+            f"{len(m['wrapped_tn_table_rows'])}, clipped {len(m['clipped_tn_tables'])}; other HTML tables "
+            f"{m['html_tables']}, wrapped rows {len(m['wrapped_html_table_rows'])}; sideways blocks "
+            f"{len(m['sideways_blocks'])}; page scrolls sideways: {m['page_scrolls_sideways']}"
+        )
+    wide, phone = counts[browser.WIDTHS[0]], counts[browser.WIDTHS[1]]
+    problems = []
+    if phone["page_scrolls_sideways"]:
+        problems.append(
+            f"at {browser.WIDTHS[1]} px the page is {phone['document_scroll_width']} px wide: "
+            f"{phone['past_the_window']}"
+        )
+    problems += [f"tn-table row wraps at {browser.WIDTHS[0]} px: {r}" for r in wide["wrapped_tn_table_rows"]]
+    for width, m in counts.items():
+        problems += [f"tn-table wider than its box at {width} px: {t}" for t in m["clipped_tn_tables"]]
+    assert not problems, f"{p.html}:\n  " + "\n  ".join(problems)
+
+
 def _explorer_cells(source: Path) -> list[str]:
     """Ids of the code cells of a notebook that display an explorer (``widgets.<name>_explorer(...)`` without
     ``static=True``)."""
-    import json
 
     nb = json.loads(source.read_text())
     return [
@@ -401,5 +486,67 @@ def test_no_sidebar_link_is_cut_off(site):
         assert links > 60, f"expected the API pages in the sidebar, found {links} links"
         clipped = page.evaluate(SIDEBAR_OVERFLOW_JS)
         assert not clipped, f"sidebar links wider than their column: {clipped}"
+    finally:
+        page.close()
+
+
+def _tn_table(columns: int, rows: int = 2) -> str:
+    """A table shaped like tpu_notes.table.Table's HTML: a caption, a header row, td.num cells with data-label."""
+    cols = range(columns)
+    head = "".join(f'<th class="num">column {j} (GB/s)</th>' for j in cols)
+    body = "".join(
+        "<tr>"
+        + "".join(f'<td class="num" data-label="column {j} (GB/s)">{1000 * i + 1000 + j}.5 x 2</td>' for j in cols)
+        + "</tr>"
+        for i in range(rows)
+    )
+    return f'<table class="tn-table"><caption>c</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def test_the_reading_counts_and_the_narrow_window_css(chromium):
+    """browser.measure_page counts what it claims (a tn-table row whose cells wrap, a table-like printout whose lines
+    wrap, a page wider than the window) and not what it should not (prose printouts, short tables), and
+    book/assets/book.css keeps a wide tn-table and a long code line inside a 390 px window."""
+    book_css = (ROOT / "book" / "assets" / "book.css").read_text()
+    aligned = "\n".join(f"v5e-{i}   {'x' * 30}   {i * 123456:>12}   {'y' * 20}" for i in range(4))
+    prose = "\n".join(f"this line says something about run {i} and ends" for i in range(4))
+    page = chromium[0].new_page()
+
+    def measure(width, body, css):
+        page.set_viewport_size({"width": width, "height": 600})
+        page.set_content(f"<html><head><style>{css}</style></head><body><main>{body}</main></body></html>")
+        return browser.measure_page(page)
+
+    def output(inner):
+        return f'<div class="cell"><div class="cell_output"><div class="output stream">{inner}</div></div></div>'
+
+    try:
+        narrow_box = "main { width: 260px; } div.cell_output pre { white-space: pre-wrap; font: 13px monospace; }"
+        m = measure(1280, output(f"<pre>{aligned}</pre><pre>{prose}</pre><pre>a  b\nc  d</pre>"), narrow_box)
+        assert (m["output_blocks"], m["table_like_blocks"], m["wrapped_output_blocks"]) == (3, 1, 2), m
+        assert len(m["wrapped_table_like_blocks"]) == 1 and "v5e-0" in m["wrapped_table_like_blocks"][0], m
+        short = measure(1280, output(f"<pre>{aligned}</pre>"), "div.cell_output pre { white-space: pre-wrap; }")
+        assert short["table_like_blocks"] == 1 and short["wrapped_table_like_blocks"] == [], short
+
+        # A tn-table at a desktop width: with the book's CSS no cell wraps; squeezed without it, rows wrap.
+        assert measure(1280, output(_tn_table(4)), book_css)["wrapped_tn_table_rows"] == []
+        squeezed = measure(1280, output(_tn_table(4)), "main { width: 200px; } table { table-layout: fixed; }")
+        assert squeezed["tn_tables"] == 1 and len(squeezed["wrapped_tn_table_rows"]) == 2, squeezed
+
+        # A phone: a 12-column table and an 88-column code line widen the page, unless the book's CSS stacks the
+        # table (one cell a line, after its column's name) and wraps the code.
+        code = (
+            '<div class="cell"><div class="cell_input"><div class="highlight"><pre>'
+            + "z" * 88
+            + "</pre></div></div></div>"
+        )
+        body = output(_tn_table(12)) + code
+        bare = measure(390, body, "div.highlight pre { overflow: auto; } table.tn-table td { white-space: nowrap; }")
+        assert bare["page_scrolls_sideways"] and bare["clipped_tn_tables"] and bare["sideways_blocks"], bare
+        phone = measure(390, body, "div.highlight pre { overflow: auto; } " + book_css)
+        assert not phone["page_scrolls_sideways"] and phone["document_scroll_width"] <= 390, phone
+        assert phone["clipped_tn_tables"] == [] and phone["sideways_blocks"] == [], phone
+        label = page.evaluate("() => getComputedStyle(document.querySelector('td.num'), '::before').content")
+        assert label == '"column 0 (GB/s)"', label
     finally:
         page.close()

@@ -9,13 +9,70 @@ page's list of scripts: with Jupyter Book 1.0.4, sphinx-thebe 0.3 adds its inlin
 declared`` on every page (caught by tests/test_browser.py). It also loads the vendored plotly.js
 (``_vendor/plotly/``, see tools/vendor_js.py) on the pages that show an explorer's static figure
 (:mod:`tpu_notes.plots.interactive`), and only there: the bundle is 1.5 MB.
+
+Navigation, as a reader meets it: a chapter's header shows a labelled "Open in Colab" link instead of the theme's
+unlabelled rocket menu (whose one entry was Colab); a hidden solution (a code cell tagged ``solution`` and
+``hide-cell``) is labelled "Show solution" / "Hide solution" instead of myst-nb's "Show code cell content"; and the
+page has one search box, the one in the left sidebar (the theme also put one in a header band of its own).
 """
 
 from __future__ import annotations
 
+from docutils import nodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
 #: Marks an explorer's static figure in a page's HTML (tpu_notes.plots.interactive.explorer_html writes it).
 EXPLORER_MARK = 'class="tpu-notes-explorer"'
 PLOTLY_JS = "plotly/plotly-cartesian.min.js"  # under html_static_path (_vendor/)
+
+
+#: The words of a chapter's launch link, and of a hidden solution's toggle.
+COLAB_TEXT = "Open in Colab"
+SOLUTION_TAG = "tag_solution"  # myst-nb's class for a cell tagged "solution"
+SOLUTION_PROMPTS = {"prompt_show": "Show solution", "prompt_hide": "Hide solution"}
+
+
+def _one_search_box(app, config):
+    """One search box: the theme's sidebar field. pydata-sphinx-theme adds another in a header band (its
+    ``navbar_persistent`` default) unless the option is set; on a narrow window the article header's search icon
+    stays."""
+    config.html_theme_options.setdefault("navbar_persistent", [])
+
+
+def _label_colab_link(app, pagename, templatename, context, doctree):
+    """Replace the theme's launch menu (an unlabelled rocket icon) by its Colab link, labelled "Open in Colab".
+
+    sphinx-book-theme adds the menu to ``header_buttons`` (priority 501); this runs after it. Other launch entries
+    (Binder, JupyterHub, Thebe), should _config.yml ask for them, stay in the menu."""
+    buttons = context.get("header_buttons")
+    if not buttons:
+        return
+    for i, button in enumerate(buttons):
+        if button.get("type") != "group" or button.get("label") != "launch-buttons":
+            continue
+        colab = [b for b in button["buttons"] if b.get("type") == "link" and "colab" in b.get("url", "")]
+        if not colab:
+            return
+        link = dict(colab[0], text=COLAB_TEXT, tooltip="Run this chapter as a notebook on Google Colab")
+        link["label"] = "open-in-colab"
+        rest = [b for b in button["buttons"] if b is not colab[0]]
+        buttons[i : i + 1] = [link] + ([dict(button, buttons=rest)] if rest else [])
+        return
+
+
+class _LabelSolutions(SphinxPostTransform):
+    """Label a hidden solution's toggle "Show solution" / "Hide solution". myst-nb's post-transform (priority 199)
+    turns a hidden cell's ``prompt_show`` / ``prompt_hide`` into the ``<summary>``; this runs just before it.
+    Other hidden cells (a chapter's setup cell) keep myst-nb's labels."""
+
+    default_priority = 190
+    formats = ("html",)
+
+    def run(self, **kwargs):
+        for node in self.document.findall(nodes.container):
+            if node.get("nb_element") == "cell_code" and node.get("hide_mode") and SOLUTION_TAG in node["classes"]:
+                for key, text in SOLUTION_PROMPTS.items():
+                    node[key] = text
 
 
 def _dedupe_scripts(app, pagename, templatename, context, doctree):
@@ -107,6 +164,9 @@ def _resolve_public_name(app, env, node, contnode):
 
 
 def setup(app):
+    app.connect("config-inited", _one_search_box)
+    app.connect("html-page-context", _label_colab_link, priority=600)  # after sphinx-book-theme's (501)
+    app.add_post_transform(_LabelSolutions)
     app.connect("missing-reference", _resolve_public_name)
     # Late priority: after myst-nb and the theme have added their page-specific scripts.
     app.connect("html-page-context", _dedupe_scripts, priority=900)
