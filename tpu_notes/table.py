@@ -14,8 +14,9 @@ for all its rows, from its largest value, so numbers in a column compare at a gl
 over 0.0123 and 0.0045 prints ``step`` with ``(ms)`` under it, over 12.3 and 4.5. ``unit="%"`` takes fractions
 (0.53 prints as 53). Any other unit (``"tokens/s"``, ``"$"``, ``"x"``) is printed as given, in the header.
 
->>> t = Table([Column("chip"), Column("HBM", "B", digits=2), Column("step", "s")],
-...           [("v5e", 16e9, 0.0123), ("v5p", 95e9, 0.0045)], caption="Two chips")
+>>> cols = [Column("chip"), Column("HBM", "B", digits=2), Column("step", "s")]
+>>> rows = [("v5e", 16e9, 0.0123), ("v5p", 95e9, 0.0045)]
+>>> t = Table(cols, rows, caption="Two chips")
 >>> print(t)
 Two chips
 chip   HBM  step
