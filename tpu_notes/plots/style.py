@@ -120,10 +120,14 @@ class _DecadeFormatter(matplotlib.ticker.Formatter):
 
     def __init__(self, unit: str | None):
         self.unit = unit
+        self.ticks: list[float] = []
+
+    def set_locs(self, locs) -> None:  # the ticks about to be labelled (Formatter.locs is deprecated)
+        self.ticks = [float(v) for v in locs]
 
     def __call__(self, x, pos=None):
         lo, hi = sorted(self.axis.get_view_interval()) if self.axis is not None else (x, x)
-        shown = [v for v in self.locs if lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9) and v > 0] or [x]
+        shown = [v for v in self.ticks if lo * (1 - 1e-9) <= v <= hi * (1 + 1e-9) and v > 0] or [x]
         plain = 1e-3 <= min(shown) and max(shown) <= 1e4
         return _decade_label(x, self.unit, plain)
 
