@@ -137,11 +137,12 @@ def test_text_prints_the_librarys_figures(capsys):
     _, _, r = _library(20.0)
     table = [line.split("  ") for line in lines if line.startswith("    ")]
     header = [c.strip() for c in table[0] if c.strip()]
-    assert header[0] == "latency" and [h.split()[0] for h in header[1:]] == ["p50", "p90", "p99"]
+    assert header == ["latency", "p50", "p90", "p99"]
+    units = [c.strip() for c in table[1] if c.strip()]  # each column's unit, on the line under its name
     seconds = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}
-    scale = [seconds[h.split("(")[1].rstrip(")")] for h in header[1:]]  # each column's unit, from its header
+    scale = [seconds[u.strip("()")] for u in units]
     rows = {}
-    for cells in table[2:]:
+    for cells in table[3:]:
         cells = [c.strip() for c in cells if c.strip()]
         rows[cells[0]] = list(zip(cells[1:], scale))
     for label, values in (("TTFT", r.ttft), ("TBT", r.tbt)):

@@ -186,7 +186,7 @@ def test_q6_checks_that_the_ring_multiplies_between_its_hops(loop):
         # ... but only the one that multiplies while the next block travels is a collective matmul
         assert g.correct is not gather_first, g.message
     g = exercises.grade("ch10.q6", _ring_program(gather_first=True, loop=loop))
-    assert "no matmul between them" in g.message
+    assert "no matmul between them" in " ".join(g.message.split())  # the verdict wraps at the page's width
 
 
 def test_q9_wrong_programs_are_rejected():

@@ -45,7 +45,7 @@ def test_collective_chart_dots_sit_on_the_lines():
 
 def test_explorer_static_is_its_figure_and_text_matches_the_rows():
     fig = widgets.gpu_explorer(static=True)
-    assert fig.axes[0].get_title().startswith("llama3-70b on GpuCluster('h100', 64 GPUs")
+    assert fig.axes[0].get_title().startswith("llama3-70b on 64 x H100")
     cluster, rows, text = widgets.gpu_strategies("h100", 8, "superpod", "llama3-70b", 2048)
     assert cluster.n_gpus == 64 and [r.strategy for r in rows] == ["dp", "tp", "pp"]
     assert "DP    64-way" in text and rows[0].bound == "comms"  # 2048 < 2472 tokens per GPU

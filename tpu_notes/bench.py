@@ -1131,7 +1131,8 @@ def format_predictions(rows: Sequence[Prediction]) -> str:
 def format_measurements(result: RooflineMeasurement, chip=None) -> Table:
     """One table of every measurement of ``result`` (Chapter 1): median time, achieved rate (FLOP/s for a
     matmul, bytes/s for a bandwidth probe), intensity, the fitted roofline's time and measured / fitted, and
-    measured / ``chip``'s datasheet roofline (a dash without a chip model), as a collapsed :class:`Table`."""
+    measured / ``chip``'s datasheet roofline (a dash without a chip model), as a collapsed
+    :class:`tpu_notes.table.Table`."""
     if not isinstance(result, RooflineMeasurement):
         raise TypeError(f"result must be a RooflineMeasurement; got {type(result).__name__}")
     rows = predict(result, chip)

@@ -445,7 +445,7 @@ def _check_groups(groups) -> list:
 def format_serving_groups(groups):
     """The per-group table, as a :class:`~tpu_notes.table.Table`: metric, source, rows, the median of predicted /
     measured, its range and whether the median meets the issue's target (each group's row farthest from 1 is
-    :attr:`ServingGroup.worst_run`)."""
+    ``ServingGroup.worst_run``)."""
     groups = _check_groups(groups)
     cols = [
         Column("metric"),
