@@ -1023,7 +1023,14 @@ def format_matmul_table(rows: Sequence[MatmulRow]):
         raw = "" if list(r.xla_raw_kinds) == [s.kind for s in r.xla] else ", ".join(r.xla_raw_kinds)
         out.append((r.case.id, "agree" if r.agree else "DIFFER", r.case.label, show(r.predicted), show(r.xla), raw))
     return Table(
-        [Column("case"), Column("verdict"), Column("matmul"), Column("plan"), Column("XLA"), Column("HLO ops")],
+        [
+            Column("case"),
+            Column("verdict"),
+            Column("matmul", wrap=True),
+            Column("plan", wrap=True),
+            Column("XLA", wrap=True),
+            Column("HLO ops", wrap=True),
+        ],
         out,
         caption="Every oracle case in detail (bytes per device before -> after each collective)",
         collapse=True,

@@ -14,7 +14,8 @@ for all its rows, from its largest value, so numbers in a column compare at a gl
 over 0.0123 and 0.0045 prints ``step`` with ``(ms)`` under it, over 12.3 and 4.5. ``unit="%"`` takes fractions
 (0.53 prints as 53). Any other unit (``"tokens/s"``, ``"$"``, ``"x"``) is printed as given, in the header.
 
->>> cols = [Column("chip"), Column("HBM", "B", digits=2), Column("step", "s")]
+>>> hbm = Column("HBM", "B", digits=2)
+>>> cols = [Column("chip"), hbm, Column("step", "s")]
 >>> rows = [("v5e", 16e9, 0.0123), ("v5p", 95e9, 0.0045)]
 >>> t = Table(cols, rows, caption="Two chips")
 >>> print(t)
