@@ -314,7 +314,9 @@ def test_cli_spec_table_one_chip_and_json():
     table = _cli("spec")
     assert table.returncode == 0 and "v5e" in table.stdout and "H100" in table.stdout
     one = _cli("spec", "v5e")
-    assert one.returncode == 0 and "HBM bandwidth" in one.stdout and "820 GB/s" in one.stdout and "tpus.md" in one.stdout
+    assert (
+        one.returncode == 0 and "HBM bandwidth" in one.stdout and "820 GB/s" in one.stdout and "tpus.md" in one.stdout
+    )
     data = json.loads(_cli("spec", "h100", "--json").stdout)
     assert data["h100"]["bf16_flops"]["value"] == 9.89e14 and data["h100"]["bf16_flops"]["source"]
     bad = _cli("spec", "nochip")
