@@ -17,6 +17,7 @@ Then two kinds of work share the cores, side by side:
   notebooks again (pytest.ini's ``testpaths`` is ``tests``; ``pytest notebooks/NN_slug.ipynb`` still compares one
   chapter by hand).
 
+The test files of ``AFTER_CHAPTERS`` (the Colab path) run in the chapters' lane once the chapters are done.
 The cores are oversubscribed while the chapters run (on 2 cores: two pytest workers and one chapter), so no core
 waits for another's queue to drain; the chapters start longest first. They print into ``_build/device_matrix.log``
 as they go; its lines are repeated after pytest's, and the command fails if either fails. ``--jobs 1`` runs the
@@ -40,6 +41,10 @@ import device_matrix  # noqa: E402
 
 #: What ruff lints and formats (the Makefile's LINTED).
 LINTED = ("tpu_notes", "tests", "tools")
+#: Test files run in the chapters' lane once its chapters are done, instead of in the main pytest run: mostly
+#: subprocesses (the Colab path builds a virtual environment and runs every chapter's setup cells), they fill the
+#: time that lane would otherwise sit idle while pytest finishes.
+AFTER_CHAPTERS = ("tests/test_colab_path.py",)
 
 
 def pytest_command(workers: int, extra: list[str]) -> list[str]:
@@ -78,15 +83,21 @@ def main(argv: list[str]) -> int:
         if args.jobs == 1:  # one thing at a time: the chapters, then pytest
             failed = device_matrix.run_lanes(todo, 1, out=out)
             run_pytest()
-        else:  # pytest on every core, the chapters beside it on half as many pinned lanes
-            beside = threading.Thread(target=run_pytest)
+        else:  # pytest on every core, the chapters beside it on half as many pinned lanes, then AFTER_CHAPTERS
+            after = [] if args.pytest_args else list(AFTER_CHAPTERS)
+            main_args = [*args.pytest_args, *(f"--ignore={path}" for path in after)]
+            beside = threading.Thread(
+                target=lambda: tests.append(subprocess.run(pytest_command(args.jobs, main_args), cwd=ROOT).returncode)
+            )
             beside.start()
             failed = device_matrix.run_lanes(todo, max(1, args.jobs // 2), out=out)
+            if after:
+                tests.append(subprocess.run(pytest_command(1, after), cwd=ROOT).returncode)
             beside.join()
         print(f"{len(todo) - failed} of {len(todo)} jobs passed in {time.perf_counter() - start:.0f} s", file=out)
     print(f"\n--- chapters (tools/device_matrix.py, {log.relative_to(ROOT)}) ---")
     print(log.read_text().rstrip())
-    ok = tests == [0]
+    ok = bool(tests) and all(rc == 0 for rc in tests)
     print(
         f"--- make test: pytest {'passed' if ok else 'FAILED'}, chapters "
         f"{'passed' if not failed else 'FAILED'}, {time.perf_counter() - start:.0f} s in all ---"
